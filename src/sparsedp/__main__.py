@@ -1,0 +1,3 @@
+from sparsedp.cli import main
+
+main()
