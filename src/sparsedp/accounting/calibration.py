@@ -1,0 +1,47 @@
+"""The result of calibrating a mechanism to a target (ε, δ).
+
+PROVISIONAL shape agreed between the accounting and mechanism issues; ``calibrate()`` and
+``compare()`` (accounting issue) fill it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Noise scale and release margin of one mechanism at a target (ε, δ).
+
+    Attributes:
+        mechanism: "gshm", "csh", "topk-csh", "laplace", "correlated-gaussian", … .
+        analysis: which accountant calibrated it ("exact", "add", "fdp", "tight", "discrete", …).
+        epsilon, delta: the target guarantee.
+        sigma: noise scale of the mechanism (Gaussian σ of each component; Laplace scale b).
+        tau: margin = absolute release threshold − pre-threshold (what the analyses depend on).
+        noise_std: standard deviation of each released noisy count.
+        delta_parts: δ split into its named parts (e.g. {"gaussian": …, "threshold": …}).
+        delta_achieved: δ re-evaluated at (σ, τ) with the full accountant; always <= delta.
+        params: the contribution model and options (l0, k, mu_o2, discrete, …).
+    """
+
+    mechanism: str
+    analysis: str
+    epsilon: float
+    delta: float
+    sigma: float
+    tau: float
+    noise_std: float
+    delta_parts: Mapping[str, float] = field(default_factory=dict)
+    delta_achieved: float = float("nan")
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "delta_parts", MappingProxyType(dict(self.delta_parts)))
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+    def threshold(self, pre_threshold: float = 1.0) -> float:
+        """Absolute release threshold for a given pre-threshold."""
+        return pre_threshold + self.tau

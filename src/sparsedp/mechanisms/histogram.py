@@ -1,0 +1,87 @@
+"""The values mechanisms consume and produce.
+
+PROVISIONAL shape agreed between the mechanism and engine issues.
+
+A mechanism's per-key step works on the ``int64`` count array only and returns the *positions* of the
+released keys and their noisy counts; keys are carried along untouched, so any key representation
+(a pyarrow Table, a Polars DataFrame, a numpy array, a list of tuples) works, and engines (including
+Spark partitions) can run the same kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import InputDataError
+
+
+def take_keys(keys: Any, idx: np.ndarray) -> Any:
+    """Select rows ``idx`` of a key container (Arrow/Polars/pandas table, numpy array, or list)."""
+    if hasattr(keys, "take") and not isinstance(keys, np.ndarray):  # pyarrow Table/Array, pandas
+        try:
+            return keys.take(idx)
+        except TypeError:
+            pass
+    if hasattr(keys, "__getitem__") and type(keys).__module__.startswith("polars"):
+        return keys[idx]
+    if isinstance(keys, np.ndarray):
+        return keys[idx]
+    return [keys[i] for i in idx.tolist()]
+
+
+@dataclass(frozen=True)
+class SparseHistogram:
+    """Keys with their true (bounded) counts; keys absent are zero.
+
+    ``counts[i]`` is the count of the i-th key (row i of ``keys``); counts are non-negative ``int64``.
+    Keys must be distinct: engines guarantee it by construction (group-by), :meth:`from_mapping` by
+    being a mapping.
+    """
+
+    keys: Any
+    counts: np.ndarray
+
+    def __post_init__(self) -> None:
+        c = np.asarray(self.counts)
+        if c.ndim != 1:
+            raise InputDataError(f"counts must be one-dimensional, got shape {c.shape}")
+        if c.dtype.kind not in "iu":
+            raise InputDataError(f"counts must be integers, got dtype {c.dtype}")
+        c = c.astype(np.int64, copy=False)
+        if c.size and c.min() < 0:
+            raise InputDataError("counts must be non-negative")
+        if len(self.keys) != c.size:
+            raise InputDataError(f"{len(self.keys)} keys but {c.size} counts")
+        object.__setattr__(self, "counts", c)
+
+    @classmethod
+    def from_mapping(cls, m: Mapping[Any, int]) -> "SparseHistogram":
+        keys = list(m.keys())
+        return cls(keys=keys, counts=np.fromiter((int(x) for x in m.values()), dtype=np.int64, count=len(keys)))
+
+    def __len__(self) -> int:
+        return int(self.counts.size)
+
+
+@dataclass(frozen=True)
+class Release:
+    """A private release: the released keys with their noisy counts, and how it was calibrated."""
+
+    keys: Any
+    counts: np.ndarray
+    calibration: Any  # accounting.Calibration
+    n_keys_in: int
+    n_keys_out: int
+    extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. top-k's released threshold t~
+
+    def to_dict(self) -> dict:
+        """Released {key: noisy count} (keys as Python objects)."""
+        keys = self.keys
+        if hasattr(keys, "to_pylist"):
+            keys = [tuple(r.values()) if len(r) > 1 else next(iter(r.values())) for r in keys.to_pylist()]
+        elif hasattr(keys, "rows"):
+            keys = [r if len(r) > 1 else r[0] for r in keys.rows()]
+        return dict(zip(list(keys), self.counts.tolist()))
