@@ -11,7 +11,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"accounting", "noise", "mechanisms", "sketches", "engines", "errors"}
+_SUBMODULES = {"accounting", "noise", "mechanisms", "sketches", "engines", "errors", "reproduce"}
 _API = {"release", "plan", "Result"}
 
 

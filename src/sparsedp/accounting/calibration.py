@@ -1,7 +1,8 @@
 """The result of calibrating a mechanism to a target (ε, δ).
 
-PROVISIONAL shape agreed between the accounting and mechanism issues; ``calibrate()`` and
-``compare()`` (accounting issue) fill it.
+:func:`sparsedp.accounting.calibrate` and :func:`sparsedp.accounting.compare` produce it; mechanisms take
+it as their noise/threshold recipe. Mechanism-specific recipe details (exact rational noise scales, the
+release comparison ``>`` or ``>=``, l0/k/top_k, …) live in ``params``.
 """
 
 from __future__ import annotations
@@ -45,3 +46,10 @@ class Calibration:
     def threshold(self, pre_threshold: float = 1.0) -> float:
         """Absolute release threshold for a given pre-threshold."""
         return pre_threshold + self.tau
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain-dict view (for reports and JSON; ``params`` values are kept as they are)."""
+        return {"mechanism": self.mechanism, "analysis": self.analysis, "epsilon": self.epsilon,
+                "delta": self.delta, "sigma": self.sigma, "tau": self.tau, "noise_std": self.noise_std,
+                "delta_parts": dict(self.delta_parts), "delta_achieved": self.delta_achieved,
+                "params": dict(self.params)}

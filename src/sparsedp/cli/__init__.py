@@ -39,3 +39,7 @@ def main() -> None:
 
 # Command modules (each defines its commands on `app`).
 from . import plan as _plan  # noqa: E402,F401
+from . import ledger as _ledger  # noqa: E402,F401
+from . import reproduce as _reproduce  # noqa: E402,F401
+from . import release as _release  # noqa: E402,F401
+from . import demo as _demo  # noqa: E402,F401

@@ -1,22 +1,100 @@
-"""``sparsedp plan``: calibration table for every applicable mechanism, no data touched.
+"""``sparsedp plan``: calibration table of every applicable mechanism, no data touched.
 
-PROVISIONAL: the accounting issue replaces this body with ``accounting.compare`` output.
+Calls :func:`sparsedp.accounting.compare` and prints one row per (mechanism, analysis): σ, per-count noise
+std, threshold margin τ (absolute threshold = pre-threshold + τ) and the δ re-evaluated at that calibration.
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
 from . import app
+
+_NOISE = {"discrete": True, "continuous": False, "both": None}
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,.4f}" if abs(x) < 1e6 else f"{x:.6g}"
+
+
+def render_table(cals, *, title: str) -> None:
+    """Print calibrations as a rich table (also used by other commands that show plans)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col, justify in (("mechanism", "left"), ("analysis", "left"), ("noise", "left"), ("sigma", "right"),
+                         ("noise std", "right"), ("threshold margin tau", "right"), ("delta achieved", "right")):
+        table.add_column(col, justify=justify)
+    for c in cals:
+        table.add_row(c.mechanism, c.analysis, "discrete" if c.params.get("discrete") else "continuous",
+                      _fmt(c.sigma), _fmt(c.noise_std), _fmt(c.tau), f"{c.delta_achieved:.4g}")
+    Console(width=max(100, Console().width)).print(table)
+
+
+def summary_line(cals) -> str:
+    """'best: …' sentence: the smallest margin overall, the best with discrete noise if both are listed,
+    and the gain over the Laplace stability histogram (the peers' default) when it is listed."""
+    from ..accounting import best
+
+    def name(c) -> str:
+        return f"{c.mechanism} ({c.analysis}, {'discrete' if c.params.get('discrete') else 'continuous'} noise)"
+
+    top = best(cals)
+    line = f"best: {name(top)} with threshold margin {top.tau:,.2f} and noise std {top.noise_std:,.2f}"
+    discrete = [c for c in cals if c.params.get("discrete")]
+    if discrete and len(discrete) < len(cals) and not top.params.get("discrete"):
+        d = best(discrete)
+        line += f"; with secure discrete noise: {name(d)}, margin {d.tau:,.2f}"
+    lap = [c for c in cals if c.mechanism == "laplace"]
+    if lap and top.mechanism != "laplace" and min(c.tau for c in lap) > 0:
+        ref = min(lap, key=lambda c: c.tau)
+        line += f"; {100 * (1 - top.tau / ref.tau):.1f}% below the Laplace baseline ({ref.tau:,.2f})"
+    return line
 
 
 @app.command()
 def plan(
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy parameter epsilon (> 0)."),
     delta: float = typer.Option(..., "--delta", help="Privacy parameter delta (0 < delta < 1)."),
-    l0: int = typer.Option(1, "--l0", "--max-groups", help="Max distinct keys per privacy unit."),
+    l0: Optional[int] = typer.Option(None, "--l0", "--max-groups",
+                                     help="Max distinct keys per privacy unit (GSHM, Laplace)."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", help="Release only the top k keys (top-k CSH)."),
+    k: Optional[int] = typer.Option(None, "--k-sparse",
+                                    help="Histogram has at most k non-zero counts, monotone neighbours "
+                                         "(e.g. a Misra-Gries sketch of size k): CSH."),
+    noise: str = typer.Option("both", "--noise", help="discrete (what a secure release samples), "
+                                                      "continuous (paper analyses) or both."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Also save a plot of the release threshold "
+                                                            "against k for every mechanism (.png/.pdf/.svg)."),
 ) -> None:
-    """Print the calibration (sigma, threshold) of every applicable mechanism."""
-    from ..accounting import gaussian_sigma
+    """Print the calibration (sigma, threshold) of every applicable mechanism and say which is best."""
+    from ..accounting import compare
+    from ..errors import SparsedpError
 
-    typer.echo(f"gaussian sigma (l2 sensitivity sqrt(l0)) = {gaussian_sigma(epsilon, delta, l0 ** 0.5):.4f}")
+    if noise not in _NOISE:
+        raise typer.BadParameter(f"must be one of {', '.join(_NOISE)}; got {noise!r}", param_hint="--noise")
+    if l0 is None and top_k is None and k is None:
+        l0 = 1
+    try:
+        cals = compare(epsilon, delta, l0=l0, top_k=top_k, k=k, discrete=_NOISE[noise])
+    except SparsedpError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(code=2) from None
+    model = ", ".join(f"{n}={x}" for n, x in (("l0", l0), ("top_k", top_k), ("k", k)) if x is not None)
+    render_table(cals, title=f"sparsedp plan: epsilon={epsilon:g}, delta={delta:g}, {model}")
+    typer.echo(summary_line(cals))
+    if plot:
+        from rich.console import Console
+
+        from ..plotting import plot_plan
+
+        try:
+            with Console(stderr=True).status("plotting threshold against k for every mechanism"):
+                path = plot_plan(epsilon, delta, plot, noise=noise)
+        except SparsedpError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(code=2) from None
+        typer.echo(f"plot written to {path}")

@@ -10,6 +10,7 @@ Spark partitions) can run the same kernel.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -43,6 +44,9 @@ class SparseHistogram:
 
     keys: Any
     counts: np.ndarray
+    #: True when the producer guarantees distinct keys by construction (an engine's group-by); lets
+    #: :func:`check_distinct_keys` skip the O(n) hash check.
+    distinct: bool = False
 
     def __post_init__(self) -> None:
         c = np.asarray(self.counts)
@@ -60,10 +64,52 @@ class SparseHistogram:
     @classmethod
     def from_mapping(cls, m: Mapping[Any, int]) -> "SparseHistogram":
         keys = list(m.keys())
-        return cls(keys=keys, counts=np.fromiter((int(x) for x in m.values()), dtype=np.int64, count=len(keys)))
+        bad = [(k, x) for k, x in m.items() if isinstance(x, bool) or not isinstance(x, numbers.Integral)]
+        if bad:
+            k, x = bad[0]
+            raise InputDataError(f"counts must be integers; key {k!r} has count {x!r} ({type(x).__name__})")
+        return cls(keys=keys, counts=np.fromiter((int(x) for x in m.values()), dtype=np.int64, count=len(keys)),
+                   distinct=True)
 
     def __len__(self) -> int:
         return int(self.counts.size)
+
+
+def check_distinct_keys(keys: Any) -> None:
+    """Raise :class:`InputDataError` if a key occurs twice (before any noise is drawn).
+
+    Numpy arrays that are strictly increasing pass in O(n); otherwise a hash count (Polars ``n_unique``)
+    or a Python set is used. Works for numpy arrays, lists (of scalars or tuples), Arrow/Polars/pandas
+    tables.
+    """
+    n = len(keys)
+    if n < 2:
+        return
+    mod = type(keys).__module__
+    if isinstance(keys, np.ndarray):
+        if keys.ndim == 1 and keys.dtype.kind in "iuf" and bool(np.all(keys[1:] > keys[:-1])):
+            return
+        if keys.ndim == 1 and keys.dtype.kind != "O":
+            import polars as pl
+
+            uniq = pl.Series(keys).n_unique()
+        elif keys.ndim == 2:
+            uniq = np.unique(keys, axis=0).shape[0]
+        else:
+            uniq = len(set(keys.tolist()))
+    elif mod.startswith("polars"):
+        uniq = keys.n_unique()
+    elif mod.startswith("pyarrow"):
+        import polars as pl
+
+        uniq = pl.from_arrow(keys).n_unique()
+    elif mod.startswith("pandas"):
+        uniq = n - int(keys.duplicated().sum())
+    else:
+        uniq = len(set(keys))
+    if uniq != n:
+        raise InputDataError(f"keys must be distinct: {n - uniq} duplicate key(s) among {n}; aggregate the "
+                             "counts per key (group by) before releasing")
 
 
 @dataclass(frozen=True)

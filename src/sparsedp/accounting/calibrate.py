@@ -1,0 +1,256 @@
+"""One entry point to calibrate any mechanism, and a side-by-side comparison.
+
+:func:`calibrate` returns a :class:`~sparsedp.accounting.calibration.Calibration` (σ, margin τ, per-count
+noise std, δ parts, δ re-evaluated with the full accountant) for one mechanism; :func:`compare` returns every
+mechanism applicable to the stated contribution model, sorted by margin. The accountants live in their own
+modules and cite their theorems:
+
+* ``"gshm"`` (needs ``l0``): continuous :mod:`.gshm` (seed 001: exact / add / fdp); discrete
+  :mod:`.discrete_histograms` (exact, Karrer decomposition with the discrete-Gaussian law).
+* ``"csh"`` (needs ``k``): continuous :mod:`.csh` (seed 000 Thm 3.5 / Thm 3.3); discrete :mod:`.csh`
+  (seed 000 Thm 7.7).
+* ``"topk-csh"`` (needs ``top_k``): as ``"csh"`` with k = top_k (seed 000 Alg. 3, Cor. 4.2); the
+  de-biasing variant uses Thm 3.3 with ½√(k+5√k) (continuous) or :mod:`.discrete_histograms` (discrete).
+* ``"laplace"`` (needs ``l0``): continuous :mod:`.laplace`; discrete :mod:`.discrete_histograms` (exact).
+* ``"correlated-gaussian"`` (needs ``d``): continuous :mod:`.correlated` (seed 002 Alg. 1, dense, no
+  threshold); discrete :mod:`.discrete_histograms`.
+
+Contribution models: ``l0`` = max distinct keys per privacy unit (GSHM, Laplace); ``k`` = the whole
+histogram has at most k non-zero counts and neighbours differ monotonically (CSH, e.g. a Misra–Gries
+sketch of size k); ``top_k`` = keep the top k keys (Algorithm 3 of seed 000 truncates any histogram so CSH
+applies; outputs estimate count − H^{(k+1)} unless ``debias=True``); ``d`` = a fixed, public set of d keys
+released densely (no threshold).
+
+Secure releases use discrete noise, so ``discrete=True`` is the default: the reported δ is then the δ of
+the integer noise actually sampled (``params["discrete"]`` says which was used; ``params["comparison"]``
+says whether the release test is ``>`` or ``>=`` the absolute threshold pre_threshold + τ).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _validate as v
+from ..errors import InfeasibleError, InvalidParameterError
+from . import correlated as _cg
+from . import csh as _csh
+from . import gshm as _gshm
+from . import laplace as _lap
+from .calibration import Calibration
+from .gaussian import gaussian_delta
+
+__all__ = ["calibrate", "compare", "best", "MECHANISMS"]
+
+MECHANISMS = ("gshm", "csh", "topk-csh", "laplace", "correlated-gaussian")
+_DEFAULT_ANALYSIS = {"gshm": "exact", "csh": "tight", "topk-csh": "tight", "laplace": "exact",
+                     "correlated-gaussian": "exact"}
+_CONTINUOUS_ANALYSES = {"gshm": ("exact", "add", "fdp"), "csh": ("tight", "add"), "topk-csh": ("tight", "add"),
+                        "laplace": ("exact",), "correlated-gaussian": ("exact",)}
+
+
+def _discrete_module():
+    try:
+        from . import discrete_histograms
+    except ImportError:  # pragma: no cover - module owned by the mechanisms work
+        return None
+    return discrete_histograms
+
+
+def _checked(cal: Calibration) -> Calibration:
+    if not cal.delta_achieved <= cal.delta:  # also catches NaN
+        raise InfeasibleError(  # pragma: no cover - every accountant rounds conservatively
+            f"internal: {cal.mechanism}/{cal.analysis} re-evaluated delta {cal.delta_achieved!r} exceeds "
+            f"the target {cal.delta!r}")
+    return cal
+
+
+def _need(name: str, value, mechanism: str) -> int:
+    if value is None:
+        raise InvalidParameterError(f"{name} is required for mechanism={mechanism!r}")
+    return v.integer(name, value, lo=1)
+
+
+# ------------------------------------------------------------------ per mechanism
+
+
+def _cal_gshm(eps, dlt, l0, analysis, mu_o2, discrete) -> Calibration:
+    dh = _discrete_module()
+    if discrete and mu_o2 == 0.0 and dh is not None and hasattr(dh, "calibrate_gshm_discrete"):
+        return dh.calibrate_gshm_discrete(eps, dlt, l0)
+    sigma, tau = _gshm.gshm_calibrate(eps, dlt, l0, analysis, mu_o2)
+    parts = _gshm.gshm_delta_parts(eps, sigma, tau, l0, analysis, mu_o2)
+    return Calibration(
+        mechanism="gshm", analysis=analysis, epsilon=eps, delta=dlt, sigma=sigma, tau=tau, noise_std=sigma,
+        delta_parts={"gaussian": parts["gaussian"], "threshold": parts["threshold"]},
+        delta_achieved=_gshm.gshm_delta(eps, sigma, tau, l0, analysis, mu_o2),
+        params={"l0": l0, "mu_o2": mu_o2, "discrete": False, "comparison": ">", "noise": "gaussian"})
+
+
+def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias) -> Calibration:
+    base = {"k": k, "discrete": discrete, "comparison": ">"}
+    if mechanism == "topk-csh":
+        base.update(top_k=k, debias=debias)
+    if discrete:
+        if debias:
+            dh = _discrete_module()
+            if dh is None or not hasattr(dh, "calibrate_topk_debias_discrete"):  # pragma: no cover
+                raise InvalidParameterError("debias=True with discrete noise needs accounting.discrete_histograms; "
+                                            "pass discrete=False")
+            return dh.calibrate_topk_debias_discrete(eps, dlt, k, conversion)
+        sigma, tau = _csh.csh_discrete_calibrate(eps, dlt, k, conversion)
+        s_ind, s_corr = _csh.csh_discrete_scales(sigma, k)
+        parts = _csh.csh_discrete_delta_parts(eps, sigma, tau, k, conversion)
+        return Calibration(
+            mechanism=mechanism, analysis=f"discrete-{conversion}", epsilon=eps, delta=dlt, sigma=sigma,
+            tau=tau, noise_std=_csh.csh_discrete_noise_std(sigma, k), delta_parts=parts,
+            delta_achieved=_csh.csh_discrete_delta(eps, sigma, tau, k, conversion),
+            params={**base, "conversion": conversion, "sigma2": s_ind, "sigma2_corr": s_corr,
+                    "noise": "discrete_gaussian", "output_lattice": "1/2"})
+    sigma, tau = _csh.csh_calibrate(eps, dlt, k, analysis, debias=debias)
+    return Calibration(
+        mechanism=mechanism, analysis=analysis, epsilon=eps, delta=dlt, sigma=sigma, tau=tau,
+        noise_std=_csh.csh_noise_std(sigma, k),
+        delta_parts=_csh.csh_delta_parts(eps, sigma, tau, k, analysis, debias=debias),
+        delta_achieved=_csh.csh_delta(eps, sigma, tau, k, analysis, debias=debias),
+        params={**base, "sigma_corr": sigma * k ** -0.25, "noise": "gaussian"})
+
+
+def _cal_laplace(eps, dlt, l0, discrete) -> Calibration:
+    dh = _discrete_module()
+    if discrete and dh is not None and hasattr(dh, "calibrate_laplace_discrete"):
+        return dh.calibrate_laplace_discrete(eps, dlt, l0)
+    scale, tau = _lap.laplace_calibrate(eps, dlt, l0)
+    achieved = _lap.laplace_delta(eps, scale, tau, l0)
+    return Calibration(
+        mechanism="laplace", analysis="exact", epsilon=eps, delta=dlt, sigma=scale, tau=tau,
+        noise_std=_lap.laplace_noise_std(scale), delta_parts={"threshold": achieved}, delta_achieved=achieved,
+        params={"l0": l0, "discrete": False, "comparison": ">", "scale": scale, "noise": "laplace"})
+
+
+def _cal_correlated(eps, dlt, d, discrete) -> Calibration:
+    dh = _discrete_module()
+    if discrete and dh is not None and hasattr(dh, "calibrate_correlated_discrete"):
+        return dh.calibrate_correlated_discrete(eps, dlt, d)
+    noise = _cg.correlated_gaussian_calibrate(eps, dlt, d)
+    achieved = gaussian_delta(1.0 / noise.sigma1, eps)
+    return Calibration(
+        mechanism="correlated-gaussian", analysis="exact", epsilon=eps, delta=dlt, sigma=noise.sigma1, tau=0.0,
+        noise_std=noise.per_query_std, delta_parts={"gaussian": achieved}, delta_achieved=achieved,
+        params={"d": d, "discrete": False, "c": noise.embedding_c, "embedding_std": noise.embedding_std,
+                "shared_std": noise.shared_std, "independent_std": noise.independent_std,
+                "count_std": noise.count_std, "standard_std": noise.standard_std,
+                "error_ratio": noise.error_ratio, "noise": "gaussian"})
+
+
+# ------------------------------------------------------------------ public
+
+
+def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=None, analysis=None,
+              mu_o2=0.0, discrete: bool = True, conversion: str = "cks", debias: bool = False) -> Calibration:
+    """Calibrate ``mechanism`` to (ε, δ): the smallest margin τ and its σ, re-checked with the full accountant.
+
+    Args:
+        mechanism: one of :data:`MECHANISMS`.
+        epsilon, delta: the target guarantee (ε > 0, 0 < δ < 1).
+        l0: max distinct keys per privacy unit ("gshm", "laplace").
+        k: sparsity bound of a k-sparse monotonic histogram ("csh"; seed 000 Def. 3.1).
+        top_k: number of keys kept by the top-k truncation ("topk-csh"; seed 000 Alg. 3).
+        d: number of fixed public keys ("correlated-gaussian").
+        analysis: accountant for continuous noise (gshm: "exact" | "add" | "fdp"; csh/topk-csh: "tight" |
+            "add"); ``None`` = the tightest. With ``discrete=True`` the discrete accountant is used and
+            ``analysis`` must be ``None``.
+        mu_o2: extra μ² per released aggregate column (GSHM only, seed 001 Thm 5.4); forces continuous.
+        discrete: account for exact integer noise (secure default). ``params["discrete"]`` records what
+            was used.
+        conversion: zCDP→DP conversion of discrete CSH, "cks" (Canonne–Kamath–Steinke) or "bs" (Lemma 7.3).
+        debias: top-k de-biasing variant (topk-csh; seed 000 §4): continuous noise uses Thm 3.3 with ½√(k+5√k),
+            discrete noise the zCDP account of :func:`.discrete_histograms.calibrate_topk_debias_discrete`.
+
+    Raises:
+        InvalidParameterError: bad or missing arguments (the message names the argument).
+        InfeasibleError: the request cannot be met; the message says which constraint fails.
+    """
+    mechanism = v.choice("mechanism", mechanism, MECHANISMS)
+    eps = v.epsilon(epsilon)
+    dlt = v.delta(delta)
+    mu_o2 = v.nonnegative("mu_o2", mu_o2)
+    conversion = v.choice("conversion", conversion, ("cks", "bs"))
+    for name, flag in (("discrete", discrete), ("debias", debias)):
+        if not isinstance(flag, bool):
+            raise v.InvalidTypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
+    if mu_o2 and mechanism != "gshm":
+        raise InvalidParameterError(f"mu_o2 is only supported by mechanism='gshm', got mechanism={mechanism!r}")
+    if debias and mechanism != "topk-csh":
+        raise InvalidParameterError(f"debias applies to mechanism='topk-csh' only, got {mechanism!r}")
+    if mu_o2:
+        discrete = False  # aggregate columns are accounted for continuous noise only (seed 001 Thm 5.4)
+    if analysis is not None:
+        if discrete:
+            raise InvalidParameterError(
+                f"analysis={analysis!r} selects a continuous-noise accountant; with discrete=True (the "
+                f"secure default) the discrete accountant is used: pass analysis=None or discrete=False")
+        analysis = v.choice("analysis", analysis, _CONTINUOUS_ANALYSES[mechanism])
+    else:
+        analysis = "add" if debias else _DEFAULT_ANALYSIS[mechanism]
+
+    if mechanism == "gshm":
+        cal = _cal_gshm(eps, dlt, _need("l0", l0, mechanism), analysis, mu_o2, discrete)
+    elif mechanism == "csh":
+        cal = _cal_csh(mechanism, eps, dlt, _need("k", k, mechanism), analysis, discrete, conversion, debias)
+    elif mechanism == "topk-csh":
+        cal = _cal_csh(mechanism, eps, dlt, _need("top_k", top_k, mechanism), analysis, discrete, conversion, debias)
+    elif mechanism == "laplace":
+        cal = _cal_laplace(eps, dlt, _need("l0", l0, mechanism), discrete)
+    else:
+        cal = _cal_correlated(eps, dlt, _need("d", d, mechanism), discrete)
+    return _checked(cal)
+
+
+def compare(epsilon, delta, l0=None, top_k=None, *, k=None, d=None, discrete: bool | None = True,
+            conversion: str = "cks") -> list[Calibration]:
+    """Every mechanism applicable to the given contribution model, calibrated at (ε, δ), sorted by margin τ.
+
+    ``l0`` enables GSHM and the Laplace stability histogram, ``top_k`` the top-k CSH, ``k`` CSH on a
+    k-sparse monotonic histogram, ``d`` the dense correlated Gaussian (τ = 0: no threshold). With
+    ``discrete=False`` every continuous analysis is listed (GSHM exact/add/fdp, CSH tight/add, …); with
+    ``True`` the accountants of the integer noise a secure release samples; ``None`` lists both.
+    Mechanisms that are infeasible at (ε, δ) are left out.
+    """
+    eps = v.epsilon(epsilon)
+    dlt = v.delta(delta)
+    if l0 is None and top_k is None and k is None and d is None:
+        raise InvalidParameterError("compare needs a contribution model: l0, top_k, k or d")
+    if discrete is not None and not isinstance(discrete, bool):
+        raise v.InvalidTypeError(f"discrete must be True, False or None, got {discrete!r}")
+    models: dict[str, dict[str, Any]] = {}
+    if l0 is not None:
+        models["gshm"] = models["laplace"] = {"l0": v.integer("l0", l0, lo=1)}
+    if top_k is not None:
+        models["topk-csh"] = {"top_k": v.integer("top_k", top_k, lo=1)}
+    if k is not None:
+        models["csh"] = {"k": v.integer("k", k, lo=1)}
+    if d is not None:
+        models["correlated-gaussian"] = {"d": v.integer("d", d, lo=1)}
+    flags = (True, False) if discrete is None else (discrete,)
+    out: list[Calibration] = []
+    for mech, model in models.items():
+        for disc in flags:
+            analyses = (None,) if disc else _CONTINUOUS_ANALYSES[mech]
+            for an in analyses:
+                if mech == "gshm" and an == "fdp":
+                    continue  # Thm 7.1 of seed 001 is never tighter than "exact"; keep the table short
+                try:
+                    out.append(calibrate(mech, epsilon=eps, delta=dlt, analysis=an, discrete=disc,
+                                         conversion=conversion, **model))
+                except InfeasibleError:
+                    continue
+    out.sort(key=lambda c: (c.tau, c.noise_std, c.mechanism, c.analysis))
+    return out
+
+
+def best(calibrations: list[Calibration]) -> Calibration:
+    """The calibration with the smallest margin (ties: smaller noise std); the first of :func:`compare`."""
+    if not calibrations:
+        raise InfeasibleError("no applicable mechanism is feasible at this (epsilon, delta)")
+    return min(calibrations, key=lambda c: (c.tau, c.noise_std))
+

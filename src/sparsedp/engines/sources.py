@@ -1,0 +1,89 @@
+"""Recognising inputs: frames, DuckDB relations, SQL text, Parquet/CSV files.
+
+Nothing here reads data: only types, paths, a file's first bytes and the start of a SQL string.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputDataError, InvalidTypeError
+
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+CSV_SUFFIXES = (".csv",)
+_SQL = re.compile(r"^\s*(\(\s*)*(select|with|from|values|table)\b", re.IGNORECASE)
+
+
+def kind(data: Any) -> str:
+    """What ``data`` is: "polars", "polars-lazy", "pandas", "arrow", "duckdb", "sql" or "file"."""
+    mod = type(data).__module__.split(".")[0]
+    name = type(data).__name__
+    if mod == "polars":
+        if name == "LazyFrame":
+            return "polars-lazy"
+        if name == "DataFrame":
+            return "polars"
+    if mod == "pandas" and name == "DataFrame":
+        return "pandas"
+    if mod == "pyarrow" and name in ("Table", "RecordBatch"):
+        return "arrow"
+    if mod == "duckdb" and name == "DuckDBPyRelation":
+        return "duckdb"
+    if isinstance(data, str) and _SQL.match(data):
+        return "sql"
+    if isinstance(data, (str, os.PathLike)):
+        return "file"
+    raise InvalidTypeError(
+        f"data must be a Polars/pandas DataFrame, a Polars LazyFrame, a pyarrow Table, a DuckDB relation, "
+        f"SQL text (SELECT …) or the path of a Parquet/CSV file; got {type(data).__name__}")
+
+
+def file_format(path: str | os.PathLike) -> str:
+    """"parquet" or "csv" for an existing file (or glob of files); raises InputDataError otherwise."""
+    p = os.fspath(path)
+    low = p.lower()
+    if low.endswith(PARQUET_SUFFIXES):
+        fmt = "parquet"
+    elif low.endswith(CSV_SUFFIXES):
+        fmt = "csv"
+    else:
+        raise InputDataError(f"{p!r} is not a Parquet or CSV file (expected a name ending in "
+                             f"{', '.join(PARQUET_SUFFIXES + CSV_SUFFIXES)}); convert it or pass a DataFrame")
+    files = expand(p)
+    if not files or not all(os.path.isfile(f) for f in files):
+        raise InputDataError(f"input file {p!r} does not exist")
+    if fmt == "parquet":
+        for f in files:
+            with open(f, "rb") as fh:
+                head = fh.read(4)
+            if head != b"PAR1":
+                raise InputDataError(f"{f!r} is not a Parquet file (it does not start with the PAR1 magic bytes)")
+    else:
+        for f in files:
+            with open(f, "rb") as fh:
+                head = fh.read(4096)
+            if b"\x00" in head or head.startswith(b"PAR1"):
+                raise InputDataError(f"{f!r} does not look like a CSV text file")
+    return fmt
+
+
+def expand(path: str | os.PathLike) -> list[str]:
+    """The files a path or glob names (sorted)."""
+    p = os.fspath(path)
+    return sorted(glob.glob(p)) if glob.has_magic(p) else [p]
+
+
+def display(data: Any) -> str:
+    """Short description of an input for reports."""
+    k = kind(data)
+    if k == "file":
+        return f"file {Path(os.fspath(data)).name}"
+    if k == "sql":
+        s = " ".join(str(data).split())
+        return f"SQL {s[:60]}{'…' if len(s) > 60 else ''}"
+    return {"polars": "Polars DataFrame", "polars-lazy": "Polars LazyFrame", "pandas": "pandas DataFrame",
+            "arrow": "pyarrow Table", "duckdb": "DuckDB relation"}[k]

@@ -1,0 +1,194 @@
+"""Dense correlated Gaussian mechanisms for a known, public key domain (Lebeda, seed 002).
+
+Source: ``shared/specs/seed-002-correlated-gaussian.md``. Unlike the sparse histograms these release
+*every* key of a public domain of size d (zeros included) and no threshold is needed. Each privacy unit
+adds at most 1 to each key (any number of keys); add/remove neighbours; ``n_units`` counts every unit,
+including units with no key in the domain.
+
+* :func:`correlated_histogram` — Algorithm 1 in its embedding form (Lemma 3.3/3.4, S2.3, the form the
+  paper recommends for production): ``g = (2f − n·1, C·n)``, add i.i.d. noise to the d+1 coordinates,
+  release ``f̃ = y/2 + y_{d+1}/(2C)`` and the size estimate ``ñ = y_{d+1}/C``. Secure default: integer
+  ``C`` (S4.4) and ``N_Z(0, s)`` noise calibrated by the exact discrete accountant
+  :func:`sparsedp.accounting.discrete_histograms.calibrate_correlated_discrete`. ``insecure_float=True``:
+  ``C = d^{1/4}`` and ``N(0, (d + C²)σ₁²)`` (Theorem 3.1).
+* :func:`grouped_correlated_histogram` — Algorithm 2 (m disjoint rows of d queries, each unit in at most
+  one row). Add/remove: Algorithm 1 independently per row with the row's unit count (Lemma 4.2), secure
+  or float. Replacement (float only): C = √d and ``N(0, 4dσ₁²)`` per embedded entry, i.e. the shared term
+  has variance σ₁² — the spec's correction (S4.1 ERRATUM) of the printed 4σ₁².
+* :func:`bounded_density_histogram` — §4.1 (S4.2), each unit has at most k non-zero entries: the best of
+  the standard mechanism, Algorithm 1 and the optimal symmetric ellipse (independent variance α, shared
+  (β − α)/d), float noise only (the ellipse's shared direction has no integer embedding).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _validate as v
+from ..accounting.calibration import Calibration
+from ..errors import InputDataError, InvalidParameterError
+from .histogram import Release, SparseHistogram
+
+__all__ = ["calibrate_correlated", "correlated_histogram", "grouped_correlated_histogram",
+           "bounded_density_histogram", "domain_counts"]
+
+
+def domain_counts(hist: SparseHistogram, domain) -> np.ndarray:
+    """Counts of ``hist`` laid out over the public ``domain`` (absent keys are 0; keys outside raise)."""
+    dom = list(domain)
+    index = {key: i for i, key in enumerate(dom)}
+    if len(index) != len(dom):
+        raise InputDataError("domain keys must be distinct")
+    out = np.zeros(len(dom), dtype=np.int64)
+    keys = hist.keys.tolist() if isinstance(hist.keys, np.ndarray) else list(hist.keys)
+    for key, c in zip(keys, hist.counts.tolist()):
+        i = index.get(key)
+        if i is None:
+            raise InputDataError(f"key {key!r} is not in the public domain; the dense mechanism releases a "
+                                 "fixed domain only (drop or map unknown keys before releasing)")
+        out[i] += c
+    return out
+
+
+def calibrate_correlated(epsilon, delta, d, *, insecure_float: bool = False) -> Calibration:
+    """Calibrate Algorithm 1's embedding form for d queries (``accounting.calibrate("correlated-gaussian")``).
+
+    Secure default: integer C and the exact discrete accountant; ``insecure_float``: C = d^{1/4}, σ₁.
+    """
+    from ..accounting import calibrate
+
+    return calibrate("correlated-gaussian", epsilon=epsilon, delta=delta, d=d, discrete=not insecure_float)
+
+
+def _embedded_noise(cal: Calibration, size: int, rng, insecure_float: bool) -> np.ndarray:
+    from .. import noise
+
+    if cal.params.get("discrete", False):
+        return noise.sample_discrete_gaussian(cal.params["sigma2"], size, rng=rng)
+    if not insecure_float:
+        raise InvalidParameterError("this calibration is for float noise; pass insecure_float=True")
+    std = cal.params.get("embedding_std", cal.sigma)
+    return noise.sample_gaussian(float(std), size, rng=rng, insecure_float=True)
+
+
+def _embed_release(f: np.ndarray, n, cal: Calibration, rng, insecure_float: bool):
+    """Lemma 3.3/3.4 for one row (f of shape (d,), n a scalar) or many independent rows (f (m, d), n (m,)):
+    y = (2f − n, C n) + Z with i.i.d. Z per coordinate; returns (f̃, ñ)."""
+    c = cal.params["c"]
+    f2 = np.atleast_2d(f)
+    nn = np.atleast_1d(np.asarray(n, dtype=np.int64))
+    m, d = f2.shape
+    z = _embedded_noise(cal, m * (d + 1), rng, insecure_float).reshape(m, d + 1)
+    if cal.params.get("discrete", False):
+        c = int(c)
+        y = np.empty((m, d + 1), dtype=np.int64)
+        y[:, :-1] = 2 * f2 - nn[:, None]
+        y[:, -1] = c * nn
+        y += z
+        y = y.astype(np.float64)
+    else:
+        y = np.column_stack([2.0 * f2 - nn[:, None], c * nn.astype(float)]) + z
+    est = y[:, :-1] / 2.0 + y[:, -1:] / (2.0 * c)
+    n_tilde = y[:, -1] / c
+    if np.ndim(f) == 1:
+        return est[0], float(n_tilde[0])
+    return est, n_tilde
+
+
+def _check_units(f: np.ndarray, n_units) -> int:
+    n = v.integer("n_units", n_units, lo=0)
+    if f.size and (int(f.min()) < 0 or int(f.max()) > n):
+        raise InputDataError(f"each count must lie in [0, n_units={n}] (each unit adds at most 1 per key)")
+    return n
+
+
+def correlated_histogram(hist: SparseHistogram, domain, n_units, *, epsilon, delta, rng=None,
+                         insecure_float: bool = False) -> Release:
+    """Release every key of the public ``domain`` with Algorithm 1 (embedding form) and the size estimate.
+
+    Returns a Release whose keys are the whole domain (in order) and whose counts are the float estimates
+    ``f̃``; ``extra['n_estimate']`` is ñ. Per-key error std ≈ σ₁(√d+1)/2 (vs σ₁√d for independent noise).
+    """
+    from ._common import check_histogram
+
+    hist = check_histogram(hist)
+    f = domain_counts(hist, domain)
+    n = _check_units(f, n_units)
+    cal = calibrate_correlated(epsilon, delta, f.size, insecure_float=insecure_float)
+    est, n_tilde = _embed_release(f, n, cal, rng, insecure_float)
+    dom = list(domain)
+    keys = np.asarray(dom) if isinstance(domain, np.ndarray) else dom
+    return Release(keys=keys, counts=est, calibration=cal, n_keys_in=len(hist), n_keys_out=len(dom),
+                   extra={"mechanism": "correlated-gaussian", "n_estimate": n_tilde})
+
+
+def grouped_correlated_histogram(counts, row_counts, *, epsilon, delta, neighbours: str = "add-remove",
+                                 rng=None, insecure_float: bool = False) -> dict[str, Any]:
+    """Algorithm 2: ``counts`` is an (m, d) integer matrix, ``row_counts[j]`` the units in row j.
+
+    Returns ``{"estimates": (m, d) floats, "row_estimates": (m,) floats, "calibration": Calibration}``.
+    """
+    f = np.asarray(counts)
+    if f.ndim != 2 or f.dtype.kind not in "iu":
+        raise InputDataError(f"counts must be an (m, d) integer matrix, got shape {f.shape} dtype {f.dtype}")
+    nrow = np.asarray(row_counts)
+    if nrow.shape != (f.shape[0],) or nrow.dtype.kind not in "iu":
+        raise InputDataError("row_counts must be one integer per row")
+    f = f.astype(np.int64)
+    nrow = nrow.astype(np.int64)
+    if f.size and (f.min() < 0 or np.any(f > nrow[:, None])):
+        raise InputDataError("each count must lie in [0, row count]")
+    nb = v.choice("neighbours", neighbours, ("add-remove", "replacement"))
+    m, d = f.shape
+    if nb == "add-remove":
+        cal = calibrate_correlated(epsilon, delta, d, insecure_float=insecure_float)
+    else:
+        if not insecure_float:
+            raise InvalidParameterError("the replacement variant of Algorithm 2 is implemented for float noise "
+                                        "only (insecure_float=True): its integer embedding needs C = sqrt(d)")
+        from ..accounting.correlated import grouped_correlated_gaussian_calibrate
+
+        nz = grouped_correlated_gaussian_calibrate(epsilon, delta, d, neighbours="replacement")
+        cal = Calibration(mechanism="correlated-gaussian-grouped", analysis="exact", epsilon=float(epsilon),
+                          delta=float(delta), sigma=nz.sigma1, tau=0.0, noise_std=nz.per_query_std,
+                          params={"d": d, "c": nz.embedding_c, "discrete": False, "neighbours": "replacement",
+                                  "embedding_std": nz.embedding_std})
+    est, rows = _embed_release(f, nrow, cal, rng, insecure_float)  # rows are independent Algorithm-1 runs
+    return {"estimates": est, "row_estimates": rows, "calibration": cal}
+
+
+def bounded_density_histogram(hist: SparseHistogram, domain, k, *, epsilon, delta, rng=None,
+                              insecure_float: bool = False) -> Release:
+    """Release the public domain when each unit has at most ``k`` non-zero keys (seed 002 §4.1), float only.
+
+    Uses the smallest per-query error among the standard mechanism (std √k σ₁), Algorithm 1 and the optimal
+    symmetric ellipse (:func:`sparsedp.accounting.correlated.bounded_density_noise`); the choice is in
+    ``extra['variant']``. No size estimate is released.
+    """
+    from ._common import check_histogram
+    from .. import noise
+    from ..accounting.correlated import bounded_density_noise
+
+    if not insecure_float:
+        raise InvalidParameterError("the bounded-density mechanism is implemented for float noise only; pass "
+                                    "insecure_float=True (or use correlated_histogram, which is secure)")
+    hist = check_histogram(hist)
+    f = domain_counts(hist, domain)
+    kk = v.integer("k", k, lo=1, hi=max(1, f.size))
+    opts = bounded_density_noise(epsilon, delta, f.size, kk)
+    name = min(opts, key=lambda s: opts[s].per_query_std)
+    nz = opts[name]
+    z = noise.sample_gaussian(nz.independent_std, f.size, rng=rng, insecure_float=True)
+    if nz.shared_std > 0:
+        z = z + float(noise.sample_gaussian(nz.shared_std, 1, rng=rng, insecure_float=True)[0])
+    cal = Calibration(mechanism="correlated-gaussian-bounded", analysis="exact", epsilon=float(epsilon),
+                      delta=float(delta), sigma=nz.sigma1, tau=0.0, noise_std=nz.per_query_std,
+                      params={"d": f.size, "k": kk, "discrete": False, "variant": name,
+                              "shared_std": nz.shared_std, "independent_std": nz.independent_std})
+    dom = list(domain)
+    return Release(keys=np.asarray(dom) if isinstance(domain, np.ndarray) else dom, counts=f + z,
+                   calibration=cal, n_keys_in=len(hist), n_keys_out=f.size,
+                   extra={"mechanism": "correlated-gaussian-bounded", "variant": name})
+

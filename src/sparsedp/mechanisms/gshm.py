@@ -1,0 +1,77 @@
+"""The Gaussian Sparse Histogram Mechanism (GSHM): Karrer, Kifer, Wilkins & Zhang, Algorithm 1.
+
+Source: ``shared/specs/seed-001-exact-gshm.md`` §1.3. For every key with a non-zero count ``c``::
+
+    release (key, c + Z)   iff   c >= pre_threshold  and  c + Z >= pre_threshold + margin
+
+with independent noise per key, plus (optionally) aggregate columns ``A + N(0, Σ)`` released with the key
+(their privacy cost enters as ``mu_o2``, Eq. 5.1). The released value is the noisy count, which is at least
+the absolute threshold. Contribution model: each privacy unit adds at most 1 to each of at most ``l0``
+keys (the engine enforces it); add/remove-one-unit neighbours.
+
+Noise (secure by default): ``Z ~ N_Z(0, sigma2)``, the discrete Gaussian with an exact rational scale,
+calibrated by ``sparsedp.accounting.calibrate("gshm", l0=…)`` (discrete by default:
+:func:`sparsedp.accounting.discrete_histograms.calibrate_gshm_discrete`, the exact δ of the noise actually
+sampled — discrete analogue of Karrer et al. Thm 5.4, ``docs/proofs/discrete-histograms.md``).
+``insecure_float=True`` with a ``discrete=False`` calibration uses float ``N(0, σ²)`` and the continuous
+analysis; only that path supports aggregate columns (``mu_o2``), the discrete analysis covers counts only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..accounting.calibration import Calibration
+from ..errors import InputDataError, InvalidParameterError
+from ._common import check_histogram, check_pre_threshold, make_release
+from .histogram import Release, SparseHistogram
+from .kernel import noise_and_filter
+
+__all__ = ["gshm"]
+
+
+def gshm(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int = 1, rng=None,
+         insecure_float: bool = False, aggregates=None, aggregate_sigmas=None,
+         aggregate_sensitivities=None) -> Release:
+    """Release ``hist`` with GSHM (seed 001 Algorithm 1) under ``calibration`` (``sparsedp.accounting.calibrate("gshm", ...)``).
+
+    ``aggregates``: optional float array of shape (len(hist), m−1), one row per key (e.g. SUM(likes)); each
+    released key also gets ``aggregates[i] + N(0, diag(aggregate_sigmas²))``, drawn independently of the
+    count noise and only for released keys (line 6 of Algorithm 1). ``aggregate_sensitivities`` (the most
+    one unit can change each column) gives ``μ_o² = Σ (sens_j/σ_j)²`` (Eq. 5.1), which must not exceed the
+    calibration's ``mu_o2``. The noisy aggregates are in ``Release.extra["aggregates"]``.
+    """
+    hist = check_histogram(hist)
+    pre = check_pre_threshold(pre_threshold)
+    if calibration.mechanism != "gshm":
+        raise InvalidParameterError(f"calibration is for {calibration.mechanism!r}, not 'gshm'")
+    agg = None
+    if aggregates is not None:
+        if not insecure_float or calibration.params.get("discrete", False):
+            raise InvalidParameterError("aggregate columns need a continuous calibration and insecure_float=True")
+        agg = np.asarray(aggregates, dtype=float)
+        if agg.ndim == 1:
+            agg = agg[:, None]
+        if agg.shape[0] != len(hist) or not np.all(np.isfinite(agg)):
+            raise InputDataError(f"aggregates must be finite with one row per key, got shape {agg.shape}")
+        sig = np.broadcast_to(np.asarray(aggregate_sigmas, dtype=float), (agg.shape[1],))
+        sens = np.broadcast_to(np.asarray(aggregate_sensitivities, dtype=float), (agg.shape[1],))
+        if np.any(~np.isfinite(sig)) or np.any(sig <= 0) or np.any(~np.isfinite(sens)) or np.any(sens < 0):
+            raise InvalidParameterError("aggregate_sigmas must be > 0 and aggregate_sensitivities >= 0")
+        mu_o2 = float(np.sum((sens / sig) ** 2))
+        if mu_o2 > float(calibration.params.get("mu_o2", 0.0)) * (1 + 1e-12):
+            raise InvalidParameterError(
+                f"the aggregate columns have mu_o2={mu_o2:.6g} but the calibration allows "
+                f"{calibration.params.get('mu_o2', 0.0)!r}; calibrate with mu_o2 >= {mu_o2:.6g}")
+    pos, noisy = noise_and_filter(hist.counts, calibration, pre, rng, insecure_float=insecure_float)
+    extra: dict[str, Any] = {"mechanism": "gshm", "pre_threshold": pre,
+                             "threshold": pre + calibration.tau}
+    if agg is not None:
+        from ..noise import sample_gaussian
+
+        noise = np.column_stack([sample_gaussian(float(s), pos.size, rng=rng, insecure_float=True) for s in sig])
+        extra["aggregates"] = agg[pos] + noise.reshape(pos.size, agg.shape[1])
+    return make_release(hist, pos, noisy, calibration, extra)
+

@@ -1,0 +1,317 @@
+"""Simple entry point: pure ε-DP histogram of a list of items (one item per privacy unit, ``l0 = 1``).
+
+>>> rel = pure_histogram(["a", "b", "a", …], epsilon=1, beta=0.05)          # doctest: +SKIP
+>>> rel.to_dict()      # released keys with noisy counts; rel.calibration says what was guaranteed
+
+Neighbouring relation. By default the number of items ``n`` is treated as **public** and neighbours
+replace one item (the paper's bounded DP, seed 003 §2). Pass ``max_items=N`` (a public bound on the
+number of items) for add/remove-one-unit neighbours: the items are padded to ``N`` with a dummy label
+that is never released, so adding or removing a unit is a replacement with the dummy in the padded data
+and the same ε holds.
+
+Domain. With ``domain_size=None`` items are strings or bytes, encoded injectively (UTF-8) as labels
+of the finite domain of byte strings of length ``<= max_key_bytes``; released labels of empty bins are
+random strings of that domain (decoded with ``surrogateescape``). With an integer ``domain_size`` the
+items are integers in ``[0, domain_size)``. Running time never grows with ``|X|`` beyond its bit length
+(except ``mechanism="basic"``/``"keep-heavy"``, which are dense and refuse domains above 2^20).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from ... import _validate as v
+from ...errors import InputDataError, InvalidParameterError, InvalidTypeError
+from ...noise.clamped_geometric import FastSample, counting_sampler, unit_fraction
+from ...noise.source import default_source
+from ..histogram import Release, SparseHistogram
+from . import accuracy as acc
+from .compact import CompactHistogram, choose_ell, compact_histogram
+from .keep_heavy import basic_histogram, keep_heavy
+from .pure_sparse import pure_sparse_histogram
+from .stability import stability_histogram, stability_threshold
+
+__all__ = ["PureCalibration", "pure_histogram", "release_pure", "plan_pure", "MECHANISMS", "StringCodec"]
+
+MECHANISMS = ("pure-sparse", "compact", "basic", "keep-heavy", "stability")
+DENSE_LIMIT = 1 << 20
+
+
+@dataclass(frozen=True)
+class PureCalibration:
+    """What a pure histogram release guarantees.
+
+    ``epsilon``: the guaranteed ε (the request rounded down to ``1/k``); ``epsilon_realised``: the ε the
+    noise actually sampled guarantees (``ε̃`` for GeoSample-based dense/keep-heavy releases, ε for
+    mixtures, ``ε₁+ε₂+ε₃`` for compact); ``delta``: 0 except for ``"stability"``; ``accuracy``: exact
+    error bounds at ``beta`` (:class:`~sparsedp.mechanisms.pure.accuracy.Accuracy`).
+    """
+
+    mechanism: str
+    epsilon: float
+    epsilon_realised: float
+    delta: float
+    beta: float
+    neighbours: str
+    n: int
+    domain_size: int
+    accuracy: acc.Accuracy
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+
+class StringCodec:
+    """Bijection between byte strings of length ``<= L`` and ``[0, (256^{L+1} − 1)/255)``, shortest first."""
+
+    def __init__(self, max_bytes: int):
+        self.L = v.integer("max_key_bytes", max_bytes, lo=1)
+        self.domain_size = ((1 << (8 * (self.L + 1))) - 1) // 255
+
+    def encode(self, item) -> int:
+        if isinstance(item, str):
+            b = item.encode("utf-8", "surrogateescape")
+        elif isinstance(item, (bytes, bytearray)):
+            b = bytes(item)
+        else:
+            raise InvalidTypeError(f"items must be str or bytes when domain_size is None, got "
+                                   f"{type(item).__name__}; pass domain_size=… for integer items")
+        if len(b) > self.L:
+            raise InputDataError(f"an item is {len(b)} bytes long, above max_key_bytes={self.L}; "
+                                 "raise max_key_bytes (a public bound) or truncate keys before release")
+        return ((1 << (8 * len(b))) - 1) // 255 + int.from_bytes(b, "big")
+
+    def decode(self, label: int, as_str: bool):
+        length = 0
+        while ((1 << (8 * (length + 1))) - 1) // 255 <= label:
+            length += 1
+        b = (label - ((1 << (8 * length)) - 1) // 255).to_bytes(length, "big")
+        return b.decode("utf-8", "surrogateescape") if as_str else b
+
+
+def _encode(items: list, domain_size: int | None, max_key_bytes: int):
+    if domain_size is None:
+        codec = StringCodec(max_key_bytes)
+        labels = [codec.encode(x) for x in items]
+        as_str = all(isinstance(x, str) for x in items)
+        return labels, codec.domain_size, (lambda lab: codec.decode(lab, as_str))
+    N = v.integer("domain_size", domain_size, lo=2)
+    labels = []
+    for x in items:
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+            raise InvalidTypeError(f"items must be integers in [0, domain_size) when domain_size is given, "
+                                   f"got {type(x).__name__} {x!r}")
+        x = int(x)
+        if not 0 <= x < N:
+            raise InputDataError(f"item {x} is outside [0, domain_size={N})")
+        labels.append(x)
+    return labels, N, (lambda lab: lab)
+
+
+def _beta_unit(beta: Fraction, div: int) -> Fraction:
+    """Largest unit fraction ``<= beta/div``."""
+    return Fraction(1, unit_fraction("beta", beta / div))
+
+
+def pure_histogram(items: Iterable, epsilon: object, beta: object = Fraction(1, 20), domain_size: int | None = None,
+                   mechanism: str = "pure-sparse", rng=None, *, max_items: int | None = None,
+                   delta: object | None = None, query_keys: Iterable | None = None,
+                   max_key_bytes: int = 64) -> Release:
+    """Release a pure ε-DP histogram of ``items`` (each unit contributes exactly one item).
+
+    Args:
+        items: sequence/array of items (ints in ``[0, domain_size)``, or str/bytes when ``domain_size``
+            is None).
+        epsilon: target ε in (0, 1], rounded down to ``1/⌈1/ε⌉``.
+        beta: failure probability of the reported error bounds.
+        domain_size: ``|X|``; None → all strings of at most ``max_key_bytes`` UTF-8 bytes.
+        mechanism: ``"pure-sparse"`` (Alg 8, default; sparse output), ``"compact"`` (§7; counts for
+            ``query_keys`` plus a :class:`CompactHistogram` in ``extra["histogram"]`` to query any key),
+            ``"basic"`` (dense over the whole domain, ``|X| <= 2^20``), ``"keep-heavy"`` (Alg 4,
+            ``|X| <= 2^20``), ``"stability"`` (``(ε, δ)``, needs ``delta``).
+        rng: a :mod:`sparsedp.noise` source; None → the secure default.
+        max_items: public bound on the number of items for add/remove neighbours (see module doc).
+
+    Returns a :class:`~sparsedp.mechanisms.histogram.Release` (keys, int64 noisy counts,
+    :class:`PureCalibration`). Bad input fails before any randomness is drawn.
+    """
+    items = list(items)
+    mechanism = v.choice("mechanism", mechanism, MECHANISMS)
+    labels, N, decode = _encode(items, domain_size, max_key_bytes)
+    counts = Counter(labels)
+    return _release(counts, N, decode, epsilon, beta, mechanism, rng, max_items, delta, query_keys,
+                    n_rows=len(items), domain_given=domain_size is not None, max_key_bytes=max_key_bytes)
+
+
+def release_pure(hist: SparseHistogram, *, epsilon: object, beta: object = Fraction(1, 20),
+                 domain_size: int | None = None, mechanism: str = "pure-sparse", rng=None,
+                 max_items: int | None = None, delta: object | None = None, query_keys: Iterable | None = None,
+                 max_key_bytes: int = 64) -> Release:
+    """:func:`pure_histogram` for a :class:`SparseHistogram` of per-key unit counts (``l0 = 1``: the
+    counts sum to the number of units). Keys must be ints (with ``domain_size``) or str/bytes."""
+    mechanism = v.choice("mechanism", mechanism, MECHANISMS)
+    keys = hist.keys.tolist() if isinstance(hist.keys, np.ndarray) else list(hist.keys)
+    labels, N, decode = _encode(keys, domain_size, max_key_bytes)
+    counts: Counter = Counter()
+    for lab, c in zip(labels, hist.counts.tolist()):
+        counts[lab] += int(c)
+    return _release(counts, N, decode, epsilon, beta, mechanism, rng, max_items, delta, query_keys,
+                    n_rows=int(hist.counts.sum()), domain_given=domain_size is not None,
+                    max_key_bytes=max_key_bytes)
+
+
+def _release(counts: Counter, N: int, decode, epsilon, beta, mechanism, rng, max_items, delta, query_keys,
+             *, n_rows: int, domain_given: bool, max_key_bytes: int) -> Release:
+    k = unit_fraction("epsilon", epsilon)
+    eps = Fraction(1, k)
+    beta = v.rational("beta", beta)
+    if not 0 < beta < 1:
+        raise InvalidParameterError(f"beta must be in (0, 1), got {beta}")
+    if mechanism == "stability":
+        if delta is None:
+            raise InvalidParameterError("mechanism='stability' needs delta (it is (epsilon, delta)-DP)")
+        delta = v.rational("delta", delta)
+        if not 0 < delta < 1:
+            raise InvalidParameterError(f"delta must be in (0, 1), got {delta}")
+    elif delta is not None:
+        raise InvalidParameterError("delta is only used by mechanism='stability' (pure DP has delta=0)")
+    if mechanism in ("basic", "keep-heavy") and N > DENSE_LIMIT:
+        raise InvalidParameterError(f"mechanism={mechanism!r} runs in time linear in |X|={N}; use "
+                                    f"'pure-sparse' or 'compact' for domains above 2^20")
+    # neighbours: replace-one with public n, or add/remove with a public bound (pad with a dummy label)
+    if max_items is None:
+        n, neighbours, dummy, NX = n_rows, "replace-one (n public)", None, N
+    else:
+        n = v.integer("max_items", max_items, lo=1)
+        if n_rows > n:
+            raise InputDataError(f"{n_rows} items exceed max_items={n}")
+        neighbours, dummy, NX = "add/remove-one", N, N + 1
+        if n > n_rows:
+            counts[dummy] = n - n_rows
+    if n < 1:
+        raise InputDataError("no items: pass max_items=… (a public bound) to release an empty dataset")
+    if mechanism == "pure-sparse" and NX < 4 * n:
+        raise InvalidParameterError(f"pure-sparse needs |X| >= 4n (|X|={NX}, n={n}); use mechanism='basic'")
+    if mechanism == "keep-heavy" and NX < n + 1:
+        raise InvalidParameterError(f"keep-heavy needs |X| >= n+1 (|X|={NX}, n={n}); use mechanism='basic'")
+    qkeys = None
+    if mechanism == "compact":
+        qkeys = [] if query_keys is None else list(query_keys)
+        qlabels, _, _ = _encode(qkeys, N if domain_given else None, max_key_bytes)
+    elif query_keys is not None:
+        raise InvalidParameterError("query_keys is only used by mechanism='compact'")
+    cfg = _configure(mechanism, n, NX, k, beta, delta)  # public parameters only, no randomness yet
+    rng = default_source() if rng is None else rng
+    sampler, params = cfg.sampler, dict(cfg.params)
+    if mechanism == "basic":
+        out = basic_histogram(sampler, counts, range(NX), rng)
+    elif mechanism == "keep-heavy":
+        out = keep_heavy(sampler, counts, NX, rng)
+    elif mechanism == "pure-sparse":
+        out = pure_sparse_histogram(sampler, counts, NX, params["beta1"], params["beta2"], rng)
+    elif mechanism == "stability":
+        out = stability_histogram(sampler, counts, NX, delta, rng)
+    else:
+        hist = compact_histogram(sampler, counts, NX, rng, q_min=params["q_min"], ell=params["ell"])
+        out = tuple((lab, hist.count(lab)) for lab in qlabels)
+        params["histogram"] = hist
+
+    if dummy is not None:
+        out = tuple((x, c) for x, c in out if x != dummy)
+    keys = [decode(x) for x, _ in out]
+    noisy = np.fromiter((c for _, c in out), dtype=np.int64, count=len(out))
+    cal = PureCalibration(mechanism=mechanism, epsilon=float(eps), epsilon_realised=cfg.realised,
+                          delta=0.0 if delta is None else float(delta), beta=float(beta), neighbours=neighbours,
+                          n=n, domain_size=N, accuracy=cfg.accuracy,
+                          params={kk: vv for kk, vv in params.items() if kk != "histogram"})
+    extra = {"histogram": params["histogram"]} if mechanism == "compact" else {}
+    n_in = len([x for x in counts if x != dummy])
+    return Release(keys=keys, counts=noisy, calibration=cal, n_keys_in=n_in, n_keys_out=len(keys), extra=extra)
+
+
+@dataclass(frozen=True)
+class _Config:
+    sampler: Any
+    params: Mapping[str, Any]
+    accuracy: acc.Accuracy
+    realised: float
+
+
+def _configure(mechanism: str, n: int, NX: int, k: int, beta: Fraction, delta: Fraction | None) -> _Config:
+    """Sampler, parameters, exact accuracy and realised ε of one mechanism (public quantities only)."""
+    eps = Fraction(1, k)
+    params: dict[str, Any] = {"k": k}
+    if mechanism in ("basic", "keep-heavy"):
+        gamma = Fraction(1, unit_fraction("gamma", beta / (2 * NX)))  # Figure 1: gamma = beta/(2|X|)
+        sampler = counting_sampler(n, eps, gamma)
+        accuracy = (acc.basic_accuracy if mechanism == "basic" else acc.keep_heavy_accuracy)(sampler, beta, NX)
+        realised = 2 * sampler.epsilon_count
+    elif mechanism == "pure-sparse":
+        b12 = _beta_unit(beta, 6)  # Figure 2: beta1 = beta2 = beta/6, gamma = beta/(8|X|) (E3)
+        sampler = counting_sampler(n, eps, Fraction(1, unit_fraction("gamma", beta / (8 * NX))))
+        accuracy = acc.pure_sparse_accuracy(sampler, beta, NX, b12, b12)
+        realised = float(eps)  # Lemma 3.1 mixing is calibrated to eps, not eps~
+        params.update(beta1=b12, beta2=b12)
+    elif mechanism == "stability":
+        # the uniform part of FastSample adds up to gamma to the release tail: keep it below delta/4
+        gamma = Fraction(1, unit_fraction("gamma", min(beta / (2 * n), delta / 4)))
+        sampler = counting_sampler(n, eps, gamma)
+        tau = stability_threshold(sampler, delta)
+        accuracy = acc.stability_accuracy(sampler, beta, tau)
+        realised = 2 * sampler.epsilon_count
+        params.update(tau=tau)
+    else:  # compact, Cor 7.3: eps' = 1/ceil(10/(9 eps)), gamma = beta/(2|X|), q >= ceil(20/eps)
+        k1 = -((-10 * k) // 9)
+        sampler = counting_sampler(n, Fraction(1, k1), Fraction(1, unit_fraction("gamma", beta / (2 * NX))))
+        ell = choose_ell(NX, sampler.d, 20 * k, n)
+        shape = CompactHistogram(sampler=sampler, ell=ell, coeffs=(0,) * (n + 1), domain_size=NX)
+        accuracy = acc.compact_accuracy(shape, beta)  # depends on the public parameters only
+        realised = shape.epsilon
+        params.update(q_min=20 * k, ell=ell)
+    if realised > float(eps) * (1 + 1e-9):  # defensive: every branch above is calibrated to eps
+        raise AssertionError(f"internal error: realised epsilon {realised} exceeds the target {float(eps)}")
+    params["sampler"] = repr(sampler)
+    if isinstance(sampler, FastSample):
+        params.update(gamma=sampler.gamma, t=sampler.t)
+    return _Config(sampler, params, accuracy, realised)
+
+
+def plan_pure(n: int, epsilon: object, beta: object = Fraction(1, 20), domain_size: int | None = None,
+              *, delta: object | None = None, max_key_bytes: int = 64,
+              mechanisms: Iterable[str] | None = None) -> list[PureCalibration]:
+    """What each applicable pure mechanism would guarantee for ``n`` items, without touching data.
+
+    Returns one :class:`PureCalibration` per mechanism (dense ones only for ``|X| <= 2^20``,
+    ``"stability"`` only with ``delta``, ``"pure-sparse"`` only for ``|X| >= 4n``), sorted by the
+    per-query error threshold. Neighbours: replace-one with ``n`` public (use ``n = max_items`` and
+    ``|X| + 1`` for the add/remove padding of :func:`pure_histogram`).
+    """
+    n = v.integer("n", n, lo=1)
+    k = unit_fraction("epsilon", epsilon)
+    beta = v.rational("beta", beta)
+    if not 0 < beta < 1:
+        raise InvalidParameterError(f"beta must be in (0, 1), got {beta}")
+    N = StringCodec(max_key_bytes).domain_size if domain_size is None else v.integer("domain_size", domain_size, lo=2)
+    if delta is not None:
+        delta = v.rational("delta", delta)
+        if not 0 < delta < 1:
+            raise InvalidParameterError(f"delta must be in (0, 1), got {delta}")
+    wanted = MECHANISMS if mechanisms is None else tuple(v.choice("mechanisms", m, MECHANISMS) for m in mechanisms)
+    out = []
+    for m in wanted:
+        if (m in ("basic", "keep-heavy") and (N > DENSE_LIMIT or (m == "keep-heavy" and N < n + 1))) \
+                or (m == "stability" and delta is None) or (m == "pure-sparse" and N < 4 * n):
+            continue
+        cfg = _configure(m, n, N, k, beta, delta if m == "stability" else None)
+        out.append(PureCalibration(mechanism=m, epsilon=1 / k, epsilon_realised=cfg.realised,
+                                   delta=float(delta) if m == "stability" else 0.0, beta=float(beta),
+                                   neighbours="replace-one (n public)", n=n, domain_size=N,
+                                   accuracy=cfg.accuracy, params=cfg.params))
+    return sorted(out, key=lambda c: (c.accuracy.threshold, c.accuracy.per_query))

@@ -1,0 +1,75 @@
+"""``release_histogram``: one call from a SparseHistogram to a private Release (what the API calls)."""
+
+from __future__ import annotations
+
+from .. import _validate as v
+from ..errors import InvalidParameterError
+from ._common import check_histogram, check_pre_threshold
+from .auto import MECHANISMS, calibrate_mechanism, choose_mechanism, valid_mechanisms
+from .histogram import Release, SparseHistogram
+
+__all__ = ["release_histogram"]
+
+
+def release_histogram(hist: SparseHistogram, *, epsilon, delta, l0=None, k=None, top_k=None,
+                      mechanism: str = "auto", pre_threshold=1, rng=None,
+                      insecure_float: bool = False) -> Release:
+    """Release ``hist`` at (ε, δ) with the chosen (or best valid) sparse-histogram mechanism.
+
+    Contribution model (declare at least one; the engine must enforce it): ``l0`` = keys per unit
+    (GSHM, Laplace); ``k`` = the histogram is k-sparse monotonic, e.g. a merged Misra–Gries sketch (CSH;
+    GSHM/Laplace with l0 = k); ``top_k`` = keep the top-k keys, one contribution per key per unit (top-k
+    CSH). ``mechanism``: "auto" (lowest threshold, :mod:`.auto`), "gshm", "csh", "topk-csh" or "laplace".
+    ``pre_threshold``: keys with smaller counts are never released (top-k CSH requires 1).
+
+    Noise is exact discrete noise from the secure source unless ``insecure_float=True``; ``rng`` is for
+    tests only. Every check (arguments, histogram, sparsity promise) runs before any noise is drawn.
+    ``Release.extra`` holds the threshold, the mechanism, and for "auto" the candidates and the reason.
+    """
+    eps = v.epsilon(epsilon)
+    dlt = v.delta(delta)
+    l0 = None if l0 is None else v.integer("l0", l0, lo=1)
+    k = None if k is None else v.integer("k", k, lo=1)
+    top_k = None if top_k is None else v.integer("top_k", top_k, lo=1)
+    mech = v.choice("mechanism", mechanism, ("auto",) + MECHANISMS)
+    pre = check_pre_threshold(pre_threshold)
+    if not isinstance(insecure_float, bool):
+        raise v.InvalidTypeError(f"insecure_float must be a bool, got {type(insecure_float).__name__}")
+    if top_k is not None and pre != 1:
+        raise InvalidParameterError("top-k CSH uses the data-dependent pre-threshold 1 + t (Algorithm 3); "
+                                    f"pre_threshold must be 1 when top_k is declared, got {pre}")
+    hist = check_histogram(hist)
+    if k is not None:
+        from .csh import check_k_sparse
+
+        check_k_sparse(hist, k)
+    valid = valid_mechanisms(l0, k, top_k)
+    if mech == "auto":
+        cal, report = choose_mechanism(eps, dlt, l0=l0, k=k, top_k=top_k, insecure_float=insecure_float)
+    else:
+        if mech not in valid:
+            need = {"gshm": "l0 (or k)", "laplace": "l0 (or k)", "csh": "k", "topk-csh": "top_k"}[mech]
+            raise InvalidParameterError(f"mechanism={mech!r} needs {need} to be declared; got l0={l0}, k={k}, "
+                                        f"top_k={top_k}")
+        cal = calibrate_mechanism(mech, valid[mech], eps, dlt, insecure_float=insecure_float)
+        report = {"chosen": mech, "reason": "requested explicitly", "candidates": []}
+    if cal.mechanism == "gshm":
+        from .gshm import gshm
+
+        rel = gshm(hist, cal, pre_threshold=pre, rng=rng, insecure_float=insecure_float)
+    elif cal.mechanism == "laplace":
+        from .laplace import laplace_histogram
+
+        rel = laplace_histogram(hist, cal, pre_threshold=pre, rng=rng, insecure_float=insecure_float)
+    elif cal.mechanism == "csh":
+        from .csh import csh
+
+        rel = csh(hist, cal, pre_threshold=pre, rng=rng, insecure_float=insecure_float)
+    else:
+        from .topk import topk_csh
+
+        rel = topk_csh(hist, cal, rng=rng, insecure_float=insecure_float)
+    extra = dict(rel.extra)
+    extra["auto"] = report
+    return Release(keys=rel.keys, counts=rel.counts, calibration=rel.calibration, n_keys_in=rel.n_keys_in,
+                   n_keys_out=rel.n_keys_out, extra=extra)

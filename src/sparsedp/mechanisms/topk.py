@@ -1,0 +1,79 @@
+"""Top-k CSH: Lebeda & Retschmeier, Algorithm 3 (truncate at the (k+1)-th largest count, then CSH).
+
+Source: ``shared/specs/seed-000-csh.md`` §3.3. With ``t = H^{(k+1)}`` (the (k+1)-th largest count; 0 when
+there are at most k non-zero counts) the truncated histogram ``H̃_i = max(0, H_i − t)`` has at most ``k``
+non-zeros (only counts strictly above ``t`` survive, ties at ``t`` all drop) and, by Lemma 4.1, is a
+k-sparse monotonic histogram for add/remove neighbours, whatever the data: so CSH applies (Cor. 4.2) and
+**no per-unit l0 bound is needed**, only one contribution per key per unit (de-duplication).
+
+The released values estimate ``H_i − t`` (biased down by t). The de-biasing variant also releases
+``t̃ = t + noise`` (variance σ²/√k: ``N(0, σ²/√k)``, or ``Z_t/2`` with ``Z_t ~ N_Z(0, 4σ²/√k)`` for the
+discrete Algorithm 4) and adds it to every released value, a post-processing. Its privacy: Thm 3.3 with
+``½√(k + 5√k)`` in place of ``½√(k + √k)`` (spec §3.3, continuous); for discrete noise the zCDP part of
+Thm 7.7 gains ``2²/(2·4σ²/√k)`` (t moves by at most 1, i.e. 2 in the doubled units of Algorithm 4), so
+``ρ = k/(2 s_ind) + 5/(2 s_corr) = (k + 5√k)/(8σ²)`` — zCDP composition over the same neighbouring pair.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..accounting.calibration import Calibration
+from ..errors import InvalidParameterError
+from ._common import check_histogram, make_release
+from .histogram import Release, SparseHistogram
+from .kernel import draw_shared_noise, noise_and_filter, noise_plan
+
+__all__ = ["truncate_top_k", "topk_csh"]
+
+
+def truncate_top_k(counts: np.ndarray, k: int) -> tuple[int, np.ndarray]:
+    """``(t, H̃)``: t = the (k+1)-th largest count (0 if there are at most k counts), H̃ = max(0, H − t).
+
+    O(n) (``np.partition``). At most k entries of H̃ are positive.
+    """
+    c = np.asarray(counts, dtype=np.int64)
+    if c.size <= k:
+        return 0, c.copy()
+    t = int(np.partition(c, c.size - k - 1)[c.size - k - 1])
+    out = c - t
+    np.maximum(out, 0, out=out)
+    return t, out
+
+
+def topk_csh(hist: SparseHistogram, calibration: Calibration, *, rng=None, insecure_float: bool = False,
+             shared_noise=None, debias: bool | None = None) -> Release:
+    """Release the top-k keys of ``hist`` with Algorithm 3 (truncation, then CSH) under ``calibration``.
+
+    ``calibration``: from ``sparsedp.accounting.calibrate("topk-csh", top_k=…)`` or, for the secure
+    de-biased variant, :func:`sparsedp.accounting.discrete_histograms.calibrate_topk_debias_discrete`; its ``params['k']`` is
+    the number of keys kept and ``params['debias']`` selects the de-biasing variant (``debias`` here must
+    agree if given). Released values are ``H_i − t + noise`` (``extra['bias'] = 'minus t'``) or, de-biased,
+    ``H_i − t + noise + t̃`` with ``extra['t_tilde']`` the released estimate of t. The pre-threshold is 1
+    (Algorithm 3's data-dependent pre-threshold is ``1 + t``).
+    """
+    hist = check_histogram(hist)
+    if calibration.mechanism != "topk-csh":
+        raise InvalidParameterError(f"calibration is for {calibration.mechanism!r}, not 'topk-csh'")
+    k = int(calibration.params["k"])
+    cal_debias = bool(calibration.params.get("debias", False))
+    if debias is not None and bool(debias) != cal_debias:
+        raise InvalidParameterError(f"debias={debias} but the calibration was made with debias={cal_debias}")
+    plan = noise_plan(calibration)
+    if shared_noise is None:
+        shared_noise = draw_shared_noise(plan, rng, insecure_float=insecure_float)
+    t, trunc = truncate_top_k(hist.counts, k)
+    pos, noisy = noise_and_filter(trunc, plan, 1, rng, shared_noise, insecure_float=insecure_float)
+    extra = {"mechanism": "topk-csh", "pre_threshold": 1, "threshold": 1 + calibration.tau, "k": k}
+    if cal_debias:
+        from .. import noise
+
+        if plan.discrete:
+            t_tilde = t + int(noise.sample_discrete_gaussian(plan.shared_scale, 1, rng=rng)[0]) / 2.0
+        else:
+            t_tilde = t + float(noise.sample_gaussian(plan.shared_sigma, 1, rng=rng, insecure_float=True)[0])
+        noisy = noisy + t_tilde
+        extra["t_tilde"] = t_tilde
+    else:
+        extra["bias"] = "released values estimate count minus the (k+1)-th largest count"
+    return make_release(hist, pos, noisy, calibration, extra)

@@ -1,0 +1,147 @@
+"""The registry of reproduction targets and the helpers every target uses.
+
+A target is a function ``run(out_dir: Path, fast: bool) -> ReproResult`` registered with the
+:func:`target` decorator in a module of this package named for its paper (``thesis_ch4.py``, …).
+Every module of the package whose name does not start with ``_`` is imported by the package, so adding
+a module is all it takes to add targets. A target writes the plotted numbers to a CSV and a PNG into
+``out_dir`` and returns its headline numbers as ``(name, ours, paper's)`` tuples.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import numbers
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from ..errors import InvalidParameterError
+
+
+class Headline(NamedTuple):
+    """One headline number: ours next to the paper's (``paper`` is None when the paper gives none)."""
+
+    name: str
+    ours: float
+    paper: float | None
+
+
+@dataclass(frozen=True)
+class ReproResult:
+    """What a target produced: the files it wrote and its headline numbers."""
+
+    name: str
+    csv_path: Path
+    png_path: Path | None
+    headlines: tuple[Headline, ...]
+    files: tuple[Path, ...] = field(default=())
+
+    def headline(self, name: str) -> Headline:
+        for h in self.headlines:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    def format(self) -> str:
+        """The headline numbers side by side, one per line."""
+        width = max([len(h.name) for h in self.headlines] + [8])
+        lines = [f"{self.name}: wrote {self.csv_path}" + (f" and {self.png_path}" if self.png_path else ""),
+                 f"  {'quantity':<{width}}  {'sparsedp':>14}  {'paper':>14}  {'ratio':>8}"]
+        for h in self.headlines:
+            paper = "-" if h.paper is None else _num(h.paper)
+            ratio = "-" if (h.paper is None or h.paper == 0) else f"{h.ours / h.paper:8.4f}"
+            lines.append(f"  {h.name:<{width}}  {_num(h.ours):>14}  {paper:>14}  {ratio:>8}")
+        return "\n".join(lines)
+
+
+def _num(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "nan"
+    return f"{x:.6g}"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A registered reproduction: ``run(out_dir, fast)`` writes a CSV and a PNG and returns a ReproResult."""
+
+    name: str
+    description: str
+    run: Callable[[Path, bool], ReproResult]
+
+
+TARGETS: dict[str, Target] = {}
+
+
+def target(name: str, description: str):
+    """Register ``fn(out_dir: Path, fast: bool) -> ReproResult`` as the reproduction ``name``."""
+
+    def register(fn: Callable[[Path, bool], ReproResult]):
+        if name in TARGETS:
+            raise InvalidParameterError(f"reproduce target {name!r} is registered twice")
+        TARGETS[name] = Target(name=name, description=description, run=fn)
+        return fn
+
+    return register
+
+
+def list_targets() -> list[Target]:
+    """All registered targets, sorted by name."""
+    return [TARGETS[k] for k in sorted(TARGETS)]
+
+
+def run(name: str, out_dir: str | Path = "reproduce-out", fast: bool = False) -> ReproResult:
+    """Run the target ``name`` (see :func:`list_targets`), writing its files into ``out_dir``."""
+    if name not in TARGETS:
+        known = ", ".join(sorted(TARGETS)) or "(none)"
+        raise InvalidParameterError(f"unknown reproduce target {name!r}; known targets: {known}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return TARGETS[name].run(out, bool(fast))
+
+
+def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> Path:
+    """Write rows under a header; floats with full precision (repr)."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(list(header))
+        for row in rows:
+            w.writerow([_cell(x) for x in row])
+    return path
+
+
+def _cell(x: object) -> object:
+    """Floats (numpy's too) at full precision as plain decimals; numpy integers as ints."""
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    if isinstance(x, numbers.Real):
+        return repr(float(x))
+    return x
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    """The rows of a CSV written by :func:`write_csv`, as dicts (for tests and checks)."""
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def new_figure(ncols: int = 1, nrows: int = 1, size: tuple[float, float] | None = None):
+    """A matplotlib Figure and its axes, drawn off-screen (Agg); no pyplot, no global backend change.
+
+    matplotlib is imported here, lazily, so the rest of sparsedp does not need it.
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("sparsedp reproduce needs matplotlib: pip install 'sparsedp[plot]'") from e
+    fig = Figure(figsize=size or (5.0 * ncols, 4.0 * nrows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, axes
+
+
+def save_figure(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=120)
+    return path

@@ -1,0 +1,215 @@
+"""sparsedp.release / sparsedp.plan: output types and schema, report, validation before any data or noise."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import sparsedp as sd
+from sparsedp.errors import InputDataError, InvalidParameterError, InvalidTypeError
+from sparsedp.noise import InsecureSeededRandom
+
+
+def _data(n_units=400, seed=1) -> pl.DataFrame:
+    """Every unit shares 3 popular keys (so they are released at any sane threshold) plus rare ones."""
+    g = np.random.default_rng(seed)
+    rows = []
+    for u in range(n_units):
+        rows += [(u, "popular", "DE"), (u, "popular", "DE"), (u, "second", "FR"), (u, "third", "DE")]
+        rows += [(u, f"rare{g.integers(0, 10_000)}", "US") for _ in range(g.integers(0, 4))]
+    return pl.DataFrame(rows, schema={"user": pl.Int64, "url": pl.String, "country": pl.String}, orient="row")
+
+
+@pytest.fixture(scope="module")
+def df():
+    return _data()
+
+
+class Tripwire:
+    """A random source that fails the test if anything draws from it."""
+
+    def uint64(self, size):
+        raise AssertionError("randomness drawn before validation finished")
+
+    random_bytes = getrandbits = randbelow = uint64
+
+
+KW = dict(privacy_unit="user", by=["url", "country"], epsilon=1.0, delta=1e-6, max_groups_per_unit=4)
+
+
+@pytest.mark.parametrize("make,kind", [
+    (lambda d: d, pl.DataFrame), (lambda d: d.lazy(), pl.DataFrame), (lambda d: d.to_pandas(), pd.DataFrame),
+    (lambda d: d.to_arrow(), pa.Table)])
+def test_output_frame_type_and_schema(df, make, kind, rng):
+    res = sd.release(make(df), **KW, rng=rng)
+    assert isinstance(res.table, kind)
+    t = pl.from_pandas(res.table) if kind is pd.DataFrame else pl.from_arrow(res.table) if kind is pa.Table \
+        else res.table
+    assert t.columns == ["url", "country", "count"]
+    assert t.schema["url"] == pl.String and t.schema["country"] == pl.String and t.schema["count"] == pl.Int64
+    got = set(map(tuple, t.select("url", "country").rows()))
+    assert {("popular", "DE"), ("second", "FR"), ("third", "DE")} <= got
+    assert t["count"].to_list() == sorted(t["count"].to_list(), reverse=True)
+    assert (t["count"] >= res.report.threshold).all()  # GSHM releases only noisy counts >= threshold
+    if kind is pd.DataFrame:
+        assert str(res.table["count"].dtype) == "int64"
+
+
+def test_files_and_sql_give_polars(df, tmp_path, rng):
+    import duckdb
+
+    p = tmp_path / "in.parquet"
+    df.write_parquet(p)
+    res = sd.release(str(p), **KW, rng=rng)
+    assert isinstance(res.table, pl.DataFrame) and res.report.engine == "polars"
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW shares AS SELECT * FROM read_parquet('{p}')")
+    res = sd.release("SELECT user, url, country FROM shares WHERE url <> 'third'", **KW, rng=rng,
+                     connection=con)
+    assert isinstance(res.table, pl.DataFrame) and res.report.engine == "duckdb"
+    assert "third" not in res.table["url"].to_list()
+
+
+def test_report_contents(df, rng):
+    res = sd.release(df, **KW, rng=rng)
+    r = res.report
+    assert r.mechanism in ("gshm", "laplace") and r.reason
+    assert r.epsilon == 1.0 and r.delta == 1e-6 and 0 < r.delta_achieved <= 1e-6
+    assert r.sigma > 0 and r.noise_std > 0 and r.threshold == r.pre_threshold + r.tau
+    assert r.delta_parts and r.released_keys == len(res.table)
+    b = r.bounding
+    assert b.rows_in == df.height and b.units_in == 400 and b.duplicate_rows_removed >= 400
+    assert b.keys_in >= b.keys_bounded >= b.keys_out >= r.released_keys
+    assert set(r.timings) >= {"validate", "bound+count", "noise", "output", "total"}
+    text = str(r)
+    for s in ("(1, 1e-06)-DP", "add/remove one privacy unit", "threshold", "noise std", "rows", "units",
+              "not private"):
+        assert s in text
+    assert r.to_dict()["bounding"]["rows_in"] == df.height
+
+
+def test_topk_release(df, rng):
+    res = sd.release(df, "user", "url", 1.0, 1e-6, top_k=2, rng=rng)
+    assert res.report.mechanism == "topk-csh" and res.report.l0 is None
+    assert len(res.table) <= 2
+    assert res.report.bounding.pairs_dropped_l0 == 0
+
+
+def test_explicit_mechanism_and_out(df, tmp_path, rng):
+    out = tmp_path / "rel.parquet"
+    res = sd.release(df, **KW, mechanism="laplace", rng=rng, out=out)
+    assert res.report.mechanism == "laplace" and res.report.output == str(out)
+    back = pl.read_parquet(out)
+    assert back.equals(res.table)
+    out2 = tmp_path / "rel.csv"
+    sd.release(df, **KW, rng=rng, out=str(out2))
+    assert pl.read_csv(out2).columns == ["url", "country", "count"]
+    assert sorted(os.listdir(tmp_path)) == ["rel.csv", "rel.parquet"]  # no temp files left
+
+
+@pytest.mark.parametrize("kw,exc,msg", [
+    (dict(epsilon=0), InvalidParameterError, "epsilon must be > 0"),
+    (dict(epsilon=-1), InvalidParameterError, "epsilon must be > 0"),
+    (dict(delta=0), InvalidParameterError, "delta must be > 0"),
+    (dict(delta=1), InvalidParameterError, "delta must be < 1"),
+    (dict(delta=1.5), InvalidParameterError, "delta must be < 1"),
+    (dict(max_groups_per_unit=None), InvalidParameterError, "declare a contribution bound"),
+    (dict(top_k=5), InvalidParameterError, "not both"),
+    (dict(max_groups_per_unit=0), InvalidParameterError, "max_groups_per_unit must be >= 1"),
+    (dict(max_groups_per_unit=2.5), InvalidTypeError, "max_groups_per_unit must be an integer"),
+    (dict(mechanism="topk-csh"), InvalidParameterError, "needs top_k"),
+    (dict(mechanism="gshm", max_groups_per_unit=None, top_k=3), InvalidParameterError, "needs max_groups"),
+    (dict(mechanism="csh"), InvalidParameterError, "k-sparse monotonic"),
+    (dict(mechanism="best"), InvalidParameterError, "mechanism must be one of"),
+    (dict(pre_threshold=0), InvalidParameterError, "pre_threshold must be >= 1"),
+    (dict(by=[]), InvalidTypeError, "by must be"),
+    (dict(by=["url", "url"]), InvalidParameterError, "twice"),
+    (dict(by=["user"]), InvalidParameterError, "per-person counts"),
+    (dict(privacy_unit=None), InvalidTypeError, "privacy_unit must be"),
+    (dict(count_column="url"), InvalidParameterError, "count_column"),
+    (dict(engine="spark"), InvalidParameterError, "engine must be one of"),
+    (dict(insecure_float="yes"), InvalidTypeError, "insecure_float must be a bool"),
+])
+def test_bad_arguments_fail_before_data_or_noise(df, tmp_path, kw, exc, msg):
+    args = {**KW, **kw}
+    out = tmp_path / "out.parquet"
+    with pytest.raises(exc, match=msg):
+        sd.release(df, **args, rng=Tripwire(), out=out)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("mutate,msg", [
+    (lambda d: d.rename({"url": "URL"}), r"'url' is not in the data.*did you mean 'URL'"),
+    (lambda d: d.with_columns(pl.when(pl.col("user") == 3).then(None).otherwise(pl.col("user")).alias("user")),
+     "null values in 'user'"),
+    (lambda d: d.with_columns(pl.when(pl.col("user") == 3).then(None).otherwise(pl.col("country"))
+                              .alias("country")), "null values in 'country'"),
+    (lambda d: d.head(0), "no rows"),
+])
+def test_bad_data_fails_before_noise_and_writes_nothing(df, tmp_path, mutate, msg):
+    out = tmp_path / "out.csv"
+    for make in (lambda d: d, lambda d: d.to_pandas(), lambda d: d.to_arrow()):
+        with pytest.raises(InputDataError, match=msg):
+            sd.release(make(mutate(df)), **KW, rng=Tripwire(), out=out)
+    assert os.listdir(tmp_path) == []
+
+
+def test_bad_out_paths(df, tmp_path):
+    with pytest.raises(InvalidParameterError, match="does not exist"):
+        sd.release(df, **KW, rng=Tripwire(), out=tmp_path / "missing" / "x.parquet")
+    with pytest.raises(InvalidParameterError, match=r"\.parquet or \.csv"):
+        sd.release(df, **KW, rng=Tripwire(), out=tmp_path / "x.xlsx")
+    with pytest.raises(InvalidParameterError, match="is a directory"):
+        (tmp_path / "d.csv").mkdir()
+        sd.release(df, **KW, rng=Tripwire(), out=tmp_path / "d.csv")
+
+
+def test_bad_input_files(tmp_path):
+    (tmp_path / "x.txt").write_text("user,url\n1,a\n")
+    with pytest.raises(InputDataError, match="not a Parquet or CSV"):
+        sd.release(str(tmp_path / "x.txt"), **KW, rng=Tripwire())
+    with pytest.raises(InputDataError, match="does not exist"):
+        sd.release(str(tmp_path / "nope.parquet"), **KW, rng=Tripwire())
+    with pytest.raises(InvalidTypeError, match="data must be"):
+        sd.release([1, 2, 3], **KW, rng=Tripwire())
+
+
+def test_plan_needs_no_data():
+    cals = sd.plan(1.0, 1e-6, max_groups_per_unit=10)
+    assert {c.mechanism for c in cals} == {"gshm", "laplace"}
+    assert [c.tau for c in cals] == sorted(c.tau for c in cals)
+    assert {c.mechanism for c in sd.plan(1.0, 1e-6, top_k=100)} == {"topk-csh"}
+    with pytest.raises(InvalidParameterError, match="needs max_groups_per_unit"):
+        sd.plan(1.0, 1e-6)
+    with pytest.raises(InvalidParameterError, match="epsilon"):
+        sd.plan(0, 1e-6, max_groups_per_unit=1)
+
+
+def test_release_uses_the_plan_calibration(df, rng):
+    res = sd.release(df, **KW, rng=rng)
+    best = sd.plan(1.0, 1e-6, max_groups_per_unit=4)[0]
+    assert (res.report.mechanism, res.report.tau, res.report.sigma) == (best.mechanism, best.tau, best.sigma)
+
+
+def test_import_stays_light():
+    code = ("import sys, sparsedp; sparsedp.release; sparsedp.plan; "
+            "print([m for m in ('polars', 'duckdb', 'pandas', 'pyarrow') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_same_seed_same_release_from_every_engine(df):
+    from sparsedp.engines import ENGINES
+
+    tables = {eng: sd.release(df.to_pandas(), **KW, engine=eng, rng=InsecureSeededRandom(99)).table
+              for eng in ENGINES}
+    for eng, t in tables.items():
+        assert isinstance(t, pd.DataFrame) and list(t.columns) == ["url", "country", "count"], eng
+        pd.testing.assert_frame_equal(t, tables["polars"], obj=eng)

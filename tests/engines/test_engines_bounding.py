@@ -1,0 +1,288 @@
+"""Engines: identical bounded histograms across engines and inputs; the bounding invariants; uniformity."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+from scipy import stats
+
+from sparsedp.engines import ENGINES, bound, get_engine, keep_smallest
+from sparsedp.engines.bounding import COUNT, mix64
+from sparsedp.errors import InputDataError
+from sparsedp.noise import InsecureSeededRandom
+
+SEED = 20261122
+
+
+def _log(n_rows=6000, n_units=300, n_keys=400, seed=5) -> pl.DataFrame:
+    """Heavy-tailed units, Zipf-like keys, two key columns, duplicates, a unicode key."""
+    g = np.random.default_rng(seed)
+    w = g.pareto(1.3, n_units) + 1
+    units = g.choice(n_units, size=n_rows, p=w / w.sum())
+    ranks = np.minimum(g.zipf(1.3, n_rows), n_keys) - 1
+    words = np.array([f"q{i:03d}" for i in range(n_keys - 1)] + ["café ☕"])
+    return pl.DataFrame({"uid": (units * 7 + 11).astype(np.int64), "query": words[ranks],
+                         "country": np.where(units % 3 == 0, "DE", "US"), "extra": np.arange(n_rows)})
+
+
+def _canon(bh) -> pl.DataFrame:
+    return pl.from_arrow(bh.histogram.keys).with_columns(n=pl.Series(bh.histogram.counts)).sort(pl.all())
+
+
+@pytest.fixture(scope="module")
+def log():
+    return _log()
+
+
+@pytest.fixture(scope="module")
+def inputs(log, tmp_path_factory):
+    import duckdb
+
+    d = tmp_path_factory.mktemp("engines")
+    log.write_parquet(d / "log.parquet")
+    log.write_csv(d / "log.csv")
+    con = duckdb.connect()
+    con.register("logs", log.to_arrow())
+    return con, {
+        "polars": log, "lazy": log.lazy(), "pandas": log.to_pandas(), "arrow": log.to_arrow(),
+        "parquet": str(d / "log.parquet"), "csv": d / "log.csv",
+        "relation": con.sql("SELECT * FROM logs"),
+        "sql": "SELECT uid, query, country FROM logs WHERE extra >= 0",
+    }
+
+
+@pytest.mark.parametrize("l0", [3, None])
+def test_same_histogram_every_engine_and_input(inputs, l0):
+    con, data = inputs
+    results = {}
+    for eng, (name, d) in itertools.product(ENGINES, data.items()):
+        if name == "sql" and eng != "duckdb":
+            continue
+        bh = get_engine(eng, d, connection=con).bounded_histogram(d, "uid", ["query", "country"], l0,
+                                                                   InsecureSeededRandom(SEED))
+        results[(eng, name)] = bh
+    ref = results[("polars", "polars")]
+    assert ref.stats.rows_in == 6000
+    if l0 is not None:
+        assert ref.stats.pairs_dropped_l0 > 0 and ref.stats.units_over_l0 > 0
+    for key, bh in results.items():
+        assert _canon(bh).equals(_canon(ref)), key
+        assert bh.stats == ref.stats, key
+        assert bh.histogram.counts.dtype == np.int64
+
+
+def test_different_seed_changes_the_choice(log):
+    eng = get_engine("polars")
+    a = eng.bounded_histogram(log, "uid", ["query"], 2, InsecureSeededRandom(1))
+    b = eng.bounded_histogram(log, "uid", ["query"], 2, InsecureSeededRandom(2))
+    assert not _canon(a).equals(_canon(b))
+    assert a.histogram.counts.sum() == b.histogram.counts.sum()  # same number of kept pairs
+
+
+def _oracle_degrees(df: pl.DataFrame) -> pl.DataFrame:
+    return df.select("uid", "query").unique().group_by("uid").agg(pl.len().alias("d"))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("l0", [1, 2, 7])
+def test_bounding_invariants_disjoint_keys(engine, l0):
+    """Each unit has its own key namespace, so the histogram shows exactly which pairs each unit kept:
+    every kept key has count 1 (<= 1 per key, duplicates collapsed) and each unit keeps min(d, l0) keys."""
+    g = np.random.default_rng(3)
+    n = 3000
+    units = g.integers(0, 60, n)
+    keys = g.integers(0, 15, n)  # repeats create duplicate (unit, key) rows
+    df = pl.DataFrame({"uid": units, "query": [f"u{u}-k{k}" for u, k in zip(units, keys)]})
+    bh = get_engine(engine).bounded_histogram(df.to_pandas() if engine == "pandas" else df, "uid", ["query"], l0,
+                                              InsecureSeededRandom(SEED))
+    h = pl.from_arrow(bh.histogram.keys).with_columns(n=pl.Series(bh.histogram.counts))
+    assert (h["n"] == 1).all()
+    kept = h.with_columns(uid=pl.col("query").str.extract(r"^u(\d+)-").cast(pl.Int64)).group_by("uid").len()
+    expect = _oracle_degrees(df).with_columns(k=pl.min_horizontal(pl.col("d"), l0))
+    both = expect.join(kept, on="uid", how="left").fill_null(0)
+    assert (both["len"] == both["k"]).all()
+    assert bh.stats.pairs_in == int(expect["d"].sum())
+    assert bh.stats.pairs_dropped_l0 == int((expect["d"] - expect["k"]).sum())
+    assert bh.stats.units_over_l0 == int((expect["d"] > l0).sum())
+    assert bh.stats.duplicate_rows_removed == n - bh.stats.pairs_in
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_shared_keys_counts_are_bounded(engine, log):
+    """With shared keys: per-key count <= distinct units having it; total = sum_u min(d_u, l0)."""
+    l0 = 3
+    bh = get_engine(engine).bounded_histogram(log, "uid", ["query"], l0, InsecureSeededRandom(SEED))
+    h = pl.from_arrow(bh.histogram.keys).with_columns(n=pl.Series(bh.histogram.counts))
+    truth = log.group_by("query").agg(pl.col("uid").n_unique().alias("t"))
+    j = h.join(truth, on="query")
+    assert j.height == h.height and (j["n"] <= j["t"]).all() and (j["n"] >= 1).all()
+    deg = _oracle_degrees(log)
+    assert int(h["n"].sum()) == int(deg.select(pl.min_horizontal(pl.col("d"), l0)).sum().item())
+
+
+def _one_unit(n_keys):
+    keys = [f"k{i:02d}" for i in range(n_keys)]
+    kc = pa.table({"q": keys, COUNT: np.ones(n_keys, dtype=np.int64)})
+    heavy = pa.table({"u": np.zeros(n_keys, dtype=np.int64), "q": keys})
+    return keys, kc, heavy
+
+
+def test_choice_is_uniform_on_a_unit_with_many_keys():
+    """One unit with 40 keys, l0 = 8, 1500 independent releases: each key is kept 300 times in expectation."""
+    rng = InsecureSeededRandom(SEED)
+    keys, kc, heavy = _one_unit(40)
+    freq = np.zeros(40)
+    reps = 1500
+    for _ in range(reps):
+        hist, info = bound(kc, heavy, "u", ["q"], 8, rng)
+        assert len(hist) == 8 and info["pairs_dropped_l0"] == 32 and (hist.counts == 1).all()
+        freq[[int(k[1:]) for k in hist.keys.column("q").to_pylist()]] += 1
+    # Draws without replacement are less variable than the multinomial, so this chi-square is conservative
+    # for over-dispersion; it catches any bias towards some keys (e.g. by sort position).
+    p = stats.chisquare(freq, np.full(40, reps * 8 / 40)).pvalue
+    assert p > 1e-3, p
+    assert abs(freq[:20].sum() - freq[20:].sum()) < 0.06 * reps * 8
+
+
+def test_choice_is_uniform_over_subsets():
+    """5 keys, l0 = 2: the 10 subsets are equally likely (chi-square, 9 dof)."""
+    rng = InsecureSeededRandom(SEED + 1)
+    keys, kc, heavy = _one_unit(5)
+    subsets = {s: 0 for s in itertools.combinations(keys, 2)}
+    reps = 1500
+    for _ in range(reps):
+        hist, _ = bound(kc, heavy, "u", ["q"], 2, rng)
+        subsets[tuple(sorted(hist.keys.column("q").to_pylist()))] += 1
+    p = stats.chisquare(list(subsets.values())).pvalue
+    assert p > 1e-3, p
+
+
+def test_units_sharing_keys_choose_independently_enough():
+    """3000 units with the same 30 keys, l0 = 6, one release: shared A(key) words must not make every unit
+    drop the same keys (an XOR or additive rank without mixing would fail this)."""
+    n_units, n_keys = 3000, 30
+    df = pl.DataFrame({"u": np.repeat(np.arange(n_units), n_keys),
+                       "q": np.tile([f"k{i:02d}" for i in range(n_keys)], n_units)})
+    bh = get_engine("polars").bounded_histogram(df, "u", ["q"], 6, InsecureSeededRandom(SEED))
+    assert bh.histogram.counts.sum() == n_units * 6
+    p = stats.chisquare(bh.histogram.counts, np.full(n_keys, n_units * 6 / n_keys)).pvalue
+    assert p > 1e-3, p
+
+
+def test_keep_smallest_is_exact_with_ties():
+    """Forced rank ties exercise the exact fallback: per group, the l0 smallest (rank, tiebreak)."""
+    g0 = np.random.default_rng(1)
+    group = np.repeat(np.arange(50), g0.integers(4, 12, 50))
+    perm = g0.permutation(group.size)
+    group = group[perm]
+    rank = g0.integers(0, 3, group.size).astype(np.uint64)  # many ties
+    tiebreak = g0.permutation(group.size)
+    keep = keep_smallest(group, rank, tiebreak, 3, 50)
+    for gi in range(50):
+        idx = np.flatnonzero(group == gi)
+        best = idx[np.lexsort((tiebreak[idx], rank[idx]))][:3]
+        assert set(np.flatnonzero(keep & (group == gi))) == set(best)
+    # and the fast path agrees with the exact path on distinct ranks
+    rank = g0.integers(0, 2**63, group.size).astype(np.uint64)
+    keep = keep_smallest(group, rank, tiebreak, 3, 50)
+    for gi in range(50):
+        idx = np.flatnonzero(group == gi)
+        assert set(np.flatnonzero(keep & (group == gi))) == set(idx[np.argsort(rank[idx])][:3])
+
+
+def test_keep_smallest_small_groups_keep_everything():
+    group = np.array([0, 1, 1, 1, 2, 2])
+    rank = np.array([5, 3, 1, 2, 9, 9], dtype=np.uint64)
+    keep = keep_smallest(group, rank, np.arange(6), 2, 3)
+    assert keep.tolist() == [True, False, True, True, True, True]
+
+
+def test_mix64_is_splitmix64():
+    # SplitMix64 with state 0: the first output is mix(0x9E3779B97F4A7C15) = 0xE220A8397B1DCDAF (published
+    # reference value of Vigna's splitmix64.c)
+    assert int(mix64(np.array([0x9E3779B97F4A7C15], dtype=np.uint64))[0]) == 0xE220A8397B1DCDAF
+
+
+def test_pre_threshold_drops_small_counts(log):
+    eng = get_engine("polars")
+    a = eng.bounded_histogram(log, "uid", ["query"], 3, InsecureSeededRandom(SEED))
+    b = eng.bounded_histogram(log, "uid", ["query"], 3, InsecureSeededRandom(SEED), pre_threshold=5)
+    assert b.histogram.counts.min() >= 5
+    assert _canon(b).equals(_canon(a).filter(pl.col("n") >= 5))
+    assert b.stats.keys_out == len(b.histogram) < b.stats.keys_bounded == a.stats.keys_out
+
+
+# ------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_missing_column_names_the_close_match(engine, log):
+    with pytest.raises(InputDataError, match=r"'qeury'.*did you mean 'query'"):
+        get_engine(engine).bounded_histogram(log, "uid", ["qeury"], 3, InsecureSeededRandom(1))
+    with pytest.raises(InputDataError, match="privacy_unit column 'user'"):
+        get_engine(engine).bounded_histogram(log, "user", ["query"], 3, InsecureSeededRandom(1))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("col", ["uid", "query"])
+def test_nulls_are_refused(engine, col):
+    df = pl.DataFrame({"uid": [1, 2, 3], "query": ["a", "b", "c"]})
+    df = df.with_columns(pl.when(pl.int_range(3) == 1).then(None).otherwise(pl.col(col)).alias(col))
+    with pytest.raises(InputDataError, match=f"null values in '{col}' \\(1 nulls\\)"):
+        get_engine(engine).bounded_histogram(df, "uid", ["query"], 3, InsecureSeededRandom(1))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_empty_input_is_refused(engine):
+    df = pl.DataFrame({"uid": pl.Series([], dtype=pl.Int64), "query": pl.Series([], dtype=pl.String)})
+    with pytest.raises(InputDataError, match="no rows"):
+        get_engine(engine).bounded_histogram(df, "uid", ["query"], 3, InsecureSeededRandom(1))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_files_that_are_not_parquet_or_csv(engine, tmp_path):
+    bad = tmp_path / "data.json"
+    bad.write_text('{"uid": 1}')
+    with pytest.raises(InputDataError, match="not a Parquet or CSV file"):
+        get_engine(engine).bounded_histogram(bad, "uid", ["query"], 3, InsecureSeededRandom(1))
+    fake = tmp_path / "data.parquet"
+    fake.write_text("uid,query\n1,a\n")
+    with pytest.raises(InputDataError, match="not a Parquet file"):
+        get_engine(engine).bounded_histogram(fake, "uid", ["query"], 3, InsecureSeededRandom(1))
+    with pytest.raises(InputDataError, match="does not exist"):
+        get_engine(engine).bounded_histogram(tmp_path / "nope.csv", "uid", ["query"], 3, InsecureSeededRandom(1))
+
+
+def test_sql_with_where_clause():
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE shares AS SELECT * FROM (VALUES (1, 'a.com', 'DE', 'share'), "
+                "(1, 'a.com', 'DE', 'share'), (2, 'a.com', 'DE', 'view'), (2, 'b.com', 'FR', 'share'), "
+                "(3, 'a.com', 'DE', 'share')) t(user_id, url, country, action)")
+    sql = "SELECT user_id, url, country FROM shares WHERE action = 'share'"
+    bh = get_engine(None, sql, connection=con).bounded_histogram(sql, "user_id", ["url", "country"], 5,
+                                                                 InsecureSeededRandom(1))
+    got = dict(zip(map(tuple, pl.from_arrow(bh.histogram.keys).rows()), bh.histogram.counts.tolist()))
+    assert got == {("a.com", "DE"): 2, ("b.com", "FR"): 1}
+    assert bh.stats.rows_in == 4 and bh.stats.duplicate_rows_removed == 1
+
+
+def test_key_dtypes_survive(log):
+    df = log.with_columns(pl.col("country").cast(pl.Categorical), (pl.col("extra") % 5).alias("bucket"))
+    for eng in ENGINES:
+        bh = get_engine(eng).bounded_histogram(df, "uid", ["bucket"], 2, InsecureSeededRandom(1))
+        assert pa.types.is_integer(bh.histogram.keys.schema.field("bucket").type), eng
+
+
+def test_unknown_engine():
+    from sparsedp.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="engine must be one of"):
+        get_engine("spark-ish")
+    assert get_engine(None, pd.DataFrame()).name == "polars"

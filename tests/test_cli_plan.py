@@ -1,0 +1,44 @@
+"""``sparsedp plan``: the compare() table on the command line."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from sparsedp.cli import app
+
+runner = CliRunner()
+
+
+def test_plan_table_and_best_line():
+    res = runner.invoke(app, ["plan", "--epsilon", "1", "--delta", "1e-6", "--l0", "10", "--top-k", "1000",
+                              "--noise", "continuous"])
+    assert res.exit_code == 0, res.output
+    for word in ("mechanism", "analysis", "sigma", "noise std", "delta achieved", "gshm", "laplace", "topk-csh",
+                 "tight", "exact"):
+        assert word in res.output
+    assert "best: gshm (exact, continuous noise)" in res.output
+    assert "below the Laplace baseline" in res.output
+
+
+def test_max_groups_alias_and_section_5_3_numbers():
+    res = runner.invoke(app, ["plan", "--epsilon", "0.349", "--delta", "1e-5", "--max-groups", "51914",
+                              "--top-k", "51914", "--noise", "continuous"])
+    assert res.exit_code == 0, res.output
+    assert "7,453.4198" in res.output and "13,950.0513" in res.output and "7,860.5428" in res.output
+    assert "best: topk-csh (tight" in res.output
+
+
+def test_default_shows_discrete_and_continuous():
+    res = runner.invoke(app, ["plan", "--epsilon", "1", "--delta", "1e-6", "--l0", "3"])
+    assert res.exit_code == 0, res.output
+    assert "discrete-exact" in res.output and "continuous" in res.output
+    assert "with secure discrete noise" in res.output
+
+
+def test_bad_arguments_exit_2_with_message():
+    res = runner.invoke(app, ["plan", "--epsilon", "1", "--delta", "2", "--l0", "3"])
+    assert res.exit_code == 2
+    assert "delta must be < 1" in res.output
+    res = runner.invoke(app, ["plan", "--epsilon", "1", "--delta", "1e-6", "--noise", "loud"])
+    assert res.exit_code == 2
+    assert "--noise" in res.output
