@@ -55,15 +55,7 @@ class ArrowEngine(Engine):
 
     def columns(self, data: Any) -> list[str]:
         if sources.kind(data) == "file":
-            import pyarrow.csv as pacsv
-            import pyarrow.parquet as pq
-
-            fmt = sources.file_format(data)
-            path = sources.expand(data)[0]
-            if fmt == "parquet":
-                return list(pq.read_schema(path).names)
-            with pacsv.open_csv(path) as r:
-                return list(r.schema.names)
+            return sources.file_columns(data)
         return list(to_arrow(data).column_names)
 
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:

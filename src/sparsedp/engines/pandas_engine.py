@@ -45,15 +45,7 @@ class PandasEngine(Engine):
 
     def columns(self, data: Any) -> list[str]:
         if sources.kind(data) == "file":
-            import pyarrow.csv as pacsv
-            import pyarrow.parquet as pq
-
-            fmt = sources.file_format(data)
-            path = sources.expand(data)[0]
-            if fmt == "parquet":
-                return list(pq.read_schema(path).names)
-            with pacsv.open_csv(path) as r:
-                return list(r.schema.names)
+            return sources.file_columns(data)
         return [str(c) for c in to_pandas(data).columns]
 
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:

@@ -77,6 +77,18 @@ def expand(path: str | os.PathLike) -> list[str]:
     return sorted(glob.glob(p)) if glob.has_magic(p) else [p]
 
 
+def file_columns(path: str | os.PathLike) -> list[str]:
+    """Column names of a Parquet/CSV input (its first file, for a glob), read from the schema only."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    first = expand(path)[0]
+    if file_format(path) == "parquet":
+        return list(pq.read_schema(first).names)
+    with pacsv.open_csv(first) as r:
+        return list(r.schema.names)
+
+
 def display(data: Any) -> str:
     """Short description of an input for reports."""
     k = kind(data)

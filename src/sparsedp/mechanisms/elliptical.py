@@ -120,18 +120,9 @@ def gaussian_shape(sensitivities, p: float = 2.0, shape: str = "optimal") -> np.
     ``"optimal"``: b_i = Δ⃗_i^{p/(p+2)}/√(Σ_j Δ⃗_j^{2p/(p+2)}) (Lemma 4.8); ``"spherical"``: b_i = Δ⃗_i/‖Δ⃗‖₂
     (Algorithm 14); ``"proportional"``: b_i = 1/√d (noise ∝ sensitivity).
     """
-    d = _sensitivities(sensitivities)
     p = v.positive("p", p)
-    v.choice("shape", shape, SHAPES)
-    pos = d > 0
+    d, pos, w = _shape_weights(sensitivities, p / (p + 2), shape)
     b = np.zeros_like(d)
-    if shape == "optimal":
-        # work relative to the largest Δ so large/small magnitudes do not overflow
-        w = (d[pos] / d[pos].max()) ** (p / (p + 2))
-    elif shape == "spherical":
-        w = d[pos] / d[pos].max()
-    else:
-        w = np.ones(int(pos.sum()))
     b[pos] = w / math.sqrt(float(np.sum(w * w)))
     return b
 
@@ -142,19 +133,30 @@ def laplace_shape(sensitivities, p: float = 1.0, shape: str = "optimal") -> np.n
     ``"optimal"``: b_i = Δ⃗_i^{p/(p+1)}/Σ_j Δ⃗_j^{p/(p+1)} (Lemma 4.11); ``"spherical"``: b_i = Δ⃗_i/‖Δ⃗‖₁
     (standard Laplace mechanism); ``"proportional"``: b_i = 1/d.
     """
-    d = _sensitivities(sensitivities)
     p = v.positive("p", p)
+    d, pos, w = _shape_weights(sensitivities, p / (p + 1), shape)
+    b = np.zeros_like(d)
+    b[pos] = w / float(np.sum(w))
+    return b
+
+
+def _shape_weights(sensitivities, exponent: float, shape: str):
+    """Unnormalised weights of the noise shape on the coordinates with Δ⃗_i > 0.
+
+    ``"optimal"``: (Δ⃗_i/max Δ⃗)^exponent; ``"spherical"``: Δ⃗_i/max Δ⃗; ``"proportional"``: 1. Working
+    relative to the largest Δ keeps very large or small magnitudes from overflowing.
+    Returns (Δ⃗, mask of positive coordinates, weights on that mask).
+    """
+    d = _sensitivities(sensitivities)
     v.choice("shape", shape, SHAPES)
     pos = d > 0
-    b = np.zeros_like(d)
     if shape == "optimal":
-        w = (d[pos] / d[pos].max()) ** (p / (p + 1))
+        w = (d[pos] / d[pos].max()) ** exponent
     elif shape == "spherical":
         w = d[pos] / d[pos].max()
     else:
         w = np.ones(int(pos.sum()))
-    b[pos] = w / float(np.sum(w))
-    return b
+    return d, pos, w
 
 
 def _largest_rho_for(epsilon: float, delta: float) -> float:
