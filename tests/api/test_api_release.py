@@ -134,7 +134,7 @@ def test_explicit_mechanism_and_out(df, tmp_path, rng):
     (dict(by=["user"]), InvalidParameterError, "per-person counts"),
     (dict(privacy_unit=None), InvalidTypeError, "privacy_unit must be"),
     (dict(count_column="url"), InvalidParameterError, "count_column"),
-    (dict(engine="spark"), InvalidParameterError, "engine must be one of"),
+    (dict(engine="sparc"), InvalidParameterError, "engine must be one of"),
     (dict(insecure_float="yes"), InvalidTypeError, "insecure_float must be a bool"),
 ])
 def test_bad_arguments_fail_before_data_or_noise(df, tmp_path, kw, exc, msg):

@@ -64,10 +64,25 @@ def _checked(cal: Calibration) -> Calibration:
     return cal
 
 
+#: the (ε, δ, bound) ranges calibration supports; outside them the accountants' floating-point inversions
+#: overflow or fail to terminate (found by tests/fuzz), and no meaningful release needs them
+EPSILON_RANGE = (1e-6, 1000.0)
+MIN_DELTA = 1e-300
+MAX_BOUND = 10**9
+
+
 def _need(name: str, value, mechanism: str) -> int:
     if value is None:
         raise InvalidParameterError(f"{name} is required for mechanism={mechanism!r}")
-    return v.integer(name, value, lo=1)
+    return v.integer(name, value, lo=1, hi=MAX_BOUND)
+
+
+def _supported(eps: float, dlt: float) -> None:
+    lo, hi = EPSILON_RANGE
+    if not lo <= eps <= hi:
+        raise InvalidParameterError(f"epsilon must be between {lo:g} and {hi:g} for calibration, got {eps!r}")
+    if dlt < MIN_DELTA:
+        raise InvalidParameterError(f"delta must be >= {MIN_DELTA:g} for calibration, got {dlt!r}")
 
 
 # ------------------------------------------------------------------ per mechanism
@@ -173,6 +188,7 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
     mechanism = v.choice("mechanism", mechanism, MECHANISMS)
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
+    _supported(eps, dlt)
     mu_o2 = v.nonnegative("mu_o2", mu_o2)
     conversion = v.choice("conversion", conversion, ("cks", "bs"))
     for name, flag in (("discrete", discrete), ("debias", debias)):
@@ -218,19 +234,20 @@ def compare(epsilon, delta, l0=None, top_k=None, *, k=None, d=None, discrete: bo
     """
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
+    _supported(eps, dlt)
     if l0 is None and top_k is None and k is None and d is None:
         raise InvalidParameterError("compare needs a contribution model: l0, top_k, k or d")
     if discrete is not None and not isinstance(discrete, bool):
         raise v.InvalidTypeError(f"discrete must be True, False or None, got {discrete!r}")
     models: dict[str, dict[str, Any]] = {}
     if l0 is not None:
-        models["gshm"] = models["laplace"] = {"l0": v.integer("l0", l0, lo=1)}
+        models["gshm"] = models["laplace"] = {"l0": v.integer("l0", l0, lo=1, hi=MAX_BOUND)}
     if top_k is not None:
-        models["topk-csh"] = {"top_k": v.integer("top_k", top_k, lo=1)}
+        models["topk-csh"] = {"top_k": v.integer("top_k", top_k, lo=1, hi=MAX_BOUND)}
     if k is not None:
-        models["csh"] = {"k": v.integer("k", k, lo=1)}
+        models["csh"] = {"k": v.integer("k", k, lo=1, hi=MAX_BOUND)}
     if d is not None:
-        models["correlated-gaussian"] = {"d": v.integer("d", d, lo=1)}
+        models["correlated-gaussian"] = {"d": v.integer("d", d, lo=1, hi=MAX_BOUND)}
     flags = (True, False) if discrete is None else (discrete,)
     out: list[Calibration] = []
     for mech, model in models.items():

@@ -43,3 +43,4 @@ from . import ledger as _ledger  # noqa: E402,F401
 from . import reproduce as _reproduce  # noqa: E402,F401
 from . import release as _release  # noqa: E402,F401
 from . import demo as _demo  # noqa: E402,F401
+from . import audit as _audit  # noqa: E402,F401

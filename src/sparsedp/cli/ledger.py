@@ -58,7 +58,7 @@ def show(
                 t = Table(title=f"{name}: spent epsilon={s.epsilon:.6g}/{b_eps:g}, delta={s.delta:.3g}/{b_dlt:g}"
                           + (f", rho={s.rho:.6g}" if s.rho is not None else ""))
                 for col in ("id", "time (UTC)", "epsilon", "delta", "rho", "mechanism", "status", "output", "note"):
-                    t.add_column(col)
+                    t.add_column(col, overflow="fold")
                 for c in led.history(name):
                     when = _dt.datetime.fromtimestamp(c.created, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
                     t.add_row(str(c.id), when, f"{c.epsilon:.6g}", f"{c.delta:.3g}",

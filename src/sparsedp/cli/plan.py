@@ -34,6 +34,28 @@ def render_table(cals, *, title: str) -> None:
     Console(width=max(100, Console().width)).print(table)
 
 
+def render_pure_table(epsilon: float, delta: float, max_units: int) -> None:
+    """Print the pure-DP mechanisms (:func:`sparsedp.api_pure_mg.plan`) with their exact error bounds."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..api_pure_mg import plan as plan_pure
+
+    cals = plan_pure(epsilon, delta, max_units)
+    beta = cals[0].beta if cals else 0.05
+    table = Table(title=f"pure DP (one key per unit), n={max_units} units, epsilon rounded down to "
+                        f"{cals[0].epsilon:g}" if cals else "pure DP", caption=(
+        f"error bounds hold with probability {1 - beta:g}; per-count error applies to counts above the "
+        f"threshold; keys are strings of <= 64 bytes"))
+    for col in ("mechanism", "delta", "per-count error", "threshold", "all-counts error"):
+        table.add_column(col, justify="left" if col == "mechanism" else "right")
+    for c in cals:
+        a = c.accuracy
+        table.add_row(c.mechanism, f"{c.delta:g}", f"{a.per_query:,}", f"{a.threshold:,}",
+                      f"{a.simultaneous:,}")
+    Console(width=max(100, Console().width)).print(table)
+
+
 def summary_line(cals) -> str:
     """'best: …' sentence: the smallest margin overall, the best with discrete noise if both are listed,
     and the gain over the Laplace stability histogram (the peers' default) when it is listed."""
@@ -58,7 +80,8 @@ def summary_line(cals) -> str:
 @app.command()
 def plan(
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy parameter epsilon (> 0)."),
-    delta: float = typer.Option(..., "--delta", help="Privacy parameter delta (0 < delta < 1)."),
+    delta: float = typer.Option(..., "--delta", help="Privacy parameter delta (0 < delta < 1; 0 with "
+                                                      "--max-units lists the pure-DP mechanisms only)."),
     l0: Optional[int] = typer.Option(None, "--l0", "--max-groups",
                                      help="Max distinct keys per privacy unit (GSHM, Laplace)."),
     top_k: Optional[int] = typer.Option(None, "--top-k", help="Release only the top k keys (top-k CSH)."),
@@ -67,6 +90,9 @@ def plan(
                                          "(e.g. a Misra-Gries sketch of size k): CSH."),
     noise: str = typer.Option("both", "--noise", help="discrete (what a secure release samples), "
                                                       "continuous (paper analyses) or both."),
+    max_units: Optional[int] = typer.Option(None, "--max-units", help="Also list the pure-DP mechanisms "
+                                            "(one key per unit) for this many units, with their error "
+                                            "bounds."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Also save a plot of the release threshold "
                                                             "against k for every mechanism (.png/.pdf/.svg)."),
 ) -> None:
@@ -76,6 +102,14 @@ def plan(
 
     if noise not in _NOISE:
         raise typer.BadParameter(f"must be one of {', '.join(_NOISE)}; got {noise!r}", param_hint="--noise")
+    if max_units is not None:
+        try:
+            render_pure_table(epsilon, delta, max_units)
+        except SparsedpError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(code=2) from None
+        if delta == 0:
+            return
     if l0 is None and top_k is None and k is None:
         l0 = 1
     try:

@@ -90,17 +90,33 @@ def release(
     unit: str = typer.Option(..., "--unit", help="Privacy unit column (whom the guarantee protects)."),
     by: str = typer.Option(..., "--by", help="Key column(s), comma-separated."),
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy parameter epsilon (> 0)."),
-    delta: float = typer.Option(..., "--delta", help="Privacy parameter delta (0 < delta < 1)."),
+    delta: Optional[float] = typer.Option(None, "--delta", help="Privacy parameter delta (0 < delta < 1; "
+                                                                 "0 or omitted for the pure mechanisms)."),
     max_groups: Optional[int] = typer.Option(None, "--max-groups", "--l0",
                                              help="Keep at most this many keys per unit (GSHM, Laplace)."),
     top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys (top-k CSH)."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the table to this .parquet/.csv file "
                                                            "(atomically)."),
     engine: Optional[str] = typer.Option(None, "--engine", help="polars (default), duckdb (default for SQL), "
-                                                                 "pandas or arrow."),
-    mechanism: str = typer.Option("auto", "--mechanism", help="auto, gshm, laplace or topk-csh."),
+                                                                 "pandas, arrow or spark (a local Spark session "
+                                                                 "unless a cluster is configured)."),
+    mechanism: str = typer.Option("auto", "--mechanism", help="auto, gshm, laplace, topk-csh; pure DP "
+                                  "(one key per unit): pure-sparse, compact, basic, stability; misra-gries."),
+    sketch_size: Optional[int] = typer.Option(None, "--sketch-size", help="misra-gries: number of counters k."),
+    max_units: Optional[int] = typer.Option(None, "--max-units", help="Pure mechanisms: public bound on the "
+                                            "number of units (add/remove-one neighbours; else n is public)."),
+    domain_size: Optional[int] = typer.Option(None, "--domain-size", help="basic: integer keys in "
+                                              "[0, domain-size)."),
+    max_key_bytes: int = typer.Option(64, "--max-key-bytes", help="Pure mechanisms: keys are strings of at "
+                                      "most this many UTF-8 bytes (public domain bound)."),
+    query_keys: Optional[str] = typer.Option(None, "--query-keys", help="compact: comma-separated public keys "
+                                             "whose noisy counts to print."),
     pre_threshold: int = typer.Option(1, "--pre-threshold", help="Never release keys with fewer units."),
     head: int = typer.Option(10, "--head", help="Rows of the table to print."),
+    ledger: Optional[str] = typer.Option(None, "--ledger", help="Charge the release against a budget in "
+                                                                 "this ledger file (see `sparsedp ledger`)."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset name whose budget --ledger "
+                                                                   "charges."),
 ) -> None:
     """Release noisy distinct-unit counts per key, with contribution bounding and a printed report."""
     from rich.console import Console
@@ -108,4 +124,6 @@ def release(
     run_release(input, console=Console(), err_console=Console(stderr=True), head=head, privacy_unit=unit,
                 by=[c.strip() for c in by.split(",") if c.strip()], epsilon=epsilon, delta=delta,
                 max_groups_per_unit=max_groups, top_k=top_k, mechanism=mechanism, pre_threshold=pre_threshold,
-                engine=engine, out=out)
+                engine=engine, out=out, ledger=ledger, dataset=dataset, sketch_size=sketch_size,
+                max_units=max_units, domain_size=domain_size, max_key_bytes=max_key_bytes,
+                query_keys=None if query_keys is None else [q for q in query_keys.split(",") if q])

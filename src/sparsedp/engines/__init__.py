@@ -9,6 +9,7 @@ Every engine implements :class:`Engine` (``columns`` and ``raw_counts``); the sh
 ``duckdb``    DuckDB relations, SQL text, files, frames DuckDB can scan
 ``pandas``    pandas DataFrames (``drop_duplicates``/``groupby``)
 ``arrow``     pyarrow Tables (Arrow compute kernels)
+``spark``     Spark DataFrames (and files read by Spark): bounding, counting *and* noise in the executors
 ============  ====================================================================================
 """
 
@@ -21,7 +22,9 @@ from .base import BoundedHistogram, BoundingStats, Engine, RawCounts, check_colu
 from .bounding import bound, keep_smallest
 from .output import release_table, to_output_frame
 
-ENGINES = ("polars", "duckdb", "pandas", "arrow")
+ENGINES = ("polars", "duckdb", "pandas", "arrow")  # embedded: bounded histogram on the driver
+#: engines that run the whole release where the data live (no driver-side histogram; see spark_engine)
+DISTRIBUTED_ENGINES = ("spark",)
 
 
 def get_engine(name: str | None, data: Any = None, connection: Any = None) -> Engine:
@@ -29,9 +32,11 @@ def get_engine(name: str | None, data: Any = None, connection: Any = None) -> En
     from . import sources
 
     if name is None:
-        name = "duckdb" if data is not None and sources.kind(data) in ("sql", "duckdb") else "polars"
-    if name not in ENGINES:
-        raise InvalidParameterError(f"engine must be one of {', '.join(map(repr, ENGINES))}; got {name!r}")
+        k = sources.kind(data) if data is not None else None
+        name = "duckdb" if k in ("sql", "duckdb") else "spark" if k == "spark" else "polars"
+    if name not in ENGINES + DISTRIBUTED_ENGINES:
+        raise InvalidParameterError(f"engine must be one of {', '.join(map(repr, ENGINES + DISTRIBUTED_ENGINES))}; "
+                                    f"got {name!r}")
     if name == "polars":
         from .polars_engine import PolarsEngine
         return PolarsEngine()
@@ -41,9 +46,12 @@ def get_engine(name: str | None, data: Any = None, connection: Any = None) -> En
     if name == "pandas":
         from .pandas_engine import PandasEngine
         return PandasEngine()
+    if name == "spark":
+        from .spark_engine import SparkEngine
+        return SparkEngine()
     from .arrow_engine import ArrowEngine
     return ArrowEngine()
 
 
-__all__ = ["ENGINES", "BoundedHistogram", "BoundingStats", "Engine", "RawCounts", "bound", "check_columns",
+__all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundedHistogram", "BoundingStats", "Engine", "RawCounts", "bound", "check_columns",
            "get_engine", "keep_smallest", "release_table", "to_output_frame"]

@@ -16,12 +16,13 @@ The bounding statistics (:class:`BoundingStats`) are for the curator and are nev
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
-from ..errors import InputDataError
+from ..errors import InputDataError, SparsedpError
 from ..mechanisms.histogram import SparseHistogram
 
 
@@ -128,13 +129,49 @@ class Engine(ABC):
         from .bounding import bound
 
         by = list(by)
-        check_columns(self.columns(data), privacy_unit, by)
-        raw = self.raw_counts(data, privacy_unit, by, l0)
+        check_unique_names(data)
+        with engine_errors_as_input_errors(self.name):
+            check_columns(self.columns(data), privacy_unit, by)
+            raw = self.raw_counts(data, privacy_unit, by, l0)
         hist, info = bound(raw.key_counts, raw.heavy_pairs, privacy_unit, by, l0, rng, pre_threshold)
         stats = BoundingStats(rows_in=raw.rows_in, units_in=raw.units_in, pairs_in=raw.pairs_in,
                               units_over_l0=raw.units_over_l0, pairs_dropped_l0=info["pairs_dropped_l0"],
                               keys_in=info["keys_in"], keys_bounded=info["keys_bounded"], keys_out=len(hist), l0=l0)
         return BoundedHistogram(histogram=hist, stats=stats)
+
+
+def check_unique_names(data: Any) -> None:
+    """Frames with a repeated column name are ambiguous (which "user_id"?): refuse them by name."""
+    from collections import Counter
+
+    names = getattr(data, "column_names", None)  # pyarrow
+    if names is None and type(data).__module__.split(".")[0] == "pandas":
+        names = [str(c) if not isinstance(c, str) else c for c in data.columns]
+    if names is None:
+        return
+    dup = sorted({repr(n) for n, c in Counter(names).items() if c > 1})
+    if dup:
+        raise InputDataError(f"the input has duplicate column names ({', '.join(dup)}); rename them so "
+                             f"each column is unambiguous")
+
+
+@contextlib.contextmanager
+def engine_errors_as_input_errors(engine: str) -> Iterator[None]:
+    """Errors the data libraries raise on inputs they cannot process (unsupported column types, values out
+    of range, unreadable files) become :class:`InputDataError`, so no library traceback reaches the user.
+    Our own errors pass through unchanged."""
+    try:
+        yield
+    except SparsedpError:
+        raise
+    except (ValueError, TypeError, OverflowError, KeyError, IndexError, NotImplementedError, OSError) as e:
+        raise InputDataError(f"the {engine} engine could not process the input: {type(e).__name__}: {e}") from e
+    except Exception as e:
+        # library base classes outside the builtin hierarchy (polars/pyarrow/duckdb errors)
+        if type(e).__module__.split(".")[0] in ("polars", "pyarrow", "duckdb", "pandas", "numpy", "_duckdb"):
+            raise InputDataError(f"the {engine} engine could not process the input: {type(e).__name__}: "
+                                 f"{e}") from e
+        raise
 
 
 def check_columns(available: Sequence[str], privacy_unit: str, by: Sequence[str]) -> None:

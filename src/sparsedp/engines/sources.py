@@ -33,6 +33,8 @@ def kind(data: Any) -> str:
         return "arrow"
     if mod == "duckdb" and name == "DuckDBPyRelation":
         return "duckdb"
+    if mod == "pyspark" and name == "DataFrame":
+        return "spark"
     if isinstance(data, str) and _SQL.match(data):
         return "sql"
     if isinstance(data, (str, os.PathLike)):
@@ -97,5 +99,5 @@ def display(data: Any) -> str:
     if k == "sql":
         s = " ".join(str(data).split())
         return f"SQL {s[:60]}{'…' if len(s) > 60 else ''}"
-    return {"polars": "Polars DataFrame", "polars-lazy": "Polars LazyFrame", "pandas": "pandas DataFrame",
+    return {"spark": "Spark DataFrame", "polars": "Polars DataFrame", "polars-lazy": "Polars LazyFrame", "pandas": "pandas DataFrame",
             "arrow": "pyarrow Table", "duckdb": "DuckDB relation"}[k]

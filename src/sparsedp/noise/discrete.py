@@ -62,7 +62,7 @@ from fractions import Fraction
 import numpy as np
 
 from .. import _validate as v
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, InvalidTypeError
 from .exact import LazyUniform, exp_neg_bounds, geometric_exp_neg
 from .source import SecureRandom, default_source
 
@@ -214,9 +214,23 @@ def _check_size(size) -> int:
 
 def _in_range(name: str, x: Fraction, rng_: tuple[Fraction, Fraction]) -> Fraction:
     if not rng_[0] <= x <= rng_[1]:
+        try:
+            got = f"{float(x):g}"
+        except OverflowError:  # e.g. the decimal string "1e400"
+            got = "a number beyond the float range"
         raise InvalidParameterError(
-            f"{name} must be between {float(rng_[0]):g} and {float(rng_[1]):g} for the exact sampler, got {float(x):g}")
+            f"{name} must be between {float(rng_[0]):g} and {float(rng_[1]):g} for the exact sampler, got {got}")
     return x
+
+
+def checked_source(rng):
+    """``rng``, or the secure default source for ``None``; anything without ``uint64`` is refused."""
+    if rng is None:
+        return default_source()
+    if not callable(getattr(rng, "uint64", None)):
+        raise InvalidTypeError(f"rng must be a sparsedp.noise source (e.g. SecureRandom) or None, got "
+                               f"{type(rng).__name__}")
+    return rng
 
 
 def sample_discrete_laplace(scale, size: int, rng: SecureRandom | None = None) -> np.ndarray:
@@ -228,7 +242,7 @@ def sample_discrete_laplace(scale, size: int, rng: SecureRandom | None = None) -
     """
     b = _in_range("scale", v.rational("scale", scale), _LAPLACE_RANGE)
     n = _check_size(size)
-    rng = default_source() if rng is None else rng
+    rng = checked_source(rng)
     lam = 1 / b
     out = np.empty(n, dtype=np.int64)
     filled = 0
@@ -256,7 +270,7 @@ def sample_discrete_gaussian(sigma2, size: int, rng: SecureRandom | None = None)
     """
     s2 = _in_range("sigma2", v.rational("sigma2", sigma2), _SIGMA2_RANGE)
     n = _check_size(size)
-    rng = default_source() if rng is None else rng
+    rng = checked_source(rng)
     t = math.isqrt(s2.numerator // s2.denominator) + 1     # floor(sigma) + 1
     lam = Fraction(1, t)
     c = s2 / t

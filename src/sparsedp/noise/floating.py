@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import InvalidParameterError
-from .source import SecureRandom, default_source
+from .discrete import checked_source
+from .source import SecureRandom
 
 __all__ = ["sample_gaussian", "sample_laplace"]
 
@@ -40,7 +41,7 @@ def sample_gaussian(sigma, size: int, rng: SecureRandom | None = None, insecure_
     _refuse("sample_gaussian", insecure_float)
     sigma = v.positive("sigma", sigma)
     n = v.integer("size", size, lo=0)
-    rng = default_source() if rng is None else rng
+    rng = checked_source(rng)
     half = (n + 1) // 2
     u1, u2 = _open_uniform(rng, half), _open_uniform(rng, half)
     rad = np.sqrt(-2.0 * np.log(u1))
@@ -53,6 +54,6 @@ def sample_laplace(scale, size: int, rng: SecureRandom | None = None, insecure_f
     _refuse("sample_laplace", insecure_float)
     scale = v.positive("scale", scale)
     n = v.integer("size", size, lo=0)
-    rng = default_source() if rng is None else rng
+    rng = checked_source(rng)
     u = _open_uniform(rng, n) - 0.5
     return -scale * np.sign(u) * np.log1p(-2.0 * np.abs(u))

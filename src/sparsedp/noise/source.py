@@ -49,7 +49,7 @@ try:  # pragma: no cover - the import itself
 except ImportError:  # pragma: no cover - exercised only without cryptography
     Cipher = None
 
-__all__ = ["SecureRandom", "InsecureSeededRandom", "default_source"]
+__all__ = ["SecureRandom", "InsecureSeededRandom", "SecretKeyedStream", "default_source"]
 
 _CHUNK = 1 << 16          # bytes generated per refill of the small-request buffer
 _DIRECT = 1 << 12         # requests at least this large bypass the buffer
@@ -208,6 +208,54 @@ class InsecureSeededRandom(SecureRandom):
 
     def __repr__(self) -> str:
         return f"InsecureSeededRandom(seed={self._seed})"
+
+
+class SecretKeyedStream(SecureRandom):
+    """A deterministic stream derived from a **secret, per-release** key and a public label.
+
+    Keystream: AES-256-CTR with key and initial counter ``HMAC-SHA256(secret_key, "sparsedp keyed stream" ||
+    label)`` (32 bytes) and ``HMAC-SHA256(secret_key, "sparsedp keyed iv" || label)[:16]``. HMAC-SHA256 is a
+    PRF, so for a uniformly random secret key the streams of distinct labels are computationally
+    indistinguishable from independent uniform streams: a sampler fed from one behaves as if fed from the
+    secure source. The point is *recomputation*: a distributed engine (Spark) may run a task several times
+    (retries, speculation, a second action on a lazy result); deriving each chunk's noise from
+    ``(secret_key, chunk label)`` makes every run draw identical noise, so one release is one draw.
+
+    Rules of use: ``secret_key`` comes from the secure source, once per release, and is never stored or
+    released; a ``(secret_key, label)`` pair feeds exactly one consumer (two consumers of the same stream
+    would get the same words). Refuses to be used in a process forked after creation (the child would replay
+    the parent's words).
+    """
+
+    secure = True
+
+    def __init__(self, secret_key: bytes, label: bytes) -> None:
+        if not isinstance(secret_key, (bytes, bytearray)) or len(secret_key) < 16:
+            raise InvalidParameterError("secret_key must be at least 16 bytes from the secure source")
+        if not isinstance(label, (bytes, bytearray)):
+            raise InvalidParameterError(f"label must be bytes, got {type(label).__name__}")
+        self._secret = bytes(secret_key)
+        self._label = bytes(label)
+        self._root_pid = os.getpid()
+        super().__init__()
+
+    def _key_material(self) -> bytes:
+        import hmac
+
+        if os.getpid() != self._root_pid:
+            raise RuntimeError("a SecretKeyedStream must not be used in a forked child (it would replay "
+                               "its parent's stream); create it where it is used")
+        key = hmac.new(self._secret, b"sparsedp keyed stream" + self._label, hashlib.sha256).digest()
+        iv = hmac.new(self._secret, b"sparsedp keyed iv" + self._label, hashlib.sha256).digest()[:16]
+        return key + iv
+
+    def _fill(self, out: np.ndarray) -> None:
+        # Deterministic: no volume-based re-keying (the output must not depend on request sizes).
+        self._out = 0
+        super()._fill(out)
+
+    def __repr__(self) -> str:
+        return f"SecretKeyedStream(label={self._label!r})"
 
 
 _DEFAULT: SecureRandom | None = None

@@ -1,0 +1,476 @@
+"""sparsedp against the libraries users would otherwise pick: thresholds, utility, time and memory.
+
+    python benchmarks/peers.py                      # installs the peers into .venvs/ and runs everything
+    python benchmarks/peers.py --rows 100000 --skip-install --peers opendp,pipelinedp
+
+Peers, each in its own virtual environment under ``.venvs/`` at the repository root (created and filled with
+pip on first use; ``--skip-install`` uses what is there):
+
+* OpenDP 0.16 (``opendp[polars]==0.16.0``): ``make_laplace_threshold`` / ``make_gaussian_threshold``;
+* PipelineDP with Google's python-dp: Laplace / Gaussian / truncated-geometric partition selection;
+* Tumult Analytics on pyspark 3.5: ``get_groups`` + ``count_distinct`` (release only; no threshold exposed).
+
+Each peer runs in a subprocess executing a small script from ``benchmarks/peers_scripts/`` in its venv;
+data goes in and out as Parquet files in a temporary directory (protocol: ``peers_scripts/_protocol.py``).
+
+Printed and written to ``docs/benchmarks.md`` (``--out``):
+
+1. the release threshold of every mechanism at each (ε, δ) and l0 ∈ {1, 5, 20, 100, 1000}, as the
+   smallest true count of distinct units released with probability >= 1/2 ("keep50"; for a threshold
+   mechanism with symmetric integer noise this is its absolute threshold), and sparsedp's ratio to the best
+   peer, at the same add/remove-one-unit guarantee;
+2. on a synthetic search log (``sparsedp.demo_data``) and a real text corpus built from the plain-text
+   documentation Debian installs (word bigrams per file, each file one unit): keys released and the median
+   relative error of the released counts against the true distinct-unit counts, each library at equal
+   (ε, δ, l0);
+3. wall time and peak memory (max RSS of the subprocess tree) per library, against a plain Polars group-by.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gzip
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = Path(__file__).resolve().parent / "peers_scripts"
+VENVS = ROOT / ".venvs"
+
+PEERS = {
+    "opendp": {"venv": "opendp", "pip": ["opendp[polars]==0.16.0", "pyarrow"], "script": "opendp_peer.py",
+               "label": "OpenDP", "noises": ("laplace", "gaussian")},
+    "pipelinedp": {"venv": "pipelinedp", "pip": ["pipeline-dp", "python-dp", "pyarrow"],
+                   "script": "pipelinedp_peer.py", "label": "PipelineDP", "noises": ("laplace", "gaussian")},
+    "tumult": {"venv": "tumult", "pip": ["tmlt.analytics", "pyspark>=3.5,<3.6", "pyarrow"],
+               "script": "tumult_peer.py", "label": "Tumult Analytics", "noises": ("laplace",)},
+}
+L0S = (1, 5, 20, 100, 1000)
+EPS_DELTAS = ((1.0, 1e-6), (0.5, 1e-9))
+
+
+# ----------------------------------------------------------------------------------------------- set-up
+
+def venv_python(name: str) -> Path:
+    return VENVS / name / "bin" / "python"
+
+
+def ensure_venv(peer: str, timeout: float, skip_install: bool) -> str | None:
+    """Create/fill the peer's venv; returns None when usable, else the reason it is not."""
+    spec = PEERS[peer]
+    py = venv_python(spec["venv"])
+    if skip_install:
+        return None if py.exists() else f"{py} missing (run without --skip-install)"
+    t0 = time.perf_counter()
+    try:
+        if not py.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(VENVS / spec["venv"])], check=True, timeout=timeout)
+        r = subprocess.run([str(py), "-m", "pip", "install", "-q", *spec["pip"]], capture_output=True, text=True,
+                           timeout=timeout)
+        if r.returncode != 0:
+            return "pip install failed: " + r.stderr.strip().splitlines()[-1][:200]
+    except subprocess.TimeoutExpired:
+        return f"install did not finish within {timeout:.0f} s"
+    print(f"  {peer}: venv ready ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return None
+
+
+def run_script(python: str | Path, script: str, args: list[str], timeout: float) -> tuple[float, float]:
+    """Run a peer script; returns (wall seconds, peak RSS in MiB summed over its process tree).
+
+    The tree's RSS is sampled from /proc every 20 ms (ru_maxrss of a child is useless here: Linux carries
+    the parent's high-water mark over fork/exec, and Spark's JVM is a grandchild).
+    """
+    t0 = time.perf_counter()
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    proc = subprocess.Popen([str(python), str(SCRIPTS / script), *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env)
+    peak = 0.0
+    err_chunks: list[bytes] = []
+    import threading
+    reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)
+    reader.start()
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss_mib(proc.pid))
+        if time.perf_counter() - t0 > timeout:
+            proc.kill()
+            proc.wait()
+            raise RuntimeError(f"{script} timed out after {timeout:.0f} s")
+        time.sleep(0.02)
+    wall = time.perf_counter() - t0
+    reader.join(5)
+    if proc.returncode != 0:
+        err = b"".join(err_chunks).decode(errors="replace").strip()
+        raise RuntimeError(f"{script} failed: {err[-600:]}")
+    return wall, peak
+
+
+def _tree_rss_mib(root: int) -> float:
+    """Resident memory of ``root`` and all its descendants (Linux /proc), in MiB."""
+    parent: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(d)] = int(fields[1])
+        rss[int(d)] = int(fields[21]) * page
+    tree, frontier = {root}, [root]
+    children: dict[int, list[int]] = {}
+    for pid, pp in parent.items():
+        children.setdefault(pp, []).append(pid)
+    while frontier:
+        for c in children.get(frontier.pop(), []):
+            if c not in tree:
+                tree.add(c)
+                frontier.append(c)
+    return sum(rss.get(p, 0) for p in tree) / 2 ** 20
+
+
+# ----------------------------------------------------------------------------------------------- data
+
+def demo_dataset(rows: int, path: Path) -> dict:
+    from sparsedp.demo_data import search_log
+    df = search_log(n_rows=rows, seed=0).select(unit="user_id", key="query")
+    df.write_parquet(path)
+    return {"name": "search log (sparsedp.demo_data)", "rows": df.height, "units": df["unit"].n_unique(),
+            "keys": df["key"].n_unique()}
+
+
+_WORD = re.compile(r"[a-z][a-z']+")
+
+
+_TEXT = (".gz", ".txt", ".md", ".rst")
+
+
+def _doc_files(limit: int) -> list[Path]:
+    """Every plain-text file under /usr/share/doc (copyright, changelogs, READMEs, NEWS, *.txt/md/rst, gzipped)."""
+    files = sorted(p for p in Path("/usr/share/doc").rglob("*") if p.is_file() and not p.is_symlink() and (
+        p.suffix in _TEXT or p.name == "copyright" or p.name.startswith(("README", "NEWS", "changelog"))))
+    return files[:limit] if limit else files
+
+
+def corpus_dataset(limit: int, words_per_doc: int, path: Path) -> dict:
+    """Word bigrams of the first ``words_per_doc`` words of each plain-text documentation file Debian ships;
+    each file is one unit."""
+    import polars as pl
+    units, keys = [], []
+    for i, f in enumerate(_doc_files(limit)):
+        try:
+            raw = gzip.open(f).read() if f.suffix == ".gz" else f.read_bytes()
+        except OSError:
+            continue
+        words = _WORD.findall(raw.decode("utf-8", errors="replace").lower())[:words_per_doc]
+        grams = [f"{a} {b}" for a, b in zip(words, words[1:])]
+        units.extend([i] * len(grams))
+        keys.extend(grams)
+    df = pl.DataFrame({"unit": pl.Series(units, dtype=pl.Int64), "key": pl.Series(keys, dtype=pl.String)})
+    df.write_parquet(path)
+    return {"name": f"Debian docs word bigrams (plain text under /usr/share/doc, first {words_per_doc} words "
+            "per file)", "rows": df.height,
+            "units": df["unit"].n_unique(), "keys": df["key"].n_unique()}
+
+
+def utility(out, truth, keys=None) -> tuple[int, float]:
+    """(keys released, median |released − true| / true over the released keys, or over ``keys``)."""
+    import polars as pl
+    if keys is not None:
+        out = out.filter(pl.col("key").is_in(keys))
+    if out.height == 0:
+        return 0, float("nan")
+    j = out.join(truth, on="key", how="left").with_columns(pl.col("true").fill_null(0))
+    rel = ((pl.col("count") - pl.col("true")).abs() / pl.col("true").clip(lower_bound=1))
+    return out.height, float(j.select(rel.median()).item())
+
+
+# ----------------------------------------------------------------------------------------------- parts
+
+def thresholds(pythons: dict[str, Path], tmp: Path, timeout: float) -> list[dict]:
+    params = [{"epsilon": e, "delta": d, "l0": l0} for e, d in EPS_DELTAS for l0 in L0S]
+    (tmp / "params.json").write_text(json.dumps(params))
+    rows = []
+    for name, py in pythons.items():
+        out = tmp / f"thr_{name}.json"
+        run_script(py, _script(name), ["thresholds", str(tmp / "params.json"), str(out)], timeout)
+        rows.extend(json.loads(out.read_text()))
+    return rows
+
+
+def _script(name: str) -> str:
+    return {"sparsedp": "sparsedp_peer.py", "polars": "polars_baseline.py"}.get(name) or PEERS[name]["script"]
+
+
+def threshold_table(rows: list[dict]) -> tuple[list[str], list[dict]]:
+    """Markdown lines and one summary dict per (ε, δ, l0)."""
+    lines, summary = [], []
+    cols = sorted({(r["library"], r["mechanism"]) for r in rows if r["library"] != "sparsedp"})
+    head = ["ε", "δ", "l0", "sparsedp best (l0-bounded)", *[f"{lib}: {m}" for lib, m in cols], "best peer",
+            "sparsedp / best peer", "top-k CSH (k = l0)", "top-k / best peer", "top-k CSH, float noise",
+            "float top-k / best peer"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    for e, d in EPS_DELTAS:
+        for l0 in L0S:
+            sel = [r for r in rows if r["epsilon"] == e and r["delta"] == d and r["l0"] == l0]
+            ours = [r for r in sel if r["library"] == "sparsedp" and not r.get("top_k")]
+            topk = [r for r in sel if r["library"] == "sparsedp" and r.get("top_k") == "secure"]
+            topf = [r for r in sel if r["library"] == "sparsedp" and r.get("top_k") == "float"]
+            peers = [r for r in sel if r["library"] != "sparsedp" and r["keep50"] > 0]
+            best_ours = min(ours, key=lambda r: r["keep50"])
+            best_peer = min(peers, key=lambda r: r["keep50"]) if peers else None
+            cells = [f"{e:g}", f"{d:g}", str(l0), f"{best_ours['keep50']:.0f} ({best_ours['mechanism']})"]
+            for lib, m in cols:
+                hit = [r for r in sel if r["library"] == lib and r["mechanism"] == m]
+                cells.append(f"{hit[0]['keep50']:.0f}" if hit and hit[0]["keep50"] > 0 else "–")
+            ratio = best_ours["keep50"] / best_peer["keep50"] if best_peer else float("nan")
+            tk = topk[0]["keep50"] if topk else float("nan")
+            tk_ratio = tk / best_peer["keep50"] if best_peer else float("nan")
+            cells += [f"{best_peer['keep50']:.0f} ({best_peer['library']}: {best_peer['mechanism']})"
+                      if best_peer else "–", f"{ratio:.3f}", f"{tk:.0f}" if topk else "–",
+                      f"{tk_ratio:.3f}" if topk else "–"]
+            tf = topf[0]["keep50"] if topf else float("nan")
+            cells += [f"{tf:.0f}" if topf else "–",
+                      f"{tf / best_peer['keep50']:.3f}" if topf and best_peer else "–"]
+            lines.append("| " + " | ".join(cells) + " |")
+            summary.append({"epsilon": e, "delta": d, "l0": l0, "ratio": ratio, "topk_ratio": tk_ratio,
+                            "topk_float_ratio": tf / best_peer["keep50"] if best_peer else float("nan"),
+                            "ours": best_ours["keep50"], "best_peer": best_peer["keep50"] if best_peer else None})
+    return lines, summary
+
+
+def releases(pythons: dict[str, Path], noises: dict[str, tuple[str, ...]], data: Path, tmp: Path, eps: float,
+             delta: float, l0: int, timeout: float, repeats: int) -> list[dict]:
+    import polars as pl
+    truth = (pl.read_parquet(data).group_by("key").agg(pl.col("unit").n_unique().alias("true")))
+    rows = []
+    for name, py in pythons.items():
+        for noise in noises[name]:
+            walls, peaks, inner, util, meta = [], [], [], None, {}
+            for rep in range(repeats):
+                out, mp = tmp / f"rel_{name}_{noise}.parquet", tmp / f"meta_{name}_{noise}.json"
+                try:
+                    wall, peak = run_script(py, _script(name), ["release", str(data), str(out), str(mp),
+                                                                 str(eps), str(delta), str(l0), noise], timeout)
+                except RuntimeError as err:
+                    print(f"  {name} {noise}: {err}", flush=True)
+                    meta = {"error": str(err)[:200]}
+                    break
+                meta = json.loads(mp.read_text())
+                walls.append(wall)
+                peaks.append(peak)
+                inner.append(meta["seconds"])
+                released = pl.read_parquet(out)
+                util = utility(released, truth)
+            row = {"library": name, "noise": noise, "meta": meta}
+            if walls:
+                row["released"] = released
+            if walls:
+                row.update(keys=util[0], mre=util[1], wall=_median(walls), inner=_median(inner),
+                           peak=_median(peaks))
+            rows.append(row)
+            print(f"  {name:10s} {noise:8s} " + (f"keys {row['keys']:6d}  median rel. err {row['mre']:.4f}  "
+                                                f"wall {row['wall']:.2f} s  release {row['inner']:.2f} s  "
+                                                f"peak {row['peak']:.0f} MiB" if walls else "failed"),
+                  flush=True)
+    # the same keys for everyone: those every private release published
+    common = None
+    for r in rows:
+        if r["library"] != "polars" and "released" in r and r["released"].height:
+            ks = set(r["released"]["key"].to_list())
+            common = ks if common is None else common & ks
+    for r in rows:
+        if "released" in r:
+            r["common_n"], r["common_mre"] = utility(r.pop("released"), truth, sorted(common or ()))
+    return rows
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def release_table(rows: list[dict]) -> list[str]:
+    base = next((r for r in rows if r["library"] == "polars" and "wall" in r), None)
+    lines = ["| library | noise / mechanism | keys released | median rel. error (own keys) | "
+             "median rel. error (common keys) | release time (s) | wall incl. start-up (s) | × Polars wall | "
+             "peak RSS (MiB) | × Polars RSS |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        label = {"polars": "Polars group-by (no privacy)", "sparsedp": "sparsedp"}.get(
+            r["library"], PEERS.get(r["library"], {}).get("label", r["library"]))
+        mech = r["meta"].get("mechanism", r["noise"])
+        if "wall" not in r:
+            lines.append(f"| {label} | {mech} | failed: {r['meta'].get('error', '')[:80]} | | | | | | | |")
+            continue
+        xw = r["wall"] / base["wall"] if base else float("nan")
+        xm = r["peak"] / base["peak"] if base else float("nan")
+        lines.append(f"| {label} | {mech} | {r['keys']} | {r['mre']:.4f} | {r['common_mre']:.4f} "
+                     f"({r['common_n']}) | {r['inner']:.2f} | {r['wall']:.2f} | "
+                     f"{xw:.1f} | {r['peak']:.0f} | {xm:.1f} |")
+    return lines
+
+
+# ----------------------------------------------------------------------------------------------- main
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(open("/proc/meminfo").readline().split()[1])
+        mem = f", {kb / 2 ** 20:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"{platform.system()} {platform.release()}, {os.cpu_count()} cores ({cpu}){mem}, Python {platform.python_version()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=200_000, help="rows of the synthetic search log")
+    ap.add_argument("--docs", type=int, default=0, help="cap on corpus files (0 = all)")
+    ap.add_argument("--words", type=int, default=300, help="words read per corpus file")
+    ap.add_argument("--peers", default="opendp,pipelinedp,tumult")
+    ap.add_argument("--skip-install", action="store_true", help="use the venvs as they are")
+    ap.add_argument("--install-timeout", type=float, default=900.0)
+    ap.add_argument("--timeout", type=float, default=600.0, help="per peer-script run")
+    ap.add_argument("--repeats", type=int, default=1, help="runs per release (medians reported)")
+    ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--delta", type=float, default=1e-6)
+    ap.add_argument("--l0", type=int, default=20, help="keys per unit for the release comparison (search log)")
+    ap.add_argument("--corpus-l0", type=int, default=300, help="keys (bigrams) per document for the corpus")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
+    a = ap.parse_args(argv)
+    t_start = time.perf_counter()
+
+    print("peers: setting up venvs", flush=True)
+    pythons: dict[str, Path] = {"sparsedp": Path(sys.executable)}
+    problems: dict[str, str] = {}
+    for peer in [p for p in a.peers.split(",") if p]:
+        why = ensure_venv(peer, a.install_timeout, a.skip_install)
+        if why:
+            problems[peer] = why
+            print(f"  {peer}: skipped ({why})", flush=True)
+        else:
+            pythons[peer] = venv_python(PEERS[peer]["venv"])
+    setup = time.perf_counter() - t_start
+    versions = {}
+    for peer, py in pythons.items():
+        if peer == "sparsedp":
+            import sparsedp
+            versions[peer] = f"sparsedp {getattr(sparsedp, '__version__', 'dev')}"
+            continue
+        r = subprocess.run([str(py), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True)
+        wanted = {"opendp", "polars", "pipeline-dp", "python-dp", "tmlt.analytics", "tmlt-analytics", "pyspark"}
+        pk = [f"{p['name']} {p['version']}" for p in json.loads(r.stdout or "[]") if p["name"].lower() in wanted]
+        versions[peer] = ", ".join(sorted(pk))
+    import polars
+    versions["polars (sparsedp, baseline)"] = f"polars {polars.__version__}"
+
+    with tempfile.TemporaryDirectory(prefix="sparsedp-peers-") as td:
+        tmp = Path(td)
+        print("thresholds", flush=True)
+        thr_pythons = {k: v for k, v in pythons.items() if k != "tumult"}
+        thr_rows = thresholds(thr_pythons, tmp, a.timeout)
+        thr_lines, summary = threshold_table(thr_rows)
+        print("\n".join(thr_lines), flush=True)
+
+        datasets = []
+        print("data", flush=True)
+        demo = tmp / "demo.parquet"
+        datasets.append((demo_dataset(a.rows, demo), demo))
+        corpus = tmp / "corpus.parquet"
+        datasets.append((corpus_dataset(a.docs, a.words, corpus), corpus))
+        rel_pythons = {"polars": Path(sys.executable), **pythons}
+        noises = {"polars": ("none",), "sparsedp": ("auto", "laplace", "gaussian"),
+                  **{p: PEERS[p]["noises"] for p in pythons if p in PEERS}}
+        rel_sections = []
+        for (info, path), l0 in zip(datasets, (a.l0, a.corpus_l0)):
+            info["l0"] = l0
+            print(f"releases on {info['name']}: {info['rows']} rows, {info['units']} units, {info['keys']} keys",
+                  flush=True)
+            rows = releases(rel_pythons, noises, path, tmp, a.epsilon, a.delta, l0, a.timeout, a.repeats)
+            rel_sections.append((info, release_table(rows)))
+
+    total = time.perf_counter() - t_start
+    goal5 = all(s["ratio"] < 1 for s in summary if s["l0"] >= 5)
+    goal1000 = all(s["topk_ratio"] <= 0.6 for s in summary if s["l0"] >= 1000)
+    md = [
+        "# sparsedp against its peers",
+        "",
+        f"Generated by `python benchmarks/peers.py --rows {a.rows}{' --docs %d' % a.docs if a.docs else ''} --words {a.words}"
+        f" --l0 {a.l0} --corpus-l0 {a.corpus_l0}` on "
+        f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC in {total / 60:.1f} min, of which "
+        f"{setup:.0f} s {'checking' if a.skip_install else 'creating or updating'} the peers' venvs (a fresh "
+        "install of all three takes a few minutes more). How to read it, and what differs between the "
+        "libraries' guarantees: [comparison.md](comparison.md).",
+        "",
+        f"Machine: {machine()}.",
+        "",
+        "Versions: " + "; ".join(f"{k}: {v}" for k, v in versions.items()) + ".",
+        "",
+    ]
+    if problems:
+        md += ["Peers not run: " + "; ".join(f"{k}: {v}" for k, v in problems.items()) + ".", ""]
+    md += [
+        "## Release thresholds",
+        "",
+        "Smallest true count of distinct units that each mechanism releases with probability >= 1/2 (for a",
+        "noise-and-threshold mechanism with symmetric integer noise: its absolute threshold), at the same",
+        "(ε, δ) under add/remove one unit, each unit contributing 1 to at most l0 keys. Peers' selection-only",
+        "mechanisms (python-dp partition selection) spend the whole budget on selection and release no counts;",
+        "sparsedp's and OpenDP's release the noisy counts too. \"top-k CSH\" releases at most k = l0 keys and",
+        "needs no per-unit key bound; it is listed separately because it answers a different question.",
+        "",
+        *thr_lines,
+        "",
+        f"Goal \"sparsedp's threshold below every peer's at every l0 >= 5\": **{'met' if goal5 else 'not met'}**"
+        " (ratios " + ", ".join(f"{s['ratio']:.3f}" for s in summary if s["l0"] >= 5) + ").",
+        f"Goal \"top-k CSH at most 0.6x the best peer at l0 >= 1000\": **{'met' if goal1000 else 'not met'}**"
+        " with the secure (integer-noise) top-k CSH (ratios "
+        + ", ".join(f"{s['topk_ratio']:.3f}" for s in summary if s["l0"] >= 1000) + "); with float noise"
+        " (research only, `insecure_float=True`) the ratios would be "
+        + ", ".join(f"{s['topk_float_ratio']:.3f}" for s in summary if s["l0"] >= 1000) + ".",
+        "",
+        f"## Releases at ε = {a.epsilon:g}, δ = {a.delta:g}",
+        "",
+        "Keys released and the median relative error |released − true| / true of the released counts (true =",
+        "distinct units per key before contribution bounding, so bounding bias is included), over the keys each",
+        "library released (a library that releases more, rarer keys shows a larger median) and over the keys that",
+        "every private release that published anything published (their number in brackets). Key counts near",
+        "the threshold vary by several keys from run to run (one run per library). Release time is",
+        "measured inside the script (read data excluded); wall includes interpreter and library start-up",
+        "(Spark for Tumult). Peak RSS is the subprocess tree's maximum resident set.",
+        "",
+    ]
+    for info, lines in rel_sections:
+        md += [f"### {info['name']}: {info['rows']:,} rows, {info['units']:,} units, {info['keys']:,} keys; "
+               f"l0 = {info['l0']}", "",
+               *lines, ""]
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text("\n".join(md) + "\n")
+    print(f"wrote {a.out} ({total / 60:.1f} min)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""The tiny protocol every peer script speaks (stdlib + pyarrow only; runs inside each peer's venv).
+
+``script.py thresholds PARAMS.json OUT.json``: PARAMS is a list of ``{"epsilon", "delta", "l0"}``; OUT gets one
+``{"epsilon", "delta", "l0", "mechanism", "threshold", "keep50", ...}`` row per (mechanism, parameters).
+``threshold`` is the absolute value a noisy count of distinct units is compared with (NaN if the mechanism
+has none), ``keep50`` the smallest true count released with probability >= 1/2.
+
+``script.py release IN.parquet OUT.parquet META.json EPS DELTA L0 NOISE``: IN has columns ``unit`` (int64)
+and ``key`` (string), one row per (unit, key) occurrence; OUT gets ``key``, ``count`` (float64); META gets
+``{"seconds": release wall time, "version": ..., "mechanism": ...}``. Each unit may contribute to at most
+``L0`` keys and at most 1 to each key (add/remove one unit).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def main(thresholds, release) -> None:
+    mode = sys.argv[1]
+    if mode == "thresholds":
+        params = json.load(open(sys.argv[2]))
+        rows = []
+        for p in params:
+            rows.extend(thresholds(float(p["epsilon"]), float(p["delta"]), int(p["l0"])))
+        json.dump(rows, open(sys.argv[3], "w"))
+    elif mode == "release":
+        import pyarrow.parquet as pq
+        src, dst, meta_path = sys.argv[2:5]
+        eps, delta, l0, noise = float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7]), sys.argv[8]
+        table = pq.read_table(src)
+        t0 = time.perf_counter()
+        keys, counts, meta = release(table, eps, delta, l0, noise)
+        meta["seconds"] = time.perf_counter() - t0
+        import pyarrow as pa
+        pq.write_table(pa.table({"key": pa.array(keys, pa.string()),
+                                 "count": pa.array(counts, pa.float64())}), dst)
+        json.dump(meta, open(meta_path, "w"))
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+
+
+def smallest_int(ok, lo: int = 1, hi: int = 2) -> int:
+    """Smallest integer t >= lo with ok(t), for ok monotone (False … False True … True)."""
+    while not ok(hi):
+        lo, hi = hi, hi * 2
+        if hi > 1 << 40:
+            return -1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi if not ok(lo) else lo

@@ -1,0 +1,96 @@
+"""OpenDP 0.16 peer: make_laplace_threshold / make_gaussian_threshold on a bounded count map.
+
+OpenDP's thresholded measurements take a hashmap of counts and a (l0, l1, linf) input distance; OpenDP 0.16's
+Polars front end does not bound keys per unit for us, so this script de-duplicates (unit, key) and keeps a
+uniformly random subset of at most l0 keys per unit with Polars (the same bounding sparsedp does), then hands
+the counts to the OpenDP measurement, calibrated so its own privacy map reports (ε, δ) at d_in = (l0, l0, 1).
+Gaussian: the measurement is approximate-zCDP (ρ, δ_threshold); converted to (ε, δ) with OpenDP's
+make_zCDP_to_approxDP; the split of δ between threshold and conversion is optimised over a grid.
+"""
+
+from __future__ import annotations
+
+import math
+
+import opendp.prelude as dp
+
+from _protocol import main, smallest_int
+
+dp.enable_features("contrib")
+DOM = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=int))
+
+
+def laplace(eps: float, delta: float, l0: int):
+    """(scale, threshold): scale l0/ε (ℓ1 = l0), smallest threshold whose map gives δ."""
+    met = dp.l01inf_distance(dp.absolute_distance(T=int))
+    scale = l0 / eps
+    while True:  # OpenDP's map rounds up; nudge the scale until the map's ε fits
+        def d(t):
+            return dp.m.make_laplace_threshold(DOM, met, scale=scale, threshold=t).map((l0, l0, 1))
+        if d(10 ** 9)[0] <= eps:
+            break
+        scale *= 1 + 1e-9
+    t = smallest_int(lambda t: d(t)[1] <= delta)
+    return scale, t
+
+
+def gaussian(eps: float, delta: float, l0: int):
+    """(scale, threshold) minimising the threshold over the δ split."""
+    met = dp.l02inf_distance(dp.absolute_distance(T=int))
+    best = (math.inf, math.inf)
+    for frac in (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9):
+        d_thr, d_conv = delta * frac, delta * (1 - frac)
+
+        def eps_at(scale: float) -> float:
+            m = dp.m.make_gaussian_threshold(DOM, met, scale=scale, threshold=10 ** 9)
+            prof, _ = dp.c.make_zCDP_to_approxDP(m).map((l0, l0, 1))
+            return prof.epsilon(d_conv)
+
+        lo, hi = 0.01, 1.0
+        while eps_at(hi) > eps:
+            lo, hi = hi, hi * 2
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if eps_at(mid) <= eps else (mid, hi)
+        scale = hi
+        t = smallest_int(lambda t: dp.m.make_gaussian_threshold(DOM, met, scale=scale, threshold=t)
+                         .map((l0, l0, 1))[1] <= d_thr)
+        if 0 < t < best[1]:
+            best = (scale, t)
+    return best
+
+
+def keep50(threshold: int) -> int:
+    return threshold  # symmetric integer noise: P[c + Z >= c] >= 1/2
+
+
+def thresholds(eps, delta, l0):
+    out = []
+    for name, fn in (("laplace_threshold", laplace), ("gaussian_threshold", gaussian)):
+        scale, t = fn(eps, delta, l0)
+        out.append({"epsilon": eps, "delta": delta, "l0": l0, "library": "OpenDP", "mechanism": name,
+                    "threshold": float(t), "keep50": float(keep50(int(t))), "scale": scale})
+    return out
+
+
+def release(table, eps, delta, l0, noise):
+    import polars as pl
+    df = pl.from_arrow(table).unique(["unit", "key"])
+    df = (df.with_columns(pl.int_range(pl.len()).shuffle().over("unit").alias("_r"))
+          .filter(pl.col("_r") < l0).drop("_r"))  # NB: polars' shuffle is not a CSPRNG; benchmark only
+    counts = df.group_by("key").len()
+    data = dict(zip(counts["key"].to_list(), counts["len"].to_list()))
+    if noise == "laplace":
+        scale, t = laplace(eps, delta, l0)
+        m = dp.m.make_laplace_threshold(DOM, dp.l01inf_distance(dp.absolute_distance(T=int)), scale, t)
+    else:
+        scale, t = gaussian(eps, delta, l0)
+        m = dp.m.make_gaussian_threshold(DOM, dp.l02inf_distance(dp.absolute_distance(T=int)), scale, t)
+    out = m(data)
+    return list(out.keys()), [float(x) for x in out.values()], {
+        "version": dp.__version__ if hasattr(dp, "__version__") else "0.16", "mechanism": f"{noise}_threshold",
+        "threshold": t, "scale": scale}
+
+
+if __name__ == "__main__":
+    main(thresholds, release)

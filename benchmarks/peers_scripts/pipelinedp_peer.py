@@ -1,0 +1,64 @@
+"""PipelineDP (with Google's python-dp) peer.
+
+Thresholds: python-dp's partition selection strategies at the full (ε, δ) and l0 = max_partitions_contributed:
+``laplace`` and ``gaussian`` thresholding (their ``threshold`` attribute) and ``truncated_geometric`` (the
+optimal selection-only rule of Desfontaines et al.; no threshold, only a keep probability).
+Release: a real PipelineDP pipeline on the LocalBackend, PRIVACY_ID_COUNT per key with
+max_partitions_contributed = l0, max_contributions_per_partition = 1, private partition selection with
+``post_aggregation_thresholding=True`` (the count's own noise decides release, as in sparsedp; without it
+PipelineDP splits the budget between selection and counting and both get worse).
+"""
+
+from __future__ import annotations
+
+import pipeline_dp
+import pydp.algorithms.partition_selection as ps
+
+from _protocol import main, smallest_int
+
+try:
+    from importlib.metadata import version
+    VERSION = f"pipeline-dp {version('pipeline-dp')}, python-dp {version('python-dp')}"
+except Exception:  # pragma: no cover
+    VERSION = "pipeline-dp"
+
+
+def keep50(strategy) -> int:
+    return smallest_int(lambda n: strategy.probability_of_keep(n) >= 0.5)
+
+
+def thresholds(eps, delta, l0):
+    out = []
+    for name in ("laplace", "gaussian", "truncated_geometric"):
+        s = ps.create_partition_strategy(name, eps, delta, l0)
+        out.append({"epsilon": eps, "delta": delta, "l0": l0, "library": "PipelineDP/python-dp",
+                    "mechanism": f"partition selection {name}",
+                    "threshold": float(getattr(s, "threshold", float("nan"))), "keep50": float(keep50(s))})
+    return out
+
+
+def release(table, eps, delta, l0, noise):
+    units = table.column("unit").to_pylist()
+    keys = table.column("key").to_pylist()
+    rows = list(zip(units, keys))
+    acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
+    engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
+    params = pipeline_dp.AggregateParams(
+        metrics=[pipeline_dp.Metrics.PRIVACY_ID_COUNT],
+        noise_kind=pipeline_dp.NoiseKind.LAPLACE if noise == "laplace" else pipeline_dp.NoiseKind.GAUSSIAN,
+        max_partitions_contributed=l0, max_contributions_per_partition=1,
+        partition_selection_strategy=(pipeline_dp.PartitionSelectionStrategy.LAPLACE_THRESHOLDING
+                                      if noise == "laplace" else
+                                      pipeline_dp.PartitionSelectionStrategy.GAUSSIAN_THRESHOLDING),
+        post_aggregation_thresholding=True)
+    ex = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0], partition_extractor=lambda r: r[1],
+                                    value_extractor=lambda r: 0)
+    res = engine.aggregate(rows, params, ex)
+    acc.compute_budgets()
+    out = list(res)
+    return [k for k, _ in out], [float(m.privacy_id_count) for _, m in out], {
+        "version": VERSION, "mechanism": f"PRIVACY_ID_COUNT, {noise} thresholding (post-aggregation)"}
+
+
+if __name__ == "__main__":
+    main(thresholds, release)

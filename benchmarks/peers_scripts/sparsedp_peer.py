@@ -1,0 +1,48 @@
+"""sparsedp itself, run through the same protocol (system Python, where sparsedp is installed).
+
+Thresholds: every mechanism ``sparsedp.accounting.compare`` lists at (ε, δ, l0) (secure integer noise), plus
+top-k CSH at ``top_k = l0`` (secure, and the float-noise analysis for reference); the absolute threshold is pre_threshold (1) + margin τ, compared with ``>=``.
+Release: ``sparsedp.release`` (Polars engine, secure noise, its own contribution bounding), mechanism
+``auto`` when NOISE is ``auto``, else the Laplace (``laplace``) or Gaussian (``gshm``) stability histogram.
+"""
+
+from __future__ import annotations
+
+import sparsedp as sd
+from sparsedp import accounting as acc
+
+from _protocol import main
+
+PRE = 1
+
+
+def thresholds(eps, delta, l0):
+    out = []
+    cals = [(c, "") for c in acc.compare(epsilon=eps, delta=delta, l0=l0)]
+    for discrete, kind in ((True, "secure"), (False, "float")):
+        try:  # top-k CSH: secure integer noise, and the float-noise analysis (insecure_float=True only)
+            cals += [(c, kind) for c in acc.compare(epsilon=eps, delta=delta, top_k=l0, discrete=discrete)][:1]
+        except Exception:  # infeasible top-k at tiny l0
+            pass
+    for c, kind in cals:
+        t = PRE + float(c.tau)
+        # keep50: integer noise symmetric about 0, release iff count + Z >= t; P[Z >= 0] >= 1/2.
+        out.append({"epsilon": eps, "delta": delta, "l0": l0, "library": "sparsedp",
+                    "mechanism": f"{c.mechanism} ({c.analysis})", "threshold": t,
+                    "keep50": float(-(-t // 1)), "top_k": kind})
+    return out
+
+
+def release(table, eps, delta, l0, noise):
+    import polars as pl
+    df = pl.from_arrow(table)
+    mech = {"auto": "auto", "laplace": "laplace", "gaussian": "gshm"}[noise]
+    res = sd.release(df, privacy_unit="unit", by="key", epsilon=eps, delta=delta, max_groups_per_unit=l0,
+                     mechanism=mech, pre_threshold=PRE)
+    t = res.table
+    return t["key"].to_list(), [float(x) for x in t["count"].to_list()], {
+        "version": f"sparsedp {getattr(sd, '__version__', 'dev')}", "mechanism": f"{mech}"}
+
+
+if __name__ == "__main__":
+    main(thresholds, release)

@@ -1,0 +1,433 @@
+"""Spark engine: the whole release (bounding, counting, noise, thresholding) runs in the executors.
+
+``sparsedp.release(spark_df, …)`` (or ``sparsedp release INPUT --engine spark``) builds one Spark plan:
+
+1. **Bounding** (``max_groups_per_unit = l0``). Every row gets the rank
+   ``r(unit, key) = SHA-256(B || enc(unit, key))`` (Spark SQL's ``sha2``; a PRF, see :func:`keyed_rank`),
+   where ``enc`` is an injective, prefix-free, length-prefixed encoding of the unit and key values and the
+   64-byte block ``B`` is derived from ``K_bound``, 32 bytes drawn on the driver from the secure source afresh
+   for every release. A unit keeps the ``l0`` distinct keys of smallest ``(r, key)``: one hash aggregation per unit
+   collects its distinct keys (``collect_set``: the de-duplication), and only units with more than ``l0`` keys
+   get ranks, sorted inside the unit's array (no global sort, no window).
+
+   - *Private for any key.* For every fixed ``K_bound`` a unit's choice depends only on its own rows, so
+     adding or removing a unit changes the bounded histogram by that unit's at most ``l0`` contributions of 1
+     and nothing else (ℓ∞ = 1, ℓ0 = ``l0``: the model every accountant assumes, seed 001 spec §1 ``C_u``).
+   - *Uniform.* The keyed hash is a PRF: for a random secret key the ranks of a unit's distinct pairs are
+     (computationally) i.i.d. uniform, so the kept set is a uniform ``l0``-subset. Unlike
+     :mod:`sparsedp.engines.bounding` (which assigns words to keys in sorted order, information-theoretically)
+     this needs no global sort and no driver-side state per key, and it is a deterministic function of the key,
+     so a recomputed task makes the same choice. The uniformity claim is computational here.
+   - *Unpredictable.* ``K_bound`` is fresh per release and reaches the executors in a broadcast one-row frame
+     (not as a literal, so it is not printed in query plans); no fixed or weakly keyed hash is used.
+
+2. **Counting.** ``groupBy(keys).count()`` over the bounded pairs (``top_k``: distinct units per key).
+
+3. **Noise and threshold** in ``mapInArrow``, calling the same kernel as the embedded engines
+   (:func:`sparsedp.mechanisms.kernel.noise_and_filter`). Keys are split into ``C`` chunks by a public hash of
+   the key (``xxhash64 mod C``, ``C`` fixed at release time), each chunk is one Spark partition
+   (``repartition(C, chunk)``), and the keys of a chunk are sorted canonically before the kernel runs with the
+   noise source ``SecretKeyedStream(K_noise, chunk)`` (:class:`sparsedp.noise.source.SecretKeyedStream`,
+   AES-CTR keyed by HMAC of a second per-release secret). So every key's noise is a deterministic function of
+   ``(K_noise, the bounded histogram)``: **one release, one draw** — a retried or speculative task, a second
+   action on the returned lazy frame, or a recomputation after cache eviction all yield identical rows and
+   values, and the failed attempt's partial output is discarded by Spark, never merged. Distinct chunks use
+   streams of distinct labels (independent by the PRF property), so the noise has the law of the embedded
+   engines' noise. ``K_noise`` travels only inside the pickled task closure (enable Spark's RPC/IO encryption
+   on a shared cluster); it is never in a plan string and never released.
+
+   The shared term of CSH / top-k CSH is drawn once on the driver (:func:`draw_shared_noise`) and shipped as a
+   constant. The top-k cut-off ``t`` (the exact (k+1)-th largest count) is ``orderBy(count desc).limit(k+1)``
+   on the histogram: Spark keeps k+1 counts per partition and merges them, so only k+1 integers (no key)
+   reach the driver.
+
+Only the released rows (when the user acts on the returned frame) and the report's numbers reach the driver.
+:func:`release_spark` persists the released rows and counts them once (for the report); the persisted frame
+is a cache, the PRF design is the guarantee.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import InputDataError, InvalidParameterError
+from .base import BoundingStats, Engine, check_columns, check_nulls_and_rows
+
+COUNT = "__sparsedp_n"
+CHUNK = "__sparsedp_chunk"
+#: local property a test sets to make the first attempt of every noise task emit part of its output and fail
+FAULT_PROPERTY = "sparsedp.test.failFirstAttempt"
+
+
+def is_spark_frame(data: Any) -> bool:
+    """True for a (classic or Connect) PySpark DataFrame; never imports pyspark."""
+    t = type(data)
+    return t.__module__.startswith("pyspark.") and t.__name__ == "DataFrame"
+
+
+def _require_pyspark():
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise InvalidParameterError("the spark engine needs pyspark: pip install 'sparsedp[spark]'") from None
+
+
+def get_session(master: str | None = None):
+    """The active Spark session, or a new one: the configured cluster (``spark-defaults.conf``,
+    ``PYSPARK_SUBMIT_ARGS``, ``SPARK_MASTER``) or, when none is configured, local mode on every core."""
+    _require_pyspark()
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    b = SparkSession.builder.appName("sparsedp")
+    master = master or os.environ.get("SPARK_MASTER")
+    if master:
+        b = b.master(master)
+    elif "--master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not _spark_defaults_master():
+        b = b.master("local[*]")
+    return b.getOrCreate()
+
+
+def _spark_defaults_master() -> bool:
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (os.path.join(os.environ["SPARK_HOME"], "conf")
+                                                    if "SPARK_HOME" in os.environ else None)
+    path = os.path.join(conf_dir, "spark-defaults.conf") if conf_dir else None
+    if not path or not os.path.isfile(path):
+        return False
+    with open(path) as fh:
+        return any(line.split() and line.split()[0] == "spark.master" for line in fh)
+
+
+def read_file(path: str, spark=None):
+    """A Spark DataFrame over a Parquet or CSV file (or glob), read lazily by Spark."""
+    from . import sources
+
+    fmt = sources.file_format(path)
+    spark = spark or get_session()
+    p = os.fspath(path)
+    if fmt == "parquet":
+        return spark.read.parquet(p)
+    return spark.read.option("header", True).option("inferSchema", True).csv(p)
+
+
+# ---------------------------------------------------------------------------------------------- bounding
+
+
+def _key_block(key: bytes) -> bytes:
+    """The secret first block of the keyed hash: 64 bytes derived from the per-release key."""
+    return hashlib.sha512(b"sparsedp l0 rank key" + key).digest()
+
+
+def encode_values(values: Sequence[Any]):
+    """Injective byte encoding of Spark column values: for each, ``len(v)`` ":" ``v`` with ``v`` the UTF-8
+    bytes of the value cast to string (Python reference: :func:`python_rank`)."""
+    from pyspark.sql import functions as F
+
+    parts = []
+    for c in values:
+        v = c.cast("string").cast("binary")
+        parts += [F.octet_length(v).cast("string").cast("binary"), F.lit(b":"), v]
+    return F.concat(*parts)
+
+
+def keyed_rank(msg, key_block):
+    """``SHA-256(key_block || msg)`` as a hex string column (hex order = byte order).
+
+    With a secret 64-byte first block this is the Merkle–Damgård cascade keyed through its first chaining
+    value, a PRF on prefix-free message sets (Bellare, Canetti & Krawczyk, FOCS 1996, "cascade" theorem);
+    :func:`encode_values` messages are prefix-free (a fixed number of length-prefixed fields), and ranks are
+    never revealed, so length extension is irrelevant. One SHA-256 per pair (HMAC would need two).
+    """
+    from pyspark.sql import functions as F
+
+    return F.sha2(F.concat(key_block, msg), 256)
+
+
+def bounded_pairs(src, unit: str, by: list[str], l0: int, bound_key: bytes):
+    """The distinct (unit, key) pairs kept by the random ℓ0 choice (module docstring, step 1). Lazy.
+
+    One hash aggregation per unit (``collect_set`` of its keys: de-duplication), then, only for units with
+    more than ``l0`` keys, the ranks of their keys and the ``l0`` smallest (``array_sort`` of
+    ``(rank, key)`` structs; no global sort), then ``explode``.
+    """
+    from pyspark.sql import functions as F
+
+    spark = src.sparkSession
+    keyframe = spark.createDataFrame([(bytearray(_key_block(bound_key)),)], "__kb binary")
+    per_unit = src.groupBy(unit).agg(F.collect_set(F.struct(*by)).alias("__ks"))
+    ucol, kb = F.col(unit), F.col("__kb")
+
+    def ranked(k):
+        return F.struct(keyed_rank(encode_values([ucol] + [k[c] for c in by]), kb).alias("r"), k.alias("k"))
+
+    smallest = F.transform(F.slice(F.array_sort(F.transform(F.col("__ks"), ranked)), 1, l0), lambda s: s["k"])
+    kept = (per_unit.crossJoin(F.broadcast(keyframe))
+            .select(ucol, F.when(F.size("__ks") > l0, smallest).otherwise(F.col("__ks")).alias("__ks")))
+    return kept.select(ucol, F.explode("__ks").alias("__k")).select(unit, *[F.col("__k")[c].alias(c) for c in by])
+
+
+def histogram_frame(src, unit: str, by: list[str], l0: int | None, bound_key: bytes | None):
+    """Bounded counts per key as a lazy Spark frame ``(by…, COUNT)``; ``l0=None``: distinct units per key."""
+    from pyspark.sql import functions as F
+
+    if l0 is None:
+        return src.groupBy(*by).agg(F.countDistinct(unit).cast("long").alias(COUNT))
+    pairs = bounded_pairs(src, unit, by, l0, bound_key)
+    return pairs.groupBy(*by).agg(F.count(F.lit(1)).cast("long").alias(COUNT))
+
+
+def top_k_cutoff(hist, k: int) -> int:
+    """Exact (k+1)-th largest count of ``hist`` (0 if it has at most k keys); only k+1 counts reach the driver."""
+    from pyspark.sql import functions as F
+
+    top = [r[0] for r in hist.select(COUNT).orderBy(F.col(COUNT).desc()).limit(k + 1).collect()]
+    return int(top[k]) if len(top) == k + 1 else 0
+
+
+# ---------------------------------------------------------------------------------------------- noise
+
+
+@dataclass(frozen=True)
+class _NoiseTask:
+    """Everything a noise task needs (pickled into the closure; holds the secret noise key)."""
+
+    plan: Any
+    pre: int
+    by: tuple
+    count_column: str
+    secret: bytes
+    shared: Any
+    offset: float | None
+    insecure_float: bool
+    float_out: bool
+
+    def __call__(self, batches):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from ..mechanisms.kernel import noise_and_filter
+        from ..noise.source import SecretKeyedStream
+
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        if not tables:
+            return
+        t = pa.concat_tables(tables)
+        order = pc.sort_indices(t, sort_keys=[(CHUNK, "ascending")] + [(c, "ascending") for c in self.by])
+        t = t.take(order)
+        chunk = t.column(CHUNK).to_numpy()
+        counts = t.column(COUNT).to_numpy().astype(np.int64)
+        starts = np.flatnonzero(np.r_[True, chunk[1:] != chunk[:-1]])
+        ends = np.r_[starts[1:], chunk.size]
+        fault = _first_attempt_fault()
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            label = b"noise chunk " + int(chunk[s]).to_bytes(8, "little", signed=True)
+            rng = SecretKeyedStream(self.secret, label)
+            pos, noisy = noise_and_filter(counts[s:e], self.plan, self.pre, rng, self.shared,
+                                          insecure_float=self.insecure_float)
+            if self.offset is not None:
+                noisy = noisy + self.offset
+            noisy = np.asarray(noisy, dtype=np.float64 if self.float_out else np.int64)
+            keys = t.select(list(self.by)).slice(s, e - s).take(pa.array(pos))
+            out = pa.Table.from_arrays(list(keys.columns) + [pa.array(noisy)],
+                                       names=list(self.by) + [self.count_column])
+            yield from out.combine_chunks().to_batches()
+            if fault:
+                raise RuntimeError("sparsedp test fault: first attempt of a noise task fails after output")
+
+
+def _first_attempt_fault() -> bool:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return bool(ctx is not None and ctx.getLocalProperty(FAULT_PROPERTY) == "1" and ctx.attemptNumber() == 0)
+
+
+def noise_frame(hist, by: list[str], calibration: Any, pre: int, noise_key: bytes, *, shared=None,
+                chunks: int, count_column: str = "count", offset: float | None = None,
+                insecure_float: bool = False):
+    """Noise and threshold the histogram frame ``(by…, COUNT)`` in the executors (module docstring, step 3).
+
+    Returns a lazy frame ``(by…, count_column)`` of the released keys. Its rows and values are a
+    deterministic function of ``(noise_key, hist's rows)``: recomputation never draws fresh noise.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from ..mechanisms.kernel import noise_plan
+
+    plan = noise_plan(calibration)
+    float_out = not plan.discrete or plan.family == "correlated" or offset is not None
+    fields = [hist.schema[c] for c in by]
+    schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields] +
+                          [T.StructField(count_column, T.DoubleType() if float_out else T.LongType(), False)])
+    task = _NoiseTask(plan=plan, pre=int(pre), by=tuple(by), count_column=count_column, secret=noise_key,
+                      shared=shared, offset=offset, insecure_float=insecure_float, float_out=float_out)
+    chunked = (hist.where(F.col(COUNT) >= pre)
+               .withColumn(CHUNK, F.pmod(F.xxhash64(*by), F.lit(chunks)))
+               .repartition(chunks, CHUNK))
+    return chunked.mapInArrow(task, schema)
+
+
+# ---------------------------------------------------------------------------------------------- engine
+
+
+class SparkEngine(Engine):
+    """Bounded histograms and releases on Spark (everything in the executors; see the module docstring).
+
+    :meth:`raw_counts` (the embedded engines' driver-side bounding interface) is not supported: it would
+    collect every heavy unit's pairs to the driver. Use :func:`release_spark` / ``sparsedp.release``.
+    """
+
+    name = "spark"
+
+    def columns(self, data: Any) -> list[str]:
+        return list(as_spark_frame(data).columns)
+
+    def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None):
+        raise InvalidParameterError("the spark engine bounds contributions in the executors; call "
+                                    "sparsedp.release(spark_df, …) (nothing is collected to the driver)")
+
+    def bounded_histogram(self, data, privacy_unit, by, l0, rng, pre_threshold=1):  # noqa: D102
+        return self.raw_counts(data, privacy_unit, list(by), l0)
+
+
+def as_spark_frame(data: Any):
+    """``data`` as a Spark DataFrame: Spark frames as they are, Parquet/CSV paths read by Spark."""
+    if is_spark_frame(data):
+        return data
+    if isinstance(data, (str, os.PathLike)):
+        return read_file(os.fspath(data))
+    raise InvalidParameterError(f"the spark engine takes a Spark DataFrame or a Parquet/CSV path, got "
+                                f"{type(data).__name__}")
+
+
+def check_input(src, unit: str, by: list[str]) -> int:
+    """Column, emptiness and null checks in one Spark job (a scan); returns the number of rows."""
+    from pyspark.sql import functions as F
+
+    check_columns(src.columns, unit, by)
+    cols = [unit] + by
+    row = src.agg(F.count(F.lit(1)).alias("__rows"),
+                  *[F.sum(F.col(c).isNull().cast("long")).alias(f"__null{i}") for i, c in enumerate(cols)]).first()
+    rows = int(row["__rows"])
+    check_nulls_and_rows(rows, {c: int(row[f"__null{i}"] or 0) for i, c in enumerate(cols)})
+    return rows
+
+
+@dataclass(frozen=True)
+class SparkRelease:
+    """What :func:`release_spark` returns: the released frame (persisted, counted once), its size, the
+    histogram statistics Spark computed, and the top-k extras."""
+
+    table: Any
+    released_keys: int
+    stats: BoundingStats
+    extra: dict
+
+
+def release_spark(data: Any, unit: str, by: list[str], calibration: Any, *, l0: int | None, top_k: int | None,
+                  pre: int, rng: Any, count_column: str = "count", insecure_float: bool = False,
+                  chunks: int | None = None) -> SparkRelease:
+    """Release ``data`` (Spark frame or path) under ``calibration`` entirely in Spark (module docstring).
+
+    Arguments are already validated by :func:`sparsedp.release`. ``rng`` is the driver's source: it provides
+    the two per-release secret keys (bounding, noise) and the shared CSH terms; the secure default in
+    production.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from ..mechanisms.kernel import draw_shared_noise, noise_plan
+
+    frame = as_spark_frame(data)
+    check_columns(frame.columns, unit, by)
+    src = frame.select(unit, *by)
+    rows_in = check_input(src, unit, by)
+    floats = [c for c in [unit] + by if type(src.schema[c].dataType).__name__ in ("FloatType", "DoubleType")]
+    if floats:  # NaN is not a value one can count units for (and would not match itself); refuse it
+        any_nan = F.isnan(F.col(floats[0]))
+        for c in floats[1:]:
+            any_nan = any_nan | F.isnan(F.col(c))
+        if src.where(any_nan).limit(1).count():
+            raise InputDataError(f"NaN in {', '.join(map(repr, floats))}; replace NaN before releasing")
+    bound_key = rng.random_bytes(32) if l0 is not None else None
+    noise_key = rng.random_bytes(32)
+    plan = noise_plan(calibration)
+    shared = draw_shared_noise(plan, rng, insecure_float=insecure_float)
+    hist = histogram_frame(src, unit, by, l0, bound_key).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        extra: dict = {"mechanism": calibration.mechanism, "pre_threshold": pre}
+        offset = None
+        if top_k is not None:
+            t = top_k_cutoff(hist, top_k)
+            counts = hist.select(*by, (F.col(COUNT) - F.lit(t)).alias(COUNT))
+            extra.update(threshold=1 + calibration.tau, k=top_k)
+            if calibration.params.get("debias", False):
+                from .. import noise
+
+                if plan.discrete:
+                    t_tilde = t + int(noise.sample_discrete_gaussian(plan.shared_scale, 1, rng=rng)[0]) / 2.0
+                else:
+                    t_tilde = t + float(noise.sample_gaussian(plan.shared_sigma, 1, rng=rng,
+                                                              insecure_float=True)[0])
+                offset = t_tilde
+                extra["t_tilde"] = t_tilde
+            else:
+                extra["bias"] = "released values estimate count minus the (k+1)-th largest count"
+            pre_eff = 1
+        else:
+            counts = hist
+            extra["threshold"] = pre + calibration.tau
+            pre_eff = pre
+        spark = src.sparkSession
+        # one chunk (and one noise task) per core: a chunk is a unit of noise derivation, not of parallelism
+        n_chunks = chunks or max(int(spark.sparkContext.defaultParallelism), 1)
+        released = noise_frame(counts, by, calibration, pre_eff, noise_key, shared=shared, chunks=n_chunks,
+                               count_column=count_column, offset=offset, insecure_float=insecure_float)
+        released = released.persist(StorageLevel.MEMORY_AND_DISK)
+        n_out = released.count()
+        s = hist.agg(F.count(F.lit(1)).alias("b"), F.sum((F.col(COUNT) >= pre).cast("long")).alias("o")).first()
+    finally:
+        hist.unpersist()
+    stats = SparkBoundingStats(rows_in=rows_in, units_in=None, pairs_in=None, units_over_l0=None,
+                               pairs_dropped_l0=None, keys_in=None, keys_bounded=int(s["b"]),
+                               keys_out=int(s["o"] or 0), l0=l0)
+    # released rows are few: one partition sorted locally (no range-partitioning sample job, no shuffle)
+    table = released.coalesce(1).sortWithinPartitions(F.col(count_column).desc(), *[F.col(c) for c in by])
+    return SparkRelease(table=table, released_keys=int(n_out), stats=stats, extra=extra)
+
+
+@dataclass(frozen=True)
+class SparkBoundingStats(BoundingStats):
+    """:class:`BoundingStats` as far as Spark computes them without extra passes over the data: unit- and
+    pair-level numbers (``units_in``, ``pairs_in``, ``units_over_l0``, ``pairs_dropped_l0``, ``keys_in``) are
+    ``None`` (each would cost another shuffle of the input)."""
+
+    @property
+    def duplicate_rows_removed(self):  # type: ignore[override]
+        return None if self.pairs_in is None else self.rows_in - self.pairs_in
+
+
+def to_arrow(df):
+    """Collect a (small: released rows only) Spark frame as a ``pyarrow.Table``."""
+    if hasattr(df, "toArrow"):  # pyspark >= 4
+        return df.toArrow()
+    import pyarrow as pa  # pragma: no cover - pyspark 3.5
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return pa.Table.from_batches(df._collect_as_arrow(), schema=to_arrow_schema(df.schema))
+
+
+def python_rank(secret: bytes, values: Sequence[Any]) -> str:
+    """Reference (pure Python) of the Spark rank :func:`keyed_rank` of the encoding :func:`encode_values`
+    (string values as given, integers in decimal). For tests and audits."""
+    msg = b"".join(b"%d:%s" % (len(v), v) for v in (str(x).encode() for x in values))
+    return hashlib.sha256(_key_block(secret) + msg).hexdigest()

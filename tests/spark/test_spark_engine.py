@@ -1,0 +1,222 @@
+"""Spark engine: bounding, counting, noise and thresholding in the executors (local[2,2], one shared session).
+
+What is checked against what (never against the engine's own output):
+- de-duplication and counting: the Polars engine's bounded histogram on the same rows;
+- the ℓ0 choice: a pure-Python recomputation with ``hmac`` (the documented rank), per-unit sizes, and a
+  chi-square test that each unit's kept subset is uniform;
+- the top-k cut-off: ``truncate_top_k`` (numpy) on the same counts, ties included;
+- the release law: the exact discrete-Gaussian tail of :mod:`sparsedp.accounting.discrete`;
+- one release, one draw: two actions on the lazy result, a retried task (first attempt fails after emitting
+  output), a failing upstream stage.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from itertools import combinations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import sparsedp as sd
+from sparsedp.accounting import calibrate
+from sparsedp.accounting.discrete import dgauss_sf
+from sparsedp.engines import spark_engine as se
+from sparsedp.engines.polars_engine import PolarsEngine
+from sparsedp.mechanisms.topk import truncate_top_k
+from sparsedp.noise import InsecureSeededRandom
+
+pytestmark = pytest.mark.xdist_group("spark")  # one JVM when run with --dist loadgroup
+
+
+def _rows(seed=3, n=6000, units=800, keys=120):
+    r = np.random.default_rng(seed)
+    u = r.integers(0, units, n)
+    k = r.zipf(1.4, n) % keys
+    return pl.DataFrame({"uid": u, "url": [f"site{x}.example" for x in k], "cc": (k % 3).astype(np.int64)})
+
+
+def _spark_frame(spark, frame: pl.DataFrame):
+    return spark.createDataFrame(frame.rows(), schema="uid long, url string, cc long")
+
+
+def _as_dict(rows, by, count="__sparsedp_n"):
+    return {tuple(r[c] for c in by): r[count] for r in rows}
+
+
+def _polars_hist(frame, by, l0, seed=1):
+    bh = PolarsEngine().bounded_histogram(frame, "uid", by, l0, InsecureSeededRandom(seed))
+    keys = bh.histogram.keys.to_pylist()
+    return {tuple(k[c] for c in by): int(n) for k, n in zip(keys, bh.histogram.counts)}
+
+
+def test_histogram_matches_polars_when_l0_does_not_bind(spark):
+    frame = _rows()
+    frame = pl.concat([frame, frame.head(500)])  # duplicate (unit, key) rows must count once
+    by = ["url", "cc"]
+    l0 = int(frame.unique(["uid"] + by).group_by("uid").len()["len"].max())
+    sdf = _spark_frame(spark, frame)
+    for bound in (None, l0):
+        hist = se.histogram_frame(sdf, "uid", by, bound, b"k" * 32).collect()
+        assert _as_dict(hist, by) == _polars_hist(frame, by, bound)
+
+
+def test_l0_choice_matches_python_hmac_reference(spark):
+    frame = _rows(seed=5)
+    by = ["url"]
+    l0, key = 2, bytes(range(32))
+    sdf = _spark_frame(spark, frame)
+    got = _as_dict(se.histogram_frame(sdf, "uid", by, l0, key).collect(), by)
+    # reference: each unit keeps its l0 distinct keys of smallest HMAC-SHA256(key, enc(unit, key))
+    per_unit = defaultdict(set)
+    for u, url in frame.select("uid", "url").iter_rows():
+        per_unit[u].add(url)
+    want = Counter()
+    for u, urls in per_unit.items():
+        kept = sorted(urls, key=lambda x: (se.python_rank(key, [u, x]), x))[:l0]
+        want.update((x,) for x in kept)
+    assert got == dict(want)
+    assert sum(got.values()) == sum(min(len(s), l0) for s in per_unit.values())
+    # and the choice really depends on the key: another key keeps other pairs
+    other = _as_dict(se.histogram_frame(sdf, "uid", by, l0, bytes(32)).collect(), by)
+    assert other != got and sum(other.values()) == sum(got.values())
+
+
+def test_l0_choice_is_uniform_per_unit(spark):
+    n_units, keys = 3000, ["a", "b", "c", "d"]
+    sdf = spark.createDataFrame([(u, k) for u in range(n_units) for k in keys], "uid long, k string")
+    pairs = se.bounded_pairs(sdf, "uid", ["k"], 2, InsecureSeededRandom(7).random_bytes(32)).collect()
+    kept = defaultdict(list)
+    for r in pairs:
+        kept[r["uid"]].append(r["k"])
+    assert len(kept) == n_units and all(len(v) == 2 for v in kept.values())
+    subsets = Counter(tuple(sorted(v)) for v in kept.values())
+    from scipy.stats import chisquare
+
+    obs = [subsets[c] for c in combinations(keys, 2)]
+    assert chisquare(obs).pvalue > 1e-4, obs
+
+
+def test_top_k_cutoff_is_exact(spark):
+    counts = [9, 7, 7, 7, 5, 3, 3, 1]
+    hist = spark.createDataFrame([(f"k{i}", c) for i, c in enumerate(counts)], "key string, __sparsedp_n long")
+    for k in range(0, 10):
+        assert se.top_k_cutoff(hist, k) == truncate_top_k(np.array(counts), k)[0], k
+
+
+def test_release_schema_and_values_like_polars(spark):
+    frame = _rows(seed=11, n=8000, units=2000, keys=60)
+    sdf = _spark_frame(spark, frame)
+    kw = dict(privacy_unit="uid", by=["url", "cc"], epsilon=2.0, delta=1e-6)
+    for extra in (dict(max_groups_per_unit=3, mechanism="gshm"), dict(top_k=10)):
+        rs = sd.release(sdf, rng=InsecureSeededRandom(2), **kw, **extra)
+        rp = sd.release(frame, rng=InsecureSeededRandom(2), **kw, **extra)
+        assert rs.report.engine == "spark" and rs.report.mechanism == rp.report.mechanism
+        assert rs.report.threshold == rp.report.threshold
+        ps = pl.from_arrow(se.to_arrow(rs.table))
+        assert ps.schema == rp.table.schema
+        assert rs.report.released_keys == ps.height > 0
+        assert ps["count"].to_list() == sorted(ps["count"].to_list(), reverse=True)
+        # released keys are real keys and values lie at or above the threshold
+        assert set(ps.select("url", "cc").rows()) <= set(frame.select("url", "cc").unique().rows())
+        if "top_k" in extra:
+            assert ps.height <= 10 and (ps["count"] > rs.report.threshold - 1e-9).all()
+        else:
+            assert (ps["count"] >= rs.report.threshold).all()
+
+
+def test_two_actions_and_recomputation_give_one_draw(spark):
+    frame = _rows(seed=13, n=8000, units=2000, keys=60)
+    sdf = _spark_frame(spark, frame)
+    res = sd.release(sdf, "uid", "url", epsilon=1.0, delta=1e-6, max_groups_per_unit=2, mechanism="gshm")
+    assert res.table.collect() == res.table.collect()
+    assert res.table.count() == res.report.released_keys
+    # without any cache: the lazy frame recomputed from scratch draws identical noise
+    cal = calibrate("laplace", epsilon=0.5, delta=1e-6, l0=2)
+    hist = se.histogram_frame(sdf, "uid", ["url"], 2, b"b" * 32)
+    lazy = se.noise_frame(hist, ["url"], cal, 1, b"n" * 32, chunks=3)
+    first = sorted(lazy.collect())
+    assert first == sorted(lazy.collect()) and len(first) > 0
+    # the noise depends on the secret: another key, other values
+    assert sorted(se.noise_frame(hist, ["url"], cal, 1, b"m" * 32, chunks=3).collect()) != first
+
+
+def test_retried_task_changes_nothing(spark):
+    frame = _rows(seed=17, n=8000, units=2000, keys=100)
+    sdf = _spark_frame(spark, frame)
+    kw = dict(privacy_unit="uid", by="url", epsilon=1.0, delta=1e-6, max_groups_per_unit=2, mechanism="gshm")
+    clean = sd.release(sdf, rng=InsecureSeededRandom(4), **kw).table.collect()
+    sc = spark.sparkContext
+    sc.setLocalProperty(se.FAULT_PROPERTY, "1")  # every noise task: emit a chunk, then fail; retried once
+    try:
+        faulty = sd.release(sdf, rng=InsecureSeededRandom(4), **kw).table.collect()
+    finally:
+        sc.setLocalProperty(se.FAULT_PROPERTY, None)
+    assert faulty == clean
+    keys = [r["url"] for r in faulty]
+    assert len(keys) == len(set(keys)) > 0
+
+    def fail_first_attempt(batches):  # an upstream (input) stage whose first attempts fail
+        from pyspark import TaskContext
+
+        if TaskContext.get().attemptNumber() == 0:
+            raise RuntimeError("injected input fault")
+        yield from batches
+
+    flaky = sdf.mapInArrow(fail_first_attempt, sdf.schema)
+    assert sd.release(flaky, rng=InsecureSeededRandom(4), **kw).table.collect() == clean
+
+
+def test_gshm_release_probability_on_spark(spark):
+    """The release law of tests/mechanisms/test_mech_release_law.py, run through the Spark noise step."""
+    from pyspark.sql import functions as F
+
+    n, pre = 40_000, 4
+    offsets = [0, 2, 5, -1]
+    cal = calibrate("gshm", epsilon=1.0, delta=0.02, l0=2)
+    m, s2 = cal.params["margin"], cal.params["sigma2"]
+    ids = spark.range(n * len(offsets))
+    off = F.element_at(F.array(*[F.lit(o) for o in offsets]), (F.col("id") / n).cast("int") + 1)
+    hist = ids.select(F.col("id").alias("key"), (F.lit(pre) + off).cast("long").alias(se.COUNT))
+    rel = se.noise_frame(hist, ["key"], cal, pre, InsecureSeededRandom(101).random_bytes(32), chunks=8)
+    rows = rel.select((F.col("key") / n).cast("int").alias("g"), F.col("count")).collect()
+    by_group = Counter(r["g"] for r in rows)
+    assert min(r["count"] for r in rows) >= pre + m
+    for g, o in enumerate(offsets):
+        if o < 0:
+            assert by_group[g] == 0
+            continue
+        p = dgauss_sf(m - o, s2)
+        se_ = math.sqrt(p * (1 - p) / n)
+        assert abs(by_group[g] / n - p) <= 4 * se_, (o, by_group[g] / n, p)
+
+
+def test_cli_release_with_spark_engine(spark, tmp_path):
+    from typer.testing import CliRunner
+
+    from sparsedp.cli import app
+
+    path = tmp_path / "shares.parquet"
+    _rows(seed=19, n=8000, units=2000, keys=40).write_parquet(path)
+    out = tmp_path / "released.parquet"
+    r = CliRunner().invoke(app, ["release", str(path), "--unit", "uid", "--by", "url", "--epsilon", "1",
+                                 "--delta", "1e-6", "--max-groups", "2", "--engine", "spark", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "spark engine" in r.output
+    released = pl.read_parquet(out)
+    assert released.columns == ["url", "count"] and released.height > 0
+
+
+def test_bad_input_fails_before_release(spark):
+    sdf = spark.createDataFrame([(1, "a"), (None, "b")], "uid long, url string")
+    with pytest.raises(sd.errors.InputDataError, match="null"):
+        sd.release(sdf, "uid", "url", epsilon=1.0, delta=1e-6, max_groups_per_unit=2)
+    with pytest.raises(sd.errors.InputDataError, match="usr"):
+        sd.release(sdf, "usr", "url", epsilon=1.0, delta=1e-6, max_groups_per_unit=2)
+    nan = spark.createDataFrame([(1, 0.5), (2, float("nan"))], "uid long, x double")
+    with pytest.raises(sd.errors.InputDataError, match="NaN"):
+        sd.release(nan, "uid", "x", epsilon=1.0, delta=1e-6, max_groups_per_unit=2)
+    with pytest.raises(sd.errors.InvalidParameterError, match="spark"):
+        sd.release(sdf, "uid", "url", epsilon=1.0, delta=1e-6, max_groups_per_unit=2, engine="polars")
