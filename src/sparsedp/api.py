@@ -74,7 +74,6 @@ class Report:
         return d
 
     def __str__(self) -> str:
-        b = self.bounding
         model = (f"at most {self.l0} keys per unit, 1 per key" if self.l0 is not None
                  else f"top-{self.top_k} keys, 1 per key per unit")
         lines = [
@@ -93,12 +92,17 @@ class Report:
             lines.append(f"  top-k         {self.extra['bias']}")
         if "t_tilde" in self.extra:
             lines.append(f"  top-k         de-biased with the noisy truncation level {self.extra['t_tilde']:.6g}")
-        lines += [
+        return "\n".join(lines + self._curator_lines())
+
+    def _curator_lines(self) -> list[str]:
+        """The released-key count, then the figures for the curator only (not private), timings, output."""
+        b = self.bounding
+        lines = [
             f"  released      {self.released_keys} keys",
             "  -- for the curator only (not private, do not publish) --",
             f"  input         {self.source} via the {self.engine} engine",
             f"  rows          {b.rows_in} in; {_known(b.duplicate_rows_removed)} duplicate (unit, key) rows removed",
-            f"  units         {_known(b.units_in)} in; {_known(b.units_over_l0)} had more than l0 keys "
+            f"  units         {_known(b.units_in)} in; {_known(b.units_over_l0)} had more than l0={b.l0} keys "
             f"({_known(b.pairs_dropped_l0)} (unit, key) pairs dropped)" if b.l0 is not None
             else f"  units         {_known(b.units_in)} in (no l0 bound: top-k mode)",
             f"  keys          {_known(b.keys_in)} in, {b.keys_bounded} after bounding, {b.keys_out} to the mechanism, "
@@ -107,7 +111,7 @@ class Report:
         ]
         if self.output:
             lines.append(f"  output        {self.output}")
-        return "\n".join(lines)
+        return lines
 
     def _cmp(self) -> str:
         return {">": ">", ">=": ">="}.get(str(self.extra.get("comparison", ">=")), ">=")

@@ -356,7 +356,6 @@ class PureMGReport(_report_base()):
     """:class:`sparsedp.Report` of a pure or Misra–Gries release (its own guarantee wording)."""
 
     def __str__(self) -> str:
-        b = self.bounding
         lines = [
             "sparsedp release",
             f"  guarantee     {self.extra['guarantee']}",
@@ -366,18 +365,7 @@ class PureMGReport(_report_base()):
         if self.mechanism == "misra-gries":
             lines.append(f"  threshold     released iff noisy counter >= {self.threshold:.6g}; noise std "
                          f"{self.noise_std:.3g}; delta achieved {self.delta_achieved:.3g}")
-        lines += [
-            f"  released      {self.released_keys} keys",
-            "  -- for the curator only (not private, do not publish) --",
-            f"  input         {self.source} via the {self.engine} engine",
-            f"  rows          {b.rows_in} in; {b.duplicate_rows_removed} duplicate (unit, key) rows removed",
-            f"  units         {b.units_in} in; {b.units_over_l0} had more than l0={b.l0} keys "
-            f"({b.pairs_dropped_l0} (unit, key) pairs dropped)",
-            "  time          " + ", ".join(f"{k} {t:.2f}s" for k, t in self.timings.items()),
-        ]
-        if self.output:
-            lines.append(f"  output        {self.output}")
-        return "\n".join(lines)
+        return "\n".join(lines + self._curator_lines())
 
     def to_dict(self) -> dict:
         d = super().to_dict()
