@@ -346,6 +346,22 @@ def _open_ledger(ledger: Any, dataset: Any):
     return led, owned
 
 
+def publish(table: Any, kind: str, out_path: tuple[str, str] | None, led: Any, charge_id: int | None) -> Any:
+    """Write ``table`` atomically to ``out_path`` (if any), then mark the ledger charge published.
+
+    Returns the table converted to the output frame type of input ``kind``. The order is the ledger's
+    contract: the charge was committed before the noise; "published" is recorded only after the output exists.
+    """
+    from .engines.output import OUTPUT_KIND, convert, write_atomic
+
+    if out_path:
+        write_atomic(table, *out_path)
+    frame = convert(table, OUTPUT_KIND[kind])
+    if charge_id is not None:
+        led.mark_published(charge_id, out_path[0] if out_path else None)
+    return frame
+
+
 def _release_body(data, kind, eng, unit, cols, count_column, l0, k, mech, pre, eps, dlt, insecure_float,
                   out_path, source, stage, t_start, cal0, led, dataset) -> Result:
     """Stages 2–4 of :func:`release` (arguments already validated and calibrated)."""
@@ -353,7 +369,7 @@ def _release_body(data, kind, eng, unit, cols, count_column, l0, k, mech, pre, e
         return _release_body_spark(data, kind, eng, unit, cols, count_column, l0, k, mech, pre, eps, dlt,
                                    insecure_float, out_path, source, stage, t_start, cal0, led, dataset)
     from .engines import sources
-    from .engines.output import OUTPUT_KIND, convert, release_table, write_atomic
+    from .engines.output import release_table
     from .mechanisms import release_histogram
 
     timings = {"validate": time.perf_counter() - t_start}
@@ -380,12 +396,7 @@ def _release_body(data, kind, eng, unit, cols, count_column, l0, k, mech, pre, e
     # 4. Output.
     t = time.perf_counter()
     with stage("writing the output" if out_path else "building the table"):
-        table = release_table(rel, count_column)
-        if out_path:
-            write_atomic(table, *out_path)
-        frame = convert(table, OUTPUT_KIND[kind])
-    if charge_id is not None:
-        led.mark_published(charge_id, out_path[0] if out_path else None)
+        frame = publish(release_table(rel, count_column), kind, out_path, led, charge_id)
     timings["output"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_start
 

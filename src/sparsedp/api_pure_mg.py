@@ -177,7 +177,8 @@ def release_special(*, data, kind, eng, unit, cols, count_column, mech, checked,
     import pyarrow as pa
 
     from .engines import sources
-    from .engines.output import OUTPUT_KIND, convert, release_table, write_atomic
+    from .api import publish
+    from .engines.output import release_table
     from .mechanisms.histogram import Release
 
     timings = {"validate": time.perf_counter() - t_start}
@@ -218,12 +219,7 @@ def release_special(*, data, kind, eng, unit, cols, count_column, mech, checked,
         table_rel = Release(keys=key_table, counts=rel.counts,
                             calibration=rel.calibration, n_keys_in=rel.n_keys_in, n_keys_out=rel.n_keys_out,
                             extra=rel.extra)
-        table = release_table(table_rel, count_column)
-        if out_path:
-            write_atomic(table, *out_path)
-        frame = convert(table, OUTPUT_KIND[kind])
-    if charge_id is not None:
-        led.mark_published(charge_id, out_path[0] if out_path else None)
+        frame = publish(release_table(table_rel, count_column), kind, out_path, led, charge_id)
     timings["output"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_start
 

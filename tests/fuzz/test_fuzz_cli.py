@@ -7,49 +7,21 @@ nothing. ``SPARSEDP_FUZZ=slow`` runs 10x more cases.
 
 from __future__ import annotations
 
-import functools
 import os
-import sys
 import tempfile
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import sparsedp.accounting as acc
+from fuzz_helpers import fuzz_settings
 from sparsedp.cli import app
 
-SCALE = 10 if os.environ.get("SPARSEDP_FUZZ") == "slow" else 1
 RUNNER = CliRunner()
 
-
-def fuzz_settings(n: int):
-    return settings(max_examples=n * SCALE, deadline=None, derandomize=True, database=None,
-                    phases=[Phase.explicit, Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cached_calibration():
-    """Calibration is pure and deterministic; memoise it so the budget goes to argument handling."""
-    real = acc.calibrate
-
-    @functools.lru_cache(maxsize=None)
-    def cached(mechanism, items):
-        return real(mechanism, **dict(items))
-
-    def calibrate(mechanism, **kw):
-        try:
-            return cached(mechanism, tuple(sorted(kw.items())))
-        except TypeError:
-            return real(mechanism, **kw)
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(acc, "calibrate", calibrate)
-    mp.setattr(sys.modules["sparsedp.accounting.calibrate"], "calibrate", calibrate)  # used by compare()
-    yield
-    mp.undo()
+pytestmark = pytest.mark.usefixtures("cached_calibration")
 
 
 def invoke(args):

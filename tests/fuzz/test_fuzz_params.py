@@ -13,22 +13,15 @@ import warnings
 from fractions import Fraction
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from fuzz_helpers import fuzz_settings
 import sparsedp as sd
 from sparsedp import accounting as acc
 from sparsedp import noise
 from sparsedp.errors import SparsedpError
 from sparsedp.ledger import Ledger
-
-SCALE = 10 if os.environ.get("SPARSEDP_FUZZ") == "slow" else 1
-
-
-def fuzz_settings(n: int):
-    return settings(max_examples=n * SCALE, deadline=None, derandomize=True, database=None,
-                    phases=[Phase.explicit, Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
-
 
 HOSTILE = st.one_of(
     st.none(), st.booleans(), st.text(max_size=4), st.binary(max_size=3), st.lists(st.integers(), max_size=2),

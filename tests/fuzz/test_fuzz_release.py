@@ -7,10 +7,8 @@ Default: a fixed, derandomized budget (CI-reproducible); ``SPARSEDP_FUZZ=slow`` 
 
 from __future__ import annotations
 
-import functools
 import math
 import os
-import sys
 import tempfile
 import warnings
 
@@ -19,43 +17,15 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, Phase, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 
+from fuzz_helpers import fuzz_settings
 import sparsedp as sd
-import sparsedp.accounting as acc
 from sparsedp.errors import SparsedpError
 from sparsedp.noise import InsecureSeededRandom
 
-SCALE = 10 if os.environ.get("SPARSEDP_FUZZ") == "slow" else 1
-
-
-def fuzz_settings(n: int):
-    return settings(max_examples=n * SCALE, deadline=None, derandomize=True, database=None,
-                    phases=[Phase.explicit, Phase.generate, Phase.shrink],
-                    suppress_health_check=list(HealthCheck))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cached_calibration():
-    """Calibration is pure and deterministic; memoise it so the fuzz budget goes to the data paths."""
-    real = acc.calibrate
-
-    @functools.lru_cache(maxsize=None)
-    def cached(mechanism, items):
-        return real(mechanism, **dict(items))
-
-    def calibrate(mechanism, **kw):
-        try:
-            return cached(mechanism, tuple(sorted(kw.items())))
-        except TypeError:  # unhashable argument: let the real function judge it
-            return real(mechanism, **kw)
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(acc, "calibrate", calibrate)
-    mp.setattr(sys.modules["sparsedp.accounting.calibrate"], "calibrate", calibrate)  # used by compare()
-    yield
-    mp.undo()
+pytestmark = pytest.mark.usefixtures("cached_calibration")
 
 
 # ------------------------------------------------------------------------------------------ strategies
