@@ -42,3 +42,14 @@ def test_bad_arguments_exit_2_with_message():
     res = runner.invoke(app, ["plan", "--epsilon", "1", "--delta", "1e-6", "--noise", "loud"])
     assert res.exit_code == 2
     assert "--noise" in res.output
+
+
+def test_bad_plot_path_fails_before_the_table(tmp_path):
+    res = runner.invoke(app, ["plan", "--epsilon", "1", "--delta", "1e-6", "--l0", "3",
+                              "--plot", str(tmp_path / "missing" / "plan.png")])
+    assert res.exit_code == 2
+    assert "directory does not exist" in res.output
+    assert "mechanism" not in res.output and "best:" not in res.output  # nothing printed before the error
+    res = runner.invoke(app, ["plan", "--epsilon", "1", "--delta", "1e-6", "--l0", "3",
+                              "--plot", str(tmp_path / "plan.txt")])
+    assert res.exit_code == 2 and "must end in .png" in res.output and "best:" not in res.output

@@ -37,6 +37,20 @@ def threshold_curves(epsilon: float, delta: float, ks: Sequence[int] = DEFAULT_K
     return curves
 
 
+def check_plot_path(path: str | os.PathLike) -> tuple[str, str]:
+    """``(absolute path, extension)`` of a plot file, or an error naming the fix (checked before any work)."""
+    path = os.path.abspath(os.fspath(path))
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if ext not in ("png", "pdf", "svg", "jpg", "jpeg"):
+        raise InvalidParameterError(f"plot file must end in .png, .pdf, .svg or .jpg; got {path!r}")
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        raise InvalidParameterError(f"cannot write {path!r}: its directory does not exist")
+    if not os.access(folder, os.W_OK):
+        raise InvalidParameterError(f"cannot write {path!r}: its directory is not writable")
+    return path, ext
+
+
 def plot_plan(epsilon: float, delta: float, path: str | os.PathLike, ks: Sequence[int] | None = None,
               noise: str = "both") -> str:
     """Save a log-log plot of threshold against k for every mechanism to ``path`` (png, pdf, svg…).
@@ -50,12 +64,7 @@ def plot_plan(epsilon: float, delta: float, path: str | os.PathLike, ks: Sequenc
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - depends on the installation
         raise InvalidParameterError("plotting needs matplotlib: pip install 'sparsedp[plot]'") from None
-    path = os.path.abspath(os.fspath(path))
-    ext = os.path.splitext(path)[1].lower().lstrip(".")
-    if ext not in ("png", "pdf", "svg", "jpg", "jpeg"):
-        raise InvalidParameterError(f"plot file must end in .png, .pdf, .svg or .jpg; got {path!r}")
-    if not os.path.isdir(os.path.dirname(path)):
-        raise InvalidParameterError(f"cannot write {path!r}: its directory does not exist")
+    path, ext = check_plot_path(path)
     curves = threshold_curves(epsilon, delta, DEFAULT_KS if ks is None else ks, noise)
     fig, ax = plt.subplots(figsize=(7.5, 5))
     for label, (xs, ys) in sorted(curves.items(), key=lambda kv: kv[1][1][-1]):

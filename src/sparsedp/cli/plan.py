@@ -102,6 +102,14 @@ def plan(
 
     if noise not in _NOISE:
         raise typer.BadParameter(f"must be one of {', '.join(_NOISE)}; got {noise!r}", param_hint="--noise")
+    if plot:  # a bad plot path fails before anything is printed
+        from ..plotting import check_plot_path
+
+        try:
+            check_plot_path(plot)
+        except SparsedpError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(code=2) from None
     if max_units is not None:
         try:
             render_pure_table(epsilon, delta, max_units)

@@ -1,27 +1,33 @@
-"""Lebeda's thesis, Chapter 2 (ALP), §2.9 experiments: Figures 2.3 and 2.4.
+"""Lebeda's thesis, Chapter 2 (ALP), §2.9 experiments: Figures 2.3, 2.4 and 2.5.
 
 Spec ``shared/specs/seed-004a-thesis-alp.md`` §6. The figures are images absent from the text; the
 reproduction targets are the numbers the thesis prints in the text (Fig. 2.4: MAE 6.4, std 11, mean error
 2.33, 90th percentile of |error| 15.78 at ε = 1, α = 3, collision probability 0.1; MAE 4.8, std 7.8, mean
-0.18, 90th percentile 11.5 at collision probability 0.01) and the spec's recomputed Lemma 2.11 bound table
-(Fig. 2.3a). The simulation is :func:`sparsedp.sketches.alp.experiment_2_9` (the spec §6.1 model).
+0.18, 90th percentile 11.5 at collision probability 0.01; Fig. 2.5: Alg. 10 preferred from ε ≈ 0.7 on, by
+more than an order of magnitude at large ε, Alg. 4 an order of magnitude better at ε = 0.05) and the
+spec's recomputed tables (Fig. 2.3a bound, §6.4 Monte Carlo MAEs). The ε = 1 simulation of Figs. 2.3/2.4 is
+:func:`sparsedp.sketches.alp.experiment_2_9` (the spec §6.1 model); Fig. 2.5 uses the exact random-walk
+sampler of :mod:`._alp_walk` (the same model for any ε, without drawing all m bits).
 
 * ``alp-fig2.3``: (a) the Lemma 2.11 upper bound on E|x − x̃| against α for k/s ∈ {0, .05, .1, .15, .2};
   (b) the observed mean absolute error (Monte Carlo at the same collision probabilities).
 * ``alp-fig2.4``: the error distribution at α = 3 for collision probabilities 0.1 and 0.01, with the
   Laplace(1) and Laplace(4.5) references of the thesis.
-
-Figure 2.5 (ALP, Alg. 4, against Histogram-Projection, Alg. 10, over ε) is not reproduced here.
+* ``alp-fig2.5``: mean per-entry error of ALP-Projection (Alg. 4 + 5, α = 3) and Histogram-Projection
+  (Alg. 10 + Alg. 3) against ε ∈ [0.25, 10] (step 0.05), ψ = 5000, 10^5 repetitions per point, with the
+  thesis' collision probabilities and the 1/ε, 1/e^ε references (log scale).
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
 from ..sketches.alp import error_bound, experiment_2_9
+from ._alp_walk import collision_one_probability, estimator_offsets
 from ._registry import Headline, ReproResult, new_figure, save_figure, target, write_csv
 
 RATIOS = (0.0, 0.05, 0.1, 0.15, 0.2)
@@ -97,3 +103,114 @@ def figure_2_4(out_dir: Path, fast: bool) -> ReproResult:
     ax.legend(fontsize=8)
     png = save_figure(fig, out_dir / "alp-fig2.4.png")
     return ReproResult("alp-fig2.4", csv_path, png, tuple(heads), (csv_path, png))
+
+
+# ------------------------------------------------------------------------------------------------
+# Figure 2.5: ALP-Projection (Alg. 4) against Histogram-Projection (Alg. 10) over ε (spec §6.4)
+# ------------------------------------------------------------------------------------------------
+
+PSI_25 = 5000
+ALPHA_25 = 3.0
+# (label, algorithm, per-bit collision probability q(ε)); A10: "0.1/ε, but 0.1 for ε < 1" = min(0.1, 0.1/ε)
+SERIES_25 = (("alg4 s=inf", 4, lambda e: 0.0),
+             ("alg4 s=10k", 4, lambda e: 0.1),
+             ("alg10 s=inf", 10, lambda e: 0.0),
+             ("alg10 q=0.1/e^eps", 10, lambda e: 0.1 * math.exp(-e)),
+             ("alg10 q=min(0.1,0.1/eps)", 10, lambda e: min(0.1, 0.1 / e)))
+# spec §6.4 Monte Carlo (2·10^4 reps; not printed in the thesis), columns in SERIES_25 order
+SPEC_MC_25 = {0.25: (17.2, 24.4, 46.1, 56.7, 61.0), 1.0: (4.28, 6.05, 2.80, 3.12, 3.81),
+              2.0: (2.17, 3.07, 0.636, 0.668, 0.778), 10.0: (0.428, 0.594, 0.00015, 0.0002, 0.0212)}
+EPS_FULL_25 = tuple(round(0.25 + 0.05 * i, 2) for i in range(196))  # 0.25, 0.30, …, 10.0
+EPS_FAST_25 = (0.25, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0)
+EPS_SMALL_25 = 0.05  # the thesis' extra run: "Algorithm 4 outperformed … Algorithm 10 by an order of magnitude"
+
+
+def lemma_2_31_bound(eps: float) -> float:
+    """Lemma 2.31: Alg. 3 on Alg. 10 output without collisions has E|error| ≤ 8e^ε/(e^ε − 1)²."""
+    return 8.0 * math.exp(eps) / math.expm1(eps) ** 2
+
+
+def fig25_point(alg: int, eps: float, q: float, reps: int, seed: int | list[int]) -> dict:
+    """One point of Fig. 2.5: the mean absolute error of Alg. 4 (α = 3, true value a uniform multiple of
+    α/ε in [0, ψ], so y = εx/α needs no rounding; m = ⌈ψε/α⌉, p = 1/(α+2); estimate ỹα/ε) or Alg. 10
+    (true value uniform in {0..ψ}; m = ψ, p = 1/(e^ε+1); estimate ỹ), both clamped to [0, ψ], under
+    per-bit collision probability q (spec §6.1/§6.4, A11)."""
+    gen = np.random.Generator(np.random.PCG64(seed))
+    if alg == 4:
+        r = Fraction(PSI_25) * Fraction(str(eps)) / Fraction(ALPHA_25)  # ψε/α exactly
+        top, m, p = math.floor(r), math.ceil(r), 1.0 / (ALPHA_25 + 2.0)
+        scale = ALPHA_25 / eps
+    elif alg == 10:
+        top = m = PSI_25
+        p, scale = 1.0 / (math.exp(eps) + 1.0), 1.0
+    else:
+        raise ValueError(f"alg must be 4 or 10, got {alg!r}")
+    y = gen.integers(0, top + 1, reps)
+    off = estimator_offsets(gen, y, m, p, collision_one_probability(p, q))
+    err = np.clip((y + off) * scale, 0.0, PSI_25) - y * scale
+    a = np.abs(err)
+    return {"mae": float(a.mean()), "se": float(a.std(ddof=1) / math.sqrt(reps)), "mean": float(err.mean()),
+            "m": m, "p": p, "p_one_above": collision_one_probability(p, q)}
+
+
+def crossover(eps: np.ndarray, alg4: np.ndarray, alg10: np.ndarray) -> float:
+    """The first ε at which Alg. 10's MAE drops below Alg. 4's: linear interpolation of ln(MAE₁₀/MAE₄)
+    between the grid points around its first sign change (nan if there is none)."""
+    g = np.log(np.asarray(alg10) / np.asarray(alg4))
+    for i in range(1, len(g)):
+        if g[i - 1] >= 0 > g[i]:
+            return float(eps[i - 1] + (eps[i] - eps[i - 1]) * g[i - 1] / (g[i - 1] - g[i]))
+    return math.nan
+
+
+@target("alp-fig2.5", "Thesis Fig. 2.5: ALP (Alg. 4) vs Histogram-Projection (Alg. 10) MAE over eps (crossover ~0.7)")
+def figure_2_5(out_dir: Path, fast: bool) -> ReproResult:
+    grid = EPS_FAST_25 if fast else EPS_FULL_25
+    reps = 20_000 if fast else 100_000
+    mae: dict[str, dict[float, dict]] = {}
+    rows = []
+    for si, (label, alg, qf) in enumerate(SERIES_25):
+        mae[label] = {}
+        for eps in (EPS_SMALL_25, *grid):
+            pt = fig25_point(alg, eps, qf(eps), reps, [SEED, si, round(eps * 100)])
+            mae[label][eps] = pt
+            rows.append((label, eps, eps != EPS_SMALL_25, reps, qf(eps), pt["m"], pt["mae"], pt["se"], pt["mean"]))
+    ref = np.asarray(grid)
+    rows += [("ref 1/eps", e, True, 0, math.nan, 0, 1.0 / e, 0.0, math.nan) for e in grid]
+    rows += [("ref 1/e^eps", e, True, 0, math.nan, 0, math.exp(-e), 0.0, math.nan) for e in grid]
+    rows += [("lemma 2.31 bound", e, False, 0, 0.0, 0, lemma_2_31_bound(e), 0.0, math.nan) for e in grid]
+    csv_path = write_csv(out_dir / "alp-fig2.5.csv",
+                         ("series", "epsilon", "in_figure", "reps", "collision", "m", "mae", "se_mae", "mean_error"),
+                         rows)
+
+    def curve(label):
+        return np.array([mae[label][e]["mae"] for e in grid])
+
+    pairs = (("alg4 s=inf", "alg10 s=inf"), ("alg4 s=10k", "alg10 q=min(0.1,0.1/eps)"),
+             ("alg4 s=10k", "alg10 q=0.1/e^eps"))
+    heads = [Headline(f"crossover eps, {a} vs {b}", crossover(ref, curve(a), curve(b)), 0.7) for a, b in pairs]
+    heads.append(Headline("alg10 s=inf MAE at eps=2 (paper: Lemma 2.31 bound)", mae["alg10 s=inf"][2.0]["mae"],
+                          lemma_2_31_bound(2.0)))
+    heads.append(Headline("eps=10: alg4 s=10k / alg10 q=min(.1,.1/eps) (thesis: >10)",
+                          mae["alg4 s=10k"][10.0]["mae"] / mae["alg10 q=min(0.1,0.1/eps)"][10.0]["mae"], None))
+    heads.append(Headline("eps=0.05: alg10 s=inf / alg4 s=inf (thesis: ~10)",
+                          mae["alg10 s=inf"][EPS_SMALL_25]["mae"] / mae["alg4 s=inf"][EPS_SMALL_25]["mae"], None))
+    labels = [s[0] for s in SERIES_25]
+    for eps, spec in SPEC_MC_25.items():
+        for j in ((0, 1, 2, 3, 4) if eps == 1.0 else (1, 4)):
+            heads.append(Headline(f"MAE {labels[j]} eps={eps:g} [spec MC]", mae[labels[j]][eps]["mae"], spec[j]))
+
+    fig, axes = new_figure(1, 1, (7.5, 4.8))
+    ax = axes[0][0]
+    for label, style in zip(labels, ("C0-", "C0--", "C1-", "C1--", "C1:")):
+        ax.plot(ref, curve(label), style, label=label.replace("alg", "Alg. "))
+    ax.plot(ref, 1.0 / ref, "k--", lw=0.8, label="1/ε")
+    ax.plot(ref, np.exp(-ref), "k:", lw=0.8, label="1/e^ε")
+    ax.axvline(heads[0].ours, color="0.6", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xlabel("ε")
+    ax.set_ylabel("mean |x − x̃|")
+    ax.set_title(f"Fig. 2.5: Alg. 4 (α = 3) vs Alg. 10, ψ = {PSI_25}, {reps} reps per point")
+    ax.legend(fontsize=8)
+    png = save_figure(fig, out_dir / "alp-fig2.5.png")
+    return ReproResult("alp-fig2.5", csv_path, png, tuple(heads), (csv_path, png))
