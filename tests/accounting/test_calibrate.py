@@ -42,7 +42,7 @@ def test_continuous_delta_re_evaluated_with_the_full_accountant():
     assert c.noise_std == pytest.approx(c.sigma * math.sqrt(1 + 200 ** -0.5))
     c = calibrate("laplace", epsilon=0.5, delta=1e-7, l0=20, discrete=False)
     assert c.delta_achieved == laplace_delta(0.5, c.sigma, c.tau, 20)
-    c = calibrate("topk-csh", epsilon=0.5, delta=1e-7, top_k=200, discrete=True)
+    c = calibrate("topk-csh", epsilon=0.5, delta=1e-7, top_k=200, discrete=True, csh_noise="alg4")
     assert c.analysis == "discrete-cks"
     assert c.delta_achieved == csh_discrete_delta(0.5, c.sigma, c.tau, 200, "cks")
     assert c.params["sigma2"] == 4 * c.sigma**2 and c.params["comparison"] == ">"
@@ -68,8 +68,8 @@ def test_debias_and_conversion_options():
     assert c.analysis == "add" and c.params["debias"] is True
     plain = calibrate("topk-csh", epsilon=1.0, delta=1e-6, top_k=1000, discrete=False, analysis="add")
     assert c.tau > plain.tau
-    bs = calibrate("csh", epsilon=1.0, delta=1e-6, k=100, conversion="bs")
-    cks = calibrate("csh", epsilon=1.0, delta=1e-6, k=100, conversion="cks")
+    bs = calibrate("csh", epsilon=1.0, delta=1e-6, k=100, conversion="bs", csh_noise="alg4")
+    cks = calibrate("csh", epsilon=1.0, delta=1e-6, k=100, conversion="cks", csh_noise="alg4")
     assert bs.analysis == "discrete-bs" and cks.tau < bs.tau
 
 

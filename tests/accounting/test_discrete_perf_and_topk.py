@@ -46,12 +46,12 @@ def test_discrete_gshm_calibration_is_conservative_at_l0_51914():
 
 def test_discrete_topk_debias_is_wired_into_calibrate():
     k, eps, dlt = 50, 1.0, 1e-6
-    cal = calibrate("topk-csh", epsilon=eps, delta=dlt, top_k=k, discrete=True, debias=True)
+    cal = calibrate("topk-csh", epsilon=eps, delta=dlt, top_k=k, discrete=True, debias=True, csh_noise="alg4")
     assert cal.params["debias"] is True and cal.params["discrete"] is True
     assert cal.analysis.startswith("discrete-zcdp")
     parts = topk_debias_discrete_delta_parts(eps, cal.sigma, cal.tau, k, "cks")
     assert sum(parts.values()) <= dlt
     assert cal.delta_achieved <= dlt
-    plain = calibrate("topk-csh", epsilon=eps, delta=dlt, top_k=k, discrete=True)
+    plain = calibrate("topk-csh", epsilon=eps, delta=dlt, top_k=k, discrete=True, csh_noise="alg4")
     # releasing t~ as well costs privacy: the de-biased variant needs at least as much noise
     assert cal.sigma >= plain.sigma * (1 - 1e-9)

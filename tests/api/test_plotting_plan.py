@@ -13,7 +13,7 @@ def test_curves_match_plan():
 
     curves = threshold_curves(1.0, 1e-6, ks=(1, 10), noise="discrete")
     assert set(curves) == {"gshm (discrete-exact, discrete)", "laplace (discrete-exact, discrete)",
-                           "topk-csh (discrete-cks, discrete)"}
+                           "topk-csh (rounded-tight, discrete)"}
     for label, (xs, ys) in curves.items():
         assert xs == [1, 10]
         mech = label.split()[0]

@@ -105,10 +105,14 @@ def test_new_key_scenario_catches_a_threshold_that_is_too_low():
 
 
 def test_scaled_calibration_scales_the_sampled_noise_exactly():
-    cal = calibrate("csh", epsilon=EPS, delta=DELTA, k=4)
+    cal = calibrate("csh", epsilon=EPS, delta=DELTA, k=4, csh_noise="alg4")
     half = scaled_calibration(cal, 0.5)
     assert half.params["sigma2"] == cal.params["sigma2"] / 4 and half.params["sigma2_corr"] == cal.params["sigma2_corr"] / 4
     assert half.tau == cal.tau and half.sigma == cal.sigma / 2
+    rounded = calibrate("csh", epsilon=EPS, delta=DELTA, k=4)  # secure default: both continuous scales halve
+    half = scaled_calibration(rounded, 0.5)
+    assert half.sigma == rounded.sigma / 2 and half.params["sigma_corr"] == rounded.params["sigma_corr"] / 2
+    assert half.tau == rounded.tau and half.params["margin"] == rounded.params["margin"]
     lap = scaled_calibration(calibrate("laplace", epsilon=EPS, delta=DELTA, l0=2), 0.5)
     assert lap.params["scale"] == 1  # l0/eps = 2, halved
 

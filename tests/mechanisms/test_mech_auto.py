@@ -40,13 +40,16 @@ def test_auto_crossover_matches_seed_000_continuous(k, expected, golden):
     assert cal.tau == pytest.approx(golden, rel=2e-5)
 
 
-@pytest.mark.parametrize("k,expected", [(2, "gshm"), (10, "gshm"), (30, "csh")])
+@pytest.mark.parametrize("k,expected", [(2, "gshm"), (5, "gshm"), (10, "csh"), (30, "csh")])
 def test_auto_secure_choice(k, expected):
-    """Secure noise: discrete CSH is accounted through zCDP (Thm 7.7), so its crossover moves to larger k
-    (seed 000 §5.4: 154.7 at k = 10 vs GSHM's 146.6)."""
+    """Secure noise: rounded CSH is accounted by Thm 3.5 at τ = margin − ½ (docs/proofs/rounded-csh.md), so
+    its crossover with discrete GSHM stays next to the continuous one (k = 6): at k = 5 the integer margins
+    are 103 (CSH) vs 102 (GSHM); at k = 10, 133 vs 148. (Algorithm 4's zCDP account lost at k = 10: 154.7.)"""
     cal, report = choose_mechanism(0.35, 1e-5, k=k)
     assert cal.mechanism == expected, report
     assert cal.params["discrete"]
+    if expected == "csh":
+        assert cal.params["noise"] == "rounded" and cal.params["comparison"] == ">="
 
 
 def test_release_histogram_auto_reports_why():

@@ -98,6 +98,8 @@ def _halved(cal):
     if "sigma2_corr" in p:
         p["sigma2_corr"] = p["sigma2_corr"] / 4
         p["sigma2"] = p["sigma2"] / 4
+    if "sigma_corr" in p:  # rounded CSH: continuous scales (the many-release simulation rounds float draws)
+        p["sigma_corr"] = p["sigma_corr"] / 2
     return dataclasses.replace(cal, sigma=cal.sigma / 2, params=p)
 
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-import sparsedp.noise as noise_mod
+import sparsedp.noise.inversion as inversion_mod
 from sparsedp.accounting import calibrate
 from sparsedp.accounting.discrete import dgauss_pmf, dgauss_sf, dgauss_variance, dlaplace_sf
 from sparsedp.accounting.discrete_histograms import gshm_discrete_delta, laplace_discrete_delta
@@ -69,22 +69,31 @@ def test_independent_release_probability_matches_accountant(mech):
     assert release.extra["threshold"] == pre + m
 
 
+def _fixed_noise(monkeypatch, z):
+    """Make the kernel's exact release step see the per-key noises ``z`` (it decides ``X_i >= j_i``)."""
+    z = np.array(z, dtype=np.int64)
+
+    def fake(law, j, rng=None):
+        sel = np.flatnonzero(z[:len(j)] >= j)
+        return sel, z[sel]
+    monkeypatch.setattr(inversion_mod, "release_by_inversion", fake)
+
+
 def test_ge_comparison_is_what_the_accountant_charges(monkeypatch):
     """Deterministic noise m-1, m, m+1 on three keys at the pre-threshold: exactly the last two are released."""
     cal = calibrate("gshm", epsilon=1.0, delta=1e-6, l0=3)
     m = cal.params["margin"]
-    monkeypatch.setattr(noise_mod, "sample_discrete_gaussian",
-                        lambda s, size, rng=None: np.array([m - 1, m, m + 1], dtype=np.int64)[:size])
+    _fixed_noise(monkeypatch, [m - 1, m, m + 1])
     pos, vals = noise_and_filter(np.array([5, 5, 5]), cal, 5, None)
     assert pos.tolist() == [1, 2] and vals.tolist() == [5 + m, 6 + m]
 
 
 def test_csh_uses_strict_comparison(monkeypatch):
-    cal = calibrate("csh", epsilon=1.0, delta=1e-3, k=4)
+    """Algorithm 4 (csh_noise="alg4"); the rounded default is tested in tests/mechanisms/test_mech_csh_rounded.py."""
+    cal = calibrate("csh", epsilon=1.0, delta=1e-3, k=4, csh_noise="alg4")
     thr2 = 2 * (1 + cal.tau)
     base = math.floor(thr2) - 2  # 2*1 + z + 0 == floor(thr2) for z = base
-    monkeypatch.setattr(noise_mod, "sample_discrete_gaussian",
-                        lambda s, size, rng=None: np.array([base, base + 1, base + 2], dtype=np.int64)[:size])
+    _fixed_noise(monkeypatch, [base, base + 1, base + 2])
     pos, vals = noise_and_filter(np.array([1, 1, 1]), cal, 1, None, shared_noise=0)
     exp = [i for i, z in enumerate([base, base + 1, base + 2]) if 2 + z > thr2]
     assert pos.tolist() == exp
@@ -105,7 +114,7 @@ def test_csh_release_probability_and_noise_moments():
     """Discrete CSH (Alg. 4): per-key release law at count 1 and 3, variance and covariance of the noise."""
     rng = InsecureSeededRandom(202)
     k = 4
-    cal = calibrate("csh", epsilon=1.0, delta=0.05, k=k)
+    cal = calibrate("csh", epsilon=1.0, delta=0.05, k=k, csh_noise="alg4")
     plan = noise_plan(cal)
     thr = 1 + cal.tau
     zc = _sample_shared(plan, N, rng)
@@ -152,7 +161,7 @@ def test_csh_kernel_draws_one_shared_term_per_release():
     """Through the public path: within a release all keys share Z_corr (release means vary by Var Z_corr)."""
     rng = InsecureSeededRandom(404)
     k, n_keys, reps = 64, 64, 300
-    cal = calibrate("csh", epsilon=1.0, delta=1e-5, k=k)
+    cal = calibrate("csh", epsilon=1.0, delta=1e-5, k=k, csh_noise="alg4")
     hist = SparseHistogram(np.arange(n_keys), np.full(n_keys, 100_000, dtype=np.int64), distinct=True)
     means = np.empty(reps)
     for r in range(reps):

@@ -2,12 +2,13 @@
 
 What is checked against what (never against the engine's own output):
 - de-duplication and counting: the Polars engine's bounded histogram on the same rows;
-- the ℓ0 choice: a pure-Python recomputation with ``hmac`` (the documented rank), per-unit sizes, and a
-  chi-square test that each unit's kept subset is uniform;
+- the ℓ0 choice: the Polars engine's bounded histogram with the same seeded source while l0 binds for
+  almost every unit (so the Spark executors and the embedded engines keep exactly the same pairs), the
+  secret the release draws, per-unit sizes, and a chi-square test that each unit's kept subset is uniform;
 - the top-k cut-off: ``truncate_top_k`` (numpy) on the same counts, ties included;
 - the release law: the exact discrete-Gaussian tail of :mod:`sparsedp.accounting.discrete`;
-- one release, one draw: two actions on the lazy result, a retried task (first attempt fails after emitting
-  output), a failing upstream stage.
+- one release, one draw: two actions on the lazy result, retried bounding and noise tasks (first attempts
+  fail after emitting output), a failing upstream stage.
 """
 
 from __future__ import annotations
@@ -63,40 +64,91 @@ def test_histogram_matches_polars_when_l0_does_not_bind(spark):
         assert _as_dict(hist, by) == _polars_hist(frame, by, bound)
 
 
-def test_l0_choice_matches_python_hmac_reference(spark):
-    frame = _rows(seed=5)
-    by = ["url"]
-    l0, key = 2, bytes(range(32))
-    sdf = _spark_frame(spark, frame)
-    got = _as_dict(se.histogram_frame(sdf, "uid", by, l0, key).collect(), by)
-    # reference: each unit keeps its l0 distinct keys of smallest HMAC-SHA256(key, enc(unit, key))
-    per_unit = defaultdict(set)
-    for u, url in frame.select("uid", "url").iter_rows():
-        per_unit[u].add(url)
-    want = Counter()
-    for u, urls in per_unit.items():
-        kept = sorted(urls, key=lambda x: (se.python_rank(key, [u, x]), x))[:l0]
-        want.update((x,) for x in kept)
-    assert got == dict(want)
-    assert sum(got.values()) == sum(min(len(s), l0) for s in per_unit.values())
-    # and the choice really depends on the key: another key keeps other pairs
-    other = _as_dict(se.histogram_frame(sdf, "uid", by, l0, bytes(32)).collect(), by)
-    assert other != got and sum(other.values()) == sum(got.values())
+def _binding_rows(seed=5, n=20000, units=600, keys=300):
+    """Most units have far more than a few distinct keys: l0 in 1..4 binds for almost every unit."""
+    r = np.random.default_rng(seed)
+    u = r.integers(0, units, n)
+    k = r.zipf(1.3, n) % keys
+    return pl.DataFrame({"uid": u, "url": [f"site{x}.example" for x in k], "cc": (k % 3).astype(np.int32)})
+
+
+def test_binding_l0_matches_polars_with_the_same_source(spark):
+    from sparsedp.engines.bounding import draw_bounding_secret
+
+    frame = _binding_rows()
+    by = ["url", "cc"]
+    deg = frame.unique(["uid"] + by).group_by("uid").len()["len"]
+    # Spark's "int" column reaches the executors as int32 batches; Polars sees Int32 too (both canonicalised)
+    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc int")
+    for l0, seed in ((1, 3), (3, 4)):
+        assert (deg > l0).mean() > 0.9  # the bound really binds
+        want = _polars_hist(frame, by, l0, seed=seed)
+        got = _as_dict(se.histogram_frame(sdf, "uid", by, l0, draw_bounding_secret(InsecureSeededRandom(seed)),
+                                          partitions=3).collect(), by)
+        assert got == want
+        assert sum(got.values()) == int(deg.clip(upper_bound=l0).sum())
+    # another secret keeps other pairs (same totals)
+    other = _as_dict(se.histogram_frame(sdf, "uid", by, 1, bytes(32)).collect(), by)
+    assert other != _polars_hist(frame, by, 1, seed=3) and sum(other.values()) == len(deg)
+
+
+def test_release_draws_the_secret_like_polars(spark, monkeypatch):
+    """sparsedp.release on Spark and on Polars, same seeded source: the same bounding secret, hence the same
+    bounded histogram (checked above), and the same released schema."""
+    from sparsedp.engines import bounding
+
+    frame = _binding_rows(seed=8, n=12000, units=400, keys=80)
+    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc int")
+    seen = {}
+    real_hist, real_bound = se.histogram_frame, bounding.bound
+
+    def spy_hist(src, unit, by, l0, secret, **kw):
+        seen["spark"] = secret
+        return real_hist(src, unit, by, l0, secret, **kw)
+
+    def spy_bound(kc, heavy, unit, by, l0, secret, *a, **kw):
+        seen["polars"] = secret
+        return real_bound(kc, heavy, unit, by, l0, secret, *a, **kw)
+
+    monkeypatch.setattr(se, "histogram_frame", spy_hist)
+    monkeypatch.setattr(bounding, "bound", spy_bound)
+    kw = dict(privacy_unit="uid", by=["url", "cc"], epsilon=4.0, delta=1e-6, max_groups_per_unit=2,
+              mechanism="gshm")
+    rs = sd.release(sdf, rng=InsecureSeededRandom(21), **kw)
+    rp = sd.release(frame, rng=InsecureSeededRandom(21), **kw)
+    assert seen["spark"] == seen["polars"] and len(seen["spark"]) == 32
+    ps = pl.from_arrow(se.to_arrow(rs.table))
+    assert ps.schema == rp.table.schema and ps.height > 0
+    assert rs.report.threshold == rp.report.threshold
 
 
 def test_l0_choice_is_uniform_per_unit(spark):
+    from sparsedp.engines.bounding import draw_bounding_secret
+
     n_units, keys = 3000, ["a", "b", "c", "d"]
-    sdf = spark.createDataFrame([(u, k) for u in range(n_units) for k in keys], "uid long, k string")
-    pairs = se.bounded_pairs(sdf, "uid", ["k"], 2, InsecureSeededRandom(7).random_bytes(32)).collect()
+    # the unit is also a key column, so the bounded histogram lists each unit's kept keys
+    sdf = spark.createDataFrame([(u, u, k) for u in range(n_units) for k in keys], "uid long, u2 long, k string")
+    hist = se.histogram_frame(sdf, "uid", ["u2", "k"], 2, draw_bounding_secret(InsecureSeededRandom(7))).collect()
     kept = defaultdict(list)
-    for r in pairs:
-        kept[r["uid"]].append(r["k"])
+    for r in hist:
+        assert r[se.COUNT] == 1
+        kept[r["u2"]].append(r["k"])
     assert len(kept) == n_units and all(len(v) == 2 for v in kept.values())
     subsets = Counter(tuple(sorted(v)) for v in kept.values())
     from scipy.stats import chisquare
 
     obs = [subsets[c] for c in combinations(keys, 2)]
     assert chisquare(obs).pvalue > 1e-4, obs
+
+
+def test_bounding_secret_is_not_in_query_plans(spark):
+    frame = _binding_rows(seed=9, n=2000)
+    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc int")
+    secret = bytes(range(100, 132))
+    hist = se.histogram_frame(sdf, "uid", ["url"], 2, secret)
+    plans = hist._jdf.queryExecution().toString() + repr(se._BoundTask("uid", ("url",), 2, secret))
+    for form in (secret.hex(), repr(secret), secret.decode("latin-1"), str(list(secret))[1:40]):
+        assert form not in plans
 
 
 def test_top_k_cutoff_is_exact(spark):
@@ -149,7 +201,7 @@ def test_retried_task_changes_nothing(spark):
     kw = dict(privacy_unit="uid", by="url", epsilon=1.0, delta=1e-6, max_groups_per_unit=2, mechanism="gshm")
     clean = sd.release(sdf, rng=InsecureSeededRandom(4), **kw).table.collect()
     sc = spark.sparkContext
-    sc.setLocalProperty(se.FAULT_PROPERTY, "1")  # every noise task: emit a chunk, then fail; retried once
+    sc.setLocalProperty(se.FAULT_PROPERTY, "1")  # every bounding/noise task: emit, then fail; retried once
     try:
         faulty = sd.release(sdf, rng=InsecureSeededRandom(4), **kw).table.collect()
     finally:

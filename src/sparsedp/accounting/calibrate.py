@@ -7,10 +7,12 @@ modules and cite their theorems:
 
 * ``"gshm"`` (needs ``l0``): continuous :mod:`.gshm` (seed 001: exact / add / fdp); discrete
   :mod:`.discrete_histograms` (exact, Karrer decomposition with the discrete-Gaussian law).
-* ``"csh"`` (needs ``k``): continuous :mod:`.csh` (seed 000 Thm 3.5 / Thm 3.3); discrete :mod:`.csh`
-  (seed 000 Thm 7.7).
+* ``"csh"`` (needs ``k``): continuous :mod:`.csh` (seed 000 Thm 3.5 / Thm 3.3); secure default: rounded
+  CSH (integer outputs as post-processing of Alg. 2, same theorems at τ = margin − ½,
+  docs/proofs/rounded-csh.md); ``csh_noise="alg4"``: Algorithm 4 (seed 000 Thm 7.7, zCDP).
 * ``"topk-csh"`` (needs ``top_k``): as ``"csh"`` with k = top_k (seed 000 Alg. 3, Cor. 4.2); the
-  de-biasing variant uses Thm 3.3 with ½√(k+5√k) (continuous) or :mod:`.discrete_histograms` (discrete).
+  de-biasing variant uses Thm 3.3 with ½√(k+5√k) (continuous and rounded) or :mod:`.discrete_histograms`
+  (Algorithm 4).
 * ``"laplace"`` (needs ``l0``): continuous :mod:`.laplace`; discrete :mod:`.discrete_histograms` (exact).
 * ``"correlated-gaussian"`` (needs ``d``): continuous :mod:`.correlated` (seed 002 Alg. 1, dense, no
   threshold); discrete :mod:`.discrete_histograms`.
@@ -101,11 +103,22 @@ def _cal_gshm(eps, dlt, l0, analysis, mu_o2, discrete) -> Calibration:
         params={"l0": l0, "mu_o2": mu_o2, "discrete": False, "comparison": ">", "noise": "gaussian"})
 
 
-def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias) -> Calibration:
+def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh_noise) -> Calibration:
     base = {"k": k, "discrete": discrete, "comparison": ">"}
     if mechanism == "topk-csh":
         base.update(top_k=k, debias=debias)
-    if discrete:
+    if discrete and csh_noise == "rounded":
+        # Secure default: rounded CSH (docs/proofs/rounded-csh.md), integers as post-processing of Alg. 2/3,
+        # accounted by the continuous Thm 3.5 (tight) / Thm 3.3 (add; de-biasing variant) at τ = margin − ½.
+        sigma, m = _csh.csh_rounded_calibrate(eps, dlt, k, analysis, debias=debias)
+        return Calibration(
+            mechanism=mechanism, analysis=f"rounded-{analysis}", epsilon=eps, delta=dlt, sigma=sigma,
+            tau=float(m), noise_std=_csh.csh_rounded_noise_std(sigma, k),
+            delta_parts=_csh.csh_rounded_delta_parts(eps, sigma, m, k, analysis, debias=debias),
+            delta_achieved=_csh.csh_rounded_delta(eps, sigma, m, k, analysis, debias=debias),
+            params={**base, "comparison": ">=", "noise": "rounded", "margin": m, "tau_continuous": m - 0.5,
+                    "sigma_corr": sigma * k ** -0.25, "continuous_analysis": analysis})
+    if discrete:  # Algorithm 4 (seed 000 Thm 7.7, zCDP): kept for reproducing the paper (csh_noise="alg4")
         if debias:
             dh = _discrete_module()
             if dh is None or not hasattr(dh, "calibrate_topk_debias_discrete"):  # pragma: no cover
@@ -161,7 +174,8 @@ def _cal_correlated(eps, dlt, d, discrete) -> Calibration:
 
 
 def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=None, analysis=None,
-              mu_o2=0.0, discrete: bool = True, conversion: str = "cks", debias: bool = False) -> Calibration:
+              mu_o2=0.0, discrete: bool = True, conversion: str = "cks", debias: bool = False,
+              csh_noise: str = "rounded") -> Calibration:
     """Calibrate ``mechanism`` to (ε, δ): the smallest margin τ and its σ, re-checked with the full accountant.
 
     Args:
@@ -177,9 +191,14 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
         mu_o2: extra μ² per released aggregate column (GSHM only, seed 001 Thm 5.4); forces continuous.
         discrete: account for exact integer noise (secure default). ``params["discrete"]`` records what
             was used.
-        conversion: zCDP→DP conversion of discrete CSH, "cks" (Canonne–Kamath–Steinke) or "bs" (Lemma 7.3).
-        debias: top-k de-biasing variant (topk-csh; seed 000 §4): continuous noise uses Thm 3.3 with ½√(k+5√k),
-            discrete noise the zCDP account of :func:`.discrete_histograms.calibrate_topk_debias_discrete`.
+        conversion: zCDP→DP conversion of Algorithm 4 CSH, "cks" (Canonne–Kamath–Steinke) or "bs" (Lemma 7.3).
+        debias: top-k de-biasing variant (topk-csh; seed 000 §4): Thm 3.3 with ½√(k+5√k) (continuous and
+            rounded noise); Algorithm 4 noise uses the zCDP account of
+            :func:`.discrete_histograms.calibrate_topk_debias_discrete`.
+        csh_noise: integer noise of "csh"/"topk-csh" when ``discrete=True``: "rounded" (default; the
+            rounded continuous mechanism, accounted by Thm 3.5/3.3 at τ = margin − ½, integer ``margin``,
+            rule ``count + X >= pre + margin``, docs/proofs/rounded-csh.md; ``analysis`` may be "tight" or
+            "add") or "alg4" (Algorithm 4, Thm 7.7 zCDP; looser, kept to reproduce the paper).
 
     Raises:
         InvalidParameterError: bad or missing arguments (the message names the argument).
@@ -191,6 +210,8 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
     _supported(eps, dlt)
     mu_o2 = v.nonnegative("mu_o2", mu_o2)
     conversion = v.choice("conversion", conversion, ("cks", "bs"))
+    csh_noise = v.choice("csh_noise", csh_noise, ("rounded", "alg4"))
+    rounded = discrete and csh_noise == "rounded" and mechanism in ("csh", "topk-csh")
     for name, flag in (("discrete", discrete), ("debias", debias)):
         if not isinstance(flag, bool):
             raise v.InvalidTypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
@@ -201,7 +222,7 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
     if mu_o2:
         discrete = False  # aggregate columns are accounted for continuous noise only (seed 001 Thm 5.4)
     if analysis is not None:
-        if discrete:
+        if discrete and not rounded:
             raise InvalidParameterError(
                 f"analysis={analysis!r} selects a continuous-noise accountant; with discrete=True (the "
                 f"secure default) the discrete accountant is used: pass analysis=None or discrete=False")
@@ -212,9 +233,11 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
     if mechanism == "gshm":
         cal = _cal_gshm(eps, dlt, _need("l0", l0, mechanism), analysis, mu_o2, discrete)
     elif mechanism == "csh":
-        cal = _cal_csh(mechanism, eps, dlt, _need("k", k, mechanism), analysis, discrete, conversion, debias)
+        cal = _cal_csh(mechanism, eps, dlt, _need("k", k, mechanism), analysis, discrete, conversion, debias,
+                       csh_noise)
     elif mechanism == "topk-csh":
-        cal = _cal_csh(mechanism, eps, dlt, _need("top_k", top_k, mechanism), analysis, discrete, conversion, debias)
+        cal = _cal_csh(mechanism, eps, dlt, _need("top_k", top_k, mechanism), analysis, discrete, conversion, debias,
+                       csh_noise)
     elif mechanism == "laplace":
         cal = _cal_laplace(eps, dlt, _need("l0", l0, mechanism), discrete)
     else:

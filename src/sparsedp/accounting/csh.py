@@ -35,6 +35,12 @@ and ``x_C = τ / (σ (1 + k^{-1/4}))``:
   Lemma 7.5), by Bun–Steinke (Lemma 7.3) or Canonne–Kamath–Steinke, and δ_inf is the exact
   discrete-Gaussian probability of Lemma 7.6.
 
+* Rounded CSH (the secure default; ``docs/proofs/rounded-csh.md``): release ``round(y_i)`` for the keys with
+  continuous output ``y_i = H_i + Z_i + Z_corr > pre + m − ½`` (integer margin ``m``). This is a
+  post-processing of Algorithm 2/3 run with margin ``τ = m − ½``, so Theorems 3.3/3.5 (and the de-biasing
+  variant) apply verbatim at that τ; with ``X_i = round(Z_i + Z_corr)`` the rule is ``H_i + X_i >= pre + m``,
+  and the integers are sampled exactly (:mod:`sparsedp.noise.rounded`).
+
 Lemma 3.4 of the paper prints ``Φ⁻¹((1 − δ − δ_gauss)^{1/(k+1)})`` for the add-the-deltas threshold: that
 sign is wrong and anti-conservative (erratum E3, spec §4.5/§7). :func:`csh_tau` uses the corrected
 ``Φ⁻¹((1 − (δ − δ_gauss))^{1/(k+1)})`` and checks the result with the full accountant.
@@ -61,6 +67,8 @@ __all__ = [
     "csh_calibrate", "csh_noise_std",
     "csh_discrete_scales", "csh_discrete_delta", "csh_discrete_delta_parts", "csh_discrete_tau",
     "csh_discrete_calibrate", "csh_discrete_noise_std",
+    "csh_rounded_margin", "csh_rounded_delta", "csh_rounded_delta_parts", "csh_rounded_calibrate",
+    "csh_rounded_noise_std",
 ]
 
 _ANALYSES = ("tight", "add")
@@ -473,3 +481,56 @@ def csh_discrete_calibrate(epsilon, delta, k, conversion: str = "cks") -> tuple[
 
     sigma = _minimise_tau_over_sigma(tau_at, s_lo * (1.0 + 1e-6), 3.0 * s_lo, n=41)
     return sigma, _discrete_tau_min(eps, dlt, sigma, k, conversion)
+
+
+# ------------------------------------------------------------------ rounded CSH (post-processing of Alg. 2/3)
+
+
+def csh_rounded_margin(tau) -> int:
+    """The integer margin ``m`` of rounded CSH for a continuous margin τ: the smallest m with ``m − ½ >= τ``.
+
+    The release rule ``H_i + round(Z_i + Z_corr) >= pre + m`` equals ``H_i + Z_i + Z_corr > pre + m − ½``
+    (up to a null event), i.e. Algorithm 2 with margin ``m − ½ >= τ``; δ of Thms 3.3/3.5 is non-increasing
+    in τ, so the guarantee at τ carries over (docs/proofs/rounded-csh.md).
+    """
+    tau = v.positive("tau", tau)
+    m = math.ceil(tau + 0.5)
+    while m - 0.5 < tau:  # float guard (τ + ½ may round down)
+        m += 1
+    return int(m)
+
+
+def csh_rounded_delta_parts(epsilon, sigma, margin, k, analysis: str = "tight", *,
+                            debias: bool = False) -> dict[str, float]:
+    """δ parts of rounded CSH with integer ``margin``: :func:`csh_delta_parts` at τ = margin − ½
+    (post-processing of Algorithm 2/3; docs/proofs/rounded-csh.md)."""
+    m = v.integer("margin", margin, lo=1)
+    return csh_delta_parts(epsilon, sigma, m - 0.5, k, analysis, debias=debias)
+
+
+def csh_rounded_delta(epsilon, sigma, margin, k, analysis: str = "tight", *, debias: bool = False) -> float:
+    """δ(ε) of rounded CSH with integer ``margin``: :func:`csh_delta` (Thm 3.5 / 3.3, seed 000) at
+    τ = margin − ½; the rounding of released values is post-processing (docs/proofs/rounded-csh.md)."""
+    m = v.integer("margin", margin, lo=1)
+    return csh_delta(epsilon, sigma, m - 0.5, k, analysis, debias=debias)
+
+
+def csh_rounded_calibrate(epsilon, delta, k, analysis: str = "tight", *, debias: bool = False) -> tuple[float, int]:
+    """``(sigma, margin)`` of rounded CSH: the continuous calibration (:func:`csh_calibrate`), then the
+    integer margin ``m = csh_rounded_margin(τ)``; δ at τ = m − ½ is re-checked with the full accountant."""
+    sigma, tau = csh_calibrate(epsilon, delta, k, analysis, debias=debias)
+    m = csh_rounded_margin(tau)
+    if not csh_rounded_delta(epsilon, sigma, m, k, analysis, debias=debias) <= v.delta(delta):
+        raise InfeasibleError("internal: rounded CSH margin failed its re-check")  # pragma: no cover
+    return sigma, m
+
+
+def csh_rounded_noise_std(sigma, k) -> float:
+    """Standard deviation of ``round(Z_i + Z_corr)`` (the noise on a released rounded-CSH count).
+
+    ``Var(round(Y)) = Var(Y) + 1/12`` up to ``O(e^{−2π² Var(Y)})`` for a Gaussian Y (Sheppard's correction;
+    the rounding error is asymptotically uniform on (−½, ½] and uncorrelated with Y), ``Var(Y) =
+    σ²(1 + 1/√k)``; the neglected term is below 1e-8 for ``Var(Y) >= 1``.
+    """
+    s = csh_noise_std(sigma, k)
+    return math.sqrt(s * s + 1.0 / 12.0)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import InvalidParameterError
 from .base import BoundedHistogram, BoundingStats, Engine, RawCounts, check_columns
-from .bounding import bound, keep_smallest
+from .bounding import bound, draw_bounding_secret, select_pairs
 from .output import release_table, to_output_frame
 
 ENGINES = ("polars", "duckdb", "pandas", "arrow")  # embedded: bounded histogram on the driver
@@ -54,4 +54,4 @@ def get_engine(name: str | None, data: Any = None, connection: Any = None) -> En
 
 
 __all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundedHistogram", "BoundingStats", "Engine", "RawCounts", "bound", "check_columns",
-           "get_engine", "keep_smallest", "release_table", "to_output_frame"]
+           "draw_bounding_secret", "get_engine", "release_table", "select_pairs", "to_output_frame"]

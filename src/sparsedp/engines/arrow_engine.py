@@ -64,6 +64,9 @@ class ArrowEngine(Engine):
 
         cols = [privacy_unit] + by
         t = to_arrow(data, cols).select(cols)
+        ut = t.schema.field(privacy_unit).type
+        if pa.types.is_dictionary(ut):  # is_in needs plain values (the choice canonicalises them anyway)
+            t = t.set_column(0, privacy_unit, pc.cast(t.column(0), ut.value_type))
         check_nulls_and_rows(t.num_rows, {c: t.column(c).null_count for c in cols})
         pairs = t.group_by(cols, use_threads=True).aggregate([])
         deg = pairs.group_by([privacy_unit]).aggregate([([], "count_all")])

@@ -9,7 +9,9 @@ Each engine implements :meth:`Engine.raw_counts` natively: de-duplicate ``(unit,
 units per key, find the units with more than ``l0`` keys and return their pairs. The shared
 :meth:`Engine.bounded_histogram` then runs :func:`sparsedp.engines.bounding.bound`, the secure uniform choice of
 ``l0`` keys per heavy unit (its docstring gives the method and why it is private, uniform and unpredictable),
-so all engines bound identically.
+so all engines bound identically. The Polars engine applies the same choice itself
+(:meth:`Engine.bounded_raw_counts`), in one pass over the rows; Spark calls the same
+:func:`~sparsedp.engines.bounding.select_pairs` in its executors.
 
 The bounding statistics (:class:`BoundingStats`) are for the curator and are never part of a release.
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Sequence
 
 from ..errors import InputDataError, SparsedpError
@@ -82,6 +84,7 @@ class RawCounts:
             per key, before the ℓ0 bound).
         heavy_pairs: ``pyarrow.Table`` (or Polars DataFrame) with the unit column and the key columns: every
             distinct pair of every unit with more than ``l0`` keys, in any order. ``None`` when ``l0`` is None.
+        pairs_dropped_l0: see the attribute comment (``None``: the choice is left to :func:`bound`).
     """
 
     rows_in: int
@@ -90,6 +93,12 @@ class RawCounts:
     units_over_l0: int
     key_counts: Any
     heavy_pairs: Any
+    #: set by engines that apply the ℓ0 choice themselves (:meth:`Engine.bounded_raw_counts`): ``key_counts``
+    #: then holds the *bounded* counts of every input key and ``heavy_pairs`` is None
+    pairs_dropped_l0: int | None = None
+    #: the bounding secret such an engine drew (handed on to :func:`~sparsedp.engines.bounding.bound`, which
+    #: does not use it for pre-bounded counts); never printed
+    secret: bytes | None = field(default=None, repr=False)
 
 
 class Engine(ABC):
@@ -113,6 +122,14 @@ class Engine(ABC):
         Must raise :class:`~sparsedp.errors.InputDataError` on empty input or nulls in the unit/key columns.
         """
 
+    def bounded_raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None,
+                           rng: Any) -> RawCounts:
+        """:meth:`raw_counts`, or (engines that can) the counts with the ℓ0 choice already applied, i.e.
+        :func:`~sparsedp.engines.bounding.select_pairs` with the secret ``draw_bounding_secret(rng)``, drawn
+        only after the data passed validation and only when ``l0`` is set (``RawCounts.pairs_dropped_l0``
+        set)."""
+        return self.raw_counts(data, privacy_unit, by, l0)
+
     def bounded_histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int | None,
                           rng: Any, pre_threshold: int = 1) -> BoundedHistogram:
         """Bounded histogram of ``data`` grouped by ``by`` with contribution bounding per ``privacy_unit``.
@@ -126,14 +143,18 @@ class Engine(ABC):
             pre_threshold: keys whose bounded count is below this are dropped (must be >= 1: a key with count
                 zero must never reach a mechanism).
         """
-        from .bounding import bound
+        from .bounding import bound, draw_bounding_secret
 
         by = list(by)
         check_unique_names(data)
         with engine_errors_as_input_errors(self.name):
             check_columns(self.columns(data), privacy_unit, by)
-            raw = self.raw_counts(data, privacy_unit, by, l0)
-        hist, info = bound(raw.key_counts, raw.heavy_pairs, privacy_unit, by, l0, rng, pre_threshold)
+            raw = self.bounded_raw_counts(data, privacy_unit, by, l0, rng)
+        # The secret is drawn only after the data passed validation (drawn even if no unit is over l0).
+        secret = raw.secret if raw.pairs_dropped_l0 is not None else \
+            draw_bounding_secret(rng) if l0 is not None else None
+        hist, info = bound(raw.key_counts, raw.heavy_pairs, privacy_unit, by, l0, secret, pre_threshold,
+                           pairs_dropped_l0=raw.pairs_dropped_l0)
         stats = BoundingStats(rows_in=raw.rows_in, units_in=raw.units_in, pairs_in=raw.pairs_in,
                               units_over_l0=raw.units_over_l0, pairs_dropped_l0=info["pairs_dropped_l0"],
                               keys_in=info["keys_in"], keys_bounded=info["keys_bounded"], keys_out=len(hist), l0=l0)

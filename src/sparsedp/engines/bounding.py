@@ -1,41 +1,62 @@
-"""Contribution bounding: the random choice of at most ``l0`` keys per privacy unit (engine-independent).
+"""Contribution bounding: the random choice of at most ``l0`` keys per privacy unit — ONE definition for every
+engine (Polars, DuckDB, pandas, Arrow, files, and Spark, which calls :func:`select_pairs` in ``mapInArrow``).
 
-Every engine de-duplicates ``(unit, key)`` pairs, counts distinct units per key, and hands back the pairs of
-the *heavy* units (more than ``l0`` distinct keys) in any order (:class:`~sparsedp.engines.base.RawCounts`).
-:func:`bound` then keeps, for each heavy unit, a uniformly random ``l0``-subset of its keys, and subtracts the
-dropped pairs from the key counts.
+**The choice.** For each release a 32-byte secret ``K`` is drawn from the secure source
+(:func:`draw_bounding_secret`). Every distinct ``(unit, key)`` pair gets a *fingerprint*
+``(h_u, h_k)`` — Polars' native ``hash`` with fixed public seeds of the canonicalised unit value and of the
+canonicalised key values (:func:`canonical_exprs`: integers → Int64, Float32 → Float64, Categorical/Enum →
+String, time-zone-aware datetimes → UTC microseconds, …) — and the *rank*
 
-**The choice.** Sort the distinct keys (all of them, canonical order) and draw an independent uniform 64-bit
-word ``A(key)`` for each from the secure source; sort the heavy units and draw ``B(unit)`` for each. The rank of
-a pair is ``r(unit, key) = mix(A(key) + B(unit) mod 2⁶⁴)`` with ``mix`` the SplitMix64 finaliser (a bijection
-of 64-bit words). A unit keeps its ``l0`` pairs of smallest rank.
+    ``r(unit, key) = first 8 bytes (big-endian) of AES-256_{K'}(h_u ‖ h_k)``,   ``K' = SHA-256(tag ‖ K)``
 
-- *Uniform.* For a fixed unit, the ``A(key)`` of its distinct keys are i.i.d. uniform; adding ``B(unit)`` and
-  applying the bijection ``mix`` keeps them i.i.d. uniform. So the kept set is a uniformly random ``l0``-subset
-  of the unit's keys, exactly (ties at the ``l0``-th rank are detected and broken by the canonical key order;
-  they have probability below ``d²/2⁶⁴`` for a unit with ``d`` keys).
-- *Private.* A unit's choice depends only on its own keys, on ``A`` at those keys and on ``B`` at the unit.
-  ``A`` and ``B`` are i.i.d. draws assigned to values in sorted order, so their joint law is that of
-  independent uniform random functions on the whole key and unit universes, whatever the data; couple neighbours
-  through those functions and adding or removing one unit changes the bounded histogram by that unit's at most
-  ``l0`` contributions of 1 and nothing else: the contribution model every accountant assumes (ℓ∞ = 1,
-  ℓ0 = ``l0``; seed 001 spec §1 ``C_u``, which also asks for the choice to be "per user and independently of
-  other users' data"). This holds information-theoretically; no cryptographic assumption is used.
-- *Unpredictable.* The words come from the OS CSPRNG afresh for every release, so no one (data owner, curator)
-  can predict or steer which keys are dropped. A fixed or weakly keyed hash (e.g. Polars' ``hash(seed=…)``,
-  which is not a keyed PRF) would drop the same keys for every unit and every release, a bias a data owner
-  could steer by choosing key spellings.
-- *The same in every engine.* Ranks depend on values only, and the canonical sorts happen here (Polars), so
-  every engine given the same random source state makes the same choice, in any row order.
-- *Cheap.* No sort of the pairs: two hash joins attach ``A`` and ``B``, then one ``np.sort`` of packed
-  (unit index, rank) words finds each unit's ``l0``-th smallest rank.
+(AES in ECB mode over the 16-byte fingerprint blocks, each word little-endian). A unit with ``d > l0``
+distinct keys keeps its ``l0`` pairs of smallest ``(r, key)`` in the canonical key order
+(:func:`canonical_order`: canonical values, lexicographic for strings); a unit with ``d <= l0`` keeps all.
 
-Across units, ranks share ``A(key)``; with ``mix`` they behave independently in practice, but only per-unit
-uniformity is claimed (privacy needs none of it).
+- *Private, for any secret and any fingerprint function.* A unit's kept keys are a deterministic function of
+  its own distinct keys, its own value and ``K`` only (the rank of a pair involves no other unit's data and no
+  global order). So for every fixed ``K``, adding or removing one unit changes the bounded histogram by that
+  unit's at most ``l0`` contributions of 1 and nothing else: the contribution model every accountant assumes
+  (ℓ∞ = 1, ℓ0 = ``l0``; seed 001 spec §1 ``C_u``, which also asks for the choice to be "per user and
+  independently of other users' data"). ``K`` is independent of the data, so the guarantee holds for the
+  randomised release as a whole. This part uses no cryptographic assumption at all.
+- *Uniform (computational).* Assume ``x ↦ AES-256_{K'}(x)`` with ``K' = SHA-256(tag ‖ K)`` for a uniform
+  32-byte ``K`` is a pseudorandom permutation (the standard PRP assumption on AES with a key derived by
+  SHA-256; the tag only separates this use of ``K``). A PRP on 128-bit blocks is a PRF up to the birthday
+  bound ``n²/2¹²⁹``, and truncating a PRF's output to 64 bits keeps it a PRF. If a unit's keys have pairwise distinct fingerprints, their blocks
+  ``h_u ‖ h_k`` are distinct, so their ranks are (computationally indistinguishable from) i.i.d. uniform 64-bit
+  words and the kept set is a uniformly random ``l0``-subset of the unit's keys (64-bit rank ties, probability
+  below ``d²/2⁶⁵``, are broken by the canonical key order). Fingerprints are *not* collision resistant (Polars'
+  hash is fast, not cryptographic): two of a unit's keys with equal ``h_k`` get equal ranks and are kept or
+  dropped together (ties broken by canonical key order), a bias of the choice's uniformity only — privacy
+  (above) is unaffected. For non-adversarial keys a unit of ``d`` keys has such a collision with probability
+  about ``d²/2⁶⁵``.
+- *Unpredictable.* ``K`` is fresh per release from the OS CSPRNG, so no one (data owner, curator) can predict
+  or steer which keys are dropped. A fixed or public-seeded hash alone (e.g. ranking by Polars' ``hash``)
+  would drop the same keys for every unit and every release, a bias a data owner could steer by choosing
+  key spellings; the keyed PRF layer is what prevents it.
+- *The same everywhere.* The rank depends only on values (canonicalised, so a Spark → Arrow → Polars batch
+  with Int32/large-string/microsecond columns ranks like the user's Polars frame), never on row order,
+  chunking or partitioning, and it is deterministic given ``K`` (a retried Spark task reproduces it). So every
+  engine given the same ``K`` keeps the same pairs, and :func:`select_pairs` on a partition holding all rows of
+  its units equals :func:`select_pairs` on the whole input restricted to those units. Polars' ``hash`` is
+  stable within one Polars version: driver and executors must run the same Polars.
+- *Cheap.* The one pass over all rows groups them by key collecting each key's distinct units
+  (:func:`per_key_units`: de-duplication and units-per-key at once, about the cost of a plain
+  ``group_by(key).agg(n_unique(unit))``); the pairs then become ``(key index, unit)`` integers
+  (:func:`choose_from_per_key`): one aggregation for the unit degrees, one join giving the units over ``l0``
+  a dense index, fingerprints of the distinct keys and heavy units only, AES ranks of the heavy units' pairs
+  only (streamed through a small buffer), and one ``np.sort`` of packed ``(unit index, rank)`` words
+  (:func:`keep_smallest`). Key strings are hashed once and never re-sorted per pair.
+
+:func:`bound` applies the choice to the engines' :class:`~sparsedp.engines.base.RawCounts` (key counts plus
+the heavy units' pairs) and builds the bounded histogram in canonical key order.
 """
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,69 +65,265 @@ from ..errors import InputDataError
 from ..mechanisms.histogram import SparseHistogram
 
 COUNT = "__sparsedp_n"  # internal count column name (never shown to users)
+DEG = "__sparsedp_d"
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
+#: fixed public seeds of the fingerprints (any fixed values; part of the definition of the choice)
+SEED_UNIT = 0x73706470_756E6974
+SEED_KEY = 0x73706470_6B657973
+_TAG = b"sparsedp select_pairs v1 AES-256 rank key"
+SECRET_BYTES = 32
 
 
-def mix64(z: np.ndarray) -> np.ndarray:
-    """SplitMix64 finaliser (Steele, Lea & Flood 2014): a bijection of uint64 words, applied elementwise."""
-    z = z.astype(np.uint64, copy=True)
-    with np.errstate(over="ignore"):
-        z ^= z >> np.uint64(30)
-        z *= _M1
-        z ^= z >> np.uint64(27)
-        z *= _M2
-        z ^= z >> np.uint64(31)
-    return z
+def draw_bounding_secret(rng: Any) -> bytes:
+    """The per-release bounding secret ``K``: 32 bytes from a :mod:`sparsedp.noise` source (``random_bytes``;
+    sources with only ``uint64`` give 4 words, little-endian)."""
+    rb = getattr(rng, "random_bytes", None)
+    if callable(rb):
+        out = bytes(rb(SECRET_BYTES))
+    else:
+        out = np.asarray(rng.uint64(SECRET_BYTES // 8), dtype="<u8").tobytes()
+    if len(out) != SECRET_BYTES:
+        raise RuntimeError("the random source returned the wrong number of bytes")
+    return out
+
+
+def canonical_expr(name: str, dtype: Any):
+    """Expression of column ``name`` in its canonical dtype, so that equivalent inputs fingerprint and order
+    identically: integers → Int64 (UInt64 kept), Float32 → Float64, Categorical/Enum → String, Datetime → UTC
+    naive microseconds, Duration → microseconds; other dtypes (String, Binary, Boolean, Date, Decimal…) as
+    they are."""
+    import polars as pl
+
+    c = pl.col(name)
+    if isinstance(dtype, (pl.Categorical, pl.Enum)) or dtype in (pl.Categorical, pl.Enum):
+        return c.cast(pl.String)
+    if dtype.is_integer():
+        return c if dtype == pl.UInt64 else c.cast(pl.Int64)
+    if dtype == pl.Float32:
+        return c.cast(pl.Float64)
+    if isinstance(dtype, pl.Datetime):
+        if dtype.time_zone is not None:
+            c = c.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+        return c.cast(pl.Datetime("us"))
+    if isinstance(dtype, pl.Duration):
+        return c.cast(pl.Duration("us"))
+    return c
+
+
+def canonical_exprs(schema: Any, cols: list[str]) -> list:
+    """:func:`canonical_expr` of each column, keeping the column names."""
+    return [canonical_expr(c, schema[c]).alias(c) for c in cols]
+
+
+def canonical_order(schema: Any, cols: list[str]) -> list:
+    """Sort expressions of the canonical key order: canonical values, then (for dtypes whose canonical form
+    truncates, e.g. nanosecond datetimes) the values themselves, so the order is total and depends on values
+    only."""
+    import polars as pl
+
+    lossy = [pl.col(c) for c in cols if isinstance(schema[c], (pl.Datetime, pl.Duration))]
+    return [canonical_expr(c, schema[c]) for c in cols] + lossy
+
+
+def fingerprint_exprs(unit: str, by: list[str]):
+    """``(h_u, h_k)`` expressions over *canonicalised* columns (public fixed seeds)."""
+    import polars as pl
+
+    hu = pl.col(unit).hash(SEED_UNIT)
+    hk = pl.col(by[0]).hash(SEED_KEY) if len(by) == 1 else pl.struct(by).hash(SEED_KEY)
+    return hu.alias("__hu"), hk.alias("__hk")
+
+
+def prf_ranks(hu: np.ndarray, hk: np.ndarray, secret: bytes, iu: np.ndarray | None = None,
+              ik: np.ndarray | None = None) -> np.ndarray:
+    """``r_i = first 8 bytes (big-endian) of AES-256_{K'}(h_u ‖ h_k)`` (each word little-endian) for the
+    fingerprint pairs ``(hu[iu[i]], hk[ik[i]])`` (``iu``/``ik`` None: the identity), as uint64.
+
+    ECB over the whole buffer, streamed through a small reused block buffer (gathers included), so the only
+    large allocation is the output.
+    """
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    if len(secret) != SECRET_BYTES:
+        raise ValueError("the bounding secret must be 32 bytes")
+    n = (iu if iu is not None else hu).size
+    out = np.empty(n, dtype=np.uint64)
+    enc = Cipher(algorithms.AES(hashlib.sha256(_TAG + secret).digest()), modes.ECB()).encryptor()
+    step = min(n, 1 << 16)
+    block = np.empty((step, 2), dtype="<u8")
+    ct = np.empty(16 * step + 15, dtype=np.uint8)
+    for i in range(0, n, step):
+        m = min(step, n - i)
+        block[:m, 0] = hu[i:i + m] if iu is None else hu[iu[i:i + m]]
+        block[:m, 1] = hk[i:i + m] if ik is None else hk[ik[i:i + m]]
+        if enc.update_into(memoryview(block[:m]).cast("B"), ct) != 16 * m:
+            raise RuntimeError("AES-ECB produced an unexpected number of bytes")
+        out[i:i + m] = ct[:16 * m].view(">u8")[::2]
+    return out
 
 
 def keep_smallest(group: np.ndarray, rank: np.ndarray, tiebreak: np.ndarray, l0: int, n_groups: int) -> np.ndarray:
     """Mask keeping, in every group ``0 … n_groups-1``, the ``l0`` elements of smallest ``(rank, tiebreak)``.
 
     Fast path: pack ``(group, rank >> b)`` into one word, ``np.sort`` the words, read each group's ``l0``-th
-    smallest and compare; exact whenever that word is not tied (checked by counting), else the exact
-    ``lexsort`` path.
+    smallest and compare; exact whenever that word is not tied (checked by counting: every group keeps at
+    least ``min(d, l0)``, so a correct total means every group is exact), else the exact ``lexsort`` path.
     """
     n = group.size
-    group = group.astype(np.int64, copy=False)
     d = np.bincount(group, minlength=n_groups)
     starts = np.cumsum(d) - d
     want = int(np.minimum(d, l0).sum())
     b = max(1, int(n_groups - 1).bit_length())
     if n and b <= 40:
-        packed = (group.astype(np.uint64) << np.uint64(64 - b)) | (rank >> np.uint64(b))
+        def packed():
+            p = group.astype(np.uint64)
+            p <<= np.uint64(64 - b)
+            p |= rank >> np.uint64(b)
+            return p
+
         last = starts + np.minimum(d, l0) - 1  # index of each group's l0-th smallest word (groups are non-empty)
-        cut = np.sort(packed)[np.maximum(last, 0)]
-        keep = packed <= cut[group]
+        srt = packed()
+        srt.sort()
+        cut = srt[np.maximum(last, 0)]
+        del srt  # packed words are recomputed rather than kept next to their sorted copy (peak memory)
+        keep = packed() <= cut[group]
         if int(keep.sum()) == want:
             return keep
+    group = group.astype(np.int64, copy=False)
     order = np.lexsort((tiebreak, rank, group))
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n, dtype=np.int64) - starts[group[order]]
     return pos < l0
 
 
-def _sort_key(frame: Any, cols: list[str]) -> list:
-    """Sort expressions giving a canonical value order (categoricals by their strings, not their codes)."""
+@dataclass
+class Choice:
+    """The ℓ0 choice on one input, in terms of its distinct keys in canonical order.
+
+    Attributes:
+        keys: the distinct keys (the ``by`` columns, input dtypes), sorted canonically; key ``i`` is row ``i``.
+        units_per_key: distinct units per key (before the bound), int64, aligned with ``keys``.
+        dropped_per_key: pairs removed by the bound per key (int64), aligned with ``keys``.
+        units_in, pairs_in, units_over_l0: distinct units, distinct pairs, units with more than ``l0`` keys.
+        pairs: only when asked for: the kept distinct pairs as ``(unit, KEY)``, ``KEY`` the key index.
+    """
+
+    keys: Any
+    units_per_key: np.ndarray
+    dropped_per_key: np.ndarray
+    units_in: int
+    pairs_in: int
+    units_over_l0: int
+    pairs: Any = None
+
+
+KEY = "__sparsedp_k"
+SEG = "__sparsedp_g"
+
+
+def per_key_units(lf: Any, unit: str, by: list[str]):
+    """Lazy query: one row per distinct key with the list of its distinct units (the one pass over all rows;
+    it also de-duplicates the pairs)."""
     import polars as pl
 
-    return [pl.col(c).cast(pl.String) if frame.schema[c] in (pl.Categorical, pl.Enum) or
-            isinstance(frame.schema[c], (pl.Categorical, pl.Enum)) else pl.col(c) for c in cols]
+    return lf.group_by(by).agg(pl.col(unit).unique())
 
 
-def bound(key_counts: Any, heavy_pairs: Any, unit: str, by: list[str], l0: int | None, rng: Any,
-          pre_threshold: int = 1) -> tuple[SparseHistogram, dict]:
-    """Apply the random ℓ0 choice and build the bounded histogram (see the module docstring).
+def choose_from_per_key(pk: Any, unit: str, by: list[str], l0: int | None, secret: bytes | None,
+                        with_pairs: bool = False) -> Choice:
+    """The ℓ0 choice (module docstring) given ``pk`` = :func:`per_key_units` collected.
+
+    Keys are put in canonical order once (a sort of the distinct keys only); the distinct pairs become
+    ``(key index, unit)`` by exploding the unit lists, so every later step works on integers: unit degrees
+    (one hash aggregation on the pairs), a join attaching a dense index to the units over ``l0``, fingerprints
+    of the distinct heavy units and of the distinct keys only, the AES ranks of the heavy pairs, and
+    :func:`keep_smallest` (one ``np.sort`` of packed words).
+    """
+    import polars as pl
+
+    n_keys = pk.height
+    canon_keys = pk.select(canonical_exprs(pk.schema, by))
+    order = pk.select(by).with_row_index("__i").sort(canonical_order(pk.schema, by))["__i"].to_numpy()
+    pos = np.empty(n_keys, dtype=np.uint32 if n_keys < 2**32 else np.int64)
+    pos[order] = np.arange(n_keys, dtype=pos.dtype)
+    upk = pk[unit].list.len().to_numpy().astype(np.int64)[order]
+    keys = pk.select(by)[order] if n_keys else pk.select(by)
+    ex = pk.lazy().select(pl.Series(KEY, pos), unit).explode(unit).collect().lazy()  # (key index, unit) pairs
+    del pk  # the unit lists are no longer needed (freed now if the caller kept no reference)
+    deg = ex.group_by(unit).agg(pl.len().alias(DEG)).collect()
+    lim = l0 if l0 is not None else 2**62
+    stats = deg.select(pl.len().alias("u"), pl.col(DEG).sum().alias("p"), (pl.col(DEG) > lim).sum().alias("h"))
+    units_in, pairs_in, heavy_n = (int(x or 0) for x in stats.row(0))
+    dropped = np.zeros(n_keys, dtype=np.int64)
+    pairs = None
+    if l0 is not None and heavy_n:
+        if secret is None:
+            raise ValueError("bounding needs the per-release secret")
+        hunits = deg.lazy().filter(pl.col(DEG) > l0).select(unit).with_row_index(SEG).collect()
+        heavy = ex.join(hunits.lazy(), on=unit, how="inner").select(KEY, SEG).collect()
+        hu = hunits.select(canonical_expr(unit, hunits.schema[unit]).hash(SEED_UNIT))[unit].to_numpy()
+        hk_sorted = canon_keys[order].select(fingerprint_exprs(unit, by)[1])["__hk"].to_numpy()
+        k = heavy[KEY].to_numpy()
+        g = heavy[SEG].to_numpy()
+        rank = prf_ranks(hu, hk_sorted, secret, g, k)
+        keep = keep_smallest(g, rank, k, l0, hunits.height)
+        dropped = np.bincount(k[~keep], minlength=n_keys).astype(np.int64)
+        if with_pairs:
+            light = ex.join(hunits.lazy(), on=unit, how="anti").select(unit, KEY).collect()
+            kept = heavy.filter(pl.Series(keep)).join(hunits, on=SEG).select(unit, KEY)
+            pairs = pl.concat([light, kept])
+    elif with_pairs:
+        pairs = ex.select(unit, KEY).collect()
+    return Choice(keys=keys, units_per_key=upk, dropped_per_key=dropped, units_in=units_in, pairs_in=pairs_in,
+                  units_over_l0=heavy_n if l0 is not None else 0, pairs=pairs)
+
+
+def select_pairs(pairs: Any, unit: str, by: list[str], l0: int, secret: bytes):
+    """The kept distinct ``(unit, by…)`` pairs of the random ℓ0 choice (module docstring), as a Polars DataFrame
+    with columns ``[unit, *by]`` in the input's dtypes (any row order).
+
+    ``pairs``: a Polars DataFrame or LazyFrame with (at least) the ``unit`` and ``by`` columns; duplicate rows
+    are allowed (they are de-duplicated). Per-unit local and deterministic given ``secret``: on any subset of
+    units holding all of those units' rows it returns exactly the pairs it returns for them on the whole input.
+    """
+    import polars as pl
+
+    by = list(by)
+    lf = pairs.lazy() if isinstance(pairs, pl.DataFrame) else pairs
+    ch = choose_from_per_key(per_key_units(lf.select([unit] + by), unit, by).collect(), unit, by, l0, secret,
+                             with_pairs=True)
+    k = ch.pairs[KEY].to_numpy()
+    return pl.concat([ch.pairs.select(unit), ch.keys[k]], how="horizontal")
+
+
+def bounded_key_counts(pairs: Any, unit: str, by: list[str], l0: int, secret: bytes):
+    """The key histogram of :func:`select_pairs` (the same choice) without materialising the kept pairs:
+    a Polars DataFrame ``[*by, COUNT]`` (Int64 counts >= 1; keys in the input's dtypes, canonical order)."""
+    import polars as pl
+
+    by = list(by)
+    lf = pairs.lazy() if isinstance(pairs, pl.DataFrame) else pairs
+    ch = choose_from_per_key(per_key_units(lf.select([unit] + by), unit, by).collect(), unit, by, l0, secret)
+    counts = ch.units_per_key - ch.dropped_per_key
+    return ch.keys.with_columns(pl.Series(COUNT, counts, dtype=pl.Int64)).filter(pl.col(COUNT) > 0)
+
+
+def bound(key_counts: Any, heavy_pairs: Any, unit: str, by: list[str], l0: int | None, secret: bytes | None,
+          pre_threshold: int = 1, pairs_dropped_l0: int | None = None) -> tuple[SparseHistogram, dict]:
+    """Apply the random ℓ0 choice to an engine's counts and build the bounded histogram (module docstring).
 
     Args:
         key_counts: ``pyarrow.Table`` (or Polars DataFrame) of the key columns and :data:`COUNT` (distinct
             units per key).
         heavy_pairs: ``pyarrow.Table`` (or Polars DataFrame) with ``unit`` and the key columns: every distinct
             pair of every unit with more than ``l0`` keys (any order); ``None`` or empty when there are none.
+            The choice is :func:`select_pairs`'s (per-unit local, so running it on these units alone is exact).
         l0: the bound (``None``: no bound, nothing is dropped).
-        rng: a :mod:`sparsedp.noise` source (its ``uint64``).
+        secret: the per-release bounding secret (:func:`draw_bounding_secret`); unused when ``l0`` is None.
         pre_threshold: keys with a bounded count below it are dropped (>= 1: zero counts never pass).
+        pairs_dropped_l0: set when the engine already applied the choice (``key_counts`` are the bounded
+            counts of every input key, in canonical key order, and ``heavy_pairs`` is None); the number of
+            pairs it dropped.
 
     Returns:
         ``(histogram, info)`` with ``info`` = keys_in, keys_bounded, pairs_dropped_l0.
@@ -115,34 +332,29 @@ def bound(key_counts: Any, heavy_pairs: Any, unit: str, by: list[str], l0: int |
 
     kc = key_counts if isinstance(key_counts, pl.DataFrame) else pl.from_arrow(key_counts)
     assert isinstance(kc, pl.DataFrame)
-    # Canonical key order: the A(key) words are assigned in it, and the histogram (hence the noise draws)
-    # follows it, so a seeded source gives the same release from every engine.
-    kc = kc.with_columns(pl.col(COUNT).cast(pl.Int64)).sort(_sort_key(kc, by))
+    # Canonical key order: the histogram (hence the noise draws) follows it, so a seeded source gives the
+    # same release from every engine.
+    kc = kc.with_columns(pl.col(COUNT).cast(pl.Int64))
+    if pairs_dropped_l0 is None:  # engines that applied the choice return their keys in canonical order
+        kc = kc.sort(canonical_order(kc.schema, by))
     counts = kc[COUNT].to_numpy().copy()
     dropped_pairs = 0
-    if l0 is not None and heavy_pairs is not None and len(heavy_pairs):
+    if pairs_dropped_l0 is not None:
+        dropped_pairs = int(pairs_dropped_l0)
+    elif l0 is not None and heavy_pairs is not None and len(heavy_pairs):
         heavy = heavy_pairs if isinstance(heavy_pairs, pl.DataFrame) else pl.from_arrow(heavy_pairs)
         assert isinstance(heavy, pl.DataFrame)
-        units = heavy.lazy().select(unit).unique().collect()
-        units = units.sort(_sort_key(units, [unit]))
-        a = np.asarray(rng.uint64(kc.height), dtype=np.uint64)
-        b = np.asarray(rng.uint64(units.height), dtype=np.uint64)
-        h = (heavy.lazy().join(kc.lazy().select(by).with_row_index("__k"), on=by, how="left")
-             .join(units.lazy().with_row_index("__g"), on=unit, how="left").select("__k", "__g").collect())
-        if h["__k"].null_count() or h["__g"].null_count():  # e.g. NaN keys, which never compare equal
+        pk = per_key_units(heavy.lazy().select([unit] + by), unit, by).collect()
+        ch = choose_from_per_key(pk, unit, by, l0, secret)
+        d = ch.keys.with_columns(pl.Series("__n", ch.dropped_per_key)).filter(pl.col("__n") > 0)
+        j = kc.select(by).with_row_index("__k").join(d, on=by, how="inner")
+        if j.height != d.height:  # e.g. NaN keys, which never compare equal
             raise InputDataError("some (unit, key) values cannot be matched to themselves (NaN in a key or "
                                  "unit column?); replace NaN before releasing")
-        kidx = h["__k"].to_numpy().astype(np.int64)
-        g = h["__g"].to_numpy().astype(np.int64)
-        with np.errstate(over="ignore"):
-            rank = mix64(a[kidx] + b[g])
-        keep = keep_smallest(g, rank, kidx, l0, units.height)
-        dropped = np.bincount(kidx[~keep], minlength=kc.height)
-        dropped_pairs = int(dropped.sum())
-        counts -= dropped
+        counts[j["__k"].to_numpy().astype(np.int64)] -= j["__n"].to_numpy()
+        dropped_pairs = int(ch.dropped_per_key.sum())
     keys_in = kc.height
-    nonzero = counts >= 1
-    keys_bounded = int(nonzero.sum())
+    keys_bounded = int((counts >= 1).sum())
     sel = np.flatnonzero(counts >= max(1, pre_threshold))
     keys = kc.select(by)
     if sel.size != keys.height:

@@ -1,8 +1,11 @@
-"""Polars engine (the default): one lazy query plan, run by Polars' streaming engine.
+"""Polars engine (the default): one pass over the rows, then integer work on the distinct pairs.
 
 Files are scanned lazily (``scan_parquet``/``scan_csv``) with only the unit and key columns projected, so a
-file is never loaded into Python objects; the de-duplication of (unit, key) pairs streams over the rows, and
-the later steps work on the (much smaller) distinct pairs.
+file is never loaded into Python objects. The one pass over all rows is a hash aggregation by key collecting
+each key's distinct units (:func:`~sparsedp.engines.bounding.per_key_units`: it de-duplicates the pairs and
+counts units per key at once); the ℓ0 choice then runs on ``(key index, unit)`` pairs
+(:func:`~sparsedp.engines.bounding.choose_from_per_key`, the same choice as
+:func:`~sparsedp.engines.bounding.select_pairs`), so key strings are hashed once.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 from ..errors import InputDataError
 from . import sources
 from .base import Engine, RawCounts, check_nulls_and_rows
-from .bounding import COUNT
+from .bounding import COUNT, choose_from_per_key, draw_bounding_secret, per_key_units
 
 
 def to_lazy(data: Any):
@@ -41,7 +44,8 @@ def to_lazy(data: Any):
 
 
 class PolarsEngine(Engine):
-    """Bounded histograms with Polars (lazy, streaming)."""
+    """Bounded histograms with Polars: :meth:`bounded_raw_counts` applies the ℓ0 choice itself (fast path);
+    :meth:`raw_counts` is the generic interface (choice left to :func:`~sparsedp.engines.bounding.bound`)."""
 
     name = "polars"
 
@@ -53,6 +57,35 @@ class PolarsEngine(Engine):
         except pl.exceptions.PolarsError as e:
             raise InputDataError(f"could not read the input: {e}") from None
 
+    def bounded_raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None,
+                           rng: Any) -> RawCounts:
+        import polars as pl
+
+        cols = [privacy_unit] + by
+        lf = to_lazy(data).select(cols)
+        pk_query = per_key_units(lf, privacy_unit, by)
+        try:
+            if sources.kind(data) == "polars":  # row and null counts are metadata of an in-memory frame
+                rows = data.height
+                check_nulls_and_rows(rows, {c: int(n) for c, n in data.select(cols).null_count().row(0, named=True)
+                                            .items()})
+                out = [pk_query.collect()]
+            else:
+                check = lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
+                out = pl.collect_all([pk_query, check])
+                c = out.pop().row(0, named=True)
+                rows = int(c.pop("__rows"))
+                check_nulls_and_rows(rows, {k: int(v) for k, v in c.items()})
+        except pl.exceptions.PolarsError as e:
+            raise InputDataError(f"could not read or group the input: {e}") from None
+        secret = draw_bounding_secret(rng) if l0 is not None else None  # after validation, as in the base class
+        # out.pop(): no reference stays here, so the choice can free the per-key unit lists once exploded
+        ch = choose_from_per_key(out.pop(), privacy_unit, by, l0, secret)
+        kc = ch.keys.with_columns(pl.Series(COUNT, ch.units_per_key - ch.dropped_per_key))
+        return RawCounts(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in, units_over_l0=ch.units_over_l0,
+                         key_counts=kc, heavy_pairs=None, pairs_dropped_l0=int(ch.dropped_per_key.sum()),
+                         secret=secret)
+
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         import polars as pl
 
@@ -60,8 +93,7 @@ class PolarsEngine(Engine):
         lf = to_lazy(data).select(cols)
         check = lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
         try:
-            # The de-duplication is the one pass over all rows; the rest works on the distinct pairs, one
-            # lazy (streaming) query at a time, which measured faster than one combined plan or eager calls.
+            # Generic path (tests compare it with the fast path): de-duplicate, then group the distinct pairs.
             if sources.kind(data) == "polars":  # row and null counts are metadata of an in-memory frame
                 out = [data.select(cols).null_count().with_columns(pl.lit(data.height).alias("__rows")),
                        lf.unique().collect()]

@@ -2,26 +2,33 @@
 
 ``sparsedp.release(spark_df, …)`` (or ``sparsedp release INPUT --engine spark``) builds one Spark plan:
 
-1. **Bounding** (``max_groups_per_unit = l0``). Every row gets the rank
-   ``r(unit, key) = SHA-256(B || enc(unit, key))`` (Spark SQL's ``sha2``; a PRF, see :func:`keyed_rank`),
-   where ``enc`` is an injective, prefix-free, length-prefixed encoding of the unit and key values and the
-   64-byte block ``B`` is derived from ``K_bound``, 32 bytes drawn on the driver from the secure source afresh
-   for every release. A unit keeps the ``l0`` distinct keys of smallest ``(r, key)``: one hash aggregation per unit
-   collects its distinct keys (``collect_set``: the de-duplication), and only units with more than ``l0`` keys
-   get ranks, sorted inside the unit's array (no global sort, no window).
+1. **Bounding** (``max_groups_per_unit = l0``), by the ONE definition every engine uses,
+   :func:`sparsedp.engines.bounding.select_pairs` (its docstring gives the choice — a keyed AES PRF rank per
+   distinct ``(unit, key)`` pair, the ``l0`` smallest per unit — and why it is private, uniform and
+   unpredictable). The plan is ``select(unit, keys) → repartition(unit) → mapInArrow(bound) →
+   groupBy(keys).sum()``: the hash repartitioning puts every row of a unit in one partition; each task
+   concatenates its partition's Arrow batches into one Polars frame, runs ``select_pairs`` on it (de-duplication
+   and the choice, per unit) and emits partial counts ``group_by(keys).len()``, which the final aggregation sums.
+   ``select_pairs`` is per-unit local and canonicalises dtypes itself (Spark's int32/large-string/timestamp
+   batches rank like the user's Polars frame), so the bounded histogram equals the embedded engines' for the
+   same secret, and a recomputed or retried task makes the same choice.
 
-   - *Private for any key.* For every fixed ``K_bound`` a unit's choice depends only on its own rows, so
-     adding or removing a unit changes the bounded histogram by that unit's at most ``l0`` contributions of 1
-     and nothing else (ℓ∞ = 1, ℓ0 = ``l0``: the model every accountant assumes, seed 001 spec §1 ``C_u``).
-   - *Uniform.* The keyed hash is a PRF: for a random secret key the ranks of a unit's distinct pairs are
-     (computationally) i.i.d. uniform, so the kept set is a uniform ``l0``-subset. Unlike
-     :mod:`sparsedp.engines.bounding` (which assigns words to keys in sorted order, information-theoretically)
-     this needs no global sort and no driver-side state per key, and it is a deterministic function of the key,
-     so a recomputed task makes the same choice. The uniformity claim is computational here.
-   - *Unpredictable.* ``K_bound`` is fresh per release and reaches the executors in a broadcast one-row frame
-     (not as a literal, so it is not printed in query plans); no fixed or weakly keyed hash is used.
+   - *Secret.* ``K_bound`` (32 bytes, :func:`~sparsedp.engines.bounding.draw_bounding_secret`) is drawn on the
+     driver from the release's source, before the noise key — the order of the embedded engines, so a seeded
+     source gives the same ``K_bound`` (and the same kept pairs) on Spark and Polars. It reaches the executors
+     only inside the pickled task closure (query plans show the ``_BoundTask`` callable by its class name, and
+     its ``repr`` omits the secret; a test checks the plan string); it is never a plan literal, never released
+     (enable Spark's RPC/IO encryption on a shared cluster, as for ``K_noise``). Executors and driver must run the
+     same Polars version (``select_pairs`` fingerprints with Polars' hash).
 
-2. **Counting.** ``groupBy(keys).count()`` over the bounded pairs (``top_k``: distinct units per key).
+   *Partitions.* ``repartition(unit)`` is left without a partition count so that adaptive query execution
+   (on by default) coalesces the shuffle into partitions of ``spark.sql.adaptive.advisoryPartitionSizeInBytes``:
+   each task pays a Python worker round trip, and 200 small partitions measured 3.5x slower than coalesced
+   ones at 10⁷ rows on ``local[2]``. Coalescing merges whole hash partitions, so a unit never straddles two.
+   With AQE disabled, ``spark.sql.shuffle.partitions`` sets the number of bounding tasks.
+
+2. **Counting.** With ``l0``: ``groupBy(keys).sum()`` of the partial counts (Spark pre-aggregates them per
+   task before the shuffle). Without (``top_k`` only): ``countDistinct(unit)`` per key.
 
 3. **Noise and threshold** in ``mapInArrow``, calling the same kernel as the embedded engines
    (:func:`sparsedp.mechanisms.kernel.noise_and_filter`). Keys are split into ``C`` chunks by a public hash of
@@ -37,7 +44,8 @@
    on a shared cluster); it is never in a plan string and never released.
 
    The shared term of CSH / top-k CSH is drawn once on the driver (:func:`draw_shared_noise`) and shipped as a
-   constant. The top-k cut-off ``t`` (the exact (k+1)-th largest count) is ``orderBy(count desc).limit(k+1)``
+   constant (rounded CSH: a :class:`~sparsedp.noise.rounded.SharedGaussianTerm`, i.e. a per-release secret
+   whose keyed stream gives every executor the same bits of the shared term when it refines it). The top-k cut-off ``t`` (the exact (k+1)-th largest count) is ``orderBy(count desc).limit(k+1)``
    on the histogram: Spark keeps k+1 counts per partition and merges them, so only k+1 integers (no key)
    reach the driver.
 
@@ -48,10 +56,9 @@ is a cache, the PRF design is the guarantee.
 
 from __future__ import annotations
 
-import hashlib
 import os
-from dataclasses import dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +67,7 @@ from .base import BoundingStats, Engine, check_columns, check_nulls_and_rows
 
 COUNT = "__sparsedp_n"
 CHUNK = "__sparsedp_chunk"
-#: local property a test sets to make the first attempt of every noise task emit part of its output and fail
+#: local property a test sets to make the first attempt of every bounding and noise task emit output and fail
 FAULT_PROPERTY = "sparsedp.test.failFirstAttempt"
 
 
@@ -120,67 +127,70 @@ def read_file(path: str, spark=None):
 # ---------------------------------------------------------------------------------------------- bounding
 
 
-def _key_block(key: bytes) -> bytes:
-    """The secret first block of the keyed hash: 64 bytes derived from the per-release key."""
-    return hashlib.sha512(b"sparsedp l0 rank key" + key).digest()
+@dataclass(frozen=True)
+class _BoundTask:
+    """The ℓ0 bounding of one partition (all rows of each of its units): kept pairs -> partial key counts.
 
-
-def encode_values(values: Sequence[Any]):
-    """Injective byte encoding of Spark column values: for each, ``len(v)`` ":" ``v`` with ``v`` the UTF-8
-    bytes of the value cast to string (Python reference: :func:`python_rank`)."""
-    from pyspark.sql import functions as F
-
-    parts = []
-    for c in values:
-        v = c.cast("string").cast("binary")
-        parts += [F.octet_length(v).cast("string").cast("binary"), F.lit(b":"), v]
-    return F.concat(*parts)
-
-
-def keyed_rank(msg, key_block):
-    """``SHA-256(key_block || msg)`` as a hex string column (hex order = byte order).
-
-    With a secret 64-byte first block this is the Merkle–Damgård cascade keyed through its first chaining
-    value, a PRF on prefix-free message sets (Bellare, Canetti & Krawczyk, FOCS 1996, "cascade" theorem);
-    :func:`encode_values` messages are prefix-free (a fixed number of length-prefixed fields), and ranks are
-    never revealed, so length extension is irrelevant. One SHA-256 per pair (HMAC would need two).
+    Pickled into the task closure with the bounding secret (``repr`` hides it; it is never a plan literal).
     """
-    from pyspark.sql import functions as F
 
-    return F.sha2(F.concat(key_block, msg), 256)
+    unit: str
+    by: tuple
+    l0: int
+    secret: bytes = field(repr=False)
+
+    def __call__(self, batches):
+        import pyarrow as pa
+        import polars as pl
+
+        from .bounding import select_pairs
+
+        batches = [b for b in batches if b.num_rows]
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches)
+        types = {c: table.schema.field(c).type for c in self.by}
+        # select_pairs canonicalises dtypes itself (Int32 -> Int64, large strings -> String, time zones…)
+        pairs = pl.from_arrow(table.select([self.unit, *self.by]))
+        kept = select_pairs(pairs, self.unit, list(self.by), self.l0, self.secret)
+        if isinstance(kept, pl.LazyFrame):
+            kept = kept.collect()
+        counts = kept.group_by(list(self.by)).agg(pl.len().cast(pl.Int64).alias(COUNT)).to_arrow()
+        out = pa.Table.from_arrays([counts.column(c).cast(types[c]) for c in self.by] + [counts.column(COUNT)],
+                                   names=[*self.by, COUNT])
+        yield from out.combine_chunks().to_batches()
+        if _first_attempt_fault():
+            raise RuntimeError("sparsedp test fault: first attempt of a bounding task fails after output")
 
 
-def bounded_pairs(src, unit: str, by: list[str], l0: int, bound_key: bytes):
-    """The distinct (unit, key) pairs kept by the random ℓ0 choice (module docstring, step 1). Lazy.
+def bounded_partial_counts(src, unit: str, by: list[str], l0: int, secret: bytes, *,
+                           partitions: int | None = None):
+    """Per-partition key counts of the pairs kept by the ℓ0 choice (module docstring, step 1). Lazy.
 
-    One hash aggregation per unit (``collect_set`` of its keys: de-duplication), then, only for units with
-    more than ``l0`` keys, the ranks of their keys and the ``l0`` smallest (``array_sort`` of
-    ``(rank, key)`` structs; no global sort), then ``explode``.
+    ``repartition(unit)`` puts every row of a unit in one partition (``partitions``: a fixed count instead of
+    the AQE-coalesced default); each partition runs
+    :func:`sparsedp.engines.bounding.select_pairs` (de-duplication and the choice, per unit) and emits
+    ``(by…, COUNT)`` partial counts, whose sums over partitions are the bounded histogram.
     """
-    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
-    spark = src.sparkSession
-    keyframe = spark.createDataFrame([(bytearray(_key_block(bound_key)),)], "__kb binary")
-    per_unit = src.groupBy(unit).agg(F.collect_set(F.struct(*by)).alias("__ks"))
-    ucol, kb = F.col(unit), F.col("__kb")
-
-    def ranked(k):
-        return F.struct(keyed_rank(encode_values([ucol] + [k[c] for c in by]), kb).alias("r"), k.alias("k"))
-
-    smallest = F.transform(F.slice(F.array_sort(F.transform(F.col("__ks"), ranked)), 1, l0), lambda s: s["k"])
-    kept = (per_unit.crossJoin(F.broadcast(keyframe))
-            .select(ucol, F.when(F.size("__ks") > l0, smallest).otherwise(F.col("__ks")).alias("__ks")))
-    return kept.select(ucol, F.explode("__ks").alias("__k")).select(unit, *[F.col("__k")[c].alias(c) for c in by])
+    part = src.select(unit, *by)
+    part = part.repartition(partitions, unit) if partitions else part.repartition(unit)
+    schema = T.StructType([T.StructField(c, src.schema[c].dataType, True) for c in by] +
+                          [T.StructField(COUNT, T.LongType(), False)])
+    return part.mapInArrow(_BoundTask(unit=unit, by=tuple(by), l0=int(l0), secret=secret), schema)
 
 
-def histogram_frame(src, unit: str, by: list[str], l0: int | None, bound_key: bytes | None):
+def histogram_frame(src, unit: str, by: list[str], l0: int | None, secret: bytes | None, *,
+                    partitions: int | None = None):
     """Bounded counts per key as a lazy Spark frame ``(by…, COUNT)``; ``l0=None``: distinct units per key."""
     from pyspark.sql import functions as F
 
     if l0 is None:
         return src.groupBy(*by).agg(F.countDistinct(unit).cast("long").alias(COUNT))
-    pairs = bounded_pairs(src, unit, by, l0, bound_key)
-    return pairs.groupBy(*by).agg(F.count(F.lit(1)).cast("long").alias(COUNT))
+    assert secret is not None
+    partial = bounded_partial_counts(src, unit, by, l0, secret, partitions=partitions)
+    return partial.groupBy(*by).agg(F.sum(COUNT).cast("long").alias(COUNT))
 
 
 def top_k_cutoff(hist, k: int) -> int:
@@ -202,7 +212,7 @@ class _NoiseTask:
     pre: int
     by: tuple
     count_column: str
-    secret: bytes
+    secret: bytes = field(repr=False)
     shared: Any
     offset: float | None
     insecure_float: bool
@@ -263,7 +273,9 @@ def noise_frame(hist, by: list[str], calibration: Any, pre: int, noise_key: byte
     from ..mechanisms.kernel import noise_plan
 
     plan = noise_plan(calibration)
-    float_out = not plan.discrete or plan.family == "correlated" or offset is not None
+    # integer output for GSHM / Laplace and rounded CSH (also de-biased: its t̃ is an integer); ½-lattice / floats else
+    float_out = (not plan.discrete or (plan.family == "correlated" and not plan.rounded)
+                 or (offset is not None and not plan.rounded))
     fields = [hist.schema[c] for c in by]
     schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields] +
                           [T.StructField(count_column, T.DoubleType() if float_out else T.LongType(), False)])
@@ -345,6 +357,7 @@ def release_spark(data: Any, unit: str, by: list[str], calibration: Any, *, l0: 
     from pyspark.sql import functions as F
 
     from ..mechanisms.kernel import draw_shared_noise, noise_plan
+    from .bounding import draw_bounding_secret
 
     frame = as_spark_frame(data)
     check_columns(frame.columns, unit, by)
@@ -357,7 +370,8 @@ def release_spark(data: Any, unit: str, by: list[str], calibration: Any, *, l0: 
             any_nan = any_nan | F.isnan(F.col(c))
         if src.where(any_nan).limit(1).count():
             raise InputDataError(f"NaN in {', '.join(map(repr, floats))}; replace NaN before releasing")
-    bound_key = rng.random_bytes(32) if l0 is not None else None
+    # the same draw, in the same order (bounding secret, then noise), as the embedded engines' release
+    bound_key = draw_bounding_secret(rng) if l0 is not None else None
     noise_key = rng.random_bytes(32)
     plan = noise_plan(calibration)
     shared = draw_shared_noise(plan, rng, insecure_float=insecure_float)
@@ -372,7 +386,11 @@ def release_spark(data: Any, unit: str, by: list[str], calibration: Any, *, l0: 
             if calibration.params.get("debias", False):
                 from .. import noise
 
-                if plan.discrete:
+                if plan.rounded:  # round(N(0, σ²/√k)), exact (mechanisms.topk.debias_noise)
+                    from ..mechanisms.topk import debias_noise
+
+                    t_tilde = int(t + debias_noise(plan, rng))
+                elif plan.discrete:
                     t_tilde = t + int(noise.sample_discrete_gaussian(plan.shared_scale, 1, rng=rng)[0]) / 2.0
                 else:
                     t_tilde = t + float(noise.sample_gaussian(plan.shared_sigma, 1, rng=rng,
@@ -424,10 +442,3 @@ def to_arrow(df):
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return pa.Table.from_batches(df._collect_as_arrow(), schema=to_arrow_schema(df.schema))
-
-
-def python_rank(secret: bytes, values: Sequence[Any]) -> str:
-    """Reference (pure Python) of the Spark rank :func:`keyed_rank` of the encoding :func:`encode_values`
-    (string values as given, integers in decimal). For tests and audits."""
-    msg = b"".join(b"%d:%s" % (len(v), v) for v in (str(x).encode() for x in values))
-    return hashlib.sha256(_key_block(secret) + msg).hexdigest()

@@ -18,8 +18,10 @@ Each valid mechanism is calibrated (secure discrete noise by default), and the o
 margin τ (threshold minus pre-threshold) wins; ties go to the lower noise. The margins are comparable:
 every analysis charges only τ (seed 001 §1, seed 000 §1.6; for top-k, the margin above the truncation
 level, Cor. 4.2). The report lists every candidate with its threshold and noise and says why the winner
-won. Seed 000 §6.2 (19): at (0.35, 1e-5) continuous CSH-tight beats GSHM-exact iff k >= 6; the secure
-(discrete) CSH accountant is looser (zCDP, Thm 7.7), so its crossover is at a larger k.
+won. Seed 000 §6.2 (19): at (0.35, 1e-5) continuous CSH-tight beats GSHM-exact iff k >= 6. Secure CSH is
+the rounded mechanism (integer margin, rule ``count + X >= pre + margin``, accounted by Thm 3.5 at
+τ = margin − ½; docs/proofs/rounded-csh.md), compared on the same footing as discrete GSHM / Laplace,
+whose margins are integers with ``>=`` too; its crossover stays at k = 6 there.
 """
 
 from __future__ import annotations

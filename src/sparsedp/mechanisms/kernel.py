@@ -13,13 +13,25 @@ mechanism          secure noise (default)                      release rule (pre
 =================  ==========================================  ==============================================
 gshm               ``Z ~ N_Z(0, sigma2)`` (exact rational)      ``c >= pre`` and ``c + Z >= pre + margin``
 laplace            ``Z ~`` discrete Laplace(scale)              ``c >= pre`` and ``c + Z >= pre + margin``
-csh, topk-csh      Alg. 4: ``Z_i ~ N_Z(0, 4σ²)``,              ``c >= pre`` and ``c + (Z_i + Z_c)/2 > pre + τ``
-                   shared ``Z_c ~ N_Z(0, 4σ²/√k)``
+csh, topk-csh      rounded: ``X_i = round(G_i + A)``,          ``c >= pre`` and ``c + X_i >= pre + margin``
+                   ``G_i ~ N(0, σ²)``, shared ``A ~ N(0, σ²/√k)``
+                   (exact, :mod:`sparsedp.noise.rounded`)
+csh, topk-csh      Alg. 4 (``csh_noise="alg4"``):             ``c >= pre`` and ``c + (Z_i + Z_c)/2 > pre + τ``
+                   ``Z_i ~ N_Z(0, 4σ²)``, ``Z_c ~ N_Z(0, 4σ²/√k)``
 =================  ==========================================  ==============================================
+
+How the discrete rules are run: every rule is "key i is released iff its own noise ``X_i >= j_i``" for an
+integer ``j_i`` computed from its count (and the shared term), so the plan yields a *law* and *integer
+thresholds* (:meth:`NoisePlan.law`, :meth:`NoisePlan.release_floor`) and
+:func:`sparsedp.noise.inversion.release_by_inversion` decides each key exactly by inversion, computing ``X_i``
+only for released keys (:meth:`NoisePlan.noisy_values` then forms the released value). Laws too wide for an
+inversion table (huge σ, :func:`~sparsedp.noise.inversion.inversion_fits`) are sampled with the exact
+rejection samplers and compared instead; the law of the output is the same.
 
 The discrete GSHM / Laplace rules use ``>=`` with an integer margin: the accountants
 (:mod:`sparsedp.accounting.discrete_histograms`) take ``P[Z >= margin]`` as the release probability of a
-count at the pre-threshold. CSH follows seed 000 (strict ``>``, Algorithms 2–4, Thm 7.7). With
+count at the pre-threshold. Rounded CSH uses ``>=`` with an integer margin too (Algorithm 2's strict rule
+at τ = margin − ½, then rounding: docs/proofs/rounded-csh.md); Algorithm 4 follows seed 000 (strict ``>``). With
 ``insecure_float=True`` and a continuous calibration the same rules apply to float noise
 (``N(0, σ²)``, shared ``N(0, σ²/√k)``, ``Lap(b)``); ties have probability zero there.
 """
@@ -45,7 +57,7 @@ class NoisePlan:
     """What to sample and how to compare, derived once from a Calibration (cheap; pure)."""
 
     __slots__ = ("mechanism", "discrete", "family", "scale", "shared_scale", "sigma", "shared_sigma",
-                 "tau", "strict", "k")
+                 "tau", "strict", "k", "rounded")
 
     def __init__(self, calibration: Any):
         cal = calibration
@@ -57,6 +69,7 @@ class NoisePlan:
         self.k = params.get("k")
         self.scale = self.shared_scale = None
         self.shared_sigma = None
+        self.rounded = False
         if self.mechanism == "gshm":
             self.family = "gaussian"
             self.strict = params.get("comparison", ">=") == ">"
@@ -76,7 +89,12 @@ class NoisePlan:
             if self.k is None:
                 raise InvalidParameterError(f"calibration for {self.mechanism!r} must carry params['k']")
             self.k = int(self.k)
-            if self.discrete:
+            self.rounded = self.discrete and params.get("noise") == "rounded"
+            if self.rounded:  # rounded CSH (noise.rounded): X_i = round(G_i + A), rule c + X_i >= pre + margin
+                self.strict = False
+                self.tau = float(int(params["margin"]))
+                self.shared_sigma = float(params.get("sigma_corr", self.sigma / self.k ** 0.25))
+            elif self.discrete:
                 if "sigma2_corr" in params:  # the exact scales the accountant evaluated
                     self.scale, self.shared_scale = Fraction(params["sigma2"]), Fraction(params["sigma2_corr"])
                 else:
@@ -88,6 +106,62 @@ class NoisePlan:
         else:
             raise InvalidParameterError(f"no per-key kernel for mechanism {self.mechanism!r}; expected one of "
                                         f"{', '.join(map(repr, _INDEPENDENT + _CORRELATED))}")
+
+    # -- discrete rules as "X_i >= j_i" (see the module docstring) ------------------------------------
+    def law(self, shared=None):
+        """The law of each key's own noise X_i in a discrete release (given the release's shared term)."""
+        from ..noise.inversion import DiscreteGaussianLaw, DiscreteLaplaceLaw
+
+        if not self.discrete:
+            raise InvalidParameterError("a continuous plan has no integer noise law")
+        if self.family == "laplace":
+            return DiscreteLaplaceLaw(self.scale)
+        if self.rounded:                                # X_i = round(G_i + A) given the shared A
+            from ..noise.rounded import RoundedShiftedGaussianLaw
+
+            return RoundedShiftedGaussianLaw(self.sigma, shared)
+        return DiscreteGaussianLaw(self.scale)          # GSHM: N_Z(0, σ²); CSH: Z_i ~ N_Z(0, 4σ²)
+
+    def release_floor(self, counts: np.ndarray, threshold: float, shared=None) -> np.ndarray:
+        """int64 ``j`` with: key i is released iff its noise ``X_i >= j[i]``.
+
+        GSHM / Laplace: ``c + X >= thr`` (``thr = ⌈threshold⌉``, or ``⌊threshold⌋ + 1`` for ``>``), so
+        ``j = thr − c``. CSH (Alg. 4): ``2c + X + Z_corr`` is an integer compared with ``t2 = 2·threshold``:
+        ``> t2`` iff ``>= ⌊t2⌋ + 1`` and ``>= t2`` iff ``>= ⌈t2⌉``, so ``j = base − 2c − Z_corr``.
+        """
+        if self.rounded:  # c + X >= ⌈threshold⌉ (threshold = pre + integer margin)
+            return math.ceil(threshold) - counts
+        if self.family == "correlated":
+            t2 = 2 * threshold      # exact for a Fraction threshold (noise_and_filter passes one)
+            base = math.floor(t2) + 1 if self.strict else math.ceil(t2)
+            return (base - int(shared)) - 2 * counts
+        thr = math.floor(threshold) + 1 if self.strict else math.ceil(threshold)
+        return thr - counts
+
+    def noisy_values(self, counts: np.ndarray, x: np.ndarray, shared=None) -> np.ndarray:
+        """Released values from the counts and noises of the released keys: ``c + X`` (int64), or for CSH
+        ``(2c + X + Z_corr)/2`` (float64 on the ½-lattice)."""
+        if self.family == "correlated" and not self.rounded:
+            return (2 * counts + x + int(shared)) * 0.5
+        return counts + x
+
+
+def _release_discrete(plan: NoisePlan, counts: np.ndarray, threshold: float, shared, rng):
+    """``(selected positions into counts, noisy values)`` of a discrete release (exact; module docstring)."""
+    from ..noise.inversion import inversion_fits, release_by_inversion
+
+    law = plan.law(shared)
+    j = plan.release_floor(counts, threshold, shared)
+    if inversion_fits(law):
+        sel, x = release_by_inversion(law, j, rng)
+    elif plan.rounded:
+        raise InvalidParameterError(f"sigma={plan.sigma:g} is too large for the exact rounded-CSH sampler "
+                                    "(inversion table); calibrate with csh_noise='alg4'")
+    else:  # window too wide for a table: draw every X with the rejection sampler (same law)
+        z = _sample(plan, counts.size, rng, False)
+        sel = np.flatnonzero(z >= j)
+        x = z[sel]
+    return sel, plan.noisy_values(counts[sel], x, shared)
 
 
 def noise_plan(calibration: Any) -> NoisePlan:
@@ -105,21 +179,36 @@ def _check_float(plan: NoisePlan, insecure_float: bool) -> None:
 def draw_shared_noise(calibration: Any, rng=None, *, insecure_float: bool = False):
     """The one shared term of CSH / top-k CSH (``Z_corr``), drawn once per release; ``None`` otherwise.
 
-    Discrete: an ``int`` from ``N_Z(0, 4σ²/√k)`` (Algorithm 4). Continuous: a float from ``N(0, σ²/√k)``
-    (Algorithm 2), only with ``insecure_float=True``. Never release it.
+    Rounded (secure default): a :class:`~sparsedp.noise.rounded.SharedGaussianTerm` ``A ~ N(0, σ²/√k)``
+    known as an interval refined on demand from a stream keyed by a secret drawn from ``rng`` (picklable,
+    reproducible in every process). Algorithm 4: an ``int`` from ``N_Z(0, 4σ²/√k)``. Continuous: a float
+    from ``N(0, σ²/√k)`` (Algorithm 2), only with ``insecure_float=True``. Never release it.
     """
     plan = noise_plan(calibration)
     if plan.family != "correlated":
         return None
     _check_float(plan, insecure_float)
+    if plan.rounded:
+        from ..noise.rounded import SharedGaussianTerm
+
+        return SharedGaussianTerm.draw(plan.shared_sigma, rng if rng is not None else _default_rng())
     z = _sample_shared(plan, 1, rng)[0]
     return int(z) if plan.discrete else float(z)
 
 
+def _default_rng():
+    from ..noise import default_source
+
+    return default_source()
+
+
 def _sample_shared(plan: NoisePlan, size: int, rng) -> np.ndarray:
-    """``size`` draws of the shared term's law (one per release; tests simulate many releases)."""
+    """``size`` draws of the shared term's law (one per release; tests simulate many releases).
+    Rounded plans: float draws, for *simulation only* (audit, tests; see :func:`correlated_rule`)."""
     from .. import noise
 
+    if plan.rounded:
+        return noise.sample_gaussian(plan.shared_sigma, size, rng=rng, insecure_float=True)
     if plan.discrete:
         return noise.sample_discrete_gaussian(plan.shared_scale, size, rng=rng)
     return noise.sample_gaussian(plan.shared_sigma, size, rng=rng, insecure_float=True)
@@ -132,7 +221,7 @@ def _sample(plan: NoisePlan, size: int, rng, insecure_float: bool) -> np.ndarray
         if plan.discrete:
             return noise.sample_discrete_laplace(plan.scale, size, rng=rng)
         return noise.sample_laplace(plan.sigma, size, rng=rng, insecure_float=True)
-    if plan.discrete:
+    if plan.discrete and not plan.rounded:  # rounded: float G_i, simulation only (never a release path)
         return noise.sample_discrete_gaussian(plan.scale, size, rng=rng)
     return noise.sample_gaussian(plan.sigma, size, rng=rng, insecure_float=True)
 
@@ -141,7 +230,12 @@ def correlated_rule(plan: NoisePlan, counts: np.ndarray, z: np.ndarray, shared, 
     """CSH's per-key rule (Algorithm 2 / 4): ``(keep mask, noisy values)`` for counts, independent noise z
     and the shared term (a scalar in a release; arrays broadcast, which the sampling-law tests use to
     simulate many releases at once). Discrete: ``2c + Z_i + Z_corr`` is an exact integer compared with
-    ``2·threshold`` and halved afterwards (values on the ½-lattice)."""
+    ``2·threshold`` and halved afterwards (values on the ½-lattice). Rounded: ``c + round(z + shared) >=
+    threshold`` with float z and shared: a double-precision *simulation* of the rounded law for the audit and
+    the many-release tests (releases use the exact sampler, :func:`_release_discrete`)."""
+    if plan.rounded:
+        noisy = counts + np.rint(z + np.asarray(shared, dtype=np.float64))
+        return noisy >= math.ceil(threshold), noisy
     if plan.discrete:
         doubled = 2 * counts + z
         doubled = doubled + np.asarray(shared, dtype=np.int64)
@@ -171,8 +265,8 @@ def noise_and_filter(counts, calibration, pre_threshold=1, rng=None, shared_nois
         c = c.astype(np.int64)
     pre = _validate.integer("pre_threshold", pre_threshold, lo=1)  # counts below it are never released
     if c.size == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64 if plan.discrete and plan.family != "correlated"
-                                               else np.float64)
+        return np.empty(0, np.int64), np.empty(0, np.int64 if plan.discrete and (plan.family != "correlated"
+                                                                             or plan.rounded) else np.float64)
     if c.min() >= pre:
         pos = None
         cc = c
@@ -186,20 +280,18 @@ def noise_and_filter(counts, calibration, pre_threshold=1, rng=None, shared_nois
             shared_noise = draw_shared_noise(plan, rng, insecure_float=insecure_float)
         if np.ndim(shared_noise) != 0:
             raise InvalidParameterError("shared_noise must be one scalar drawn once per release")
+    if plan.discrete:
+        # the exact rational threshold: the float pre + tau rounds for pre > 2^52 (e.g. 2^53 + 1 + 2.0 gives
+        # 2^53 + 2), which would release a count at pre with P[X >= margin − 1]
+        sel, noisy = _release_discrete(plan, cc, Fraction(pre) + Fraction(plan.tau), shared_noise, rng)
+    elif plan.family == "correlated":
         z = _sample(plan, n, rng, insecure_float)
         keep, noisy_all = correlated_rule(plan, cc, z, shared_noise, threshold)
         sel = np.flatnonzero(keep)
         noisy = noisy_all[sel]
     else:
-        z = _sample(plan, n, rng, insecure_float)
-        if plan.discrete:
-            z += cc  # in place: int64
-            noisy_all = z
-            thr = math.floor(threshold) + 1 if plan.strict else math.ceil(threshold)
-            keep = noisy_all >= thr
-        else:
-            noisy_all = z + cc
-            keep = noisy_all > threshold if plan.strict else noisy_all >= threshold
+        noisy_all = _sample(plan, n, rng, insecure_float) + cc
+        keep = noisy_all > threshold if plan.strict else noisy_all >= threshold
         sel = np.flatnonzero(keep)
         noisy = noisy_all[sel]
     positions = sel if pos is None else pos[sel]

@@ -7,8 +7,12 @@ k-sparse monotonic histogram for add/remove neighbours, whatever the data: so CS
 **no per-unit l0 bound is needed**, only one contribution per key per unit (de-duplication).
 
 The released values estimate ``H_i − t`` (biased down by t). The de-biasing variant also releases
-``t̃ = t + noise`` (variance σ²/√k: ``N(0, σ²/√k)``, or ``Z_t/2`` with ``Z_t ~ N_Z(0, 4σ²/√k)`` for the
-discrete Algorithm 4) and adds it to every released value, a post-processing. Its privacy: Thm 3.3 with
+``t̃ = t + noise`` (variance σ²/√k: ``N(0, σ²/√k)``; ``round(N(0, σ²/√k))``, sampled exactly, for the secure
+rounded noise, which is ``round`` of the continuous t̃ since t is an integer; or ``Z_t/2`` with
+``Z_t ~ N_Z(0, 4σ²/√k)`` for Algorithm 4) and adds it to every released value, a post-processing.
+Rounded noise (the secure default) is accounted exactly as the continuous mechanism, Thm 3.5 / Thm 3.3
+(de-biased: Thm 3.3 with ½√(k + 5√k)), since every output is a rounding of a continuous output
+(docs/proofs/rounded-csh.md). Its privacy: Thm 3.3 with
 ``½√(k + 5√k)`` in place of ``½√(k + √k)`` (spec §3.3, continuous); for discrete noise the zCDP part of
 Thm 7.7 gains ``2²/(2·4σ²/√k)`` (t moves by at most 1, i.e. 2 in the doubled units of Algorithm 4), so
 ``ρ = k/(2 s_ind) + 5/(2 s_corr) = (k + 5√k)/(8σ²)`` — zCDP composition over the same neighbouring pair.
@@ -24,7 +28,16 @@ from ._common import check_histogram, make_release
 from .histogram import Release, SparseHistogram
 from .kernel import draw_shared_noise, noise_and_filter, noise_plan
 
-__all__ = ["truncate_top_k", "topk_csh"]
+__all__ = ["truncate_top_k", "topk_csh", "debias_noise"]
+
+
+def debias_noise(plan, rng) -> int:
+    """The noise of t̃ for rounded top-k CSH: ``round(W)``, ``W ~ N(0, σ²/√k)``, sampled exactly by inversion
+    (:class:`~sparsedp.noise.rounded.RoundedShiftedGaussianLaw` with shift 0)."""
+    from ..noise.inversion import sample_by_inversion
+    from ..noise.rounded import RoundedShiftedGaussianLaw
+
+    return int(sample_by_inversion(RoundedShiftedGaussianLaw(plan.shared_sigma), 1, rng)[0])
 
 
 def truncate_top_k(counts: np.ndarray, k: int) -> tuple[int, np.ndarray]:
@@ -45,8 +58,9 @@ def topk_csh(hist: SparseHistogram, calibration: Calibration, *, rng=None, insec
              shared_noise=None, debias: bool | None = None) -> Release:
     """Release the top-k keys of ``hist`` with Algorithm 3 (truncation, then CSH) under ``calibration``.
 
-    ``calibration``: from ``sparsedp.accounting.calibrate("topk-csh", top_k=…)`` or, for the secure
-    de-biased variant, :func:`sparsedp.accounting.discrete_histograms.calibrate_topk_debias_discrete`; its ``params['k']`` is
+    ``calibration``: from ``sparsedp.accounting.calibrate("topk-csh", top_k=…[, debias=True])`` (secure
+    rounded noise by default) or :func:`sparsedp.accounting.discrete_histograms.calibrate_topk_debias_discrete`
+    (Algorithm 4, de-biased); its ``params['k']`` is
     the number of keys kept and ``params['debias']`` selects the de-biasing variant (``debias`` here must
     agree if given). Released values are ``H_i − t + noise`` (``extra['bias'] = 'minus t'``) or, de-biased,
     ``H_i − t + noise + t̃`` with ``extra['t_tilde']`` the released estimate of t. The pre-threshold is 1
@@ -68,7 +82,9 @@ def topk_csh(hist: SparseHistogram, calibration: Calibration, *, rng=None, insec
     if cal_debias:
         from .. import noise
 
-        if plan.discrete:
+        if plan.rounded:
+            t_tilde = t + debias_noise(plan, rng)
+        elif plan.discrete:
             t_tilde = t + int(noise.sample_discrete_gaussian(plan.shared_scale, 1, rng=rng)[0]) / 2.0
         else:
             t_tilde = t + float(noise.sample_gaussian(plan.shared_sigma, 1, rng=rng, insecure_float=True)[0])

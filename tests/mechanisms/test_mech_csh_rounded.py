@@ -1,0 +1,148 @@
+"""Rounded CSH through the public kernel (secure default): release rule, per-key release law, noise moments,
+one shared term per release (reproducible when pickled), de-biased top-k with an integer t̃."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from scipy import special
+
+from sparsedp.accounting import calibrate
+from sparsedp.mechanisms import SparseHistogram, noise_and_filter
+from sparsedp.mechanisms.csh import csh
+from sparsedp.mechanisms.kernel import draw_shared_noise, noise_plan
+from sparsedp.mechanisms.topk import topk_csh
+from sparsedp.noise import InsecureSeededRandom
+from sparsedp.noise.rounded import SharedGaussianTerm
+
+
+def _key_probability(cal, c: int, pre: int) -> float:
+    """The accountant's per-key release probability: P[c + G + A > pre + margin − ½] with G + A ~
+    N(0, σ²(1 + 1/√k)) (Algorithm 2's rule at τ = margin − ½; spec §3.2), independent of the sampler."""
+    s_tot = math.hypot(cal.sigma, cal.params["sigma_corr"])
+    return float(special.ndtr((c - pre - cal.params["tau_continuous"]) / s_tot))
+
+
+def _frequency(cal, c: int, pre: int, reps: int, seed: int) -> int:
+    """Releases of one key at count c over ``reps`` independent releases (fresh shared term each)."""
+    rng = InsecureSeededRandom(seed)
+    counts = np.array([c], dtype=np.int64)
+    hits = 0
+    for _ in range(reps):
+        pos, vals = noise_and_filter(counts, cal, pre, rng)
+        if pos.size:
+            assert vals.dtype == np.int64 and vals[0] >= pre + cal.params["margin"]
+            hits += 1
+    return hits
+
+
+def test_release_rule_and_integer_outputs():
+    cal = calibrate("csh", epsilon=1.0, delta=1e-3, k=16)
+    m = cal.params["margin"]
+    assert noise_plan(cal).rounded and cal.params["comparison"] == ">="
+    counts = np.array([0, 1, 2, 3, 50, 51, 200, 10_000], dtype=np.int64)
+    hist = SparseHistogram(np.arange(counts.size), counts, distinct=True)
+    rng = InsecureSeededRandom(12)
+    for _ in range(20):
+        rel = csh(hist, cal, pre_threshold=3, rng=rng)
+        vals = np.asarray(rel.counts)
+        assert np.all(vals >= 3 + m) and np.all(vals == np.round(vals))
+        assert set(rel.keys.tolist()) <= {3, 4, 5, 6, 7} and 7 in rel.keys.tolist()
+
+
+def test_release_frequency_at_the_pre_threshold_small():
+    """800 independent releases through the public kernel, key at count pre + margin − 3 (p ~ 0.1): 4 SE."""
+    cal = calibrate("csh", epsilon=1.0, delta=0.05, k=4)
+    m = cal.params["margin"]
+    n = 800
+    c = 1 + m - 3
+    p = _key_probability(cal, c, 1)
+    hits = _frequency(cal, c, 1, n, 31)
+    assert 0.05 < p < 0.95 and abs(hits / n - p) <= 4 * math.sqrt(p * (1 - p) / n), (hits / n, p)
+
+
+@pytest.mark.slow
+def test_release_frequency_at_the_pre_threshold_1e5():
+    """Acceptance: 1e5 independent releases of a count at the pre-threshold, within 4 SE of the accountant's
+    per-key probability Φ̄((margin − ½)/σ_tot) (a small calibration so that the probability is not tiny).
+
+    The decision per release is the kernel's: a fresh exact shared term, then ``V < S(j)`` decided on the
+    law's proved bounds (what :func:`release_by_inversion` does, without building the full table that
+    makes a one-key release slow; the table path is tested given A in tests/noise/test_rounded.py)."""
+    from sparsedp.noise.exact import LazyUniform
+    from sparsedp.noise.inversion import _below
+
+    cal = calibrate("csh", epsilon=0.5, delta=0.3, k=1)  # p ≈ 0.04: SE 1.5% of p at 1e5 releases
+    plan = noise_plan(cal)
+    n = 100_000
+    p = _key_probability(cal, 1, 1)
+    rng = InsecureSeededRandom(32)
+    j = int(plan.release_floor(np.array([1]), 1 + plan.tau)[0])
+    assert j == cal.params["margin"]
+    hits = 0
+    for _ in range(n):
+        law = plan.law(draw_shared_noise(plan, rng))
+        hits += _below(law, LazyUniform(rng.getrandbits(64), 64, rng), j)
+    assert p > 0.01 and abs(hits / n - p) <= 4 * math.sqrt(p * (1 - p) / n), (hits / n, p)
+
+
+def test_noise_moments_and_one_shared_term_per_release():
+    """Per-key variance σ² + σ_c² + 1/12 and covariance σ_c² across keys, over many releases."""
+    k, n_keys, reps = 64, 64, 600
+    cal = calibrate("csh", epsilon=2.0, delta=1e-3, k=k)
+    s2, sc2 = cal.sigma ** 2, cal.params["sigma_corr"] ** 2
+    hist = SparseHistogram(np.arange(n_keys), np.full(n_keys, 10_000, dtype=np.int64), distinct=True)
+    rng = InsecureSeededRandom(404)
+    err = np.empty((reps, n_keys))
+    for r in range(reps):
+        rel = csh(hist, cal, rng=rng)
+        assert rel.n_keys_out == n_keys
+        err[r] = np.asarray(rel.counts, dtype=float) - 10_000
+    within = float(err.var(axis=1, ddof=1).mean())               # given A: Var round(G + A) ≈ σ² + 1/12
+    n_w = reps * (n_keys - 1)
+    assert within == pytest.approx(s2 + 1 / 12, rel=4 * math.sqrt(2 / n_w))
+    means = err.mean(axis=1)                                     # Var = σ_c² + (σ² + 1/12)/n_keys
+    cov = float(means.var(ddof=1)) - within / n_keys
+    assert cov == pytest.approx(sc2, abs=5 * math.sqrt(2 / reps) * (sc2 + (s2 + 1 / 12) / n_keys))
+    assert sc2 > 5 * (s2 + 1 / 12) / n_keys  # the shared term dominates the mean: not vacuous
+    total = float(err.var(ddof=1))
+    assert total == pytest.approx(s2 + sc2 + 1 / 12, rel=0.15)
+    assert cal.noise_std ** 2 == pytest.approx(s2 + sc2 + 1 / 12, rel=1e-12)
+
+
+def test_shared_term_pickles_to_the_same_release():
+    """Spark ships the shared term to executors: an unpickled copy gives the identical release."""
+    cal = calibrate("csh", epsilon=1.0, delta=1e-3, k=16)
+    counts = np.arange(1, 200, dtype=np.int64) * 3
+    shared = draw_shared_noise(cal, InsecureSeededRandom(5))
+    assert isinstance(shared, SharedGaussianTerm)
+    a = noise_and_filter(counts, cal, 1, InsecureSeededRandom(6), shared)
+    b = noise_and_filter(counts, cal, 1, InsecureSeededRandom(6), pickle.loads(pickle.dumps(shared)))
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    other = draw_shared_noise(cal, InsecureSeededRandom(7))
+    c = noise_and_filter(counts, cal, 1, InsecureSeededRandom(6), other)
+    assert not (np.array_equal(a[0], c[0]) and np.array_equal(a[1], c[1]))
+
+
+def test_topk_debiased_outputs_are_integers():
+    k = 8
+    cal = calibrate("topk-csh", epsilon=1.0, delta=1e-3, top_k=k, debias=True)
+    assert cal.params["noise"] == "rounded" and cal.analysis == "rounded-add"
+    counts = np.r_[np.full(k, 5000), np.arange(1, 30)].astype(np.int64)
+    hist = SparseHistogram(np.arange(counts.size), counts, distinct=True)
+    rng = InsecureSeededRandom(8)
+    t_tildes = []
+    for _ in range(40):
+        rel = topk_csh(hist, cal, rng=rng)
+        t_t = rel.extra["t_tilde"]
+        assert t_t == int(t_t)
+        t_tildes.append(t_t - 29)  # t = 29, the (k+1)-th largest count
+        assert np.all(np.asarray(rel.counts) == np.round(np.asarray(rel.counts)))
+        assert rel.n_keys_out == k
+    # t̃ − t = round(N(0, σ_c²)): mean 0, variance σ_c² + 1/12 (loose check of the scale)
+    sc = cal.params["sigma_corr"]
+    assert abs(np.mean(t_tildes)) < 5 * sc / math.sqrt(40)
+    assert 0.4 * sc ** 2 < np.var(t_tildes) < 2.0 * sc ** 2 + 1
