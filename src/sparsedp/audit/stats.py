@@ -103,3 +103,29 @@ def best_event_bound(events1: np.ndarray, events0: np.ndarray, names: list[str],
     j = int(np.argmax(sel))
     return epsilon_lower_bound(int(e1[h1:, j].sum()), e1.shape[0] - h1, int(e0[h0:, j].sum()),
                                e0.shape[0] - h0, delta, confidence=confidence, event=names[j])
+
+
+def pooled_chisquare(observed, expected, min_expected: float = 5.0) -> float:
+    """p-value of Pearson's chi-square test of ``observed`` counts against ``expected`` counts, after pooling
+    adjacent cells (in the given order) until each pooled cell expects at least ``min_expected`` (the usual
+    validity condition of the chi-square approximation; a short remainder joins the last pooled cell).
+    Expected counts are rescaled to the observed total, so ``expected`` may be a probability vector."""
+    obs_in = np.asarray(observed, dtype=float)
+    exp_in = np.asarray(expected, dtype=float)
+    if obs_in.shape != exp_in.shape or obs_in.ndim != 1 or obs_in.size == 0:
+        raise ValueError("observed and expected must be 1-d arrays of the same, non-zero length")
+    exp_in = exp_in * (obs_in.sum() / exp_in.sum())
+    obs, exp = [], []
+    acc_o = acc_e = 0.0
+    for o, e in zip(obs_in, exp_in):
+        acc_o += o
+        acc_e += e
+        if acc_e >= min_expected:
+            obs.append(acc_o)
+            exp.append(acc_e)
+            acc_o = acc_e = 0.0
+    if not obs:
+        raise ValueError(f"fewer than {min_expected:g} expected in total: nothing to test")
+    obs[-1] += acc_o
+    exp[-1] += acc_e
+    return float(stats.chisquare(obs, exp).pvalue)
