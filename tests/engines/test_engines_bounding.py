@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from sparsedp.engines import ENGINES, bound, draw_bounding_secret, get_engine, select_pairs
-from sparsedp.engines.bounding import COUNT, prf_ranks
+from sparsedp.engines.bounding import COUNT
 from sparsedp.errors import InputDataError
 from sparsedp.noise import InsecureSeededRandom
 

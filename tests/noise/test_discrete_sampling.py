@@ -20,6 +20,7 @@ from sparsedp.noise import (
     sample_two_sided_geometric,
 )
 from sparsedp.noise import discrete as vec
+from sparsedp.audit.stats import pooled_chisquare
 
 N = 1_000_000
 Z = 4.4  # two-sided normal quantile for α ≈ 1e-5 per statistic (several statistics per case)
@@ -40,20 +41,7 @@ def _chi_square(xs: np.ndarray, sf, scale: float) -> float:
     probs = np.concatenate([[1.0 - sf_edges[0]], sf_edges[:-1] - sf_edges[1:], [sf_edges[-1]]])
     idx = np.searchsorted(edges, xs, side="right")  # 0: below edges[0]; len(edges): at/above last edge
     obs = np.bincount(idx, minlength=len(edges) + 1)
-    expected = probs * xs.size
-    # pool sparse bins (expected < 20) into their neighbours so the chi-square approximation holds
-    o2, e2, acc_o, acc_e = [], [], 0, 0.0
-    for o, e in zip(obs, expected):
-        acc_o += o
-        acc_e += e
-        if acc_e >= 20:
-            o2.append(acc_o)
-            e2.append(acc_e)
-            acc_o, acc_e = 0, 0.0
-    o2[-1] += acc_o
-    e2[-1] += acc_e
-    e2 = np.array(e2)
-    return stats.chisquare(o2, e2 * (sum(o2) / e2.sum())).pvalue
+    return pooled_chisquare(obs, probs, min_expected=20)  # sparse bins pooled into their neighbours
 
 
 def _check_law(xs, sf, var, m4, scale, sigma_for_tails):

@@ -20,6 +20,7 @@ from sparsedp.accounting import calibrate
 from sparsedp.accounting import discrete as D
 from sparsedp.errors import InvalidParameterError
 from sparsedp.mechanisms import kernel
+from sparsedp.audit.stats import pooled_chisquare
 from sparsedp.noise import InsecureSeededRandom
 from sparsedp.noise import inversion as inv
 from sparsedp.noise.inversion import (
@@ -113,19 +114,7 @@ def _chi2_pvalue(xs: np.ndarray, pmf, lo: int, hi: int) -> float:
     p = np.array([pmf(int(x)) for x in support])
     p[0] += max(0.0, 1.0 - p.sum())          # mass outside the range goes to the end bins (symmetric laws)
     obs = np.bincount(np.clip(xs, lo, hi) - lo, minlength=support.size).astype(float)
-    exp_ = p / p.sum() * xs.size
-    # merge bins until each expects >= 5
-    o2, e2, acc_o, acc_e = [], [], 0.0, 0.0
-    for o, e in zip(obs, exp_):
-        acc_o += o
-        acc_e += e
-        if acc_e >= 5:
-            o2.append(acc_o)
-            e2.append(acc_e)
-            acc_o = acc_e = 0.0
-    o2[-1] += acc_o
-    e2[-1] += acc_e
-    return stats.chisquare(o2, np.array(e2) * (sum(o2) / sum(e2))).pvalue
+    return pooled_chisquare(obs, p, min_expected=5)
 
 
 def _gauss_range(s):

@@ -15,13 +15,13 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from sparsedp import reproduce as rp
 from sparsedp.noise import InsecureSeededRandom
 from sparsedp.reproduce._alp_walk import collision_one_probability, estimator_offsets, return_table, walk_argmax
 from sparsedp.reproduce.thesis_ch2_alp import EPS_FULL_25, crossover, lemma_2_31_bound
 from sparsedp.sketches.alp import ALP, alp1_estimate_definition
+from sparsedp.audit.stats import pooled_chisquare
 
 
 def exact_offset_law(m: int, y: int, p1: float, p0: float) -> dict[float, float]:
@@ -44,20 +44,8 @@ def chi2_pvalue(sample: np.ndarray, law: dict[float, float]) -> float:
     seen = dict(zip(vals.tolist(), counts.tolist()))
     if set(seen) - set(law):
         return 0.0
-    n = len(sample)
-    obs, exp = [], []
-    o = e = 0.0
-    for key in sorted(law):
-        o += seen.get(key, 0)
-        e += n * law[key]
-        if e >= 5:
-            obs.append(o)
-            exp.append(e)
-            o = e = 0.0
-    obs[-1] += o
-    exp[-1] += e
-    exp = np.array(exp) * (n / sum(exp))
-    return float(stats.chisquare(obs, exp).pvalue)
+    support = sorted(law)
+    return pooled_chisquare([seen.get(k, 0) for k in support], [law[k] for k in support], min_expected=5)
 
 
 def test_return_table_is_the_first_return_law():
