@@ -346,6 +346,14 @@ def _open_ledger(ledger: Any, dataset: Any):
     return led, owned
 
 
+def _reason(auto: dict, cal: Any) -> str:
+    """Why this mechanism and noise: the ``auto`` choice (or "requested explicitly"), plus any calibration
+    fallback (e.g. rounded CSH beyond its exact sampler's range)."""
+    reason = auto.get("reason", "requested explicitly")
+    fallback = cal.params.get("fallback")
+    return f"{reason}; {fallback}" if fallback else reason
+
+
 def publish(table: Any, kind: str, out_path: tuple[str, str] | None, led: Any, charge_id: int | None) -> Any:
     """Write ``table`` atomically to ``out_path`` (if any), then mark the ledger charge published.
 
@@ -408,7 +416,7 @@ def _release_body(data, kind, eng, unit, cols, count_column, l0, k, mech, pre, e
     if threshold is None:
         threshold = cal.threshold(pre)
     report = Report(
-        mechanism=cal.mechanism, reason=auto.get("reason", "requested explicitly"), analysis=cal.analysis,
+        mechanism=cal.mechanism, reason=_reason(auto, cal), analysis=cal.analysis,
         epsilon=eps, delta=dlt, delta_achieved=float(cal.delta_achieved), delta_parts=dict(cal.delta_parts),
         sigma=float(cal.sigma), noise_std=float(cal.noise_std), tau=float(cal.tau), threshold=float(threshold),
         pre_threshold=pre, l0=l0, top_k=k, released_keys=int(rel.n_keys_out), engine=eng.name,
@@ -459,7 +467,7 @@ def _release_body_spark(data, kind, eng, unit, cols, count_column, l0, k, mech, 
     extra = dict(sr.extra)
     extra.setdefault("comparison", cal0.params.get("comparison", ">="))
     report = Report(
-        mechanism=cal0.mechanism, reason=auto.get("reason", "requested explicitly"), analysis=cal0.analysis,
+        mechanism=cal0.mechanism, reason=_reason(auto, cal0), analysis=cal0.analysis,
         epsilon=eps, delta=dlt, delta_achieved=float(cal0.delta_achieved), delta_parts=dict(cal0.delta_parts),
         sigma=float(cal0.sigma), noise_std=float(cal0.noise_std), tau=float(cal0.tau),
         threshold=float(extra.get("threshold", cal0.threshold(pre))), pre_threshold=pre, l0=l0, top_k=k,

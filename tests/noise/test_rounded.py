@@ -162,3 +162,33 @@ def test_rejects_low_precision():
     law = RoundedShiftedGaussianLaw(1.0, _FixedShift(0))
     with pytest.raises(InvalidParameterError):
         law.survival_bounds(0, 1, 32)
+
+
+def test_rounded_sigma_max_fits_the_inversion_table_and_calibration_falls_back_above_it():
+    """calibrate's ROUNDED_SIGMA_MAX (accounting cannot import noise) must stay within the sampler's range:
+    at that sigma, with the widest shared term, the law's window still fits an inversion table; above it,
+    calibration uses Algorithm 4 and says why."""
+    from sparsedp.accounting import calibrate
+    from sparsedp.accounting.calibrate import ROUNDED_SIGMA_MAX
+    from sparsedp.noise.inversion import inversion_fits
+    from sparsedp.noise.rounded import RoundedShiftedGaussianLaw, draw_shared_term
+
+    shift = draw_shared_term(ROUNDED_SIGMA_MAX, InsecureSeededRandom(3))
+    assert inversion_fits(RoundedShiftedGaussianLaw(ROUNDED_SIGMA_MAX, shift))
+    assert not inversion_fits(RoundedShiftedGaussianLaw(4 * ROUNDED_SIGMA_MAX, shift))
+    cal = calibrate("topk-csh", epsilon=0.05, delta=1e-6, top_k=51914)  # rounded sigma would be ~7900
+    assert cal.analysis.startswith("discrete-") and "Algorithm 4" in cal.params["fallback"]
+    assert calibrate("topk-csh", epsilon=1.0, delta=1e-6, top_k=1000).params.get("fallback") is None
+
+
+def test_release_report_says_when_rounded_csh_falls_back():
+    import polars as pl
+
+    import sparsedp as sd
+
+    df = pl.DataFrame({"u": list(range(30)), "q": ["a", "b", "c"] * 10})
+    res = sd.release(df, privacy_unit="u", by=["q"], epsilon=0.05, delta=1e-6, top_k=51914,
+                     rng=InsecureSeededRandom(5))
+    assert res.report.analysis.startswith("discrete-")
+    assert "beyond its exact sampler's table" in res.report.reason and "Algorithm 4" in str(res.report)
+    assert res.table.height == 0  # counts of 10 are far below a threshold in the tens of thousands

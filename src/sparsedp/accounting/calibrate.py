@@ -103,14 +103,26 @@ def _cal_gshm(eps, dlt, l0, analysis, mu_o2, discrete) -> Calibration:
         params={"l0": l0, "mu_o2": mu_o2, "discrete": False, "comparison": ">", "noise": "gaussian"})
 
 
+#: Largest σ of rounded CSH: its exact sampler (noise.rounded, by inversion) needs a table of ~21σ + 4 entries,
+#: at most noise.inversion's 2^17 (tests/noise/test_rounded.py checks the two agree). Above it, calibration falls
+#: back to Algorithm 4, whose discrete Gaussians have a rejection sampler for any σ.
+ROUNDED_SIGMA_MAX = 6000.0
+
+
 def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh_noise) -> Calibration:
     base = {"k": k, "discrete": discrete, "comparison": ">"}
     if mechanism == "topk-csh":
         base.update(top_k=k, debias=debias)
+    rounded = None
     if discrete and csh_noise == "rounded":
         # Secure default: rounded CSH (docs/proofs/rounded-csh.md), integers as post-processing of Alg. 2/3,
         # accounted by the continuous Thm 3.5 (tight) / Thm 3.3 (add; de-biasing variant) at τ = margin − ½.
-        sigma, m = _csh.csh_rounded_calibrate(eps, dlt, k, analysis, debias=debias)
+        rounded = _csh.csh_rounded_calibrate(eps, dlt, k, analysis, debias=debias)
+        if rounded[0] > ROUNDED_SIGMA_MAX:  # no exact sampler for it: Algorithm 4 below, and params say why
+            base["fallback"] = (f"rounded CSH needs sigma={rounded[0]:.6g} > {ROUNDED_SIGMA_MAX:g}, beyond its exact "
+                                "sampler's table; Algorithm 4 (zCDP) is used instead")
+    if rounded is not None and "fallback" not in base:
+        sigma, m = rounded
         return Calibration(
             mechanism=mechanism, analysis=f"rounded-{analysis}", epsilon=eps, delta=dlt, sigma=sigma,
             tau=float(m), noise_std=_csh.csh_rounded_noise_std(sigma, k),
