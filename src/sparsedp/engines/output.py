@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from typing import Any
 
@@ -67,7 +66,7 @@ def write_atomic(table: Any, path: str, fmt: str) -> None:
     import pyarrow.parquet as pq
 
     directory, name = os.path.split(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    fd, tmp = _create_temporary(directory, name)
     try:
         with os.fdopen(fd, "wb") as fh:
             if fmt == "parquet":
@@ -89,6 +88,30 @@ def write_atomic(table: Any, path: str, fmt: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _create_temporary(directory: str, name: str) -> tuple[int, str]:
+    """Create ``directory/.<name>.<random>.tmp`` exclusively; returns ``(fd, path)``.
+
+    Unlike ``tempfile.mkstemp``, the path is known *before* the file exists, so an interrupt (SIGTERM turned
+    into ``KeyboardInterrupt`` by the CLI) that lands between the file's creation and the return still finds
+    the path and removes the file: no interrupt can leave a temporary file behind except SIGKILL.
+    """
+    import secrets
+
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600), tmp
+        except FileExistsError:  # someone else's file of that name: never touch it, pick another name
+            continue
+        except BaseException:
+            try:  # the interrupt may have landed after os.open created the file
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    raise FileExistsError(f"could not create a temporary file next to {os.path.join(directory, name)!r}")
 
 
 def _umask() -> int:
