@@ -171,9 +171,8 @@ def test_rounded_sigma_max_fits_the_inversion_table_and_calibration_falls_back_a
     from sparsedp.accounting import calibrate
     from sparsedp.accounting.calibrate import ROUNDED_SIGMA_MAX
     from sparsedp.noise.inversion import inversion_fits
-    from sparsedp.noise.rounded import RoundedShiftedGaussianLaw, draw_shared_term
 
-    shift = draw_shared_term(ROUNDED_SIGMA_MAX, InsecureSeededRandom(3))
+    shift = SharedGaussianTerm.draw(ROUNDED_SIGMA_MAX, InsecureSeededRandom(3))
     assert inversion_fits(RoundedShiftedGaussianLaw(ROUNDED_SIGMA_MAX, shift))
     assert not inversion_fits(RoundedShiftedGaussianLaw(4 * ROUNDED_SIGMA_MAX, shift))
     cal = calibrate("topk-csh", epsilon=0.05, delta=1e-6, top_k=51914)  # rounded sigma would be ~7900

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Sequence
 
 from ..errors import InputDataError, SparsedpError
@@ -96,9 +96,6 @@ class RawCounts:
     #: set by engines that apply the ℓ0 choice themselves (:meth:`Engine.bounded_raw_counts`): ``key_counts``
     #: then holds the *bounded* counts of every input key and ``heavy_pairs`` is None
     pairs_dropped_l0: int | None = None
-    #: the bounding secret such an engine drew (handed on to :func:`~sparsedp.engines.bounding.bound`, which
-    #: does not use it for pre-bounded counts); never printed
-    secret: bytes | None = field(default=None, repr=False)
 
 
 class Engine(ABC):
@@ -150,9 +147,9 @@ class Engine(ABC):
         with engine_errors_as_input_errors(self.name):
             check_columns(self.columns(data), privacy_unit, by)
             raw = self.bounded_raw_counts(data, privacy_unit, by, l0, rng)
-        # The secret is drawn only after the data passed validation (drawn even if no unit is over l0).
-        secret = raw.secret if raw.pairs_dropped_l0 is not None else \
-            draw_bounding_secret(rng) if l0 is not None else None
+        # The secret is drawn only after the data passed validation (drawn even if no unit is over l0), by the
+        # engine itself when it applied the choice (pairs_dropped_l0 set), else here for bound().
+        secret = draw_bounding_secret(rng) if l0 is not None and raw.pairs_dropped_l0 is None else None
         hist, info = bound(raw.key_counts, raw.heavy_pairs, privacy_unit, by, l0, secret, pre_threshold,
                            pairs_dropped_l0=raw.pairs_dropped_l0)
         stats = BoundingStats(rows_in=raw.rows_in, units_in=raw.units_in, pairs_in=raw.pairs_in,

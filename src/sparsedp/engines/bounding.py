@@ -278,6 +278,15 @@ def choose_from_per_key(pk: Any, unit: str, by: list[str], l0: int | None, secre
                   units_over_l0=heavy_n if l0 is not None else 0, pairs=pairs)
 
 
+def _choose(pairs: Any, unit: str, by: list[str], l0: int, secret: bytes, with_pairs: bool = False) -> Choice:
+    """:func:`choose_from_per_key` on a Polars DataFrame or LazyFrame of (possibly repeated) pairs."""
+    import polars as pl
+
+    lf = pairs.lazy() if isinstance(pairs, pl.DataFrame) else pairs
+    pk = per_key_units(lf.select([unit] + by), unit, by).collect()
+    return choose_from_per_key(pk, unit, by, l0, secret, with_pairs=with_pairs)
+
+
 def select_pairs(pairs: Any, unit: str, by: list[str], l0: int, secret: bytes):
     """The kept distinct ``(unit, by…)`` pairs of the random ℓ0 choice (module docstring), as a Polars DataFrame
     with columns ``[unit, *by]`` in the input's dtypes (any row order).
@@ -288,10 +297,7 @@ def select_pairs(pairs: Any, unit: str, by: list[str], l0: int, secret: bytes):
     """
     import polars as pl
 
-    by = list(by)
-    lf = pairs.lazy() if isinstance(pairs, pl.DataFrame) else pairs
-    ch = choose_from_per_key(per_key_units(lf.select([unit] + by), unit, by).collect(), unit, by, l0, secret,
-                             with_pairs=True)
+    ch = _choose(pairs, unit, list(by), l0, secret, with_pairs=True)
     k = ch.pairs[KEY].to_numpy()
     return pl.concat([ch.pairs.select(unit), ch.keys[k]], how="horizontal")
 
@@ -301,9 +307,7 @@ def bounded_key_counts(pairs: Any, unit: str, by: list[str], l0: int, secret: by
     a Polars DataFrame ``[*by, COUNT]`` (Int64 counts >= 1; keys in the input's dtypes, canonical order)."""
     import polars as pl
 
-    by = list(by)
-    lf = pairs.lazy() if isinstance(pairs, pl.DataFrame) else pairs
-    ch = choose_from_per_key(per_key_units(lf.select([unit] + by), unit, by).collect(), unit, by, l0, secret)
+    ch = _choose(pairs, unit, list(by), l0, secret)
     counts = ch.units_per_key - ch.dropped_per_key
     return ch.keys.with_columns(pl.Series(COUNT, counts, dtype=pl.Int64)).filter(pl.col(COUNT) > 0)
 
@@ -344,8 +348,7 @@ def bound(key_counts: Any, heavy_pairs: Any, unit: str, by: list[str], l0: int |
     elif l0 is not None and heavy_pairs is not None and len(heavy_pairs):
         heavy = heavy_pairs if isinstance(heavy_pairs, pl.DataFrame) else pl.from_arrow(heavy_pairs)
         assert isinstance(heavy, pl.DataFrame)
-        pk = per_key_units(heavy.lazy().select([unit] + by), unit, by).collect()
-        ch = choose_from_per_key(pk, unit, by, l0, secret)
+        ch = _choose(heavy, unit, by, l0, secret)
         d = ch.keys.with_columns(pl.Series("__n", ch.dropped_per_key)).filter(pl.col("__n") > 0)
         j = kc.select(by).with_row_index("__k").join(d, on=by, how="inner")
         if j.height != d.height:  # e.g. NaN keys, which never compare equal

@@ -83,8 +83,7 @@ class PolarsEngine(Engine):
         ch = choose_from_per_key(out.pop(), privacy_unit, by, l0, secret)
         kc = ch.keys.with_columns(pl.Series(COUNT, ch.units_per_key - ch.dropped_per_key))
         return RawCounts(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in, units_over_l0=ch.units_over_l0,
-                         key_counts=kc, heavy_pairs=None, pairs_dropped_l0=int(ch.dropped_per_key.sum()),
-                         secret=secret)
+                         key_counts=kc, heavy_pairs=None, pairs_dropped_l0=int(ch.dropped_per_key.sum()))
 
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         import polars as pl

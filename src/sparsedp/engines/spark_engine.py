@@ -64,8 +64,8 @@ import numpy as np
 
 from ..errors import InputDataError, InvalidParameterError
 from .base import BoundingStats, Engine, check_columns, check_nulls_and_rows
+from .bounding import COUNT  # the same internal count column as the embedded engines
 
-COUNT = "__sparsedp_n"
 CHUNK = "__sparsedp_chunk"
 #: local property a test sets to make the first attempt of every bounding and noise task emit output and fail
 FAULT_PROPERTY = "sparsedp.test.failFirstAttempt"
@@ -143,19 +143,17 @@ class _BoundTask:
         import pyarrow as pa
         import polars as pl
 
-        from .bounding import select_pairs
+        from .bounding import bounded_key_counts
 
         batches = [b for b in batches if b.num_rows]
         if not batches:
             return
         table = pa.Table.from_batches(batches)
         types = {c: table.schema.field(c).type for c in self.by}
-        # select_pairs canonicalises dtypes itself (Int32 -> Int64, large strings -> String, time zones…)
+        # select_pairs' choice, counted per key without materialising the kept pairs; it canonicalises dtypes
+        # itself (Int32 -> Int64, large strings -> String, time zones…)
         pairs = pl.from_arrow(table.select([self.unit, *self.by]))
-        kept = select_pairs(pairs, self.unit, list(self.by), self.l0, self.secret)
-        if isinstance(kept, pl.LazyFrame):
-            kept = kept.collect()
-        counts = kept.group_by(list(self.by)).agg(pl.len().cast(pl.Int64).alias(COUNT)).to_arrow()
+        counts = bounded_key_counts(pairs, self.unit, list(self.by), self.l0, self.secret).to_arrow()
         out = pa.Table.from_arrays([counts.column(c).cast(types[c]) for c in self.by] + [counts.column(COUNT)],
                                    names=[*self.by, COUNT])
         yield from out.combine_chunks().to_batches()
@@ -384,17 +382,9 @@ def release_spark(data: Any, unit: str, by: list[str], calibration: Any, *, l0: 
             counts = hist.select(*by, (F.col(COUNT) - F.lit(t)).alias(COUNT))
             extra.update(threshold=1 + calibration.tau, k=top_k)
             if calibration.params.get("debias", False):
-                from .. import noise
+                from ..mechanisms.topk import debias_noise
 
-                if plan.rounded:  # round(N(0, σ²/√k)), exact (mechanisms.topk.debias_noise)
-                    from ..mechanisms.topk import debias_noise
-
-                    t_tilde = int(t + debias_noise(plan, rng))
-                elif plan.discrete:
-                    t_tilde = t + int(noise.sample_discrete_gaussian(plan.shared_scale, 1, rng=rng)[0]) / 2.0
-                else:
-                    t_tilde = t + float(noise.sample_gaussian(plan.shared_sigma, 1, rng=rng,
-                                                              insecure_float=True)[0])
+                t_tilde = t + debias_noise(plan, rng)  # the in-memory top-k CSH's t̃ law, one definition
                 offset = t_tilde
                 extra["t_tilde"] = t_tilde
             else:

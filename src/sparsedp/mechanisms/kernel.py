@@ -191,15 +191,9 @@ def draw_shared_noise(calibration: Any, rng=None, *, insecure_float: bool = Fals
     if plan.rounded:
         from ..noise.rounded import SharedGaussianTerm
 
-        return SharedGaussianTerm.draw(plan.shared_sigma, rng if rng is not None else _default_rng())
+        return SharedGaussianTerm.draw(plan.shared_sigma, rng)
     z = _sample_shared(plan, 1, rng)[0]
     return int(z) if plan.discrete else float(z)
-
-
-def _default_rng():
-    from ..noise import default_source
-
-    return default_source()
 
 
 def _sample_shared(plan: NoisePlan, size: int, rng) -> np.ndarray:

@@ -31,13 +31,21 @@ from .kernel import draw_shared_noise, noise_and_filter, noise_plan
 __all__ = ["truncate_top_k", "topk_csh", "debias_noise"]
 
 
-def debias_noise(plan, rng) -> int:
-    """The noise of t̃ for rounded top-k CSH: ``round(W)``, ``W ~ N(0, σ²/√k)``, sampled exactly by inversion
-    (:class:`~sparsedp.noise.rounded.RoundedShiftedGaussianLaw` with shift 0)."""
-    from ..noise.inversion import sample_by_inversion
-    from ..noise.rounded import RoundedShiftedGaussianLaw
+def debias_noise(plan, rng):
+    """The noise of t̃ = t + noise (variance σ²/√k) for the plan's noise: rounded (secure default):
+    ``round(W)``, ``W ~ N(0, σ²/√k)``, an int sampled exactly by inversion
+    (:class:`~sparsedp.noise.rounded.RoundedShiftedGaussianLaw` with shift 0); Algorithm 4: ``Z_t/2`` with
+    ``Z_t ~ N_Z(0, 4σ²/√k)``; float (``insecure_float``): ``N(0, σ²/√k)``. Used by every engine."""
+    from .. import noise
 
-    return int(sample_by_inversion(RoundedShiftedGaussianLaw(plan.shared_sigma), 1, rng)[0])
+    if plan.rounded:
+        from ..noise.inversion import sample_by_inversion
+        from ..noise.rounded import RoundedShiftedGaussianLaw
+
+        return int(sample_by_inversion(RoundedShiftedGaussianLaw(plan.shared_sigma), 1, rng)[0])
+    if plan.discrete:
+        return int(noise.sample_discrete_gaussian(plan.shared_scale, 1, rng=rng)[0]) / 2.0
+    return float(noise.sample_gaussian(plan.shared_sigma, 1, rng=rng, insecure_float=True)[0])
 
 
 def truncate_top_k(counts: np.ndarray, k: int) -> tuple[int, np.ndarray]:
@@ -80,14 +88,7 @@ def topk_csh(hist: SparseHistogram, calibration: Calibration, *, rng=None, insec
     pos, noisy = noise_and_filter(trunc, plan, 1, rng, shared_noise, insecure_float=insecure_float)
     extra = {"mechanism": "topk-csh", "pre_threshold": 1, "threshold": 1 + calibration.tau, "k": k}
     if cal_debias:
-        from .. import noise
-
-        if plan.rounded:
-            t_tilde = t + debias_noise(plan, rng)
-        elif plan.discrete:
-            t_tilde = t + int(noise.sample_discrete_gaussian(plan.shared_scale, 1, rng=rng)[0]) / 2.0
-        else:
-            t_tilde = t + float(noise.sample_gaussian(plan.shared_sigma, 1, rng=rng, insecure_float=True)[0])
+        t_tilde = t + debias_noise(plan, rng)
         noisy = noisy + t_tilde
         extra["t_tilde"] = t_tilde
     else:

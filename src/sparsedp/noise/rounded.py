@@ -46,7 +46,7 @@ from mpmath import mpf
 
 from ..errors import InvalidParameterError
 
-__all__ = ["SharedGaussianTerm", "RoundedShiftedGaussianLaw", "phi_bar_bounds", "draw_shared_term"]
+__all__ = ["SharedGaussianTerm", "RoundedShiftedGaussianLaw", "phi_bar_bounds"]
 
 #: |z| beyond which Φ̄(z) < 2^-70 (Φ̄(10) = 7.6e-24 < 2^-70 = 8.5e-22): the window of the law
 _WINDOW_Z = 10.0
@@ -148,9 +148,11 @@ class SharedGaussianTerm:
         self._bounds: tuple[mpf, mpf] = (mpf("-inf"), mpf("inf"))
 
     @classmethod
-    def draw(cls, sigma_c: float, rng) -> "SharedGaussianTerm":
-        """A fresh term whose secret comes from ``rng`` (the secure source in production)."""
-        return cls(sigma_c, bytes(rng.random_bytes(32)))
+    def draw(cls, sigma_c: float, rng=None) -> "SharedGaussianTerm":
+        """A fresh term whose secret comes from ``rng`` (``None``: the secure default source)."""
+        from .discrete import checked_source
+
+        return cls(sigma_c, bytes(checked_source(rng).random_bytes(32)))
 
     def __getstate__(self):
         return {"sigma_c": self.sigma_c, "secret": self._secret}
@@ -328,8 +330,3 @@ def _dyadic(p: int, n: int) -> mpf:
     """The exact number p/2^n as an mpf."""
     with mpmath.workprec(max(p.bit_length(), 1) + 8):
         return mpmath.ldexp(mpf(p), -n)
-
-
-def draw_shared_term(sigma_c: float, rng) -> SharedGaussianTerm:
-    """The shared term of one rounded-CSH release (secret drawn from ``rng``)."""
-    return SharedGaussianTerm.draw(sigma_c, rng)
