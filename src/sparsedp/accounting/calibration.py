@@ -8,8 +8,34 @@ release comparison ``>`` or ``>=``, l0/k/top_k, …) live in ``params``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from types import MappingProxyType
 from typing import Any, Mapping
+
+
+class Comparison(str, Enum):
+    """The release test of a thresholded mechanism: ``noisy count >= threshold`` or ``> threshold``.
+
+    Every accountant states which one its release probability is computed for (e.g. the discrete GSHM
+    accountant takes ``P[Z >= margin]``), and the kernel applies exactly that one.
+    """
+
+    GE = ">="
+    GT = ">"
+
+
+class Neighbours(str, Enum):
+    """The neighbouring relation a guarantee is stated for.
+
+    ``ADD_REMOVE``: adding or removing one privacy unit with all of its rows (the default of every mechanism).
+    ``REPLACE_ONE``: replacing one unit's data with another's, the number of units being public (the bounded
+    DP of the Balcer–Vadhan pure mechanisms without ``max_units``). An add/remove (ε, δ) guarantee implies a
+    replace-one (2ε, (1 + e^ε)δ) guarantee (group privacy over the removal and the addition); the converse
+    does not hold, so a ledger never adds replace-one charges to add/remove ones as if they were the same.
+    """
+
+    ADD_REMOVE = "add/remove one privacy unit"
+    REPLACE_ONE = "replace one privacy unit (the number of units is public)"
 
 
 @dataclass(frozen=True)
