@@ -1,7 +1,13 @@
-"""sparsedp: differentially private counts over huge or unbounded key domains.
+"""sparsedp: differentially private statistics over huge or unbounded key domains.
 
-The top-level import stays light: subpackages (and heavy engines such as Polars or Spark)
-load on first use.
+>>> import sparsedp as sd
+>>> res = sd.release(df, privacy_unit="user_id", by="url", epsilon=1.0, delta=1e-6,
+...                  max_groups_per_unit=10)                                     # doctest: +SKIP
+
+The public API (``dir(sparsedp)`` lists it): :func:`release`, :func:`plan`, :class:`Result` / :class:`Report` /
+:class:`Curator`, the mechanisms (:class:`GSHM`, :class:`Laplace`, :class:`TopKCSH`, :class:`PureSparse`,
+:class:`Compact`, :class:`Basic`, :class:`Stability`, :class:`MisraGries`), the aggregates (:class:`Count`) and
+:class:`Ledger`. The top-level import stays light: everything loads on first use.
 """
 
 from __future__ import annotations
@@ -11,16 +17,34 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"accounting", "noise", "mechanisms", "sketches", "engines", "errors", "reproduce"}
-_API = {"release", "plan", "Result"}
+_SUBMODULES = {"accounting", "noise", "mechanisms", "sketches", "engines", "errors", "reproduce", "pipeline",
+               "report", "aggregates", "ledger"}
+#: public name -> module that defines it
+_API = {
+    "release": "sparsedp.pipeline", "plan": "sparsedp.pipeline", "Plan": "sparsedp.pipeline",
+    "Result": "sparsedp.report", "Report": "sparsedp.report", "Curator": "sparsedp.report",
+    "Count": "sparsedp.aggregates",
+    "GSHM": "sparsedp.mechanisms.thresholded", "Laplace": "sparsedp.mechanisms.thresholded",
+    "TopKCSH": "sparsedp.mechanisms.thresholded", "Auto": "sparsedp.mechanisms.auto",
+    "PureSparse": "sparsedp.mechanisms.pure.registered", "Compact": "sparsedp.mechanisms.pure.registered",
+    "Basic": "sparsedp.mechanisms.pure.registered", "Stability": "sparsedp.mechanisms.pure.registered",
+    "MisraGries": "sparsedp.mechanisms.misra_gries",
+    "Ledger": "sparsedp.ledger", "Neighbours": "sparsedp.accounting.calibration",
+}
 
 
 def __getattr__(name: str) -> Any:
+    if name in _API:
+        value = getattr(importlib.import_module(_API[name]), name)
+        globals()[name] = value
+        return value
     if name in _SUBMODULES:
         return importlib.import_module(f"sparsedp.{name}")
-    if name in _API:
-        return getattr(importlib.import_module("sparsedp.api"), name)
     raise AttributeError(f"module 'sparsedp' has no attribute {name!r}")
 
 
-__all__ = sorted(_SUBMODULES | _API | {"__version__"})
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API) | _SUBMODULES)
+
+
+__all__ = sorted(set(_API) | {"__version__"})

@@ -44,29 +44,31 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def print_result(res, console, head: int = 10) -> None:
-    """Table head (rich), then the report and where the output went."""
+    """Table head (rich), the public report, then the curator-only figures."""
     from rich.table import Table
     from rich.text import Text
 
-    from ..engines.output import release_table
-
     import polars as pl
 
-    frame = pl.from_arrow(release_table(res.release))
-    table = Table(title=f"{frame.height} released keys, largest first", caption=(
-        f"first {head} shown" if frame.height > head else None))
-    for c in frame.columns:
-        table.add_column(c, justify="right" if frame[c].dtype.is_numeric() else "left")
-    for row in frame.head(head).iter_rows():
-        table.add_row(*(Text("" if x is None else str(x)) for x in row))
-    console.print(table)
+    frame = res.table if isinstance(res.table, pl.DataFrame) else pl.from_arrow(res.table) if hasattr(
+        res.table, "schema") and hasattr(res.table, "num_rows") else pl.from_pandas(res.table) if hasattr(
+        res.table, "iloc") else None
+    if frame is not None:
+        table = Table(title=f"{frame.height} released keys, largest first", caption=(
+            f"first {head} shown" if frame.height > head else None))
+        for c in frame.columns:
+            table.add_column(c, justify="right" if frame[c].dtype.is_numeric() else "left")
+        for row in frame.head(head).iter_rows():
+            table.add_row(*(Text("" if x is None else str(x)) for x in row))
+        console.print(table)
     console.print(str(res.report), markup=False, highlight=False, soft_wrap=True)
+    console.print(str(res.curator), markup=False, highlight=False, soft_wrap=True)
 
 
 def run_release(data, *, console, err_console, head: int = 10, **kwargs):
     """Call :func:`sparsedp.release` with progress display and clean error reporting (exit code 2)."""
-    from ..api import release
     from ..errors import SparsedpError
+    from ..pipeline import release
 
     try:
         with sigterm_as_interrupt():
@@ -78,40 +80,82 @@ def run_release(data, *, console, err_console, head: int = 10, **kwargs):
         err_console.print("interrupted: nothing was written", style="bold red")
         raise typer.Exit(code=130) from None
     print_result(res, console, head)
-    if res.report.output:
-        console.print(f"output written to {res.report.output}", markup=False, highlight=False, soft_wrap=True)
+    if res.curator.output:
+        console.print(f"output written to {res.curator.output}", markup=False, highlight=False, soft_wrap=True)
     return res
+
+
+#: CLI flag of each mechanism option (the registry's typed fields); a flag the chosen mechanism does not have is
+#: refused in flag terms
+OPTION_FLAGS = {"pre_threshold": "--pre-threshold", "debias": "--shifted", "sketch_size": "--sketch-size",
+                "max_units": "--max-units", "domain_size": "--domain-size", "max_key_bytes": "--max-key-bytes",
+                "query_keys": "--query-keys", "k": "--top-k"}
+
+
+def build_mechanism(name: str, options: dict):
+    """The mechanism object for ``--mechanism NAME`` and the mechanism flags the user set (``options``: option
+    name -> value). Raises :class:`~sparsedp.errors.InvalidParameterError` in CLI terms."""
+    from ..errors import InvalidParameterError
+    from ..mechanisms import registry
+
+    if name == "auto" and set(options) <= {"k", "debias"} and "k" in options:
+        name = "topk-csh"
+    if name == "auto" and not options:
+        return "auto"
+    if name == "auto":
+        bad = ", ".join(OPTION_FLAGS.get(o, o) for o in options)
+        raise InvalidParameterError(f"{bad} needs --mechanism (auto chooses among mechanisms without options)")
+    cls = registry.get(name)
+    known = registry.option_names(cls)
+    bad = [o for o in options if o not in known]
+    if bad:
+        flags = ", ".join(OPTION_FLAGS.get(o, o) for o in bad)
+        own = ", ".join(OPTION_FLAGS.get(o, o) for o in known if o in OPTION_FLAGS) or "none"
+        raise InvalidParameterError(f"{flags} is not an option of --mechanism {name} (its options: {own})")
+    if name == "topk-csh" and "k" not in options:
+        raise InvalidParameterError("--mechanism topk-csh needs --top-k K (the number of keys to keep)")
+    missing = [f for f in registry.required_options(cls) if f not in options]
+    if missing:
+        raise InvalidParameterError(f"--mechanism {name} needs {', '.join(OPTION_FLAGS[f] for f in missing)}")
+    return registry.create(name, **options)
 
 
 @app.command()
 def release(
     input: str = typer.Argument(..., help="Parquet/CSV file (or glob), or SQL text run by DuckDB "
                                           "(e.g. \"SELECT user_id, url FROM 'shares.parquet'\")."),
-    unit: str = typer.Option(..., "--unit", help="Privacy unit column (whom the guarantee protects)."),
+    unit: str = typer.Option(..., "--unit", "--privacy-unit", help="Privacy unit column (whom the guarantee "
+                                                                   "protects)."),
     by: str = typer.Option(..., "--by", help="Key column(s), comma-separated."),
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy parameter epsilon (> 0)."),
     delta: Optional[float] = typer.Option(None, "--delta", help="Privacy parameter delta (0 < delta < 1; "
-                                                                 "0 or omitted for the pure mechanisms)."),
-    max_groups: Optional[int] = typer.Option(None, "--max-groups", "--l0",
+                                                                 "0 for the pure mechanisms)."),
+    max_groups: Optional[int] = typer.Option(None, "--max-groups", "--max-groups-per-unit",
                                              help="Keep at most this many keys per unit (GSHM, Laplace)."),
-    top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys (top-k CSH)."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys (top-k CSH; de-biased "
+                                                              "counts)."),
+    shifted: bool = typer.Option(False, "--shifted", help="Top-k: release count minus the (k+1)-th count "
+                                                          "(column count_minus_cutoff) instead of counts."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the table to this .parquet/.csv file "
-                                                           "(atomically)."),
+                                                           "(atomically, with the guarantee as metadata)."),
     engine: Optional[str] = typer.Option(None, "--engine", help="polars (default), duckdb (default for SQL), "
                                                                  "pandas, arrow or spark (a local Spark session "
                                                                  "unless a cluster is configured)."),
     mechanism: str = typer.Option("auto", "--mechanism", help="auto, gshm, laplace, topk-csh; pure DP "
                                   "(one key per unit): pure-sparse, compact, basic, stability; misra-gries."),
+    count_column: str = typer.Option("count", "--count-column", help="Name of the noisy count column."),
     sketch_size: Optional[int] = typer.Option(None, "--sketch-size", help="misra-gries: number of counters k."),
     max_units: Optional[int] = typer.Option(None, "--max-units", help="Pure mechanisms: public bound on the "
                                             "number of units (add/remove-one neighbours; else n is public)."),
     domain_size: Optional[int] = typer.Option(None, "--domain-size", help="basic: integer keys in "
                                               "[0, domain-size)."),
-    max_key_bytes: int = typer.Option(64, "--max-key-bytes", help="Pure mechanisms: keys are strings of at "
-                                      "most this many UTF-8 bytes (public domain bound)."),
+    max_key_bytes: Optional[int] = typer.Option(None, "--max-key-bytes", help="Pure mechanisms: keys are strings "
+                                                "of at most this many UTF-8 bytes (public domain bound; default "
+                                                "64)."),
     query_keys: Optional[str] = typer.Option(None, "--query-keys", help="compact: comma-separated public keys "
                                              "whose noisy counts to print."),
-    pre_threshold: int = typer.Option(1, "--pre-threshold", help="Never release keys with fewer units."),
+    pre_threshold: Optional[int] = typer.Option(None, "--pre-threshold", help="GSHM/Laplace: never release keys "
+                                                "with fewer units."),
     head: int = typer.Option(10, "--head", help="Rows of the table to print."),
     ledger: Optional[str] = typer.Option(None, "--ledger", help="Charge the release against a budget in "
                                                                  "this ledger file (see `sparsedp ledger`)."),
@@ -121,9 +165,25 @@ def release(
     """Release noisy distinct-unit counts per key, with contribution bounding and a printed report."""
     from rich.console import Console
 
-    run_release(input, console=Console(), err_console=Console(stderr=True), head=head, privacy_unit=unit,
+    from ..aggregates import Count
+    from ..errors import SparsedpError
+
+    err = Console(stderr=True)
+    options = {k: x for k, x in (("pre_threshold", pre_threshold), ("sketch_size", sketch_size),
+                                 ("max_units", max_units), ("domain_size", domain_size),
+                                 ("max_key_bytes", max_key_bytes), ("k", top_k))
+               if x is not None}
+    if query_keys is not None:
+        options["query_keys"] = tuple(q for q in query_keys.split(",") if q)
+    if shifted:
+        options["debias"] = False
+    try:
+        mech = build_mechanism(mechanism, options)
+        aggregates = [Count(name=count_column)]
+    except SparsedpError as e:
+        err.print(f"error: {e}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(code=2) from None
+    run_release(input, console=Console(), err_console=err, head=head, privacy_unit=unit,
                 by=[c.strip() for c in by.split(",") if c.strip()], epsilon=epsilon, delta=delta,
-                max_groups_per_unit=max_groups, top_k=top_k, mechanism=mechanism, pre_threshold=pre_threshold,
-                engine=engine, out=out, ledger=ledger, dataset=dataset, sketch_size=sketch_size,
-                max_units=max_units, domain_size=domain_size, max_key_bytes=max_key_bytes,
-                query_keys=None if query_keys is None else [q for q in query_keys.split(",") if q])
+                max_groups_per_unit=max_groups, mechanism=mech, engine=engine, out=out, ledger=ledger,
+                dataset=dataset, aggregates=aggregates)

@@ -1,8 +1,9 @@
-"""Engines: turn user rows into a bounded :class:`~sparsedp.mechanisms.SparseHistogram` where the data live.
+"""Engines: where a release's data work happens (see :class:`~sparsedp.engines.base.Engine`).
 
-Every engine implements :class:`Engine` (``columns`` and ``raw_counts``); the shared
-:meth:`Engine.bounded_histogram` applies the secure random ℓ0 choice, so all engines bound identically
-(see :mod:`sparsedp.engines.bounding` for the method and why it is private, uniform and unpredictable).
+Every engine turns user rows into a bounded histogram where the data live and offers the primitives the
+mechanisms run on (k-th largest count, the per-key noise step by chunks with keyed per-release streams, collect);
+the embedded engines share one implementation of the primitives (:class:`~sparsedp.engines.base.EmbeddedEngine`)
+and the same random ℓ0 choice (:mod:`sparsedp.engines.bounding`), so all engines bound and noise identically.
 
 ============  ====================================================================================
 ``polars``    default: lazy scans, streaming de-duplication; Polars frames, files, anything
@@ -11,47 +12,88 @@ Every engine implements :class:`Engine` (``columns`` and ``raw_counts``); the sh
 ``arrow``     pyarrow Tables (Arrow compute kernels)
 ``spark``     Spark DataFrames (and files read by Spark): bounding, counting *and* noise in the executors
 ============  ====================================================================================
+
+Adding an engine: one module with a subclass of :class:`~sparsedp.engines.base.Engine` (or ``EmbeddedEngine``)
+and one :func:`register` line below.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..errors import InvalidParameterError
-from .base import BoundedHistogram, BoundingStats, Engine, RawCounts, check_columns
+from .base import BoundingStats, EmbeddedEngine, Engine, LocalHistogram, RawCounts, check_columns
 from .bounding import bound, draw_bounding_secret, select_pairs
-from .output import release_table, to_output_frame
 
-ENGINES = ("polars", "duckdb", "pandas", "arrow")  # embedded: bounded histogram on the driver
-#: engines that run the whole release where the data live (no driver-side histogram; see spark_engine)
+
+@dataclass(frozen=True)
+class EngineEntry:
+    """A registered engine: how to build it and which input kinds (:func:`sources.kind`) it reads."""
+
+    name: str
+    factory: Callable[[Any], Engine]
+    kinds: frozenset[str]
+
+
+_ENGINES: dict[str, EngineEntry] = {}
+
+
+def register(name: str, target: str, kinds: set[str]) -> None:
+    """Register engine ``name``: ``target`` = "module:Class" (imported on first use), the class taking the
+    optional DuckDB ``connection``; ``kinds`` = the input kinds it reads. Refuses duplicates."""
+    if name in _ENGINES:
+        raise ValueError(f"engine {name!r} is already registered")
+    mod, cls = target.split(":")
+
+    def factory(connection: Any) -> Engine:
+        klass = getattr(importlib.import_module(mod, __name__), cls)
+        return klass(connection) if name == "duckdb" else klass()
+
+    _ENGINES[name] = EngineEntry(name, factory, frozenset(kinds))
+
+
+_FRAMES = {"polars", "polars-lazy", "pandas", "arrow", "file"}
+register("polars", ".polars_engine:PolarsEngine", _FRAMES | {"duckdb"})
+register("duckdb", ".duckdb_engine:DuckDBEngine", _FRAMES | {"duckdb", "sql"})
+register("pandas", ".pandas_engine:PandasEngine", _FRAMES | {"duckdb"})
+register("arrow", ".arrow_engine:ArrowEngine", _FRAMES | {"duckdb"})
+register("spark", ".spark_engine:SparkEngine", {"spark", "file"})
+
+ENGINES = tuple(n for n in _ENGINES if n != "spark")  # embedded: bounded histogram in this process
 DISTRIBUTED_ENGINES = ("spark",)
 
 
+def names() -> tuple[str, ...]:
+    return tuple(_ENGINES)
+
+
+def default_engine(kind: str) -> str:
+    """The engine used when none is named: DuckDB for SQL and DuckDB relations, Spark for Spark frames,
+    Polars otherwise."""
+    return "duckdb" if kind in ("sql", "duckdb") else "spark" if kind == "spark" else "polars"
+
+
 def get_engine(name: str | None, data: Any = None, connection: Any = None) -> Engine:
-    """The engine called ``name``; ``None`` picks one for ``data`` (DuckDB for SQL and relations, else Polars)."""
+    """The engine called ``name``; ``None`` picks one for ``data`` (:func:`default_engine`). Refuses an engine
+    that cannot read ``data``, naming the ones that can."""
     from . import sources
 
+    kind = sources.kind(data) if data is not None else None
     if name is None:
-        k = sources.kind(data) if data is not None else None
-        name = "duckdb" if k in ("sql", "duckdb") else "spark" if k == "spark" else "polars"
-    if name not in ENGINES + DISTRIBUTED_ENGINES:
-        raise InvalidParameterError(f"engine must be one of {', '.join(map(repr, ENGINES + DISTRIBUTED_ENGINES))}; "
-                                    f"got {name!r}")
-    if name == "polars":
-        from .polars_engine import PolarsEngine
-        return PolarsEngine()
-    if name == "duckdb":
-        from .duckdb_engine import DuckDBEngine
-        return DuckDBEngine(connection)
-    if name == "pandas":
-        from .pandas_engine import PandasEngine
-        return PandasEngine()
-    if name == "spark":
-        from .spark_engine import SparkEngine
-        return SparkEngine()
-    from .arrow_engine import ArrowEngine
-    return ArrowEngine()
+        name = default_engine(kind) if kind is not None else "polars"
+    if name not in _ENGINES:
+        raise InvalidParameterError(f"engine must be one of {', '.join(map(repr, _ENGINES))}; got {name!r}")
+    entry = _ENGINES[name]
+    if kind is not None and kind not in entry.kinds:
+        able = [n for n, e in _ENGINES.items() if kind in e.kinds]
+        raise InvalidParameterError(f"the {name} engine cannot read {sources.display(data)}; use "
+                                    f"engine={able[0]!r}" + (f" (or {', '.join(map(repr, able[1:]))})" if
+                                                             len(able) > 1 else ""))
+    return entry.factory(connection)
 
 
-__all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundedHistogram", "BoundingStats", "Engine", "RawCounts", "bound", "check_columns",
-           "draw_bounding_secret", "get_engine", "release_table", "select_pairs", "to_output_frame"]
+__all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundingStats", "EmbeddedEngine", "Engine", "LocalHistogram",
+           "RawCounts", "bound", "check_columns", "default_engine", "draw_bounding_secret", "get_engine", "names",
+           "register", "select_pairs"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import InputDataError
 from . import sources
-from .base import Engine, RawCounts, check_nulls_and_rows
+from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows
 from .bounding import COUNT
 
 
@@ -48,7 +48,7 @@ def to_arrow(data: Any, columns: list[str] | None = None):
     raise InputDataError("SQL text needs the DuckDB engine (engine='duckdb' or engine=None)")
 
 
-class ArrowEngine(Engine):
+class ArrowEngine(EmbeddedEngine):
     """Bounded histograms computed with pyarrow compute."""
 
     name = "arrow"

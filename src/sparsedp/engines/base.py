@@ -24,6 +24,8 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Sequence
 
+import numpy as np
+
 from ..errors import InputDataError, SparsedpError
 from ..mechanisms.histogram import SparseHistogram
 
@@ -66,11 +68,28 @@ class BoundingStats:
 
 
 @dataclass(frozen=True)
-class BoundedHistogram:
-    """An engine's result: the bounded histogram (keys: a ``pyarrow.Table`` of the key columns) and its stats."""
+class LocalHistogram:
+    """A bounded histogram held in this process (the embedded engines' :meth:`Engine.histogram`).
 
-    histogram: SparseHistogram
+    ``keys``: ``pyarrow.Table`` of the key columns, one row per key with a bounded count >= the pre-threshold,
+    in canonical key order (:func:`~sparsedp.engines.bounding.canonical_order`); ``counts``: their bounded
+    distinct-unit counts (int64); ``stats``: what bounding did (curator only).
+    """
+
+    keys: Any
+    counts: Any
     stats: BoundingStats
+
+    def __len__(self) -> int:
+        return int(len(self.counts))
+
+
+@dataclass(frozen=True)
+class LocalRelease:
+    """Released keys (``pyarrow.Table``) and their noisy values, as an embedded engine returns them."""
+
+    keys: Any
+    values: Any
 
 
 @dataclass(frozen=True)
@@ -99,10 +118,18 @@ class RawCounts:
 
 
 class Engine(ABC):
-    """One way of computing a bounded histogram where the data live.
+    """Where a release's data work happens: the bounded histogram, and the primitives mechanisms run on.
 
-    Subclasses implement :meth:`raw_counts`; :meth:`bounded_histogram` (shared) validates, runs it and applies
-    the random ℓ0 choice, so every engine bounds identically.
+    The release pipeline (:mod:`sparsedp.pipeline`) and the mechanisms use only these methods, so a mechanism
+    written once runs on every engine:
+
+    * :meth:`histogram` — validate the input, enforce the contribution bound, count (curator stats included);
+    * :meth:`kth_largest` — the exact k-th largest bounded count (top-k's cut-off);
+    * :meth:`noise_keys` — the per-key noise step (:class:`~sparsedp.mechanisms.key_noise.KeyNoise`) applied
+      chunk by chunk with the per-release keyed streams (:mod:`sparsedp.engines.noise_chunks`);
+    * :meth:`collect` — the whole histogram as a :class:`~sparsedp.mechanisms.SparseHistogram` in this
+      process, for mechanisms that need it (pure DP, Misra–Gries);
+    * :meth:`to_arrow` — a released table as ``pyarrow.Table`` (released rows only).
     """
 
     #: engine name as accepted by ``sparsedp.release(engine=…)``
@@ -111,6 +138,49 @@ class Engine(ABC):
     @abstractmethod
     def columns(self, data: Any) -> list[str]:
         """Column names of ``data`` (no data read)."""
+
+    @abstractmethod
+    def histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int | None, rng: Any,
+                  pre_threshold: int = 1) -> Any:
+        """The bounded histogram of ``data`` (an engine-specific handle), checked and counted.
+
+        Every unit adds at most 1 to each key and, with ``l0``, touches at most ``l0`` keys (uniform keyed choice,
+        :mod:`sparsedp.engines.bounding`, secret drawn from ``rng`` only after the input passed validation).
+        Keys below ``pre_threshold`` are left out. Raises :class:`~sparsedp.errors.InputDataError` on bad input
+        (missing columns, nulls, NaN or nested key values, no rows) before anything is drawn.
+        """
+
+    @abstractmethod
+    def kth_largest(self, hist: Any, k: int) -> int:
+        """The k-th largest bounded count of ``hist`` (0 if it has fewer than k keys)."""
+
+    @abstractmethod
+    def noise_keys(self, hist: Any, task: Any) -> Any:
+        """Apply ``task`` (a :class:`~sparsedp.mechanisms.key_noise.KeyNoise`) to every chunk of keys."""
+
+    @abstractmethod
+    def collect(self, hist: Any) -> SparseHistogram:
+        """``hist`` as an in-process :class:`~sparsedp.mechanisms.SparseHistogram` (keys: ``pyarrow.Table``)."""
+
+    @abstractmethod
+    def to_arrow(self, released: Any, by: Sequence[str], value_column: str) -> Any:
+        """A release of :meth:`noise_keys` as a ``pyarrow.Table`` of the key columns and ``value_column``."""
+
+    def stats(self, hist: Any) -> BoundingStats:
+        """What bounding did (curator only)."""
+        return hist.stats
+
+    def release_resources(self, hist: Any) -> None:
+        """Free what :meth:`histogram` holds (Spark: the persisted histogram). Embedded engines: nothing."""
+
+
+class EmbeddedEngine(Engine):
+    """An engine whose bounded histogram is held in this process (Polars, DuckDB, pandas, Arrow).
+
+    Subclasses implement :meth:`columns` and :meth:`raw_counts` (or :meth:`bounded_raw_counts`); this class
+    applies the random ℓ0 choice (:func:`~sparsedp.engines.bounding.bound`), so every embedded engine bounds
+    identically, and implements the primitives on numpy arrays.
+    """
 
     @abstractmethod
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
@@ -127,19 +197,8 @@ class Engine(ABC):
         set)."""
         return self.raw_counts(data, privacy_unit, by, l0)
 
-    def bounded_histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int | None,
-                          rng: Any, pre_threshold: int = 1) -> BoundedHistogram:
-        """Bounded histogram of ``data`` grouped by ``by`` with contribution bounding per ``privacy_unit``.
-
-        Args:
-            data: input accepted by this engine.
-            privacy_unit: column identifying the privacy unit (one person, one account, …).
-            by: key columns.
-            l0: keep at most this many distinct keys per unit (uniform random choice); ``None``: no ℓ0 bound.
-            rng: a :mod:`sparsedp.noise` source for the random choice (secure default source in production).
-            pre_threshold: keys whose bounded count is below this are dropped (must be >= 1: a key with count
-                zero must never reach a mechanism).
-        """
+    def histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int | None, rng: Any,
+                  pre_threshold: int = 1) -> LocalHistogram:
         from .bounding import bound, draw_bounding_secret
 
         by = list(by)
@@ -152,10 +211,59 @@ class Engine(ABC):
         secret = draw_bounding_secret(rng) if l0 is not None and raw.pairs_dropped_l0 is None else None
         hist, info = bound(raw.key_counts, raw.heavy_pairs, privacy_unit, by, l0, secret, pre_threshold,
                            pairs_dropped_l0=raw.pairs_dropped_l0)
+        check_key_values(hist.keys, by)
         stats = BoundingStats(rows_in=raw.rows_in, units_in=raw.units_in, pairs_in=raw.pairs_in,
                               units_over_l0=raw.units_over_l0, pairs_dropped_l0=info["pairs_dropped_l0"],
                               keys_in=info["keys_in"], keys_bounded=info["keys_bounded"], keys_out=len(hist), l0=l0)
-        return BoundedHistogram(histogram=hist, stats=stats)
+        return LocalHistogram(keys=hist.keys, counts=hist.counts, stats=stats)
+
+    def kth_largest(self, hist: LocalHistogram, k: int) -> int:
+        c = hist.counts
+        if c.size < k:
+            return 0
+        return int(np.partition(c, c.size - k)[c.size - k])
+
+    def noise_keys(self, hist: LocalHistogram, task: Any) -> LocalRelease:
+        import pyarrow as pa
+
+        from .noise_chunks import chunk_ids, chunks
+
+        by = hist.keys.column_names
+        parts_pos, parts_val = [], []
+        for chunk, idx in chunks(chunk_ids(hist.keys, by)):
+            pos, values = task.apply(hist.counts[idx], chunk)
+            parts_pos.append(idx[pos])
+            parts_val.append(values)
+        dtype = np.float64 if task.float_output else np.int64
+        pos = np.concatenate(parts_pos) if parts_pos else np.empty(0, np.int64)
+        values = np.concatenate(parts_val) if parts_val else np.empty(0, dtype)
+        return LocalRelease(keys=hist.keys.take(pa.array(pos, type=pa.int64())), values=values.astype(dtype))
+
+    def collect(self, hist: LocalHistogram) -> SparseHistogram:
+        return SparseHistogram(keys=hist.keys, counts=hist.counts, distinct=True)
+
+    def to_arrow(self, released: LocalRelease, by: Sequence[str], value_column: str) -> Any:
+        import pyarrow as pa
+
+        return released.keys.append_column(value_column, pa.array(released.values))
+
+
+def check_key_values(keys: Any, by: Sequence[str]) -> None:
+    """The one rule for key values on every engine (checked on the bounded histogram's keys, before any
+    charge or noise): nested values (lists, structs, maps) are refused, and so is NaN in a float key column
+    (NaN never equals itself, so its "count" is ill-defined and engines disagree on it)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for c in by:
+        t = keys.schema.field(c).type
+        if pa.types.is_nested(t) or pa.types.is_null(t) or pa.types.is_dictionary(t) and pa.types.is_nested(
+                t.value_type):
+            raise InputDataError(f"key column {c!r} has type {t}; keys must be scalar values (strings, numbers, "
+                                 f"dates, booleans): flatten or cast it before releasing")
+        if pa.types.is_floating(t) and len(keys) and pc.any(pc.is_nan(keys.column(c))).as_py():
+            raise InputDataError(f"key column {c!r} contains NaN; replace NaN (e.g. by null and then drop, or by "
+                                 f"a sentinel value) before releasing")
 
 
 def check_unique_names(data: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputDataError
 from . import sources
-from .base import Engine, RawCounts, check_nulls_and_rows
+from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows
 from .bounding import COUNT
 
 
@@ -28,7 +28,7 @@ def to_arrow_table(rel):
     return f()
 
 
-class DuckDBEngine(Engine):
+class DuckDBEngine(EmbeddedEngine):
     """Bounded histograms computed by DuckDB."""
 
     name = "duckdb"

@@ -2,37 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from typing import Any
+from typing import Any, Mapping
 
-import numpy as np
-
-from . import sources
+#: Parquet key-value metadata key holding a release's guarantee (JSON)
+METADATA_KEY = "sparsedp.guarantee"
 
 #: output frame type for each input kind (files, SQL and DuckDB relations give Polars)
 OUTPUT_KIND = {"polars": "polars", "polars-lazy": "polars", "pandas": "pandas", "arrow": "arrow",
                "duckdb": "polars", "sql": "polars", "file": "polars"}
-
-
-def release_table(release: Any, count_column: str = "count"):
-    """Released keys plus an ``int64`` column of noisy counts, as a ``pyarrow.Table``, largest count first."""
-    import pyarrow as pa
-
-    keys = release.keys
-    if not isinstance(keys, pa.Table):
-        keys = pa.table(keys) if isinstance(keys, dict) else pa.Table.from_pylist(list(keys))
-    counts = np.asarray(release.counts)
-    # integer noise gives int64 counts; the discrete correlated mechanisms can release half-integers
-    counts = counts.astype(np.int64 if counts.dtype.kind in "iu" else np.float64, copy=False)
-    order = np.argsort(-counts, kind="stable")
-    return keys.take(pa.array(order)).append_column(count_column, pa.array(counts[order]))
-
-
-def to_output_frame(release: Any, like: Any, count_column: str = "count"):
-    """The release as a frame of the same kind as the input ``like`` (pandas → pandas, Polars → Polars,
-    Arrow → Arrow; files, SQL and DuckDB relations → Polars)."""
-    return convert(release_table(release, count_column), OUTPUT_KIND[sources.kind(like)])
 
 
 def convert(table: Any, kind: str):
@@ -53,7 +33,7 @@ def convert(table: Any, kind: str):
 _PAUSE_ENV = "SPARSEDP_TEST_PAUSE_BEFORE_RENAME"
 
 
-def write_atomic(table: Any, path: str, fmt: str) -> None:
+def write_atomic(table: Any, path: str, fmt: str, metadata: Mapping[str, Any] | None = None) -> None:
     """Write ``table`` (pyarrow) to ``path`` as "parquet" or "csv", atomically.
 
     The data go to a hidden temporary file in the same directory, which is flushed, fsynced and then
@@ -61,10 +41,20 @@ def write_atomic(table: Any, path: str, fmt: str) -> None:
     is interrupted, the temporary file is removed and ``path`` is untouched: a reader never sees a partial
     output. (A ``SIGKILL`` cannot be intercepted: it can leave the hidden ``.<name>.*.tmp`` file behind, but
     never a partial ``path``.)
+
+    ``metadata`` (the release's guarantee) travels with the file: as the Parquet key-value metadata entry
+    :data:`METADATA_KEY` (a JSON object), or for CSV as the JSON sidecar ``<path>.json`` (:func:`sidecar_path`),
+    written atomically *before* the CSV so that no CSV output exists without its guarantee.
     """
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
+    if metadata is not None:
+        text = json.dumps(dict(metadata), sort_keys=True, default=str)
+        if fmt == "parquet":
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), METADATA_KEY.encode(): text.encode()})
+        else:
+            _write_bytes_atomic((text + "\n").encode(), sidecar_path(path))
     directory, name = os.path.split(os.path.abspath(path))
     fd, tmp = _create_temporary(directory, name)
     try:
@@ -80,6 +70,40 @@ def write_atomic(table: Any, path: str, fmt: str) -> None:
         pause = os.environ.get(_PAUSE_ENV)
         if pause:
             time.sleep(float(pause))
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def sidecar_path(path: str) -> str:
+    """The JSON sidecar holding the guarantee of a CSV output."""
+    return os.fspath(path) + ".json"
+
+
+def read_guarantee(path: str) -> dict:
+    """The guarantee metadata of a released file (Parquet key-value metadata or the CSV's JSON sidecar)."""
+    import pyarrow.parquet as pq
+
+    if os.fspath(path).lower().endswith((".parquet", ".pq")):
+        meta = pq.read_schema(path).metadata or {}
+        return json.loads(meta[METADATA_KEY.encode()])
+    with open(sidecar_path(path)) as fh:
+        return json.load(fh)
+
+
+def _write_bytes_atomic(data: bytes, path: str) -> None:
+    directory, name = os.path.split(os.path.abspath(path))
+    fd, tmp = _create_temporary(directory, name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:

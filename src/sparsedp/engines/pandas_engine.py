@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import InputDataError
 from . import sources
-from .base import Engine, RawCounts, check_nulls_and_rows
+from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows
 from .bounding import COUNT
 
 
@@ -38,7 +38,7 @@ def to_pandas(data: Any, columns: list[str] | None = None):
     raise InputDataError("SQL text needs the DuckDB engine (engine='duckdb' or engine=None)")
 
 
-class PandasEngine(Engine):
+class PandasEngine(EmbeddedEngine):
     """Bounded histograms computed by pandas."""
 
     name = "pandas"

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import InputDataError
 from . import sources
-from .base import Engine, RawCounts, check_nulls_and_rows
+from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows
 from .bounding import COUNT, choose_from_per_key, draw_bounding_secret, per_key_units
 
 
@@ -43,7 +43,7 @@ def to_lazy(data: Any):
     raise InputDataError("SQL text needs the DuckDB engine (engine='duckdb' or engine=None)")
 
 
-class PolarsEngine(Engine):
+class PolarsEngine(EmbeddedEngine):
     """Bounded histograms with Polars: :meth:`bounded_raw_counts` applies the ℓ0 choice itself (fast path);
     :meth:`raw_counts` is the generic interface (choice left to :func:`~sparsedp.engines.bounding.bound`)."""
 

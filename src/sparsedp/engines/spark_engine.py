@@ -63,10 +63,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputDataError, InvalidParameterError
+from ..mechanisms.histogram import SparseHistogram
 from .base import BoundingStats, Engine, check_columns, check_nulls_and_rows
 from .bounding import COUNT  # the same internal count column as the embedded engines
 
-CHUNK = "__sparsedp_chunk"
+VALUE = "__sparsedp_v"  # released value column inside Spark (renamed on output)
 #: local property a test sets to make the first attempt of every bounding and noise task emit output and fail
 FAULT_PROPERTY = "sparsedp.test.failFirstAttempt"
 
@@ -191,60 +192,61 @@ def histogram_frame(src, unit: str, by: list[str], l0: int | None, secret: bytes
     return partial.groupBy(*by).agg(F.sum(COUNT).cast("long").alias(COUNT))
 
 
-def top_k_cutoff(hist, k: int) -> int:
-    """Exact (k+1)-th largest count of ``hist`` (0 if it has at most k keys); only k+1 counts reach the driver."""
-    from pyspark.sql import functions as F
-
-    top = [r[0] for r in hist.select(COUNT).orderBy(F.col(COUNT).desc()).limit(k + 1).collect()]
-    return int(top[k]) if len(top) == k + 1 else 0
-
-
 # ---------------------------------------------------------------------------------------------- noise
 
 
 @dataclass(frozen=True)
-class _NoiseTask:
-    """Everything a noise task needs (pickled into the closure; holds the secret noise key)."""
+class _ChunkTask:
+    """Adds each key's noise chunk (:func:`sparsedp.engines.noise_chunks.chunk_expr`, computed with Polars
+    exactly as on the embedded engines)."""
 
-    plan: Any
-    pre: int
     by: tuple
-    count_column: str
-    secret: bytes = field(repr=False)
-    shared: Any
-    offset: float | None
-    insecure_float: bool
-    float_out: bool
 
     def __call__(self, batches):
+        import polars as pl
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        from ..mechanisms.kernel import noise_and_filter
-        from ..noise.source import SecretKeyedStream
+        from .noise_chunks import CHUNK, chunk_expr
+
+        for b in batches:
+            if not b.num_rows:
+                continue
+            frame = pl.from_arrow(pa.Table.from_batches([b]))
+            assert isinstance(frame, pl.DataFrame)
+            ids = frame.select(chunk_expr(frame.schema, self.by).cast(pl.Int32))[CHUNK]
+            yield from pa.Table.from_batches([b]).append_column(CHUNK, ids.to_arrow()).to_batches()
+
+
+@dataclass(frozen=True)
+class _NoiseTask:
+    """The per-key step on one Spark partition: the partition's chunks, each in canonical key order, go through
+    :meth:`sparsedp.mechanisms.key_noise.KeyNoise.apply` (the same code as the embedded engines)."""
+
+    task: Any  # KeyNoise (holds the secret noise key; its repr hides it)
+    by: tuple
+
+    def __call__(self, batches):
+        import polars as pl
+        import pyarrow as pa
+
+        from .bounding import canonical_order
+        from .noise_chunks import CHUNK
 
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         if not tables:
             return
-        t = pa.concat_tables(tables)
-        order = pc.sort_indices(t, sort_keys=[(CHUNK, "ascending")] + [(c, "ascending") for c in self.by])
-        t = t.take(order)
-        chunk = t.column(CHUNK).to_numpy()
-        counts = t.column(COUNT).to_numpy().astype(np.int64)
+        frame = pl.from_arrow(pa.concat_tables(tables))
+        assert isinstance(frame, pl.DataFrame)
+        frame = frame.sort([pl.col(CHUNK)] + canonical_order(frame.schema, list(self.by)))
+        chunk = frame[CHUNK].to_numpy()
+        counts = frame[COUNT].to_numpy().astype(np.int64)
+        keys = frame.select(list(self.by)).to_arrow()
         starts = np.flatnonzero(np.r_[True, chunk[1:] != chunk[:-1]])
         ends = np.r_[starts[1:], chunk.size]
         fault = _first_attempt_fault()
         for s, e in zip(starts.tolist(), ends.tolist()):
-            label = b"noise chunk " + int(chunk[s]).to_bytes(8, "little", signed=True)
-            rng = SecretKeyedStream(self.secret, label)
-            pos, noisy = noise_and_filter(counts[s:e], self.plan, self.pre, rng, self.shared,
-                                          insecure_float=self.insecure_float)
-            if self.offset is not None:
-                noisy = noisy + self.offset
-            noisy = np.asarray(noisy, dtype=np.float64 if self.float_out else np.int64)
-            keys = t.select(list(self.by)).slice(s, e - s).take(pa.array(pos))
-            out = pa.Table.from_arrays(list(keys.columns) + [pa.array(noisy)],
-                                       names=list(self.by) + [self.count_column])
+            pos, values = self.task.apply(counts[s:e], int(chunk[s]))
+            out = keys.slice(s, e - s).take(pa.array(pos, type=pa.int64())).append_column(VALUE, pa.array(values))
             yield from out.combine_chunks().to_batches()
             if fault:
                 raise RuntimeError("sparsedp test fault: first attempt of a noise task fails after output")
@@ -257,55 +259,115 @@ def _first_attempt_fault() -> bool:
     return bool(ctx is not None and ctx.getLocalProperty(FAULT_PROPERTY) == "1" and ctx.attemptNumber() == 0)
 
 
-def noise_frame(hist, by: list[str], calibration: Any, pre: int, noise_key: bytes, *, shared=None,
-                chunks: int, count_column: str = "count", offset: float | None = None,
-                insecure_float: bool = False):
-    """Noise and threshold the histogram frame ``(by…, COUNT)`` in the executors (module docstring, step 3).
-
-    Returns a lazy frame ``(by…, count_column)`` of the released keys. Its rows and values are a
-    deterministic function of ``(noise_key, hist's rows)``: recomputation never draws fresh noise.
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    from ..mechanisms.kernel import noise_plan
-
-    plan = noise_plan(calibration)
-    # integer output for GSHM / Laplace and rounded CSH (also de-biased: its t̃ is an integer); ½-lattice / floats else
-    float_out = (not plan.discrete or (plan.family == "correlated" and not plan.rounded)
-                 or (offset is not None and not plan.rounded))
-    fields = [hist.schema[c] for c in by]
-    schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields] +
-                          [T.StructField(count_column, T.DoubleType() if float_out else T.LongType(), False)])
-    task = _NoiseTask(plan=plan, pre=int(pre), by=tuple(by), count_column=count_column, secret=noise_key,
-                      shared=shared, offset=offset, insecure_float=insecure_float, float_out=float_out)
-    chunked = (hist.where(F.col(COUNT) >= pre)
-               .withColumn(CHUNK, F.pmod(F.xxhash64(*by), F.lit(chunks)))
-               .repartition(chunks, CHUNK))
-    return chunked.mapInArrow(task, schema)
-
-
 # ---------------------------------------------------------------------------------------------- engine
 
 
-class SparkEngine(Engine):
-    """Bounded histograms and releases on Spark (everything in the executors; see the module docstring).
+@dataclass(frozen=True)
+class SparkHistogram:
+    """The bounded histogram as a persisted Spark frame ``(by…, COUNT)`` (keys with count >= the pre-threshold)."""
 
-    :meth:`raw_counts` (the embedded engines' driver-side bounding interface) is not supported: it would
-    collect every heavy unit's pairs to the driver. Use :func:`release_spark` / ``sparsedp.release``.
-    """
+    frame: Any
+    by: tuple
+    stats: "SparkBoundingStats"
+
+    def __len__(self) -> int:
+        return int(self.stats.keys_out)
+
+
+class SparkEngine(Engine):
+    """The whole release in the executors (module docstring): only k+1 counts (top-k), the released rows and the
+    report's numbers reach the driver, unless a mechanism asks for the whole histogram (:meth:`collect`:
+    the pure-DP and Misra–Gries mechanisms, whose algorithms need it in one place)."""
 
     name = "spark"
 
     def columns(self, data: Any) -> list[str]:
         return list(as_spark_frame(data).columns)
 
-    def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None):
-        raise InvalidParameterError("the spark engine bounds contributions in the executors; call "
-                                    "sparsedp.release(spark_df, …) (nothing is collected to the driver)")
+    def histogram(self, data, privacy_unit, by, l0, rng, pre_threshold=1) -> SparkHistogram:
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
 
-    def bounded_histogram(self, data, privacy_unit, by, l0, rng, pre_threshold=1):  # noqa: D102
-        return self.raw_counts(data, privacy_unit, list(by), l0)
+        from .bounding import draw_bounding_secret
+
+        by = list(by)
+        frame = as_spark_frame(data)
+        check_columns(frame.columns, privacy_unit, by)
+        src = frame.select(privacy_unit, *by)
+        nested = [c for c in by if type(src.schema[c].dataType).__name__ in ("ArrayType", "MapType", "StructType")]
+        if nested:
+            raise InputDataError(f"key column {nested[0]!r} has type {src.schema[nested[0]].dataType.simpleString()}; "
+                                 f"keys must be scalar values (strings, numbers, dates, booleans)")
+        rows_in = check_input(src, privacy_unit, by)
+        floats = [c for c in [privacy_unit] + by
+                  if type(src.schema[c].dataType).__name__ in ("FloatType", "DoubleType")]
+        if floats:  # NaN is not a value one can count units for (and would not match itself); refuse it
+            any_nan = F.isnan(F.col(floats[0]))
+            for c in floats[1:]:
+                any_nan = any_nan | F.isnan(F.col(c))
+            if src.where(any_nan).limit(1).count():
+                raise InputDataError(f"NaN in {', '.join(map(repr, floats))}; replace NaN before releasing")
+        secret = draw_bounding_secret(rng) if l0 is not None else None
+        hist = histogram_frame(src, privacy_unit, by, l0, secret)
+        hist = hist.persist(StorageLevel.MEMORY_AND_DISK)
+        s = hist.agg(F.count(F.lit(1)).alias("b"),
+                     F.sum((F.col(COUNT) >= pre_threshold).cast("long")).alias("o")).first()
+        if pre_threshold > 1:
+            hist = hist.where(F.col(COUNT) >= pre_threshold)
+        stats = SparkBoundingStats(rows_in=rows_in, units_in=None, pairs_in=None, units_over_l0=None,
+                                   pairs_dropped_l0=None, keys_in=None, keys_bounded=int(s["b"]),
+                                   keys_out=int(s["o"] or 0), l0=l0)
+        return SparkHistogram(frame=hist, by=tuple(by), stats=stats)
+
+    def kth_largest(self, hist: SparkHistogram, k: int) -> int:
+        from pyspark.sql import functions as F
+
+        top = [r[0] for r in hist.frame.select(COUNT).orderBy(F.col(COUNT).desc()).limit(k).collect()]
+        return int(top[k - 1]) if len(top) == k else 0
+
+    def noise_keys(self, hist: SparkHistogram, task: Any):
+        from pyspark.sql import types as T
+
+        from .noise_chunks import CHUNK
+
+        by = list(hist.by)
+        src = hist.frame
+        fields = [src.schema[c] for c in by]
+        chunked_schema = T.StructType(list(src.schema.fields) + [T.StructField(CHUNK, T.IntegerType(), False)])
+        chunked = src.mapInArrow(_ChunkTask(by=tuple(by)), chunked_schema)
+        # one noise task per core: a chunk is a unit of noise derivation, not of parallelism
+        tasks = max(int(src.sparkSession.sparkContext.defaultParallelism), 1)
+        schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields] +
+                              [T.StructField(VALUE, T.DoubleType() if task.float_output else T.LongType(), False)])
+        return chunked.repartition(tasks, CHUNK).mapInArrow(_NoiseTask(task=task, by=tuple(by)), schema)
+
+    def collect(self, hist: SparkHistogram) -> SparseHistogram:
+        import polars as pl
+
+        from .bounding import canonical_order
+
+        frame = pl.from_arrow(to_arrow(hist.frame))
+        assert isinstance(frame, pl.DataFrame)
+        frame = frame.sort(canonical_order(frame.schema, list(hist.by)))
+        return SparseHistogram(keys=frame.select(list(hist.by)).to_arrow(), counts=frame[COUNT].to_numpy().astype(np.int64),
+                               distinct=True)
+
+    def to_arrow(self, released: Any, by, value_column: str):
+        return to_arrow(released.withColumnRenamed(VALUE, value_column))
+
+    def native(self, released: Any, by, value_column: str):
+        """The released rows as a lazy Spark frame (one draw: recomputing it gives the same rows), largest
+        value first, persisted; and their number."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        table = released.withColumnRenamed(VALUE, value_column).persist(StorageLevel.MEMORY_AND_DISK)
+        n = table.count()
+        # released rows are few: one partition sorted locally (no range-partitioning sample job, no shuffle)
+        return table.coalesce(1).sortWithinPartitions(F.col(value_column).desc(), *[F.col(c) for c in by]), n
+
+    def release_resources(self, hist: SparkHistogram) -> None:
+        hist.frame.unpersist()
 
 
 def as_spark_frame(data: Any):
@@ -329,87 +391,6 @@ def check_input(src, unit: str, by: list[str]) -> int:
     rows = int(row["__rows"])
     check_nulls_and_rows(rows, {c: int(row[f"__null{i}"] or 0) for i, c in enumerate(cols)})
     return rows
-
-
-@dataclass(frozen=True)
-class SparkRelease:
-    """What :func:`release_spark` returns: the released frame (persisted, counted once), its size, the
-    histogram statistics Spark computed, and the top-k extras."""
-
-    table: Any
-    released_keys: int
-    stats: BoundingStats
-    extra: dict
-
-
-def release_spark(data: Any, unit: str, by: list[str], calibration: Any, *, l0: int | None, top_k: int | None,
-                  pre: int, rng: Any, count_column: str = "count", insecure_float: bool = False,
-                  chunks: int | None = None) -> SparkRelease:
-    """Release ``data`` (Spark frame or path) under ``calibration`` entirely in Spark (module docstring).
-
-    Arguments are already validated by :func:`sparsedp.release`. ``rng`` is the driver's source: it provides
-    the two per-release secret keys (bounding, noise) and the shared CSH terms; the secure default in
-    production.
-    """
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    from ..mechanisms.kernel import draw_shared_noise, noise_plan
-    from .bounding import draw_bounding_secret
-
-    frame = as_spark_frame(data)
-    check_columns(frame.columns, unit, by)
-    src = frame.select(unit, *by)
-    rows_in = check_input(src, unit, by)
-    floats = [c for c in [unit] + by if type(src.schema[c].dataType).__name__ in ("FloatType", "DoubleType")]
-    if floats:  # NaN is not a value one can count units for (and would not match itself); refuse it
-        any_nan = F.isnan(F.col(floats[0]))
-        for c in floats[1:]:
-            any_nan = any_nan | F.isnan(F.col(c))
-        if src.where(any_nan).limit(1).count():
-            raise InputDataError(f"NaN in {', '.join(map(repr, floats))}; replace NaN before releasing")
-    # the same draw, in the same order (bounding secret, then noise), as the embedded engines' release
-    bound_key = draw_bounding_secret(rng) if l0 is not None else None
-    noise_key = rng.random_bytes(32)
-    plan = noise_plan(calibration)
-    shared = draw_shared_noise(plan, rng, insecure_float=insecure_float)
-    hist = histogram_frame(src, unit, by, l0, bound_key).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        extra: dict = {"mechanism": calibration.mechanism, "pre_threshold": pre}
-        offset = None
-        if top_k is not None:
-            t = top_k_cutoff(hist, top_k)
-            counts = hist.select(*by, (F.col(COUNT) - F.lit(t)).alias(COUNT))
-            extra.update(threshold=1 + calibration.tau, k=top_k)
-            if calibration.params.get("debias", False):
-                from ..mechanisms.topk import debias_noise
-
-                t_tilde = t + debias_noise(plan, rng)  # the in-memory top-k CSH's t̃ law, one definition
-                offset = t_tilde
-                extra["t_tilde"] = t_tilde
-            else:
-                extra["bias"] = "released values estimate count minus the (k+1)-th largest count"
-            pre_eff = 1
-        else:
-            counts = hist
-            extra["threshold"] = pre + calibration.tau
-            pre_eff = pre
-        spark = src.sparkSession
-        # one chunk (and one noise task) per core: a chunk is a unit of noise derivation, not of parallelism
-        n_chunks = chunks or max(int(spark.sparkContext.defaultParallelism), 1)
-        released = noise_frame(counts, by, calibration, pre_eff, noise_key, shared=shared, chunks=n_chunks,
-                               count_column=count_column, offset=offset, insecure_float=insecure_float)
-        released = released.persist(StorageLevel.MEMORY_AND_DISK)
-        n_out = released.count()
-        s = hist.agg(F.count(F.lit(1)).alias("b"), F.sum((F.col(COUNT) >= pre).cast("long")).alias("o")).first()
-    finally:
-        hist.unpersist()
-    stats = SparkBoundingStats(rows_in=rows_in, units_in=None, pairs_in=None, units_over_l0=None,
-                               pairs_dropped_l0=None, keys_in=None, keys_bounded=int(s["b"]),
-                               keys_out=int(s["o"] or 0), l0=l0)
-    # released rows are few: one partition sorted locally (no range-partitioning sample job, no shuffle)
-    table = released.coalesce(1).sortWithinPartitions(F.col(count_column).desc(), *[F.col(c) for c in by])
-    return SparkRelease(table=table, released_keys=int(n_out), stats=stats, extra=extra)
 
 
 @dataclass(frozen=True)

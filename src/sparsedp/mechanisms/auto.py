@@ -26,12 +26,15 @@ whose margins are integers with ``>=`` too; its crossover stays at k = 6 there.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..accounting.calibration import Calibration
 from ..errors import InfeasibleError, InvalidParameterError
+from .base import Mechanism, ReleaseRequest
+from .registry import auto_candidates, register
 
-__all__ = ["valid_mechanisms", "calibrate_mechanism", "choose_mechanism", "MECHANISMS"]
+__all__ = ["Auto", "valid_mechanisms", "calibrate_mechanism", "choose_mechanism", "MECHANISMS"]
 
 MECHANISMS = ("gshm", "csh", "topk-csh", "laplace")
 
@@ -103,3 +106,59 @@ def choose_mechanism(epsilon: float, delta: float, *, l0: int | None = None, k: 
         reason = f"{best} is the only feasible mechanism for the declared contribution model"
     cands.sort(key=lambda c: c.get("tau", float("inf")))
     return cals[best], {"chosen": best, "reason": reason, "candidates": cands}
+
+
+# ------------------------------------------------------------------ the registered "auto" mechanism
+
+
+@register
+@dataclass(frozen=True)
+class Auto(Mechanism):
+    """``mechanism="auto"``: among the registered mechanisms marked ``auto_candidate`` that accept the
+    request (today GSHM and the Laplace stability histogram, given ``max_groups_per_unit``), the one with
+    the lowest release threshold at the requested (ε, δ); ties go to the lower noise. See the module
+    docstring for why the margins are comparable. The report names the winner, every candidate and why."""
+
+    name = "auto"
+
+    def resolve(self, request: ReleaseRequest):
+        """``(chosen mechanism, its calibration, reason, candidates)``: calibrates every candidate."""
+        self.check(request)
+        cands: list[dict[str, Any]] = []
+        best = None
+        for cls in auto_candidates():
+            mech = cls()
+            try:
+                mech.check(request)
+                cal = mech.calibrate(request)
+            except (InfeasibleError, InvalidParameterError) as e:
+                cands.append({"mechanism": cls.name, "infeasible": str(e)})
+                continue
+            cands.append({"mechanism": cls.name, "tau": cal.tau, "noise_std": cal.noise_std,
+                          "analysis": cal.analysis})
+            if best is None or (cal.tau, cal.noise_std) < (best[1].tau, best[1].noise_std):
+                best = (mech, cal)
+        if best is None:
+            raise InfeasibleError("no valid mechanism is feasible: " +
+                                  "; ".join(f"{c['mechanism']}: {c['infeasible']}" for c in cands))
+        mech, cal = best
+        others = sorted((c for c in cands if c["mechanism"] != mech.name and "tau" in c), key=lambda c: c["tau"])
+        if others:
+            o = others[0]
+            reason = (f"{mech.name} has the lowest threshold margin among the mechanisms valid for the declared "
+                      f"contribution model: tau={cal.tau:.6g} vs {o['mechanism']} tau={o['tau']:.6g} "
+                      f"at epsilon={request.epsilon:g}, delta={request.delta:g}")
+        else:
+            reason = f"{mech.name} is the only feasible mechanism for the declared contribution model"
+        cands.sort(key=lambda c: c.get("tau", float("inf")))
+        return mech, cal, reason, tuple(cands)
+
+    def calibrate(self, request):
+        return self.resolve(request)[1]
+
+    def disclosure(self, request, calibration, value_column):  # pragma: no cover - resolved before use
+        raise NotImplementedError("auto is resolved to a concrete mechanism before it is described")
+
+    def run(self, engine, hist, calibration, disclosure, rng, request):  # pragma: no cover - resolved first
+        raise NotImplementedError("auto is resolved to a concrete mechanism before it runs")
+

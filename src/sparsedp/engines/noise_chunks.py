@@ -1,0 +1,70 @@
+"""Per-release noise streams, one per chunk of keys: "one release, one draw" on every engine.
+
+A key's *chunk* is ``c = h_k mod N_CHUNKS`` with ``h_k`` the key's public fingerprint, the same Polars hash of
+the canonicalised key values that contribution bounding uses (:func:`sparsedp.engines.bounding.fingerprint_exprs`,
+fixed public seed). The keys of chunk ``c`` are noised in canonical key order
+(:func:`sparsedp.engines.bounding.canonical_order`) with the stream
+``SecretKeyedStream(K_noise, chunk_label(c))`` (:class:`sparsedp.noise.source.SecretKeyedStream`: AES-CTR keyed
+by HMAC of ``K_noise`` and the label), where ``K_noise`` is a fresh 32-byte secret drawn once per release from the
+release's secure source.
+
+Consequences, on every engine (Polars, DuckDB, pandas, Arrow and Spark):
+
+- each key's noise is a deterministic function of ``(K_noise, the bounded histogram)``, whatever the partitioning,
+  the number of tasks or the row order: recomputing a Spark stage, retrying a task or acting twice on a lazy
+  result cannot draw fresh noise, and a seeded source gives the same table on every engine;
+- distinct chunks read streams of distinct labels, independent by the PRF property of HMAC-SHA256/AES, and
+  within a chunk distinct keys read distinct words of one stream: the noise has the law of independent draws
+  from the secure source, which is what the accountants assume. (The fingerprint only decides *which* stream a
+  key reads; a fingerprint collision puts two keys in the same chunk, never on the same words.)
+
+``N_CHUNKS`` is the unit of noise derivation, not of parallelism: a Spark task may hold several chunks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+#: number of key chunks of a release (fixed: part of the definition of the per-key noise derivation)
+N_CHUNKS = 64
+CHUNK = "__sparsedp_chunk"
+
+
+def chunk_label(chunk: int) -> bytes:
+    """The public label of chunk ``chunk``'s noise stream."""
+    return b"noise chunk " + int(chunk).to_bytes(8, "little", signed=True)
+
+
+def chunk_expr(schema: Any, by: Sequence[str]):
+    """Polars expression of each key's chunk (UInt16) over the key columns of ``schema``."""
+    import polars as pl
+
+    from .bounding import SEED_KEY, canonical_exprs
+
+    cols = list(by)
+    canon = canonical_exprs(schema, cols)
+    h = canon[0].hash(SEED_KEY) if len(cols) == 1 else pl.struct(canon).hash(SEED_KEY)
+    return (h % N_CHUNKS).cast(pl.UInt16).alias(CHUNK)
+
+
+def chunk_ids(keys: Any, by: Sequence[str]) -> np.ndarray:
+    """Chunk of every row of ``keys`` (a pyarrow Table or Polars DataFrame of the key columns), uint16."""
+    import polars as pl
+
+    frame = keys if isinstance(keys, pl.DataFrame) else pl.from_arrow(keys)
+    assert isinstance(frame, pl.DataFrame)
+    if frame.height == 0:
+        return np.empty(0, dtype=np.uint16)
+    return frame.select(chunk_expr(frame.schema, by))[CHUNK].to_numpy()
+
+
+def chunks(ids: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """``(chunk, positions)`` for every non-empty chunk, positions increasing (so a histogram already in
+    canonical key order stays in canonical order within each chunk). Stable radix sort of the uint16 ids."""
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    bounds = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1], True])
+    for s, e in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        yield int(sorted_ids[s]), order[s:e]

@@ -1,0 +1,151 @@
+"""What every registered mechanism is: typed options, a calibration (math only), and a run on engine primitives.
+
+A mechanism is a frozen dataclass whose fields are its options (``sd.TopKCSH(k=1000, debias=True)``,
+``sd.GSHM(pre_threshold=5)``), so an option can never reach a mechanism that ignores it. The release pipeline
+(:mod:`sparsedp.pipeline`) calls, in this order and never by name:
+
+1. :meth:`Mechanism.check` — is the request (ε, δ, contribution bound) valid for this mechanism? (no data)
+2. :meth:`Mechanism.calibrate` — σ, threshold, the δ of the noise actually sampled (no data, no noise);
+3. :meth:`Mechanism.disclosure` — the public description of the release (what the report shows);
+4. the engine's bounded histogram with :meth:`Mechanism.engine_bound` keys per unit
+   and :meth:`Mechanism.count_floor`, the ledger charge of :meth:`Disclosure.guarantee`;
+5. :meth:`Mechanism.run` — the private release on engine primitives (:class:`~sparsedp.engines.base.Engine`),
+   returning the released table and the public notes made while releasing (e.g. de-biased top-k's ``t̃``).
+
+Adding a mechanism = its accountant (``sparsedp.accounting``, with its theorem cited) + a subclass registered
+with :func:`sparsedp.mechanisms.registry.register` + its tests; ``release``, ``plan``, ``auto``, the CLI and the
+audit read the registry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+from ..accounting.calibration import Neighbours
+from ..errors import InvalidParameterError
+
+__all__ = ["Mechanism", "ReleaseRequest", "Disclosure", "Released"]
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    """The data-independent part of a release request: the target guarantee and the contribution bound.
+
+    ``max_groups_per_unit``: the l0 bound the engine enforces (None: the mechanism's own model, e.g. top-k);
+    ``insecure_float``: float noise was asked for by name (research reproduction only).
+    """
+
+    epsilon: float
+    delta: float
+    max_groups_per_unit: int | None = None
+    insecure_float: bool = False
+
+
+@dataclass(frozen=True)
+class Disclosure:
+    """The public description of a release, known before any data is read (plus notes added by the run).
+
+    Everything here may be published with the table: it depends on the request and the calibration only
+    (or, for ``notes`` added by :meth:`Mechanism.run`, on released values such as de-biased top-k's ``t̃``).
+    """
+
+    mechanism: str
+    analysis: str
+    epsilon: float
+    delta: float
+    delta_achieved: float
+    neighbours: Neighbours
+    contribution: str
+    value_column: str
+    delta_parts: Mapping[str, float] = field(default_factory=dict)
+    sigma: float | None = None
+    noise_std: float | None = None
+    threshold: float | None = None
+    margin: float | None = None
+    pre_threshold: int | None = None
+    comparison: str = ">="
+    notes: tuple[str, ...] = ()
+    #: zCDP ρ of the whole release when its guarantee is a zCDP statement (ledger composition), else None
+    rho: float | None = None
+
+    def with_notes(self, *notes: str) -> "Disclosure":
+        return dataclasses.replace(self, notes=self.notes + tuple(notes))
+
+
+@dataclass(frozen=True)
+class Released:
+    """What :meth:`Mechanism.run` returns: the released rows (an engine release handle from
+    :meth:`Engine.noise_keys`, or a ``pyarrow.Table`` for mechanisms that release in this process) and the
+    disclosure with the run's public notes. ``query`` is a public query object for releases that are not a
+    table of keys (the compact histogram)."""
+
+    rows: Any
+    disclosure: Disclosure
+    in_process: bool = False
+    query: Any = None
+
+
+class Mechanism(ABC):
+    """Base class of the registered mechanisms (subclasses are frozen dataclasses; see the module docstring)."""
+
+    #: registry name (``mechanism="gshm"``)
+    name: ClassVar[str] = ""
+    #: considered by ``mechanism="auto"`` when the request declares ``max_groups_per_unit``
+    auto_candidate: ClassVar[bool] = False
+    #: the relation the guarantee is stated for
+    neighbours: ClassVar[Neighbours] = Neighbours.ADD_REMOVE
+
+    def options(self) -> dict[str, Any]:
+        """The mechanism's options (its dataclass fields) and their values."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        """``name(option=value, …)`` for reports."""
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
+        return f"{self.name}({opts})" if opts else self.name
+
+    def check(self, request: ReleaseRequest) -> None:
+        """Refuse a request this mechanism cannot serve (no data read). Default: 0 < δ < 1 and
+        ``max_groups_per_unit``."""
+        from .. import _validate as v
+
+        v.delta(request.delta)
+        if request.max_groups_per_unit is None:
+            raise InvalidParameterError(f"mechanism={self.name!r} needs max_groups_per_unit=… (the number of "
+                                        f"keys kept per unit, e.g. 10)")
+
+    def engine_bound(self, request: ReleaseRequest) -> int | None:
+        """Keys per unit the engine keeps (None: no ℓ0 bound, de-duplication only)."""
+        return request.max_groups_per_unit
+
+    def count_floor(self) -> int:
+        """Keys whose bounded count is below this never reach the mechanism (the pre-threshold)."""
+        return 1
+
+    def resolve(self, request: ReleaseRequest) -> tuple["Mechanism", Any, str, tuple]:
+        """``(mechanism, calibration, reason, candidates)``: itself, calibrated, "requested explicitly".
+        ``auto`` overrides it to choose among the registered candidates."""
+        self.check(request)
+        return self, self.calibrate(request), "requested explicitly", ()
+
+    @abstractmethod
+    def calibrate(self, request: ReleaseRequest) -> Any:
+        """The calibration at the request's (ε, δ) (accounting only: no data, no noise)."""
+
+    @abstractmethod
+    def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
+        """The public description of the release (data-independent)."""
+
+    @abstractmethod
+    def run(self, engine: Any, hist: Any, calibration: Any, disclosure: Disclosure, rng: Any,
+            request: ReleaseRequest) -> Released:
+        """The private release of the bounded histogram ``hist`` on ``engine``'s primitives, drawing every
+        secret and noise word from ``rng`` (the release's secure source)."""
+
+    def value_column(self, default: str) -> str:
+        """Name of the released value column (the count aggregate's name unless the mechanism releases
+        something else, e.g. shifted top-k's ``count − cut-off``)."""
+        return default

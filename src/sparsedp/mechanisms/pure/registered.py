@@ -1,0 +1,259 @@
+"""The Balcer–Vadhan pure-DP histograms (seed 003) as registered mechanisms of ``sparsedp.release``.
+
+Their setting is "each unit contributes one item": the engine bounds every unit to ``l0 = 1`` key (uniformly at
+random, :mod:`sparsedp.engines.bounding`), so the bounded histogram's counts sum to the number of units ``n``.
+Neighbours:
+
+* with ``max_units=N`` (a public bound on the number of units): add/remove one unit. The items are padded to
+  ``N`` with a dummy label that is never released, so adding/removing a unit is a replacement in the padded
+  data (seed 003 §2, :func:`~sparsedp.mechanisms.pure.release_pure`); the release is ε-DP (δ = 0;
+  ``Stability``: (ε, δ)-DP) for add/remove one unit;
+* without it: **replace one unit, with n public** (the paper's bounded DP). The report, the output metadata and
+  the ledger record that relation (:class:`~sparsedp.accounting.calibration.Neighbours`); a ledger never adds it
+  to add/remove charges as if they were the same.
+
+Keys: one string column is used as is; any other key (several columns, non-string types) is joined canonically
+into one string, the compact JSON array of its values (``'["u",3]'``), released in one column named
+``"+".join(by)``. Keys are byte strings of at most ``max_key_bytes`` UTF-8 bytes (a public bound: the domain is all
+such strings; released empty bins carry random labels of that domain, as the mechanism requires). ``Basic`` is
+dense and needs a public ``domain_size`` (one integer key column in ``[0, domain_size)``, ``domain_size <= 2^20``).
+``Compact`` releases a queryable :class:`~sparsedp.mechanisms.pure.CompactHistogram` (``result.query(key)``), and
+its table lists the public ``query_keys`` only (releasing the keys present in the data would not be private).
+ε is rounded down to ``1/⌈1/ε⌉`` (seed 003 §1.5), so ε must be in (0, 1].
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Sequence
+
+import numpy as np
+
+from ... import _validate as v
+from ...accounting.calibration import Neighbours
+from ...errors import InvalidParameterError
+from ..base import Disclosure, Mechanism, Released, ReleaseRequest
+from ..registry import register
+
+__all__ = ["PureSparse", "Compact", "Basic", "Stability", "joined_keys", "key_mode"]
+
+
+def key_mode(key_table: Any, cols: Sequence[str], dense: bool) -> str:
+    """How keys become pure-mechanism items: "int" (dense), "str" (one string column) or "json" (joined)."""
+    import pyarrow as pa
+
+    if dense:
+        if len(cols) != 1 or not pa.types.is_integer(key_table.schema.field(cols[0]).type):
+            raise InvalidParameterError("mechanism='basic' needs one integer key column (values in "
+                                        "[0, domain_size))")
+        return "int"
+    if len(cols) == 1 and (pa.types.is_string(key_table.schema.field(cols[0]).type)
+                           or pa.types.is_large_string(key_table.schema.field(cols[0]).type)):
+        return "str"
+    return "json"
+
+
+def _join(values: Sequence[Any]) -> str:
+    """Canonical one-string form of a key: compact JSON array of its column values."""
+    return json.dumps(list(values), ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def joined_keys(key_table: Any, cols: Sequence[str], mode: str) -> list:
+    if mode in ("int", "str"):
+        return key_table.column(cols[0]).to_pylist()
+    columns = [key_table.column(c).to_pylist() for c in cols]
+    return [_join(row) for row in zip(*columns)]
+
+
+def _printable(x: str) -> str:
+    """A released label as valid UTF-8: random labels of empty bins (pure-sparse) are arbitrary bytes,
+    decoded with ``surrogateescape``; their undecodable bytes are shown as ``\\xNN`` (post-processing)."""
+    try:
+        x.encode("utf-8")
+        return x
+    except UnicodeEncodeError:
+        return x.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+@dataclass(frozen=True)
+class CompactQuery:
+    """Point queries of a released compact histogram (public: a post-processing of the private release)."""
+
+    histogram: Any
+    mode: str
+    max_key_bytes: int
+
+    def __call__(self, key: Any) -> int:
+        """Noisy count of ``key`` (a str, or a tuple/list of column values for joined keys)."""
+        from .release import StringCodec
+
+        if self.mode == "json" and not isinstance(key, str):
+            key = _join(key)
+        if self.mode == "int":
+            return self.histogram.count(int(key))
+        return self.histogram.count(StringCodec(self.max_key_bytes).encode(key))
+
+
+@dataclass(frozen=True)
+class _Pure(Mechanism):
+    """Shared options: ``max_units`` (public bound on the number of units: add/remove neighbours; else
+    replace-one with n public), ``max_key_bytes`` (keys are UTF-8 strings of at most this many bytes),
+    ``beta`` (failure probability of the reported error bounds)."""
+
+    max_units: int | None = None
+    max_key_bytes: int = 64
+    beta: Fraction = Fraction(1, 20)
+
+    dense: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.max_units is not None:
+            object.__setattr__(self, "max_units", v.integer("max_units", self.max_units, lo=1))
+        object.__setattr__(self, "max_key_bytes", v.integer("max_key_bytes", self.max_key_bytes, lo=1))
+        beta = v.rational("beta", self.beta)
+        if not 0 < beta < 1:
+            raise InvalidParameterError(f"beta must be in (0, 1), got {beta}")
+        object.__setattr__(self, "beta", beta)
+
+    def options(self) -> dict[str, Any]:
+        return {k: val for k, val in super().options().items() if k != "dense"}
+
+    @property
+    def neighbours(self) -> Neighbours:  # type: ignore[override]
+        return Neighbours.ADD_REMOVE if self.max_units is not None else Neighbours.REPLACE_ONE
+
+    def check(self, request: ReleaseRequest) -> None:
+        if request.max_groups_per_unit not in (None, 1):
+            raise InvalidParameterError(f"mechanism={self.name!r} assumes each unit contributes one item "
+                                        f"(max_groups_per_unit=1), got {request.max_groups_per_unit}")
+        if request.epsilon > 1:
+            raise InvalidParameterError(f"pure mechanisms need epsilon in (0, 1] (rounded down to 1/k), got "
+                                        f"{request.epsilon}")
+        if request.insecure_float:
+            raise InvalidParameterError(f"mechanism={self.name!r} uses exact integer noise only; insecure_float "
+                                        "is not supported")
+        self._check_delta(request.delta)
+
+    def _check_delta(self, delta: float) -> None:
+        if delta != 0:
+            raise InvalidParameterError(f"mechanism={self.name!r} is pure DP: pass delta=0, got {delta!r}")
+
+    def engine_bound(self, request: ReleaseRequest) -> int | None:
+        return 1
+
+    def calibrate(self, request: ReleaseRequest) -> Any:
+        from ...noise.clamped_geometric import unit_fraction
+
+        k = unit_fraction("epsilon", request.epsilon)
+        return Fraction(1, k)  # the guaranteed ε (rounded down to 1/k); the rest depends on n (data)
+
+    def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
+        eps = float(calibration)
+        return Disclosure(
+            mechanism=self.name, analysis="balcer-vadhan", epsilon=eps, delta=float(request.delta),
+            delta_achieved=float(request.delta), neighbours=self.neighbours,
+            contribution="one key per unit (max_groups_per_unit = 1)", value_column=value_column,
+            notes=(f"epsilon rounded down to 1/{calibration.denominator}",) +
+                  (("the number of units is treated as public (pass max_units=… for add/remove neighbours)",)
+                   if self.max_units is None else ()))
+
+    def _domain_size(self) -> int | None:
+        return None
+
+    def _query_keys(self) -> tuple:
+        return ()
+
+    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+        import pyarrow as pa
+
+        from .release import release_pure
+
+        h = engine.collect(hist)
+        cols = h.keys.column_names
+        mode = key_mode(h.keys, cols, self.dense)
+        keys = joined_keys(h.keys, cols, mode)
+        from ..histogram import SparseHistogram
+
+        qk = None
+        if self.name == "compact":
+            qk = [q if mode != "json" or isinstance(q, str) else _join(q) for q in self._query_keys()]
+        rel = release_pure(SparseHistogram(np.array(keys, dtype=object), h.counts), epsilon=calibration,
+                           beta=self.beta, domain_size=self._domain_size() if mode == "int" else None,
+                           mechanism=self.name, rng=rng, max_items=self.max_units,
+                           delta=request.delta if self.name == "stability" else None, query_keys=qk,
+                           max_key_bytes=self.max_key_bytes)
+        cal, acc = rel.calibration, rel.calibration.accuracy
+        out_col = cols[0] if mode in ("int", "str") else "+".join(cols)
+        out_keys = list(rel.keys)
+        if mode != "int":  # random labels of empty bins need not be UTF-8 (real keys always are)
+            out_keys = [_printable(x) for x in out_keys]
+        key_type = pa.int64() if mode == "int" else pa.string()
+        counts = np.asarray(rel.counts, dtype=np.int64)
+        table = pa.table({out_col: pa.array(out_keys, type=key_type), disclosure.value_column: pa.array(counts)})
+        details = (f"error bounds at beta={acc.beta:g}: per released count +-{acc.per_query} (counts above "
+                   f"{acc.threshold}), all counts at once +-{acc.simultaneous}")
+        disclosure = disclosure.with_notes(details)
+        import dataclasses
+
+        disclosure = dataclasses.replace(disclosure, noise_std=float(acc.per_query), threshold=float(acc.threshold),
+                                         delta_achieved=float(cal.delta))
+        query = CompactQuery(rel.extra["histogram"], mode, self.max_key_bytes) if self.name == "compact" else None
+        return Released(rows=table, disclosure=disclosure, in_process=True, query=query)
+
+
+@register
+@dataclass(frozen=True)
+class PureSparse(_Pure):
+    """Pure ε-DP sparse histogram (Balcer–Vadhan Alg. 8, seed 003): released counts of heavy keys plus random
+    labels of empty bins, δ = 0. One key per unit."""
+
+    name = "pure-sparse"
+
+
+@register
+@dataclass(frozen=True)
+class Compact(_Pure):
+    """Balcer–Vadhan compact histogram (§7, Cor. 7.3): a queryable private sketch of every key's count
+    (``result.query(key)``); the table lists the public ``query_keys`` only. δ = 0. One key per unit."""
+
+    query_keys: tuple = ()
+    name = "compact"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "query_keys", tuple(self.query_keys))
+
+    def _query_keys(self) -> tuple:
+        return self.query_keys
+
+
+@register
+@dataclass(frozen=True)
+class Basic(_Pure):
+    """Dense pure ε-DP histogram over a public integer domain ``[0, domain_size)`` (Balcer–Vadhan Alg. 3;
+    ``domain_size <= 2^20``). One key per unit."""
+
+    domain_size: int = field(kw_only=True)
+    name = "basic"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "domain_size", v.integer("domain_size", self.domain_size, lo=2, hi=1 << 20))
+        object.__setattr__(self, "dense", True)
+
+    def _domain_size(self) -> int | None:
+        return self.domain_size
+
+
+@register
+@dataclass(frozen=True)
+class Stability(_Pure):
+    """The (ε, δ) stability histogram of Balcer–Vadhan (Thm 1.3) with exact clamped-geometric noise. One key
+    per unit."""
+
+    name = "stability"
+
+    def _check_delta(self, delta: float) -> None:
+        v.delta(delta)

@@ -1,0 +1,108 @@
+"""The mechanism registry: one name → class table read by ``release``, ``plan``, ``auto``, the CLI and the audit.
+
+``register`` refuses duplicates. ``create(spec, **options)`` turns a name (``"gshm"``) or a mechanism object
+into a mechanism, with options checked against the class's typed fields (an option the mechanism does not have
+is an error naming the options it does have).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import Any
+
+from ..errors import InvalidParameterError, InvalidTypeError
+from .base import Mechanism
+
+__all__ = ["register", "get", "names", "create", "auto_candidates"]
+
+_REGISTRY: dict[str, type[Mechanism]] = {}
+#: modules whose import registers the built-in mechanisms (imported on first registry use: light core import)
+_BUILTIN = ("sparsedp.mechanisms.thresholded", "sparsedp.mechanisms.auto", "sparsedp.mechanisms.pure.registered",
+            "sparsedp.mechanisms.misra_gries")
+#: names that are not release mechanisms, with the advice a user needs
+_ADVICE = {
+    "csh": "mechanism='csh' needs a k-sparse monotonic histogram (e.g. a Misra-Gries sketch), which raw rows are "
+           "not; use mechanism='topk-csh' with top_k=…, or 'gshm'/'laplace' with max_groups_per_unit=…",
+}
+_loaded = False
+
+
+def register(cls: type[Mechanism]) -> type[Mechanism]:
+    """Class decorator: add ``cls`` under ``cls.name`` (refuses a duplicate name)."""
+    name = cls.name
+    if not name:
+        raise ValueError(f"{cls.__name__} has no name")
+    if name in _REGISTRY and _REGISTRY[name] is not cls:
+        raise ValueError(f"mechanism {name!r} is already registered by {_REGISTRY[name].__name__}")
+    _REGISTRY[name] = cls
+    return cls
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for mod in _BUILTIN:
+            importlib.import_module(mod)
+
+
+def names() -> tuple[str, ...]:
+    """Registered mechanism names, in registration order."""
+    _load()
+    return tuple(_REGISTRY)
+
+
+def get(name: str) -> type[Mechanism]:
+    """The class registered as ``name``."""
+    _load()
+    if name in _ADVICE:
+        raise InvalidParameterError(_ADVICE[name])
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise InvalidParameterError(f"mechanism must be one of {', '.join(map(repr, _REGISTRY))} or a mechanism "
+                                    f"object such as sd.GSHM(); got {name!r}")
+    return _REGISTRY[name]
+
+
+def option_names(cls: type[Mechanism]) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+
+def required_options(cls: type[Mechanism]) -> tuple[str, ...]:
+    """The options of ``cls`` that have no default."""
+    return tuple(f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+
+
+def create(spec: Any, **options: Any) -> Mechanism:
+    """A mechanism from a registered name plus options, or a mechanism object as it is (then ``options``
+    must be empty). Options the class does not have, or required ones left out, raise with the class's
+    options named."""
+    if isinstance(spec, Mechanism):
+        if options:
+            raise InvalidParameterError(f"options {sorted(options)} are given twice: set them on the mechanism "
+                                        f"object {spec.describe()}")
+        return spec
+    if isinstance(spec, type) and issubclass(spec, Mechanism):
+        cls = spec
+    elif isinstance(spec, str):
+        cls = get(spec)
+    else:
+        raise InvalidTypeError(f"mechanism must be a name such as 'gshm' or a mechanism object such as "
+                               f"sd.GSHM(); got {type(spec).__name__}")
+    known = option_names(cls)
+    unknown = [k for k in options if k not in known]
+    if unknown:
+        raise InvalidParameterError(f"{', '.join(unknown)} is not an option of mechanism {cls.name!r} (its options: "
+                                    f"{', '.join(known) or 'none'})")
+    missing = [name for name in required_options(cls) if name not in options]
+    if missing:
+        raise InvalidParameterError(f"mechanism {cls.name!r} needs {', '.join(missing)}: pass "
+                                    f"mechanism=sd.{cls.__name__}({', '.join(m + '=…' for m in missing)})")
+    return cls(**options)
+
+
+def auto_candidates() -> tuple[type[Mechanism], ...]:
+    """The classes ``mechanism="auto"`` chooses among."""
+    _load()
+    return tuple(c for c in _REGISTRY.values() if c.auto_candidate)

@@ -1,0 +1,194 @@
+"""The thresholded sparse histograms as registered mechanisms: GSHM, the Laplace stability histogram, top-k CSH.
+
+Each is a frozen dataclass of its options; its calibration is :func:`sparsedp.accounting.calibrate` (the
+accountants cite their theorems there), and its run is the per-key step :class:`~.key_noise.KeyNoise` applied by
+the engine chunk by chunk with keyed per-release streams (:mod:`sparsedp.engines.noise_chunks`).
+
+Order of the secrets drawn from the release's source, the same on every engine (so a seeded source gives the
+same table everywhere): the engine's bounding secret (when an ℓ0 bound is enforced), then ``K_noise``, then the
+shared CSH term, then de-biased top-k's ``t̃`` noise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _validate as v
+from ..errors import InvalidParameterError
+from .base import Disclosure, Mechanism, Released, ReleaseRequest
+from .registry import register
+
+__all__ = ["GSHM", "Laplace", "TopKCSH"]
+
+
+def comparison_of(cal: Any) -> str:
+    """The release comparison of a calibration (">=" or ">")."""
+    c = getattr(cal, "comparison", None)
+    return c.value if c is not None else str(cal.params.get("comparison", ">="))  # TODO(typed calibration)
+
+
+def fallback_of(cal: Any) -> str | None:
+    """Why the calibration fell back to another noise (e.g. rounded CSH beyond its sampler's range), if it did."""
+    return getattr(cal, "fallback", None) if hasattr(cal, "fallback") else cal.params.get("fallback")
+
+
+def _noise_words(rng: Any) -> bytes:
+    return bytes(rng.random_bytes(32))
+
+
+def _key_task(cal: Any, pre: int, rng: Any, insecure_float: bool, *, cutoff: int = 0, debias: bool = False):
+    """The :class:`KeyNoise` of a release (draws ``K_noise``, the shared term and t̃'s noise, in that order)."""
+    from .kernel import draw_shared_noise, noise_plan
+    from .key_noise import KeyNoise
+
+    plan = noise_plan(cal)
+    secret = _noise_words(rng)
+    shared = draw_shared_noise(plan, rng, insecure_float=insecure_float)
+    offset = None
+    if debias:
+        from .topk import debias_noise
+
+        offset = cutoff + debias_noise(plan, rng)
+    return KeyNoise(plan=plan, pre=pre, secret=secret, cutoff=cutoff, offset=offset, shared=shared,
+                    insecure_float=insecure_float)
+
+
+def _disclosure(self: Mechanism, request: ReleaseRequest, cal: Any, value_column: str, contribution: str, *,
+                pre: int, noise_std: float | None = None, notes: tuple[str, ...] = ()) -> Disclosure:
+    fb = fallback_of(cal)
+    return Disclosure(
+        mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon, delta=cal.delta,
+        delta_achieved=float(cal.delta_achieved), neighbours=self.neighbours, contribution=contribution,
+        value_column=value_column, delta_parts=dict(cal.delta_parts), sigma=float(cal.sigma),
+        noise_std=float(cal.noise_std if noise_std is None else noise_std), threshold=float(pre + cal.tau),
+        margin=float(cal.tau), pre_threshold=pre, comparison=comparison_of(cal),
+        notes=notes + ((fb,) if fb else ()))
+
+
+def _secure(request: ReleaseRequest) -> bool:
+    return not request.insecure_float
+
+
+@dataclass(frozen=True)
+class _PerKeyThresholded(Mechanism):
+    """GSHM and Laplace: independent noise per key, released iff ``count >= pre`` and ``count + Z >= pre + margin``.
+
+    ``pre_threshold``: keys whose bounded count is below it are never released (>= 1)."""
+
+    pre_threshold: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pre_threshold", v.integer("pre_threshold", self.pre_threshold, lo=1))
+
+    def count_floor(self) -> int:
+        return self.pre_threshold
+
+    def calibrate(self, request: ReleaseRequest) -> Any:
+        from ..accounting import calibrate
+
+        assert request.max_groups_per_unit is not None
+        return calibrate(self.name, epsilon=request.epsilon, delta=request.delta, l0=request.max_groups_per_unit,
+                         discrete=_secure(request))
+
+    def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
+        return _disclosure(self, request, calibration, value_column,
+                           f"at most {request.max_groups_per_unit} keys per unit, 1 per key",
+                           pre=self.pre_threshold)
+
+    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+        task = _key_task(calibration, self.pre_threshold, rng, request.insecure_float)
+        return Released(rows=engine.noise_keys(hist, task), disclosure=disclosure)
+
+
+@register
+@dataclass(frozen=True)
+class GSHM(_PerKeyThresholded):
+    """The Gaussian sparse histogram mechanism (Karrer et al., seed 001 Alg. 1) with exact discrete-Gaussian
+    noise, calibrated by the exact analysis (seed 001 Thm 5.4; discrete analogue in
+    ``docs/proofs/discrete-histograms.md``). Needs ``max_groups_per_unit``.
+
+    Option: ``pre_threshold`` (default 1): keys with a smaller bounded count are never released."""
+
+    name = "gshm"
+    auto_candidate = True
+
+
+@register
+@dataclass(frozen=True)
+class Laplace(_PerKeyThresholded):
+    """The Laplace (geometric) stability histogram, the peers' default (Korolova et al. 2009; OpenDP, Google),
+    with exact discrete-Laplace noise and the exact discrete analysis (``docs/proofs/discrete-histograms.md``
+    §4). Needs ``max_groups_per_unit``.
+
+    Option: ``pre_threshold`` (default 1)."""
+
+    name = "laplace"
+    auto_candidate = True
+
+
+@register
+@dataclass(frozen=True)
+class TopKCSH(Mechanism):
+    """Top-k CSH (Lebeda & Retschmeier, seed 000 Alg. 3): truncate the histogram at its (k+1)-th largest count
+    ``t`` (``max(0, c − t)``: at most k keys survive), then the correlated-noise CSH (rounded, exact integer
+    outputs; Thm 3.5 / 3.3, ``docs/proofs/rounded-csh.md``). No per-unit key bound is needed, only one
+    contribution per key per unit (Lemma 4.1, Cor. 4.2): the engine de-duplicates and enforces nothing else.
+
+    Options:
+        k: the number of keys kept by the truncation (>= 1).
+        debias: ``True`` (default) releases **counts**: seed 000's de-biasing variant also releases
+            ``t̃ = t + noise`` and adds it to every value (accounted by Thm 3.3 with ½√(k + 5√k)); ``False``
+            releases the shifted values ``count − t + noise`` in a column named ``count_minus_cutoff`` (a smaller
+            threshold, but the values are not counts).
+    """
+
+    k: int
+    debias: bool = True
+    name = "topk-csh"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k", v.integer("k", self.k, lo=1, hi=10**9))
+        if not isinstance(self.debias, bool):
+            raise v.InvalidTypeError(f"debias must be True or False, got {self.debias!r}")
+
+    def check(self, request: ReleaseRequest) -> None:
+        v.delta(request.delta)
+        if request.max_groups_per_unit is not None:
+            raise InvalidParameterError(
+                "pass either max_groups_per_unit (bound each unit to l0 keys: gshm, laplace) or top_k (release "
+                "the top-k keys: topk-csh), not both")
+
+    def engine_bound(self, request: ReleaseRequest) -> int | None:
+        return None
+
+    def value_column(self, default: str) -> str:
+        return default if self.debias else "count_minus_cutoff"
+
+    def calibrate(self, request: ReleaseRequest) -> Any:
+        from ..accounting import calibrate
+
+        return calibrate("topk-csh", epsilon=request.epsilon, delta=request.delta, top_k=self.k,
+                         debias=self.debias, discrete=_secure(request))
+
+    def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
+        cal = calibration
+        if self.debias:
+            # each released value is c + X_i + (t̃ − t): the shared variance σ²/√k of t̃'s noise adds to the count noise
+            std = math.sqrt(float(cal.noise_std) ** 2 + float(cal.sigma) ** 2 / math.sqrt(self.k))
+            notes = ("values are de-biased counts: count − t + noise + t̃, with t the (k+1)-th largest count and "
+                     "t̃ = t + noise released with them (seed 000 §4)",)
+        else:
+            std = float(cal.noise_std)
+            notes = ("values estimate count minus the (k+1)-th largest count t (not counts: opt-in shifted "
+                     "variant); the threshold applies to count − t",)
+        return _disclosure(self, request, cal, value_column, f"top-{self.k} keys, 1 per key per unit (no l0 bound)",
+                           pre=1, noise_std=std, notes=notes)
+
+    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+        t = engine.kth_largest(hist, self.k + 1)
+        task = _key_task(calibration, 1, rng, request.insecure_float, cutoff=t, debias=self.debias)
+        if self.debias:
+            disclosure = disclosure.with_notes(f"released noisy cut-off t̃ = {task.offset:g}")
+        return Released(rows=engine.noise_keys(hist, task), disclosure=disclosure)

@@ -1,0 +1,430 @@
+"""The one release pipeline (``sparsedp.release``) and ``sparsedp.plan``.
+
+Every mechanism and every engine, Spark included, goes through the same stages, and the pipeline never branches on
+a mechanism's or an engine's name:
+
+1. **validate and calibrate** — arguments, columns, output path, the mechanism (registry) and its calibration at
+   (ε, δ): no data read, no randomness drawn;
+2. **ledger pre-check** — a release that cannot fit the budget is refused before any data is read;
+3. **engine: bounded histogram** — the engine validates the input (columns, nulls, NaN or nested keys, no rows),
+   enforces the mechanism's contribution bound (:mod:`sparsedp.engines.bounding`) and counts;
+4. **ledger charge** — committed (or refused) before any noise is drawn;
+5. **mechanism** — the private release on the engine's primitives, every secret and noise word from the
+   release's source (``K_noise`` keyed per-chunk streams: one release, one draw);
+6. **publish** — the table written atomically with its guarantee as metadata, then the charge marked published;
+7. **report** — the public :class:`~sparsedp.report.Report` and the curator-only :class:`~sparsedp.report.Curator`.
+
+Privacy guarantee of ``release`` (add/remove one privacy unit unless the report says otherwise): two inputs are
+neighbours when one has all the rows of one privacy unit (every row with that ``privacy_unit`` value) and the other
+has none of them. The engine de-duplicates (unit, key) pairs and keeps at most ``max_groups_per_unit`` keys per
+unit, chosen uniformly at random with a keyed rank from the secure source, so the bounded histograms of neighbours
+differ in at most ``l0`` keys by 1 each (or, for top-k, by at most 1 per key): exactly the contribution model the
+mechanism's accountant assumes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from typing import Any, Callable, ContextManager, Sequence
+
+from . import _validate as v
+from .aggregates import Count
+from .errors import InvalidParameterError, InvalidTypeError
+
+__all__ = ["release", "plan", "Plan", "check_out_path", "OUT_FORMATS"]
+
+OUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+
+
+# ---------------------------------------------------------------- validation (no data, no randomness)
+
+
+def _columns(privacy_unit: Any, by: Any) -> tuple[str, list[str]]:
+    if not isinstance(privacy_unit, str) or not privacy_unit:
+        raise InvalidTypeError(f"privacy_unit must be a column name (str), got {privacy_unit!r}")
+    cols = [by] if isinstance(by, str) else by
+    if not isinstance(cols, (list, tuple)) or not cols or not all(isinstance(c, str) and c for c in cols):
+        raise InvalidTypeError(f"by must be a column name or a non-empty list of column names, got {by!r}")
+    cols = list(cols)
+    if len(set(cols)) != len(cols):
+        raise InvalidParameterError(f"by lists a column twice: {cols}")
+    if privacy_unit in cols:
+        raise InvalidParameterError(f"privacy_unit {privacy_unit!r} is also in by; grouping by the unit would "
+                                    f"release per-person counts")
+    return privacy_unit, cols
+
+
+def _count(aggregates: Any) -> Count:
+    """The count aggregate of ``aggregates`` (default ``Count()``); others arrive with the aggregates issue."""
+    if aggregates is None:
+        return Count()
+    aggs = list(aggregates) if isinstance(aggregates, (list, tuple)) else [aggregates]
+    if len(aggs) != 1 or not isinstance(aggs[0], Count):
+        raise InvalidParameterError(f"aggregates must be [sd.Count(…)] (the distinct-unit count); got {aggregates!r}")
+    return aggs[0]
+
+
+def _mechanism(mechanism: Any, top_k: Any, max_groups_per_unit: int | None):
+    """The mechanism object for the arguments: a registered name or object; ``top_k=…`` is the shorthand for
+    ``mechanism=sd.TopKCSH(k=top_k)``."""
+    from .mechanisms import registry
+    from .mechanisms.thresholded import TopKCSH
+
+    if top_k is not None:
+        k = v.integer("top_k", top_k, lo=1)
+        if isinstance(mechanism, TopKCSH):
+            if mechanism.k != k:
+                raise InvalidParameterError(f"top_k={k} contradicts mechanism={mechanism.describe()}")
+            return mechanism
+        if mechanism in ("auto", "topk-csh"):
+            return TopKCSH(k=k)
+        name = mechanism if isinstance(mechanism, str) else getattr(mechanism, "name", mechanism)
+        if max_groups_per_unit is not None and name in ("gshm", "laplace", "auto"):
+            raise InvalidParameterError(
+                "pass either max_groups_per_unit (bound each unit to l0 keys: gshm, laplace) or top_k (release "
+                "the top-k keys: topk-csh), not both")
+        raise InvalidParameterError(f"top_k selects mechanism='topk-csh'; it is not an option of mechanism={name!r}")
+    if mechanism == "topk-csh":
+        raise InvalidParameterError("mechanism='topk-csh' needs top_k=… (number of keys to keep, e.g. 100), or "
+                                    "mechanism=sd.TopKCSH(k=…)")
+    if mechanism == "auto" and max_groups_per_unit is None:
+        raise InvalidParameterError(
+            "declare a contribution bound: max_groups_per_unit=… (keys per unit, e.g. 10) or top_k=… "
+            "(release the top-k keys, e.g. 100)")
+    return registry.create(mechanism)
+
+
+def check_out_path(out: Any) -> tuple[str, str]:
+    """``(path, format)`` for an output file that can be written; raises before any data is touched."""
+    if not isinstance(out, (str, os.PathLike)):
+        raise InvalidTypeError(f"out must be a file path, got {type(out).__name__}")
+    path = os.path.abspath(os.fspath(out))
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in OUT_FORMATS:
+        raise InvalidParameterError(f"out must end in .parquet or .csv, got {os.fspath(out)!r}")
+    parent = os.path.dirname(path)
+    if os.path.isdir(path):
+        raise InvalidParameterError(f"out {os.fspath(out)!r} is a directory; give a file name")
+    if not os.path.isdir(parent):
+        raise InvalidParameterError(f"cannot write out={os.fspath(out)!r}: directory {parent!r} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise InvalidParameterError(f"cannot write out={os.fspath(out)!r}: permission denied; choose a "
+                                    f"writable location")
+    return path, OUT_FORMATS[ext]
+
+
+def _source(rng: Any):
+    from .noise import default_source
+
+    if rng is None:
+        return default_source()
+    if not callable(getattr(rng, "uint64", None)) or not callable(getattr(rng, "random_bytes", None)):
+        raise InvalidTypeError("rng must be a sparsedp.noise source (SecureRandom); leave it None in production")
+    return rng
+
+
+def _open_ledger(ledger: Any, dataset: Any):
+    if ledger is None:
+        if dataset is not None:
+            raise InvalidParameterError("dataset=… names a budget in a ledger; pass ledger=… too")
+        return None, False
+    from .ledger import _dataset_name, open_ledger
+
+    _dataset_name(dataset)
+    led, owned = open_ledger(ledger)
+    try:
+        led.budget(dataset)  # the dataset must have a budget (raises with the fix otherwise)
+    except BaseException:
+        if owned:
+            led.close()
+        raise
+    return led, owned
+
+
+def _charge(disclosure: Any) -> dict:
+    """The ledger charge of a release: its (ε, δ) and relation (refused on an add/remove budget when it is
+    replace-one: the ledger never adds the two as if they were the same)."""
+    from .accounting.calibration import Neighbours
+
+    if disclosure.neighbours is not Neighbours.ADD_REMOVE:
+        raise InvalidParameterError(
+            f"this release is private for '{disclosure.neighbours.value}', but the ledger's budgets are for "
+            "add/remove one privacy unit; pass max_units=… to make the release add/remove private")
+    return {"epsilon": float(disclosure.epsilon), "delta": float(disclosure.delta),
+            "rho": disclosure.rho, "rho_delta": 0.0}
+
+
+def _sorted_table(arrow: Any, value_column: str):
+    """Largest value first (stable: ties keep the engine's canonical key order)."""
+    import numpy as np
+    import pyarrow as pa
+
+    values = arrow.column(value_column).to_numpy()
+    order = np.argsort(-values, kind="stable")
+    return arrow.take(pa.array(order))
+
+
+# ---------------------------------------------------------------- public
+
+
+def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, delta: float,
+            max_groups_per_unit: int | None = None, top_k: int | None = None, mechanism: Any = "auto", *,
+            aggregates: Any = None, engine: str | None = None, out: str | os.PathLike | None = None,
+            ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
+            rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None):
+    """Differentially private ``SELECT by…, COUNT(DISTINCT privacy_unit) … GROUP BY by…``.
+
+    Args:
+        data: a Polars DataFrame/LazyFrame, pandas DataFrame, pyarrow Table, DuckDB relation, SQL text (run by
+            DuckDB on ``connection``), a Spark DataFrame, or the path of a Parquet/CSV file (or glob).
+        privacy_unit: the column identifying whom the guarantee protects (user id, account, device…).
+        by: the key column(s).
+        epsilon, delta: the guarantee, ε > 0 and 0 < δ < 1 (δ = 0 for the pure-DP mechanisms).
+        max_groups_per_unit: l0, the number of distinct keys kept per unit (uniformly at random from the secure
+            source); needed by GSHM, Laplace and ``auto``.
+        top_k: release (at most) the top-k keys: shorthand for ``mechanism=sd.TopKCSH(k=top_k)`` (de-biased
+            counts; no per-unit key bound needed).
+        mechanism: ``"auto"`` (lowest release threshold among the valid mechanisms), a registered name
+            (``sparsedp.mechanisms.registry.names()``: "gshm", "laplace", "topk-csh", "pure-sparse", "compact",
+            "basic", "stability", "misra-gries") or a mechanism object with its options, e.g.
+            ``sd.GSHM(pre_threshold=5)``, ``sd.TopKCSH(k=1000, debias=False)``, ``sd.MisraGries(sketch_size=…)``,
+            ``sd.PureSparse(max_units=…)``.
+        aggregates: the statistics per key; default ``[sd.Count()]`` (``sd.Count(name="n")`` renames the column).
+        engine: "polars" (default), "duckdb" (default for SQL and DuckDB relations), "pandas", "arrow", "spark"
+            (default for Spark DataFrames; the table is then a lazy Spark DataFrame, one draw).
+        out: also write the table atomically to this .parquet/.csv file, with the guarantee as metadata
+            (Parquet key-value metadata; a ``<out>.json`` sidecar for CSV).
+        ledger, dataset: charge the release against ``dataset``'s budget in this
+            :class:`~sparsedp.ledger.Ledger` (or ledger file path): checked before the data are read, committed
+            after they are counted and before any noise is drawn; refused with
+            :class:`~sparsedp.errors.BudgetExceededError` (nothing drawn, nothing written).
+        connection: DuckDB connection for SQL text.
+        insecure_float: float noise (research reproduction only; not secure; warned and recorded).
+        rng: random source; ``None`` = the secure default. Tests pass a seeded one; never in production.
+        progress: ``progress(stage)`` returns a context manager wrapped around each stage (the CLI's display).
+
+    Returns:
+        :class:`~sparsedp.report.Result` with ``.table`` (Polars for Polars/files/SQL/DuckDB input, pandas for
+        pandas, Arrow for Arrow, Spark for Spark), ``.report`` (public) and ``.curator`` (not private).
+
+    Raises:
+        InvalidParameterError / InvalidTypeError: bad arguments (checked before any data is read).
+        InfeasibleError: no mechanism meets (ε, δ) (checked before any data is read).
+        InputDataError: missing columns, nulls, NaN or nested keys, empty input, unreadable file (before any
+            budget is charged or noise drawn).
+        BudgetExceededError: the ledger's budget for ``dataset`` does not admit this release.
+    """
+    from . import __version__
+    from .engines import get_engine, sources
+    from .engines.output import OUTPUT_KIND, convert, write_atomic
+    from .mechanisms.base import ReleaseRequest
+    from .report import Curator, Report, Result, warn_insecure
+
+    t_start = time.perf_counter()
+    stage = progress or (lambda name: contextlib.nullcontext())
+    # 1. Validate and calibrate: no data read, no noise drawn.
+    eps = v.epsilon(epsilon)
+    dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+    unit, cols = _columns(privacy_unit, by)
+    count = _count(aggregates)
+    l0 = None if max_groups_per_unit is None else v.integer("max_groups_per_unit", max_groups_per_unit, lo=1)
+    mech = _mechanism(mechanism, top_k, l0)
+    if not isinstance(insecure_float, bool):
+        raise InvalidTypeError(f"insecure_float must be a bool, got {insecure_float!r}")
+    kind = sources.kind(data)
+    if kind == "file":
+        sources.file_format(data)
+    eng = get_engine(engine, data, connection)
+    out_path = check_out_path(out) if out is not None else None
+    source = _source(rng)
+    request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float)
+    mech, cal, reason, candidates = mech.resolve(request)
+    value_column = mech.value_column(count.output_column)
+    if value_column in cols or value_column == unit:
+        raise InvalidParameterError(f"the output column {value_column!r} is also an input column; name the count "
+                                    f"otherwise: aggregates=[sd.Count(name=…)]")
+    disclosure = mech.disclosure(request, cal, value_column)
+    if insecure_float:
+        warn_insecure()
+    led, own_ledger = _open_ledger(ledger, dataset)
+    hist = None
+    try:
+        # 2. Ledger pre-check (advisory; the charge below repeats it atomically).
+        if led is not None:
+            led.check(dataset, **_charge(disclosure))
+        timings = {"validate": time.perf_counter() - t_start}
+        # 3. Bounded histogram where the data live (every input check happens here, before the charge).
+        t = time.perf_counter()
+        with stage("bounding contributions and counting"):
+            hist = eng.histogram(data, unit, cols, mech.engine_bound(request), source, mech.count_floor())
+        timings["bound+count"] = time.perf_counter() - t
+        # 4. Charge (committed, or refused with BudgetExceededError), then 5. one private draw.
+        charge_id = None
+        if led is not None:
+            charge_id = led.charge(dataset, mechanism=mech.name, note=f"release {sources.display(data)}",
+                                   **_charge(disclosure))
+        t = time.perf_counter()
+        with stage(f"adding noise ({mech.name})"):
+            released = mech.run(eng, hist, cal, disclosure, source, request)
+        timings["noise"] = time.perf_counter() - t
+        disclosure = released.disclosure
+        # 6. Publish: only released rows leave the engine.
+        t = time.perf_counter()
+        with stage("writing the output" if out_path else "building the table"):
+            report = Report(
+                mechanism=mech.name, options=mech.options(), reason=reason, analysis=disclosure.analysis,
+                epsilon=disclosure.epsilon, delta=disclosure.delta, neighbours=disclosure.neighbours,
+                delta_achieved=disclosure.delta_achieved, delta_parts=dict(disclosure.delta_parts),
+                sigma=disclosure.sigma, noise_std=disclosure.noise_std, threshold=disclosure.threshold,
+                margin=disclosure.margin, pre_threshold=disclosure.pre_threshold, comparison=disclosure.comparison,
+                contribution=disclosure.contribution, value_column=value_column, released_keys=0,
+                insecure_float=insecure_float, notes=disclosure.notes, candidates=candidates, version=__version__)
+            if released.in_process:
+                arrow, native, n_rows = released.rows, None, released.rows.num_rows
+            elif kind == "spark":
+                native, n_rows = eng.native(released.rows, cols, value_column)
+                arrow = eng.to_arrow(released.rows, cols, value_column) if out_path else None
+            else:
+                arrow = eng.to_arrow(released.rows, cols, value_column)
+                native, n_rows = None, arrow.num_rows
+            if arrow is not None:
+                arrow = _sorted_table(arrow, value_column)
+            import dataclasses
+
+            report = dataclasses.replace(report, released_keys=int(n_rows))
+            if out_path:
+                write_atomic(arrow, *out_path, metadata=report.metadata())
+            table = native if native is not None else convert(arrow, OUTPUT_KIND.get(kind, "polars"))
+            if charge_id is not None:
+                led.mark_published(charge_id, out_path[0] if out_path else None)
+        timings["output"] = time.perf_counter() - t
+        timings["total"] = time.perf_counter() - t_start
+    finally:
+        if hist is not None:
+            eng.release_resources(hist)
+        if own_ledger:
+            led.close()
+    curator = Curator(engine=eng.name, source=sources.display(data), bounding=eng.stats(hist), timings=timings,
+                      output=out_path[0] if out_path else None)
+    return Result(table=table, report=report, curator=curator, query=released.query)
+
+
+class Plan(tuple):
+    """``plan()``'s result: the calibrations of every applicable mechanism, the one ``auto`` would use first
+    (a tuple of calibrations; ``.mechanisms`` gives the matching mechanism objects). Prints as a table."""
+
+    mechanisms: tuple
+    title: str
+
+    def __new__(cls, rows: list, title: str = "sparsedp plan"):
+        obj = super().__new__(cls, [cal for _, cal in rows])
+        obj.mechanisms = tuple(m for m, _ in rows)
+        obj.title = title
+        return obj
+
+    @property
+    def best(self):
+        return self[0]
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        for m, c in zip(self.mechanisms, self):
+            row = {"mechanism": m.describe(), "analysis": getattr(c, "analysis", "balcer-vadhan")}
+            for name in ("sigma", "noise_std", "tau", "delta_achieved"):
+                val = getattr(c, name, None)
+                if val is not None:
+                    row[name] = val
+            acc = getattr(c, "accuracy", None)
+            if acc is not None:
+                row.update(per_count_error=acc.per_query, threshold=acc.threshold)
+            out.append(row)
+        return out
+
+    def __str__(self) -> str:
+        rows = self.rows()
+        lines = [self.title]
+        for r in rows:
+            lines.append("  " + ", ".join(f"{k}={val:.6g}" if isinstance(val, float) else f"{k}={val}"
+                                          for k, val in r.items()))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = self.rows()
+        cols = list(dict.fromkeys(k for r in rows for k in r))
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in cols) + "</tr>"
+                       for r in rows)
+        return f"<table><caption>{html.escape(self.title)}</caption><tr>{head}</tr>{body}</table>"
+
+
+def _fmt(x: Any) -> str:
+    return "" if x is None else f"{x:.6g}" if isinstance(x, float) else str(x)
+
+
+def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, top_k: int | None = None, *,
+         insecure_float: bool = False, max_units: int | None = None, beta: Any = None) -> Plan:
+    """Every mechanism applicable to the contribution bound, calibrated at (ε, δ), touching no data: the ones
+    ``auto`` chooses among (best first), then the opt-in variants.
+
+    ``max_groups_per_unit`` (l0) lists GSHM and the Laplace stability histogram; ``top_k`` lists top-k CSH
+    (de-biased counts, the default) and its shifted variant. With ``max_units`` (n units, one key each) the
+    pure-DP mechanisms follow with their exact error bounds at ``beta`` (default 1/20); ``delta=0`` lists the pure
+    ones only. Secure (discrete noise) accountants unless ``insecure_float=True``.
+    """
+    from fractions import Fraction
+
+    from .errors import InfeasibleError
+    from .mechanisms import registry
+    from .mechanisms.base import ReleaseRequest
+    from .mechanisms.thresholded import TopKCSH
+
+    eps = v.epsilon(epsilon)
+    dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+    l0 = None if max_groups_per_unit is None else v.integer("max_groups_per_unit", max_groups_per_unit, lo=1)
+    k = None if top_k is None else v.integer("top_k", top_k, lo=1)
+    rows: list = []
+    extra: list = []
+    if dlt > 0:
+        if l0 is None and k is None and max_units is None:
+            raise InvalidParameterError("plan needs max_groups_per_unit=… (keys per unit) and/or top_k=…")
+        dlt = v.delta(dlt)
+        req = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float)
+        if l0 is not None:
+            for cls in registry.auto_candidates():
+                try:
+                    rows.append((cls(), cls().calibrate(req)))
+                except InfeasibleError:
+                    continue
+        if k is not None:
+            kreq = ReleaseRequest(epsilon=eps, delta=dlt, insecure_float=insecure_float)
+            for m, target in ((TopKCSH(k=k), rows), (TopKCSH(k=k, debias=False), extra)):
+                try:
+                    target.append((m, m.calibrate(kreq)))
+                except InfeasibleError:
+                    continue
+        rows.sort(key=lambda r: (r[1].tau, r[1].noise_std))
+    elif max_units is None:
+        raise InvalidParameterError("delta=0 lists the pure-DP mechanisms: pass max_units=… (the number of units)")
+    if max_units is not None:
+        from .mechanisms.pure import plan_pure
+        from .mechanisms.pure.registered import Basic, PureSparse, Stability, Compact
+
+        if eps > 1:
+            raise InvalidParameterError(f"pure mechanisms need epsilon in (0, 1], got {eps}")
+        n = v.integer("max_units", max_units, lo=1)
+        wanted = [m for m in ("pure-sparse", "compact", "stability")]
+        pure = plan_pure(n, eps, Fraction(1, 20) if beta is None else beta, None, delta=dlt or None,
+                         mechanisms=wanted)
+        objs = {"pure-sparse": PureSparse(max_units=n), "compact": Compact(max_units=n),
+                "stability": Stability(max_units=n), "basic": Basic}
+        extra += [(objs[c.mechanism], c) for c in pure]
+    model = ", ".join(f"{name}={x}" for name, x in (("max_groups_per_unit", l0), ("top_k", k), ("max_units", max_units))
+                      if x is not None)
+    return Plan(rows + extra, title=f"sparsedp plan: epsilon={eps:g}, delta={dlt:g}, {model}")

@@ -1,0 +1,206 @@
+"""What a release returns: the table, the public :class:`Report`, and the :class:`Curator`'s private figures.
+
+The split is the rule "nothing non-private reaches what a user would publish": ``Result.table`` and
+``Result.report`` depend on the data only through the private release (plus public calibration facts);
+``Result.curator`` holds what may NOT be published — rows, units and keys in, what bounding did, timings — and
+no key that was not released and no exact count of any key is stored anywhere in a :class:`Result`.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .accounting.calibration import Neighbours
+
+__all__ = ["Report", "Curator", "Result", "InsecureNoiseWarning"]
+
+INSECURE_LINE = ("WARNING: insecure float noise (insecure_float=True): this release is for research "
+                 "reproduction only and is NOT a secure differentially private release")
+
+
+class InsecureNoiseWarning(UserWarning):
+    """A release or calibration used float noise (``insecure_float=True``)."""
+
+
+def warn_insecure() -> None:
+    warnings.warn(INSECURE_LINE, InsecureNoiseWarning, stacklevel=3)
+
+
+@dataclass(frozen=True)
+class Report:
+    """How a release was made — public: it may be published with the table. ``print(result.report)``.
+
+    Attributes:
+        mechanism, options: the registered mechanism and its options; ``reason``: why it was used.
+        analysis: the accountant that calibrated it.
+        epsilon, delta, neighbours: the guarantee; ``delta_achieved``: δ of the noise actually sampled (<= δ).
+        delta_parts: δ split into its named parts.
+        sigma, noise_std: noise scale and the standard deviation of each released value.
+        threshold, margin, pre_threshold, comparison: a key is released iff its noisy value ``comparison``
+            ``threshold`` (= pre-threshold + margin).
+        contribution: the contribution model the engine enforced.
+        value_column: the released value column; ``released_keys``: rows in the table.
+        insecure_float: float noise was requested by name (not a secure release).
+        notes: further public facts (top-k's released t̃, pure mechanisms' error bounds, fallbacks).
+        candidates: for ``mechanism="auto"``, every candidate with its margin.
+    """
+
+    mechanism: str
+    options: Mapping[str, Any]
+    reason: str
+    analysis: str
+    epsilon: float
+    delta: float
+    neighbours: Neighbours
+    delta_achieved: float
+    delta_parts: Mapping[str, float]
+    sigma: float | None
+    noise_std: float | None
+    threshold: float | None
+    margin: float | None
+    pre_threshold: int | None
+    comparison: str
+    contribution: str
+    value_column: str
+    released_keys: int
+    insecure_float: bool = False
+    notes: tuple[str, ...] = ()
+    candidates: tuple[Mapping[str, Any], ...] = ()
+    version: str = ""
+
+    @property
+    def tau(self) -> float | None:
+        """The threshold margin (threshold − pre-threshold), as the accountants call it."""
+        return self.margin
+
+    def guarantee(self) -> str:
+        return f"({self.epsilon:g}, {self.delta:g})-DP, {self.neighbours.value}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public fields as plain JSON-friendly values."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["neighbours"] = self.neighbours.value
+        out["options"] = {k: _plain(x) for k, x in self.options.items()}
+        out["delta_parts"] = dict(self.delta_parts)
+        out["notes"] = list(self.notes)
+        out["candidates"] = [dict(c) for c in self.candidates]
+        return out
+
+    def metadata(self) -> dict[str, Any]:
+        """The guarantee a released file carries (Parquet metadata / CSV sidecar)."""
+        return {"epsilon": self.epsilon, "delta": self.delta, "neighbours": self.neighbours.value,
+                "mechanism": self.mechanism, "options": {k: _plain(x) for k, x in self.options.items()},
+                "analysis": self.analysis, "noise_std": self.noise_std, "threshold": self.threshold,
+                "comparison": self.comparison, "value_column": self.value_column, "contribution": self.contribution,
+                "insecure_float": self.insecure_float, "sparsedp_version": self.version}
+
+    def lines(self) -> list[str]:
+        lines = [INSECURE_LINE] if self.insecure_float else []
+        lines += [
+            "sparsedp release",
+            f"  guarantee     {self.guarantee()} (delta achieved {self.delta_achieved:.3g})",
+            f"  mechanism     {self.mechanism} [{self.analysis}]: {self.reason}",
+            f"  contribution  {self.contribution}",
+        ]
+        if self.noise_std is not None:
+            sig = f"sigma = {self.sigma:.4g}; " if self.sigma is not None else ""
+            lines.append(f"  noise         {sig}each released {self.value_column} is off by about "
+                         f"±{self.noise_std:.3g} (noise std), ±{1.96 * self.noise_std:.3g} at 95%")
+        if self.threshold is not None:
+            margin = (f" (pre-threshold {self.pre_threshold} + margin {self.margin:.6g})"
+                      if self.margin is not None and self.pre_threshold is not None else "")
+            lines.append(f"  threshold     released iff noisy {self.value_column} {self.comparison} "
+                         f"{self.threshold:.6g}{margin}")
+        if self.delta_parts:
+            lines.append("  delta parts   " + ", ".join(f"{k} {val:.3g}" for k, val in self.delta_parts.items()))
+        lines += [f"  note          {n}" for n in self.notes]
+        lines.append(f"  released      {self.released_keys} keys")
+        return lines
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td style='text-align:left'><pre style='margin:0'>{html.escape(line)}</pre></td></tr>"
+                       for line in self.lines())
+        return f"<table>{rows}</table>"
+
+
+def _plain(x: Any) -> Any:
+    from fractions import Fraction
+
+    if isinstance(x, Fraction):
+        return str(x)
+    if isinstance(x, tuple):
+        return [_plain(y) for y in x]
+    return x
+
+
+def _known(x: Any) -> str:
+    """A statistic, or "?" where the engine did not compute it (Spark skips the extra passes)."""
+    return "?" if x is None else str(x)
+
+
+@dataclass(frozen=True)
+class Curator:
+    """Figures for the curator only — NOT differentially private, never publish them.
+
+    ``bounding`` (:class:`~sparsedp.engines.BoundingStats`: rows, units and keys in, what the contribution bound
+    dropped), ``timings`` (seconds per stage), ``engine``, ``source`` and ``output`` (where the table was written).
+    """
+
+    engine: str
+    source: str
+    bounding: Any
+    timings: Mapping[str, float] = field(default_factory=dict)
+    output: str | None = None
+
+    def lines(self) -> list[str]:
+        b = self.bounding
+        lines = [
+            "  -- for the curator only (not private, do not publish) --",
+            f"  input         {self.source} via the {self.engine} engine",
+            f"  rows          {b.rows_in} in; {_known(b.duplicate_rows_removed)} duplicate (unit, key) rows removed",
+            f"  units         {_known(b.units_in)} in; {_known(b.units_over_l0)} had more than l0={b.l0} keys "
+            f"({_known(b.pairs_dropped_l0)} (unit, key) pairs dropped)" if b.l0 is not None
+            else f"  units         {_known(b.units_in)} in (no l0 bound: de-duplication only)",
+            f"  keys          {_known(b.keys_in)} in, {b.keys_bounded} after bounding, {b.keys_out} to the mechanism",
+            "  time          " + ", ".join(f"{k} {t:.2f}s" for k, t in self.timings.items()),
+        ]
+        if self.output:
+            lines.append(f"  output        {self.output}")
+        return lines
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+@dataclass(frozen=True)
+class Result:
+    """A release: ``table`` (keys + the noisy value column, largest first, in the input's frame type),
+    ``report`` (public), ``curator`` (NOT private) and, for the compact histogram, ``query(key)``."""
+
+    table: Any
+    report: Report
+    curator: Curator
+    query: Any = None
+
+    def __repr__(self) -> str:
+        return (f"Result({self.report.released_keys} keys released by {self.report.mechanism})\n{self.report}\n"
+                f"(curator-only figures, not private: result.curator)")
+
+    def __str__(self) -> str:
+        return f"{self.report}\n{self.curator}"
+
+    def _repr_html_(self) -> str:
+        table = getattr(self.table, "_repr_html_", None)
+        head = table() if callable(table) else html.escape(repr(self.table))
+        return head + self.report._repr_html_()
+
+
+def finite_or_none(x: Any) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
