@@ -233,14 +233,14 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     mech = _mechanism(mechanism, top_k, l0)
     if not isinstance(insecure_float, bool):
         raise InvalidTypeError(f"insecure_float must be a bool, got {insecure_float!r}")
+    request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float)
+    mech, cal, reason, candidates = mech.resolve(request)
     kind = sources.kind(data)
     if kind == "file":
         sources.file_format(data)
     eng = get_engine(engine, data, connection)
     out_path = check_out_path(out) if out is not None else None
     source = _source(rng)
-    request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float)
-    mech, cal, reason, candidates = mech.resolve(request)
     value_column = mech.value_column(count.output_column)
     if value_column in cols or value_column == unit:
         raise InvalidParameterError(f"the output column {value_column!r} is also an input column; name the count "

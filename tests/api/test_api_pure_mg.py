@@ -8,7 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 import sparsedp as sd
-from sparsedp.api_pure_mg import _sorted_stream, _stream_chunks, group_privacy_parameters
+from sparsedp.mechanisms.misra_gries import group_privacy_parameters
+from sparsedp.mechanisms.misra_gries import sorted_stream as _sorted_stream
+from sparsedp.mechanisms.misra_gries import stream_chunks as _stream_chunks
+from sparsedp.accounting.calibration import Neighbours
 from sparsedp.cli import app
 from sparsedp.errors import InvalidParameterError
 from sparsedp.mechanisms.pure import PureCalibration
@@ -33,12 +36,12 @@ def _frame(counts: dict, extra_rows_for_unit0: int = 0):
 def test_stability_release_end_to_end_and_guarantee_text():
     df = _frame({"x": 300, "y": 200, "z": 2}, extra_rows_for_unit0=3)
     res = sd.release(df, "u", "a", epsilon=0.5, delta=1e-6, mechanism="stability", rng=InsecureSeededRandom(3))
-    cal = res.release.calibration
-    assert isinstance(cal, PureCalibration) and cal.mechanism == "stability" and cal.epsilon == 0.5
-    assert res.report.bounding.l0 == 1 and res.report.bounding.pairs_dropped_l0 == 3  # one key per unit
+    assert res.report.mechanism == "stability" and res.report.epsilon == 0.5
+    assert res.report.neighbours is Neighbours.REPLACE_ONE
+    assert res.curator.bounding.l0 == 1 and res.curator.bounding.pairs_dropped_l0 == 3  # one key per unit
     got = dict(zip(res.table["a"].to_list(), res.table["count"].to_list()))
     assert set(got) == {"x", "y"}  # stability never releases absent keys; z (2) is far below the threshold
-    a = cal.accuracy.per_query
+    a = res.report.noise_std
     assert abs(got["x"] - 300) <= 3 * a and abs(got["y"] - 200) <= 3 * a
     text = str(res.report)
     assert "replace one privacy unit (the number of units is public)" in text and "(0.5, 1e-06)-DP" in text
@@ -46,30 +49,27 @@ def test_stability_release_end_to_end_and_guarantee_text():
 
 def test_pure_sparse_add_remove_with_max_units_and_joined_multicolumn_keys():
     df = pl.DataFrame({"u": list(range(30)), "a": ["p"] * 25 + ["q"] * 5, "b": [1] * 30})
-    res = sd.release(df, "u", ["a", "b"], epsilon=1, delta=0, mechanism="pure-sparse", max_units=40,
-                     max_key_bytes=8, rng=InsecureSeededRandom(5))
+    res = sd.release(df, "u", ["a", "b"], epsilon=1, delta=0, mechanism=sd.PureSparse(max_units=40, max_key_bytes=8), rng=InsecureSeededRandom(5))
     assert res.table.columns == ["a+b", "count"]
-    assert res.release.calibration.delta == 0.0
+    assert res.report.delta == 0.0
     assert "add/remove one privacy unit" in str(res.report)
-    assert res.release.calibration.neighbours == "add/remove-one"
+    assert res.report.neighbours is Neighbours.ADD_REMOVE
     # the released counts are integers in the clamped range [0, max_units]
     assert all(0 <= c <= 40 for c in res.table["count"].to_list())
 
 
 def test_compact_queries_public_keys_only_and_the_query_function():
     df = pl.DataFrame({"u": list(range(20)), "a": ["p"] * 12 + ["q"] * 8, "b": [7] * 20})
-    res = sd.release(df, "u", ["a", "b"], epsilon=1, delta=0, mechanism="compact", max_key_bytes=12,
-                     query_keys=[("p", 7), ("nope", 1)], rng=InsecureSeededRandom(9))
+    res = sd.release(df, "u", ["a", "b"], epsilon=1, delta=0, mechanism=sd.Compact(max_key_bytes=12, query_keys=[("p", 7), ("nope", 1)]), rng=InsecureSeededRandom(9))
     assert sorted(res.table["a+b"].to_list()) == sorted(['["p",7]', '["nope",1]'])
-    query = res.release.extra["query"]
+    query = res.query
     assert query(("p", 7)) == query('["p",7]')  # tuples and the joined string name the same bin
     assert query(("p", 7)) == dict(zip(res.table["a+b"].to_list(), res.table["count"].to_list()))['["p",7]']
 
 
 def test_basic_is_dense_over_the_public_domain():
     df = pl.DataFrame({"u": list(range(10)), "k": [0] * 6 + [3] * 4})
-    res = sd.release(df, "u", "k", epsilon=1, delta=0, mechanism="basic", domain_size=8,
-                     rng=InsecureSeededRandom(2))
+    res = sd.release(df, "u", "k", epsilon=1, delta=0, mechanism=sd.Basic(domain_size=8), rng=InsecureSeededRandom(2))
     assert sorted(res.table["k"].to_list()) == list(range(8))
 
 
@@ -80,13 +80,13 @@ def test_basic_is_dense_over_the_public_domain():
     (dict(mechanism="pure-sparse", delta=0, max_groups_per_unit=2), "one item"),
     (dict(mechanism="basic", delta=0), "domain_size"),
     (dict(mechanism="misra-gries", delta=1e-6), "sketch_size"),
-    (dict(mechanism="misra-gries", delta=0, sketch_size=5), "delta"),
-    (dict(mechanism="gshm", delta=1e-6, max_groups_per_unit=1, sketch_size=5), "sketch_size"),
-    (dict(mechanism="pure-sparse", delta=0, sketch_size=5), "sketch_size"),
+    (dict(mechanism=("MisraGries", dict(sketch_size=5)), delta=0), "delta"),
 ])
 def test_bad_arguments_fail_before_reading_data(kwargs, match):
     kw = {"epsilon": 1.0, **kwargs}
     with pytest.raises((InvalidParameterError, ValueError), match=match):
+        if isinstance(kw["mechanism"], tuple):
+            kw["mechanism"] = getattr(sd, kw["mechanism"][0])(**kw["mechanism"][1])
         sd.release("/nonexistent/never_read.parquet", "u", "a", **kw)
 
 
@@ -120,24 +120,23 @@ def test_stream_is_canonical_and_a_unit_removal_deletes_at_most_l0_elements():
 
 def test_misra_gries_release_heavy_keys_and_l0_scaling():
     df = _frame({"x": 400, "y": 250, "z": 1, "w": 1})
-    res = sd.release(df, "u", "a", epsilon=1.0, delta=1e-6, mechanism="misra-gries", sketch_size=10,
+    res = sd.release(df, "u", "a", epsilon=1.0, delta=1e-6, mechanism=sd.MisraGries(sketch_size=10),
                      rng=InsecureSeededRandom(11))
     got = dict(zip(res.table["a"].to_list(), res.table["count"].to_list()))
     assert set(got) == {"x", "y"}
-    cal = res.release.calibration
-    assert cal.mechanism == "misra-gries" and cal.epsilon == 1.0 and cal.delta == 1e-6
+    assert res.report.mechanism == "misra-gries" and res.report.epsilon == 1.0 and res.report.delta == 1e-6
     assert abs(got["x"] - 400) <= 40 and abs(got["y"] - 250) <= 40
     # l0 = 2 keys per unit: the sketch is released at (eps/2, delta') by group privacy
     df2 = pl.DataFrame({"u": list(range(300)) * 2, "a": ["x"] * 300 + ["y"] * 300})
-    res2 = sd.release(df2, "u", "a", epsilon=1.0, delta=1e-6, mechanism="misra-gries", sketch_size=10,
+    res2 = sd.release(df2, "u", "a", epsilon=1.0, delta=1e-6, mechanism=sd.MisraGries(sketch_size=10),
                       max_groups_per_unit=2, rng=InsecureSeededRandom(12))
     e, d = group_privacy_parameters(1.0, 1e-6, 2)
-    assert res2.release.calibration.epsilon == e and res2.release.calibration.delta == d
+    assert f"({e:.6g}, {d:.3g})-DP per stream element" in str(res2.report)
     assert res2.report.delta_achieved <= 1e-6
     assert "group privacy over 2 elements" in str(res2.report)
     # several key columns: the released table keeps them (only real keys are released)
     df3 = pl.DataFrame({"u": list(range(200)), "a": ["p"] * 150 + ["q"] * 50, "b": [3] * 150 + [4] * 50})
-    res3 = sd.release(df3, "u", ["a", "b"], epsilon=1.0, delta=1e-6, mechanism="misra-gries", sketch_size=4,
+    res3 = sd.release(df3, "u", ["a", "b"], epsilon=1.0, delta=1e-6, mechanism=sd.MisraGries(sketch_size=4),
                       rng=InsecureSeededRandom(13))
     assert res3.table.columns == ["a", "b", "count"]
     assert res3.table.row(0)[:2] == ("p", 3)

@@ -68,12 +68,12 @@ def test_files_and_sql_give_polars(df, tmp_path, rng):
     p = tmp_path / "in.parquet"
     df.write_parquet(p)
     res = sd.release(str(p), **KW, rng=rng)
-    assert isinstance(res.table, pl.DataFrame) and res.report.engine == "polars"
+    assert isinstance(res.table, pl.DataFrame) and res.curator.engine == "polars"
     con = duckdb.connect()
     con.execute(f"CREATE VIEW shares AS SELECT * FROM read_parquet('{p}')")
     res = sd.release("SELECT user, url, country FROM shares WHERE url <> 'third'", **KW, rng=rng,
                      connection=con)
-    assert isinstance(res.table, pl.DataFrame) and res.report.engine == "duckdb"
+    assert isinstance(res.table, pl.DataFrame) and res.curator.engine == "duckdb"
     assert "third" not in res.table["url"].to_list()
 
 
@@ -84,34 +84,34 @@ def test_report_contents(df, rng):
     assert r.epsilon == 1.0 and r.delta == 1e-6 and 0 < r.delta_achieved <= 1e-6
     assert r.sigma > 0 and r.noise_std > 0 and r.threshold == r.pre_threshold + r.tau
     assert r.delta_parts and r.released_keys == len(res.table)
-    b = r.bounding
+    b = res.curator.bounding
     assert b.rows_in == df.height and b.units_in == 400 and b.duplicate_rows_removed >= 400
     assert b.keys_in >= b.keys_bounded >= b.keys_out >= r.released_keys
-    assert set(r.timings) >= {"validate", "bound+count", "noise", "output", "total"}
+    assert set(res.curator.timings) >= {"validate", "bound+count", "noise", "output", "total"}
     text = str(r)
-    for s in ("(1, 1e-06)-DP", "add/remove one privacy unit", "threshold", "noise std", "rows", "units",
-              "not private"):
+    for s in ("(1, 1e-06)-DP", "add/remove one privacy unit", "threshold", "noise std"):
         assert s in text
-    assert r.to_dict()["bounding"]["rows_in"] == df.height
+    assert "not private" in str(res.curator) and "rows" in str(res.curator) and "rows" not in text
+    assert "bounding" not in r.to_dict() and "timings" not in r.to_dict()
 
 
 def test_topk_release(df, rng):
     res = sd.release(df, "user", "url", 1.0, 1e-6, top_k=2, rng=rng)
-    assert res.report.mechanism == "topk-csh" and res.report.l0 is None
-    assert len(res.table) <= 2
-    assert res.report.bounding.pairs_dropped_l0 == 0
+    assert res.report.mechanism == "topk-csh" and res.report.options == {"k": 2, "debias": True}
+    assert len(res.table) <= 2 and res.table.columns == ["url", "count"]
+    assert res.curator.bounding.pairs_dropped_l0 == 0 and res.curator.bounding.l0 is None
 
 
 def test_explicit_mechanism_and_out(df, tmp_path, rng):
     out = tmp_path / "rel.parquet"
     res = sd.release(df, **KW, mechanism="laplace", rng=rng, out=out)
-    assert res.report.mechanism == "laplace" and res.report.output == str(out)
+    assert res.report.mechanism == "laplace" and res.curator.output == str(out)
     back = pl.read_parquet(out)
     assert back.equals(res.table)
     out2 = tmp_path / "rel.csv"
     sd.release(df, **KW, rng=rng, out=str(out2))
     assert pl.read_csv(out2).columns == ["url", "country", "count"]
-    assert sorted(os.listdir(tmp_path)) == ["rel.csv", "rel.parquet"]  # no temp files left
+    assert sorted(os.listdir(tmp_path)) == ["rel.csv", "rel.csv.json", "rel.parquet"]  # no temp files left
 
 
 @pytest.mark.parametrize("kw,exc,msg", [
@@ -125,15 +125,18 @@ def test_explicit_mechanism_and_out(df, tmp_path, rng):
     (dict(max_groups_per_unit=0), InvalidParameterError, "max_groups_per_unit must be >= 1"),
     (dict(max_groups_per_unit=2.5), InvalidTypeError, "max_groups_per_unit must be an integer"),
     (dict(mechanism="topk-csh"), InvalidParameterError, "needs top_k"),
-    (dict(mechanism="gshm", max_groups_per_unit=None, top_k=3), InvalidParameterError, "needs max_groups"),
+    (dict(mechanism="gshm", max_groups_per_unit=None, top_k=3), InvalidParameterError, "not an option of"),
+    (dict(mechanism="gshm", max_groups_per_unit=None), InvalidParameterError, "needs max_groups"),
     (dict(mechanism="csh"), InvalidParameterError, "k-sparse monotonic"),
     (dict(mechanism="best"), InvalidParameterError, "mechanism must be one of"),
-    (dict(pre_threshold=0), InvalidParameterError, "pre_threshold must be >= 1"),
+    (dict(mechanism=("GSHM", dict(pre_threshold=0))), InvalidParameterError, "pre_threshold must be >= 1"),
+    (dict(mechanism="misra-gries"), InvalidParameterError, "needs sketch_size"),
+    (dict(mechanism=("TopKCSH", dict(k=0))), InvalidParameterError, "k must be >= 1"),
     (dict(by=[]), InvalidTypeError, "by must be"),
     (dict(by=["url", "url"]), InvalidParameterError, "twice"),
     (dict(by=["user"]), InvalidParameterError, "per-person counts"),
     (dict(privacy_unit=None), InvalidTypeError, "privacy_unit must be"),
-    (dict(count_column="url"), InvalidParameterError, "count_column"),
+    (dict(aggregates=("Count", dict(name="url"))), InvalidParameterError, "also an input column"),
     (dict(engine="sparc"), InvalidParameterError, "engine must be one of"),
     (dict(insecure_float="yes"), InvalidTypeError, "insecure_float must be a bool"),
 ])
@@ -141,6 +144,10 @@ def test_bad_arguments_fail_before_data_or_noise(df, tmp_path, kw, exc, msg):
     args = {**KW, **kw}
     out = tmp_path / "out.parquet"
     with pytest.raises(exc, match=msg):
+        for name in ("mechanism", "aggregates"):  # objects are built inside the raises block: they validate too
+            if isinstance(args.get(name), tuple):
+                cls, opts = args[name]
+                args[name] = getattr(sd, cls)(**opts) if name == "mechanism" else [getattr(sd, cls)(**opts)]
         sd.release(df, **args, rng=Tripwire(), out=out)
     assert os.listdir(tmp_path) == []
 
@@ -213,3 +220,88 @@ def test_same_seed_same_release_from_every_engine(df):
     for eng, t in tables.items():
         assert isinstance(t, pd.DataFrame) and list(t.columns) == ["url", "country", "count"], eng
         pd.testing.assert_frame_equal(t, tables["polars"], obj=eng)
+
+
+def test_released_files_carry_their_guarantee(df, tmp_path, rng):
+    from sparsedp.engines.output import read_guarantee
+
+    for name in ("rel.parquet", "rel.csv"):
+        res = sd.release(df, **KW, rng=rng, out=tmp_path / name)
+        meta = read_guarantee(str(tmp_path / name))
+        assert meta["epsilon"] == 1.0 and meta["delta"] == 1e-6 and meta["neighbours"] == "add/remove one privacy unit"
+        assert meta["mechanism"] == res.report.mechanism and meta["threshold"] == res.report.threshold
+        assert meta["noise_std"] == res.report.noise_std and meta["sparsedp_version"] == sd.__version__
+        assert meta["insecure_float"] is False
+
+
+def test_result_holds_no_unreleased_key_and_no_exact_count(tmp_path, rng):
+    """A key of one unit is never released at this threshold: it must appear nowhere in the Result (pickled
+    included), and no exact count may either (only noisy counts, above the threshold)."""
+    import pickle
+
+    rows = [(u, "popular") for u in range(300)] + [(10**6, "secret-one-unit-key")]
+    frame = pl.DataFrame(rows, schema={"user": pl.Int64, "url": pl.String}, orient="row")
+    for kw in (dict(max_groups_per_unit=1), dict(top_k=1)):
+        res = sd.release(frame, "user", "url", 1.0, 1e-6, rng=rng, **kw)
+        blob = pickle.dumps(res)
+        assert b"secret-one-unit-key" not in blob and "secret-one-unit-key" not in repr(res) + str(res)
+        assert res.table["url"].to_list() == ["popular"]
+        assert res.curator.bounding.keys_in == 2  # the curator may know the key existed, never which
+
+
+def test_list_typed_key_fails_before_the_ledger_charge(tmp_path, rng):
+    from sparsedp.errors import InputDataError
+    from sparsedp.ledger import Ledger
+
+    frame = pl.DataFrame({"user": [1, 2, 3], "tags": [["a"], ["b"], ["a", "b"]]})
+    path = tmp_path / "l.db"
+    with Ledger(path) as led:
+        led.set_budget("d", epsilon=1.0, delta=1e-5)
+    with pytest.raises(InputDataError, match="scalar values"):
+        sd.release(frame, "user", "tags", 0.5, 1e-6, max_groups_per_unit=1, ledger=str(path), dataset="d", rng=rng)
+    with Ledger(path) as led:
+        assert led.history("d") == []
+
+
+def test_nan_keys_are_refused_on_every_engine(rng):
+    from sparsedp.engines import ENGINES
+    from sparsedp.errors import InputDataError
+
+    frame = pl.DataFrame({"user": [1, 2, 3], "x": [0.5, float("nan"), 0.5]})
+    for eng in ENGINES:
+        data = frame.to_pandas() if eng == "pandas" else frame
+        with pytest.raises(InputDataError, match="NaN|null"):  # pandas cannot tell NaN from a missing value
+            sd.release(data, "user", "x", 1.0, 1e-6, max_groups_per_unit=1, engine=eng, rng=rng)
+
+
+def test_insecure_float_is_warned_stated_and_recorded(df, tmp_path, rng):
+    from sparsedp.engines.output import read_guarantee
+    from sparsedp.report import InsecureNoiseWarning
+
+    with pytest.warns(InsecureNoiseWarning):
+        res = sd.release(df, **KW, rng=rng, insecure_float=True, out=tmp_path / "f.parquet")
+    assert str(res.report).splitlines()[0].startswith("WARNING: insecure float noise")
+    assert read_guarantee(str(tmp_path / "f.parquet"))["insecure_float"] is True
+
+
+def test_debiased_topk_counts_are_unbiased():
+    """Default top-k releases counts: over repetitions on a fixed histogram, keys far above the cut-off have
+    mean error about 0 (the shifted variant is off by the (k+1)-th count t)."""
+    counts = {"a": 900, "b": 800, "c": 700, "d": 300, "e": 250}
+    rows = [(f"{k}{u}", k) for k, c in counts.items() for u in range(c)]
+    frame = pl.DataFrame(rows, schema={"user": pl.String, "url": pl.String}, orient="row")
+    errs, shifted = [], []
+    for seed in range(40):
+        res = sd.release(frame, "user", "url", 1.0, 1e-6, top_k=3, rng=InsecureSeededRandom(seed))
+        got = dict(zip(res.table["url"].to_list(), res.table["count"].to_list()))
+        errs += [got[k] - counts[k] for k in ("a", "b", "c") if k in got]
+        sh = sd.release(frame, "user", "url", 1.0, 1e-6, mechanism=sd.TopKCSH(k=3, debias=False),
+                        rng=InsecureSeededRandom(seed))
+        assert sh.table.columns == ["url", "count_minus_cutoff"]
+        g2 = dict(zip(sh.table["url"].to_list(), sh.table["count_minus_cutoff"].to_list()))
+        shifted += [g2[k] - counts[k] for k in ("a", "b", "c") if k in g2]
+    errs = np.array(errs, dtype=float)
+    assert len(errs) == 120  # far above the cut-off: always released
+    se = errs.std(ddof=1) / np.sqrt(len(errs))
+    assert abs(errs.mean()) < 4 * se + 1, (errs.mean(), se)  # unbiased (up to the noise's own ±0.5 rounding)
+    assert abs(np.mean(shifted) + 300) < 30  # the shifted values are off by t = 300

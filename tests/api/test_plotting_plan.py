@@ -16,9 +16,10 @@ def test_curves_match_plan():
                            "topk-csh (rounded-tight, discrete)"}
     for label, (xs, ys) in curves.items():
         assert xs == [1, 10]
-        mech = label.split()[0]
-        for k, y in zip(xs, ys):
-            cal = next(c for c in sd.plan(1.0, 1e-6, max_groups_per_unit=k, top_k=k) if c.mechanism == mech)
+        mech, analysis = label.split()[0], label.split()[1].strip("(,")
+        for k, y in zip(xs, ys):  # the plot draws top-k's shifted variant (analysis rounded-tight)
+            cal = next(c for c in sd.plan(1.0, 1e-6, max_groups_per_unit=k, top_k=k)
+                       if c.mechanism == mech and c.analysis == analysis)
             assert y == 1 + cal.tau
     # thresholds grow with k; Laplace grows fastest (linear in l0 vs sqrt for the Gaussian ones)
     lap, gshm = curves["laplace (discrete-exact, discrete)"][1], curves["gshm (discrete-exact, discrete)"][1]

@@ -31,7 +31,7 @@ def _log(n_rows=6000, n_units=300, n_keys=400, seed=5) -> pl.DataFrame:
 
 
 def _canon(bh) -> pl.DataFrame:
-    return pl.from_arrow(bh.histogram.keys).with_columns(n=pl.Series(bh.histogram.counts)).sort(pl.all())
+    return pl.from_arrow(bh.keys).with_columns(n=pl.Series(bh.counts)).sort(pl.all())
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_same_histogram_every_engine_and_input(inputs, l0):
     for eng, (name, d) in itertools.product(ENGINES, data.items()):
         if name == "sql" and eng != "duckdb":
             continue
-        bh = get_engine(eng, d, connection=con).bounded_histogram(d, "uid", ["query", "country"], l0,
+        bh = get_engine(eng, d, connection=con).histogram(d, "uid", ["query", "country"], l0,
                                                                    InsecureSeededRandom(SEED))
         results[(eng, name)] = bh
     ref = results[("polars", "polars")]
@@ -73,15 +73,15 @@ def test_same_histogram_every_engine_and_input(inputs, l0):
     for key, bh in results.items():
         assert _canon(bh).equals(_canon(ref)), key
         assert bh.stats == ref.stats, key
-        assert bh.histogram.counts.dtype == np.int64
+        assert bh.counts.dtype == np.int64
 
 
 def test_different_seed_changes_the_choice(log):
     eng = get_engine("polars")
-    a = eng.bounded_histogram(log, "uid", ["query"], 2, InsecureSeededRandom(1))
-    b = eng.bounded_histogram(log, "uid", ["query"], 2, InsecureSeededRandom(2))
+    a = eng.histogram(log, "uid", ["query"], 2, InsecureSeededRandom(1))
+    b = eng.histogram(log, "uid", ["query"], 2, InsecureSeededRandom(2))
     assert not _canon(a).equals(_canon(b))
-    assert a.histogram.counts.sum() == b.histogram.counts.sum()  # same number of kept pairs
+    assert a.counts.sum() == b.counts.sum()  # same number of kept pairs
 
 
 def _oracle_degrees(df: pl.DataFrame) -> pl.DataFrame:
@@ -98,9 +98,9 @@ def test_bounding_invariants_disjoint_keys(engine, l0):
     units = g.integers(0, 60, n)
     keys = g.integers(0, 15, n)  # repeats create duplicate (unit, key) rows
     df = pl.DataFrame({"uid": units, "query": [f"u{u}-k{k}" for u, k in zip(units, keys)]})
-    bh = get_engine(engine).bounded_histogram(df.to_pandas() if engine == "pandas" else df, "uid", ["query"], l0,
+    bh = get_engine(engine).histogram(df.to_pandas() if engine == "pandas" else df, "uid", ["query"], l0,
                                               InsecureSeededRandom(SEED))
-    h = pl.from_arrow(bh.histogram.keys).with_columns(n=pl.Series(bh.histogram.counts))
+    h = pl.from_arrow(bh.keys).with_columns(n=pl.Series(bh.counts))
     assert (h["n"] == 1).all()
     kept = h.with_columns(uid=pl.col("query").str.extract(r"^u(\d+)-").cast(pl.Int64)).group_by("uid").len()
     expect = _oracle_degrees(df).with_columns(k=pl.min_horizontal(pl.col("d"), l0))
@@ -116,8 +116,8 @@ def test_bounding_invariants_disjoint_keys(engine, l0):
 def test_shared_keys_counts_are_bounded(engine, log):
     """With shared keys: per-key count <= distinct units having it; total = sum_u min(d_u, l0)."""
     l0 = 3
-    bh = get_engine(engine).bounded_histogram(log, "uid", ["query"], l0, InsecureSeededRandom(SEED))
-    h = pl.from_arrow(bh.histogram.keys).with_columns(n=pl.Series(bh.histogram.counts))
+    bh = get_engine(engine).histogram(log, "uid", ["query"], l0, InsecureSeededRandom(SEED))
+    h = pl.from_arrow(bh.keys).with_columns(n=pl.Series(bh.counts))
     truth = log.group_by("query").agg(pl.col("uid").n_unique().alias("t"))
     j = h.join(truth, on="query")
     assert j.height == h.height and (j["n"] <= j["t"]).all() and (j["n"] >= 1).all()
@@ -167,19 +167,19 @@ def test_units_sharing_keys_choose_independently_enough():
     n_units, n_keys = 3000, 30
     df = pl.DataFrame({"u": np.repeat(np.arange(n_units), n_keys),
                        "q": np.tile([f"k{i:02d}" for i in range(n_keys)], n_units)})
-    bh = get_engine("polars").bounded_histogram(df, "u", ["q"], 6, InsecureSeededRandom(SEED))
-    assert bh.histogram.counts.sum() == n_units * 6
-    p = stats.chisquare(bh.histogram.counts, np.full(n_keys, n_units * 6 / n_keys)).pvalue
+    bh = get_engine("polars").histogram(df, "u", ["q"], 6, InsecureSeededRandom(SEED))
+    assert bh.counts.sum() == n_units * 6
+    p = stats.chisquare(bh.counts, np.full(n_keys, n_units * 6 / n_keys)).pvalue
     assert p > 1e-3, p
 
 
 def test_pre_threshold_drops_small_counts(log):
     eng = get_engine("polars")
-    a = eng.bounded_histogram(log, "uid", ["query"], 3, InsecureSeededRandom(SEED))
-    b = eng.bounded_histogram(log, "uid", ["query"], 3, InsecureSeededRandom(SEED), pre_threshold=5)
-    assert b.histogram.counts.min() >= 5
+    a = eng.histogram(log, "uid", ["query"], 3, InsecureSeededRandom(SEED))
+    b = eng.histogram(log, "uid", ["query"], 3, InsecureSeededRandom(SEED), pre_threshold=5)
+    assert b.counts.min() >= 5
     assert _canon(b).equals(_canon(a).filter(pl.col("n") >= 5))
-    assert b.stats.keys_out == len(b.histogram) < b.stats.keys_bounded == a.stats.keys_out
+    assert b.stats.keys_out == len(b) < b.stats.keys_bounded == a.stats.keys_out
 
 
 # ------------------------------------------------------------------ bad input
@@ -188,9 +188,9 @@ def test_pre_threshold_drops_small_counts(log):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_missing_column_names_the_close_match(engine, log):
     with pytest.raises(InputDataError, match=r"'qeury'.*did you mean 'query'"):
-        get_engine(engine).bounded_histogram(log, "uid", ["qeury"], 3, InsecureSeededRandom(1))
+        get_engine(engine).histogram(log, "uid", ["qeury"], 3, InsecureSeededRandom(1))
     with pytest.raises(InputDataError, match="privacy_unit column 'user'"):
-        get_engine(engine).bounded_histogram(log, "user", ["query"], 3, InsecureSeededRandom(1))
+        get_engine(engine).histogram(log, "user", ["query"], 3, InsecureSeededRandom(1))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -199,14 +199,14 @@ def test_nulls_are_refused(engine, col):
     df = pl.DataFrame({"uid": [1, 2, 3], "query": ["a", "b", "c"]})
     df = df.with_columns(pl.when(pl.int_range(3) == 1).then(None).otherwise(pl.col(col)).alias(col))
     with pytest.raises(InputDataError, match=f"null values in '{col}' \\(1 nulls\\)"):
-        get_engine(engine).bounded_histogram(df, "uid", ["query"], 3, InsecureSeededRandom(1))
+        get_engine(engine).histogram(df, "uid", ["query"], 3, InsecureSeededRandom(1))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_empty_input_is_refused(engine):
     df = pl.DataFrame({"uid": pl.Series([], dtype=pl.Int64), "query": pl.Series([], dtype=pl.String)})
     with pytest.raises(InputDataError, match="no rows"):
-        get_engine(engine).bounded_histogram(df, "uid", ["query"], 3, InsecureSeededRandom(1))
+        get_engine(engine).histogram(df, "uid", ["query"], 3, InsecureSeededRandom(1))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -214,13 +214,13 @@ def test_files_that_are_not_parquet_or_csv(engine, tmp_path):
     bad = tmp_path / "data.json"
     bad.write_text('{"uid": 1}')
     with pytest.raises(InputDataError, match="not a Parquet or CSV file"):
-        get_engine(engine).bounded_histogram(bad, "uid", ["query"], 3, InsecureSeededRandom(1))
+        get_engine(engine).histogram(bad, "uid", ["query"], 3, InsecureSeededRandom(1))
     fake = tmp_path / "data.parquet"
     fake.write_text("uid,query\n1,a\n")
     with pytest.raises(InputDataError, match="not a Parquet file"):
-        get_engine(engine).bounded_histogram(fake, "uid", ["query"], 3, InsecureSeededRandom(1))
+        get_engine(engine).histogram(fake, "uid", ["query"], 3, InsecureSeededRandom(1))
     with pytest.raises(InputDataError, match="does not exist"):
-        get_engine(engine).bounded_histogram(tmp_path / "nope.csv", "uid", ["query"], 3, InsecureSeededRandom(1))
+        get_engine(engine).histogram(tmp_path / "nope.csv", "uid", ["query"], 3, InsecureSeededRandom(1))
 
 
 def test_sql_with_where_clause():
@@ -231,9 +231,9 @@ def test_sql_with_where_clause():
                 "(1, 'a.com', 'DE', 'share'), (2, 'a.com', 'DE', 'view'), (2, 'b.com', 'FR', 'share'), "
                 "(3, 'a.com', 'DE', 'share')) t(user_id, url, country, action)")
     sql = "SELECT user_id, url, country FROM shares WHERE action = 'share'"
-    bh = get_engine(None, sql, connection=con).bounded_histogram(sql, "user_id", ["url", "country"], 5,
+    bh = get_engine(None, sql, connection=con).histogram(sql, "user_id", ["url", "country"], 5,
                                                                  InsecureSeededRandom(1))
-    got = dict(zip(map(tuple, pl.from_arrow(bh.histogram.keys).rows()), bh.histogram.counts.tolist()))
+    got = dict(zip(map(tuple, pl.from_arrow(bh.keys).rows()), bh.counts.tolist()))
     assert got == {("a.com", "DE"): 2, ("b.com", "FR"): 1}
     assert bh.stats.rows_in == 4 and bh.stats.duplicate_rows_removed == 1
 
@@ -241,8 +241,8 @@ def test_sql_with_where_clause():
 def test_key_dtypes_survive(log):
     df = log.with_columns(pl.col("country").cast(pl.Categorical), (pl.col("extra") % 5).alias("bucket"))
     for eng in ENGINES:
-        bh = get_engine(eng).bounded_histogram(df, "uid", ["bucket"], 2, InsecureSeededRandom(1))
-        assert pa.types.is_integer(bh.histogram.keys.schema.field("bucket").type), eng
+        bh = get_engine(eng).histogram(df, "uid", ["bucket"], 2, InsecureSeededRandom(1))
+        assert pa.types.is_integer(bh.keys.schema.field("bucket").type), eng
 
 
 def test_unknown_engine():

@@ -162,9 +162,9 @@ def test_every_engine_keeps_what_select_pairs_keeps(log, tmp_path, engine):
     shuffled = log.sample(fraction=1.0, shuffle=True, seed=5)
     chunked = pl.concat([shuffled[i:i + 900] for i in range(0, shuffled.height, 900)], rechunk=False)
     for data in (log, str(path), chunked):
-        bh = get_engine(engine).bounded_histogram(data, "uid", ["query", "country"], l0,
+        bh = get_engine(engine).histogram(data, "uid", ["query", "country"], l0,
                                                   InsecureSeededRandom(SEED))
-        got = pl.from_arrow(bh.histogram.keys).with_columns(len=pl.Series(bh.histogram.counts, dtype=pl.UInt32))
+        got = pl.from_arrow(bh.keys).with_columns(len=pl.Series(bh.counts, dtype=pl.UInt32))
         assert got.equals(expect), engine  # also in canonical key order
         assert bh.stats.pairs_dropped_l0 == log.select("uid", "query", "country").unique().height - sp.height
         assert bh.stats.units_over_l0 == int((log.select("uid", "query", "country").unique()
@@ -246,10 +246,10 @@ def test_engines_agree_on_other_dtypes(unit):
     df = df.with_columns(pl.col("c").cast(pl.Categorical), pl.col("u").cast(pl.String).cast(pl.Categorical).alias("uc"))
     out = {}
     for e in ENGINES:
-        bh = get_engine(e).bounded_histogram(df, unit, ["c", "t", "b"], 3, InsecureSeededRandom(SEED))
+        bh = get_engine(e).histogram(df, unit, ["c", "t", "b"], 3, InsecureSeededRandom(SEED))
         assert bh.stats.units_over_l0 > 100
-        out[e] = pl.from_arrow(bh.histogram.keys).with_columns(
-            pl.col("c").cast(pl.String), pl.col("t").dt.convert_time_zone("UTC"), n=pl.Series(bh.histogram.counts))
+        out[e] = pl.from_arrow(bh.keys).with_columns(
+            pl.col("c").cast(pl.String), pl.col("t").dt.convert_time_zone("UTC"), n=pl.Series(bh.counts))
     for e, h in out.items():
         assert h.equals(out["polars"]), e
     sp = select_pairs(df, unit, ["c", "t", "b"], 3, draw_bounding_secret(InsecureSeededRandom(SEED)))
@@ -261,10 +261,10 @@ def test_polars_raw_counts_then_bound_equals_its_fast_path(log):
     from sparsedp.engines.bounding import bound
 
     eng = get_engine("polars")
-    fast = eng.bounded_histogram(log, "uid", ["query"], 2, InsecureSeededRandom(SEED))
+    fast = eng.histogram(log, "uid", ["query"], 2, InsecureSeededRandom(SEED))
     raw = eng.raw_counts(log, "uid", ["query"], 2)
     hist, info = bound(raw.key_counts, raw.heavy_pairs, "uid", ["query"], 2,
                        draw_bounding_secret(InsecureSeededRandom(SEED)))
-    assert pl.from_arrow(hist.keys).equals(pl.from_arrow(fast.histogram.keys))
-    assert hist.counts.tolist() == fast.histogram.counts.tolist()
+    assert pl.from_arrow(hist.keys).equals(pl.from_arrow(fast.keys))
+    assert hist.counts.tolist() == fast.counts.tolist()
     assert info["pairs_dropped_l0"] == fast.stats.pairs_dropped_l0 and raw.units_over_l0 == fast.stats.units_over_l0

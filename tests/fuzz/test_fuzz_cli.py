@@ -65,8 +65,9 @@ def test_cli_release(data):
         out = os.path.join(outdir, data.draw(st.sampled_from(["r.csv", "r.parquet"]), label="name"))
         res = invoke(data.draw(release_args(src, out), label="args"))
         written = os.listdir(outdir)
-        if res.exit_code == 0:
-            assert written == [os.path.basename(out)]
+        if res.exit_code == 0:  # the output, and for CSV its guarantee sidecar
+            name = os.path.basename(out)
+            assert sorted(written) == sorted([name] + ([name + ".json"] if name.endswith(".csv") else []))
         else:
             assert written == [], res.output
 

@@ -68,7 +68,7 @@ def test_release_charges_then_publishes(led_path, tmp_path, rng):
         (rec,) = led.history("logs")
         assert (rec.status, rec.output, rec.mechanism) == ("published", str(out), "laplace")
         assert (rec.epsilon, rec.delta) == (0.5, 1e-6)
-    assert out.exists() and res.report.output == str(out)
+    assert out.exists() and res.curator.output == str(out)
 
 
 def test_ledger_object_in_memory_release(led_path, rng):
@@ -131,7 +131,7 @@ def test_cli_release_with_ledger(led_path, tmp_path):
     src = tmp_path / "in.csv"
     DATA.write_csv(src)
     runner = CliRunner()
-    args = ["release", str(src), "--unit", "u", "--by", "k", "--epsilon", "0.5", "--delta", "1e-6", "--l0",
+    args = ["release", str(src), "--unit", "u", "--by", "k", "--epsilon", "0.5", "--delta", "1e-6", "--max-groups",
             "1", "--mechanism", "laplace", "--ledger", str(led_path), "--dataset", "logs"]
     for i in range(2):
         r = runner.invoke(app, args + ["--out", str(tmp_path / f"o{i}.csv")])
@@ -249,7 +249,7 @@ def test_sigkill_at_random_points_keeps_ledger_consistent(tmp_path):
         def launch(i, pause):
             led_path, out = trials[i]
             args = ["release", str(src), "--unit", "u", "--by", "k", "--epsilon", "0.5", "--delta", "1e-6",
-                    "--l0", "1", "--mechanism", "laplace", "--out", str(out), "--ledger", str(led_path),
+                    "--max-groups", "1", "--mechanism", "laplace", "--out", str(out), "--ledger", str(led_path),
                     "--dataset", "logs"]
             z.stdin.write(json.dumps({"id": i, "args": args, "pause": pause}) + "\n")
             z.stdin.flush()

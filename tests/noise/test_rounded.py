@@ -186,8 +186,9 @@ def test_release_report_says_when_rounded_csh_falls_back():
     import sparsedp as sd
 
     df = pl.DataFrame({"u": list(range(30)), "q": ["a", "b", "c"] * 10})
-    res = sd.release(df, privacy_unit="u", by=["q"], epsilon=0.05, delta=1e-6, top_k=51914,
-                     rng=InsecureSeededRandom(5))
-    assert res.report.analysis.startswith("discrete-")
-    assert "beyond its exact sampler's table" in res.report.reason and "Algorithm 4" in str(res.report)
-    assert res.table.height == 0  # counts of 10 are far below a threshold in the tens of thousands
+    for debias in (True, False):
+        res = sd.release(df, privacy_unit="u", by=["q"], epsilon=0.05, delta=1e-6,
+                         mechanism=sd.TopKCSH(k=51914, debias=debias), rng=InsecureSeededRandom(5))
+        assert res.report.analysis.startswith("discrete-")
+        assert "beyond its exact sampler's table" in str(res.report) and "Algorithm 4" in str(res.report)
+        assert res.table.height == 0  # counts of 10 are far below a threshold in the tens of thousands

@@ -48,9 +48,9 @@ def _as_dict(rows, by, count="__sparsedp_n"):
 
 
 def _polars_hist(frame, by, l0, seed=1):
-    bh = PolarsEngine().bounded_histogram(frame, "uid", by, l0, InsecureSeededRandom(seed))
-    keys = bh.histogram.keys.to_pylist()
-    return {tuple(k[c] for c in by): int(n) for k, n in zip(keys, bh.histogram.counts)}
+    bh = PolarsEngine().histogram(frame, "uid", by, l0, InsecureSeededRandom(seed))
+    keys = bh.keys.to_pylist()
+    return {tuple(k[c] for c in by): int(n) for k, n in zip(keys, bh.counts)}
 
 
 def test_histogram_matches_polars_when_l0_does_not_bind(spark):
@@ -151,11 +151,22 @@ def test_bounding_secret_is_not_in_query_plans(spark):
         assert form not in plans
 
 
+def _noise(hist, by, cal, pre, secret):
+    """The engine's per-key noise step (KeyNoise by chunks) on a Spark histogram frame, value column "count"."""
+    from sparsedp.mechanisms.kernel import noise_plan
+    from sparsedp.mechanisms.key_noise import KeyNoise
+
+    task = KeyNoise(plan=noise_plan(cal), pre=pre, secret=secret)
+    rel = se.SparkEngine().noise_keys(se.SparkHistogram(frame=hist, by=tuple(by), stats=None), task)
+    return rel.withColumnRenamed(se.VALUE, "count")
+
+
 def test_top_k_cutoff_is_exact(spark):
     counts = [9, 7, 7, 7, 5, 3, 3, 1]
     hist = spark.createDataFrame([(f"k{i}", c) for i, c in enumerate(counts)], "key string, __sparsedp_n long")
+    h = se.SparkHistogram(frame=hist, by=("key",), stats=None)
     for k in range(0, 10):
-        assert se.top_k_cutoff(hist, k) == truncate_top_k(np.array(counts), k)[0], k
+        assert se.SparkEngine().kth_largest(h, k + 1) == truncate_top_k(np.array(counts), k)[0], k
 
 
 def test_release_schema_and_values_like_polars(spark):
@@ -165,10 +176,12 @@ def test_release_schema_and_values_like_polars(spark):
     for extra in (dict(max_groups_per_unit=3, mechanism="gshm"), dict(top_k=10)):
         rs = sd.release(sdf, rng=InsecureSeededRandom(2), **kw, **extra)
         rp = sd.release(frame, rng=InsecureSeededRandom(2), **kw, **extra)
-        assert rs.report.engine == "spark" and rs.report.mechanism == rp.report.mechanism
+        assert rs.curator.engine == "spark" and rs.report.mechanism == rp.report.mechanism
         assert rs.report.threshold == rp.report.threshold
         ps = pl.from_arrow(se.to_arrow(rs.table))
         assert ps.schema == rp.table.schema
+        # the same seeded source: the same secrets, the same keyed per-chunk noise streams, the same table
+        assert ps.equals(rp.table), extra
         assert rs.report.released_keys == ps.height > 0
         assert ps["count"].to_list() == sorted(ps["count"].to_list(), reverse=True)
         # released keys are real keys and values lie at or above the threshold
@@ -188,11 +201,11 @@ def test_two_actions_and_recomputation_give_one_draw(spark):
     # without any cache: the lazy frame recomputed from scratch draws identical noise
     cal = calibrate("laplace", epsilon=0.5, delta=1e-6, l0=2)
     hist = se.histogram_frame(sdf, "uid", ["url"], 2, b"b" * 32)
-    lazy = se.noise_frame(hist, ["url"], cal, 1, b"n" * 32, chunks=3)
+    lazy = _noise(hist, ["url"], cal, 1, b"n" * 32)
     first = sorted(lazy.collect())
     assert first == sorted(lazy.collect()) and len(first) > 0
     # the noise depends on the secret: another key, other values
-    assert sorted(se.noise_frame(hist, ["url"], cal, 1, b"m" * 32, chunks=3).collect()) != first
+    assert sorted(_noise(hist, ["url"], cal, 1, b"m" * 32).collect()) != first
 
 
 def test_retried_task_changes_nothing(spark):
@@ -232,7 +245,7 @@ def test_gshm_release_probability_on_spark(spark):
     ids = spark.range(n * len(offsets))
     off = F.element_at(F.array(*[F.lit(o) for o in offsets]), (F.col("id") / n).cast("int") + 1)
     hist = ids.select(F.col("id").alias("key"), (F.lit(pre) + off).cast("long").alias(se.COUNT))
-    rel = se.noise_frame(hist, ["key"], cal, pre, InsecureSeededRandom(101).random_bytes(32), chunks=8)
+    rel = _noise(hist, ["key"], cal, pre, InsecureSeededRandom(101).random_bytes(32))
     rows = rel.select((F.col("key") / n).cast("int").alias("g"), F.col("count")).collect()
     by_group = Counter(r["g"] for r in rows)
     assert min(r["count"] for r in rows) >= pre + m

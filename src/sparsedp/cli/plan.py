@@ -35,13 +35,13 @@ def render_table(cals, *, title: str) -> None:
 
 
 def render_pure_table(epsilon: float, delta: float, max_units: int) -> None:
-    """Print the pure-DP mechanisms (:func:`sparsedp.api_pure_mg.plan`) with their exact error bounds."""
+    """Print the pure-DP mechanisms (``sparsedp.plan(..., max_units=…)``) with their exact error bounds."""
     from rich.console import Console
     from rich.table import Table
 
-    from ..api_pure_mg import plan as plan_pure
+    from ..pipeline import plan
 
-    cals = plan_pure(epsilon, delta, max_units)
+    cals = [c for c in plan(epsilon, delta, max_units=max_units) if hasattr(c, "accuracy")]
     beta = cals[0].beta if cals else 0.05
     table = Table(title=f"pure DP (one key per unit), n={max_units} units, epsilon rounded down to "
                         f"{cals[0].epsilon:g}" if cals else "pure DP", caption=(

@@ -83,7 +83,7 @@ def get_engine(name: str | None, data: Any = None, connection: Any = None) -> En
     kind = sources.kind(data) if data is not None else None
     if name is None:
         name = default_engine(kind) if kind is not None else "polars"
-    if name not in _ENGINES:
+    if not isinstance(name, str) or name not in _ENGINES:
         raise InvalidParameterError(f"engine must be one of {', '.join(map(repr, _ENGINES))}; got {name!r}")
     entry = _ENGINES[name]
     if kind is not None and kind not in entry.kinds:

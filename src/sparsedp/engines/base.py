@@ -237,6 +237,8 @@ class EmbeddedEngine(Engine):
         dtype = np.float64 if task.float_output else np.int64
         pos = np.concatenate(parts_pos) if parts_pos else np.empty(0, np.int64)
         values = np.concatenate(parts_val) if parts_val else np.empty(0, dtype)
+        order = np.argsort(pos, kind="stable")  # back to canonical key order (ties in the output sort by key)
+        pos, values = pos[order], values[order]
         return LocalRelease(keys=hist.keys.take(pa.array(pos, type=pa.int64())), values=values.astype(dtype))
 
     def collect(self, hist: LocalHistogram) -> SparseHistogram:

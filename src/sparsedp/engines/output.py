@@ -46,38 +46,69 @@ def write_atomic(table: Any, path: str, fmt: str, metadata: Mapping[str, Any] | 
     :data:`METADATA_KEY` (a JSON object), or for CSV as the JSON sidecar ``<path>.json`` (:func:`sidecar_path`),
     written atomically *before* the CSV so that no CSV output exists without its guarantee.
     """
-    import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
-
+    sidecar = None
     if metadata is not None:
         text = json.dumps(dict(metadata), sort_keys=True, default=str)
         if fmt == "parquet":
             table = table.replace_schema_metadata({**(table.schema.metadata or {}), METADATA_KEY.encode(): text.encode()})
         else:
-            _write_bytes_atomic((text + "\n").encode(), sidecar_path(path))
+            sidecar = (text + "\n").encode()
     directory, name = os.path.split(os.path.abspath(path))
-    fd, tmp = _create_temporary(directory, name)
+    temps: list[str] = []
+    renamed_sidecar = False
+    done = False
     try:
-        with os.fdopen(fd, "wb") as fh:
-            if fmt == "parquet":
-                pq.write_table(table, fh)
-            elif fmt == "csv":
-                pacsv.write_csv(table, fh)
-            else:
-                raise ValueError(f"unknown output format {fmt!r}")
-            fh.flush()
-            os.fsync(fh.fileno())
+        side_tmp = None
+        if sidecar is not None:
+            side_tmp = _write_temporary(directory, os.path.basename(sidecar_path(path)), lambda fh: fh.write(sidecar),
+                                        temps)
+        tmp = _write_temporary(directory, name, lambda fh: _write_table(table, fh, fmt), temps)
         pause = os.environ.get(_PAUSE_ENV)
         if pause:
             time.sleep(float(pause))
-        os.chmod(tmp, 0o666 & ~_umask())
+        if side_tmp is not None:  # the guarantee lands first: no CSV output ever exists without it
+            os.replace(side_tmp, sidecar_path(path))
+            temps.remove(side_tmp)
+            renamed_sidecar = True
         os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+        temps.remove(tmp)
+        done = True
+    finally:
+        for t in temps:
+            try:
+                os.unlink(t)
+            except FileNotFoundError:
+                pass
+        if renamed_sidecar and not done:
+            try:
+                os.unlink(sidecar_path(path))
+            except FileNotFoundError:
+                pass
+
+
+def _write_table(table: Any, fh: Any, fmt: str) -> None:
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    if fmt == "parquet":
+        pq.write_table(table, fh)
+    elif fmt == "csv":
+        pacsv.write_csv(table, fh)
+    else:
+        raise ValueError(f"unknown output format {fmt!r}")
+
+
+def _write_temporary(directory: str, name: str, write: Any, temps: list) -> str:
+    """A complete, fsynced hidden temporary file next to ``name`` (its path appended to ``temps`` as soon as it
+    exists, so the caller's clean-up always finds it)."""
+    fd, tmp = _create_temporary(directory, name)
+    temps.append(tmp)
+    with os.fdopen(fd, "wb") as fh:
+        write(fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(tmp, 0o666 & ~_umask())
+    return tmp
 
 
 def sidecar_path(path: str) -> str:
@@ -94,24 +125,6 @@ def read_guarantee(path: str) -> dict:
         return json.loads(meta[METADATA_KEY.encode()])
     with open(sidecar_path(path)) as fh:
         return json.load(fh)
-
-
-def _write_bytes_atomic(data: bytes, path: str) -> None:
-    directory, name = os.path.split(os.path.abspath(path))
-    fd, tmp = _create_temporary(directory, name)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def _create_temporary(directory: str, name: str) -> tuple[int, str]:
