@@ -160,8 +160,8 @@ def main() -> None:
                 times[name].append(time.perf_counter() - t)
         _report(times, "baseline countDistinct")
         for name in [j for j in ("sparsedp gshm l0=10", "sparsedp top-k csh k=1000") if j in last]:
-            r = last[name].report
-            print(f"{name}: {r.released_keys} keys released; spark timings {dict(r.timings)}")
+            r = last[name]
+            print(f"{name}: {r.report.released_keys} keys released; timings {dict(r.curator.timings)}")
         spark.stop()
         shutil.rmtree(warehouse, ignore_errors=True)
         if "tumult" in args.peers.split(","):
