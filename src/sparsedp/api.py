@@ -350,7 +350,7 @@ def _reason(auto: dict, cal: Any) -> str:
     """Why this mechanism and noise: the ``auto`` choice (or "requested explicitly"), plus any calibration
     fallback (e.g. rounded CSH beyond its exact sampler's range)."""
     reason = auto.get("reason", "requested explicitly")
-    fallback = cal.params.get("fallback")
+    fallback = getattr(cal, "fallback", None)
     return f"{reason}; {fallback}" if fallback else reason
 
 
@@ -411,7 +411,7 @@ def _release_body(data, kind, eng, unit, cols, count_column, l0, k, mech, pre, e
     cal = rel.calibration
     auto = dict(rel.extra.get("auto") or {})
     extra = {kk: vv for kk, vv in rel.extra.items() if kk != "auto"}
-    extra.setdefault("comparison", cal.params.get("comparison", ">="))
+    extra.setdefault("comparison", cal.comparison.value)
     threshold = extra.get("threshold")
     if threshold is None:
         threshold = cal.threshold(pre)
@@ -465,7 +465,7 @@ def _release_body_spark(data, kind, eng, unit, cols, count_column, l0, k, mech, 
     timings["output"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_start
     extra = dict(sr.extra)
-    extra.setdefault("comparison", cal0.params.get("comparison", ">="))
+    extra.setdefault("comparison", cal0.comparison.value)
     report = Report(
         mechanism=cal0.mechanism, reason=_reason(auto, cal0), analysis=cal0.analysis,
         epsilon=eps, delta=dlt, delta_achieved=float(cal0.delta_achieved), delta_parts=dict(cal0.delta_parts),

@@ -69,12 +69,11 @@ def group_privacy_parameters(epsilon: float, delta: float, group: int) -> tuple[
 
 @dataclass(frozen=True)
 class _Guarantee:
-    """Duck-typed calibration for the ledger (``epsilon``, ``delta``, ``params``)."""
+    """Duck-typed calibration for the ledger (``epsilon``, ``delta``)."""
 
     epsilon: float
     delta: float
     mechanism: str
-    params: dict
 
 
 def validate(mechanism: str, epsilon: Any, delta: Any, l0: int | None, top_k: Any, pre_threshold: Any,
@@ -126,7 +125,7 @@ def validate(mechanism: str, epsilon: Any, delta: Any, l0: int | None, top_k: An
 
 
 def guarantee(mechanism: str, checked: dict) -> _Guarantee:
-    return _Guarantee(epsilon=checked["epsilon"], delta=checked["delta"], mechanism=mechanism, params={})
+    return _Guarantee(epsilon=checked["epsilon"], delta=checked["delta"], mechanism=mechanism)
 
 
 # ------------------------------------------------------------------ keys
@@ -277,12 +276,12 @@ def _pure(keys, counts, mech, checked, source, max_key_bytes, beta, query_keys, 
                   else "replace one privacy unit (the number of units is public)")
     pure = cal.delta == 0
     guarantee_text = (f"{'pure ' if pure else ''}({cal.epsilon:g}, {cal.delta:g})-DP, {neighbours}; "
-                      f"epsilon rounded down to 1/{cal.params['k']}")
+                      f"epsilon rounded down to 1/{cal.k}")
     details = (f"each unit contributes one key (l0 = 1); error bounds at beta={acc.beta:g}: per released count "
                f"+-{acc.per_query} (counts above {acc.threshold}), all counts at once +-{acc.simultaneous}")
     info = {"analysis": "balcer-vadhan", "epsilon": cal.epsilon, "delta": cal.delta,
             "delta_achieved": cal.delta, "guarantee": guarantee_text, "details": details,
-            "tau": float(cal.params.get("tau", acc.threshold)), "threshold": float(acc.threshold),
+            "tau": float(acc.threshold if cal.tau is None else cal.tau), "threshold": float(acc.threshold),
             "noise_std": float(acc.per_query)}
     return rel, info
 

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 import sparsedp as sd
+from sparsedp.accounting.calibration import Neighbours
 from sparsedp.api_pure_mg import _sorted_stream, _stream_chunks, group_privacy_parameters
 from sparsedp.cli import app
 from sparsedp.errors import InvalidParameterError
@@ -51,7 +52,7 @@ def test_pure_sparse_add_remove_with_max_units_and_joined_multicolumn_keys():
     assert res.table.columns == ["a+b", "count"]
     assert res.release.calibration.delta == 0.0
     assert "add/remove one privacy unit" in str(res.report)
-    assert res.release.calibration.neighbours == "add/remove-one"
+    assert res.release.calibration.neighbours is Neighbours.ADD_REMOVE
     # the released counts are integers in the clamped range [0, max_units]
     assert all(0 <= c <= 40 for c in res.table["count"].to_list())
 

@@ -381,7 +381,7 @@ def release_spark(data: Any, unit: str, by: list[str], calibration: Any, *, l0: 
             t = top_k_cutoff(hist, top_k)
             counts = hist.select(*by, (F.col(COUNT) - F.lit(t)).alias(COUNT))
             extra.update(threshold=1 + calibration.tau, k=top_k)
-            if calibration.params.get("debias", False):
+            if calibration.debias:
                 from ..mechanisms.topk import debias_noise
 
                 t_tilde = t + debias_noise(plan, rng)  # the in-memory top-k CSH's t̃ law, one definition
