@@ -276,17 +276,16 @@ def charge_of(calibration) -> dict:
     """What a release made with ``calibration`` charges: ``{"epsilon", "delta", "rho", "rho_delta"}``.
 
     Always the calibrated (ε, δ) target (basic composition). ``rho`` is filled only when the calibration
-    states a zCDP guarantee of the whole release (``params["zcdp_rho"]``, with an optional
-    ``params["zcdp_delta"]`` for approximate zCDP). The thresholded sparse histograms (GSHM, Laplace, CSH,
+    states a zCDP guarantee of the whole release (a ``zcdp_rho`` attribute, with an optional
+    ``zcdp_delta`` for approximate zCDP; :class:`~sparsedp.accounting.calibration.Calibration` has neither). The thresholded sparse histograms (GSHM, Laplace, CSH,
     top-k CSH) do not: their guarantees are (ε, δ)-DP statements (Karrer's decomposition; for discrete CSH,
     seed 000 Thm 7.7 proves (ε, δ_gauss + δ_inf)-DP directly rather than approximate zCDP), so they are
     charged under basic composition only, which is always sound.
     """
-    params = getattr(calibration, "params", {}) or {}
-    rho = params.get("zcdp_rho")
+    rho = getattr(calibration, "zcdp_rho", None)
     return {"epsilon": float(calibration.epsilon), "delta": float(calibration.delta),
             "rho": None if rho is None else float(rho),
-            "rho_delta": float(params.get("zcdp_delta", 0.0)) if rho is not None else 0.0}
+            "rho_delta": float(getattr(calibration, "zcdp_delta", None) or 0.0) if rho is not None else 0.0}
 
 
 def _zcdp_fits(rho: float, rho_delta: float, b_eps: float, b_dlt: float) -> bool:

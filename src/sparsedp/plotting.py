@@ -30,7 +30,7 @@ def threshold_curves(epsilon: float, delta: float, ks: Sequence[int] = DEFAULT_K
     for k in ks:
         k = v.integer("k", k, lo=1)
         for c in compare(epsilon=eps, delta=dlt, l0=k, top_k=k, discrete=discrete):
-            label = f"{c.mechanism} ({c.analysis}, {'discrete' if c.params.get('discrete') else 'continuous'})"
+            label = f"{c.mechanism} ({c.analysis}, {'discrete' if c.discrete else 'continuous'})"
             xs, ys = curves.setdefault(label, ([], []))
             xs.append(k)
             ys.append(1.0 + float(c.tau))

@@ -26,7 +26,7 @@ def test_calibration_contract(mech, model, discrete):
     assert cal.sigma > 0 and cal.noise_std > 0 and cal.tau >= 0
     assert 0 < cal.delta_achieved <= cal.delta
     assert cal.delta_parts and all(0 <= x <= 1 for x in cal.delta_parts.values())
-    assert cal.params["discrete"] is discrete
+    assert cal.discrete is discrete
     assert cal.threshold(1) == 1 + cal.tau
     if mech == "correlated-gaussian":
         assert cal.tau == 0.0
@@ -45,7 +45,7 @@ def test_continuous_delta_re_evaluated_with_the_full_accountant():
     c = calibrate("topk-csh", epsilon=0.5, delta=1e-7, top_k=200, discrete=True, csh_noise="alg4")
     assert c.analysis == "discrete-cks"
     assert c.delta_achieved == csh_discrete_delta(0.5, c.sigma, c.tau, 200, "cks")
-    assert c.params["sigma2"] == 4 * c.sigma**2 and c.params["comparison"] == ">"
+    assert c.noise.sigma2 == 4 * c.sigma**2 and c.comparison == ">"
 
 
 @pytest.mark.parametrize("mech,analysis,model,tau", [
@@ -65,7 +65,7 @@ def test_karrer_case_study_sigma():
 
 def test_debias_and_conversion_options():
     c = calibrate("topk-csh", epsilon=1.0, delta=1e-6, top_k=1000, discrete=False, debias=True)
-    assert c.analysis == "add" and c.params["debias"] is True
+    assert c.analysis == "add" and c.debias is True
     plain = calibrate("topk-csh", epsilon=1.0, delta=1e-6, top_k=1000, discrete=False, analysis="add")
     assert c.tau > plain.tau
     bs = calibrate("csh", epsilon=1.0, delta=1e-6, k=100, conversion="bs", csh_noise="alg4")
@@ -82,9 +82,9 @@ def test_compare_sorted_and_complete():
                    ("topk-csh", "add")}
     assert best(cals) is cals[0]
     both = compare(1.0, 1e-6, l0=10, discrete=None)
-    assert {c.params["discrete"] for c in both} == {True, False}
+    assert {c.discrete for c in both} == {True, False}
     only = compare(1.0, 1e-6, l0=10)
-    assert all(c.params["discrete"] for c in only)
+    assert all(c.discrete for c in only)
     assert {c.mechanism for c in compare(1.0, 1e-6, k=50, d=20, discrete=False)} == {"csh", "correlated-gaussian"}
 
 
@@ -125,7 +125,7 @@ def test_errors_name_the_argument():
 
 def test_mu_o2_forces_continuous_gshm():
     c = calibrate("gshm", epsilon=1.0, delta=1e-6, l0=5, mu_o2=0.01)
-    assert c.params["discrete"] is False and c.params["mu_o2"] == 0.01
+    assert c.discrete is False and c.mu_o2 == 0.01
     assert c.tau > calibrate("gshm", epsilon=1.0, delta=1e-6, l0=5, discrete=False).tau
 
 
@@ -139,14 +139,22 @@ def test_calibration_is_frozen_and_has_a_dict_view():
     c = calibrate("gshm", epsilon=1.0, delta=1e-6, l0=4, discrete=False)
     with pytest.raises(AttributeError):
         c.tau = 0.0  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        c.l0 = 5  # type: ignore[misc]
     with pytest.raises(TypeError):
-        c.params["l0"] = 5  # type: ignore[index]
+        c.delta_parts["gaussian"] = 0.0  # type: ignore[index]
     d = c.as_dict()
-    assert d["tau"] == c.tau and d["params"]["l0"] == 4 and d["delta_parts"] == dict(c.delta_parts)
+    assert d["tau"] == c.tau and d["l0"] == 4 and d["delta_parts"] == dict(c.delta_parts)
+    assert d["noise"] == {"law": "Gaussian", "sigma": c.sigma} and d["comparison"] == ">" and not d["discrete"]
+    import json
+
+    disc = calibrate("gshm", epsilon=1.0, delta=1e-6, l0=4).as_dict()
+    assert json.loads(json.dumps(disc))["noise"] == {"law": "DiscreteGaussian", "sigma2": disc["noise"]["sigma2"]}
+    assert "/" in disc["noise"]["sigma2"] and disc["comparison"] == ">=" and disc["discrete"]
 
 
 def test_discrete_debias_dispatches_to_the_discrete_accountant():
     c = calibrate("topk-csh", epsilon=1.0, delta=1e-6, top_k=100, debias=True)
-    assert c.mechanism == "topk-csh" and c.params["discrete"] is True and c.params["debias"] is True
+    assert c.mechanism == "topk-csh" and c.discrete is True and c.debias is True
     assert c.delta_achieved <= 1e-6
     assert c.tau > calibrate("topk-csh", epsilon=1.0, delta=1e-6, top_k=100).tau

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from sparsedp.accounting import calibrate, compare
+from sparsedp.accounting.laws import CorrelatedGaussian, RoundedCorrelatedGaussian
 from sparsedp.accounting.csh import (csh_calibrate, csh_delta, csh_rounded_calibrate, csh_rounded_delta,
                                      csh_rounded_margin, csh_rounded_noise_std)
 from sparsedp.errors import InvalidParameterError
@@ -23,14 +24,13 @@ def test_margin_is_the_smallest_half_integer_above_tau(tau):
 def test_secure_default_is_rounded_and_accounted_at_margin_minus_half(mech, model, eps, dlt):
     cal = calibrate(mech, epsilon=eps, delta=dlt, **model)
     k = next(iter(model.values()))
-    p = cal.params
-    assert p["noise"] == "rounded" and p["discrete"] is True and p["comparison"] == ">="
-    m = p["margin"]
-    assert cal.tau == m and p["tau_continuous"] == m - 0.5 and cal.analysis == "rounded-tight"
+    assert isinstance(cal.noise, RoundedCorrelatedGaussian) and cal.discrete is True and cal.comparison == ">="
+    m = int(cal.tau)
+    assert cal.tau == m and cal.tau_continuous == m - 0.5 and cal.analysis == "rounded-tight"
     assert cal.delta_achieved == csh_delta(eps, cal.sigma, m - 0.5, k, "tight") <= dlt
     sigma_c, tau_c = csh_calibrate(eps, dlt, k, "tight")
     assert cal.sigma == sigma_c and m == csh_rounded_margin(tau_c) and m <= tau_c + 1.5
-    assert p["sigma_corr"] == pytest.approx(cal.sigma * k ** -0.25, rel=1e-15)
+    assert cal.noise.shared_sigma == pytest.approx(cal.sigma * k ** -0.25, rel=1e-15)
     assert cal.noise_std == pytest.approx(math.sqrt(cal.sigma ** 2 * (1 + k ** -0.5) + 1 / 12), rel=1e-12)
     # never worse than Algorithm 4's zCDP account (absolute thresholds: rounded uses >=, Alg. 4 uses >)
     alg4 = calibrate(mech, epsilon=eps, delta=dlt, csh_noise="alg4", **model)
@@ -46,14 +46,14 @@ def test_top_k_1000_thresholds_meet_the_peer_target():
         keep50 = 1 + cal.tau  # integer rule c + X >= 1 + margin, X symmetric: P[X >= 0] >= 1/2
         assert keep50 <= 0.6 * peer, (eps, dlt, keep50, peer)
         best = compare(eps, dlt, l0=1000, top_k=1000)[0]
-        assert best.mechanism == "topk-csh" and best.params["noise"] == "rounded"
+        assert best.mechanism == "topk-csh" and isinstance(best.noise, RoundedCorrelatedGaussian)
 
 
 def test_debias_uses_theorem_3_3_with_the_extra_coordinate():
     k, eps, dlt = 200, 1.0, 1e-6
     cal = calibrate("topk-csh", epsilon=eps, delta=dlt, top_k=k, debias=True)
-    m = cal.params["margin"]
-    assert cal.analysis == "rounded-add" and cal.params["debias"] is True
+    m = int(cal.tau)
+    assert cal.analysis == "rounded-add" and cal.debias is True
     assert cal.delta_achieved == csh_delta(eps, cal.sigma, m - 0.5, k, "add", debias=True) <= dlt
     plain = calibrate("topk-csh", epsilon=eps, delta=dlt, top_k=k, analysis="add")
     assert plain.analysis == "rounded-add" and cal.tau > plain.tau
@@ -68,4 +68,4 @@ def test_rounded_helpers_and_options():
     with pytest.raises(InvalidParameterError, match="analysis"):  # Algorithm 4 has no continuous analyses
         calibrate("csh", epsilon=1.0, delta=1e-6, k=5, csh_noise="alg4", analysis="add")
     cont = calibrate("csh", epsilon=1.0, delta=1e-6, k=5, discrete=False)
-    assert cont.params["noise"] == "gaussian" and cont.analysis == "tight"
+    assert isinstance(cont.noise, CorrelatedGaussian) and cont.analysis == "tight"

@@ -25,7 +25,7 @@ def full_discrete_gshm_delta(eps, s, margin, l0):
 
 def _check_conservative(eps, delta, l0):
     cal = calibrate_gshm_discrete(eps, delta, l0)
-    s, m = cal.params["sigma2"], cal.params["margin"]
+    s, m = cal.noise.sigma2, int(cal.tau)
     full = full_discrete_gshm_delta(eps, float(s), m, l0)
     assert full <= delta
     assert full <= cal.delta_achieved * (1 + 1e-12)  # the blockwise bound is an upper bound of the full one
@@ -41,13 +41,13 @@ def test_discrete_gshm_blockwise_calibration_is_conservative_above_the_exact_cut
 @pytest.mark.slow
 def test_discrete_gshm_calibration_is_conservative_at_l0_51914():
     cal = _check_conservative(0.349, 1e-5, 51914)
-    assert cal.params["margin"] >= 13_950  # at least the continuous exact-GSHM margin (plan: 13,950.05)
+    assert int(cal.tau) >= 13_950  # at least the continuous exact-GSHM margin (plan: 13,950.05)
 
 
 def test_discrete_topk_debias_is_wired_into_calibrate():
     k, eps, dlt = 50, 1.0, 1e-6
     cal = calibrate("topk-csh", epsilon=eps, delta=dlt, top_k=k, discrete=True, debias=True, csh_noise="alg4")
-    assert cal.params["debias"] is True and cal.params["discrete"] is True
+    assert cal.debias is True and cal.discrete is True
     assert cal.analysis.startswith("discrete-zcdp")
     parts = topk_debias_discrete_delta_parts(eps, cal.sigma, cal.tau, k, "cks")
     assert sum(parts.values()) <= dlt

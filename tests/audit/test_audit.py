@@ -86,7 +86,7 @@ def test_simulation_matches_the_release_law():
     from sparsedp.accounting.discrete import dgauss_sf
 
     cal = calibrate("gshm", epsilon=EPS, delta=0.05, l0=1)
-    p = dgauss_sf(int(cal.tau), cal.params["sigma2"])
+    p = dgauss_sf(int(cal.tau), cal.noise.sigma2)
     out = _simulate("gshm", cal, np.array([1], np.int64), 400_000, 1, InsecureSeededRandom(2))
     got = np.count_nonzero(~np.isnan(out)) / out.size
     assert abs(got - p) < 5 * math.sqrt(p * (1 - p) / out.size)
@@ -94,8 +94,7 @@ def test_simulation_matches_the_release_law():
 
 def test_new_key_scenario_catches_a_threshold_that_is_too_low():
     cal = calibrate("gshm", epsilon=EPS, delta=DELTA, l0=2)
-    params = dict(cal.params, margin=2)
-    broken = dataclasses.replace(cal, tau=2.0, params=params)
+    broken = dataclasses.replace(cal, tau=2.0)
     sc = [s for s in scenarios_for("gshm", broken, 2) if s.name == "new"][0]
     rng = InsecureSeededRandom(3)
     t1 = _statistic(sc, _simulate("gshm", broken, sc.counts1, 20_000, 1, rng))
@@ -107,14 +106,14 @@ def test_new_key_scenario_catches_a_threshold_that_is_too_low():
 def test_scaled_calibration_scales_the_sampled_noise_exactly():
     cal = calibrate("csh", epsilon=EPS, delta=DELTA, k=4, csh_noise="alg4")
     half = scaled_calibration(cal, 0.5)
-    assert half.params["sigma2"] == cal.params["sigma2"] / 4 and half.params["sigma2_corr"] == cal.params["sigma2_corr"] / 4
+    assert half.noise.sigma2 == cal.noise.sigma2 / 4 and half.noise.shared_sigma2 == cal.noise.shared_sigma2 / 4
     assert half.tau == cal.tau and half.sigma == cal.sigma / 2
     rounded = calibrate("csh", epsilon=EPS, delta=DELTA, k=4)  # secure default: both continuous scales halve
     half = scaled_calibration(rounded, 0.5)
-    assert half.sigma == rounded.sigma / 2 and half.params["sigma_corr"] == rounded.params["sigma_corr"] / 2
-    assert half.tau == rounded.tau and half.params["margin"] == rounded.params["margin"]
+    assert half.sigma == rounded.sigma / 2 and half.noise.shared_sigma == rounded.noise.shared_sigma / 2
+    assert half.tau == rounded.tau == int(rounded.tau) and half.noise.sigma == rounded.noise.sigma / 2
     lap = scaled_calibration(calibrate("laplace", epsilon=EPS, delta=DELTA, l0=2), 0.5)
-    assert lap.params["scale"] == 1  # l0/eps = 2, halved
+    assert lap.noise.scale == 1  # l0/eps = 2, halved
 
 
 # ------------------------------------------------------------------------------------------- acceptance

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparsedp.accounting import calibrate
+from sparsedp.accounting.laws import RoundedCorrelatedGaussian
 from sparsedp.mechanisms import SparseHistogram, release_histogram
 from sparsedp.mechanisms.auto import choose_mechanism, valid_mechanisms
 from sparsedp.noise import InsecureSeededRandom
@@ -47,9 +48,9 @@ def test_auto_secure_choice(k, expected):
     are 103 (CSH) vs 102 (GSHM); at k = 10, 133 vs 148. (Algorithm 4's zCDP account lost at k = 10: 154.7.)"""
     cal, report = choose_mechanism(0.35, 1e-5, k=k)
     assert cal.mechanism == expected, report
-    assert cal.params["discrete"]
+    assert cal.discrete
     if expected == "csh":
-        assert cal.params["noise"] == "rounded" and cal.params["comparison"] == ">="
+        assert isinstance(cal.noise, RoundedCorrelatedGaussian) and cal.comparison == ">="
 
 
 def test_release_histogram_auto_reports_why():

@@ -33,11 +33,11 @@ def test_algorithm_1_covariance_d16(insecure_float):
     n = np.full(M, 40, dtype=np.int64)
     out = grouped_correlated_histogram(f, n, epsilon=1.0, delta=1e-5, rng=rng, insecure_float=insecure_float)
     cal = out["calibration"]
-    assert cal.params["c"] == 2
+    assert cal.noise.c == 2
     if insecure_float:
         s1sq = cal.sigma ** 2  # σ₁
     else:
-        s1sq = dgauss_variance(cal.params["sigma2"]) / (d + 4)  # the variance actually sampled, per σ₁²
+        s1sq = dgauss_variance(cal.noise.sigma2) / (d + 4)  # the variance actually sampled, per σ₁²
     var_e, cov, cov_n, var_n = _moments(out["estimates"], out["row_estimates"], f, n)
     tol = 4 * math.sqrt(2 / M)
     assert var_e / s1sq == pytest.approx(6.25, rel=tol)
@@ -53,7 +53,7 @@ def test_secure_release_is_on_the_lattice_and_calibrated():
     rng = InsecureSeededRandom(17)
     hist = SparseHistogram.from_mapping({"a": 5, "c": 7})
     rel = correlated_histogram(hist, ["a", "b", "c", "d"], 10, epsilon=1.0, delta=1e-5, rng=rng)
-    c = rel.calibration.params["c"]
+    c = rel.calibration.noise.c
     assert rel.keys == ["a", "b", "c", "d"] and rel.counts.shape == (4,)
     # ñ·C is an integer and every 2·f̃ − ñ is an integer (the embedding y is integer)
     nt = rel.extra["n_estimate"]

@@ -11,6 +11,7 @@ import pytest
 from scipy import special
 
 from sparsedp.accounting import calibrate
+from sparsedp.accounting.laws import RoundedCorrelatedGaussian
 from sparsedp.mechanisms import SparseHistogram, noise_and_filter
 from sparsedp.mechanisms.csh import csh
 from sparsedp.mechanisms.kernel import draw_shared_noise, noise_plan
@@ -22,8 +23,8 @@ from sparsedp.noise.rounded import SharedGaussianTerm
 def _key_probability(cal, c: int, pre: int) -> float:
     """The accountant's per-key release probability: P[c + G + A > pre + margin − ½] with G + A ~
     N(0, σ²(1 + 1/√k)) (Algorithm 2's rule at τ = margin − ½; spec §3.2), independent of the sampler."""
-    s_tot = math.hypot(cal.sigma, cal.params["sigma_corr"])
-    return float(special.ndtr((c - pre - cal.params["tau_continuous"]) / s_tot))
+    s_tot = math.hypot(cal.sigma, cal.noise.shared_sigma)
+    return float(special.ndtr((c - pre - cal.tau_continuous) / s_tot))
 
 
 def _frequency(cal, c: int, pre: int, reps: int, seed: int) -> int:
@@ -34,15 +35,15 @@ def _frequency(cal, c: int, pre: int, reps: int, seed: int) -> int:
     for _ in range(reps):
         pos, vals = noise_and_filter(counts, cal, pre, rng)
         if pos.size:
-            assert vals.dtype == np.int64 and vals[0] >= pre + cal.params["margin"]
+            assert vals.dtype == np.int64 and vals[0] >= pre + int(cal.tau)
             hits += 1
     return hits
 
 
 def test_release_rule_and_integer_outputs():
     cal = calibrate("csh", epsilon=1.0, delta=1e-3, k=16)
-    m = cal.params["margin"]
-    assert noise_plan(cal).rounded and cal.params["comparison"] == ">="
+    m = int(cal.tau)
+    assert noise_plan(cal).rounded and cal.comparison == ">="
     counts = np.array([0, 1, 2, 3, 50, 51, 200, 10_000], dtype=np.int64)
     hist = SparseHistogram(np.arange(counts.size), counts, distinct=True)
     rng = InsecureSeededRandom(12)
@@ -56,7 +57,7 @@ def test_release_rule_and_integer_outputs():
 def test_release_frequency_at_the_pre_threshold_small():
     """800 independent releases through the public kernel, key at count pre + margin − 3 (p ~ 0.1): 4 SE."""
     cal = calibrate("csh", epsilon=1.0, delta=0.05, k=4)
-    m = cal.params["margin"]
+    m = int(cal.tau)
     n = 800
     c = 1 + m - 3
     p = _key_probability(cal, c, 1)
@@ -81,7 +82,7 @@ def test_release_frequency_at_the_pre_threshold_1e5():
     p = _key_probability(cal, 1, 1)
     rng = InsecureSeededRandom(32)
     j = int(plan.release_floor(np.array([1]), 1 + plan.tau)[0])
-    assert j == cal.params["margin"]
+    assert j == int(cal.tau)
     hits = 0
     for _ in range(n):
         law = plan.law(draw_shared_noise(plan, rng))
@@ -93,7 +94,7 @@ def test_noise_moments_and_one_shared_term_per_release():
     """Per-key variance σ² + σ_c² + 1/12 and covariance σ_c² across keys, over many releases."""
     k, n_keys, reps = 64, 64, 600
     cal = calibrate("csh", epsilon=2.0, delta=1e-3, k=k)
-    s2, sc2 = cal.sigma ** 2, cal.params["sigma_corr"] ** 2
+    s2, sc2 = cal.sigma ** 2, cal.noise.shared_sigma ** 2
     hist = SparseHistogram(np.arange(n_keys), np.full(n_keys, 10_000, dtype=np.int64), distinct=True)
     rng = InsecureSeededRandom(404)
     err = np.empty((reps, n_keys))
@@ -130,7 +131,7 @@ def test_shared_term_pickles_to_the_same_release():
 def test_topk_debiased_outputs_are_integers():
     k = 8
     cal = calibrate("topk-csh", epsilon=1.0, delta=1e-3, top_k=k, debias=True)
-    assert cal.params["noise"] == "rounded" and cal.analysis == "rounded-add"
+    assert isinstance(cal.noise, RoundedCorrelatedGaussian) and cal.analysis == "rounded-add"
     counts = np.r_[np.full(k, 5000), np.arange(1, 30)].astype(np.int64)
     hist = SparseHistogram(np.arange(counts.size), counts, distinct=True)
     rng = InsecureSeededRandom(8)
@@ -143,6 +144,6 @@ def test_topk_debiased_outputs_are_integers():
         assert np.all(np.asarray(rel.counts) == np.round(np.asarray(rel.counts)))
         assert rel.n_keys_out == k
     # t̃ − t = round(N(0, σ_c²)): mean 0, variance σ_c² + 1/12 (loose check of the scale)
-    sc = cal.params["sigma_corr"]
+    sc = cal.noise.shared_sigma
     assert abs(np.mean(t_tildes)) < 5 * sc / math.sqrt(40)
     assert 0.4 * sc ** 2 < np.var(t_tildes) < 2.0 * sc ** 2 + 1

@@ -136,20 +136,20 @@ def test_monotone_in_margin_and_epsilon():
 @pytest.mark.parametrize("eps,dlt,l0", [(1.0, 1e-6, 1), (1.0, 1e-6, 10), (0.35, 1e-5, 7)])
 def test_calibrate_gshm_discrete_is_minimal_and_valid(eps, dlt, l0):
     cal = calibrate_gshm_discrete(eps, dlt, l0)
-    m = cal.params["margin"]
-    s = cal.params["sigma2"]
+    m = int(cal.tau)
+    s = cal.noise.sigma2
     assert cal.delta_achieved <= dlt
     assert gshm_discrete_delta(eps, s, m, l0) <= dlt
     assert gshm_discrete_delta(eps, s, m - 1, l0) > dlt  # the margin is the smallest integer
-    assert cal.tau == m and cal.params["discrete"] and cal.params["comparison"] == ">="
+    assert cal.tau == m and cal.discrete and cal.comparison == ">="
     # the sampled scale is a short exact rational, never below the continuous optimum's square
     assert s.denominator <= 1 << 20
-    assert calibrate("gshm", epsilon=eps, delta=dlt, l0=l0).params["sigma2"] == s  # wired into calibrate()
+    assert calibrate("gshm", epsilon=eps, delta=dlt, l0=l0).noise.sigma2 == s  # wired into calibrate()
 
 
 def test_calibrate_laplace_discrete_is_minimal_and_valid():
     cal = calibrate_laplace_discrete(1.0, 1e-6, 10)
-    t, m = cal.params["scale"], cal.params["margin"]
+    t, m = cal.noise.scale, int(cal.tau)
     assert t * 1.0 >= 10  # scale >= l0/ε exactly
     assert laplace_discrete_delta(1.0, t, m, 10) <= 1e-6 < laplace_discrete_delta(1.0, t, m - 1, 10)
 
@@ -175,7 +175,7 @@ def test_correlated_discrete_delta_matches_enumeration(d, c):
 
 def test_calibrate_correlated_discrete():
     cal = calibrate_correlated_discrete(1.0, 1e-5, 100)
-    assert cal.params["c"] == 3  # best integer C for d = 100 (seed 002 S4.4 table)
+    assert cal.noise.c == 3  # best integer C for d = 100 (seed 002 S4.4 table)
     assert cal.delta_achieved <= 1e-5
     # per-query std within 1% of the continuous σ₁(√d+1)/2 = 3.7306·5.5 (seed 002 S3.8 worked example)
     assert cal.noise_std == pytest.approx(20.518474 * math.sqrt(30.277778 / 30.25), rel=1e-2)

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-from sparsedp.accounting import calibrate
+from sparsedp.accounting import calibrate, laws
 from sparsedp.mechanisms import noise_and_filter
 from sparsedp.mechanisms.kernel import _sample, _sample_shared, correlated_rule, noise_plan
 from sparsedp.noise import InsecureSeededRandom
@@ -90,17 +90,20 @@ def _worst(cal, runs, seed, csh=False):
 
 
 def _halved(cal):
-    p = dict(cal.params)
-    if "sigma2" in p and cal.mechanism == "gshm":
-        p["sigma2"] = p["sigma2"] / 4
-    if "scale" in p:
-        p["scale"] = p["scale"] / 2
-    if "sigma2_corr" in p:
-        p["sigma2_corr"] = p["sigma2_corr"] / 4
-        p["sigma2"] = p["sigma2"] / 4
-    if "sigma_corr" in p:  # rounded CSH: continuous scales (the many-release simulation rounds float draws)
-        p["sigma_corr"] = p["sigma_corr"] / 2
-    return dataclasses.replace(cal, sigma=cal.sigma / 2, params=p)
+    """The noise law with every scale halved (variances / 4; rounded CSH: its continuous scales, which the
+    many-release simulation rounds from float draws)."""
+    law = cal.noise
+    if isinstance(law, (laws.DiscreteGaussian,)):
+        law = dataclasses.replace(law, sigma2=law.sigma2 / 4)
+    elif isinstance(law, laws.DiscreteCorrelatedGaussian):
+        law = dataclasses.replace(law, sigma2=law.sigma2 / 4, shared_sigma2=law.shared_sigma2 / 4)
+    elif isinstance(law, (laws.DiscreteLaplace, laws.Laplace)):
+        law = dataclasses.replace(law, scale=law.scale / 2)
+    elif isinstance(law, (laws.RoundedCorrelatedGaussian, laws.CorrelatedGaussian)):
+        law = dataclasses.replace(law, sigma=law.sigma / 2, shared_sigma=law.shared_sigma / 2)
+    else:
+        law = dataclasses.replace(law, sigma=law.sigma / 2)
+    return dataclasses.replace(cal, sigma=cal.sigma / 2, noise=law)
 
 
 CASES = [("gshm", {"l0": KEYS}, False), ("laplace", {"l0": KEYS}, False), ("csh", {"k": KEYS}, True)]

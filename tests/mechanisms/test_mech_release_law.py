@@ -42,17 +42,17 @@ def test_independent_release_probability_matches_accountant(mech):
     rng = InsecureSeededRandom(101)
     pre = 4
     cal = calibrate(mech, epsilon=1.0, delta=0.02, l0=2)
-    m = cal.params["margin"]
+    m = int(cal.tau)
     offsets = [0, 2, 5, -1, -3, -pre]  # at, above and below the pre-threshold (count 0 = absent key)
     hist, counts = _groups(pre, offsets, N)
     release = (gshm if mech == "gshm" else laplace_histogram)(hist, cal, pre_threshold=pre, rng=rng)
     keys = np.asarray(release.keys)
     if mech == "gshm":
-        s = cal.params["sigma2"]
+        s = cal.noise.sigma2
         sf = lambda t: dgauss_sf(t, s)  # noqa: E731
         p_acc = gshm_discrete_delta(1.0, s, m, 2, parts=True)[1]["release_probability_at_pre_threshold"]
     else:
-        t_ = cal.params["scale"]
+        t_ = cal.noise.scale
         sf = lambda t: dlaplace_sf(t, t_)  # noqa: E731
         p_acc = laplace_discrete_delta(1.0, t_, m, 2, parts=True)[1]["release_probability_at_pre_threshold"]
     assert p_acc == pytest.approx(sf(m), rel=1e-12)
@@ -82,7 +82,7 @@ def _fixed_noise(monkeypatch, z):
 def test_ge_comparison_is_what_the_accountant_charges(monkeypatch):
     """Deterministic noise m-1, m, m+1 on three keys at the pre-threshold: exactly the last two are released."""
     cal = calibrate("gshm", epsilon=1.0, delta=1e-6, l0=3)
-    m = cal.params["margin"]
+    m = int(cal.tau)
     _fixed_noise(monkeypatch, [m - 1, m, m + 1])
     pos, vals = noise_and_filter(np.array([5, 5, 5]), cal, 5, None)
     assert pos.tolist() == [1, 2] and vals.tolist() == [5 + m, 6 + m]
@@ -181,9 +181,9 @@ def test_independent_release_probability_large(mech):
     rng = InsecureSeededRandom(505)
     n = 2_000_000
     cal = calibrate(mech, epsilon=0.5, delta=1e-3, l0=3)
-    m = cal.params["margin"]
+    m = int(cal.tau)
     hist, _ = _groups(1, [0], n)
     rel = (gshm if mech == "gshm" else laplace_histogram)(hist, cal, rng=rng)
-    sf = (lambda t: dgauss_sf(t, cal.params["sigma2"])) if mech == "gshm" else (
-        lambda t: dlaplace_sf(t, cal.params["scale"]))
+    sf = (lambda t: dgauss_sf(t, cal.noise.sigma2)) if mech == "gshm" else (
+        lambda t: dlaplace_sf(t, cal.noise.scale))
     assert _within(rel.n_keys_out, n, sf(m))

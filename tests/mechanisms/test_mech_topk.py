@@ -62,7 +62,7 @@ def test_topk_bias_and_debias():
     assert rel.n_keys_out == k
     assert abs(float(np.mean(rel.counts)) - (100_000 - 5_000)) < 6 * cal.noise_std
     cal_d = calibrate_topk_debias_discrete(1.0, 1e-6, k)
-    assert cal_d.params["debias"] and cal_d.delta_achieved <= 1e-6
+    assert cal_d.debias and cal_d.delta_achieved <= 1e-6
     assert cal_d.sigma > cal.sigma  # the extra release of t̃ costs noise
     rel_d = topk_csh(hist, cal_d, rng=rng)
     assert abs(rel_d.extra["t_tilde"] - 5_000) < 8 * cal_d.noise_std

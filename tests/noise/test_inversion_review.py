@@ -300,8 +300,21 @@ def test_chunks_draw_independent_words(monkeypatch):
 # ------------------------------------------------------------------------------- kernel
 
 
-def _plan(mech, strict, tau, **params):
-    cal = SimpleNamespace(mechanism=mech, tau=tau, sigma=2.0, params=dict(params))
+def _plan(mech, strict, tau, *, comparison, discrete=True, sigma2=None, sigma2_corr=None, scale=None, margin=None,
+          k=None):
+    """A calibration-like object with the typed noise law (the calibration's tau is its integer margin)."""
+    from sparsedp.accounting import laws
+    from sparsedp.accounting.calibration import Comparison
+
+    assert discrete
+    if sigma2_corr is not None:
+        law = laws.DiscreteCorrelatedGaussian(Fraction(sigma2), Fraction(sigma2_corr))
+    elif sigma2 is not None:
+        law = laws.DiscreteGaussian(Fraction(sigma2))
+    else:
+        law = laws.DiscreteLaplace(Fraction(scale))
+    cal = SimpleNamespace(mechanism=mech, tau=tau if margin is None else float(margin), sigma=2.0, k=k, noise=law,
+                          comparison=Comparison(comparison))
     plan = kernel.NoisePlan(cal)
     assert plan.strict == strict
     return plan

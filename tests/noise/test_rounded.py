@@ -176,8 +176,8 @@ def test_rounded_sigma_max_fits_the_inversion_table_and_calibration_falls_back_a
     assert inversion_fits(RoundedShiftedGaussianLaw(ROUNDED_SIGMA_MAX, shift))
     assert not inversion_fits(RoundedShiftedGaussianLaw(4 * ROUNDED_SIGMA_MAX, shift))
     cal = calibrate("topk-csh", epsilon=0.05, delta=1e-6, top_k=51914)  # rounded sigma would be ~7900
-    assert cal.analysis.startswith("discrete-") and "Algorithm 4" in cal.params["fallback"]
-    assert calibrate("topk-csh", epsilon=1.0, delta=1e-6, top_k=1000).params.get("fallback") is None
+    assert cal.analysis.startswith("discrete-") and "Algorithm 4" in cal.fallback
+    assert calibrate("topk-csh", epsilon=1.0, delta=1e-6, top_k=1000).fallback is None
 
 
 def test_release_report_says_when_rounded_csh_falls_back():

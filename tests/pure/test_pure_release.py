@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pure_helpers import CountingRandom
+from sparsedp.accounting.calibration import Neighbours
 from sparsedp.errors import InputDataError, InvalidParameterError, InvalidTypeError
 from sparsedp.mechanisms.histogram import Release, SparseHistogram
 from sparsedp.mechanisms.pure import CompactHistogram, pure_histogram, release_pure
@@ -22,7 +23,7 @@ def test_heavy_keys_are_released(rng):
     assert r.keys == sorted(r.keys) and len(r.keys) == r.n_keys_out <= 500
     cal = r.calibration
     assert (cal.epsilon, cal.delta, cal.n, cal.mechanism) == (1.0, 0.0, 500, "pure-sparse")
-    assert cal.neighbours.startswith("replace")
+    assert cal.neighbours is Neighbours.REPLACE_ONE
     d = r.to_dict()
     assert abs(d[7] - 400) <= cal.accuracy.per_query and cal.accuracy.threshold < 400
 
@@ -47,7 +48,7 @@ def test_strings_domain_and_codec(rng):
 def test_add_remove_padding_dummy_never_released(rng):
     items = [3] * 40
     r = pure_histogram(items, 1, domain_size=64, mechanism="basic", max_items=100, rng=rng)
-    assert r.calibration.neighbours == "add/remove-one" and r.calibration.n == 100
+    assert r.calibration.neighbours is Neighbours.ADD_REMOVE and r.calibration.n == 100
     assert r.keys == list(range(64))  # dense over the domain, dummy label 64 dropped
     with pytest.raises(InputDataError):
         pure_histogram(items, 1, domain_size=64, max_items=10, rng=rng)

@@ -330,7 +330,7 @@ def test_misra_gries_release_entry_point(rng):
     gen = np.random.default_rng(10)
     s = gen.zipf(1.3, 50000)
     r1 = misra_gries_release(s, sketch_size=50, epsilon=1.0, delta=1e-6, rng=rng)
-    assert r1.calibration.params["variant"] == "pmg" and 1 in r1.keys
+    assert r1.calibration.analysis == "pmg-geometric" and 1 in r1.keys
     chunks = np.array_split(s, 5)
     r2 = misra_gries_release(iter(chunks), sketch_size=50, epsilon=1.0, delta=1e-6, rng=rng)
     r3 = misra_gries_release(iter(s.tolist()), sketch_size=50, epsilon=1.0, delta=1e-6, rng=rng)
@@ -338,7 +338,7 @@ def test_misra_gries_release_entry_point(rng):
     assert r3.n_keys_out > 0
     merged = [MisraGries(50).update(c) for c in chunks]
     r4 = misra_gries_release(merged, sketch_size=50, epsilon=1.0, delta=1e-6, variant="merged-laplace", rng=rng)
-    assert r4.calibration.params["variant"] == "merged-laplace"
+    assert r4.calibration.analysis == "merged-laplace"
     with pytest.raises(InvalidParameterError):
         misra_gries_release(s, sketch_size=50, epsilon=1.0, delta=1e-6, variant="nope", rng=rng)
     with pytest.raises(InvalidParameterError):
@@ -355,7 +355,7 @@ def test_csh_on_single_and_merged_sketches(rng):
     merged = MisraGries.merge_all([MisraGries(30).update(c) for c in np.array_split(s, 3)])
     r2 = misra_gries_release(merged, sketch_size=30, epsilon=1.0, delta=1e-6, rng=rng)  # default for merged
     for r, sk in ((r1, single), (r2, merged)):
-        assert r.calibration.mechanism == "csh" and r.calibration.params["k"] == 30
+        assert r.calibration.mechanism == "csh" and r.calibration.k == 30
         assert set(r.keys) <= set(sk.counters()) and 1 in r.keys
         assert r.calibration.delta_achieved <= 1e-6
 

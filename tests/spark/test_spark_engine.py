@@ -241,7 +241,7 @@ def test_gshm_release_probability_on_spark(spark):
     n, pre = 40_000, 4
     offsets = [0, 2, 5, -1]
     cal = calibrate("gshm", epsilon=1.0, delta=0.02, l0=2)
-    m, s2 = cal.params["margin"], cal.params["sigma2"]
+    m, s2 = int(cal.tau), cal.noise.sigma2
     ids = spark.range(n * len(offsets))
     off = F.element_at(F.array(*[F.lit(o) for o in offsets]), (F.col("id") / n).cast("int") + 1)
     hist = ids.select(F.col("id").alias("key"), (F.lit(pre) + off).cast("long").alias(se.COUNT))

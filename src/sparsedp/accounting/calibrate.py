@@ -24,12 +24,14 @@ applies; outputs estimate count − H^{(k+1)} unless ``debias=True``); ``d`` = a
 released densely (no threshold).
 
 Secure releases use discrete noise, so ``discrete=True`` is the default: the reported δ is then the δ of
-the integer noise actually sampled (``params["discrete"]`` says which was used; ``params["comparison"]``
-says whether the release test is ``>`` or ``>=`` the absolute threshold pre_threshold + τ).
+the integer noise actually sampled (``Calibration.noise`` is the law sampled, ``Calibration.discrete`` says
+whether it is exact integer noise; ``Calibration.comparison`` says whether the release test is ``>`` or
+``>=`` the absolute threshold pre_threshold + τ).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from .. import _validate as v
@@ -38,7 +40,8 @@ from . import correlated as _cg
 from . import csh as _csh
 from . import gshm as _gshm
 from . import laplace as _lap
-from .calibration import Calibration
+from . import laws
+from .calibration import Calibration, Comparison
 from .gaussian import gaussian_delta
 
 __all__ = ["calibrate", "compare", "best", "MECHANISMS"]
@@ -100,7 +103,7 @@ def _cal_gshm(eps, dlt, l0, analysis, mu_o2, discrete) -> Calibration:
         mechanism="gshm", analysis=analysis, epsilon=eps, delta=dlt, sigma=sigma, tau=tau, noise_std=sigma,
         delta_parts={"gaussian": parts["gaussian"], "threshold": parts["threshold"]},
         delta_achieved=_gshm.gshm_delta(eps, sigma, tau, l0, analysis, mu_o2),
-        params={"l0": l0, "mu_o2": mu_o2, "discrete": False, "comparison": ">", "noise": "gaussian"})
+        noise=laws.Gaussian(sigma), comparison=Comparison.GT, l0=l0, mu_o2=mu_o2)
 
 
 #: Largest σ of rounded CSH: its exact sampler (noise.rounded, by inversion) needs a table of ~21σ + 4 entries,
@@ -110,7 +113,7 @@ ROUNDED_SIGMA_MAX = 6000.0
 
 
 def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh_noise) -> Calibration:
-    base = {"k": k, "discrete": discrete, "comparison": ">"}
+    base = {"k": k}
     if mechanism == "topk-csh":
         base.update(top_k=k, debias=debias)
     rounded = None
@@ -118,7 +121,7 @@ def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh
         # Secure default: rounded CSH (docs/proofs/rounded-csh.md), integers as post-processing of Alg. 2/3,
         # accounted by the continuous Thm 3.5 (tight) / Thm 3.3 (add; de-biasing variant) at τ = margin − ½.
         rounded = _csh.csh_rounded_calibrate(eps, dlt, k, analysis, debias=debias)
-        if rounded[0] > ROUNDED_SIGMA_MAX:  # no exact sampler for it: Algorithm 4 below, and params say why
+        if rounded[0] > ROUNDED_SIGMA_MAX:  # no exact sampler for it: Algorithm 4 below, and `fallback` says why
             base["fallback"] = (f"rounded CSH needs sigma={rounded[0]:.6g} > {ROUNDED_SIGMA_MAX:g}, beyond its exact "
                                 "sampler's table; Algorithm 4 (zCDP) is used instead")
     if rounded is not None and "fallback" not in base:
@@ -128,15 +131,16 @@ def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh
             tau=float(m), noise_std=_csh.csh_rounded_noise_std(sigma, k),
             delta_parts=_csh.csh_rounded_delta_parts(eps, sigma, m, k, analysis, debias=debias),
             delta_achieved=_csh.csh_rounded_delta(eps, sigma, m, k, analysis, debias=debias),
-            params={**base, "comparison": ">=", "noise": "rounded", "margin": m, "tau_continuous": m - 0.5,
-                    "sigma_corr": sigma * k ** -0.25, "continuous_analysis": analysis})
+            noise=laws.RoundedCorrelatedGaussian(sigma, sigma * k ** -0.25), comparison=Comparison.GE,
+            tau_continuous=m - 0.5, **base)
     if discrete:  # Algorithm 4 (seed 000 Thm 7.7, zCDP): kept for reproducing the paper (csh_noise="alg4")
         if debias:
             dh = _discrete_module()
             if dh is None or not hasattr(dh, "calibrate_topk_debias_discrete"):  # pragma: no cover
                 raise InvalidParameterError("debias=True with discrete noise needs accounting.discrete_histograms; "
                                             "pass discrete=False")
-            return dh.calibrate_topk_debias_discrete(eps, dlt, k, conversion)
+            cal = dh.calibrate_topk_debias_discrete(eps, dlt, k, conversion)
+            return dataclasses.replace(cal, fallback=base["fallback"]) if "fallback" in base else cal
         sigma, tau = _csh.csh_discrete_calibrate(eps, dlt, k, conversion)
         s_ind, s_corr = _csh.csh_discrete_scales(sigma, k)
         parts = _csh.csh_discrete_delta_parts(eps, sigma, tau, k, conversion)
@@ -144,15 +148,15 @@ def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh
             mechanism=mechanism, analysis=f"discrete-{conversion}", epsilon=eps, delta=dlt, sigma=sigma,
             tau=tau, noise_std=_csh.csh_discrete_noise_std(sigma, k), delta_parts=parts,
             delta_achieved=_csh.csh_discrete_delta(eps, sigma, tau, k, conversion),
-            params={**base, "conversion": conversion, "sigma2": s_ind, "sigma2_corr": s_corr,
-                    "noise": "discrete_gaussian", "output_lattice": "1/2"})
+            noise=laws.DiscreteCorrelatedGaussian(s_ind, s_corr), comparison=Comparison.GT,
+            conversion=conversion, **base)
     sigma, tau = _csh.csh_calibrate(eps, dlt, k, analysis, debias=debias)
     return Calibration(
         mechanism=mechanism, analysis=analysis, epsilon=eps, delta=dlt, sigma=sigma, tau=tau,
         noise_std=_csh.csh_noise_std(sigma, k),
         delta_parts=_csh.csh_delta_parts(eps, sigma, tau, k, analysis, debias=debias),
         delta_achieved=_csh.csh_delta(eps, sigma, tau, k, analysis, debias=debias),
-        params={**base, "sigma_corr": sigma * k ** -0.25, "noise": "gaussian"})
+        noise=laws.CorrelatedGaussian(sigma, sigma / k ** 0.25), comparison=Comparison.GT, **base)
 
 
 def _cal_laplace(eps, dlt, l0, discrete) -> Calibration:
@@ -164,7 +168,7 @@ def _cal_laplace(eps, dlt, l0, discrete) -> Calibration:
     return Calibration(
         mechanism="laplace", analysis="exact", epsilon=eps, delta=dlt, sigma=scale, tau=tau,
         noise_std=_lap.laplace_noise_std(scale), delta_parts={"threshold": achieved}, delta_achieved=achieved,
-        params={"l0": l0, "discrete": False, "comparison": ">", "scale": scale, "noise": "laplace"})
+        noise=laws.Laplace(scale), comparison=Comparison.GT, l0=l0)
 
 
 def _cal_correlated(eps, dlt, d, discrete) -> Calibration:
@@ -176,10 +180,8 @@ def _cal_correlated(eps, dlt, d, discrete) -> Calibration:
     return Calibration(
         mechanism="correlated-gaussian", analysis="exact", epsilon=eps, delta=dlt, sigma=noise.sigma1, tau=0.0,
         noise_std=noise.per_query_std, delta_parts={"gaussian": achieved}, delta_achieved=achieved,
-        params={"d": d, "discrete": False, "c": noise.embedding_c, "embedding_std": noise.embedding_std,
-                "shared_std": noise.shared_std, "independent_std": noise.independent_std,
-                "count_std": noise.count_std, "standard_std": noise.standard_std,
-                "error_ratio": noise.error_ratio, "noise": "gaussian"})
+        noise=laws.DenseCorrelatedGaussian(noise.embedding_std, noise.embedding_c), comparison=Comparison.NONE,
+        d=d)
 
 
 # ------------------------------------------------------------------ public
@@ -201,8 +203,8 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
             "add"); ``None`` = the tightest. With ``discrete=True`` the discrete accountant is used and
             ``analysis`` must be ``None``.
         mu_o2: extra μ² per released aggregate column (GSHM only, seed 001 Thm 5.4); forces continuous.
-        discrete: account for exact integer noise (secure default). ``params["discrete"]`` records what
-            was used.
+        discrete: account for exact integer noise (secure default). ``Calibration.noise`` (and its
+            ``discrete`` property) records what was used.
         conversion: zCDP→DP conversion of Algorithm 4 CSH, "cks" (Canonne–Kamath–Steinke) or "bs" (Lemma 7.3).
         debias: top-k de-biasing variant (topk-csh; seed 000 §4): Thm 3.3 with ½√(k+5√k) (continuous and
             rounded noise); Algorithm 4 noise uses the zCDP account of

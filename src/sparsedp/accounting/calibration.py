@@ -1,16 +1,18 @@
 """The result of calibrating a mechanism to a target (ε, δ).
 
 :func:`sparsedp.accounting.calibrate` and :func:`sparsedp.accounting.compare` produce it; mechanisms take
-it as their noise/threshold recipe. Mechanism-specific recipe details (exact rational noise scales, the
-release comparison ``>`` or ``>=``, l0/k/top_k, …) live in ``params``.
+it as their noise/threshold recipe: the noise law with its exact scales (:mod:`.laws`), the release
+comparison (:class:`Comparison`), the contribution model (l0 / k / top_k / d) and options, all typed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from types import MappingProxyType
 from typing import Any, Mapping
+
+from .laws import LAWS, NoiseLaw, law_as_dict
 
 
 class Comparison(str, Enum):
@@ -22,6 +24,8 @@ class Comparison(str, Enum):
 
     GE = ">="
     GT = ">"
+    #: no threshold test: dense releases of a public domain and top-k selections (pure Misra–Gries)
+    NONE = "none"
 
 
 class Neighbours(str, Enum):
@@ -40,18 +44,32 @@ class Neighbours(str, Enum):
 
 @dataclass(frozen=True)
 class Calibration:
-    """Noise scale and release margin of one mechanism at a target (ε, δ).
+    """Noise law, noise scale and release margin of one mechanism at a target (ε, δ).
 
     Attributes:
-        mechanism: "gshm", "csh", "topk-csh", "laplace", "correlated-gaussian", … .
-        analysis: which accountant calibrated it ("exact", "add", "fdp", "tight", "discrete", …).
+        mechanism: "gshm", "csh", "topk-csh", "laplace", "correlated-gaussian", "misra-gries", … .
+        analysis: which accountant calibrated it ("exact", "add", "tight", "discrete-exact", "rounded-tight", …).
         epsilon, delta: the target guarantee.
         sigma: noise scale of the mechanism (Gaussian σ of each component; Laplace scale b).
-        tau: margin = absolute release threshold − pre-threshold (what the analyses depend on).
+        tau: margin = absolute release threshold − pre-threshold (what the analyses depend on); an integer
+            (as a float) for the integer-noise rules (discrete GSHM / Laplace, rounded CSH).
         noise_std: standard deviation of each released noisy count.
+        noise: the law the release samples (:mod:`sparsedp.accounting.laws`), with the exact scales the
+            accountant evaluated.
+        comparison: the release test ``noisy >= pre + tau`` (GE) or ``> pre + tau`` (GT) the accountant
+            analysed; NONE for releases without a threshold test.
         delta_parts: δ split into its named parts (e.g. {"gaussian": …, "threshold": …}).
         delta_achieved: δ re-evaluated at (σ, τ) with the full accountant; always <= delta.
-        params: the contribution model and options (l0, k, mu_o2, discrete, …).
+        neighbours: the neighbouring relation of the guarantee.
+        l0: max distinct keys per privacy unit (GSHM, Laplace).
+        k: sparsity bound of CSH (= top_k for top-k CSH), or the Misra–Gries sketch size.
+        top_k: number of keys kept by top-k CSH.
+        d: number of public keys of a dense release (the universe size for pure Misra–Gries).
+        debias: top-k CSH also releases the estimate t̃ of the (k+1)-th count (seed 000 §4).
+        mu_o2: extra μ² allowed for released aggregate columns (GSHM, seed 001 Thm 5.4).
+        fallback: why the calibration is not the requested default (e.g. rounded CSH beyond its sampler).
+        tau_continuous: rounded CSH: the τ = margin − ½ its continuous accountant was evaluated at.
+        conversion: zCDP → DP conversion of Algorithm 4 CSH ("cks" or "bs").
     """
 
     mechanism: str
@@ -61,21 +79,44 @@ class Calibration:
     sigma: float
     tau: float
     noise_std: float
+    noise: NoiseLaw
+    comparison: Comparison
     delta_parts: Mapping[str, float] = field(default_factory=dict)
     delta_achieved: float = float("nan")
-    params: Mapping[str, Any] = field(default_factory=dict)
+    neighbours: Neighbours = Neighbours.ADD_REMOVE
+    l0: int | None = None
+    k: int | None = None
+    top_k: int | None = None
+    d: int | None = None
+    debias: bool = False
+    mu_o2: float = 0.0
+    fallback: str | None = None
+    tau_continuous: float | None = None
+    conversion: str | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.noise, LAWS):
+            raise TypeError(f"Calibration.noise must be a sparsedp.accounting.laws law, got {self.noise!r}")
+        object.__setattr__(self, "comparison", Comparison(self.comparison))
+        object.__setattr__(self, "neighbours", Neighbours(self.neighbours))
         object.__setattr__(self, "delta_parts", MappingProxyType(dict(self.delta_parts)))
-        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+    @property
+    def discrete(self) -> bool:
+        """True when the release samples exact integer noise from the CSPRNG (``noise.secure``)."""
+        return self.noise.secure
 
     def threshold(self, pre_threshold: float = 1.0) -> float:
         """Absolute release threshold for a given pre-threshold."""
         return pre_threshold + self.tau
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain-dict view (for reports and JSON; ``params`` values are kept as they are)."""
-        return {"mechanism": self.mechanism, "analysis": self.analysis, "epsilon": self.epsilon,
-                "delta": self.delta, "sigma": self.sigma, "tau": self.tau, "noise_std": self.noise_std,
-                "delta_parts": dict(self.delta_parts), "delta_achieved": self.delta_achieved,
-                "params": dict(self.params)}
+        """JSON-friendly view: the noise law as ``{"law": class name, fields…}`` (Fractions as strings), the
+        enums as their values."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["noise"] = law_as_dict(self.noise)
+        out["comparison"] = self.comparison.value
+        out["neighbours"] = self.neighbours.value
+        out["delta_parts"] = dict(self.delta_parts)
+        out["discrete"] = self.discrete
+        return out

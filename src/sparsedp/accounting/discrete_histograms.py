@@ -52,7 +52,8 @@ from scipy import stats
 
 from .. import _validate as v
 from ..errors import InfeasibleError
-from .calibration import Calibration
+from .calibration import Calibration, Comparison
+from .laws import DiscreteCorrelatedGaussian, DiscreteDenseCorrelatedGaussian, DiscreteGaussian, DiscreteLaplace
 from .discrete import dgauss_logsf, dgauss_sf, dgauss_variance, dlaplace_sf, dlaplace_variance
 
 __all__ = [
@@ -341,8 +342,8 @@ def calibrate_gshm_discrete(epsilon, delta, l0) -> Calibration:
     The scale ``s`` (parameter of ``N_Z(0, s)``) starts at the continuous optimum of seed 001 §5.3(2)
     (σ_G with ``f(√l0/σ, ε) = δ``), rounded up to a short rational and raised by 0.01% steps until the
     discrete Gaussian part ``H(l0, ε) <= δ``; the margin is then the smallest integer with
-    :func:`gshm_discrete_delta` ``<= δ``. ``params`` carries the exact ``sigma2`` (a ``Fraction``) the
-    sampler must use, ``discrete=True`` and the release rule.
+    :func:`gshm_discrete_delta` ``<= δ``. ``noise`` is :class:`~.laws.DiscreteGaussian` with the exact
+    ``sigma2`` (a ``Fraction``) the sampler must use; the release rule is ``>=`` (``comparison``).
     """
     from .gaussian import gaussian_sigma
 
@@ -366,8 +367,7 @@ def calibrate_gshm_discrete(epsilon, delta, l0) -> Calibration:
         sigma=math.sqrt(float(s)), tau=float(margin), noise_std=math.sqrt(dgauss_variance(s)),
         delta_parts={"infinite": info["infinite"], "forward": info["forward"], "reverse": info["reverse"]},
         delta_achieved=achieved,
-        params={"l0": k, "discrete": True, "sigma2": s, "margin": margin, "comparison": ">=",
-                "noise": "discrete_gaussian", "mu_o2": 0.0},
+        noise=DiscreteGaussian(s), comparison=Comparison.GE, l0=k, mu_o2=0.0,
     )
 
 
@@ -393,8 +393,7 @@ def calibrate_laplace_discrete(epsilon, delta, l0) -> Calibration:
         sigma=float(t), tau=float(margin), noise_std=math.sqrt(dlaplace_variance(t)),
         delta_parts={"infinite": info["infinite"], "forward": info["forward"], "reverse": info["reverse"]},
         delta_achieved=achieved,
-        params={"l0": k, "discrete": True, "scale": t, "margin": margin, "comparison": ">=",
-                "noise": "discrete_laplace"},
+        noise=DiscreteLaplace(t), comparison=Comparison.GE, l0=k,
     )
 
 
@@ -426,15 +425,13 @@ def calibrate_correlated_discrete(epsilon, delta, d, c=None) -> Calibration:
     else:  # pragma: no cover
         raise InfeasibleError(f"no discrete scale found for epsilon={eps}, delta={dlt}, d={dd}")
     var = dgauss_variance(s)
-    a_var = var / (cc * cc)            # Var ñ
     per_query = var / 4.0 + var / (4.0 * cc * cc)
     achieved = correlated_discrete_delta(eps, s, dd, cc)
     return Calibration(
         mechanism="correlated-gaussian", analysis="discrete-exact", epsilon=eps, delta=dlt,
         sigma=math.sqrt(float(s)), tau=0.0, noise_std=math.sqrt(per_query),
         delta_parts={"gaussian": achieved}, delta_achieved=achieved,
-        params={"d": dd, "c": cc, "discrete": True, "sigma2": s, "noise": "discrete_gaussian",
-                "n_estimate_variance": a_var},
+        noise=DiscreteDenseCorrelatedGaussian(s, cc), comparison=Comparison.NONE, d=dd,
     )
 
 
@@ -495,5 +492,5 @@ def calibrate_topk_debias_discrete(epsilon, delta, k, conversion: str = "cks") -
         mechanism="topk-csh", analysis=f"discrete-zcdp-{conversion}", epsilon=eps, delta=dlt, sigma=sigma,
         tau=tau, noise_std=csh_discrete_noise_std(sigma, k), delta_parts=parts,
         delta_achieved=min(1.0, sum(parts.values())),
-        params={"k": k, "top_k": k, "discrete": True, "sigma2": s_ind, "sigma2_corr": s_corr, "comparison": ">",
-                "conversion": conversion, "noise": "discrete_gaussian", "output_lattice": "1/2", "debias": True})
+        noise=DiscreteCorrelatedGaussian(s_ind, s_corr), comparison=Comparison.GT, k=k, top_k=k, debias=True,
+        conversion=conversion)

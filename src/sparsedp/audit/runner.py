@@ -106,17 +106,27 @@ def scaled_calibration(cal, factor: float):
     mechanism for the audit to catch. Discrete scales stay exact rationals (σ² scales by factor²)."""
     if factor == 1.0:
         return cal
+    return dataclasses.replace(cal, sigma=cal.sigma * factor, noise_std=cal.noise_std * factor,
+                               noise=scaled_law(cal.noise, factor))
+
+
+#: how each noise-law field scales when the noise is multiplied by ``factor`` (its power of factor);
+#: fields not listed (the embedding weight c, the divisor) are kept
+_SCALE_POWER = {"sigma2": 2, "shared_sigma2": 2, "scale": 1, "shared_scale": 1, "sigma": 1, "shared_sigma": 1}
+
+
+def scaled_law(law, factor: float):
+    """``law`` with its noise multiplied by ``factor``: variance parameters by factor², scales by factor;
+    exact rationals stay exact (``Fraction(factor)``)."""
     f = Fraction(factor)
-    params = dict(cal.params)
-    if "sigma2" in params:
-        params["sigma2"] = Fraction(params["sigma2"]) * f * f
-    if "sigma2_corr" in params:
-        params["sigma2_corr"] = Fraction(params["sigma2_corr"]) * f * f
-    if "scale" in params:
-        params["scale"] = Fraction(params["scale"]) * f
-    if "sigma_corr" in params:
-        params["sigma_corr"] = float(params["sigma_corr"]) * factor
-    return dataclasses.replace(cal, sigma=cal.sigma * factor, noise_std=cal.noise_std * factor, params=params)
+    changes = {}
+    for fl in dataclasses.fields(law):
+        power = _SCALE_POWER.get(fl.name)
+        if power is None:
+            continue
+        x = getattr(law, fl.name)
+        changes[fl.name] = x * f ** power if isinstance(x, Fraction) else float(x) * factor ** power
+    return dataclasses.replace(law, **changes)
 
 
 def _simulate(mechanism: str, cal, counts: np.ndarray, runs: int, pre: int, rng) -> np.ndarray:
@@ -134,7 +144,7 @@ def _simulate(mechanism: str, cal, counts: np.ndarray, runs: int, pre: int, rng)
     if mechanism == "topk-csh":
         from ..mechanisms.topk import truncate_top_k
 
-        counts = truncate_top_k(counts, int(cal.params["k"]))[1]
+        counts = truncate_top_k(counts, int(cal.k))[1]
         pre = 1
     live = counts >= pre  # counts below the pre-threshold are never noised or released
     m = int(live.sum())

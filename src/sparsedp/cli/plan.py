@@ -29,7 +29,7 @@ def render_table(cals, *, title: str) -> None:
                          ("noise std", "right"), ("threshold margin tau", "right"), ("delta achieved", "right")):
         table.add_column(col, justify=justify)
     for c in cals:
-        table.add_row(c.mechanism, c.analysis, "discrete" if c.params.get("discrete") else "continuous",
+        table.add_row(c.mechanism, c.analysis, "discrete" if c.discrete else "continuous",
                       _fmt(c.sigma), _fmt(c.noise_std), _fmt(c.tau), f"{c.delta_achieved:.4g}")
     Console(width=max(100, Console().width)).print(table)
 
@@ -62,12 +62,12 @@ def summary_line(cals) -> str:
     from ..accounting import best
 
     def name(c) -> str:
-        return f"{c.mechanism} ({c.analysis}, {'discrete' if c.params.get('discrete') else 'continuous'} noise)"
+        return f"{c.mechanism} ({c.analysis}, {'discrete' if c.discrete else 'continuous'} noise)"
 
     top = best(cals)
     line = f"best: {name(top)} with threshold margin {top.tau:,.2f} and noise std {top.noise_std:,.2f}"
-    discrete = [c for c in cals if c.params.get("discrete")]
-    if discrete and len(discrete) < len(cals) and not top.params.get("discrete"):
+    discrete = [c for c in cals if c.discrete]
+    if discrete and len(discrete) < len(cals) and not top.discrete:
         d = best(discrete)
         line += f"; with secure discrete noise: {name(d)}, margin {d.tau:,.2f}"
     lap = [c for c in cals if c.mechanism == "laplace"]

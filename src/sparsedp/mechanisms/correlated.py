@@ -27,12 +27,16 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
-from ..accounting.calibration import Calibration
+from ..accounting.calibration import Calibration, Comparison, Neighbours
+from ..accounting.laws import CorrelatedGaussian, DenseCorrelatedGaussian, DiscreteDenseCorrelatedGaussian
 from ..errors import InputDataError, InvalidParameterError
 from .histogram import Release, SparseHistogram
 
 __all__ = ["calibrate_correlated", "correlated_histogram", "grouped_correlated_histogram",
            "bounded_density_histogram", "domain_counts"]
+
+
+DenseLaw = DiscreteDenseCorrelatedGaussian | DenseCorrelatedGaussian
 
 
 def domain_counts(hist: SparseHistogram, domain) -> np.ndarray:
@@ -62,27 +66,29 @@ def calibrate_correlated(epsilon, delta, d, *, insecure_float: bool = False) -> 
     return calibrate("correlated-gaussian", epsilon=epsilon, delta=delta, d=d, discrete=not insecure_float)
 
 
-def _embedded_noise(cal: Calibration, size: int, rng, insecure_float: bool) -> np.ndarray:
+def _embedded_noise(law: DenseLaw, size: int, rng, insecure_float: bool) -> np.ndarray:
     from .. import noise
 
-    if cal.params.get("discrete", False):
-        return noise.sample_discrete_gaussian(cal.params["sigma2"], size, rng=rng)
+    if isinstance(law, DiscreteDenseCorrelatedGaussian):
+        return noise.sample_discrete_gaussian(law.sigma2, size, rng=rng)
     if not insecure_float:
         raise InvalidParameterError("this calibration is for float noise; pass insecure_float=True")
-    std = cal.params.get("embedding_std", cal.sigma)
-    return noise.sample_gaussian(float(std), size, rng=rng, insecure_float=True)
+    return noise.sample_gaussian(law.sigma, size, rng=rng, insecure_float=True)
 
 
 def _embed_release(f: np.ndarray, n, cal: Calibration, rng, insecure_float: bool):
     """Lemma 3.3/3.4 for one row (f of shape (d,), n a scalar) or many independent rows (f (m, d), n (m,)):
-    y = (2f − n, C n) + Z with i.i.d. Z per coordinate; returns (f̃, ñ)."""
-    c = cal.params["c"]
+    y = (2f − n, C n) + Z with i.i.d. Z per coordinate (the law ``cal.noise``); returns (f̃, ñ)."""
+    law = cal.noise
+    if not isinstance(law, (DiscreteDenseCorrelatedGaussian, DenseCorrelatedGaussian)):
+        raise InvalidParameterError(f"calibration {cal.mechanism!r} does not describe a dense embedding "
+                                    f"(noise law {type(law).__name__})")
+    c = law.c
     f2 = np.atleast_2d(f)
     nn = np.atleast_1d(np.asarray(n, dtype=np.int64))
     m, d = f2.shape
-    z = _embedded_noise(cal, m * (d + 1), rng, insecure_float).reshape(m, d + 1)
-    if cal.params.get("discrete", False):
-        c = int(c)
+    z = _embedded_noise(law, m * (d + 1), rng, insecure_float).reshape(m, d + 1)
+    if isinstance(law, DiscreteDenseCorrelatedGaussian):
         y = np.empty((m, d + 1), dtype=np.int64)
         y[:, :-1] = 2 * f2 - nn[:, None]
         y[:, -1] = c * nn
@@ -153,8 +159,8 @@ def grouped_correlated_histogram(counts, row_counts, *, epsilon, delta, neighbou
         nz = grouped_correlated_gaussian_calibrate(epsilon, delta, d, neighbours="replacement")
         cal = Calibration(mechanism="correlated-gaussian-grouped", analysis="exact", epsilon=float(epsilon),
                           delta=float(delta), sigma=nz.sigma1, tau=0.0, noise_std=nz.per_query_std,
-                          params={"d": d, "c": nz.embedding_c, "discrete": False, "neighbours": "replacement",
-                                  "embedding_std": nz.embedding_std})
+                          noise=DenseCorrelatedGaussian(nz.embedding_std, nz.embedding_c),
+                          comparison=Comparison.NONE, neighbours=Neighbours.REPLACE_ONE, d=d)
     est, rows = _embed_release(f, nrow, cal, rng, insecure_float)  # rows are independent Algorithm-1 runs
     return {"estimates": est, "row_estimates": rows, "calibration": cal}
 
@@ -185,8 +191,8 @@ def bounded_density_histogram(hist: SparseHistogram, domain, k, *, epsilon, delt
         z = z + float(noise.sample_gaussian(nz.shared_std, 1, rng=rng, insecure_float=True)[0])
     cal = Calibration(mechanism="correlated-gaussian-bounded", analysis="exact", epsilon=float(epsilon),
                       delta=float(delta), sigma=nz.sigma1, tau=0.0, noise_std=nz.per_query_std,
-                      params={"d": f.size, "k": kk, "discrete": False, "variant": name,
-                              "shared_std": nz.shared_std, "independent_std": nz.independent_std})
+                      noise=CorrelatedGaussian(nz.independent_std, nz.shared_std), comparison=Comparison.NONE,
+                      d=f.size, k=kk)
     dom = list(domain)
     return Release(keys=np.asarray(dom) if isinstance(domain, np.ndarray) else dom, counts=f + z,
                    calibration=cal, n_keys_in=len(hist), n_keys_out=f.size,

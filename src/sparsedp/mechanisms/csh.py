@@ -54,7 +54,7 @@ def csh(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int =
         insecure_float: bool = False, shared_noise=None) -> Release:
     """Release a k-sparse monotonic histogram with CSH (Algorithm 2/4) under ``calibration``.
 
-    The caller guarantees the structural requirement of the module docstring (``calibration.params['k']``
+    The caller guarantees the structural requirement of the module docstring (``calibration.k``
     is the bound). ``shared_noise`` lets a distributed engine pass the one ``Z_corr`` drawn on the driver
     (:func:`sparsedp.mechanisms.kernel.draw_shared_noise`); by default it is drawn here, once.
     """
@@ -62,7 +62,9 @@ def csh(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int =
     pre = check_pre_threshold(pre_threshold)
     if calibration.mechanism not in ("csh", "topk-csh"):
         raise InvalidParameterError(f"calibration is for {calibration.mechanism!r}, not 'csh'")
-    k = int(calibration.params["k"])
+    if calibration.k is None:
+        raise InvalidParameterError("a CSH calibration must carry k (the sparsity bound)")
+    k = int(calibration.k)
     check_k_sparse(hist, k)
     if shared_noise is None:
         shared_noise = draw_shared_noise(calibration, rng, insecure_float=insecure_float)

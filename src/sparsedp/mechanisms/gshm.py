@@ -49,7 +49,7 @@ def gshm(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int 
         raise InvalidParameterError(f"calibration is for {calibration.mechanism!r}, not 'gshm'")
     agg = None
     if aggregates is not None:
-        if not insecure_float or calibration.params.get("discrete", False):
+        if not insecure_float or calibration.discrete:
             raise InvalidParameterError("aggregate columns need a continuous calibration and insecure_float=True")
         agg = np.asarray(aggregates, dtype=float)
         if agg.ndim == 1:
@@ -61,10 +61,10 @@ def gshm(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int 
         if np.any(~np.isfinite(sig)) or np.any(sig <= 0) or np.any(~np.isfinite(sens)) or np.any(sens < 0):
             raise InvalidParameterError("aggregate_sigmas must be > 0 and aggregate_sensitivities >= 0")
         mu_o2 = float(np.sum((sens / sig) ** 2))
-        if mu_o2 > float(calibration.params.get("mu_o2", 0.0)) * (1 + 1e-12):
+        if mu_o2 > float(calibration.mu_o2) * (1 + 1e-12):
             raise InvalidParameterError(
                 f"the aggregate columns have mu_o2={mu_o2:.6g} but the calibration allows "
-                f"{calibration.params.get('mu_o2', 0.0)!r}; calibrate with mu_o2 >= {mu_o2:.6g}")
+                f"{calibration.mu_o2!r}; calibrate with mu_o2 >= {mu_o2:.6g}")
     pos, noisy = noise_and_filter(hist.counts, calibration, pre, rng, insecure_float=insecure_float)
     extra: dict[str, Any] = {"mechanism": "gshm", "pre_threshold": pre,
                              "threshold": pre + calibration.tau}

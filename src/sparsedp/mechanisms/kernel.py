@@ -5,19 +5,21 @@ keys with their noisy counts, so any key container works and an engine (a Polars
 can run it where the data lives. The one shared term of the correlated mechanisms (CSH, top-k CSH) is drawn
 once with :func:`draw_shared_noise` (on the driver) and passed to every call.
 
-What is sampled and compared is read from the :class:`~sparsedp.accounting.calibration.Calibration`, so the
-release rule is the one its accountant analysed:
+What is sampled is the law ``calibration.noise`` (:mod:`sparsedp.accounting.laws`) and what is compared is
+``calibration.comparison``, so the release rule is the one its accountant analysed:
 
 =================  ==========================================  ==============================================
-mechanism          secure noise (default)                      release rule (pre = pre-threshold)
+mechanism          secure noise law (default)                  release rule (pre = pre-threshold)
 =================  ==========================================  ==============================================
-gshm               ``Z ~ N_Z(0, sigma2)`` (exact rational)      ``c >= pre`` and ``c + Z >= pre + margin``
-laplace            ``Z ~`` discrete Laplace(scale)              ``c >= pre`` and ``c + Z >= pre + margin``
-csh, topk-csh      rounded: ``X_i = round(G_i + A)``,          ``c >= pre`` and ``c + X_i >= pre + margin``
-                   ``G_i ~ N(0, σ²)``, shared ``A ~ N(0, σ²/√k)``
-                   (exact, :mod:`sparsedp.noise.rounded`)
-csh, topk-csh      Alg. 4 (``csh_noise="alg4"``):             ``c >= pre`` and ``c + (Z_i + Z_c)/2 > pre + τ``
-                   ``Z_i ~ N_Z(0, 4σ²)``, ``Z_c ~ N_Z(0, 4σ²/√k)``
+gshm               ``DiscreteGaussian``: ``Z ~ N_Z(0, sigma2)``  ``c >= pre`` and ``c + Z >= pre + margin``
+laplace            ``DiscreteLaplace``: two-sided geometric     ``c >= pre`` and ``c + Z >= pre + margin``
+csh, topk-csh      ``RoundedCorrelatedGaussian``:               ``c >= pre`` and ``c + X_i >= pre + margin``
+                   ``X_i = round(G_i + A)``, ``G_i ~ N(0, σ²)``,
+                   shared ``A ~ N(0, σ²/√k)`` (exact,
+                   :mod:`sparsedp.noise.rounded`)
+csh, topk-csh      ``DiscreteCorrelatedGaussian`` (Alg. 4,      ``c >= pre`` and ``c + (Z_i + Z_c)/2 > pre + τ``
+                   ``csh_noise="alg4"``): ``Z_i ~ N_Z(0, 4σ²)``,
+                   ``Z_c ~ N_Z(0, 4σ²/√k)``
 =================  ==========================================  ==============================================
 
 How the discrete rules are run: every rule is "key i is released iff its own noise ``X_i >= j_i``" for an
@@ -32,8 +34,9 @@ The discrete GSHM / Laplace rules use ``>=`` with an integer margin: the account
 (:mod:`sparsedp.accounting.discrete_histograms`) take ``P[Z >= margin]`` as the release probability of a
 count at the pre-threshold. Rounded CSH uses ``>=`` with an integer margin too (Algorithm 2's strict rule
 at τ = margin − ½, then rounding: docs/proofs/rounded-csh.md); Algorithm 4 follows seed 000 (strict ``>``). With
-``insecure_float=True`` and a continuous calibration the same rules apply to float noise
-(``N(0, σ²)``, shared ``N(0, σ²/√k)``, ``Lap(b)``); ties have probability zero there.
+``insecure_float=True`` and a continuous calibration (laws ``Gaussian``, ``CorrelatedGaussian``, ``Laplace``)
+the same rules apply to float noise (``N(0, σ²)``, shared ``N(0, σ²/√k)``, ``Lap(b)``); ties have probability
+zero there.
 """
 
 from __future__ import annotations
@@ -49,63 +52,58 @@ from ..errors import InvalidParameterError
 
 __all__ = ["noise_and_filter", "draw_shared_noise", "noise_plan", "NoisePlan", "correlated_rule"]
 
-_CORRELATED = ("csh", "topk-csh")
-_INDEPENDENT = ("gshm", "laplace")
-
-
 class NoisePlan:
-    """What to sample and how to compare, derived once from a Calibration (cheap; pure)."""
+    """What to sample and how to compare, derived once from a Calibration (cheap; pure).
 
-    __slots__ = ("mechanism", "discrete", "family", "scale", "shared_scale", "sigma", "shared_sigma",
+    Dispatches on the type of ``calibration.noise`` (:mod:`sparsedp.accounting.laws`): independent
+    Gaussian / Laplace laws (``family`` "gaussian" / "laplace") or the correlated laws of CSH
+    (``family`` "correlated"); the release test is ``calibration.comparison``.
+    """
+
+    __slots__ = ("mechanism", "noise", "discrete", "family", "scale", "shared_scale", "sigma", "shared_sigma",
                  "tau", "strict", "k", "rounded")
 
     def __init__(self, calibration: Any):
+        from ..accounting import laws
+        from ..accounting.calibration import Comparison
+
         cal = calibration
-        params = dict(getattr(cal, "params", {}) or {})
+        law = cal.noise
         self.mechanism = str(cal.mechanism)
-        self.discrete = bool(params.get("discrete", False))
+        self.noise = law
+        self.discrete = bool(law.secure)
         self.tau = float(cal.tau)
         self.sigma = float(cal.sigma)
-        self.k = params.get("k")
+        self.k = getattr(cal, "k", None)
         self.scale = self.shared_scale = None
         self.shared_sigma = None
         self.rounded = False
-        if self.mechanism == "gshm":
-            self.family = "gaussian"
-            self.strict = params.get("comparison", ">=") == ">"
-            if self.discrete:
-                self.scale = Fraction(params["sigma2"])
-                self.tau = float(int(params.get("margin", cal.tau)))
-        elif self.mechanism == "laplace":
-            self.family = "laplace"
-            self.strict = params.get("comparison", ">") == ">"
-            if self.discrete:
-                self.scale = Fraction(params["scale"])
-                if "margin" in params:
-                    self.tau = float(int(params["margin"]))
-        elif self.mechanism in _CORRELATED:
-            self.family = "correlated"
-            self.strict = params.get("comparison", ">") == ">"
-            if self.k is None:
-                raise InvalidParameterError(f"calibration for {self.mechanism!r} must carry params['k']")
-            self.k = int(self.k)
-            self.rounded = self.discrete and params.get("noise") == "rounded"
-            if self.rounded:  # rounded CSH (noise.rounded): X_i = round(G_i + A), rule c + X_i >= pre + margin
-                self.strict = False
-                self.tau = float(int(params["margin"]))
-                self.shared_sigma = float(params.get("sigma_corr", self.sigma / self.k ** 0.25))
-            elif self.discrete:
-                if "sigma2_corr" in params:  # the exact scales the accountant evaluated
-                    self.scale, self.shared_scale = Fraction(params["sigma2"]), Fraction(params["sigma2_corr"])
-                else:
-                    from ..accounting.csh import csh_discrete_scales
-
-                    self.scale, self.shared_scale = csh_discrete_scales(self.sigma, self.k)
-            else:
-                self.shared_sigma = self.sigma / self.k ** 0.25
+        if cal.comparison not in (Comparison.GE, Comparison.GT):
+            raise InvalidParameterError(f"calibration for {self.mechanism!r} has no threshold test "
+                                        f"(comparison {cal.comparison.value!r}); it has no per-key kernel")
+        self.strict = cal.comparison is Comparison.GT
+        if isinstance(law, laws.DiscreteGaussian):
+            self.family, self.scale = "gaussian", law.sigma2
+        elif isinstance(law, laws.Gaussian):
+            self.family, self.sigma = "gaussian", law.sigma
+        elif isinstance(law, laws.DiscreteLaplace):
+            self.family, self.scale = "laplace", law.scale
+        elif isinstance(law, laws.Laplace):
+            self.family, self.sigma = "laplace", law.scale
+        elif isinstance(law, laws.RoundedCorrelatedGaussian):
+            # rounded CSH (noise.rounded): X_i = round(G_i + A), rule c + X_i >= pre + margin
+            self.family, self.rounded = "correlated", True
+            self.sigma, self.shared_sigma = law.sigma, law.shared_sigma
+        elif isinstance(law, laws.DiscreteCorrelatedGaussian):  # Algorithm 4: the exact scales evaluated
+            self.family, self.scale, self.shared_scale = "correlated", law.sigma2, law.shared_sigma2
+        elif isinstance(law, laws.CorrelatedGaussian):
+            self.family, self.sigma, self.shared_sigma = "correlated", law.sigma, law.shared_sigma
         else:
-            raise InvalidParameterError(f"no per-key kernel for mechanism {self.mechanism!r}; expected one of "
-                                        f"{', '.join(map(repr, _INDEPENDENT + _CORRELATED))}")
+            raise InvalidParameterError(
+                f"no per-key kernel for the noise law {type(law).__name__} of {self.mechanism!r}; expected a "
+                "Gaussian, Laplace or correlated-Gaussian law (GSHM, Laplace, CSH, top-k CSH)")
+        if self.rounded and self.strict:
+            raise InvalidParameterError("rounded CSH is accounted for the rule c + X >= pre + margin (GE)")
 
     # -- discrete rules as "X_i >= j_i" (see the module docstring) ------------------------------------
     def law(self, shared=None):

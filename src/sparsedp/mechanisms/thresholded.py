@@ -23,17 +23,6 @@ from .registry import register
 __all__ = ["GSHM", "Laplace", "TopKCSH"]
 
 
-def comparison_of(cal: Any) -> str:
-    """The release comparison of a calibration (">=" or ">")."""
-    c = getattr(cal, "comparison", None)
-    return c.value if c is not None else str(cal.params.get("comparison", ">="))  # TODO(typed calibration)
-
-
-def fallback_of(cal: Any) -> str | None:
-    """Why the calibration fell back to another noise (e.g. rounded CSH beyond its sampler's range), if it did."""
-    return getattr(cal, "fallback", None) if hasattr(cal, "fallback") else cal.params.get("fallback")
-
-
 def _noise_words(rng: Any) -> bytes:
     return bytes(rng.random_bytes(32))
 
@@ -57,13 +46,13 @@ def _key_task(cal: Any, pre: int, rng: Any, insecure_float: bool, *, cutoff: int
 
 def _disclosure(self: Mechanism, request: ReleaseRequest, cal: Any, value_column: str, contribution: str, *,
                 pre: int, noise_std: float | None = None, notes: tuple[str, ...] = ()) -> Disclosure:
-    fb = fallback_of(cal)
+    fb = cal.fallback
     return Disclosure(
         mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon, delta=cal.delta,
         delta_achieved=float(cal.delta_achieved), neighbours=self.neighbours, contribution=contribution,
         value_column=value_column, delta_parts=dict(cal.delta_parts), sigma=float(cal.sigma),
         noise_std=float(cal.noise_std if noise_std is None else noise_std), threshold=float(pre + cal.tau),
-        margin=float(cal.tau), pre_threshold=pre, comparison=comparison_of(cal),
+        margin=float(cal.tau), pre_threshold=pre, comparison=cal.comparison.value,
         notes=notes + ((fb,) if fb else ()))
 
 

@@ -68,8 +68,8 @@ def topk_csh(hist: SparseHistogram, calibration: Calibration, *, rng=None, insec
 
     ``calibration``: from ``sparsedp.accounting.calibrate("topk-csh", top_k=…[, debias=True])`` (secure
     rounded noise by default) or :func:`sparsedp.accounting.discrete_histograms.calibrate_topk_debias_discrete`
-    (Algorithm 4, de-biased); its ``params['k']`` is
-    the number of keys kept and ``params['debias']`` selects the de-biasing variant (``debias`` here must
+    (Algorithm 4, de-biased); its ``k`` is
+    the number of keys kept and its ``debias`` selects the de-biasing variant (``debias`` here must
     agree if given). Released values are ``H_i − t + noise`` (``extra['bias'] = 'minus t'``) or, de-biased,
     ``H_i − t + noise + t̃`` with ``extra['t_tilde']`` the released estimate of t. The pre-threshold is 1
     (Algorithm 3's data-dependent pre-threshold is ``1 + t``).
@@ -77,8 +77,10 @@ def topk_csh(hist: SparseHistogram, calibration: Calibration, *, rng=None, insec
     hist = check_histogram(hist)
     if calibration.mechanism != "topk-csh":
         raise InvalidParameterError(f"calibration is for {calibration.mechanism!r}, not 'topk-csh'")
-    k = int(calibration.params["k"])
-    cal_debias = bool(calibration.params.get("debias", False))
+    if calibration.k is None:
+        raise InvalidParameterError("a top-k CSH calibration must carry k (the number of keys kept)")
+    k = int(calibration.k)
+    cal_debias = bool(calibration.debias)
     if debias is not None and bool(debias) != cal_debias:
         raise InvalidParameterError(f"debias={debias} but the calibration was made with debias={cal_debias}")
     plan = noise_plan(calibration)

@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
-from ..accounting.calibration import Calibration
+from ..accounting.calibration import Calibration, Comparison
+from ..accounting.laws import DiscreteCorrelatedLaplace, DiscreteLaplace, ScaledDiscreteLaplace
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..mechanisms.histogram import Release
 from ._noise import discrete_laplace
@@ -160,8 +161,7 @@ def private_misra_gries(sketch: MisraGries, *, epsilon: float, delta: float, rng
     cal = Calibration(mechanism="misra-gries", analysis="pmg-geometric", epsilon=eps, delta=dl,
                       sigma=float(scale), tau=tau - 1.0, noise_std=math.sqrt(2.0 * var),
                       delta_parts={"threshold": dpart}, delta_achieved=dpart,
-                      params={"k": sketch.k, "variant": "pmg", "noise": "discrete-laplace",
-                              "source": "Lebeda thesis Alg. 13, Thm 3.1, §3.5.2"})
+                      noise=DiscreteCorrelatedLaplace(scale, scale), comparison=Comparison.GE, k=sketch.k)
     return _release(sketch, codes[keep], noisy[keep], cal, sketch.k, {"threshold": tau})
 
 
@@ -231,8 +231,7 @@ def pure_private_misra_gries(sketch: MisraGries, *, epsilon: float, universe: An
     cal = Calibration(mechanism="misra-gries", analysis="pure-dp", epsilon=eps, delta=0.0,
                       sigma=float(scale) / (k + 1), tau=float("nan"), noise_std=std,
                       delta_parts={}, delta_achieved=0.0,
-                      params={"k": k, "variant": "pure", "universe_size": n_u, "noise": "discrete-laplace",
-                              "sensitivity": f"{2 * k + 1}/{k + 1}", "source": "Lebeda thesis §3.6"})
+                      noise=ScaledDiscreteLaplace(scale, k + 1), comparison=Comparison.NONE, k=k, d=n_u)
     counts = best_v.astype(np.float64) / (k + 1)
     order = np.argsort(best_c, kind="stable")
     out_codes = best_c[order].tolist()
@@ -268,8 +267,7 @@ def merged_private_misra_gries(sketch: MisraGries, *, epsilon: float, delta: flo
     cal = Calibration(mechanism="misra-gries", analysis="merged-laplace", epsilon=eps, delta=dl,
                       sigma=float(scale), tau=tau - 1.0, noise_std=math.sqrt(2.0 * q / (1.0 - q) ** 2),
                       delta_parts={"threshold": dpart}, delta_achieved=dpart,
-                      params={"k": k, "variant": "merged-laplace", "noise": "discrete-laplace",
-                              "source": "Lebeda thesis §3.7, Cor. 3.2"})
+                      noise=DiscreteLaplace(scale), comparison=Comparison.GE, k=k)
     return _release(sketch, codes[keep], noisy[keep], cal, k, {"threshold": tau})  # k: public, not len(st)
 
 

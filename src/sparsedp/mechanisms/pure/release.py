@@ -19,14 +19,14 @@ items are integers in ``[0, domain_size)``. Running time never grows with ``|X|`
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from fractions import Fraction
-from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 import numpy as np
 
 from ... import _validate as v
+from ...accounting.calibration import Neighbours
 from ...errors import InputDataError, InvalidParameterError, InvalidTypeError
 from ...noise.clamped_geometric import FastSample, counting_sampler, unit_fraction
 from ...noise.source import default_source
@@ -47,10 +47,15 @@ DENSE_LIMIT = 1 << 20
 class PureCalibration:
     """What a pure histogram release guarantees.
 
-    ``epsilon``: the guaranteed ε (the request rounded down to ``1/k``); ``epsilon_realised``: the ε the
-    noise actually sampled guarantees (``ε̃`` for GeoSample-based dense/keep-heavy releases, ε for
-    mixtures, ``ε₁+ε₂+ε₃`` for compact); ``delta``: 0 except for ``"stability"``; ``accuracy``: exact
+    ``epsilon``: the guaranteed ε (the request rounded down to ``1/k``, ``k`` below); ``epsilon_realised``:
+    the ε the noise actually sampled guarantees (``ε̃`` for GeoSample-based dense/keep-heavy releases, ε for
+    mixtures, ``ε₁+ε₂+ε₃`` for compact); ``delta``: 0 except for ``"stability"``; ``neighbours``:
+    replace-one with ``n`` public, or add/remove with the public bound ``n = max_items``; ``accuracy``: exact
     error bounds at ``beta`` (:class:`~sparsedp.mechanisms.pure.accuracy.Accuracy`).
+
+    The mechanism's public parameters: ``sampler`` (repr of the counting sampler, seed 003 §5), and, where
+    the mechanism has them, ``beta1``/``beta2`` (pure-sparse, Figure 2), ``tau`` (the stability threshold),
+    ``q_min``/``ell`` (compact, Cor. 7.3), ``gamma``/``t`` (FastSample's uniform weight and window).
     """
 
     mechanism: str
@@ -58,14 +63,22 @@ class PureCalibration:
     epsilon_realised: float
     delta: float
     beta: float
-    neighbours: str
+    neighbours: Neighbours
     n: int
     domain_size: int
     accuracy: acc.Accuracy
-    params: Mapping[str, Any] = field(default_factory=dict)
+    k: int
+    sampler: str
+    beta1: Fraction | None = None
+    beta2: Fraction | None = None
+    tau: int | None = None
+    q_min: int | None = None
+    ell: int | None = None
+    gamma: Fraction | None = None
+    t: int | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        object.__setattr__(self, "neighbours", Neighbours(self.neighbours))
 
 
 class StringCodec:
@@ -187,12 +200,12 @@ def _release(counts: Counter, N: int, decode, epsilon, beta, mechanism, rng, max
                                     f"'pure-sparse' or 'compact' for domains above 2^20")
     # neighbours: replace-one with public n, or add/remove with a public bound (pad with a dummy label)
     if max_items is None:
-        n, neighbours, dummy, NX = n_rows, "replace-one (n public)", None, N
+        n, neighbours, dummy, NX = n_rows, Neighbours.REPLACE_ONE, None, N
     else:
         n = v.integer("max_items", max_items, lo=1)
         if n_rows > n:
             raise InputDataError(f"{n_rows} items exceed max_items={n}")
-        neighbours, dummy, NX = "add/remove-one", N, N + 1
+        neighbours, dummy, NX = Neighbours.ADD_REMOVE, N, N + 1
         if n > n_rows:
             counts[dummy] = n - n_rows
     if n < 1:
@@ -209,19 +222,19 @@ def _release(counts: Counter, N: int, decode, epsilon, beta, mechanism, rng, max
         raise InvalidParameterError("query_keys is only used by mechanism='compact'")
     cfg = _configure(mechanism, n, NX, k, beta, delta)  # public parameters only, no randomness yet
     rng = default_source() if rng is None else rng
-    sampler, params = cfg.sampler, dict(cfg.params)
+    sampler, opts = cfg.sampler, cfg.options
+    histogram = None
     if mechanism == "basic":
         out = basic_histogram(sampler, counts, range(NX), rng)
     elif mechanism == "keep-heavy":
         out = keep_heavy(sampler, counts, NX, rng)
     elif mechanism == "pure-sparse":
-        out = pure_sparse_histogram(sampler, counts, NX, params["beta1"], params["beta2"], rng)
+        out = pure_sparse_histogram(sampler, counts, NX, opts.beta1, opts.beta2, rng)
     elif mechanism == "stability":
         out = stability_histogram(sampler, counts, NX, delta, rng)
     else:
-        hist = compact_histogram(sampler, counts, NX, rng, q_min=params["q_min"], ell=params["ell"])
-        out = tuple((lab, hist.count(lab)) for lab in qlabels)
-        params["histogram"] = hist
+        histogram = compact_histogram(sampler, counts, NX, rng, q_min=opts.q_min, ell=opts.ell)
+        out = tuple((lab, histogram.count(lab)) for lab in qlabels)
 
     if dummy is not None:
         out = tuple((x, c) for x, c in out if x != dummy)
@@ -229,17 +242,35 @@ def _release(counts: Counter, N: int, decode, epsilon, beta, mechanism, rng, max
     noisy = np.fromiter((c for _, c in out), dtype=np.int64, count=len(out))
     cal = PureCalibration(mechanism=mechanism, epsilon=float(eps), epsilon_realised=cfg.realised,
                           delta=0.0 if delta is None else float(delta), beta=float(beta), neighbours=neighbours,
-                          n=n, domain_size=N, accuracy=cfg.accuracy,
-                          params={kk: vv for kk, vv in params.items() if kk != "histogram"})
-    extra = {"histogram": params["histogram"]} if mechanism == "compact" else {}
+                          n=n, domain_size=N, accuracy=cfg.accuracy, **_public(opts))
+    extra = {"histogram": histogram} if mechanism == "compact" else {}
     n_in = len([x for x in counts if x != dummy])
     return Release(keys=keys, counts=noisy, calibration=cal, n_keys_in=n_in, n_keys_out=len(keys), extra=extra)
 
 
 @dataclass(frozen=True)
+class _Options:
+    """The public parameters of one configured mechanism (copied into :class:`PureCalibration`)."""
+
+    k: int
+    sampler: str = ""
+    beta1: Fraction | None = None
+    beta2: Fraction | None = None
+    tau: int | None = None
+    q_min: int | None = None
+    ell: int | None = None
+    gamma: Fraction | None = None
+    t: int | None = None
+
+
+def _public(opts: _Options) -> dict[str, Any]:
+    return {name: getattr(opts, name) for name in _Options.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
 class _Config:
     sampler: Any
-    params: Mapping[str, Any]
+    options: _Options
     accuracy: acc.Accuracy
     realised: float
 
@@ -247,7 +278,7 @@ class _Config:
 def _configure(mechanism: str, n: int, NX: int, k: int, beta: Fraction, delta: Fraction | None) -> _Config:
     """Sampler, parameters, exact accuracy and realised ε of one mechanism (public quantities only)."""
     eps = Fraction(1, k)
-    params: dict[str, Any] = {"k": k}
+    opts = _Options(k=k)
     if mechanism in ("basic", "keep-heavy"):
         gamma = Fraction(1, unit_fraction("gamma", beta / (2 * NX)))  # Figure 1: gamma = beta/(2|X|)
         sampler = counting_sampler(n, eps, gamma)
@@ -258,7 +289,7 @@ def _configure(mechanism: str, n: int, NX: int, k: int, beta: Fraction, delta: F
         sampler = counting_sampler(n, eps, Fraction(1, unit_fraction("gamma", beta / (8 * NX))))
         accuracy = acc.pure_sparse_accuracy(sampler, beta, NX, b12, b12)
         realised = float(eps)  # Lemma 3.1 mixing is calibrated to eps, not eps~
-        params.update(beta1=b12, beta2=b12)
+        opts = replace(opts, beta1=b12, beta2=b12)
     elif mechanism == "stability":
         # the uniform part of FastSample adds up to gamma to the release tail: keep it below delta/4
         gamma = Fraction(1, unit_fraction("gamma", min(beta / (2 * n), delta / 4)))
@@ -266,7 +297,7 @@ def _configure(mechanism: str, n: int, NX: int, k: int, beta: Fraction, delta: F
         tau = stability_threshold(sampler, delta)
         accuracy = acc.stability_accuracy(sampler, beta, tau)
         realised = 2 * sampler.epsilon_count
-        params.update(tau=tau)
+        opts = replace(opts, tau=tau)
     else:  # compact, Cor 7.3: eps' = 1/ceil(10/(9 eps)), gamma = beta/(2|X|), q >= ceil(20/eps)
         k1 = -((-10 * k) // 9)
         sampler = counting_sampler(n, Fraction(1, k1), Fraction(1, unit_fraction("gamma", beta / (2 * NX))))
@@ -274,13 +305,13 @@ def _configure(mechanism: str, n: int, NX: int, k: int, beta: Fraction, delta: F
         shape = CompactHistogram(sampler=sampler, ell=ell, coeffs=(0,) * (n + 1), domain_size=NX)
         accuracy = acc.compact_accuracy(shape, beta)  # depends on the public parameters only
         realised = shape.epsilon
-        params.update(q_min=20 * k, ell=ell)
+        opts = replace(opts, q_min=20 * k, ell=ell)
     if realised > float(eps) * (1 + 1e-9):  # defensive: every branch above is calibrated to eps
         raise AssertionError(f"internal error: realised epsilon {realised} exceeds the target {float(eps)}")
-    params["sampler"] = repr(sampler)
+    opts = replace(opts, sampler=repr(sampler))
     if isinstance(sampler, FastSample):
-        params.update(gamma=sampler.gamma, t=sampler.t)
-    return _Config(sampler, params, accuracy, realised)
+        opts = replace(opts, gamma=sampler.gamma, t=sampler.t)
+    return _Config(sampler, opts, accuracy, realised)
 
 
 def plan_pure(n: int, epsilon: object, beta: object = Fraction(1, 20), domain_size: int | None = None,
@@ -312,6 +343,6 @@ def plan_pure(n: int, epsilon: object, beta: object = Fraction(1, 20), domain_si
         cfg = _configure(m, n, N, k, beta, delta if m == "stability" else None)
         out.append(PureCalibration(mechanism=m, epsilon=1 / k, epsilon_realised=cfg.realised,
                                    delta=float(delta) if m == "stability" else 0.0, beta=float(beta),
-                                   neighbours="replace-one (n public)", n=n, domain_size=N,
-                                   accuracy=cfg.accuracy, params=cfg.params))
+                                   neighbours=Neighbours.REPLACE_ONE, n=n, domain_size=N,
+                                   accuracy=cfg.accuracy, **_public(cfg.options)))
     return sorted(out, key=lambda c: (c.accuracy.threshold, c.accuracy.per_query))

@@ -1,0 +1,48 @@
+"""The calibrations of ``plan()`` must not move: every row of tests/golden/plan_c337870.json (captured at
+commit c337870, before the typed-calibration and pipeline refactors) is recomputed and compared.
+
+``sd.plan(eps, delta, max_groups_per_unit=l0)`` / ``sd.plan(eps, delta, top_k=k)`` call
+``accounting.compare(eps, delta, l0=…/top_k=…, discrete=True)`` (variants "default" and "shifted"); the
+"debiased" rows are ``accounting.calibrate("topk-csh", …, top_k=k, debias=True)``. Same mechanisms and
+analyses in the same order, and σ, τ, noise std and δ achieved to a relative 1e-12.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import groupby
+from pathlib import Path
+
+import pytest
+
+from sparsedp.accounting import calibrate, compare
+
+GOLDEN = json.loads((Path(__file__).parent / "plan_c337870.json").read_text())["rows"]
+FIELDS = ("sigma", "tau", "noise_std", "delta_achieved")
+
+
+def _groups():
+    key = lambda r: (r["epsilon"], r["delta"], r["l0"], r["top_k"], r["variant"])  # noqa: E731
+    return [(k, list(g)) for k, g in groupby(GOLDEN, key=key)]
+
+
+def test_golden_file_covers_every_variant():
+    assert len(GOLDEN) == 96
+    assert {r["variant"] for r in GOLDEN} == {"default", "shifted", "debiased"}
+    keys = [k for k, _ in _groups()]
+    assert len(keys) == len(set(keys))  # each (ε, δ, model, variant) is one contiguous block
+
+
+@pytest.mark.parametrize("key,rows", _groups(), ids=lambda x: "-".join(map(str, x)) if isinstance(x, tuple) else "")
+def test_plan_rows_unchanged(key, rows):
+    eps, dlt, l0, top_k, variant = key
+    if variant == "debiased":
+        cals = [calibrate("topk-csh", epsilon=eps, delta=dlt, top_k=top_k, debias=True)]
+    elif l0 is not None:
+        cals = compare(eps, dlt, l0=l0, discrete=True)
+    else:
+        cals = compare(eps, dlt, top_k=top_k, discrete=True)
+    assert [(c.mechanism, c.analysis) for c in cals] == [(r["mechanism"], r["analysis"]) for r in rows]
+    for c, r in zip(cals, rows):
+        for f in FIELDS:
+            assert getattr(c, f) == pytest.approx(r[f], rel=1e-12, abs=0.0), (c.mechanism, c.analysis, f)
