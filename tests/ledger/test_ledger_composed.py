@@ -203,3 +203,24 @@ def test_concurrent_composed_charges_cannot_overspend(tmp_path, gshm_charge):
     assert sum(outs) == n_max
     with Ledger(path) as led:
         assert led.spent("logs").n_charges == n_max
+
+
+def test_mixed_discrete_and_continuous_charges_use_the_numeric_composition(tmp_path, gshm_charge):
+    cont = Charge.from_calibration(calibrate("gshm", epsilon=0.5, delta=1e-7, l0=10, discrete=False))
+    with Ledger(tmp_path / "l.db") as led:
+        led.set_budget("d", epsilon=1.5, delta=1e-5)
+        made = []
+
+        def one():
+            c = (gshm_charge, cont)[len(made) % 2]
+            led.charge("d", c)
+            made.append(c)
+
+        n = _fill(led, "d", one)
+        assert n > 3  # basic composition: 3
+        from sparsedp.accounting.composition import compose
+
+        pairs = [c.profile.pair() for c in made]
+        nxt = (gshm_charge, cont)[n % 2].profile.pair()
+        assert compose(pairs).delta(1.5) <= 1e-5 < compose(pairs + [nxt]).delta(1.5)
+        assert led.spent_epsilon("d") == pytest.approx(compose(pairs).epsilon(1e-5), rel=1e-12)

@@ -130,9 +130,13 @@ class DominatingPair:
 
             (t, j), = self.dlaplace
             return np.atleast_1d(dlaplace_shift_hockey_stick(j, eps, t))
-        from . import pld
+        grid = self.__dict__.get("_grid")
+        if grid is None:  # computed once per pair (the ledger evaluates it many times in a bisection)
+            from . import pld
 
-        return pld.core_distribution(self).hockey_stick(eps)
+            grid = pld.core_distribution(self)
+            object.__setattr__(self, "_grid", grid)
+        return grid.hockey_stick(eps)
 
     def delta(self, epsilon):
         """δ(ε) of this pair (module docstring): a valid δ for every real ε. Vectorised; float for scalars."""
