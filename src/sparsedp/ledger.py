@@ -32,7 +32,7 @@ puts all charges so far plus this one within the budget (each is an upper bound 
 - **composed profiles** (``docs/proofs/composition.md``): the dominating pairs of the charges that have one
   (thresholded mechanisms: Gaussian parts composed tightly, threshold events as infinite-loss mass) are
   composed into one pair with profile δ_P(ε); the charges without one are added basically into (ε_o, δ_o);
-  the total is (ε_o + ε_P, δ_o + δ_P(ε_P)) (Theorem 2 there: every (ε, δ) charge is dominated by its
+  the total is (ε_o + ε_P, δ_o + δ_P(ε_P)) (the Theorem of its §3: every (ε, δ) charge is dominated by its
   randomised-response pair, and the product of that with the composed pair is so bounded). This is valid
   when each release's parameters (hence its pair) do not depend on the *outputs* of earlier releases
   (e.g. a schedule of daily releases; what data or query a release uses may be adaptive). Choosing privacy
@@ -51,8 +51,8 @@ relations were recorded are read as add/remove), and every charge records its ow
   recorded): replace-one guarantees, e.g. pure-DP releases without ``max_units``, reveal the number of
   units and imply no add/remove guarantee;
 - on a **replace-one** budget, an **add/remove** (ε, δ) charge counts as its replace-one implication
-  (2ε, (1 + e^ε)δ) (group privacy over a removal and an addition, Dwork–Roth Thm 2.2 / Vadhan 2017 Lemma
-  2.2), as a basic charge (its profile and ρ are not used); replace-one charges count as basic (ε, δ) charges
+  (2ε, (1 + e^ε)δ) (group privacy over a removal and an addition: chaining the two (ε, δ)
+  inequalities), as a basic charge (its profile and ρ are not used); replace-one charges count as basic (ε, δ) charges
   (and by ρ when all charges are replace-one zCDP). Profiles are add/remove analyses and are used only on
   add/remove budgets.
 """

@@ -74,7 +74,8 @@ def show(
                            f"epsilon={s.epsilon:.6g}, delta={s.delta:.3g}"
                            + (f", rho={s.rho:.6g}" if s.rho is not None else "") + ")")
                 typer.echo(f"  remaining: epsilon={max(0.0, b_eps - spent):.6g} at delta={b_dlt:g}")
-                t = Table(title=f"{name}: charges")
+                t = Table(title=f"{name}: spent epsilon={s.epsilon:.6g}/{b_eps:g}, delta={s.delta:.3g}/{b_dlt:g}"
+                          + (f", rho={s.rho:.6g}" if s.rho is not None else "") + " (basic sums)")
                 for col in ("id", "time (UTC)", "epsilon", "delta", "rho", "mechanism", "profile", "relation",
                             "status", "output", "note"):
                     t.add_column(col, overflow="fold")
