@@ -323,6 +323,27 @@ class Ledger:
         acc = _Accounts(_effective(self._rows(name) + [_Row.of(c) for c in charges], rel))
         return acc.fits(b_eps, b_dlt)
 
+    def how_many(self, dataset: str, charge: "Charge", *, cap: int = 1_000_000) -> int:
+        """How many more copies of ``charge`` fit the budget now (at most ``cap``; advisory, records nothing).
+
+        Every accounting's total is non-decreasing in the number of copies, so ``fits`` is monotone in it:
+        exponential then binary search.
+        """
+        cap = v.integer("cap", cap, lo=1)
+        if not self.fits(dataset, [charge]):
+            return 0
+        lo, hi = 1, 2
+        while hi <= cap and self.fits(dataset, [charge] * hi):
+            lo, hi = hi, hi * 2
+        hi = min(hi, cap + 1)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.fits(dataset, [charge] * mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
     def _check_fits(self, name: str, c: "Charge") -> None:
         b_eps, b_dlt, rel = self._budget(name)
         _check_relation(name, c, rel)

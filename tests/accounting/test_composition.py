@@ -255,6 +255,11 @@ def test_profiles_without_pair():
     pure = PureProfile(0.5)
     assert pure.pair() is None and pure.delta(0.5) == 0.0
     assert pure.delta(0.0) == pytest.approx((math.exp(0.5) - 1) / (1 + math.exp(0.5)))
+    # exact hockey-stick of randomised response at every ε (including ε < −ε₀)
+    a = np.array([math.exp(0.5), 1.0]) / (1 + math.exp(0.5))
+    for e in (-2.0, -0.7, -0.2, 0.0, 0.3, 0.6):
+        want = max(max(a[0] - math.exp(e) * a[1], 0) + max(a[1] - math.exp(e) * a[0], 0), 0.0)
+        assert pure.delta(e) == pytest.approx(want, abs=1e-15)
 
 
 def test_laplace_pair_is_pure_in_the_core():

@@ -41,7 +41,10 @@ def test_acceptance_composed_admits_4x_basic(tmp_path, gshm_charge):
         led.set_budget("basic", **BUDGET)
         led.set_budget("composed", **BUDGET)
         n_basic = _fill(led, "basic", lambda: led.charge("basic", epsilon=0.5, delta=1e-7, mechanism="gshm"))
+        assert led.how_many("composed", gshm_charge) >= 24
+        planned = led.how_many("composed", gshm_charge)
         n_comp = _fill(led, "composed", lambda: led.charge("composed", gshm_charge, note="daily"))
+        assert n_comp == planned and led.how_many("composed", gshm_charge) == 0
         assert n_basic == 6
         assert n_comp >= 4 * n_basic
         # the refusal is exactly where the composed pair crosses the budget

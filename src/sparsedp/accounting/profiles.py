@@ -372,8 +372,8 @@ class GaussianProfile(PrivacyProfile):
 
 @dataclass(frozen=True)
 class PureProfile(PrivacyProfile):
-    """A pure ε₀-DP release: δ(ε) = max(0, (e^{ε₀} − e^ε)/(1 + e^{ε₀})) (Kairouz–Oh–Viswanath 2015, tight
-    for randomised response). No pair: a ledger composes pure charges exactly in ε (basic composition)."""
+    """A pure ε₀-DP release: δ(ε) = max(0, (e^{ε₀} − e^ε)/(1 + e^{ε₀}), 1 − e^ε) (the hockey-stick divergence of
+    the randomised-response pair, which dominates every ε₀-DP mechanism: Kairouz–Oh–Viswanath 2015). No pair: a ledger composes pure charges exactly in ε (basic composition)."""
 
     epsilon0: float
     family = "pure"
@@ -385,6 +385,7 @@ class PureProfile(PrivacyProfile):
         eps, scalar = _eps_array(epsilon)
         e0 = self.epsilon0
         out = np.maximum(0.0, (np.exp(e0 - np.logaddexp(0.0, e0))) * -np.expm1(np.minimum(eps - e0, 0.0)))
+        out = np.maximum(out, -np.expm1(np.minimum(eps, 0.0)))  # S = everything: 1 − e^ε for ε < 0
         return _out(out, scalar)
 
     def to_dict(self) -> dict[str, Any]:

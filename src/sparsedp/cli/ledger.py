@@ -91,23 +91,6 @@ def show(
         raise typer.Exit(2)
 
 
-def count_fitting(led, dataset: str, charge, *, cap: int = 1_000_000) -> int:
-    """Largest n <= cap such that n more copies of ``charge`` fit the dataset's budget (fits is monotone in n)."""
-    if not led.fits(dataset, [charge]):
-        return 0
-    lo, hi = 1, 2
-    while hi <= cap and led.fits(dataset, [charge] * hi):
-        lo, hi = hi, hi * 2
-    hi = min(hi, cap + 1)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if led.fits(dataset, [charge] * mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
 @ledger_app.command("plan")
 def plan(
     path: Path = typer.Argument(..., help="Ledger file."),
@@ -139,7 +122,7 @@ def plan(
         with Ledger(path) as led:
             b_eps, b_dlt = led.budget(dataset)
             s = led.spent(dataset)
-            n = count_fitting(led, dataset, charge)
+            n = led.how_many(dataset, charge)
             room_e, room_d = b_eps * (1 + 1e-12) - s.epsilon, b_dlt * (1 + 1e-12) - s.delta
             c_eps, c_dlt = charge.epsilon, charge.delta
             if led.budget_neighbours(dataset) is Neighbours.REPLACE_ONE:  # group privacy (sparsedp.ledger)
