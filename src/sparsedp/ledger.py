@@ -410,9 +410,14 @@ class _Row:
 
 
 def _load_profile(text: str | None) -> PrivacyProfile | None:
+    """The stored profile, or ``None`` (a basic (ε, δ) charge, always sound) if absent or not readable by
+    this version (e.g. a family added later)."""
     if text is None:
         return None
-    return profile_from_dict(json.loads(text))
+    try:
+        return profile_from_dict(json.loads(text))
+    except (ValueError, TypeError):
+        return None
 
 
 def _check_relation(name: str, c: Charge, rel: Neighbours) -> None:

@@ -227,3 +227,18 @@ def test_mixed_discrete_and_continuous_charges_use_the_numeric_composition(tmp_p
         nxt = (gshm_charge, cont)[n % 2].profile.pair()
         assert compose(pairs).delta(1.5) <= 1e-5 < compose(pairs + [nxt]).delta(1.5)
         assert led.spent_epsilon("d") == pytest.approx(compose(pairs).epsilon(1e-5), rel=1e-12)
+
+
+def test_unreadable_stored_profile_counts_as_basic(tmp_path, gshm_charge):
+    path = tmp_path / "l.db"
+    with Ledger(path) as led:
+        led.set_budget("d", **BUDGET)
+        led.charge("d", gshm_charge)
+    con = sqlite3.connect(str(path))
+    con.execute("UPDATE charges SET profile='{\"family\": \"from-the-future\"}'")
+    con.commit()
+    con.close()
+    with Ledger(path) as led:
+        (rec,) = led.history("d")
+        assert rec.profile is None
+        assert led.spent_epsilon("d") == pytest.approx(0.5)
