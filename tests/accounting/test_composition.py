@@ -292,3 +292,10 @@ def test_generic_tradeoff_is_a_valid_curve(gshm_cal):
     # it implies the profile back on its grid: 1 − f(α) − e^ε α <= δ(ε)
     for e in (0.5, 1.0):
         assert float(np.max(1 - f - math.exp(e) * alpha)) <= prof.delta(e) + 1e-12
+
+
+def test_composed_tradeoff_curve_is_below_the_single_one(gshm_cal):
+    pair = profile_of(gshm_cal).pair()
+    alpha = np.linspace(0.0, 1.0, 51)
+    one, many = pair.tradeoff_curve(alpha), pair.repeat(40).tradeoff_curve(alpha)
+    assert np.all(many <= one + 1e-12) and np.any(many < one - 1e-3)

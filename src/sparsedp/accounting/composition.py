@@ -168,6 +168,12 @@ class DominatingPair:
                 lo_e = mid
         return hi_e
 
+    def tradeoff_curve(self, alpha) -> np.ndarray:
+        """f-DP trade-off curve implied by :meth:`delta` (Dong–Roth–Su primal–dual conversion, finite ε grid)."""
+        from .profiles import tradeoff_from_profile
+
+        return tradeoff_from_profile(self.delta, alpha)
+
     # -- serialisation -----------------------------------------------------------------------------
     def to_dict(self) -> dict:
         return {"gaussian_mu2": self.gaussian_mu2,
