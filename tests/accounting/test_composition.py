@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 from fractions import Fraction
 
@@ -12,12 +11,11 @@ from scipy import integrate, stats
 
 from sparsedp.accounting import calibrate, gaussian_delta
 from sparsedp.accounting import pld
-from sparsedp.accounting.composition import DominatingPair, compose
+from sparsedp.accounting.composition import compose
 from sparsedp.accounting.discrete import dgauss_pmf
-from sparsedp.accounting.discrete_histograms import dgauss_shift_hockey_stick, gshm_discrete_delta
+from sparsedp.accounting.discrete_histograms import dgauss_shift_hockey_stick
 from sparsedp.accounting.profiles import (CSHProfile, GaussianProfile, GSHMDiscreteProfile, GSHMProfile,
-                                          LaplaceDiscreteProfile, PureProfile, RoundedCSHProfile,
-                                          profile_from_dict, profile_of)
+                                          LaplaceDiscreteProfile, PureProfile, profile_from_dict, profile_of)
 
 EPS = np.array([-0.5, 0.0, 0.1, 0.5, 1.0, 2.0, 3.0, 5.0])
 
@@ -306,3 +304,13 @@ def test_composed_tradeoff_curve_is_below_the_single_one(gshm_cal):
     alpha = np.linspace(0.0, 1.0, 51)
     one, many = pair.tradeoff_curve(alpha), pair.repeat(40).tradeoff_curve(alpha)
     assert np.all(many <= one + 1e-12) and np.any(many < one - 1e-3)
+
+
+@pytest.mark.parametrize("k,debias", [(1, False), (10, False), (200, False), (16, True)])
+def test_csh_pair_is_thm_3_3(k, debias):
+    """Lemma 4: one CSH release's form gives exactly Theorem 3.3's δ = BW(½√(k+√k), σ, ε) + δ_inf."""
+    from sparsedp.accounting import csh_delta
+
+    prof = CSHProfile(sigma=4.0, tau=20.0, k=k, analysis="add", debias=debias)
+    for e in (0.1, 0.5, 2.0):
+        assert prof.pair().delta(e) == pytest.approx(csh_delta(e, 4.0, 20.0, k, "add", debias=debias), rel=1e-9)

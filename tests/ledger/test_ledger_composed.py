@@ -13,7 +13,7 @@ import pytest
 
 from sparsedp.accounting import calibrate
 from sparsedp.accounting.calibration import Neighbours
-from sparsedp.accounting.profiles import GSHMDiscreteProfile, PureProfile, profile_of
+from sparsedp.accounting.profiles import GSHMDiscreteProfile, PureProfile
 from sparsedp.errors import BudgetExceededError, InvalidParameterError
 from sparsedp.ledger import Charge, Ledger
 
