@@ -19,21 +19,47 @@ direction); no output can exist without its charge (``tests/ledger/test_ledger_r
 with SIGKILL at random points to check it). A SIGKILL during step 4 can leave a hidden ``.<name>.*.tmp``
 file next to the output, never a partial output.
 
-Composition (what "spent" means):
+Composition (what "spent" means). Every charge records its (ε, δ), optionally a zCDP ρ and a privacy
+profile (:mod:`sparsedp.accounting.profiles`, stored as JSON: family + parameters), and its neighbouring
+relation. Three sound accountings of the whole sequence are kept, and a charge is admitted iff *one* of them
+puts all charges so far plus this one within the budget (each is an upper bound of the same composition):
 
 - **basic composition** (Dwork–Roth 2014, Thm 3.16): (Σεᵢ, Σδᵢ);
 - **zCDP**, when *every* charge on the dataset carries a zCDP guarantee ρᵢ (with an optional failure
   probability δ'ᵢ for approximate zCDP, Bun–Steinke 2016 Def 8.1 / Lemma 8.3, which composes additively in both):
   ρ = Σρᵢ, δ' = Σδ'ᵢ, converted to (ε, δ' + δ_conv) with the Canonne–Kamath–Steinke conversion
-  (:func:`sparsedp.accounting.zcdp.zcdp_to_dp_epsilon`).
+  (:func:`sparsedp.accounting.zcdp.zcdp_to_dp_epsilon`);
+- **composed profiles** (``docs/proofs/composition.md``): the dominating pairs of the charges that have one
+  (thresholded mechanisms: Gaussian parts composed tightly, threshold events as infinite-loss mass) are
+  composed into one pair with profile δ_P(ε); the charges without one are added basically into (ε_o, δ_o);
+  the total is (ε_o + ε_P, δ_o + δ_P(ε_P)) (the Theorem of its §3: every (ε, δ) charge is dominated by its
+  randomised-response pair, and the product of that with the composed pair is so bounded). This is valid
+  when each release's parameters (hence its pair) do not depend on the *outputs* of earlier releases
+  (e.g. a schedule of daily releases; what data or query a release uses may be adaptive). Choosing privacy
+  parameters from earlier outputs is the "privacy filter" setting, in which only the basic and zCDP
+  accountings are known to stay valid (Rogers et al. 2016; Feldman–Zrnic 2021).
 
-A charge is admitted if the basic sum fits the budget, or, where every part is zCDP, the converted zCDP
-total fits. Sums use ``math.fsum``; a relative slack of 1e-12 absorbs float representation of budgets split
-into equal parts (e.g. five charges of 0.2 against 1.0).
+``remaining``/``spent_epsilon`` report the budget as ε at the budget's δ (the smallest ε any of the three
+accountings certifies). Sums use ``math.fsum``; a relative slack of 1e-12 absorbs float representation of
+budgets split into equal parts (e.g. five charges of 0.2 against 1.0).
+
+Neighbouring relations (:class:`~sparsedp.accounting.calibration.Neighbours`). A dataset's budget is stated
+for one relation (``set_budget(..., neighbours=Neighbours.ADD_REMOVE)`` by default; files written before
+relations were recorded are read as add/remove), and every charge records its own:
+
+- on an **add/remove** budget, a **replace-one** charge is refused (InvalidParameterError, nothing
+  recorded): replace-one guarantees, e.g. pure-DP releases without ``max_units``, reveal the number of
+  units and imply no add/remove guarantee;
+- on a **replace-one** budget, an **add/remove** (ε, δ) charge counts as its replace-one implication
+  (2ε, (1 + e^ε)δ) (group privacy over a removal and an addition: chaining the two (ε, δ)
+  inequalities), as a basic charge (its profile and ρ are not used); replace-one charges count as basic (ε, δ) charges
+  (and by ρ when all charges are replace-one zCDP). Profiles are add/remove analyses and are used only on
+  add/remove budgets.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
@@ -42,7 +68,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import _validate as v
-from .errors import BudgetExceededError, InvalidParameterError
+from .accounting.calibration import Neighbours
+from .accounting.profiles import PrivacyProfile, profile_from_dict, profile_of
+from .errors import BudgetExceededError, InfeasibleError, InvalidParameterError
 
 _SLACK = 1e-12
 
@@ -51,7 +79,8 @@ CREATE TABLE IF NOT EXISTS datasets (
     name TEXT PRIMARY KEY,
     epsilon REAL NOT NULL,
     delta REAL NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    neighbours TEXT NOT NULL DEFAULT 'ADD_REMOVE'
 );
 CREATE TABLE IF NOT EXISTS charges (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -66,20 +95,34 @@ CREATE TABLE IF NOT EXISTS charges (
     output TEXT,
     created REAL NOT NULL,
     published REAL,
-    pid INTEGER NOT NULL
+    pid INTEGER NOT NULL,
+    profile TEXT,
+    neighbours TEXT NOT NULL DEFAULT 'ADD_REMOVE'
 );
 """
+
+#: columns added after the first release of the ledger format: (table, column, declaration); files that
+#: lack them are migrated on open (rows without a profile are basic (ε, δ) charges; relation add/remove)
+_MIGRATIONS = (("datasets", "neighbours", "TEXT NOT NULL DEFAULT 'ADD_REMOVE'"),
+               ("charges", "profile", "TEXT"),
+               ("charges", "neighbours", "TEXT NOT NULL DEFAULT 'ADD_REMOVE'"))
 
 
 @dataclass(frozen=True)
 class Spent:
-    """Budget spent on a dataset: basic composition, and the zCDP total when every part is zCDP."""
+    """Budget spent on a dataset: basic composition, and the zCDP total when every part is zCDP.
+
+    ``epsilon``/``delta`` are the basic sums of the charges as counted against the budget's relation
+    (add/remove charges on a replace-one budget converted); ``epsilon_at_budget_delta`` is the smallest ε
+    at the budget's δ certified by any of the ledger's accountings (basic, zCDP, composed profiles).
+    """
 
     epsilon: float
     delta: float
     n_charges: int
     rho: float | None = None
     rho_delta: float | None = None
+    epsilon_at_budget_delta: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -94,10 +137,59 @@ class ChargeRecord:
     status: str
     output: str | None
     created: float
+    neighbours: Neighbours = Neighbours.ADD_REMOVE
+    profile: PrivacyProfile | None = None
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What one release costs: its (ε, δ) guarantee, the relation it holds for, and optionally its profile.
+
+    ``profile`` (a :class:`~sparsedp.accounting.profiles.PrivacyProfile`) lets the ledger compose the
+    release tightly with others; it must imply the stated (ε, δ), i.e. ``profile.delta(epsilon) <= delta``
+    (checked). ``rho``/``rho_delta``: an optional (approximate) zCDP guarantee of the whole release.
+    Build one from a calibration with :meth:`from_calibration`.
+    """
+
+    epsilon: float
+    delta: float
+    neighbours: Neighbours
+    mechanism: str
+    profile: PrivacyProfile | None = None
+    rho: float | None = None
+    rho_delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", v.epsilon(self.epsilon))
+        object.__setattr__(self, "delta", v.real("delta", self.delta, lo=0.0, hi=1.0, hi_open=True))
+        if not isinstance(self.neighbours, Neighbours):
+            raise v.InvalidTypeError(f"neighbours must be a Neighbours member, got {self.neighbours!r}")
+        if not isinstance(self.mechanism, str):
+            raise v.InvalidTypeError(f"mechanism must be a string, got {type(self.mechanism).__name__}")
+        if self.rho is not None:
+            object.__setattr__(self, "rho", v.positive("rho", self.rho))
+        object.__setattr__(self, "rho_delta", v.real("rho_delta", self.rho_delta, lo=0.0, hi=1.0, hi_open=True))
+        if self.profile is not None:
+            if not isinstance(self.profile, PrivacyProfile):
+                raise v.InvalidTypeError(f"profile must be a PrivacyProfile or None, got "
+                                         f"{type(self.profile).__name__}")
+            d = float(self.profile.delta(self.epsilon))
+            if not d <= self.delta * (1.0 + 1e-9):
+                raise InvalidParameterError(
+                    f"the charge's profile ({self.profile.family}) gives delta={d:.6g} at epsilon={self.epsilon:g}, "
+                    f"above the charged delta={self.delta:g}: the profile does not imply the charge")
+
+    @classmethod
+    def from_calibration(cls, calibration, neighbours: Neighbours = Neighbours.ADD_REMOVE) -> "Charge":
+        """The charge of a release made with ``calibration`` (its profile from :func:`profile_of`)."""
+        c = charge_of(calibration)
+        return cls(epsilon=c["epsilon"], delta=c["delta"], neighbours=neighbours,
+                   mechanism=str(calibration.mechanism), profile=profile_of(calibration), rho=c["rho"],
+                   rho_delta=c["rho_delta"])
 
 
 class Ledger:
-    """Budget ledger in the SQLite file at ``path`` (created if missing)."""
+    """Budget ledger in the SQLite file at ``path`` (created if missing; older files are migrated)."""
 
     def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0):
         self.path = Path(path)
@@ -109,8 +201,16 @@ class Ledger:
             self._con.execute("PRAGMA synchronous=FULL")
             self._con.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
             self._con.executescript(_SCHEMA)
+            if self._missing_columns():
+                with self._immediate():  # re-checked under the write lock: concurrent openers migrate once
+                    for table, col, decl in self._missing_columns():
+                        self._con.execute(f"ALTER TABLE {table} ADD COLUMN {col} {decl}")
         except sqlite3.DatabaseError as e:
             raise InvalidParameterError(f"cannot open ledger {str(self.path)!r}: {e}") from None
+
+    def _missing_columns(self) -> list[tuple[str, str, str]]:
+        have = {t: {r[1] for r in self._con.execute(f"PRAGMA table_info({t})")} for t in ("datasets", "charges")}
+        return [m for m in _MIGRATIONS if m[1] not in have[m[0]]]
 
     def close(self) -> None:
         self._con.close()
@@ -122,15 +222,27 @@ class Ledger:
         self.close()
 
     # -- budgets -------------------------------------------------------------------------------------
-    def set_budget(self, dataset: str, *, epsilon: float, delta: float) -> None:
-        """Create ``dataset`` with a total (ε, δ) budget. A budget, once set, can only be lowered."""
+    def set_budget(self, dataset: str, *, epsilon: float, delta: float,
+                   neighbours: Neighbours = Neighbours.ADD_REMOVE) -> None:
+        """Create ``dataset`` with a total (ε, δ) budget for the relation ``neighbours``.
+
+        A budget, once set, can only be lowered, and its relation cannot change.
+        """
         name = _dataset_name(dataset)
         eps = v.epsilon(epsilon)
         dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+        if not isinstance(neighbours, Neighbours):
+            raise v.InvalidTypeError(f"neighbours must be a Neighbours member, got {neighbours!r}")
         with self._immediate():
-            row = self._con.execute("SELECT epsilon, delta FROM datasets WHERE name=?", (name,)).fetchone()
+            row = self._con.execute("SELECT epsilon, delta, neighbours FROM datasets WHERE name=?",
+                                    (name,)).fetchone()
             if row is None:
-                self._con.execute("INSERT INTO datasets VALUES (?, ?, ?, ?)", (name, eps, dlt, time.time()))
+                self._con.execute("INSERT INTO datasets (name, epsilon, delta, created, neighbours) "
+                                  "VALUES (?, ?, ?, ?, ?)", (name, eps, dlt, time.time(), neighbours.name))
+            elif row[2] != neighbours.name:
+                raise InvalidParameterError(
+                    f"dataset {name!r} has a budget for the {Neighbours[row[2]].value!r} relation; it cannot be "
+                    f"changed to {neighbours.value!r}")
             elif eps > row[0] or dlt > row[1]:
                 raise InvalidParameterError(
                     f"dataset {name!r} already has budget (epsilon={row[0]:g}, delta={row[1]:g}); "
@@ -139,57 +251,117 @@ class Ledger:
                 self._con.execute("UPDATE datasets SET epsilon=?, delta=? WHERE name=?", (eps, dlt, name))
 
     def budget(self, dataset: str) -> tuple[float, float]:
-        row = self._con.execute("SELECT epsilon, delta FROM datasets WHERE name=?",
-                                (_dataset_name(dataset),)).fetchone()
+        b_eps, b_dlt, _ = self._budget(_dataset_name(dataset))
+        return b_eps, b_dlt
+
+    def budget_neighbours(self, dataset: str) -> Neighbours:
+        """The neighbouring relation the dataset's budget is stated for."""
+        return self._budget(_dataset_name(dataset))[2]
+
+    def _budget(self, name: str) -> tuple[float, float, Neighbours]:
+        row = self._con.execute("SELECT epsilon, delta, neighbours FROM datasets WHERE name=?",
+                                (name,)).fetchone()
         if row is None:
-            raise InvalidParameterError(f"dataset {dataset!r} has no budget in ledger {str(self.path)!r}; "
+            raise InvalidParameterError(f"dataset {name!r} has no budget in ledger {str(self.path)!r}; "
                                         "set one first (sparsedp ledger init / Ledger.set_budget)")
-        return float(row[0]), float(row[1])
+        return float(row[0]), float(row[1]), Neighbours[row[2]]
 
     def spent(self, dataset: str) -> Spent:
-        return _spent(self._con, _dataset_name(dataset))
+        name = _dataset_name(dataset)
+        b_eps, b_dlt, rel = self._budget(name)
+        acc = _Accounts(_effective(self._rows(name), rel))
+        return Spent(epsilon=acc.eps, delta=acc.dlt, n_charges=acc.n, rho=acc.rho, rho_delta=acc.rho_delta,
+                     epsilon_at_budget_delta=acc.epsilon_at(b_dlt))
+
+    def spent_epsilon(self, dataset: str) -> float:
+        """Spent budget as ε at the budget's δ (smallest ε certified by any accounting; inf if none)."""
+        return self.spent(dataset).epsilon_at_budget_delta
+
+    def remaining(self, dataset: str) -> float:
+        """Remaining budget as ε at the budget's δ: ``max(0, ε_budget − spent_epsilon)``."""
+        b_eps, _ = self.budget(dataset)
+        return max(0.0, b_eps - self.spent_epsilon(dataset))
 
     # -- charges -------------------------------------------------------------------------------------
-    def charge(self, dataset: str, *, epsilon: float, delta: float, rho: float | None = None,
-               rho_delta: float = 0.0, mechanism: str = "", note: str = "") -> int:
-        """Atomically check that (ε, δ) [and ρ] fit the remaining budget and record the charge.
+    def charge(self, dataset: str, charge: "Charge | None" = None, *, epsilon: float | None = None,
+               delta: float | None = None, rho: float | None = None, rho_delta: float = 0.0,
+               mechanism: str = "", note: str = "") -> int:
+        """Atomically check that a charge fits the remaining budget and record it.
 
-        Returns the charge id. Raises :class:`BudgetExceededError` (nothing recorded) if it does not fit.
+        Either a :class:`Charge` (positional) or the keyword form ``epsilon=, delta=[, rho=, rho_delta=,
+        mechanism=]`` (a basic add/remove charge). Returns the charge id. Raises
+        :class:`BudgetExceededError` (nothing recorded) if it does not fit.
         """
-        name, eps, dlt, r, rd = _charge_args(dataset, epsilon, delta, rho, rho_delta)
+        name = _dataset_name(dataset)
+        c = _as_charge(charge, epsilon, delta, rho, rho_delta, mechanism)
+        prof = None if c.profile is None else json.dumps(c.profile.to_dict(), sort_keys=True)
         with self._immediate():
-            self._check_fits(name, eps, dlt, r, rd)
+            self._check_fits(name, c)
             cur = self._con.execute(
                 "INSERT INTO charges (dataset, epsilon, delta, rho, rho_delta, mechanism, note, status, "
-                "created, pid) VALUES (?, ?, ?, ?, ?, ?, ?, 'charged', ?, ?)",
-                (name, eps, dlt, r, rd if r is not None else None, str(mechanism), str(note), time.time(),
-                 os.getpid()))
+                "created, pid, profile, neighbours) VALUES (?, ?, ?, ?, ?, ?, ?, 'charged', ?, ?, ?, ?)",
+                (name, c.epsilon, c.delta, c.rho, c.rho_delta if c.rho is not None else None, c.mechanism,
+                 str(note), time.time(), os.getpid(), prof, c.neighbours.name))
             return int(cur.lastrowid)
 
-    def check(self, dataset: str, *, epsilon: float, delta: float, rho: float | None = None,
-              rho_delta: float = 0.0) -> None:
-        """Raise :class:`BudgetExceededError` if a charge of (ε, δ) [and ρ] would not fit now.
+    def check(self, dataset: str, charge: "Charge | None" = None, *, epsilon: float | None = None,
+              delta: float | None = None, rho: float | None = None, rho_delta: float = 0.0) -> None:
+        """Raise :class:`BudgetExceededError` if the charge would not fit now.
 
         Records nothing and is advisory only (another process may charge in between): it lets a release
         fail before reading any data; :meth:`charge` repeats the check atomically.
         """
-        name, eps, dlt, r, rd = _charge_args(dataset, epsilon, delta, rho, rho_delta)
-        self._check_fits(name, eps, dlt, r, rd)
+        name = _dataset_name(dataset)
+        self._check_fits(name, _as_charge(charge, epsilon, delta, rho, rho_delta, ""))
 
-    def _check_fits(self, name: str, eps: float, dlt: float, r: float | None, rd: float) -> None:
-        b_eps, b_dlt = self.budget(name)
-        s = _spent(self._con, name)
-        basic_ok = (math.fsum([s.epsilon, eps]) <= b_eps * (1 + _SLACK)
-                    and math.fsum([s.delta, dlt]) <= b_dlt * (1 + _SLACK))
-        zcdp_ok = False
-        if not basic_ok and r is not None and (s.n_charges == 0 or s.rho is not None):
-            zcdp_ok = _zcdp_fits(math.fsum([s.rho or 0.0, r]), math.fsum([s.rho_delta or 0.0, rd]),
-                                 b_eps, b_dlt)
-        if not (basic_ok or zcdp_ok):
+    def fits(self, dataset: str, charges: "list[Charge]") -> bool:
+        """Would all of ``charges``, added to those recorded, fit the budget? (Advisory; records nothing.)"""
+        name = _dataset_name(dataset)
+        b_eps, b_dlt, rel = self._budget(name)
+        for c in charges:
+            _check_relation(name, c, rel)
+        acc = _Accounts(_effective(self._rows(name) + [_Row.of(c) for c in charges], rel))
+        return acc.fits(b_eps, b_dlt)
+
+    def how_many(self, dataset: str, charge: "Charge", *, cap: int = 1_000_000) -> int:
+        """How many more copies of ``charge`` fit the budget now (at most ``cap``; advisory, records nothing).
+
+        Every accounting's total is non-decreasing in the number of copies, so ``fits`` is monotone in it:
+        exponential then binary search.
+        """
+        cap = v.integer("cap", cap, lo=1)
+        if not self.fits(dataset, [charge]):
+            return 0
+        lo, hi = 1, 2
+        while hi <= cap and self.fits(dataset, [charge] * hi):
+            lo, hi = hi, hi * 2
+        hi = min(hi, cap + 1)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.fits(dataset, [charge] * mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def _check_fits(self, name: str, c: "Charge") -> None:
+        b_eps, b_dlt, rel = self._budget(name)
+        _check_relation(name, c, rel)
+        rows = self._rows(name)
+        acc = _Accounts(_effective(rows + [_Row.of(c)], rel))
+        if not acc.fits(b_eps, b_dlt):
+            s = _Accounts(_effective(rows, rel))
             raise BudgetExceededError(
-                f"release refused: dataset {name!r} has spent epsilon={s.epsilon:g}, delta={s.delta:g} "
-                f"of its budget (epsilon={b_eps:g}, delta={b_dlt:g}); this release needs "
-                f"epsilon={eps:g}, delta={dlt:g}. Nothing was released.")
+                f"release refused: dataset {name!r} has spent epsilon={s.eps:g}, delta={s.dlt:g} "
+                f"(as epsilon at its delta: {s.epsilon_at(b_dlt):.6g}) of its budget (epsilon={b_eps:g}, "
+                f"delta={b_dlt:g}); this release needs epsilon={c.epsilon:g}, delta={c.delta:g}. "
+                "Nothing was released.")
+
+    def _rows(self, name: str) -> list["_Row"]:
+        q = ("SELECT epsilon, delta, rho, rho_delta, profile, neighbours FROM charges WHERE dataset=? "
+             "ORDER BY id")
+        return [_Row(float(r[0]), float(r[1]), r[2], r[3], _load_profile(r[4]), Neighbours[r[5]])
+                for r in self._con.execute(q, (name,))]
 
     def mark_published(self, charge_id: int, output: str | None = None) -> None:
         """Record that the release charged as ``charge_id`` was published (to ``output``, if a file)."""
@@ -204,18 +376,139 @@ class Ledger:
                 raise InvalidParameterError(f"no charge with id {charge_id} in ledger {str(self.path)!r}")
 
     def history(self, dataset: str | None = None) -> list[ChargeRecord]:
-        q = "SELECT id, dataset, epsilon, delta, rho, mechanism, note, status, output, created FROM charges"
+        q = ("SELECT id, dataset, epsilon, delta, rho, mechanism, note, status, output, created, neighbours, "
+             "profile FROM charges")
         args: tuple = ()
         if dataset is not None:
             q += " WHERE dataset=?"
             args = (_dataset_name(dataset),)
-        return [ChargeRecord(*row) for row in self._con.execute(q + " ORDER BY id", args)]
+        return [ChargeRecord(*row[:10], neighbours=Neighbours[row[10]], profile=_load_profile(row[11]))
+                for row in self._con.execute(q + " ORDER BY id", args)]
 
     def datasets(self) -> list[str]:
         return [r[0] for r in self._con.execute("SELECT name FROM datasets ORDER BY name")]
 
     def _immediate(self):
         return _Immediate(self._con)
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A charge as the accountings see it."""
+
+    epsilon: float
+    delta: float
+    rho: float | None
+    rho_delta: float | None
+    profile: PrivacyProfile | None
+    neighbours: Neighbours
+
+    @staticmethod
+    def of(c: Charge) -> "_Row":
+        return _Row(c.epsilon, c.delta, c.rho, c.rho_delta if c.rho is not None else None, c.profile,
+                    c.neighbours)
+
+
+def _load_profile(text: str | None) -> PrivacyProfile | None:
+    """The stored profile, or ``None`` (a basic (ε, δ) charge, always sound) if absent or not readable by
+    this version (e.g. a family added later)."""
+    if text is None:
+        return None
+    try:
+        return profile_from_dict(json.loads(text))
+    except (ValueError, TypeError):
+        return None
+
+
+def _check_relation(name: str, c: Charge, rel: Neighbours) -> None:
+    if rel is Neighbours.ADD_REMOVE and c.neighbours is Neighbours.REPLACE_ONE:
+        raise InvalidParameterError(
+            f"release refused: dataset {name!r} has an add/remove budget, and this release "
+            f"({c.mechanism or 'unnamed mechanism'}) is private only for replace-one neighbours (it reveals the "
+            "number of units); pass max_units=... to make the release add/remove private. Nothing was released.")
+
+
+def _effective(rows: list[_Row], rel: Neighbours) -> list[_Row]:
+    """The charges as counted against a budget of relation ``rel`` (module docstring, "Neighbouring relations")."""
+    if rel is Neighbours.ADD_REMOVE:
+        return rows
+    out = []
+    for r in rows:
+        if r.neighbours is Neighbours.ADD_REMOVE:  # group privacy: (2ε, (1 + e^ε)δ), basic only
+            out.append(_Row(2.0 * r.epsilon, min(1.0, (1.0 + math.exp(r.epsilon)) * r.delta), None, None, None,
+                            Neighbours.REPLACE_ONE))
+        else:
+            out.append(_Row(r.epsilon, r.delta, r.rho, r.rho_delta, None, r.neighbours))
+    return out
+
+
+class _Accounts:
+    """The three accountings of a list of charges (module docstring)."""
+
+    def __init__(self, rows: list[_Row]):
+        self.n = len(rows)
+        self.eps = math.fsum(r.epsilon for r in rows)
+        self.dlt = math.fsum(r.delta for r in rows)
+        all_zcdp = bool(rows) and all(r.rho is not None for r in rows)
+        self.rho = math.fsum(r.rho for r in rows) if all_zcdp else None
+        self.rho_delta = math.fsum(r.rho_delta or 0.0 for r in rows) if all_zcdp else None
+        pairs = [r.profile.pair() for r in rows if r.profile is not None]
+        pairs = [p for p in pairs if p is not None]
+        self.pair = None
+        if pairs:
+            from .accounting.composition import compose
+
+            self.pair = compose(pairs)
+            rest = [r for r in rows if r.profile is None or r.profile.pair() is None]
+            self.eps_o = math.fsum(r.epsilon for r in rest)
+            self.dlt_o = math.fsum(r.delta for r in rest)
+
+    def _basic_ok(self, b_eps: float, b_dlt: float) -> bool:
+        return self.eps <= b_eps * (1 + _SLACK) and self.dlt <= b_dlt * (1 + _SLACK)
+
+    def _composed_delta(self, eps_p: float) -> float:
+        try:
+            return self.pair.delta(eps_p)
+        except InfeasibleError:  # numeric table too large: this accounting is unavailable
+            return math.inf
+
+    def fits(self, b_eps: float, b_dlt: float) -> bool:
+        if self._basic_ok(b_eps, b_dlt):
+            return True
+        if self.rho is not None and _zcdp_fits(self.rho, self.rho_delta, b_eps, b_dlt):
+            return True
+        if self.pair is not None and self.eps_o <= b_eps and self.dlt_o < b_dlt:
+            return self._composed_delta(b_eps - self.eps_o) + self.dlt_o <= b_dlt
+        return False
+
+    def epsilon_at(self, b_dlt: float) -> float:
+        """Smallest ε at δ = b_dlt certified by any accounting (0 with no charges, inf if none applies)."""
+        if self.n == 0:
+            return 0.0
+        best = self.eps if self.dlt <= b_dlt * (1 + _SLACK) else math.inf
+        if self.rho is not None and self.rho_delta < b_dlt:
+            from .accounting.zcdp import zcdp_to_dp_epsilon
+
+            best = min(best, float(zcdp_to_dp_epsilon(self.rho, b_dlt - self.rho_delta)))
+        if self.pair is not None and self.dlt_o < b_dlt:
+            try:
+                best = min(best, self.eps_o + self.pair.epsilon(b_dlt - self.dlt_o))
+            except InfeasibleError:
+                pass
+        return best
+
+
+def _as_charge(charge, epsilon, delta, rho, rho_delta, mechanism) -> Charge:
+    if charge is not None:
+        if not isinstance(charge, Charge):
+            raise v.InvalidTypeError(f"charge must be a sparsedp.ledger.Charge, got {type(charge).__name__}")
+        if epsilon is not None or delta is not None or rho is not None:
+            raise InvalidParameterError("pass either a Charge or epsilon=/delta=/rho=, not both")
+        return charge
+    if epsilon is None or delta is None:
+        raise InvalidParameterError("a charge needs epsilon= and delta= (or a Charge object)")
+    return Charge(epsilon=epsilon, delta=delta, neighbours=Neighbours.ADD_REMOVE, mechanism=str(mechanism),
+                  rho=rho, rho_delta=rho_delta)
 
 
 class _Immediate:
@@ -231,15 +524,6 @@ class _Immediate:
     def __exit__(self, exc_type, exc, tb):
         self.con.execute("ROLLBACK" if exc_type else "COMMIT")
         return False
-
-
-def _charge_args(dataset, epsilon, delta, rho, rho_delta):
-    name = _dataset_name(dataset)
-    eps = v.epsilon(epsilon)
-    dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
-    r = None if rho is None else v.positive("rho", rho)
-    rd = v.real("rho_delta", rho_delta, lo=0.0, hi=1.0, hi_open=True)
-    return name, eps, dlt, r, rd
 
 
 def open_ledger(ledger: object) -> tuple["Ledger", bool]:
@@ -260,16 +544,6 @@ def _dataset_name(name: object) -> str:
     if not isinstance(name, str) or not name.strip():
         raise InvalidParameterError(f"dataset must be a non-empty string, got {name!r}")
     return name
-
-
-def _spent(con: sqlite3.Connection, name: str) -> Spent:
-    rows = con.execute("SELECT epsilon, delta, rho, rho_delta FROM charges WHERE dataset=?", (name,)).fetchall()
-    eps = math.fsum(r[0] for r in rows)
-    dlt = math.fsum(r[1] for r in rows)
-    all_zcdp = bool(rows) and all(r[2] is not None for r in rows)
-    rho = math.fsum(r[2] for r in rows) if all_zcdp else None
-    rho_delta = math.fsum(r[3] or 0.0 for r in rows) if all_zcdp else None
-    return Spent(epsilon=eps, delta=dlt, n_charges=len(rows), rho=rho, rho_delta=rho_delta)
 
 
 def charge_of(calibration) -> dict:

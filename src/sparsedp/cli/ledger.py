@@ -1,4 +1,8 @@
-"""``sparsedp ledger``: create budgets and list the release history of a ledger file."""
+"""``sparsedp ledger``: create budgets, show what is spent and left, plan how many more releases fit.
+
+Spent and remaining budgets are shown as ε at the budget's δ, the smallest ε certified by the ledger's
+accountings (basic, zCDP, composed privacy profiles; see :mod:`sparsedp.ledger`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,9 @@ import typer
 
 from . import app
 
-ledger_app = typer.Typer(help="Privacy-budget ledger: set budgets, list releases.", no_args_is_help=True)
+ledger_app = typer.Typer(help="Privacy-budget ledger: set budgets, list releases, plan more.", no_args_is_help=True)
+
+_RELATIONS = {"add-remove": "ADD_REMOVE", "replace-one": "REPLACE_ONE"}
 app.add_typer(ledger_app, name="ledger")
 
 
@@ -19,14 +25,20 @@ def init(
     dataset: str = typer.Option(..., "--dataset", help="Name of the dataset the budget protects."),
     epsilon: float = typer.Option(..., "--epsilon", help="Total epsilon budget."),
     delta: float = typer.Option(..., "--delta", help="Total delta budget."),
+    neighbours: str = typer.Option("add-remove", "--neighbours",
+                                   help="Neighbouring relation of the budget: add-remove or replace-one."),
 ) -> None:
     """Set the total (epsilon, delta) budget of a dataset (lowering allowed, raising refused)."""
+    from ..accounting.calibration import Neighbours
     from ..errors import SparsedpError
     from ..ledger import Ledger
 
+    if neighbours not in _RELATIONS:
+        typer.echo(f"error: --neighbours must be one of {', '.join(_RELATIONS)}, got {neighbours!r}", err=True)
+        raise typer.Exit(2)
     try:
         with Ledger(path) as led:
-            led.set_budget(dataset, epsilon=epsilon, delta=delta)
+            led.set_budget(dataset, epsilon=epsilon, delta=delta, neighbours=Neighbours[_RELATIONS[neighbours]])
     except SparsedpError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2)
@@ -38,7 +50,7 @@ def show(
     path: Path = typer.Argument(..., help="Ledger file."),
     dataset: str | None = typer.Option(None, "--dataset", help="Only this dataset."),
 ) -> None:
-    """List budgets, amounts spent and every charge."""
+    """Budgets, spent and remaining epsilon at the budget's delta, and every charge."""
     from rich.console import Console
     from rich.table import Table
 
@@ -55,15 +67,75 @@ def show(
             for name in names:
                 b_eps, b_dlt = led.budget(name)
                 s = led.spent(name)
+                spent = s.epsilon_at_budget_delta
+                rel = led.budget_neighbours(name)
+                typer.echo(f"dataset {name!r} ({rel.value}): budget epsilon={b_eps:g}, delta={b_dlt:g}")
+                typer.echo(f"  spent: epsilon={spent:.6g} at delta={b_dlt:g} ({s.n_charges} charges; basic sum "
+                           f"epsilon={s.epsilon:.6g}, delta={s.delta:.3g}"
+                           + (f", rho={s.rho:.6g}" if s.rho is not None else "") + ")")
+                typer.echo(f"  remaining: epsilon={max(0.0, b_eps - spent):.6g} at delta={b_dlt:g}")
                 t = Table(title=f"{name}: spent epsilon={s.epsilon:.6g}/{b_eps:g}, delta={s.delta:.3g}/{b_dlt:g}"
-                          + (f", rho={s.rho:.6g}" if s.rho is not None else ""))
-                for col in ("id", "time (UTC)", "epsilon", "delta", "rho", "mechanism", "status", "output", "note"):
+                          + (f", rho={s.rho:.6g}" if s.rho is not None else "") + " (basic sums)")
+                for col in ("id", "time (UTC)", "epsilon", "delta", "rho", "mechanism", "profile", "relation",
+                            "status", "output", "note"):
                     t.add_column(col, overflow="fold")
                 for c in led.history(name):
                     when = _dt.datetime.fromtimestamp(c.created, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
                     t.add_row(str(c.id), when, f"{c.epsilon:.6g}", f"{c.delta:.3g}",
-                              "" if c.rho is None else f"{c.rho:.6g}", c.mechanism, c.status, c.output or "", c.note)
+                              "" if c.rho is None else f"{c.rho:.6g}", c.mechanism,
+                              "" if c.profile is None else c.profile.family,
+                              c.neighbours.name.lower().replace("_", "-"), c.status, c.output or "", c.note)
                 console.print(t)
     except SparsedpError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2)
+
+
+@ledger_app.command("plan")
+def plan(
+    path: Path = typer.Argument(..., help="Ledger file."),
+    dataset: str = typer.Option(..., "--dataset", help="Dataset whose budget to plan against."),
+    epsilon: float = typer.Option(..., "--epsilon", help="Epsilon of each planned release."),
+    delta: float = typer.Option(..., "--delta", help="Delta of each planned release."),
+    max_groups: int | None = typer.Option(None, "--max-groups", help="Max groups per privacy unit (l0)."),
+    mechanism: str = typer.Option("gshm", "--mechanism", help="gshm, laplace or topk-csh."),
+    top_k: int | None = typer.Option(None, "--top-k", help="k of topk-csh."),
+) -> None:
+    """How many more releases of one kind fit the remaining budget (composed vs basic composition)."""
+    import math
+
+    from ..accounting import calibrate
+    from ..accounting.calibration import Neighbours
+    from ..errors import SparsedpError
+    from ..ledger import Charge, Ledger
+
+    if not path.exists():
+        typer.echo(f"error: no ledger at {path}", err=True)
+        raise typer.Exit(2)
+    if mechanism not in ("gshm", "laplace", "topk-csh"):
+        typer.echo(f"error: --mechanism must be gshm, laplace or topk-csh, got {mechanism!r}", err=True)
+        raise typer.Exit(2)
+    try:
+        kw = {"top_k": top_k} if mechanism == "topk-csh" else {"l0": max_groups}
+        cal = calibrate(mechanism, epsilon=epsilon, delta=delta, **kw)
+        charge = Charge.from_calibration(cal)
+        with Ledger(path) as led:
+            b_eps, b_dlt = led.budget(dataset)
+            s = led.spent(dataset)
+            n = led.how_many(dataset, charge)
+            room_e, room_d = b_eps * (1 + 1e-12) - s.epsilon, b_dlt * (1 + 1e-12) - s.delta
+            c_eps, c_dlt = charge.epsilon, charge.delta
+            if led.budget_neighbours(dataset) is Neighbours.REPLACE_ONE:  # group privacy (sparsedp.ledger)
+                c_eps, c_dlt = 2.0 * c_eps, (1.0 + math.exp(c_eps)) * c_dlt
+            n_basic = max(0, min(math.floor(room_e / c_eps) if c_eps > 0 else 10**6,
+                                 math.floor(room_d / c_dlt) if c_dlt > 0 else 10**6))
+    except SparsedpError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2)
+    prof = charge.profile
+    typer.echo(f"{n} more {mechanism} releases at (epsilon={epsilon:g}, delta={delta:g}) fit dataset {dataset!r} "
+               f"(budget epsilon={b_eps:g}, delta={b_dlt:g}; basic composition alone: {n_basic})")
+    if prof is not None:
+        eps_pts = [0.5 * epsilon, epsilon, 2 * epsilon]
+        typer.echo(f"  per-release profile ({prof.family}): " + ", ".join(
+            f"delta({e:g})={float(prof.delta(e)):.3g}" for e in eps_pts))

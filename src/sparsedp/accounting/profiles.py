@@ -1,0 +1,440 @@
+"""Privacy profiles δ(ε) of single releases, and their composable forms.
+
+Each profile is a frozen dataclass built from the *noise actually sampled* (explicit parameters, not a
+:class:`~.calibration.Calibration`; :func:`profile_of` is the one bridge from a calibration). It exposes
+
+* ``delta(eps)`` — the privacy profile of one release, from the mechanism's own (tight where available)
+  accountant, so at the calibrated ε it agrees with the calibration's ``delta_achieved``;
+* ``pair()`` — the composable form, a :class:`~.composition.DominatingPair` (core + infinite-loss mass +
+  total-variation slack), proved in ``docs/proofs/composition.md``; ``None`` where there is none (pure
+  mechanisms, which a ledger composes exactly in ε by basic composition);
+* ``epsilon(delta)`` — the smallest ε of the single-release profile at ``delta``;
+* ``tradeoff_curve(alpha)`` — an f-DP trade-off curve: seed 001 Thm 7.1 (Eq. 7.1 and its trade-off form,
+  spec §7.2) for continuous GSHM; for the others the curve implied by the profile,
+  ``f(α) = sup_ε max(0, 1 − δ(ε) − e^ε α, e^{−ε}(1 − δ(ε) − α))`` (Dong, Roth & Su 2022, Prop. 2.12),
+  with the supremum over a finite ε grid (a valid lower bound of the true curve);
+* ``to_dict()`` / :func:`profile_from_dict` — JSON-able form stored by the ledger.
+
+The single-release composable δ (``pair().delta(ε)``) is an upper bound of ``delta(ε)``; for GSHM at a
+calibrated point it is at most about δ_inf + δ_G (the pair puts all l0 rows in both the Gaussian part and
+the threshold event), i.e. up to twice the tight Karrer value. A ledger therefore also keeps basic
+composition of the calibrated (ε, δ) and uses whichever admits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Mapping
+
+import numpy as np
+from scipy import special
+
+from .. import _validate as v
+from ..errors import InvalidParameterError
+from .composition import DominatingPair
+
+__all__ = ["PrivacyProfile", "GSHMDiscreteProfile", "GSHMProfile", "LaplaceDiscreteProfile", "CSHProfile",
+           "RoundedCSHProfile", "GaussianProfile", "PureProfile", "profile_of", "profile_from_dict",
+           "tradeoff_from_profile"]
+
+_EPS_GRID = np.concatenate([[0.0], np.geomspace(1e-4, 30.0, 400)])
+
+
+def tradeoff_from_profile(delta_fn, alpha, eps_grid=_EPS_GRID) -> np.ndarray:
+    """f(α) = max over the ε grid of max(0, 1 − δ(ε) − e^ε α, e^{−ε}(1 − δ(ε) − α)) (Dong–Roth–Su Prop. 2.12).
+
+    Every (ε, δ(ε)) guarantee gives the trade-off lower bound f_{ε,δ}; their pointwise maximum is one too.
+    """
+    a = np.atleast_1d(np.asarray(alpha, dtype=float))
+    if np.any((a < 0) | (a > 1)):
+        raise InvalidParameterError("alpha must lie in [0, 1]")
+    eps = np.asarray(eps_grid, dtype=float)
+    d = np.atleast_1d(np.asarray(delta_fn(eps), dtype=float))
+    out = np.zeros_like(a)
+    for e, de in zip(eps, d):
+        f1 = 1.0 - de - math.exp(e) * a
+        f2 = math.exp(-e) * (1.0 - de - a)
+        out = np.maximum(out, np.maximum(f1, f2))
+    return np.clip(out, 0.0, 1.0 - a)
+
+
+class PrivacyProfile:
+    """Common interface (see the module docstring). Subclasses are frozen dataclasses."""
+
+    family: str = ""
+
+    def delta(self, epsilon):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def pair(self) -> DominatingPair | None:
+        return None
+
+    def epsilon(self, delta: float, *, hi: float = 200.0) -> float:
+        """Smallest ε >= 0 (bisection to 1e-9 relative, rounded up) with ``delta(ε) <= delta``; inf if none."""
+        dlt = float(delta)
+        if self.delta(0.0) <= dlt:
+            return 0.0
+        if self.delta(hi) > dlt:
+            return math.inf
+        lo, up = 0.0, hi
+        while up - lo > 1e-9 * max(up, 1e-6):
+            mid = 0.5 * (lo + up)
+            if self.delta(mid) <= dlt:
+                up = mid
+            else:
+                lo = mid
+        return up
+
+    def tradeoff_curve(self, alpha) -> np.ndarray:
+        return tradeoff_from_profile(self.delta, alpha)
+
+    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _eps_array(epsilon) -> tuple[np.ndarray, bool]:
+    arr = np.atleast_1d(np.asarray(epsilon, dtype=float))
+    if not np.all(np.isfinite(arr)):
+        raise InvalidParameterError(f"epsilon must be finite, got {epsilon!r}")
+    return arr, np.ndim(epsilon) == 0
+
+
+def _out(arr: np.ndarray, scalar: bool):
+    return float(arr[0]) if scalar else arr
+
+
+# ------------------------------------------------------------------ GSHM
+
+
+@dataclass(frozen=True)
+class GSHMDiscreteProfile(PrivacyProfile):
+    """GSHM with per-key noise N_Z(0, sigma2), integer ``margin``, release rule ``count + Z >= pre + margin``.
+
+    ``delta``: :func:`.discrete_histograms.gshm_discrete_delta` (discrete analogue of Karrer et al.
+    Thm 5.4, docs/proofs/discrete-histograms.md). ``pair``: core N_Z(1, s)^{l0} vs N_Z(0, s)^{l0}, infinite
+    mass 1 − (1 − P[Z >= margin])^{l0} (docs/proofs/composition.md, Lemma 2).
+    """
+
+    sigma2: Fraction
+    margin: int
+    l0: int
+    family = "gshm-discrete"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma2", v.rational("sigma2", self.sigma2))
+        if self.sigma2 < 1:
+            raise InvalidParameterError(f"sigma2 must be >= 1, got {self.sigma2}")
+        object.__setattr__(self, "margin", v.integer("margin", self.margin, lo=0))
+        object.__setattr__(self, "l0", v.integer("l0", self.l0, lo=1))
+
+    def release_probability(self) -> float:
+        """P[a key at the pre-threshold is released] = P[Z >= margin]."""
+        from .discrete import dgauss_sf
+
+        return float(dgauss_sf(self.margin, self.sigma2))
+
+    def delta(self, epsilon):
+        from .discrete_histograms import gshm_discrete_delta
+
+        eps, scalar = _eps_array(epsilon)
+        return _out(np.array([gshm_discrete_delta(float(e), self.sigma2, self.margin, self.l0) for e in eps]),
+                    scalar)
+
+    def pair(self) -> DominatingPair:
+        p = min(1.0, self.release_probability() * (1.0 + 1e-12))
+        return DominatingPair(dgauss=((self.sigma2, self.l0),),
+                              log_keep=self.l0 * DominatingPair.bad_event(p))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "sigma2": str(self.sigma2), "margin": self.margin, "l0": self.l0}
+
+
+@dataclass(frozen=True)
+class GSHMProfile(PrivacyProfile):
+    """GSHM with continuous N(0, σ²) noise, margin τ, l0 groups per unit, aggregate sensitivity μ_o².
+
+    ``delta``: :func:`.gshm.gshm_delta` with ``analysis`` (default Karrer et al. Thm 5.4, seed 001 §4.6).
+    ``pair``: core N(μ(l0), 1) vs N(0, 1) with μ(l0)² = l0(1/σ² + μ_o²), infinite mass 1 − Φ(τ/σ)^{l0}.
+    ``tradeoff_curve``: seed 001 Thm 7.1 (spec §7.2): f(α) = min_{a=0..l0} g_a(α),
+    g_a(α) = (1 − p_a)·Φ(Φ⁻¹(1 − α/(1 − p_a)) − μ(l0 − a)), p_a = 1 − Φ(τ/σ)^a (0 for α > 1 − p_a).
+    """
+
+    sigma: float
+    tau: float
+    l0: int
+    mu_o2: float = 0.0
+    analysis: str = "exact"
+    family = "gshm"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", v.positive("sigma", self.sigma))
+        object.__setattr__(self, "tau", v.nonnegative("tau", self.tau))
+        object.__setattr__(self, "l0", v.integer("l0", self.l0, lo=1))
+        object.__setattr__(self, "mu_o2", v.nonnegative("mu_o2", self.mu_o2))
+        object.__setattr__(self, "analysis", v.choice("analysis", self.analysis, ("exact", "add", "fdp")))
+
+    def delta(self, epsilon):
+        from .gshm import gshm_delta
+
+        eps, scalar = _eps_array(epsilon)
+        return _out(np.array([gshm_delta(max(0.0, float(e)), self.sigma, self.tau, self.l0, self.analysis,
+                                         self.mu_o2) if e >= 0 else 1.0 for e in eps]), scalar)
+
+    def pair(self) -> DominatingPair:
+        mu2 = self.l0 * (1.0 / (self.sigma * self.sigma) + self.mu_o2) * (1.0 + 1e-12)
+        lphi = float(special.log_ndtr(self.tau / self.sigma))
+        return DominatingPair(gaussian_mu2=mu2, log_keep=self.l0 * lphi * (1.0 + 1e-12))
+
+    def tradeoff_curve(self, alpha) -> np.ndarray:
+        a_arr = np.atleast_1d(np.asarray(alpha, dtype=float))
+        if np.any((a_arr < 0) | (a_arr > 1)):
+            raise InvalidParameterError("alpha must lie in [0, 1]")
+        lphi = float(special.log_ndtr(self.tau / self.sigma))
+        scale = 1.0 / (self.sigma * self.sigma) + self.mu_o2
+        if self.l0 <= 4096:
+            los = his = np.arange(self.l0 + 1)
+        else:  # blocks: a lower bound of min over each block (keep ↑ in a uses a_hi, μ ↓ in a uses a_lo)
+            from .discrete_histograms import _blocks
+
+            lo, hi = _blocks(self.l0)
+            los, his = np.append(lo, self.l0), np.append(hi, self.l0)
+        out = np.full_like(a_arr, np.inf)
+        for a_lo, a_hi in zip(los.tolist(), his.tolist()):
+            keep = math.exp(a_hi * lphi)  # 1 − p_a, smallest in the block
+            mu = math.sqrt((self.l0 - a_lo) * scale)  # largest μ in the block
+            u = np.minimum(a_arr / keep, 1.0)
+            with np.errstate(divide="ignore"):
+                g = keep * special.ndtr(-special.ndtri(u) - mu)
+            g = np.where(a_arr > keep, 0.0, g)
+            out = np.minimum(out, g)
+        return np.clip(out, 0.0, 1.0 - a_arr)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "sigma": self.sigma, "tau": self.tau, "l0": self.l0,
+                "mu_o2": self.mu_o2, "analysis": self.analysis}
+
+
+# ------------------------------------------------------------------ Laplace stability histogram
+
+
+@dataclass(frozen=True)
+class LaplaceDiscreteProfile(PrivacyProfile):
+    """Stability histogram with discrete Laplace(scale t) noise, integer margin, release ``count + Z >= pre + m``.
+
+    ``delta``: :func:`.discrete_histograms.laplace_discrete_delta` (exact). ``pair``: core of l0 discrete
+    Laplace coordinates shifted by one, infinite mass 1 − (1 − P[Z >= m])^{l0} (composition.md Lemma 2).
+    """
+
+    scale: Fraction
+    margin: int
+    l0: int
+    family = "laplace-discrete"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", v.rational("scale", self.scale))
+        object.__setattr__(self, "margin", v.integer("margin", self.margin, lo=0))
+        object.__setattr__(self, "l0", v.integer("l0", self.l0, lo=1))
+
+    def delta(self, epsilon):
+        from .discrete_histograms import laplace_discrete_delta
+
+        eps, scalar = _eps_array(epsilon)
+        return _out(np.array([laplace_discrete_delta(float(e), self.scale, self.margin, self.l0) for e in eps]),
+                    scalar)
+
+    def pair(self) -> DominatingPair:
+        from .discrete import dlaplace_sf
+
+        p = min(1.0, float(dlaplace_sf(self.margin, self.scale)) * (1.0 + 1e-12))
+        return DominatingPair(dlaplace=((self.scale, self.l0),), log_keep=self.l0 * DominatingPair.bad_event(p))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "scale": str(self.scale), "margin": self.margin, "l0": self.l0}
+
+
+# ------------------------------------------------------------------ CSH / top-k CSH
+
+
+def _csh_pair(sigma: float, tau: float, k: int, debias: bool) -> DominatingPair:
+    """Seed 000 Thm 3.3's decomposition: Gaussian μ = ½√(k + √k)/σ (½√(k+5√k) de-biased), TV slack
+    δ_inf = 1 − Φ(τ/(σ(1 + k^{−1/4})))^{k+1} (composition.md Lemma 4)."""
+    rk = math.sqrt(k)
+    mu2 = (k + (5.0 if debias else 1.0) * rk) / (4.0 * sigma * sigma) * (1.0 + 1e-12)
+    x_c = tau / (sigma * (1.0 + k ** -0.25))
+    tv = float(-math.expm1((k + 1) * float(special.log_ndtr(x_c)))) * (1.0 + 1e-12)
+    return DominatingPair(gaussian_mu2=mu2, tv=min(1.0, tv))
+
+
+@dataclass(frozen=True)
+class CSHProfile(PrivacyProfile):
+    """CSH / top-k CSH with continuous noise (seed 000 Alg. 2/3): σ, margin τ, sparsity k.
+
+    ``delta``: :func:`.csh.csh_delta` (Thm 3.5 "tight" or Thm 3.3 "add"; ``debias`` = de-biased top-k).
+    ``pair``: Thm 3.3's decomposition (Gaussian part + total-variation slack δ_inf).
+    """
+
+    sigma: float
+    tau: float
+    k: int
+    analysis: str = "tight"
+    debias: bool = False
+    family = "csh"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", v.positive("sigma", self.sigma))
+        object.__setattr__(self, "tau", v.positive("tau", self.tau))
+        object.__setattr__(self, "k", v.integer("k", self.k, lo=1))
+        object.__setattr__(self, "analysis", v.choice("analysis", self.analysis, ("tight", "add")))
+
+    def delta(self, epsilon):
+        from .csh import csh_delta
+
+        eps, scalar = _eps_array(epsilon)
+        return _out(np.array([csh_delta(float(e), self.sigma, self.tau, self.k, self.analysis, debias=self.debias)
+                              if e >= 0 else 1.0 for e in eps]), scalar)
+
+    def pair(self) -> DominatingPair:
+        return _csh_pair(self.sigma, self.tau, self.k, self.debias)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "sigma": self.sigma, "tau": self.tau, "k": self.k,
+                "analysis": self.analysis, "debias": self.debias}
+
+
+@dataclass(frozen=True)
+class RoundedCSHProfile(PrivacyProfile):
+    """Rounded CSH (secure default; docs/proofs/rounded-csh.md): integer margin m, accounted at τ = m − ½.
+
+    ``delta``: :func:`.csh.csh_rounded_delta`. ``pair``: as :class:`CSHProfile` at τ = m − ½ (rounding is
+    post-processing, so Thm 3.3's decomposition carries over).
+    """
+
+    sigma: float
+    margin: int
+    k: int
+    analysis: str = "tight"
+    debias: bool = False
+    family = "csh-rounded"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", v.positive("sigma", self.sigma))
+        object.__setattr__(self, "margin", v.integer("margin", self.margin, lo=1))
+        object.__setattr__(self, "k", v.integer("k", self.k, lo=1))
+        object.__setattr__(self, "analysis", v.choice("analysis", self.analysis, ("tight", "add")))
+
+    def delta(self, epsilon):
+        from .csh import csh_rounded_delta
+
+        eps, scalar = _eps_array(epsilon)
+        return _out(np.array([csh_rounded_delta(float(e), self.sigma, self.margin, self.k, self.analysis,
+                                                debias=self.debias) if e >= 0 else 1.0 for e in eps]), scalar)
+
+    def pair(self) -> DominatingPair:
+        return _csh_pair(self.sigma, self.margin - 0.5, self.k, self.debias)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "sigma": self.sigma, "margin": self.margin, "k": self.k,
+                "analysis": self.analysis, "debias": self.debias}
+
+
+# ------------------------------------------------------------------ Gaussian, pure
+
+
+@dataclass(frozen=True)
+class GaussianProfile(PrivacyProfile):
+    """Gaussian mechanism with μ = ℓ2 sensitivity / σ (Balle–Wang 2018 Thm 8; no threshold)."""
+
+    mu: float
+    family = "gaussian"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mu", v.positive("mu", self.mu))
+
+    def delta(self, epsilon):
+        from .gaussian import gaussian_delta
+
+        eps, scalar = _eps_array(epsilon)
+        return _out(np.atleast_1d(gaussian_delta(self.mu, eps)), scalar)
+
+    def pair(self) -> DominatingPair:
+        return DominatingPair(gaussian_mu2=self.mu * self.mu * (1.0 + 1e-12))
+
+    def tradeoff_curve(self, alpha) -> np.ndarray:
+        a = np.atleast_1d(np.asarray(alpha, dtype=float))
+        with np.errstate(divide="ignore"):
+            return np.clip(special.ndtr(-special.ndtri(a) - self.mu), 0.0, 1.0 - a)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "mu": self.mu}
+
+
+@dataclass(frozen=True)
+class PureProfile(PrivacyProfile):
+    """A pure ε₀-DP release: δ(ε) = max(0, (e^{ε₀} − e^ε)/(1 + e^{ε₀}), 1 − e^ε) (the hockey-stick divergence of
+    the randomised-response pair, which dominates every ε₀-DP mechanism: Kairouz–Oh–Viswanath 2015). No pair: a ledger composes pure charges exactly in ε (basic composition)."""
+
+    epsilon0: float
+    family = "pure"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon0", v.nonnegative("epsilon0", self.epsilon0))
+
+    def delta(self, epsilon):
+        eps, scalar = _eps_array(epsilon)
+        e0 = self.epsilon0
+        out = np.maximum(0.0, (np.exp(e0 - np.logaddexp(0.0, e0))) * -np.expm1(np.minimum(eps - e0, 0.0)))
+        out = np.maximum(out, -np.expm1(np.minimum(eps, 0.0)))  # S = everything: 1 − e^ε for ε < 0
+        return _out(out, scalar)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "epsilon0": self.epsilon0}
+
+
+_FAMILIES = {"gshm-discrete": GSHMDiscreteProfile, "gshm": GSHMProfile, "laplace-discrete": LaplaceDiscreteProfile,
+             "csh": CSHProfile, "csh-rounded": RoundedCSHProfile, "gaussian": GaussianProfile,
+             "pure": PureProfile}
+
+
+def profile_from_dict(d: Mapping[str, Any]) -> PrivacyProfile:
+    """Inverse of ``to_dict`` (the ledger's stored JSON)."""
+    if not isinstance(d, Mapping) or d.get("family") not in _FAMILIES:
+        raise InvalidParameterError(f"not a stored privacy profile: {d!r}")
+    kw = {k: val for k, val in d.items() if k != "family"}
+    return _FAMILIES[d["family"]](**kw)
+
+
+def profile_of(calibration) -> PrivacyProfile | None:
+    """The profile of the noise a release made with ``calibration`` samples; ``None`` if it has none.
+
+    THE one bridge from :class:`~.calibration.Calibration` to profiles: it reads today's ``params`` keys
+    (``noise``, ``sigma2``, ``margin``, ``scale``, ``l0``, ``k``, ``mu_o2``, ``debias``,
+    ``continuous_analysis``); port it when ``params`` becomes typed fields. No profile (→ basic
+    composition in the ledger) for: continuous Laplace, Algorithm-4 CSH (zCDP), discrete correlated Gaussian.
+    """
+    p = getattr(calibration, "params", {}) or {}
+    mech, noise = calibration.mechanism, p.get("noise")
+    if mech == "gshm":
+        if noise == "discrete_gaussian":
+            return GSHMDiscreteProfile(Fraction(p["sigma2"]), int(p["margin"]), int(p["l0"]))
+        if noise == "gaussian":
+            return GSHMProfile(float(calibration.sigma), float(calibration.tau), int(p["l0"]),
+                               float(p.get("mu_o2", 0.0)), calibration.analysis)
+        return None
+    if mech == "laplace":
+        if noise == "discrete_laplace":
+            return LaplaceDiscreteProfile(Fraction(p["scale"]), int(p["margin"]), int(p["l0"]))
+        return None
+    if mech in ("csh", "topk-csh"):
+        debias = bool(p.get("debias", False))
+        if noise == "rounded":
+            return RoundedCSHProfile(float(calibration.sigma), int(p["margin"]), int(p["k"]),
+                                     p.get("continuous_analysis", "tight"), debias)
+        if noise == "gaussian":
+            return CSHProfile(float(calibration.sigma), float(calibration.tau), int(p["k"]),
+                              calibration.analysis, debias)
+        return None
+    if mech == "correlated-gaussian" and noise == "gaussian" and not p.get("discrete", False):
+        return GaussianProfile(1.0 / float(calibration.sigma))
+    return None
