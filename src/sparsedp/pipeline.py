@@ -143,19 +143,6 @@ def _open_ledger(ledger: Any, dataset: Any):
     return led, owned
 
 
-def _charge(disclosure: Any) -> dict:
-    """The ledger charge of a release: its (ε, δ) and relation (refused on an add/remove budget when it is
-    replace-one: the ledger never adds the two as if they were the same)."""
-    from .accounting.calibration import Neighbours
-
-    if disclosure.neighbours is not Neighbours.ADD_REMOVE:
-        raise InvalidParameterError(
-            f"this release is private for '{disclosure.neighbours.value}', but the ledger's budgets are for "
-            "add/remove one privacy unit; pass max_units=… to make the release add/remove private")
-    return {"epsilon": float(disclosure.epsilon), "delta": float(disclosure.delta),
-            "rho": disclosure.rho, "rho_delta": 0.0}
-
-
 def _sorted_table(arrow: Any, value_column: str):
     """Largest value first (stable: ties keep the engine's canonical key order)."""
     import numpy as np
@@ -248,12 +235,13 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     disclosure = mech.disclosure(request, cal, value_column)
     if insecure_float:
         warn_insecure()
+    charge = mech.charge(cal, disclosure)
     led, own_ledger = _open_ledger(ledger, dataset)
     hist = None
     try:
         # 2. Ledger pre-check (advisory; the charge below repeats it atomically).
         if led is not None:
-            led.check(dataset, **_charge(disclosure))
+            led.check(dataset, charge)
         timings = {"validate": time.perf_counter() - t_start}
         # 3. Bounded histogram where the data live (every input check happens here, before the charge).
         t = time.perf_counter()
@@ -263,8 +251,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         # 4. Charge (committed, or refused with BudgetExceededError), then 5. one private draw.
         charge_id = None
         if led is not None:
-            charge_id = led.charge(dataset, mechanism=mech.name, note=f"release {sources.display(data)}",
-                                   **_charge(disclosure))
+            charge_id = led.charge(dataset, charge, note=f"release {sources.display(data)}")
         t = time.perf_counter()
         with stage(f"adding noise ({mech.name})"):
             released = mech.run(eng, hist, cal, disclosure, source, request)

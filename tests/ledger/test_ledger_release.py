@@ -87,14 +87,14 @@ def test_ledger_object_in_memory_release(led_path, rng):
 def test_refusal_at_commit_draws_no_noise(led_path, tmp_path, monkeypatch):
     """If another process spends the budget between the advisory check and the charge, the atomic charge
     refuses: no noise is drawn and no output is written."""
-    import sparsedp.mechanisms as mechs
+    from sparsedp.engines.base import EmbeddedEngine
 
     drawn = []
-    monkeypatch.setattr(mechs, "release_histogram", lambda *a, **k: drawn.append(1))
+    monkeypatch.setattr(EmbeddedEngine, "noise_keys", lambda *a, **k: drawn.append(1))
     orig = Ledger.check
 
-    def check_then_race(self, dataset, **kw):
-        orig(self, dataset, **kw)
+    def check_then_race(self, dataset, *a, **kw):
+        orig(self, dataset, *a, **kw)
         with Ledger(led_path) as other:
             other.charge("logs", epsilon=0.9, delta=1e-7)
 

@@ -408,33 +408,27 @@ def profile_from_dict(d: Mapping[str, Any]) -> PrivacyProfile:
 def profile_of(calibration) -> PrivacyProfile | None:
     """The profile of the noise a release made with ``calibration`` samples; ``None`` if it has none.
 
-    THE one bridge from :class:`~.calibration.Calibration` to profiles: it reads today's ``params`` keys
-    (``noise``, ``sigma2``, ``margin``, ``scale``, ``l0``, ``k``, ``mu_o2``, ``debias``,
-    ``continuous_analysis``); port it when ``params`` becomes typed fields. No profile (→ basic
-    composition in the ledger) for: continuous Laplace, Algorithm-4 CSH (zCDP), discrete correlated Gaussian.
+    THE one bridge from :class:`~.calibration.Calibration` to profiles, dispatching on the typed noise law
+    (:mod:`.laws`). No profile (→ basic composition in the ledger) for: continuous Laplace, Algorithm-4 CSH
+    (zCDP), the discrete correlated Gaussian, and anything else without a proved composable form.
     """
-    p = getattr(calibration, "params", {}) or {}
-    mech, noise = calibration.mechanism, p.get("noise")
-    if mech == "gshm":
-        if noise == "discrete_gaussian":
-            return GSHMDiscreteProfile(Fraction(p["sigma2"]), int(p["margin"]), int(p["l0"]))
-        if noise == "gaussian":
-            return GSHMProfile(float(calibration.sigma), float(calibration.tau), int(p["l0"]),
-                               float(p.get("mu_o2", 0.0)), calibration.analysis)
-        return None
-    if mech == "laplace":
-        if noise == "discrete_laplace":
-            return LaplaceDiscreteProfile(Fraction(p["scale"]), int(p["margin"]), int(p["l0"]))
-        return None
+    from . import laws
+
+    cal, law, mech = calibration, calibration.noise, calibration.mechanism
+    if mech == "gshm" and isinstance(law, laws.DiscreteGaussian):
+        return GSHMDiscreteProfile(Fraction(law.sigma2), int(cal.tau), int(cal.l0))
+    if mech == "gshm" and isinstance(law, laws.Gaussian):
+        return GSHMProfile(float(cal.sigma), float(cal.tau), int(cal.l0), float(cal.mu_o2), cal.analysis)
+    if mech == "laplace" and isinstance(law, laws.DiscreteLaplace):
+        return LaplaceDiscreteProfile(Fraction(law.scale), int(cal.tau), int(cal.l0))
     if mech in ("csh", "topk-csh"):
-        debias = bool(p.get("debias", False))
-        if noise == "rounded":
-            return RoundedCSHProfile(float(calibration.sigma), int(p["margin"]), int(p["k"]),
-                                     p.get("continuous_analysis", "tight"), debias)
-        if noise == "gaussian":
-            return CSHProfile(float(calibration.sigma), float(calibration.tau), int(p["k"]),
-                              calibration.analysis, debias)
+        k = int(cal.k if cal.k is not None else cal.top_k)
+        if isinstance(law, laws.RoundedCorrelatedGaussian):
+            return RoundedCSHProfile(float(cal.sigma), int(cal.tau), k, cal.analysis.removeprefix("rounded-"),
+                                     bool(cal.debias))
+        if isinstance(law, laws.CorrelatedGaussian):
+            return CSHProfile(float(cal.sigma), float(cal.tau), k, cal.analysis, bool(cal.debias))
         return None
-    if mech == "correlated-gaussian" and noise == "gaussian" and not p.get("discrete", False):
-        return GaussianProfile(1.0 / float(calibration.sigma))
+    if mech == "correlated-gaussian" and isinstance(law, laws.DenseCorrelatedGaussian):
+        return GaussianProfile(1.0 / float(cal.sigma))
     return None

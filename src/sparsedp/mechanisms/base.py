@@ -145,6 +145,15 @@ class Mechanism(ABC):
         """The private release of the bounded histogram ``hist`` on ``engine``'s primitives, drawing every
         secret and noise word from ``rng`` (the release's secure source)."""
 
+    def charge(self, calibration: Any, disclosure: Disclosure) -> Any:
+        """The ledger charge of a release (:class:`~sparsedp.ledger.Charge`): by default its (ε, δ) under basic
+        composition for the disclosed relation; mechanisms with a privacy profile override it so the ledger can
+        compose them tightly."""
+        from ..ledger import Charge
+
+        return Charge(epsilon=disclosure.epsilon, delta=disclosure.delta, neighbours=disclosure.neighbours,
+                      mechanism=self.name)
+
     def value_column(self, default: str) -> str:
         """Name of the released value column (the count aggregate's name unless the mechanism releases
         something else, e.g. shifted top-k's ``count − cut-off``)."""

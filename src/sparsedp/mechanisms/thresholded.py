@@ -56,6 +56,14 @@ def _disclosure(self: Mechanism, request: ReleaseRequest, cal: Any, value_column
         notes=notes + ((fb,) if fb else ()))
 
 
+def _charge(self: Mechanism, calibration: Any, disclosure: Disclosure) -> Any:
+    """The charge with the calibration's privacy profile (:func:`sparsedp.accounting.profiles.profile_of`), so the
+    ledger composes repeated releases tightly (docs/proofs/composition.md)."""
+    from ..ledger import Charge
+
+    return Charge.from_calibration(calibration, disclosure.neighbours)
+
+
 def _secure(request: ReleaseRequest) -> bool:
     return not request.insecure_float
 
@@ -85,6 +93,8 @@ class _PerKeyThresholded(Mechanism):
         return _disclosure(self, request, calibration, value_column,
                            f"at most {request.max_groups_per_unit} keys per unit, 1 per key",
                            pre=self.pre_threshold)
+
+    charge = _charge
 
     def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
         task = _key_task(calibration, self.pre_threshold, rng, request.insecure_float)
@@ -174,6 +184,8 @@ class TopKCSH(Mechanism):
                      "variant); the threshold applies to count − t",)
         return _disclosure(self, request, cal, value_column, f"top-{self.k} keys, 1 per key per unit (no l0 bound)",
                            pre=1, noise_std=std, notes=notes)
+
+    charge = _charge
 
     def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
         t = engine.kth_largest(hist, self.k + 1)

@@ -159,6 +159,15 @@ class _Pure(Mechanism):
                   (("the number of units is treated as public (pass max_units=… for add/remove neighbours)",)
                    if self.max_units is None else ()))
 
+    def charge(self, calibration: Any, disclosure: Disclosure) -> Any:
+        """Pure ε-DP charges compose exactly in ε (:class:`~sparsedp.accounting.profiles.PureProfile`)."""
+        from ...accounting.profiles import PureProfile
+        from ...ledger import Charge
+
+        profile = PureProfile(float(calibration)) if disclosure.delta == 0 else None
+        return Charge(epsilon=float(calibration), delta=disclosure.delta, neighbours=self.neighbours,
+                      mechanism=self.name, profile=profile)
+
     def _domain_size(self) -> int | None:
         return None
 
