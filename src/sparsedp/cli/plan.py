@@ -29,7 +29,9 @@ def render_table(cals, *, title: str) -> None:
                          ("noise std", "right"), ("threshold margin tau", "right"), ("delta achieved", "right")):
         table.add_column(col, justify=justify)
     for c in cals:
-        table.add_row(c.mechanism, c.analysis, "discrete" if c.discrete else "continuous",
+        name = c.mechanism + ((" (de-biased counts)" if c.debias else " (shifted: count - cutoff)")
+                              if c.mechanism == "topk-csh" else "")
+        table.add_row(name, c.analysis, "discrete" if c.discrete else "continuous",
                       _fmt(c.sigma), _fmt(c.noise_std), _fmt(c.tau), f"{c.delta_achieved:.4g}")
     Console(width=max(100, Console().width)).print(table)
 
@@ -99,6 +101,7 @@ def plan(
     """Print the calibration (sigma, threshold) of every applicable mechanism and say which is best."""
     from ..accounting import compare
     from ..errors import SparsedpError
+    from ..pipeline import plan
 
     if noise not in _NOISE:
         raise typer.BadParameter(f"must be one of {', '.join(_NOISE)}; got {noise!r}", param_hint="--noise")
@@ -121,7 +124,13 @@ def plan(
     if l0 is None and top_k is None and k is None:
         l0 = 1
     try:
-        cals = compare(epsilon, delta, l0=l0, top_k=top_k, k=k, discrete=_NOISE[noise])
+        # the secure rows are the registered mechanisms (sparsedp.plan); the paper analyses are listed for research
+        cals = list(plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k)) if noise != "continuous" and (
+            l0 is not None or top_k is not None) else []
+        if noise != "discrete" or k is not None:
+            cals += compare(epsilon, delta, l0=l0, top_k=top_k, k=k,
+                            discrete=False if noise != "discrete" else True) if noise != "discrete" else \
+                compare(epsilon, delta, k=k, discrete=True)
     except SparsedpError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(code=2) from None
