@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 from fractions import Fraction
-from typing import Any
+from typing import ClassVar, Any
 
 from ..errors import InvalidParameterError
 
@@ -84,13 +84,8 @@ class DiscreteGaussian:
     def __post_init__(self) -> None:
         _fraction(self, "sigma2")
 
-    @property
-    def secure(self) -> bool:
-        return True
-
-    @property
-    def integer(self) -> bool:
-        return True
+    secure: ClassVar[bool] = True
+    integer: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -105,13 +100,8 @@ class DiscreteLaplace:
     def __post_init__(self) -> None:
         _fraction(self, "scale")
 
-    @property
-    def secure(self) -> bool:
-        return True
-
-    @property
-    def integer(self) -> bool:
-        return True
+    secure: ClassVar[bool] = True
+    integer: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -128,13 +118,8 @@ class RoundedCorrelatedGaussian:
         _real(self, "sigma")
         _real(self, "shared_sigma")
 
-    @property
-    def secure(self) -> bool:
-        return True
-
-    @property
-    def integer(self) -> bool:
-        return True
+    secure: ClassVar[bool] = True
+    integer: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -151,13 +136,8 @@ class DiscreteCorrelatedGaussian:
         _fraction(self, "sigma2")
         _fraction(self, "shared_sigma2")
 
-    @property
-    def secure(self) -> bool:
-        return True
-
-    @property
-    def integer(self) -> bool:
-        return False
+    secure: ClassVar[bool] = True
+    integer: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -173,13 +153,8 @@ class DiscreteCorrelatedLaplace:
         _fraction(self, "scale")
         _fraction(self, "shared_scale")
 
-    @property
-    def secure(self) -> bool:
-        return True
-
-    @property
-    def integer(self) -> bool:
-        return True
+    secure: ClassVar[bool] = True
+    integer: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -219,13 +194,8 @@ class DiscreteDenseCorrelatedGaussian:
         _fraction(self, "sigma2")
         _positive_int(self, "c")
 
-    @property
-    def secure(self) -> bool:
-        return True
-
-    @property
-    def integer(self) -> bool:
-        return False
+    secure: ClassVar[bool] = True
+    integer: ClassVar[bool] = False
 
 
 # ------------------------------------------------------------------ float noise (insecure)
@@ -241,13 +211,8 @@ class Gaussian:
     def __post_init__(self) -> None:
         _real(self, "sigma")
 
-    @property
-    def secure(self) -> bool:
-        return False
-
-    @property
-    def integer(self) -> bool:
-        return False
+    secure: ClassVar[bool] = False
+    integer: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -260,13 +225,8 @@ class Laplace:
     def __post_init__(self) -> None:
         _real(self, "scale")
 
-    @property
-    def secure(self) -> bool:
-        return False
-
-    @property
-    def integer(self) -> bool:
-        return False
+    secure: ClassVar[bool] = False
+    integer: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -283,13 +243,8 @@ class CorrelatedGaussian:
         _real(self, "sigma")
         _real(self, "shared_sigma", zero_ok=True)
 
-    @property
-    def secure(self) -> bool:
-        return False
-
-    @property
-    def integer(self) -> bool:
-        return False
+    secure: ClassVar[bool] = False
+    integer: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -319,13 +274,8 @@ class DenseCorrelatedGaussian:
     def n_estimate_std(self) -> float:
         return self.sigma / self.c
 
-    @property
-    def secure(self) -> bool:
-        return False
-
-    @property
-    def integer(self) -> bool:
-        return False
+    secure: ClassVar[bool] = False
+    integer: ClassVar[bool] = False
 
 
 NoiseLaw = (DiscreteGaussian | DiscreteLaplace | RoundedCorrelatedGaussian | DiscreteCorrelatedGaussian

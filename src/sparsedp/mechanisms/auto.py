@@ -81,17 +81,24 @@ def choose_mechanism(epsilon: float, delta: float, *, l0: int | None = None, k: 
     if not valid:
         raise InvalidParameterError("declare a contribution model: l0 (keys per unit), k (k-sparse monotonic "
                                     "histogram) or top_k (keep the top-k keys)")
-    cands: list[dict[str, Any]] = []
-    cals: dict[str, Calibration] = {}
+    tried: dict[str, Any] = {}
     for mech, bound in valid.items():
         try:
-            cal = calibrate_mechanism(mech, bound, epsilon, delta, insecure_float=insecure_float)
+            tried[mech] = calibrate_mechanism(mech, bound, epsilon, delta, insecure_float=insecure_float)
         except InfeasibleError as e:
-            cands.append({"mechanism": mech, "bound": bound, "infeasible": str(e)})
-            continue
-        cals[mech] = cal
-        cands.append({"mechanism": mech, "bound": bound, "tau": cal.tau, "noise_std": cal.noise_std,
-                      "analysis": cal.analysis})
+            tried[mech] = e
+    best, reason, cands = _pick(tried, epsilon, delta)
+    for c in cands:
+        c["bound"] = valid[c["mechanism"]]
+    return tried[best], {"chosen": best, "reason": reason, "candidates": cands}
+
+
+def _pick(tried: dict[str, Any], epsilon: float, delta: float) -> tuple[str, str, list[dict[str, Any]]]:
+    """The lowest-margin calibration among ``tried`` (name -> Calibration or the error that made it infeasible;
+    ties: lower noise), the reason, and every candidate sorted by margin."""
+    cals = {m: c for m, c in tried.items() if isinstance(c, Calibration)}
+    cands = [{"mechanism": m, "tau": c.tau, "noise_std": c.noise_std, "analysis": c.analysis}
+             if isinstance(c, Calibration) else {"mechanism": m, "infeasible": str(c)} for m, c in tried.items()]
     if not cals:
         raise InfeasibleError("no valid mechanism is feasible: " +
                               "; ".join(f"{c['mechanism']}: {c['infeasible']}" for c in cands))
@@ -105,7 +112,7 @@ def choose_mechanism(epsilon: float, delta: float, *, l0: int | None = None, k: 
     else:
         reason = f"{best} is the only feasible mechanism for the declared contribution model"
     cands.sort(key=lambda c: c.get("tau", float("inf")))
-    return cals[best], {"chosen": best, "reason": reason, "candidates": cands}
+    return best, reason, cands
 
 
 # ------------------------------------------------------------------ the registered "auto" mechanism
@@ -124,33 +131,16 @@ class Auto(Mechanism):
     def resolve(self, request: ReleaseRequest):
         """``(chosen mechanism, its calibration, reason, candidates)``: calibrates every candidate."""
         self.check(request)
-        cands: list[dict[str, Any]] = []
-        best = None
-        for cls in auto_candidates():
-            mech = cls()
+        mechs = {cls.name: cls() for cls in auto_candidates()}
+        tried: dict[str, Any] = {}
+        for name, mech in mechs.items():
             try:
                 mech.check(request)
-                cal = mech.calibrate(request)
+                tried[name] = mech.calibrate(request)
             except (InfeasibleError, InvalidParameterError) as e:
-                cands.append({"mechanism": cls.name, "infeasible": str(e)})
-                continue
-            cands.append({"mechanism": cls.name, "tau": cal.tau, "noise_std": cal.noise_std,
-                          "analysis": cal.analysis})
-            if best is None or (cal.tau, cal.noise_std) < (best[1].tau, best[1].noise_std):
-                best = (mech, cal)
-        if best is None:
-            raise InfeasibleError("no valid mechanism is feasible: " +
-                                  "; ".join(f"{c['mechanism']}: {c['infeasible']}" for c in cands))
-        mech, cal = best
-        others = sorted((c for c in cands if c["mechanism"] != mech.name and "tau" in c), key=lambda c: c["tau"])
-        if others:
-            o = others[0]
-            reason = (f"{mech.name} has the lowest threshold margin among the mechanisms valid for the declared "
-                      f"contribution model: tau={cal.tau:.6g} vs {o['mechanism']} tau={o['tau']:.6g} "
-                      f"at epsilon={request.epsilon:g}, delta={request.delta:g}")
-        else:
-            reason = f"{mech.name} is the only feasible mechanism for the declared contribution model"
-        cands.sort(key=lambda c: c.get("tau", float("inf")))
+                tried[name] = e
+        best, reason, cands = _pick(tried, request.epsilon, request.delta)
+        mech, cal = mechs[best], tried[best]
         return mech, cal, reason, tuple(cands)
 
     def calibrate(self, request):
