@@ -171,3 +171,16 @@ def test_bad_arguments():
         joint_gshm_delta(1.0, 0.5, 3, 1, [100], [1])
     with pytest.raises(InvalidParameterError):
         column_scales(4, [3], weights=[0.0])
+
+
+@pytest.mark.parametrize("eps,delta,D", [(1.0, 0.05, 2), (0.5, 0.1, 3)])
+def test_calibrated_release_is_private_and_half_sigma_is_not(eps, delta, D):
+    """Exact enumeration at the calibrated noise: true δ <= target; with every noise scale at σ/2
+    (scales / 4) the true δ of the sampled mechanism exceeds the target."""
+    cal = calibrate_joint_gshm(eps, delta, 1, [D])
+    s, s1, m = float(cal.count_sigma2), float(cal.column_sigma2s[0]), cal.margin
+    counts = list(range(PRE, PRE + m + 14))
+    assert _true_delta(eps, s, s1, m, D, 1, counts) <= delta
+    assert _true_delta(eps, s / 4, s1 / 4, m, D, 1, counts) > delta
+    # the column alone matters too: only the column noise halved
+    assert _true_delta(eps, s, s1 / 4, m, D, 1, counts) > delta

@@ -1,4 +1,4 @@
-"""Top-k CSH with aggregate columns (sparsedp.accounting.csh_aggregates; seed 000 §6, docs/proofs/aggregates.md §5)."""
+"""Top-k CSH with aggregate columns (accounting.csh_aggregates; seed 000 §6, docs/proofs/aggregates.md §5)."""
 
 from __future__ import annotations
 

@@ -195,7 +195,7 @@ def _bound_exact_count(j: int, eps: float, s: float, m_c: float, extra_c: float,
     """Count sum kept discrete (law within R_count of N_Z(0, js)), columns smoothed: a lattice sum.
 
     Window ``|x − j| <= W``, ``W = 14√(js) + 2``; the neglected terms are bounded rigorously: ``h(x) <=
-    e^{x/s − μ₁²/2 + ν²/2}`` and ``N_Z(0, js)(x) e^{x/s} = e^{j/(2s)} N_Z(0, js)(x − j)`` (j is an integer), so
+    e^{x/s − μ₁²/2 + ν²/2}`` and ``N_Z(0, js)(x) e^{x/s} = e^{j/(2s)} N_Z(0, js)(x − j)`` (j an integer), so
     they sum to at most ``e^{e_c/2} P[|N_Z(0, js)| > W]`` (times R).
     """
     from .discrete import dgauss_logpmf, dgauss_sf

@@ -3,7 +3,7 @@
 Engine-neutral in the sense that it is plain Polars (every engine of sparsedp can hand Polars a LazyFrame or
 an Arrow table). The contribution model and the grid are defined in :mod:`sparsedp.aggregates`:
 
-    contribution(u, k) = clip( floor( clip(Σ_{rows of u, k} value, lower, upper) / g + 1/2 ), q(lower), q(upper) ) − c
+    contribution(u, k) = clip(floor(clip(Σ_{rows of u, k} value, lower, upper)/g + 1/2), q(lower), q(upper)) − c
 
 an Int64 per (unit, key) in ``[q(lower) − c, q(upper) − c]`` (so its absolute value is at most the aggregate's
 ``sensitivity``), and the key's grid sum is the Int64 sum of its kept units' contributions. Call it *after*
