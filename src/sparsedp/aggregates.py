@@ -59,7 +59,7 @@ from . import _validate as v
 from .errors import InvalidParameterError, InvalidTypeError
 
 __all__ = ["Aggregate", "Count", "Sum", "Mean", "default_granularity", "grid_index", "output_names",
-           "DEFAULT_GRID_STEPS_LOG2"]
+           "noise_columns", "column_sensitivities", "DEFAULT_GRID_STEPS_LOG2"]
 
 #: the default grid puts between 2^(this − 1) and 2^this steps across [lower, upper]
 DEFAULT_GRID_STEPS_LOG2 = 12
@@ -224,3 +224,36 @@ def output_names(aggregates) -> list[str]:
     if dup:
         raise InvalidParameterError(f"duplicate output column name(s) {dup}; give the aggregates distinct names")
     return names
+
+
+def _grid_key(a: Sum) -> tuple:
+    return (a.column, a.lower, a.upper, a.granularity, a.recentre)
+
+
+def noise_columns(aggregates) -> tuple[list[Sum], list[int | None]]:
+    """The distinct noisy grid columns of a release and, per aggregate, the index of the one it uses.
+
+    A ``Sum`` and a ``Mean`` (or two of either) of the same column with the same bounds, granularity and
+    re-centring share ONE noisy grid sum: the mean is post-processing of it and of the noisy count, so it costs
+    nothing extra. ``Count`` maps to ``None``. The returned columns are plain :class:`Sum` objects, in order of
+    first use; their sensitivities are what the accountant charges (:func:`column_sensitivities`).
+    """
+    output_names(aggregates)  # type and duplicate-name checks
+    cols: list[Sum] = []
+    index: dict[tuple, int] = {}
+    where: list[int | None] = []
+    for a in aggregates:
+        if not isinstance(a, Sum):
+            where.append(None)
+            continue
+        key = _grid_key(a)
+        if key not in index:
+            index[key] = len(cols)
+            cols.append(Sum(a.column, a.lower, a.upper, a.granularity, recentre=a.recentre))
+        where.append(index[key])
+    return cols, where
+
+
+def column_sensitivities(aggregates) -> list[int]:
+    """Grid-unit sensitivities of the distinct noisy columns (:func:`noise_columns`), for the accountant."""
+    return [c.sensitivity for c in noise_columns(aggregates)[0]]

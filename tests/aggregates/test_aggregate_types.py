@@ -8,7 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sparsedp.aggregates import Count, Mean, Sum, default_granularity, grid_index, output_names
+from sparsedp.aggregates import (Count, Mean, Sum, column_sensitivities, default_granularity, grid_index, noise_columns,
+                                 output_names)
 from sparsedp.engines.aggregate_exprs import check_value_columns, key_grid_sums, unit_key_contributions
 from sparsedp.errors import InputDataError, InvalidParameterError, InvalidTypeError
 
@@ -97,7 +98,7 @@ def _rows():
 
 
 def test_contributions_are_clipped_per_unit_and_key_then_gridded():
-    aggs = [Sum("x", 0, 600, granularity=1.0, recentre=False), Sum("x", 0, 600, granularity=0.5),
+    aggs = [Sum("x", 0, 600, granularity=1.0, recentre=False), Sum("x", 0, 600, granularity=0.5, name="x2"),
             Mean("y", 0, 3, granularity=1.0, recentre=False)]
     c = unit_key_contributions(_rows(), "u", ["k"], aggs).collect().sort("u", "k")
     # (unit, key) sums: (1,a)=700->600, (1,b)=-5->0, (2,a)=0.3->0, (2,b)=20, (3,a)=1e9+2->600
@@ -132,3 +133,14 @@ def test_bad_value_columns_raise():
         check_value_columns(_rows().with_columns(pl.col("x").cast(pl.String)), aggs)
     with pytest.raises(InputDataError, match="not in the data"):
         check_value_columns(_rows(), [Sum("zz", 0, 1)])
+
+
+def test_sum_and_mean_of_same_column_share_one_noisy_column():
+    aggs = [Count(), Sum("x", 0, 600), Mean("x", 0, 600), Sum("x", 0, 100, name="x100"),
+            Mean("y", -1, 1, name="my")]
+    cols, where = noise_columns(aggs)
+    assert where == [None, 0, 0, 1, 2]
+    assert [c.column for c in cols] == ["x", "x", "y"]
+    assert column_sensitivities(aggs) == [aggs[1].sensitivity, aggs[3].sensitivity, aggs[4].sensitivity]
+    ks = key_grid_sums(_rows(), "u", ["k"], aggs).collect()
+    assert ks.columns == ["k", "__sparsedp_agg_0", "__sparsedp_agg_1", "__sparsedp_agg_2"]

@@ -90,8 +90,9 @@ def test_value_units_and_recentring_are_exact(cal):
     # deterministic check without noise: value = g*(A' + Y) + g*c*count
     from sparsedp.mechanisms.aggregate_noise import JointRelease
     r = JointRelease(positions=np.array([0, 1]), noisy_counts=np.array([4, 10]),
-                     noisy_grid_sums=(np.array([-3, 7]), np.array([-3, 7])))
+                     noisy_grid_sums=(np.array([-3, 7]),))     # the Sum and the Mean share one noisy column
     out = column_values(r, aggs)
+    assert out["count"].tolist() == [4, 10]
     g, c = a.granularity, a.centre
     assert out["sum_x"].tolist() == [g * (-3 + 4 * c), g * (7 + 10 * c)]
     assert out["avg"].tolist() == [g * (-3 + 4 * c) / 4, g * (7 + 10 * c) / 10]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..aggregates import Sum
+from ..aggregates import Sum, noise_columns
 from ..errors import InputDataError, InvalidTypeError
 
 __all__ = ["grid_column_name", "check_value_columns", "contribution_exprs", "unit_key_contributions",
@@ -32,8 +32,8 @@ def grid_column_name(i: int) -> str:
 
 
 def _sums(aggregates: Sequence[Any]) -> list[Sum]:
-    out = [a for a in aggregates if isinstance(a, Sum)]  # Mean is a Sum
-    return out
+    """The distinct noisy grid columns (:func:`sparsedp.aggregates.noise_columns`)."""
+    return noise_columns(aggregates)[0]
 
 
 def check_value_columns(lf: Any, aggregates: Sequence[Any]) -> None:
@@ -68,8 +68,9 @@ def check_value_columns(lf: Any, aggregates: Sequence[Any]) -> None:
 
 def contribution_exprs(aggregates: Sequence[Any]) -> list:
     """Polars aggregation expressions (for ``group_by([unit, *by]).agg``) of each Sum/Mean's gridded,
-    clipped, re-centred contribution (module docstring), named :func:`grid_column_name` (i = position among
-    the Sum/Mean aggregates)."""
+    clipped, re-centred contribution (module docstring), named :func:`grid_column_name` (i = index of the
+    distinct grid column, :func:`sparsedp.aggregates.noise_columns`: a Sum and a Mean of the same column and
+    bounds share one)."""
     import polars as pl
 
     out = []

@@ -35,8 +35,8 @@ from typing import Sequence
 import numpy as np
 
 from .. import _validate as v
-from ..aggregates import Count, Mean, Sum
-from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
+from ..aggregates import Mean, Sum, noise_columns
+from ..errors import InputDataError, InvalidParameterError
 
 __all__ = ["JointRelease", "noisy_grid_sums", "to_value_units", "release_joint", "column_values",
            "sum_error_std", "MeanError", "mean_error", "expected_errors"]
@@ -50,16 +50,6 @@ class JointRelease:
     positions: np.ndarray
     noisy_counts: np.ndarray
     noisy_grid_sums: tuple[np.ndarray, ...]
-
-
-def _sums(aggregates) -> list[Sum]:
-    out = []
-    for a in aggregates:
-        if isinstance(a, Sum):
-            out.append(a)
-        elif not isinstance(a, Count):
-            raise InvalidTypeError(f"aggregates must be Count, Sum or Mean objects, got {type(a).__name__}")
-    return out
 
 
 def noisy_grid_sums(grid_sums: Sequence[np.ndarray], column_sigma2s, rng=None) -> tuple[np.ndarray, ...]:
@@ -123,12 +113,19 @@ def release_joint(counts, grid_sums: Sequence[np.ndarray], calibration, pre_thre
 
 
 def column_values(release: JointRelease, aggregates) -> dict[str, np.ndarray]:
-    """Output columns in value units, named after the aggregates (Sum/Mean in the order of the grid columns)."""
-    sums = _sums(aggregates)
-    if len(sums) != len(release.noisy_grid_sums):
-        raise InvalidParameterError(f"{len(sums)} Sum/Mean aggregates but {len(release.noisy_grid_sums)} columns")
-    return {a.output_name: to_value_units(col, release.noisy_counts, a)
-            for a, col in zip(sums, release.noisy_grid_sums)}
+    """Output columns in value units, named after the aggregates; ``release.noisy_grid_sums`` holds the
+    distinct grid columns of :func:`sparsedp.aggregates.noise_columns` (shared by a Sum and a Mean of the same
+    column and bounds). The count column is the noisy count."""
+    cols, where = noise_columns(aggregates)
+    if len(cols) != len(release.noisy_grid_sums):
+        raise InvalidParameterError(f"{len(cols)} grid columns but {len(release.noisy_grid_sums)} noisy columns")
+    out = {}
+    for a, i in zip(aggregates, where):
+        if i is None:
+            out[a.output_name] = np.asarray(release.noisy_counts)
+        else:
+            out[a.output_name] = to_value_units(release.noisy_grid_sums[i], release.noisy_counts, a)
+    return out
 
 
 # ------------------------------------------------------------------ expected errors (for the report)
@@ -202,13 +199,12 @@ def expected_errors(aggregates, calibration, n: int | None = None, pre_threshold
     out = {}
     t = v.integer("pre_threshold", pre_threshold, lo=1) + calibration.margin
     nn = t if n is None else v.integer("n", n, lo=1)
-    sums = _sums(aggregates)
-    for a in aggregates:
-        if isinstance(a, Count):
+    _, where = noise_columns(aggregates)
+    for a, i in zip(aggregates, where):
+        if i is None:
             out[a.output_name] = calibration.count_noise_std
-    for a, s_k in zip(sums, calibration.column_sigma2s):
-        if isinstance(a, Mean):
-            out[a.output_name] = mean_error(a, s_k, calibration.count_sigma2, nn, t).rmse
+        elif isinstance(a, Mean):
+            out[a.output_name] = mean_error(a, calibration.column_sigma2s[i], calibration.count_sigma2, nn, t).rmse
         else:
-            out[a.output_name] = sum_error_std(a, s_k, calibration.count_sigma2)
+            out[a.output_name] = sum_error_std(a, calibration.column_sigma2s[i], calibration.count_sigma2)
     return out
