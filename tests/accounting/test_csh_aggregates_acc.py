@@ -69,3 +69,7 @@ def test_discrete_columns_add_rho():
     base = csh_discrete_joint_delta_parts(1.0, 3.0, 9.0, 10, [], []).gaussian
     with_col = csh_discrete_joint_delta_parts(1.0, 3.0, 9.0, 10, sks, [100]).gaussian
     assert with_col > base
+    from sparsedp.accounting.discrete_histograms import topk_debias_discrete_delta_parts
+    deb = csh_discrete_joint_delta_parts(1.0, 3.0, 9.0, 10, [], [], debias=True)
+    ref = topk_debias_discrete_delta_parts(1.0, 3.0, 9.0, 10, "cks")
+    assert deb.gaussian == pytest.approx(ref["gaussian"], rel=1e-14)

@@ -108,9 +108,11 @@ def csh_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence, colu
 
 
 def csh_discrete_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence,
-                                   column_sensitivities: Sequence[int], conversion: str = "cks") -> CshJointParts:
+                                   column_sensitivities: Sequence[int], conversion: str = "cks", *,
+                                   debias: bool = False) -> CshJointParts:
     """Discrete CSH (seed 000 Alg. 4 / Thm 7.7) with discrete aggregate columns: ρ = Lemma 7.5's ρ at the
-    sampled scales + ``k Σ D_k²/(2 s_k)``; δ_inf of Lemma 7.6 unchanged (:func:`.csh.csh_discrete_delta_parts`)."""
+    sampled scales + ``k Σ D_k²/(2 s_k)``; δ_inf of Lemma 7.6 unchanged (:func:`.csh.csh_discrete_delta_parts`).
+    ``debias=True``: the released t̃ adds ``4/(2 s_corr)`` more (``docs/proofs/discrete-histograms.md`` §8)."""
     from .csh import csh_discrete_delta_parts, csh_discrete_scales
     from .zcdp import zcdp_to_dp_delta
 
@@ -118,7 +120,7 @@ def csh_discrete_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Seque
     kk = v.integer("k", k, lo=1)
     ss, ds = _columns(column_sigma2s, column_sensitivities)
     s_ind, s_corr = (float(x) for x in csh_discrete_scales(sigma, kk))
-    rho = 0.5 * (kk / s_ind + 1.0 / s_corr) + kk * sum(d * d / (2.0 * s) for s, d in zip(ss, ds))
+    rho = 0.5 * (kk / s_ind + (5.0 if debias else 1.0) / s_corr) + kk * sum(d * d / (2.0 * s) for s, d in zip(ss, ds))
     gauss = float(zcdp_to_dp_delta(rho, eps, conversion=conversion))
     thr = csh_discrete_delta_parts(eps, sigma, tau, kk, conversion=conversion)["threshold"]
     return CshJointParts(gaussian=gauss, threshold=thr, total=min(1.0, gauss + thr))
