@@ -1,32 +1,259 @@
-"""The statistics released per key. Today: the distinct-unit count (:class:`Count`), the default.
+"""Aggregates released per key next to the distinct-unit count: ``Count``, ``Sum`` and ``Mean``.
 
-The release pipeline carries a tuple of aggregates per key; an aggregate is a frozen dataclass naming its output
-column and (for value aggregates) its contribution model and clipping. Engines compute them generically.
+Typed, frozen descriptions of *what* is released for every key; the accounting lives in
+:mod:`sparsedp.accounting.aggregates`, the per-(unit, key) contributions in
+:mod:`sparsedp.engines.aggregate_exprs`, the column noise in :mod:`sparsedp.mechanisms.aggregate_noise`.
+No heavy import happens at module import time.
+
+Contribution model (enforced by the engine, like ``l0``)
+---------------------------------------------------------
+Each privacy unit keeps at most ``l0`` keys (:mod:`sparsedp.engines.bounding`). For a kept key, the unit's
+contribution to ``Sum(column, lower, upper)`` is the **sum of its rows' values of ``column`` for that key,
+clipped to [lower, upper]** (one clip per (unit, key), after the unit's rows are added up — so a unit with
+many small rows cannot exceed the bound either). Removing the unit changes the key's count by 1 and the key's
+sum by that clipped contribution.
+
+Fixed-point grid
+----------------
+The clipped contribution ``v`` is mapped to the public grid of step ``g = granularity`` by the deterministic
+rounding ``q(v) = floor(v/g + 1/2)`` and then clipped again to the integer interval ``[q(lower), q(upper)]``
+(the second clip only guards float rounding of ``v/g + 1/2``; ``q`` is monotone so it is a no-op in exact
+arithmetic). Why this keeps the sensitivity bound: ``q`` is applied to *one unit's own* contribution, a
+function of that unit's data only, before it is added to the key's total. So the key's grid sum
+``Σ_units q(v_u)`` changes, when one unit is added or removed, by exactly that unit's ``q(v_u)``, an integer
+in ``[q(lower), q(upper)]``: the sensitivity argument is the same as for the exact sums, with the bounds
+``q(lower), q(upper)`` in grid units. Rounding is not noise and costs no privacy; it biases a unit's value by
+at most ``g/2``.
+
+Re-centring (seed 000 §6, L346–348; spec ``shared/specs/seed-000-csh.md`` §3.5 "Sum-recentring trick"):
+with ``recentre=True`` (the default) the engine sums ``q(v) − c`` with the integer centre
+``c = floor((q(lower) + q(upper))/2)``, so each unit moves the column by at most
+``ceil((q(upper) − q(lower))/2)`` instead of ``max(|q(lower)|, |q(upper)|)``, and the release adds ``c·g``
+times the *noisy* count back (post-processing of released values). Under the default allocation (every column
+gets the same μ as the count, :mod:`sparsedp.accounting.aggregates`) the squared error per key goes from
+``max(|L|,|U|)²σ²`` to ``((U−L)/2)²σ² + ((U+L)/2)²σ² = (L² + U²)σ²/2``, never larger.
+
+Default granularity: the power of two ``g = 2^(⌈log2(span)⌉ − 12)``, ``span = upper − lower`` (or
+``max(|lower|, |upper|)`` when ``lower == upper``), so the range holds between 2^11 and 2^12 grid steps.
+Justification: the rounding error (≤ g/2 ≤ span/2^12 per unit, half of that on average and of both signs) is
+then below 1/4000 of the noise standard deviation the column needs for any useful privacy level (the noise
+std is at least ``σ·sensitivity ≥ span/2`` grid·units·σ with σ ≥ 1), while the integers stay small: the
+sampler's scale ``s_j ≈ (sensitivity)²·s`` is below ``2^24·s``, far inside the exact sampler's range
+(``s ≤ 2^80``), and per-key grid sums stay exact in int64/float64 for up to 2^40 units per key. A power of
+two makes ``v/g`` and ``q·g`` exact in binary floating point.
+
+Sensitivity for the accountants (per key, per unit, in grid units): ``Sum`` and ``Mean`` expose
+:attr:`Sum.sensitivity` (``D`` above, an ``int``); the L∞ sensitivity of the column in value units is
+``D·g``. Columns have different sensitivities (non-uniform), so the accountant takes one per column and
+gives each column its own noise scale ``s_j`` (diagonal Σ).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
+from fractions import Fraction
 
-from .errors import InvalidParameterError
+from . import _validate as v
+from .errors import InvalidParameterError, InvalidTypeError
 
-__all__ = ["Count", "Aggregate"]
+__all__ = ["Aggregate", "Count", "Sum", "Mean", "default_granularity", "grid_index", "output_names",
+           "noise_columns", "column_sensitivities", "DEFAULT_GRID_STEPS_LOG2"]
+
+#: the default grid puts between 2^(this − 1) and 2^this steps across [lower, upper]
+DEFAULT_GRID_STEPS_LOG2 = 12
+
+
+def _name(name: object, what: str) -> str | None:
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise InvalidTypeError(f"{what} name must be a string or None, got {type(name).__name__} {name!r}")
+    if not name or name != name.strip() or any(ord(ch) < 32 for ch in name):
+        raise InvalidParameterError(f"{what} name must be a non-empty string without leading/trailing spaces "
+                                    f"or control characters, got {name!r}")
+    return name
+
+
+def _bound(what: str, x: object) -> float:
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise InvalidTypeError(f"{what} must be a real number, got {type(x).__name__} {x!r}")
+    f = float(x)
+    if not math.isfinite(f):
+        raise InvalidParameterError(f"{what} must be finite, got {x!r}")
+    return f
+
+
+def default_granularity(lower: float, upper: float) -> float:
+    """The default grid step: a power of two with 2^11 < span/g <= 2^12 (module docstring)."""
+    span = upper - lower
+    if span <= 0:
+        span = max(abs(lower), abs(upper))
+    if span <= 0:
+        raise InvalidParameterError("lower == upper == 0: the sum is always 0, nothing to release")
+    e = math.ceil(math.log2(span))
+    if 2.0 ** e < span:  # log2 rounding
+        e += 1
+    return math.ldexp(1.0, e - DEFAULT_GRID_STEPS_LOG2)
+
+
+def grid_index(x: float, granularity: float) -> int:
+    """q(x) = floor(x/g + 1/2), computed exactly (the rounding the engine applies, module docstring)."""
+    return math.floor(Fraction(x) / Fraction(granularity) + Fraction(1, 2))
 
 
 @dataclass(frozen=True)
 class Count:
-    """The number of distinct privacy units per key (``COUNT(DISTINCT privacy_unit)``), after the engine's
-    contribution bound. ``name``: the output column (default ``"count"``)."""
+    """The number of distinct privacy units per key (after bounding): the column that decides release.
+
+    Output column ``count`` unless ``name`` is given. Always present in a release; listing it is optional.
+    """
 
     name: str | None = None
 
     def __post_init__(self) -> None:
-        if self.name is not None and (not isinstance(self.name, str) or not self.name):
-            raise InvalidParameterError(f"Count(name=…) must be a non-empty column name, got {self.name!r}")
+        _name(self.name, "Count")
 
     @property
-    def output_column(self) -> str:
+    def output_name(self) -> str:
         return self.name or "count"
 
 
-Aggregate = Count
+@dataclass(frozen=True)
+class Sum:
+    """Private sum of ``column`` per key; each unit's per-key total is clipped to [lower, upper].
+
+    See the module docstring for the contribution model, the grid (``granularity``, default a power of two
+    with about 2^12 steps over the range) and re-centring. Output column ``sum_<column>`` unless ``name``.
+    """
+
+    column: str
+    lower: float
+    upper: float
+    granularity: float | None = None
+    name: str | None = None
+    recentre: bool = True
+
+    _kind = "sum"
+
+    def __post_init__(self) -> None:
+        what = type(self).__name__
+        if not isinstance(self.column, str) or not self.column:
+            raise InvalidTypeError(f"{what} column must be a non-empty string, got {self.column!r}")
+        lo = _bound(f"{what}({self.column!r}) lower", self.lower)
+        hi = _bound(f"{what}({self.column!r}) upper", self.upper)
+        if lo > hi:
+            raise InvalidParameterError(f"{what}({self.column!r}): lower must be <= upper, got lower={lo:g} > "
+                                        f"upper={hi:g}")
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+        if self.granularity is None:
+            g = default_granularity(lo, hi)
+        else:
+            g = v.positive(f"{what}({self.column!r}) granularity", self.granularity)
+        object.__setattr__(self, "granularity", g)
+        _name(self.name, what)
+        if not isinstance(self.recentre, bool):
+            raise InvalidTypeError(f"{what} recentre must be a bool, got {self.recentre!r}")
+        ql, qu = self.grid_bounds
+        if max(abs(ql), abs(qu)) > 2**40:
+            raise InvalidParameterError(
+                f"{what}({self.column!r}): granularity {g:g} is too fine for bounds [{lo:g}, {hi:g}] "
+                f"({max(abs(ql), abs(qu))} grid steps; at most 2^40)")
+        if self.sensitivity == 0:
+            raise InvalidParameterError(
+                f"{what}({self.column!r}): granularity {g:g} is too coarse for bounds [{lo:g}, {hi:g}]: every "
+                "contribution rounds to the same grid point, nothing to release")
+
+    # --- the grid -----------------------------------------------------------------------------------------
+    @property
+    def grid_bounds(self) -> tuple[int, int]:
+        """(q(lower), q(upper)): the integer range of one unit's gridded contribution (before re-centring)."""
+        return grid_index(self.lower, self.granularity), grid_index(self.upper, self.granularity)
+
+    @property
+    def centre(self) -> int:
+        """The integer centre c subtracted from each contribution (0 without re-centring)."""
+        if not self.recentre:
+            return 0
+        ql, qu = self.grid_bounds
+        return (ql + qu) // 2
+
+    @property
+    def sensitivity(self) -> int:
+        """Per-key, per-unit L∞ sensitivity of the released grid column, in grid units (an int)."""
+        ql, qu = self.grid_bounds
+        c = self.centre
+        return max(abs(ql - c), abs(qu - c))
+
+    @property
+    def sensitivity_value_units(self) -> float:
+        """The same in value units: ``sensitivity * granularity``."""
+        return self.sensitivity * self.granularity
+
+    @property
+    def output_name(self) -> str:
+        return self.name or f"{self._kind}_{self.column}"
+
+
+@dataclass(frozen=True)
+class Mean(Sum):
+    """Private mean of ``column`` per key: (noisy sum) / (noisy count), post-processing of the two.
+
+    Same contribution model, grid and sensitivity as :class:`Sum` (the noisy sum it divides is one aggregate
+    column of the joint release). With re-centring the release is ``c·g + g·(S' + Y)/(n + Z)``, with S' the
+    re-centred grid sum; bias and variance: :func:`sparsedp.mechanisms.aggregate_noise.mean_error`.
+    Output column ``mean_<column>`` unless ``name``.
+    """
+
+    _kind = "mean"
+
+
+Aggregate = Count | Sum | Mean
+
+
+def output_names(aggregates) -> list[str]:
+    """The output column names, checked for duplicates (raises InvalidParameterError)."""
+    names: list[str] = []
+    for a in aggregates:
+        if not isinstance(a, (Count, Sum)):
+            raise InvalidTypeError(f"aggregates must be Count, Sum or Mean objects, got {type(a).__name__} {a!r}")
+        names.append(a.output_name)
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise InvalidParameterError(f"duplicate output column name(s) {dup}; give the aggregates distinct names")
+    return names
+
+
+def _grid_key(a: Sum) -> tuple:
+    return (a.column, a.lower, a.upper, a.granularity, a.recentre)
+
+
+def noise_columns(aggregates) -> tuple[list[Sum], list[int | None]]:
+    """The distinct noisy grid columns of a release and, per aggregate, the index of the one it uses.
+
+    A ``Sum`` and a ``Mean`` (or two of either) of the same column with the same bounds, granularity and
+    re-centring share ONE noisy grid sum: the mean is post-processing of it and of the noisy count, so it costs
+    nothing extra. ``Count`` maps to ``None``. The returned columns are plain :class:`Sum` objects, in order of
+    first use; their sensitivities are what the accountant charges (:func:`column_sensitivities`).
+    """
+    output_names(aggregates)  # type and duplicate-name checks
+    cols: list[Sum] = []
+    index: dict[tuple, int] = {}
+    where: list[int | None] = []
+    for a in aggregates:
+        if not isinstance(a, Sum):
+            where.append(None)
+            continue
+        key = _grid_key(a)
+        if key not in index:
+            index[key] = len(cols)
+            cols.append(Sum(a.column, a.lower, a.upper, a.granularity, recentre=a.recentre))
+        where.append(index[key])
+    return cols, where
+
+
+def column_sensitivities(aggregates) -> list[int]:
+    """Grid-unit sensitivities of the distinct noisy columns (:func:`noise_columns`), for the accountant."""
+    return [c.sensitivity for c in noise_columns(aggregates)[0]]

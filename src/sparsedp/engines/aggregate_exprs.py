@@ -1,0 +1,110 @@
+"""Per-(unit, key) clipped, gridded contributions of ``Sum``/``Mean`` aggregates, and their per-key sums.
+
+Engine-neutral in the sense that it is plain Polars (every engine of sparsedp can hand Polars a LazyFrame or
+an Arrow table). The contribution model and the grid are defined in :mod:`sparsedp.aggregates`:
+
+    contribution(u, k) = clip(floor(clip(Σ_{rows of u, k} value, lower, upper)/g + 1/2), q(lower), q(upper)) − c
+
+an Int64 per (unit, key) in ``[q(lower) − c, q(upper) − c]`` (so its absolute value is at most the aggregate's
+``sensitivity``), and the key's grid sum is the Int64 sum of its kept units' contributions. Call it *after*
+bounding (:func:`sparsedp.engines.bounding.select_pairs`): pass the kept pairs, or rows already restricted
+to them.
+
+Bad input is refused before anything is computed (nothing is released or charged): a value column that is
+missing or not numeric (:class:`~sparsedp.errors.InputDataError` / :class:`~sparsedp.errors.InvalidTypeError`),
+and null, NaN or infinite values (:func:`check_value_columns`, one pass).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..aggregates import Sum, noise_columns
+from ..errors import InputDataError, InvalidTypeError
+
+__all__ = ["grid_column_name", "check_value_columns", "contribution_exprs", "unit_key_contributions",
+           "key_grid_sums"]
+
+
+def grid_column_name(i: int) -> str:
+    """Internal name of the i-th aggregate's grid column (kept apart from user column names)."""
+    return f"__sparsedp_agg_{i}"
+
+
+def _sums(aggregates: Sequence[Any]) -> list[Sum]:
+    """The distinct noisy grid columns (:func:`sparsedp.aggregates.noise_columns`)."""
+    return noise_columns(aggregates)[0]
+
+
+def check_value_columns(lf: Any, aggregates: Sequence[Any]) -> None:
+    """Raise if a Sum/Mean value column is missing, non-numeric, or holds null, NaN or ±inf values.
+
+    ``lf``: Polars LazyFrame or DataFrame of the rows. One pass (a single ``select`` of counts).
+    """
+    import polars as pl
+
+    lf = lf.lazy() if isinstance(lf, pl.DataFrame) else lf
+    schema = lf.collect_schema()
+    cols = sorted({a.column for a in _sums(aggregates)})
+    exprs = []
+    for c in cols:
+        if c not in schema:
+            raise InputDataError(f"value column {c!r} is not in the data (columns: {list(schema.names())})")
+        dt = schema[c]
+        if not dt.is_numeric() or dt == pl.Boolean:
+            raise InvalidTypeError(f"value column {c!r} must be numeric, got {dt}")
+        exprs.append(pl.col(c).null_count().alias(f"null|{c}"))
+        if dt.is_float():
+            exprs.append((~pl.col(c).is_finite()).sum().alias(f"nonfinite|{c}"))
+    if not exprs:
+        return
+    row = lf.select(exprs).collect().row(0, named=True)
+    bad = [(k.split("|", 1)[1], k.split("|", 1)[0], int(n)) for k, n in row.items() if n]
+    if bad:
+        what = "; ".join(f"{c!r}: {n} {'null' if kind == 'null' else 'NaN or infinite'} value(s)"
+                         for c, kind, n in bad)
+        raise InputDataError(f"value columns must be finite numbers without nulls: {what}. Nothing was released.")
+
+
+def contribution_exprs(aggregates: Sequence[Any]) -> list:
+    """Polars aggregation expressions (for ``group_by([unit, *by]).agg``) of each Sum/Mean's gridded,
+    clipped, re-centred contribution (module docstring), named :func:`grid_column_name` (i = index of the
+    distinct grid column, :func:`sparsedp.aggregates.noise_columns`: a Sum and a Mean of the same column and
+    bounds share one)."""
+    import polars as pl
+
+    out = []
+    for i, a in enumerate(_sums(aggregates)):
+        ql, qu = a.grid_bounds
+        v = pl.col(a.column).cast(pl.Float64).sum().clip(a.lower, a.upper)
+        q = (v / a.granularity + 0.5).floor().clip(float(ql), float(qu)).cast(pl.Int64) - a.centre
+        out.append(q.alias(grid_column_name(i)))
+    return out
+
+
+def unit_key_contributions(rows: Any, unit: str, by: Sequence[str], aggregates: Sequence[Any],
+                           kept_pairs: Any = None) -> Any:
+    """LazyFrame ``[unit, *by, grid columns…]``: one row per kept (unit, key) with each contribution.
+
+    ``rows``: the input rows (LazyFrame/DataFrame with ``unit``, ``by`` and the value columns).
+    ``kept_pairs``: the bounded pairs ``[unit, *by]`` (e.g. :func:`~sparsedp.engines.bounding.select_pairs`);
+    ``None`` if ``rows`` are already restricted to them.
+    """
+    import polars as pl
+
+    lf = rows.lazy() if isinstance(rows, pl.DataFrame) else rows
+    by = list(by)
+    if kept_pairs is not None:
+        kp = kept_pairs.lazy() if isinstance(kept_pairs, pl.DataFrame) else kept_pairs
+        lf = lf.join(kp.select([unit] + by), on=[unit] + by, how="semi", nulls_equal=True)
+    return lf.group_by([unit] + by).agg(contribution_exprs(aggregates))
+
+
+def key_grid_sums(rows: Any, unit: str, by: Sequence[str], aggregates: Sequence[Any],
+                  kept_pairs: Any = None) -> Any:
+    """LazyFrame ``[*by, grid columns…]``: each key's Int64 sum of its kept units' contributions."""
+    import polars as pl
+
+    n = len(_sums(aggregates))
+    contrib = unit_key_contributions(rows, unit, by, aggregates, kept_pairs)
+    return contrib.group_by(list(by)).agg([pl.col(grid_column_name(i)).sum() for i in range(n)])

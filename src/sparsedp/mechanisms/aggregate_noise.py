@@ -1,0 +1,210 @@
+"""Secure noise for the aggregate columns of released keys, and the error of SUM and MEAN columns.
+
+The joint release (``docs/proofs/aggregates.md`` §0): a key is released iff ``count >= pre`` and
+``count + Z >= pre + margin`` (``Z ~ N_Z(0, s)``); for the released keys only, each column gets independent
+exact ``Y_k ~ N_Z(0, s_k)`` (:func:`sparsedp.noise.sample_discrete_gaussian`, the CKS20 sampler; any rational
+scale up to 2^80) on its integer grid sum. Values go back to value units as ``g·(A' + Y) + g·c·(count + Z)``
+(``c`` the re-centring centre, :mod:`sparsedp.aggregates`): exact in float64 because ``g`` is a power of two by
+default and the integers stay below 2^53. The calibration is
+:class:`sparsedp.accounting.aggregates.JointDiscreteCalibration`.
+
+MEAN = noisy sum / noisy count (post-processing; no privacy cost). With re-centring, for a key with true count
+``n``, per-unit average re-centred contribution ``a`` (grid units, ``|a| <= D``) and released noisy count
+``n + Z >= T`` (``T = pre + margin >= 1``, so the division is always defined):
+
+    mean_hat − mean = g·(Y − a·Z)/(n + Z)
+
+* bias ``= −g·a·E[Z/(n + Z) | n + Z >= T]`` (Y has mean 0 and is independent of Z): of order ``g·a·Var Z/n²``
+  for large n, but for keys near the threshold the conditioning makes ``E[Z | release] > 0`` and the bias is of
+  order ``g·a·E[Z | release]/T`` — keys released only thanks to positive count noise have their mean pulled
+  toward the centre;
+* mean squared error ``= g²·(Var Y·E[1/(n+Z)²] + a²·E[Z²/(n+Z)²])`` (conditional on release);
+* delta method (large n): ``std ≈ g·√(Var Y + a² Var Z)/n``.
+
+:func:`mean_error` computes these exactly from the discrete-Gaussian pmf (the conditional expectations are
+finite sums over ``z >= T − n``); with ``a=None`` it reports the worst case ``|a| = D``. A SUM column's error is
+unbiased with std ``g·√(Var Y + c² Var Z)`` (:func:`sum_error_std`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .. import _validate as v
+from ..aggregates import Mean, Sum, noise_columns
+from ..errors import InputDataError, InvalidParameterError
+
+__all__ = ["JointRelease", "noisy_grid_sums", "to_value_units", "release_joint", "column_values",
+           "sum_error_std", "MeanError", "mean_error", "expected_errors"]
+
+
+@dataclass(frozen=True)
+class JointRelease:
+    """Released keys of a joint release: ``positions`` into the input arrays, the noisy counts, and per column
+    the noisy re-centred grid sums (int64, before conversion to value units)."""
+
+    positions: np.ndarray
+    noisy_counts: np.ndarray
+    noisy_grid_sums: tuple[np.ndarray, ...]
+
+
+def noisy_grid_sums(grid_sums: Sequence[np.ndarray], column_sigma2s, rng=None) -> tuple[np.ndarray, ...]:
+    """``A_k + Y_k``, ``Y_k ~ N_Z(0, column_sigma2s[k])`` i.i.d. exact (one draw per element), int64.
+
+    ``grid_sums``: one int64 array per column, the released keys' grid sums (same length). ``rng=None``: the
+    secure default source.
+    """
+    from ..noise import sample_discrete_gaussian
+    from ..noise.discrete import checked_source
+
+    if len(grid_sums) != len(column_sigma2s):
+        raise InvalidParameterError(f"{len(grid_sums)} grid-sum columns but {len(column_sigma2s)} noise scales")
+    rng = checked_source(rng)
+    out = []
+    for a, s in zip(grid_sums, column_sigma2s):
+        arr = np.asarray(a)
+        if arr.dtype.kind not in "iu":
+            raise InputDataError(f"grid sums must be integers, got dtype {arr.dtype}")
+        arr = arr.astype(np.int64, copy=False)
+        y = sample_discrete_gaussian(s, arr.size, rng)
+        out.append(arr + y)
+    return tuple(out)
+
+
+def to_value_units(noisy_grid_sum: np.ndarray, noisy_counts: np.ndarray, aggregate: Sum) -> np.ndarray:
+    """The released SUM (or MEAN) column in value units: ``g·(A' + Y) + g·c·(count + Z)`` (divided by the
+    noisy count for a :class:`~sparsedp.aggregates.Mean`)."""
+    g = aggregate.granularity
+    cnt = np.asarray(noisy_counts, dtype=np.float64)
+    total = g * np.asarray(noisy_grid_sum, dtype=np.float64) + (g * aggregate.centre) * cnt
+    if isinstance(aggregate, Mean):
+        if np.any(cnt <= 0):
+            raise InvalidParameterError("a MEAN needs positive noisy counts (release threshold >= 1)")
+        return total / cnt
+    return total
+
+
+def release_joint(counts, grid_sums: Sequence[np.ndarray], calibration, pre_threshold: int = 1,
+                  rng=None) -> JointRelease:
+    """Reference kernel of the joint release (``docs/proofs/aggregates.md`` §0): keys with
+    ``count >= pre_threshold`` and ``count + Z >= pre_threshold + margin`` (decided by exact inversion,
+    :func:`sparsedp.noise.release_by_inversion`, ``Z ~ N_Z(0, count_sigma2)``), then the column noise for the
+    released keys only. ``calibration``: a :class:`~sparsedp.accounting.aggregates.JointDiscreteCalibration`.
+    """
+    from ..noise import DiscreteGaussianLaw, release_by_inversion
+    from ..noise.discrete import checked_source
+
+    pre = v.integer("pre_threshold", pre_threshold, lo=1)
+    c = np.asarray(counts)
+    if c.dtype.kind not in "iu":
+        raise InputDataError(f"counts must be integers, got dtype {c.dtype}")
+    c = c.astype(np.int64, copy=False)
+    rng = checked_source(rng)
+    elig = np.flatnonzero(c >= pre)
+    need = pre + calibration.margin - c[elig]                  # release iff Z >= need
+    pos, z = release_by_inversion(DiscreteGaussianLaw(calibration.count_sigma2), need, rng)
+    keys = elig[pos]
+    cols = noisy_grid_sums([np.asarray(a)[keys] for a in grid_sums], calibration.column_sigma2s, rng)
+    return JointRelease(positions=keys, noisy_counts=c[keys] + z, noisy_grid_sums=cols)
+
+
+def column_values(release: JointRelease, aggregates) -> dict[str, np.ndarray]:
+    """Output columns in value units, named after the aggregates; ``release.noisy_grid_sums`` holds the
+    distinct grid columns of :func:`sparsedp.aggregates.noise_columns` (shared by a Sum and a Mean of the same
+    column and bounds). The count column is the noisy count."""
+    cols, where = noise_columns(aggregates)
+    if len(cols) != len(release.noisy_grid_sums):
+        raise InvalidParameterError(f"{len(cols)} grid columns but {len(release.noisy_grid_sums)} noisy columns")
+    out = {}
+    for a, i in zip(aggregates, where):
+        if i is None:
+            out[a.output_name] = np.asarray(release.noisy_counts)
+        else:
+            out[a.output_name] = to_value_units(release.noisy_grid_sums[i], release.noisy_counts, a)
+    return out
+
+
+# ------------------------------------------------------------------ expected errors (for the report)
+
+
+def sum_error_std(aggregate: Sum, column_sigma2, count_sigma2) -> float:
+    """Std of a released SUM in value units: ``g·√(Var Y + c² Var Z)`` (unbiased; ``c`` the centre)."""
+    from ..accounting.discrete import dgauss_variance
+
+    g = aggregate.granularity
+    return g * math.sqrt(dgauss_variance(column_sigma2) + aggregate.centre ** 2 * dgauss_variance(count_sigma2))
+
+
+@dataclass(frozen=True)
+class MeanError:
+    """Error of a released MEAN for a key of true count ``n`` (value units), conditional on its release.
+
+    ``bias`` (signed, for the given ``a``; for the worst case ``a = ±D`` it is ``±``this), ``std``, ``rmse``
+    exact; ``delta_method_std`` the large-n approximation ``g·√(Var Y + a² Var Z)/n``;
+    ``release_probability`` = P[n + Z >= T].
+    """
+
+    n: int
+    bias: float
+    std: float
+    rmse: float
+    delta_method_std: float
+    release_probability: float
+
+
+def mean_error(aggregate: Sum, column_sigma2, count_sigma2, n: int, threshold: int, a: float | None = None
+               ) -> MeanError:
+    """Exact bias/std of ``mean_hat − mean = g (Y − a Z)/(n + Z)`` given ``n + Z >= threshold`` (module
+    docstring). ``a``: per-unit average re-centred contribution in grid units (default: the worst case, the
+    sensitivity D). ``threshold`` = pre_threshold + margin (>= 1)."""
+    from ..accounting.discrete import dgauss_logpmf, dgauss_variance
+
+    n = v.integer("n", n, lo=1)
+    t = v.integer("threshold", threshold, lo=1)
+    s = float(v.rational("count_sigma2", count_sigma2))
+    aa = float(aggregate.sensitivity if a is None else v.real("a", a))
+    g = aggregate.granularity
+    var_y = dgauss_variance(column_sigma2)
+    w = int(40.0 * math.sqrt(s)) + 2
+    lo = max(t - n, -w)
+    if lo > w:  # release probability below e^-800
+        return MeanError(n, 0.0, 0.0, 0.0, 0.0, 0.0)
+    z = np.arange(lo, w + 1, dtype=float)
+    lp = dgauss_logpmf(z, s)
+    top = float(np.max(lp))
+    wts = np.exp(lp - top)
+    p_rel = float(np.sum(np.exp(lp)))
+    wts /= wts.sum()
+    inv = 1.0 / (n + z)
+    e_z_ratio = float(np.sum(wts * z * inv))
+    e_inv2 = float(np.sum(wts * inv * inv))
+    e_z2_ratio = float(np.sum(wts * (z * inv) ** 2))
+    bias = -g * aa * e_z_ratio
+    mse = g * g * (var_y * e_inv2 + aa * aa * e_z2_ratio)
+    std = math.sqrt(max(mse - bias * bias, 0.0))
+    dm = g * math.sqrt(var_y + aa * aa * dgauss_variance(s)) / n
+    return MeanError(n=n, bias=bias, std=std, rmse=math.sqrt(mse), delta_method_std=dm,
+                     release_probability=min(1.0, p_rel))
+
+
+def expected_errors(aggregates, calibration, n: int | None = None, pre_threshold: int = 1) -> dict[str, float]:
+    """Per output column, the expected error (std, value units) for the report: SUM columns
+    :func:`sum_error_std`; MEAN columns the exact worst-case RMSE of :func:`mean_error` at count ``n``
+    (default: the release threshold ``pre_threshold + margin``, the least accurate released keys); the count
+    column the std of its noise."""
+    out = {}
+    t = v.integer("pre_threshold", pre_threshold, lo=1) + calibration.margin
+    nn = t if n is None else v.integer("n", n, lo=1)
+    _, where = noise_columns(aggregates)
+    for a, i in zip(aggregates, where):
+        if i is None:
+            out[a.output_name] = calibration.count_noise_std
+        elif isinstance(a, Mean):
+            out[a.output_name] = mean_error(a, calibration.column_sigma2s[i], calibration.count_sigma2, nn, t).rmse
+        else:
+            out[a.output_name] = sum_error_std(a, calibration.column_sigma2s[i], calibration.count_sigma2)
+    return out
