@@ -60,7 +60,7 @@ def main() -> None:
         "numpy float noise + filter (baseline)": baseline,
         "GSHM (l0=10)": lambda: gshm(hist, cal_g),
         "Laplace histogram (l0=10)": lambda: laplace_histogram(hist, cal_l),
-        f"top-k CSH (top_k=1000, {cal_t.params.get('noise')})": lambda: topk_csh(hist, cal_t),
+        f"top-k CSH (top_k=1000, {type(cal_t.noise).__name__})": lambda: topk_csh(hist, cal_t),
         "top-k CSH (top_k=1000, Alg. 4)": lambda: topk_csh(hist, cal_t4),
     }
     small = SparseHistogram(np.arange(1000, dtype=np.int64), counts[:1000])
