@@ -275,6 +275,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                 insecure_float=insecure_float, notes=disclosure.notes, candidates=candidates, version=__version__)
             if released.in_process:
                 arrow, native, n_rows = released.rows, None, released.rows.num_rows
+                if kind == "spark":  # Spark in, Spark out (the released rows only)
+                    native = eng.from_arrow(_sorted_table(arrow, value_column))
             elif kind == "spark":
                 native, n_rows = eng.native(released.rows, cols, value_column)
                 arrow = eng.to_arrow(released.rows, cols, value_column) if out_path else None

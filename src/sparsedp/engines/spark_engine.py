@@ -366,6 +366,14 @@ class SparkEngine(Engine):
         # released rows are few: one partition sorted locally (no range-partitioning sample job, no shuffle)
         return table.coalesce(1).sortWithinPartitions(F.col(value_column).desc(), *[F.col(c) for c in by]), n
 
+    def from_arrow(self, table: Any):
+        """Released rows computed in this process (pure DP, Misra–Gries) as a Spark DataFrame."""
+        spark = get_session()
+        try:
+            return spark.createDataFrame(table)  # pyspark >= 4 takes a pyarrow Table
+        except TypeError:  # pragma: no cover - pyspark 3.5
+            return spark.createDataFrame(table.to_pylist())
+
     def release_resources(self, hist: SparkHistogram) -> None:
         hist.frame.unpersist()
 

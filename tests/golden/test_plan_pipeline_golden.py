@@ -1,0 +1,48 @@
+"""sparsedp.plan() after the pipeline refactor against the calibrations captured before it (c337870).
+
+GSHM/Laplace rows must be unchanged; top-k rows change only through the de-biased default: ``plan(top_k=k)``
+lists the de-biased calibration (the "debiased" golden rows, captured with ``calibrate(..., debias=True)``)
+first and the shifted variant (the old ``plan`` rows) after it, with the same numbers."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+import sparsedp as sd
+
+GOLDEN = json.loads((Path(__file__).parent / "plan_c337870.json").read_text())["rows"]
+
+
+def _groups():
+    g = defaultdict(list)
+    for r in GOLDEN:
+        g[(r["epsilon"], r["delta"], r["l0"], r["top_k"])].append(r)
+    return sorted(g.items(), key=lambda kv: str(kv[0]))
+
+
+def _same(cal, row):
+    assert cal.mechanism == row["mechanism"] and cal.analysis == row["analysis"]
+    for f in ("sigma", "tau", "noise_std", "delta_achieved"):
+        assert getattr(cal, f) == pytest.approx(row[f], rel=1e-12, abs=0), f
+
+
+@pytest.mark.parametrize("key,rows", _groups(), ids=lambda x: str(x) if isinstance(x, tuple) else "")
+def test_plan_matches_the_golden_calibrations(key, rows):
+    eps, dlt, l0, k = key
+    plan = sd.plan(eps, dlt, max_groups_per_unit=l0, top_k=k)
+    if l0 is not None:
+        assert len(plan) == len(rows)
+        for cal, row in zip(plan, rows):
+            _same(cal, row)
+        assert [m.name for m in plan.mechanisms] == [r["mechanism"] for r in rows]
+    else:
+        debiased = [r for r in rows if r["variant"] == "debiased"]
+        shifted = [r for r in rows if r["variant"] == "shifted"]
+        assert len(plan) == len(debiased) + len(shifted) == 2
+        _same(plan[0], debiased[0])
+        _same(plan[1], shifted[0])
+        assert plan.mechanisms[0].debias is True and plan.mechanisms[1].debias is False
