@@ -69,7 +69,8 @@ _D = "__sparsedp_d"
 _C = "__sparsedp_c"
 _HU = "__sparsedp_hu"
 _HK = "__sparsedp_hk"
-_RN = "__sparsedp_rn"
+_R = "__sparsedp_r"
+_KI = "__sparsedp_ki"
 _STATS = ("__sparsedp_units", "__sparsedp_pairs", "__sparsedp_heavy")
 
 
@@ -100,31 +101,35 @@ def bounding_sql(unit_type_id: str, key_type_ids: list[str], by: list[str], l0: 
     src_cols = ", ".join([f"{val('__sp_unit', unit_type_id)} AS {_U}"]
                          + [f"{val(f'__sp_key{i}', t)} AS {k}" for i, (k, t) in enumerate(zip(ks, key_type_ids))])
     lim = l0 if l0 is not None else 2**62
-    ctes = [f"p AS MATERIALIZED (SELECT DISTINCT {src_cols} FROM __src)",
-            f"d AS MATERIALIZED (SELECT {_U}, count(*) AS {_D} FROM p GROUP BY {_U})",
-            f"kc AS (SELECT {kl}, count(*) AS {_C} FROM p GROUP BY {kl})"]
-    if l0 is not None:
-        assert fn is not None
-        hu, hk, rank = fn
-        # canonical key order for rank ties: canonical values, strings by bytes (COLLATE C) like Polars
-        order = ", ".join(f"{k} COLLATE C" if t in ("varchar", "enum") else k for k, t in zip(ks, key_type_ids))
-        ctes += [
-            f"h AS (SELECT {_U}, {hu}({_U}) AS {_HU} FROM d WHERE {_D} > {lim})",
-            f"hp AS MATERIALIZED (SELECT p.*, h.{_HU} FROM p JOIN h USING ({_U}))",
-            f"kh AS (SELECT {kl}, {hk}({kl}) AS {_HK} FROM (SELECT DISTINCT {kl} FROM hp))",
-            f"r AS (SELECT {kl} FROM hp JOIN kh USING ({kl}) QUALIFY row_number() OVER "
-            f"(PARTITION BY {_U} ORDER BY {rank}({_HU}, {_HK}), {order}) > {lim})",
-            f"dr AS (SELECT {kl}, count(*) AS {_C} FROM r GROUP BY {kl})",
-        ]
-        dropped = f"coalesce(dr.{_C}, 0)"
-        join = f"LEFT JOIN dr USING ({kl})"
-    else:
-        dropped, join = "0", ""
-    ctes.append(f"st AS (SELECT count(*) AS {_STATS[0]}, coalesce(sum({_D}), 0)::BIGINT AS {_STATS[1]}, "
-                f"count(*) FILTER (WHERE {_D} > {lim}) AS {_STATS[2]} FROM d)")
+    p = (f"p AS MATERIALIZED (SELECT DISTINCT {src_cols} FROM __src)",
+         f"d AS MATERIALIZED (SELECT {_U}, count(*) AS {_D} FROM p GROUP BY {_U})")
+    stats = (f"st AS (SELECT count(*) AS {_STATS[0]}, coalesce(sum({_D}), 0)::BIGINT AS {_STATS[1]}, "
+             f"count(*) FILTER (WHERE {_D} > {lim}) AS {_STATS[2]} FROM d)")
     out = ", ".join(f"{k} AS {_q(b)}" for k, b in zip(ks, by))
+    if l0 is None:
+        ctes = [*p, f"kc AS (SELECT {kl}, count(*) AS {_C} FROM p GROUP BY {kl})", stats]
+        return ("WITH " + ",\n".join(ctes) +
+                f"\nSELECT {out}, kc.{_C}::BIGINT AS {_q(COUNT)}, st.* FROM kc CROSS JOIN st")
+    assert fn is not None
+    hu, hk, rank = fn
+    # Key index in the canonical key order (canonical values, strings by bytes: COLLATE C, as Polars sorts):
+    # the tie-break of equal ranks, and an integer handle on the key for the per-pair work.
+    order = ", ".join(f"{k} COLLATE C" if t in ("varchar", "enum") else k for k, t in zip(ks, key_type_ids))
+    ctes = [
+        *p,
+        f"kc AS MATERIALIZED (SELECT {kl}, {_C}, {_KI}, {hk}({kl}) AS {_HK} FROM (SELECT {kl}, count(*) AS {_C}, "
+        f"row_number() OVER (ORDER BY {order}) AS {_KI} FROM p GROUP BY {kl}))",
+        f"h AS (SELECT {_U}, {hu}({_U}) AS {_HU} FROM d WHERE {_D} > {lim})",
+        # the heavy units' pairs as integers: (unit, key index, rank)
+        f"x AS MATERIALIZED (SELECT {_U}, {_KI}, {rank}({_HU}, {_HK}) AS {_R} "
+        f"FROM p JOIN h USING ({_U}) JOIN kc USING ({kl}))",
+        f"dr AS (SELECT {_KI}, count(*) AS {_C} FROM (SELECT {_KI} FROM x QUALIFY row_number() OVER "
+        f"(PARTITION BY {_U} ORDER BY {_R}, {_KI}) > {lim}) GROUP BY {_KI})",
+        stats,
+    ]
     return ("WITH " + ",\n".join(ctes) +
-            f"\nSELECT {out}, (kc.{_C} - {dropped})::BIGINT AS {_q(COUNT)}, st.* FROM kc {join} CROSS JOIN st")
+            f"\nSELECT {out}, (kc.{_C} - coalesce(dr.{_C}, 0))::BIGINT AS {_q(COUNT)}, st.* "
+            f"FROM kc LEFT JOIN dr USING ({_KI}) CROSS JOIN st")
 
 
 class DuckDBEngine(Engine):
