@@ -171,7 +171,8 @@ class DuckDBEngine(Engine):
                 con = self.connection
             else:
                 tmp = tempfile.mkdtemp(prefix="sparsedp-duckdb-")
-                own = con = duckdb.connect(config={"temp_directory": tmp})
+                # all cores (DuckDB's default), spilling to a private directory; row order is never needed
+                own = con = duckdb.connect(config={"temp_directory": tmp, "preserve_insertion_order": False})
             if k == "file":
                 fmt = sources.file_format(data)
                 path = os.fspath(data).replace("'", "''")
