@@ -1,25 +1,28 @@
 """Which embedded engine computes the bounded histogram fastest for a given input (the default engine choice).
 
 Every engine makes the same ℓ0 choice (:mod:`sparsedp.engines.bounding`), so the choice of engine changes only
-speed and memory, never the release. The table below is what ``benchmarks/release.py --choice`` measured on the
-development machine (2 shared cores, 24 GiB; 10^7 rows of (user_id, url), 10^6 units, l0 = 10; bounded
-histogram only, input already loaded, CPU seconds because the machine was shared; see ``docs/benchmarks.md``):
+speed and memory, never the release. Measured by ``benchmarks/release.py --choice --runs 3`` on the development
+machine (2 shared cores, 24 GiB; 10^7 rows of (user_id, url), 10^6 users, 85 367 urls, l0 = 10; the bounded
+histogram alone, input already loaded; medians of 3 fresh processes; load average 5–7 on the 2 cores during
+the run, so CPU seconds — all threads — are the robust figure):
 
-=================  ==================  ==================  =========================================
-input              Polars engine       DuckDB engine       chosen
-=================  ==================  ==================  =========================================
-Parquet/CSV file   fastest             about 2× the CPU    ``polars`` (lazy scan, projected columns)
-Polars frame       fastest             about 2× the CPU    ``polars`` (in place)
-pyarrow Table      fastest             about 2× the CPU    ``polars`` (numeric buffers zero-copy)
-pandas DataFrame   fastest             about 2× the CPU    ``polars`` (via Arrow)
-SQL text           —                   only engine         ``duckdb`` (runs where the data are)
-DuckDB relation    —                   in place            ``duckdb`` (no export of the rows)
-Spark DataFrame    —                   —                   ``spark`` (runs in the executors)
-=================  ==================  ==================  =========================================
+=================  =========================  =========================  ==========================================
+input              Polars engine wall / CPU   DuckDB engine wall / CPU   chosen
+=================  =========================  =========================  ==========================================
+Parquet file       3.16 s / 3.08 s            4.97 s / 5.92 s            ``polars`` (lazy scan, projected columns)
+Polars frame       1.80 s / 2.82 s            4.98 s / 5.50 s            ``polars`` (in place)
+pyarrow Table      4.60 s / 3.07 s            9.71 s / 6.02 s            ``polars`` (``pl.from_arrow``)
+pandas DataFrame   4.29 s / 2.64 s            12.18 s / 5.76 s           ``polars`` (``pl.from_pandas``)
+SQL text           —                          only engine                ``duckdb`` (runs where the data are)
+DuckDB relation    —                          in place                   ``duckdb`` (no export of the rows)
+Spark DataFrame    —                          —                          ``spark`` (runs in the executors)
+=================  =========================  =========================  ==========================================
 
-(The DuckDB engine's per-pair keyed rank runs as a Python UDF on 2 048-row batches under the GIL; the Polars
-engine ranks the heavy units' pairs in large NumPy batches. DuckDB's own ``COUNT(DISTINCT)`` is faster than
-Polars' ``n_unique``; its bounding is not, on this machine.)
+Why: DuckDB's own ``COUNT(DISTINCT)`` is cheaper than Polars' ``n_unique``, but the DuckDB engine's bounding
+adds a per-unit degree aggregation, two joins, the keyed rank as a Python UDF on 2 048-row batches under the
+GIL, and a window sort (about twice the CPU of the plain query), while the Polars engine's single pass groups
+by key collecting units and ranks the heavy units' pairs in large NumPy batches. Numeric Arrow/pandas buffers
+reach Polars without a copy; strings are converted once to Polars' string views (included above).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from . import sources
 
 #: input kind → (engine, why), from the measurements in the module docstring
 _FASTEST = {
-    "file": ("polars", "Parquet/CSV files"),
+    "file": ("polars", "Parquet/CSV files"),  # CSV: same lazy scan path, not measured separately
     "polars": ("polars", "Polars frames"),
     "polars-lazy": ("polars", "Polars LazyFrames"),
     "arrow": ("polars", "pyarrow Tables"),
