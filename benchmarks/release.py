@@ -125,9 +125,11 @@ def whole_process(path: str, runs: int, l0: int, engines: list[str]) -> None:
 
     modes = ["plain-duckdb", "plain-polars"] + [f"sparsedp:{e}" for e in engines]
     res: dict[str, list[dict]] = {m: [] for m in modes}
-    for _ in range(runs):
+    for i in range(runs):
         for m in modes:
             res[m].append(run_process([CHILD, path, m, str(l0)]))
+        print(f"  run {i + 1}/{runs}: " + ", ".join(f"{m} {res[m][-1]['wall']:.2f} s {res[m][-1]['rss_gib']:.2f} GiB"
+                                                   for m in modes) + f"; {_uptime()}", flush=True)
     med = {m: {k: statistics.median(r[k] for r in rs) for k in ("wall", "rss_gib")} for m, rs in res.items()}
     duck = med["plain-duckdb"]
     own = {"duckdb": "plain-duckdb", "polars": "plain-polars"}
