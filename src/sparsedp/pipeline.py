@@ -300,8 +300,13 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             eng.release_resources(hist)
         if own_ledger:
             led.close()
+    choice = None
+    if engine is None:
+        from .engines.choice import choose_engine
+
+        choice = choose_engine(data).describe()
     curator = Curator(engine=eng.name, source=sources.display(data), bounding=eng.stats(hist), timings=timings,
-                      output=out_path[0] if out_path else None)
+                      output=out_path[0] if out_path else None, engine_choice=choice)
     return Result(table=table, report=report, curator=curator, query=released.query)
 
 

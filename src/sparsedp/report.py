@@ -158,12 +158,14 @@ class Curator:
     bounding: Any
     timings: Mapping[str, float] = field(default_factory=dict)
     output: str | None = None
+    engine_choice: str | None = None
 
     def lines(self) -> list[str]:
         b = self.bounding
+        why = f" ({self.engine_choice})" if self.engine_choice else ""
         lines = [
             "  -- for the curator only (not private, do not publish) --",
-            f"  input         {self.source} via the {self.engine} engine",
+            f"  input         {self.source} via the {self.engine} engine{why}",
             f"  rows          {b.rows_in} in; {_known(b.duplicate_rows_removed)} duplicate (unit, key) rows removed",
             f"  units         {_known(b.units_in)} in; {_known(b.units_over_l0)} had more than l0={b.l0} keys "
             f"({_known(b.pairs_dropped_l0)} (unit, key) pairs dropped)" if b.l0 is not None

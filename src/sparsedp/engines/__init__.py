@@ -69,10 +69,11 @@ def names() -> tuple[str, ...]:
     return tuple(_ENGINES)
 
 
-def default_engine(kind: str) -> str:
-    """The engine used when none is named: DuckDB for SQL and DuckDB relations, Spark for Spark frames,
-    Polars otherwise."""
-    return "duckdb" if kind in ("sql", "duckdb") else "spark" if kind == "spark" else "polars"
+def default_engine(data: Any) -> str:
+    """The engine used when none is named: the measured-fastest for the input (:mod:`.choice`)."""
+    from .choice import fastest_engine
+
+    return fastest_engine(data)
 
 
 def get_engine(name: str | None, data: Any = None, connection: Any = None) -> Engine:
@@ -82,7 +83,7 @@ def get_engine(name: str | None, data: Any = None, connection: Any = None) -> En
 
     kind = sources.kind(data) if data is not None else None
     if name is None:
-        name = default_engine(kind) if kind is not None else "polars"
+        name = default_engine(data) if kind is not None else "polars"
     if not isinstance(name, str) or name not in _ENGINES:
         raise InvalidParameterError(f"engine must be one of {', '.join(map(repr, _ENGINES))}; got {name!r}")
     entry = _ENGINES[name]

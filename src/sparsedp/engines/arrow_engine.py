@@ -1,5 +1,9 @@
 """pyarrow engine: bounding and counting with Arrow compute kernels (``Table.group_by``, ``is_in``).
 
+The bounded histogram (:meth:`ArrowEngine.bounded_raw_counts`) is computed by the fastest engine for the input
+(:func:`sparsedp.engines.choice.fastest_engine`), which reads the Arrow buffers in place; the Arrow-compute
+path below is the generic :meth:`~sparsedp.engines.base.Engine.raw_counts`.
+
 Files are read with only the unit and key columns (``pyarrow.parquet.read_table(columns=…)``,
 ``pyarrow.csv.read_csv(include_columns=…)``), straight into Arrow memory.
 """
@@ -57,6 +61,15 @@ class ArrowEngine(EmbeddedEngine):
         if sources.kind(data) == "file":
             return sources.file_columns(data)
         return list(to_arrow(data).column_names)
+
+    def bounded_raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None,
+                           rng: Any) -> RawCounts:
+        """The bounded counts from the fastest engine for this input (:mod:`sparsedp.engines.choice`), which
+        takes it without a round trip through pyarrow compute (same choice, same counts, same statistics);
+        :meth:`raw_counts` is this engine's own generic path."""
+        from .choice import fastest_embedded_engine
+
+        return fastest_embedded_engine(data).bounded_raw_counts(data, privacy_unit, by, l0, rng)
 
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         import pyarrow as pa

@@ -1,5 +1,7 @@
 """Contribution bounding: the random choice of at most ``l0`` keys per privacy unit — ONE definition for every
 engine (Polars, DuckDB, pandas, Arrow, files, and Spark, which calls :func:`select_pairs` in ``mapInArrow``).
+The DuckDB engine evaluates the same definition in SQL (a window over the ranks, which vectorised Arrow UDFs
+compute with this module's functions: :mod:`sparsedp.engines.duckdb_udfs`).
 
 **The choice.** For each release a 32-byte secret ``K`` is drawn from the secure source
 (:func:`draw_bounding_secret`). Every distinct ``(unit, key)`` pair gets a *fingerprint*

@@ -1,4 +1,9 @@
-"""pandas engine: bounding and counting with pandas (``drop_duplicates``, ``groupby``)."""
+"""pandas engine: bounding and counting with pandas (``drop_duplicates``, ``groupby``).
+
+The bounded histogram (:meth:`PandasEngine.bounded_raw_counts`) is computed by the fastest engine for the input
+(:func:`sparsedp.engines.choice.fastest_engine`); the pandas path below is the generic
+:meth:`~sparsedp.engines.base.Engine.raw_counts`.
+"""
 
 from __future__ import annotations
 
@@ -47,6 +52,15 @@ class PandasEngine(EmbeddedEngine):
         if sources.kind(data) == "file":
             return sources.file_columns(data)
         return [str(c) for c in to_pandas(data).columns]
+
+    def bounded_raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None,
+                           rng: Any) -> RawCounts:
+        """The bounded counts from the fastest engine for this input (:mod:`sparsedp.engines.choice`), which
+        takes it without a round trip through pandas (same choice, same counts, same statistics);
+        :meth:`raw_counts` is this engine's own generic path."""
+        from .choice import fastest_embedded_engine
+
+        return fastest_embedded_engine(data).bounded_raw_counts(data, privacy_unit, by, l0, rng)
 
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         import pandas as pd

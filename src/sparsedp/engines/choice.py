@@ -1,0 +1,82 @@
+"""Which embedded engine computes the bounded histogram fastest for a given input (the default engine choice).
+
+Every engine makes the same ℓ0 choice (:mod:`sparsedp.engines.bounding`), so the choice of engine changes only
+speed and memory, never the release. Measured by ``benchmarks/release.py --choice --runs 3`` on the development
+machine (2 shared cores, 24 GiB; 10^7 rows of (user_id, url), 10^6 users, 85 367 urls, l0 = 10; the bounded
+histogram alone, input already loaded; medians of 3 fresh processes; load average 5–7 on the 2 cores during
+the run, so CPU seconds — all threads — are the robust figure):
+
+=================  =========================  =========================  ==========================================
+input              Polars engine wall / CPU   DuckDB engine wall / CPU   chosen
+=================  =========================  =========================  ==========================================
+Parquet file       3.16 s / 3.08 s            4.97 s / 5.92 s            ``polars`` (lazy scan, projected columns)
+Polars frame       1.80 s / 2.82 s            4.98 s / 5.50 s            ``polars`` (in place)
+pyarrow Table      4.60 s / 3.07 s            9.71 s / 6.02 s            ``polars`` (``pl.from_arrow``)
+pandas DataFrame   4.29 s / 2.64 s            12.18 s / 5.76 s           ``polars`` (``pl.from_pandas``)
+SQL text           —                          only engine                ``duckdb`` (runs where the data are)
+DuckDB relation    —                          in place                   ``duckdb`` (no export of the rows)
+Spark DataFrame    —                          —                          ``spark`` (runs in the executors)
+=================  =========================  =========================  ==========================================
+
+Why: DuckDB's own ``COUNT(DISTINCT)`` is cheaper than Polars' ``n_unique``, but the DuckDB engine's bounding
+adds a per-unit degree aggregation, two joins, the keyed rank as a Python UDF on 2 048-row batches under the
+GIL, and a window sort (about twice the CPU of the plain query), while the Polars engine's single pass groups
+by key collecting units and ranks the heavy units' pairs in large NumPy batches. Numeric Arrow/pandas buffers
+reach Polars without a copy; strings are converted once to Polars' string views (included above).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import sources
+
+#: input kind → (engine, why), from the measurements in the module docstring
+_FASTEST = {
+    "file": ("polars", "Parquet/CSV files"),  # CSV: same lazy scan path, not measured separately
+    "polars": ("polars", "Polars frames"),
+    "polars-lazy": ("polars", "Polars LazyFrames"),
+    "arrow": ("polars", "pyarrow Tables"),
+    "pandas": ("polars", "pandas DataFrames"),
+    "sql": ("duckdb", "SQL text: the only engine that runs it"),
+    "duckdb": ("duckdb", "DuckDB relations: no export of the rows"),
+    "spark": ("spark", "Spark DataFrames: everything runs in the executors"),
+}
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """The default engine for an input and why (for the report: ``engine chosen: polars (fastest for …)``)."""
+
+    engine: str
+    input_kind: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"engine chosen: {self.engine} (fastest for {self.reason})"
+
+
+def choose_engine(data: Any) -> EngineChoice:
+    """The measured-fastest engine for ``data`` (module docstring), with its reason."""
+    k = sources.kind(data)
+    engine, reason = _FASTEST[k]
+    return EngineChoice(engine=engine, input_kind=k, reason=reason)
+
+
+def fastest_engine(data: Any) -> str:
+    """Name of the fastest engine for ``data`` ("polars", "duckdb" or "spark"; see the module docstring)."""
+    return choose_engine(data).engine
+
+
+def fastest_embedded_engine(data: Any):
+    """An instance of the fastest engine for ``data`` among the embedded ones that apply the ℓ0 choice
+    themselves (Polars, DuckDB): where the Arrow and pandas engines send their inputs."""
+    name = fastest_engine(data)
+    if name == "duckdb":
+        from .duckdb_engine import DuckDBEngine
+
+        return DuckDBEngine()
+    from .polars_engine import PolarsEngine
+
+    return PolarsEngine()

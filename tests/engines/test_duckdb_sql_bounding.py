@@ -1,0 +1,195 @@
+"""DuckDB engine: the ℓ0 choice in SQL equals the Polars engine's (and select_pairs'), the secret never reaches
+SQL text or a plan, and bad input is refused before any randomness is drawn."""
+
+from __future__ import annotations
+
+import hashlib
+
+import duckdb
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from sparsedp.engines import draw_bounding_secret, get_engine, select_pairs
+from sparsedp.engines.bounding import SEED_KEY, SEED_UNIT, _TAG, canonical_exprs, fingerprint_exprs, prf_ranks
+from sparsedp.engines.duckdb_engine import DuckDBEngine
+from sparsedp.engines.duckdb_udfs import fingerprint_batch, rank_batch
+from sparsedp.errors import InputDataError
+from sparsedp.noise import InsecureSeededRandom
+
+SEED = 20261124
+
+
+def _frame(n_rows=6000, n_units=400, seed=11) -> pl.DataFrame:
+    """Units with 4–30 distinct keys each (so l0 = 3 binds for almost every unit), duplicates, several dtypes."""
+    g = np.random.default_rng(seed)
+    units = np.repeat(np.arange(n_units), g.integers(6, 30, n_units))[:n_rows]
+    n = units.size
+    q = g.integers(0, 120, n)
+    words = np.array([f"q{i:03d}" for i in range(119)] + ["café ☕"])
+    t = pl.Series((g.integers(0, 40, n) * 3_600_000_000).astype("datetime64[us]"))
+    return pl.DataFrame({
+        "u64": (units * 7919 + 3).astype(np.int64), "u32": units.astype(np.int32),
+        "ustr": [f"user-{u}" for u in units],
+        "q": words[q], "c": g.choice(["DE", "US", "FR", "BR"], n), "b": (q % 9).astype(np.int16),
+        "t": t.dt.replace_time_zone("America/New_York"),
+    }).with_columns(pl.col("c").cast(pl.Categorical).alias("cat"))
+
+
+def _hist(bh) -> pl.DataFrame:
+    return pl.from_arrow(bh.histogram.keys).with_columns(__n=pl.Series(bh.histogram.counts))
+
+
+def _normalise(df: pl.DataFrame) -> pl.DataFrame:
+    """DuckDB returns categorical keys as strings and instants in UTC: compare values, not dtypes."""
+    return df.with_columns([pl.col(c).cast(pl.String) for c, t in df.schema.items() if t == pl.Categorical]
+                           + [pl.col(c).dt.convert_time_zone("UTC") for c, t in df.schema.items()
+                              if isinstance(t, pl.Datetime) and t.time_zone is not None])
+
+
+CASES = [("u64", ["q"]), ("u32", ["q"]), ("ustr", ["q"]), ("u64", ["q", "c"]), ("u32", ["cat"]),
+         ("u64", ["cat", "b"]), ("u32", ["t"]), ("ustr", ["t", "q"]), ("u64", ["b"])]
+
+
+@pytest.fixture(scope="module")
+def frame():
+    return _frame()
+
+
+@pytest.mark.parametrize("unit,by", CASES)
+def test_same_bounded_histogram_as_polars(frame, unit, by):
+    """Same seeded source: identical keys in the same (canonical) order, identical counts and statistics."""
+    l0 = 3
+    ref = get_engine("polars").bounded_histogram(frame, unit, by, l0, InsecureSeededRandom(SEED))
+    got = DuckDBEngine().bounded_histogram(frame, unit, by, l0, InsecureSeededRandom(SEED))
+    assert ref.stats.units_over_l0 >= 0.75 * ref.stats.units_in  # the bound binds for most units
+    assert ref.stats.pairs_dropped_l0 > 0
+    assert got.stats == ref.stats
+    assert _normalise(_hist(got)).equals(_normalise(_hist(ref)))
+    # and it is the choice of the definition (select_pairs with the same secret)
+    kept = select_pairs(frame, unit, by, l0, draw_bounding_secret(InsecureSeededRandom(SEED)))
+    truth = kept.group_by(by).agg(pl.len().alias("__n"))
+    j = _normalise(_hist(got)).join(_normalise(truth), on=by, how="full", coalesce=True)
+    assert j.height == len(got.histogram) and (j["__n"] == j["__n_right"]).all()
+
+
+def test_different_seeds_choose_differently_with_the_same_totals(frame):
+    a = DuckDBEngine().bounded_histogram(frame, "u64", ["q"], 3, InsecureSeededRandom(1))
+    b = DuckDBEngine().bounded_histogram(frame, "u64", ["q"], 3, InsecureSeededRandom(2))
+    assert not _hist(a).equals(_hist(b))
+    assert a.histogram.counts.sum() == b.histogram.counts.sum()
+
+
+@pytest.mark.parametrize("kind", ["arrow", "pandas", "parquet", "relation", "sql"])
+def test_every_input_kind_gives_the_same_release(frame, kind, tmp_path):
+    """Arrow and pandas scanned in place, a Parquet file, a relation of a non-default connection (its own
+    connection is used for the functions) and SQL text on a given connection."""
+    df = frame.select("u64", "q", "c")
+    ref = get_engine("polars").bounded_histogram(df, "u64", ["q", "c"], 4, InsecureSeededRandom(SEED))
+    con = duckdb.connect()
+    con.register("logs", df.to_arrow())
+    eng = DuckDBEngine(con if kind == "sql" else None)
+    data = {"arrow": df.to_arrow(), "pandas": df.to_pandas(), "relation": con.sql("SELECT * FROM logs"),
+            "sql": "SELECT u64, q, c FROM logs"}.get(kind)
+    if kind == "parquet":
+        data = str(tmp_path / "x.parquet")
+        df.write_parquet(data)
+    got = eng.bounded_histogram(data, "u64", ["q", "c"], 4, InsecureSeededRandom(SEED))
+    assert got.stats == ref.stats and _hist(got).equals(_hist(ref))
+    assert not [f for f in con.sql("SELECT function_name FROM duckdb_functions()").fetchall()
+                if f[0].startswith("__sparsedp")]  # the functions are removed afterwards
+
+
+def test_no_bound_counts_distinct_units(frame):
+    got = DuckDBEngine().bounded_histogram(frame, "u32", ["q"], None, InsecureSeededRandom(SEED))
+    truth = frame.group_by("q").agg(pl.col("u32").n_unique().alias("__n")).sort("q")
+    assert _hist(got).equals(truth.with_columns(pl.col("__n").cast(pl.Int64)))
+    assert got.stats.pairs_dropped_l0 == 0 and got.stats.units_over_l0 == 0
+
+
+def test_secret_never_in_sql_or_plan(frame):
+    secret = draw_bounding_secret(InsecureSeededRandom(SEED))  # what the engine draws first from this source
+    derived = hashlib.sha256(_TAG + secret).digest()
+    eng = DuckDBEngine()
+    eng.plan_log = []
+    bh = eng.bounded_histogram(frame, "u64", ["q", "c"], 3, InsecureSeededRandom(SEED))
+    assert bh.stats.pairs_dropped_l0 > 0
+    assert len(eng.plan_log) == 1
+    sql, plan = eng.plan_log[0]
+    assert "__sparsedp_rank_" in sql and "__sparsedp" in plan and "WINDOW" in plan.upper()
+    words = np.frombuffer(secret, dtype="<u8")
+    needles = [secret.hex(), secret.hex().upper(), repr(secret), str(list(secret)), derived.hex(),
+               derived.hex().upper(), *[str(int(w)) for w in words], *[str(int(w) - 2**64) for w in words]]
+    for text in (sql, plan):
+        for needle in needles:
+            assert needle not in text
+        assert secret.decode("latin-1") not in text
+
+
+class _NoDraws:
+    """A random source that fails the test if anything draws from it."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"randomness drawn ({name}) before the input was validated")
+
+
+@pytest.mark.parametrize("col", ["u", "q"])
+def test_nulls_refused_before_any_draw(col):
+    df = pl.DataFrame({"u": [1, 2, 3, 3], "q": ["a", "b", "c", "d"]})
+    df = df.with_columns(pl.when(pl.int_range(4) == 1).then(None).otherwise(pl.col(col)).alias(col))
+    for data in (df, df.to_arrow(), df.to_pandas()):
+        with pytest.raises(InputDataError, match=f"null values in '{col}' \\(1 nulls\\)"):
+            DuckDBEngine().bounded_histogram(data, "u", ["q"], 1, _NoDraws())
+
+
+def test_empty_input_refused_before_any_draw(tmp_path):
+    df = pl.DataFrame({"u": pl.Series([], dtype=pl.Int64), "q": pl.Series([], dtype=pl.String)})
+    path = tmp_path / "empty.parquet"
+    df.write_parquet(path)
+    for data in (df, path):
+        with pytest.raises(InputDataError, match="no rows"):
+            DuckDBEngine().bounded_histogram(data, "u", ["q"], 1, _NoDraws())
+
+
+def test_udfs_match_the_polars_definitions(frame):
+    """The UDF fingerprints equal Polars' on the user's frame whatever Arrow types DuckDB hands over
+    (Int32 vs Int64, string views, dictionary, time zones), and the rank UDF is prf_ranks."""
+    for unit, by in CASES:
+        canon = frame.select(canonical_exprs(frame.schema, [unit] + by))
+        hu_ref, hk_ref = (canon.select(e).to_series().to_numpy() for e in fingerprint_exprs(unit, by))
+        t = frame.to_arrow()
+        hu = fingerprint_batch([unit], (t.column(unit).combine_chunks(),), SEED_UNIT).to_numpy()
+        ks = tuple(t.column(c).combine_chunks() for c in by)
+        hk = fingerprint_batch(by, ks, SEED_KEY).to_numpy()
+        assert (hu == hu_ref).all() and (hk == hk_ref).all(), (unit, by)
+    t64 = pa.array(frame["u64"].to_numpy())
+    assert (fingerprint_batch(["u32"], (pa.array(frame["u32"].to_numpy()).cast(pa.int64()),), SEED_UNIT)
+            .to_numpy() == fingerprint_batch(["u32"], (pa.array(frame["u32"].to_numpy()),), SEED_UNIT)
+            .to_numpy()).all()
+    secret = bytes(range(32))
+    a = np.array([1, 2**64 - 1, 7], dtype=np.uint64)
+    b = np.array([5, 0, 2**63], dtype=np.uint64)
+    assert rank_batch(pa.array(a), pa.array(b), secret).to_numpy().tolist() == prf_ranks(a, b, secret).tolist()
+    assert t64.type == pa.int64()
+
+
+def test_bounding_under_a_small_memory_limit_spills(tmp_path):
+    """A connection with a 100 MB memory limit over a working set about twice that: DuckDB spills to its
+    temporary directory (seen in its profile) instead of failing, and the result is unchanged."""
+    import json
+
+    g = np.random.default_rng(2)
+    n = 1_000_000
+    df = pl.DataFrame({"u": g.integers(0, 100_000, n), "k": g.integers(0, 400_000, n)}).select(
+        "u", q=pl.format("key-{}-padding-padding", "k"))
+    ref = get_engine("polars").bounded_histogram(df, "u", ["q"], 5, InsecureSeededRandom(SEED))
+    prof = tmp_path / "profile.json"
+    con = duckdb.connect(config={"temp_directory": str(tmp_path / "spill"), "memory_limit": "100MB",
+                                 "threads": 2, "preserve_insertion_order": False})
+    con.execute("PRAGMA enable_profiling='json'")
+    con.execute(f"PRAGMA profiling_output='{prof}'")
+    got = DuckDBEngine(con).bounded_histogram(df.to_arrow(), "u", ["q"], 5, InsecureSeededRandom(SEED))
+    system = json.loads(prof.read_text())["system"]  # profile of the last statement: the bounding query
+    assert system["peak_temp_dir_size"] > 0 and system["peak_buffer_memory"] <= 100 * 2**20
+    assert got.stats == ref.stats and _hist(got).equals(_hist(ref))
