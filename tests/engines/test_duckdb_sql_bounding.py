@@ -38,7 +38,7 @@ def _frame(n_rows=6000, n_units=400, seed=11) -> pl.DataFrame:
 
 
 def _hist(bh) -> pl.DataFrame:
-    return pl.from_arrow(bh.histogram.keys).with_columns(__n=pl.Series(bh.histogram.counts))
+    return pl.from_arrow(bh.keys).with_columns(__n=pl.Series(bh.counts))
 
 
 def _normalise(df: pl.DataFrame) -> pl.DataFrame:
@@ -61,8 +61,8 @@ def frame():
 def test_same_bounded_histogram_as_polars(frame, unit, by):
     """Same seeded source: identical keys in the same (canonical) order, identical counts and statistics."""
     l0 = 3
-    ref = get_engine("polars").bounded_histogram(frame, unit, by, l0, InsecureSeededRandom(SEED))
-    got = DuckDBEngine().bounded_histogram(frame, unit, by, l0, InsecureSeededRandom(SEED))
+    ref = get_engine("polars").histogram(frame, unit, by, l0, InsecureSeededRandom(SEED))
+    got = DuckDBEngine().histogram(frame, unit, by, l0, InsecureSeededRandom(SEED))
     assert ref.stats.units_over_l0 >= 0.75 * ref.stats.units_in  # the bound binds for most units
     assert ref.stats.pairs_dropped_l0 > 0
     assert got.stats == ref.stats
@@ -71,14 +71,14 @@ def test_same_bounded_histogram_as_polars(frame, unit, by):
     kept = select_pairs(frame, unit, by, l0, draw_bounding_secret(InsecureSeededRandom(SEED)))
     truth = kept.group_by(by).agg(pl.len().alias("__n"))
     j = _normalise(_hist(got)).join(_normalise(truth), on=by, how="full", coalesce=True)
-    assert j.height == len(got.histogram) and (j["__n"] == j["__n_right"]).all()
+    assert j.height == len(got) and (j["__n"] == j["__n_right"]).all()
 
 
 def test_different_seeds_choose_differently_with_the_same_totals(frame):
-    a = DuckDBEngine().bounded_histogram(frame, "u64", ["q"], 3, InsecureSeededRandom(1))
-    b = DuckDBEngine().bounded_histogram(frame, "u64", ["q"], 3, InsecureSeededRandom(2))
+    a = DuckDBEngine().histogram(frame, "u64", ["q"], 3, InsecureSeededRandom(1))
+    b = DuckDBEngine().histogram(frame, "u64", ["q"], 3, InsecureSeededRandom(2))
     assert not _hist(a).equals(_hist(b))
-    assert a.histogram.counts.sum() == b.histogram.counts.sum()
+    assert a.counts.sum() == b.counts.sum()
 
 
 @pytest.mark.parametrize("kind", ["arrow", "pandas", "parquet", "relation", "sql"])
@@ -86,7 +86,7 @@ def test_every_input_kind_gives_the_same_release(frame, kind, tmp_path):
     """Arrow and pandas scanned in place, a Parquet file, a relation of a non-default connection (its own
     connection is used for the functions) and SQL text on a given connection."""
     df = frame.select("u64", "q", "c")
-    ref = get_engine("polars").bounded_histogram(df, "u64", ["q", "c"], 4, InsecureSeededRandom(SEED))
+    ref = get_engine("polars").histogram(df, "u64", ["q", "c"], 4, InsecureSeededRandom(SEED))
     con = duckdb.connect()
     con.register("logs", df.to_arrow())
     eng = DuckDBEngine(con if kind == "sql" else None)
@@ -95,14 +95,14 @@ def test_every_input_kind_gives_the_same_release(frame, kind, tmp_path):
     if kind == "parquet":
         data = str(tmp_path / "x.parquet")
         df.write_parquet(data)
-    got = eng.bounded_histogram(data, "u64", ["q", "c"], 4, InsecureSeededRandom(SEED))
+    got = eng.histogram(data, "u64", ["q", "c"], 4, InsecureSeededRandom(SEED))
     assert got.stats == ref.stats and _hist(got).equals(_hist(ref))
     assert not [f for f in con.sql("SELECT function_name FROM duckdb_functions()").fetchall()
                 if f[0].startswith("__sparsedp")]  # the functions are removed afterwards
 
 
 def test_no_bound_counts_distinct_units(frame):
-    got = DuckDBEngine().bounded_histogram(frame, "u32", ["q"], None, InsecureSeededRandom(SEED))
+    got = DuckDBEngine().histogram(frame, "u32", ["q"], None, InsecureSeededRandom(SEED))
     truth = frame.group_by("q").agg(pl.col("u32").n_unique().alias("__n")).sort("q")
     assert _hist(got).equals(truth.with_columns(pl.col("__n").cast(pl.Int64)))
     assert got.stats.pairs_dropped_l0 == 0 and got.stats.units_over_l0 == 0
@@ -113,7 +113,7 @@ def test_secret_never_in_sql_or_plan(frame):
     derived = hashlib.sha256(_TAG + secret).digest()
     eng = DuckDBEngine()
     eng.plan_log = []
-    bh = eng.bounded_histogram(frame, "u64", ["q", "c"], 3, InsecureSeededRandom(SEED))
+    bh = eng.histogram(frame, "u64", ["q", "c"], 3, InsecureSeededRandom(SEED))
     assert bh.stats.pairs_dropped_l0 > 0
     assert len(eng.plan_log) == 1
     sql, plan = eng.plan_log[0]
@@ -140,7 +140,7 @@ def test_nulls_refused_before_any_draw(col):
     df = df.with_columns(pl.when(pl.int_range(4) == 1).then(None).otherwise(pl.col(col)).alias(col))
     for data in (df, df.to_arrow(), df.to_pandas()):
         with pytest.raises(InputDataError, match=f"null values in '{col}' \\(1 nulls\\)"):
-            DuckDBEngine().bounded_histogram(data, "u", ["q"], 1, _NoDraws())
+            DuckDBEngine().histogram(data, "u", ["q"], 1, _NoDraws())
 
 
 def test_empty_input_refused_before_any_draw(tmp_path):
@@ -149,7 +149,7 @@ def test_empty_input_refused_before_any_draw(tmp_path):
     df.write_parquet(path)
     for data in (df, path):
         with pytest.raises(InputDataError, match="no rows"):
-            DuckDBEngine().bounded_histogram(data, "u", ["q"], 1, _NoDraws())
+            DuckDBEngine().histogram(data, "u", ["q"], 1, _NoDraws())
 
 
 def test_udfs_match_the_polars_definitions(frame):
@@ -183,13 +183,13 @@ def test_bounding_under_a_small_memory_limit_spills(tmp_path):
     n = 1_000_000
     df = pl.DataFrame({"u": g.integers(0, 100_000, n), "k": g.integers(0, 400_000, n)}).select(
         "u", q=pl.format("key-{}-padding-padding", "k"))
-    ref = get_engine("polars").bounded_histogram(df, "u", ["q"], 5, InsecureSeededRandom(SEED))
+    ref = get_engine("polars").histogram(df, "u", ["q"], 5, InsecureSeededRandom(SEED))
     prof = tmp_path / "profile.json"
     con = duckdb.connect(config={"temp_directory": str(tmp_path / "spill"), "memory_limit": "100MB",
                                  "threads": 2, "preserve_insertion_order": False})
     con.execute("PRAGMA enable_profiling='json'")
     con.execute(f"PRAGMA profiling_output='{prof}'")
-    got = DuckDBEngine(con).bounded_histogram(df.to_arrow(), "u", ["q"], 5, InsecureSeededRandom(SEED))
+    got = DuckDBEngine(con).histogram(df.to_arrow(), "u", ["q"], 5, InsecureSeededRandom(SEED))
     system = json.loads(prof.read_text())["system"]  # profile of the last statement: the bounding query
     assert system["peak_temp_dir_size"] > 0 and system["peak_buffer_memory"] <= 100 * 2**20
     assert got.stats == ref.stats and _hist(got).equals(_hist(ref))

@@ -7,7 +7,7 @@ spec §1, ``C_u``; seed 000 spec §1.1); an unenforced bound voids the guarantee
 
 Each engine implements :meth:`Engine.raw_counts` natively: de-duplicate ``(unit, key)`` pairs, count distinct
 units per key, find the units with more than ``l0`` keys and return their pairs. The shared
-:meth:`Engine.bounded_histogram` then runs :func:`sparsedp.engines.bounding.bound`, the secure uniform choice of
+:meth:`EmbeddedEngine.histogram` then runs :func:`sparsedp.engines.bounding.bound`, the secure uniform choice of
 ``l0`` keys per heavy unit (its docstring gives the method and why it is private, uniform and unpredictable),
 so all engines bound identically. The Polars engine applies the same choice itself
 (:meth:`Engine.bounded_raw_counts`), in one pass over the rows; Spark calls the same
