@@ -154,19 +154,9 @@ class DominatingPair:
 
     def epsilon(self, delta: float, *, hi: float = 200.0) -> float:
         """Smallest ε >= 0 (to 1e-9 relative, rounded up) with ``delta(ε) <= delta``; inf if none."""
-        dlt = float(delta)
-        if self.delta(0.0) <= dlt:
-            return 0.0
-        if self.delta(hi) > dlt:
-            return math.inf
-        lo_e, hi_e = 0.0, hi
-        while hi_e - lo_e > 1e-9 * max(hi_e, 1e-6):
-            mid = 0.5 * (lo_e + hi_e)
-            if self.delta(mid) <= dlt:
-                hi_e = mid
-            else:
-                lo_e = mid
-        return hi_e
+        from .profiles import epsilon_from_delta
+
+        return epsilon_from_delta(self.delta, delta, hi=hi)
 
     def tradeoff_curve(self, alpha) -> np.ndarray:
         """f-DP trade-off curve implied by :meth:`delta` (Dong–Roth–Su primal–dual conversion, finite ε grid)."""

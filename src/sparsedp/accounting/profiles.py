@@ -73,19 +73,7 @@ class PrivacyProfile:
 
     def epsilon(self, delta: float, *, hi: float = 200.0) -> float:
         """Smallest ε >= 0 (bisection to 1e-9 relative, rounded up) with ``delta(ε) <= delta``; inf if none."""
-        dlt = float(delta)
-        if self.delta(0.0) <= dlt:
-            return 0.0
-        if self.delta(hi) > dlt:
-            return math.inf
-        lo, up = 0.0, hi
-        while up - lo > 1e-9 * max(up, 1e-6):
-            mid = 0.5 * (lo + up)
-            if self.delta(mid) <= dlt:
-                up = mid
-            else:
-                lo = mid
-        return up
+        return epsilon_from_delta(self.delta, delta, hi=hi)
 
     def tradeoff_curve(self, alpha) -> np.ndarray:
         return tradeoff_from_profile(self.delta, alpha)
@@ -403,6 +391,24 @@ def profile_from_dict(d: Mapping[str, Any]) -> PrivacyProfile:
         raise InvalidParameterError(f"not a stored privacy profile: {d!r}")
     kw = {k: val for k, val in d.items() if k != "family"}
     return _FAMILIES[d["family"]](**kw)
+
+
+def epsilon_from_delta(delta_of, delta: float, *, hi: float = 200.0) -> float:
+    """Smallest ε >= 0 (bisection to 1e-9 relative, rounded up) with ``delta_of(ε) <= delta`` for a
+    non-increasing profile ``delta_of``; inf if none below ``hi``."""
+    dlt = float(delta)
+    if delta_of(0.0) <= dlt:
+        return 0.0
+    if delta_of(hi) > dlt:
+        return math.inf
+    lo, up = 0.0, hi
+    while up - lo > 1e-9 * max(up, 1e-6):
+        mid = 0.5 * (lo + up)
+        if delta_of(mid) <= dlt:
+            up = mid
+        else:
+            lo = mid
+    return up
 
 
 def profile_of(calibration) -> PrivacyProfile | None:
