@@ -206,8 +206,8 @@ class _Pure(Mechanism):
         disclosure = disclosure.with_notes(details)
         import dataclasses
 
-        disclosure = dataclasses.replace(disclosure, noise_std=float(acc.per_query), threshold=float(acc.threshold),
-                                         delta_achieved=float(cal.delta))
+        # the error bounds are (1 − beta)-probability bounds, not a noise std or a release rule: notes only
+        disclosure = dataclasses.replace(disclosure, delta_achieved=float(cal.delta))
         query = CompactQuery(rel.extra["histogram"], mode, self.max_key_bytes) if self.name == "compact" else None
         return Released(rows=table, disclosure=disclosure, in_process=True, query=query)
 
