@@ -327,6 +327,23 @@ class Plan(tuple):
     def best(self):
         return self[0]
 
+    def profile(self, i: int = 0):
+        """The privacy profile of row ``i`` (default: the best): δ(ε) of the noise actually sampled
+        (``.delta(eps)``), its ``.epsilon(delta)``, and the f-DP trade-off curve ``.tradeoff_curve(alpha)``
+        (seed 001 Thm 7.1 for continuous GSHM); ``None`` for mechanisms without one (basic composition)."""
+        from .accounting.profiles import profile_of
+
+        cal = self[i]
+        return profile_of(cal) if hasattr(cal, "noise") else None
+
+    def profile_table(self, i: int = 0) -> list[tuple[float, float]]:
+        """``(ε, δ(ε))`` of row ``i``'s profile at ε/4 … 4ε (empty without a profile)."""
+        prof = self.profile(i)
+        if prof is None:
+            return []
+        eps = self[i].epsilon
+        return [(e, float(prof.delta(e))) for e in (eps / 4, eps / 2, eps, 2 * eps, 4 * eps)]
+
     def rows(self) -> list[dict[str, Any]]:
         out = []
         for m, c in zip(self.mechanisms, self):

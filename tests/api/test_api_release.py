@@ -305,3 +305,19 @@ def test_debiased_topk_counts_are_unbiased():
     se = errs.std(ddof=1) / np.sqrt(len(errs))
     assert abs(errs.mean()) < 4 * se + 1, (errs.mean(), se)  # unbiased (up to the noise's own ±0.5 rounding)
     assert abs(np.mean(shifted) + 300) < 30  # the shifted values are off by t = 300
+
+
+def test_plan_shows_the_privacy_profile_and_tradeoff_curve():
+    for kw in (dict(max_groups_per_unit=10), dict(top_k=100)):
+        p = sd.plan(1.0, 1e-6, **kw)
+        prof = p.profile()
+        assert prof is not None
+        # the profile at the calibrated epsilon is the accountant's delta of the noise actually sampled
+        assert float(prof.delta(1.0)) <= 1e-6
+        table = p.profile_table()
+        deltas = [d for _, d in table]
+        assert deltas == sorted(deltas, reverse=True) and deltas[0] > 1e-6  # more than one (eps, delta) point
+        betas = prof.tradeoff_curve(np.array([1e-4, 1e-2, 0.5]))
+        assert np.all(np.diff(betas) <= 0) and np.all((betas >= 0) & (betas <= 1))
+    gshm = sd.plan(1.0, 1e-6, max_groups_per_unit=10)
+    assert float(gshm.profile().delta(1.0)) == pytest.approx(gshm[0].delta_achieved, rel=1e-6)

@@ -79,6 +79,25 @@ def summary_line(cals) -> str:
     return line
 
 
+def _print_profile(p) -> None:
+    """δ(ε) at a few ε and the trade-off curve β(α) of the plan's best mechanism (more than one (ε, δ) point)."""
+    import numpy as np
+
+    prof = p.profile()
+    name = p.mechanisms[0].describe()
+    if prof is None:
+        typer.echo(f"{name}: no privacy profile (composed by basic composition)")
+        return
+    typer.echo(f"privacy profile of {name} (the noise actually sampled):")
+    for e, d in p.profile_table():
+        typer.echo(f"  epsilon {e:8.4g}  ->  delta {d:.4g}")
+    alphas = np.array([1e-6, 1e-4, 1e-2, 0.1, 0.5])
+    betas = prof.tradeoff_curve(alphas)
+    typer.echo("f-DP trade-off curve (type II error beta at type I error alpha; 1 - alpha is perfect privacy):")
+    for a, b in zip(alphas, betas):
+        typer.echo(f"  alpha {a:8.2g}  ->  beta {float(b):.6g}")
+
+
 @app.command()
 def plan(
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy parameter epsilon (> 0)."),
@@ -97,6 +116,8 @@ def plan(
                                             "bounds."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Also save a plot of the release threshold "
                                                             "against k for every mechanism (.png/.pdf/.svg)."),
+    profile: bool = typer.Option(False, "--profile", help="Also print the best secure mechanism's privacy "
+                                 "profile delta(epsilon) and its f-DP trade-off curve."),
 ) -> None:
     """Print the calibration (sigma, threshold) of every applicable mechanism and say which is best."""
     from ..accounting import compare
@@ -137,6 +158,8 @@ def plan(
     model = ", ".join(f"{n}={x}" for n, x in (("l0", l0), ("top_k", top_k), ("k", k)) if x is not None)
     render_table(cals, title=f"sparsedp plan: epsilon={epsilon:g}, delta={delta:g}, {model}")
     typer.echo(summary_line(cals))
+    if profile and (l0 is not None or top_k is not None):
+        _print_profile(plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k))
     if plot:
         from rich.console import Console
 
