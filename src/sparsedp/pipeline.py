@@ -272,7 +272,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                 sigma=disclosure.sigma, noise_std=disclosure.noise_std, threshold=disclosure.threshold,
                 margin=disclosure.margin, pre_threshold=disclosure.pre_threshold, comparison=disclosure.comparison,
                 contribution=disclosure.contribution, value_column=value_column, released_keys=0,
-                insecure_float=insecure_float, notes=disclosure.notes, candidates=candidates, version=__version__)
+                insecure_float=insecure_float, notes=disclosure.notes, candidates=candidates, version=__version__,
+                profile=charge.profile)
             if released.in_process:
                 arrow, native, n_rows = released.rows, None, released.rows.num_rows
                 if kind == "spark":  # Spark in, Spark out (the released rows only)

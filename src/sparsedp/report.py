@@ -71,6 +71,9 @@ class Report:
     notes: tuple[str, ...] = ()
     candidates: tuple[Mapping[str, Any], ...] = ()
     version: str = ""
+    #: the release's privacy profile (:mod:`sparsedp.accounting.profiles`: ``.delta(eps)``, ``.epsilon(delta)``,
+    #: ``.tradeoff_curve(alpha)``), None if it has none; data-independent, public
+    profile: Any = None
 
     @property
     def tau(self) -> float | None:
@@ -88,6 +91,7 @@ class Report:
         out["delta_parts"] = dict(self.delta_parts)
         out["notes"] = list(self.notes)
         out["candidates"] = [dict(c) for c in self.candidates]
+        out["profile"] = None if self.profile is None else self.profile.to_dict()
         return out
 
     def metadata(self) -> dict[str, Any]:
@@ -117,6 +121,10 @@ class Report:
                          f"{self.threshold:.6g}{margin}")
         if self.delta_parts:
             lines.append("  delta parts   " + ", ".join(f"{k} {val:.3g}" for k, val in self.delta_parts.items()))
+        if self.profile is not None:
+            pts = ", ".join(f"delta({e:g}) = {float(self.profile.delta(e)):.3g}"
+                            for e in (self.epsilon / 2, 2 * self.epsilon))
+            lines.append(f"  profile       {pts} (the same noise at other epsilons)")
         lines += [f"  note          {n}" for n in self.notes]
         lines.append(f"  released      {self.released_keys} keys")
         return lines
