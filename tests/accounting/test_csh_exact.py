@@ -19,7 +19,7 @@ from scipy import special, stats
 
 from sparsedp.accounting import calibrate
 from sparsedp.accounting.csh import csh_delta, csh_rounded_delta
-from sparsedp.accounting.csh_exact import (CshExactParts, csh_exact_calibrate, csh_exact_delta,
+from sparsedp.accounting.csh_exact import (CshExactParts, _shape_bound, csh_exact_calibrate, csh_exact_delta,
                                            csh_exact_delta_parts, csh_exact_p_inf, csh_exact_sensitivity,
                                            csh_exact_tau)
 from sparsedp.accounting.gaussian import gaussian_delta
@@ -178,22 +178,36 @@ def test_debiased_profile_against_brute_force(k):
         ref_same = _same_support_ref(eps, sigma, k, debias=True)
         mixed = _all_pairs(eps, sigma, tau, k, debias=True)
         ref = max([ref_new, ref_same, *mixed.values()])
-        assert parts.new_only >= ref_new * (1 - 1e-6) and parts.new_only == pytest.approx(ref_new, rel=1e-4)
+        # (the brute-force grid over t̃ is accurate to ~5e-6 relative here)
+        assert parts.new_only >= ref_new * (1 - 1e-5) and parts.new_only == pytest.approx(ref_new, rel=1e-4)
         assert parts.shifted_only == pytest.approx(ref_same, rel=3e-9)
-        assert parts.total >= ref * (1 - 1e-6)
-        # the mixed bound (proof §3) binds for the de-biased variant at k = 3 and is up to ~14% above the
-        # worst pair with at most one common key (pairs with two common keys are not brute-forced here)
+        assert parts.total >= ref * (1 - 1e-5)
+        # pairs with two common keys are not brute-forced for the de-biased variant (the accountant covers
+        # them), so the total may exceed this reference where such a pair is the worst
         assert parts.total <= ref * 1.2
 
 
-def test_mixed_bound_covers_a_pair_where_it_binds():
-    """Small ε, large δ, k = 2: the mixed bound is what binds; it must still dominate every mixed pair."""
-    eps, sigma, tau, k = 0.1, 30.0, 60.0, 2
+@pytest.mark.parametrize("eps,sigma,tau,k,debias", [(1.0, 0.369, 0.576, 2, False), (0.05, 1.251, 0.75, 2, False),
+                                                    (1.0, 0.685, 1.004, 2, True), (1.0, 1.621, 3.053, 3, True),
+                                                    (0.5, 6.333, 25.4, 3, False)])
+def test_per_shape_integral_against_brute_force(eps, sigma, tau, k, debias):
+    """§3.5: the per-shape integral over the common keys' mean is an upper bound within 1% of the pair."""
+    for (m, j, u), ref in _all_pairs(eps, sigma, tau, k, debias=debias).items():
+        if m == k or j + u == 0:
+            continue
+        ours = _shape_bound(eps, sigma, tau, k, m, j, u, debias)
+        assert ref * (1 - 1e-6) <= ours <= ref * 1.01
+
+
+@pytest.mark.parametrize("eps,sigma,tau", [(1.0, 0.39, 0.266), (0.05, 1.251, 0.75)])
+def test_mixed_part_where_the_fast_bound_is_loose(eps, sigma, tau):
+    """Large δ, k = 2, where the §3.4 bound alone exceeds the pure parts by up to 29%: the reported mixed
+    part covers every mixed pair and exceeds the pure parts only as far as a real pair does."""
+    k = 2
     parts = csh_exact_delta_parts(eps, sigma, tau, k, rounded=False)
     mixed = _all_pairs(eps, sigma, tau, k)
     worst = max(v for (m, _, _), v in mixed.items() if m < k)
-    assert parts.mixed >= worst
-    assert parts.mixed <= 1.5 * worst + 1e-3  # and is not absurdly loose
+    assert worst <= parts.mixed <= max(1.01 * worst, parts.new_only, parts.shifted_only)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 6])
@@ -215,10 +229,11 @@ def test_sensitivity_is_the_mahalanobis_supremum(k, debias):
 
 @pytest.mark.parametrize("k", [1, 2, 3, 5, 10, 50, 200])
 def test_never_above_theorem_3_5_or_3_3(k):
-    for eps in (0.1, 0.35, 1.0, 3.0):
-        for s_rel in (0.2, 1.0, 5.0):
+    small = 2 <= k <= 4  # per-shape integrals (slower): a sub-grid
+    for eps in ((0.1, 1.0, 3.0) if small else (0.1, 0.35, 1.0, 3.0)):
+        for s_rel in ((0.2, 5.0) if small else (0.2, 1.0, 5.0)):
             sigma = s_rel * math.sqrt(k)
-            for t_rel in (0.5, 2.0, 5.0, 10.0):
+            for t_rel in ((0.5, 5.0) if small else (0.5, 2.0, 5.0, 10.0)):
                 tau = t_rel * sigma
                 ours = csh_exact_delta(eps, sigma, tau, k, rounded=False)
                 # (at k = 1 the same-support part equals T2; the certified value carries a 1e-9 safety factor)

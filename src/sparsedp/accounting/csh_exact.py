@@ -27,7 +27,9 @@ the accountant reports ``δ(ε) = max(new_only, shifted_only, mixed)`` where
                     min_{a0} BW(μ(k−m), ε + m ln Φ((τ−a0)/σ)) + e^ε Φ((τ−a0)/σ)^m Φ̄(a0/σ_c) )
 
   maximised over m by blocks ``[m1, m2]`` (each term is monotone in m, so a block is bounded by its ends),
-  blocks refined until they fall below the other parts.
+  blocks refined until they fall below the other parts. For k <= 4 a binding m is re-bounded per shape
+  (m, j, u = k − m − j) by a certified integral over the common keys' mean (proof §3.5,
+  :func:`_shape_bound`), within 1 % of brute force.
 
 ``BW(μ, x) = Φ(μ/2 − x/μ) − e^x Φ(−μ/2 − x/μ)`` (Balle–Wang, for every real x; ``(1 − e^x)_+`` at μ = 0).
 
@@ -64,6 +66,8 @@ _Z_MAX = 14.0
 _H = 0.01
 _A0 = np.concatenate([np.arange(-4.0, 12.0, 0.25), np.arange(12.0, 40.0, 1.0)])
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+#: up to this k, a mixed bound that exceeds the other parts is replaced by the per-shape integral (§3.5)
+_K_EXACT = 4
 
 
 # ------------------------------------------------------------------ numerics
@@ -108,28 +112,29 @@ def _log_q(x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return lq_hi, lq_lo, dlq
 
 
-def _p_inf_bracket(sigma: float, tau: float, k: int, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Certified (lower, upper) of p_inf(m) = 1 − E[Φ((τ − A)/σ)^m], A ~ N(0, σ²/√k), for an array m.
+def _q_bracket(x0: np.ndarray, r: float, m: np.ndarray, h: float = _H,
+               z_max: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Certified (lower, upper) of E[1 − Φ(x0 − r Z)^m], Z ~ N(0, 1), row-wise for column arrays x0, m.
 
-    z = A/σ_c; q(z) = 1 − Φ((τ − σ_c z)/σ)^m is increasing and log-concave in z. Cell [z1, z2]:
+    q(z) = 1 − Φ(x0 − r z)^m is increasing and log-concave in z. Cell [z1, z2]:
     upper ∫φ q <= q(zm)·e^{−b zm + b²/2}·(Φ(z2 − b) − Φ(z1 − b)), b = (ln q)'(zm) (tangent);
     lower >= q(z1)·e^{−c z1 + c²/2}·(Φ(z2 − c) − Φ(z1 − c)), c the chord slope of ln q.
-    Tails: z < −Z: <= Φ(−Z)·q(−Z); z > Z': <= Φ̄(Z'), Z' = max(Z, z_peak + Z), z_peak = (τ/σ)r/(1+r²).
+    Tails: z < −Z: <= Φ(−Z)·q(−Z); z > Z': <= Φ̄(Z'), Z' = max(Z, z_peak + Z), z_peak = x0·r/(1+r²)
+    (``z_max`` fixes Z' instead: an absolute error <= Φ̄(z_max), enough where only 1 − value matters).
     """
-    m = np.atleast_1d(np.asarray(m, float))[:, None]
-    r = k ** -0.25  # σ_c / σ
-    z_top = max(_Z_MAX, (tau / sigma) * r / (1.0 + r * r) + _Z_MAX)  # past the integrand's peak
-    edges = np.arange(-_Z_MAX, z_top + 0.5 * _H, _H)
+    x0, m = np.broadcast_arrays(np.asarray(x0, float), np.asarray(m, float))
+    z_top = z_max if z_max is not None else max(_Z_MAX, float(np.max(x0)) * r / (1.0 + r * r) + _Z_MAX)
+    edges = np.arange(-_Z_MAX, z_top + 0.5 * h, h)
     z1, z2 = edges[:-1], edges[1:]
     zm = 0.5 * (z1 + z2)
-    xe = (tau / sigma) - r * edges  # x at the edges (decreasing in z)
-    xm = (tau / sigma) - r * zm
-    lqe_hi, lqe_lo, _ = _log_q(xe[None, :], m)
-    lqm_hi, _, dlq_m = _log_q(xm[None, :], m)
+    xe = x0 - r * edges[None, :]  # x at the edges (decreasing in z)
+    xm = x0 - r * zm[None, :]
+    lqe_hi, lqe_lo, _ = _log_q(xe, m)
+    lqm_hi, _, dlq_m = _log_q(xm, m)
     b = -r * dlq_m  # d ln q / dz = −r · d ln q / dx  (>= 0)
     up = lqm_hi - b * zm + 0.5 * b * b + _log_diff_ndtr(z1 - b, z2 - b)
     with np.errstate(invalid="ignore"):
-        c = (lqe_lo[:, 1:] - lqe_lo[:, :-1]) / _H
+        c = (lqe_lo[:, 1:] - lqe_lo[:, :-1]) / h
     c = np.where(np.isfinite(c), c, 0.0)
     lo_terms = lqe_lo[:, :-1] - c * z1 + 0.5 * c * c + _log_diff_ndtr(z1 - c, z2 - c)
     tail_lo = math.log(special.ndtr(-_Z_MAX)) + lqe_hi[:, 0]
@@ -138,6 +143,13 @@ def _p_inf_bracket(sigma: float, tau: float, k: int, m: np.ndarray) -> tuple[np.
     with np.errstate(divide="ignore"):
         lo = np.exp(special.logsumexp(np.where(np.isfinite(lo_terms), lo_terms, -np.inf), axis=1))
     return np.minimum(lo, 1.0), np.minimum(hi * _SAFETY, 1.0)
+
+
+def _p_inf_bracket(sigma: float, tau: float, k: int, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Certified (lower, upper) of p_inf(m) = 1 − E[Φ((τ − A)/σ)^m], A ~ N(0, σ²/√k), for an array m
+    (z = A/σ_c, x = τ/σ − k^{-1/4} z; :func:`_q_bracket`)."""
+    m = np.atleast_1d(np.asarray(m, float))[:, None]
+    return _q_bracket(np.full(m.shape, tau / sigma), k ** -0.25, m)
 
 
 def _bw(mu, x) -> np.ndarray:
@@ -207,6 +219,58 @@ def _block_bounds(eps, sigma, tau, k, debias, m1: np.ndarray, m2: np.ndarray) ->
     return np.maximum(add, rem) * _SAFETY
 
 
+def _log_mass(lo, hi) -> np.ndarray:
+    """ln P[lo < Z < hi] for Z ~ N(0, 1), with ±inf ends allowed."""
+    lo, hi = np.broadcast_arrays(np.asarray(lo, float), np.asarray(hi, float))
+    out = np.empty(lo.shape)
+    a, b = np.isneginf(lo), np.isposinf(hi)
+    out[a] = special.log_ndtr(hi[a])
+    out[b & ~a] = special.log_ndtr(-lo[b & ~a])
+    f = ~(a | b)
+    out[f] = _log_diff_ndtr(lo[f], hi[f])
+    return out
+
+
+def _shape_bound(eps, sigma, tau, k, m, j, u, debias, n_t: int = 1200) -> float:
+    """Certified upper bound of max(δ(P‖Q), δ(Q‖P)) for one shape (m >= 1 new, j shifted, u unchanged
+    keys, K = j + u >= 1), by integration over the common keys' mean T (proof §3.5).
+
+    T = mean of y_common − H: under Q ~ N(0, σ_T²), σ_T² = σ_c² + σ²/K; under P shifted by s = j/K and
+    weighted by g(t) = E_P[w_m(A) | T = t], A | T ~ N(β(t − s), v). The contrast between shifted and
+    unchanged keys is an independent Gaussian pair with μ_D² = (ju/K + [debias]√k)/σ². So
+    δ(Q‖P) = ∫ q_T(t) BW(μ_D, ε + ℓ(t) + ln g(t)) dt and δ(P‖Q) = p_inf(m) + ∫ p_T(t) g(t) BW(μ_D, ε − ℓ(t)
+    − ln g(t)) dt, ℓ(t) = (s t − s²/2)/σ_T². ℓ increases and g decreases in t; each integrand is monotone
+    in (ℓ, g), so a cell is bounded by its end values; g is bracketed with :func:`_q_bracket`.
+    """
+    K = j + u
+    sc2 = sigma * sigma / math.sqrt(k)
+    e2 = sigma * sigma / K
+    st2 = sc2 + e2
+    st = math.sqrt(st2)
+    s = j / K
+    beta = sc2 / st2
+    sd = math.sqrt(sc2 * e2 / st2)
+    mu_d = math.sqrt(j * u / K + (math.sqrt(k) if debias else 0.0)) / sigma
+    edges = np.linspace(-12.0 * st, 12.0 * st + s, n_t + 1)
+    c = beta * (edges - s)  # posterior mean of A under P at T = t
+    eta_lo, eta_hi = _q_bracket(((tau - c) / sigma)[:, None], sd / sigma, np.full((n_t + 1, 1), float(m)),
+                                h=0.02, z_max=10.0)  # g = 1 − η is needed to ~1e-23 absolute only
+    ln_g_lo = np.log1p(-np.minimum(eta_hi, 1.0 - 1e-300))
+    ln_g_hi = np.log1p(-eta_lo)
+    ell = (s * edges - 0.5 * s * s) / st2
+    zq = edges / st
+    zp = (edges - s) / st
+    lq_cell = _log_mass(zq[:-1], zq[1:])
+    lp_cell = _log_mass(zp[:-1], zp[1:])
+    tails_q = math.exp(_log_mass(-np.inf, zq[:1])[0]) + math.exp(_log_mass(zq[-1:], np.inf)[0])
+    tails_p = math.exp(_log_mass(-np.inf, zp[:1])[0]) + math.exp(_log_mass(zp[-1:], np.inf)[0])
+    rem = float(np.sum(np.exp(lq_cell) * _bw(mu_d, eps + ell[:-1] + ln_g_lo[1:]))) + tails_q
+    g_hi = np.exp(ln_g_hi[:-1])
+    add_int = float(np.sum(np.exp(lp_cell) * g_hi * _bw(mu_d, eps - ell[1:] - ln_g_hi[:-1]))) + tails_p
+    p_hi = float(_p_inf_bracket(sigma, tau, k, np.array([m]))[1][0])
+    return min(1.0, max(p_hi + add_int, rem) * _SAFETY)
+
+
 def _initial_blocks(k: int) -> tuple[np.ndarray, np.ndarray]:
     """Blocks covering m = 1..k−1: singletons up to 64, then ~300 geometric blocks."""
     head = np.arange(1, min(k - 1, 64) + 1, dtype=float)
@@ -219,7 +283,7 @@ def _initial_blocks(k: int) -> tuple[np.ndarray, np.ndarray]:
     return m1, m2
 
 
-def _mixed(eps, sigma, tau, k, debias, target: float) -> tuple[float, int]:
+def _mixed(eps, sigma, tau, k, debias, target: float, exact: bool = True) -> tuple[float, int]:
     """Certified max over m ∈ [1, k−1] of the mixed bound (m = k has no common key: it is the new-only
     pair, computed exactly). Blocks whose bound exceeds both ``target`` and 1.001× the best single-m
     bound are halved (<= 40 rounds); the maximum over all blocks is returned. (0, 0) when k = 1."""
@@ -239,11 +303,17 @@ def _mixed(eps, sigma, tau, k, debias, target: float) -> tuple[float, int]:
         nv = np.concatenate([vals[~bad], _block_bounds(eps, sigma, tau, k, debias, m1[bad], mid),
                              _block_bounds(eps, sigma, tau, k, debias, mid + 1.0, m2[bad])])
         m1, m2, vals = n1, n2, nv
+    if exact and k <= _K_EXACT:  # every block is a single m: replace a binding bound by the per-shape integral (§3.5)
+        for i in np.flatnonzero(vals > target):
+            m = int(m1[i])
+            exact = max(_shape_bound(eps, sigma, tau, k, m, j, k - m - j, debias) for j in range(0, k - m + 1))
+            vals[i] = min(vals[i], exact)
     i = int(np.argmax(vals))
     return float(vals[i]), int(m1[i])
 
 
-def _parts(eps: float, sigma: float, tau: float, k: int, debias: bool, target: float | None = None) -> CshExactParts:
+def _parts(eps: float, sigma: float, tau: float, k: int, debias: bool, target: float | None = None,
+           exact: bool | None = True) -> CshExactParts:
     rk = math.sqrt(k)
     mu_k = math.sqrt(float(_mahalanobis2(np.array([k]), k)[0]) + (rk if debias else 0.0)) / sigma
     shifted = float(_bw(mu_k, eps)[0]) * _SAFETY
@@ -259,7 +329,10 @@ def _parts(eps: float, sigma: float, tau: float, k: int, debias: bool, target: f
         new = p_hi
     if target is None:
         target = max(new, shifted)
-    mixed, worst = _mixed(eps, sigma, tau, k, debias, target)
+    if exact is None:  # pure parts only (a lower bound on the total, used to bracket searches)
+        mixed, worst = 0.0, 0
+    else:
+        mixed, worst = _mixed(eps, sigma, tau, k, debias, target, exact)
     return CshExactParts(new_only=new, shifted_only=shifted, mixed=min(1.0, mixed), worst_m=worst,
                          p_inf=(p_lo, p_hi))
 
@@ -315,43 +388,58 @@ def csh_exact_p_inf(sigma, tau, k, m=None) -> tuple[float, float]:
 
 
 def _tau_min(eps, dlt, sigma, k, debias, rounded) -> float:
-    """Smallest τ (continuous) or margin (rounded) with certified δ <= dlt at σ; δ is non-increasing in τ."""
-    def p_ok(t: float) -> bool:
-        return float(_p_inf_bracket(sigma, t, k, np.array([k]))[1][0]) <= dlt
+    """Smallest τ (continuous) or margin (rounded) with certified δ <= dlt at σ; δ is non-increasing in τ.
 
-    lo, hi = 1e-9 * sigma, sigma
-    while not p_ok(hi):
+    Lower bound: the p_inf(k) line (:func:`_p_line`), or the line of the pure parts (de-biased). Upper
+    bound: the same search with the fast mixed bound of §3.4 only. If they differ, bisection between them with the full profile (per-shape
+    integrals for k <= 4), to 1e-9 relative (continuous) or to the integer (rounded).
+    """
+    t_p = _p_line(dlt, sigma, k)
+
+    def ok(t: float, exact: bool | None) -> bool:
+        return _parts(eps, sigma, t, k, debias, target=dlt, exact=exact).total <= dlt
+
+    if debias and not ok(t_p, None):  # the de-biased new-only pair binds above the p_inf line
+        lo, hi = t_p, 2.0 * t_p
+        while not ok(hi, None):
+            lo, hi = hi, 2.0 * hi
+        while hi - lo > 1e-12 * hi:
+            mid = 0.5 * (lo + hi)
+            if ok(mid, None):
+                hi = mid
+            else:
+                lo = mid
+        t_p = hi
+
+    if rounded:
+        lo_m = max(1, math.ceil(t_p + 0.5))  # no smaller margin passes the new-only pair
+        hi_m, step = lo_m, 1
+        while not ok(hi_m - 0.5, False):  # the fast bound accepts hi_m, hence so does the full profile
+            hi_m, step = hi_m + step, 2 * step
+            if hi_m > 1e12:  # pragma: no cover
+                raise InfeasibleError("internal: no integer margin satisfies the privacy constraint")
+        while lo_m < hi_m:  # smallest margin in [lo_m, hi_m] accepted by the full profile
+            mid = (lo_m + hi_m) // 2
+            if ok(mid - 0.5, True):
+                hi_m = mid
+            else:
+                lo_m = mid + 1
+        return float(hi_m)
+    if ok(t_p, True):
+        return t_p
+    lo, hi = t_p, 2.0 * t_p
+    while not ok(hi, False):
         lo, hi = hi, 2.0 * hi
-        if hi > 1e6 * sigma:
-            raise InfeasibleError("internal: no margin satisfies the threshold term")  # pragma: no cover
-    for _ in range(200):  # bisection on the p_inf(k) line, a lower bound on the answer
-        if hi - lo <= 1e-12 * hi:
-            break
+    while hi - lo > 1e-9 * hi:  # the fast bound's line
         mid = 0.5 * (lo + hi)
-        if p_ok(mid):
+        if ok(mid, False):
             hi = mid
         else:
             lo = mid
-    t = hi
-
-    def ok(t: float) -> bool:
-        return _parts(eps, sigma, t, k, debias, target=dlt).total <= dlt
-
-    if rounded:
-        mgn = max(1, math.ceil(t + 0.5))
-        while not ok(mgn - 0.5):
-            mgn += 1
-            if mgn > 1e9:  # pragma: no cover
-                raise InfeasibleError("internal: no integer margin satisfies the privacy constraint")
-        return float(mgn)
-    if ok(t):
-        return t
-    lo, hi = t, 2.0 * t
-    while not ok(hi):
-        lo, hi = hi, 2.0 * hi
-    while hi - lo > 1e-10 * hi:
+    lo = t_p
+    while hi - lo > 1e-9 * hi:
         mid = 0.5 * (lo + hi)
-        if ok(mid):
+        if ok(mid, True):
             hi = mid
         else:
             lo = mid
@@ -409,6 +497,7 @@ def csh_exact_calibrate(epsilon, delta, k, *, rounded: bool = True, topk: bool =
 
 
 def _p_line(dlt, sigma, k) -> float:
+    """Smallest τ (to 1e-12 relative) with certified p_inf(k) <= dlt: a lower bound on every margin."""
     lo, hi = 1e-9 * sigma, sigma
     while float(_p_inf_bracket(sigma, hi, k, np.array([k]))[1][0]) > dlt:
         lo, hi = hi, 2.0 * hi
