@@ -19,9 +19,9 @@ from scipy import special, stats
 
 from sparsedp.accounting import calibrate
 from sparsedp.accounting.csh import csh_delta, csh_rounded_delta
-from sparsedp.accounting.csh_exact import (CshExactParts, _shape_bound, csh_exact_calibrate, csh_exact_delta,
-                                           csh_exact_delta_parts, csh_exact_p_inf, csh_exact_sensitivity,
-                                           csh_exact_tau)
+from sparsedp.accounting.csh_exact import (CshExactParts, _shape_bound, csh_exact_calibrate,
+                                           csh_exact_delta, csh_exact_delta_parts, csh_exact_p_inf,
+                                           csh_exact_sensitivity, csh_exact_tau)
 from sparsedp.accounting.gaussian import gaussian_delta
 from sparsedp.errors import InvalidParameterError, InvalidTypeError
 
@@ -44,7 +44,7 @@ def _bw_ref(mu, eps):
 
 
 def _same_support_ref(eps, sigma, k, debias=False):
-    """max over supports K <= k and shift sets of BW(‖Σ^{-1/2} v‖) with Σ = σ²(I + 11ᵀ/√k) (numpy.linalg)."""
+    """max over supports K <= k and shift sets of BW(‖Σ^{-1/2} v‖), Σ = σ²(I + 11ᵀ/√k) (numpy.linalg)."""
     best = 0.0
     for K in range(1, k + 1):
         cov = sigma ** 2 * (np.eye(K) + np.ones((K, K)) / math.sqrt(k))
@@ -221,7 +221,8 @@ def test_sensitivity_is_the_mahalanobis_supremum(k, debias):
             best = max(best, float(v @ inv @ v))
     want = math.sqrt(best + (math.sqrt(k) if debias else 0.0))
     assert csh_exact_sensitivity(k, debias=debias) == pytest.approx(want, rel=1e-11)
-    assert csh_exact_sensitivity(k, debias=debias) <= 0.5 * math.sqrt(k + (5 if debias else 1) * math.sqrt(k)) * (1 + 1e-11)
+    paper = 0.5 * math.sqrt(k + (5 if debias else 1) * math.sqrt(k))  # ½√(k+√k), ½√(k+5√k)
+    assert csh_exact_sensitivity(k, debias=debias) <= paper * (1 + 1e-11)
 
 
 # ------------------------------------------------------------------ against the paper's theorems

@@ -31,7 +31,8 @@ the accountant reports ``δ(ε) = max(new_only, shifted_only, mixed)`` where
   (m, j, u = k − m − j) by a certified integral over the common keys' mean (proof §3.5,
   :func:`_shape_bound`), within 1 % of brute force.
 
-``BW(μ, x) = Φ(μ/2 − x/μ) − e^x Φ(−μ/2 − x/μ)`` (Balle–Wang, for every real x; ``(1 − e^x)_+`` at μ = 0).
+``BW(μ, x) = Φ(μ/2 − x/μ) − e^x Φ(−μ/2 − x/μ)`` (Balle–Wang, for every real x; ``(1 − e^x)_+`` at
+μ = 0).
 
 Certified integration (proof §4): ``p_inf`` is ∫ φ(z) q(z) dz with ``q(z) = 1 − Φ((τ − σ_c z)/σ)^m``,
 which is increasing and log-concave in z (the survival function of the maximum of m normals). On each
@@ -172,7 +173,8 @@ def _mahalanobis2(K: np.ndarray, k: int) -> np.ndarray:
 
 
 def csh_exact_sensitivity(k, *, debias: bool = False) -> float:
-    """Δ with μ(k) = Δ/σ: √(max_j j − j²/(k+√k) + [debias]·√k) — the exact worst shift (<= ½√(k+√k))."""
+    """Δ with μ(k) = Δ/σ: √(max_j j − j²/(k+√k) + [debias]·√k), the exact worst shift
+    (<= ½√(k+√k), Thm 3.3's sensitivity; spec §4.7)."""
     k = v.integer("k", k, lo=1)
     return math.sqrt(float(_mahalanobis2(np.array([k]), k)[0]) + (math.sqrt(k) if debias else 0.0))
 
@@ -238,9 +240,10 @@ def _shape_bound(eps, sigma, tau, k, m, j, u, debias, n_t: int = 1200) -> float:
     T = mean of y_common − H: under Q ~ N(0, σ_T²), σ_T² = σ_c² + σ²/K; under P shifted by s = j/K and
     weighted by g(t) = E_P[w_m(A) | T = t], A | T ~ N(β(t − s), v). The contrast between shifted and
     unchanged keys is an independent Gaussian pair with μ_D² = (ju/K + [debias]√k)/σ². So
-    δ(Q‖P) = ∫ q_T(t) BW(μ_D, ε + ℓ(t) + ln g(t)) dt and δ(P‖Q) = p_inf(m) + ∫ p_T(t) g(t) BW(μ_D, ε − ℓ(t)
-    − ln g(t)) dt, ℓ(t) = (s t − s²/2)/σ_T². ℓ increases and g decreases in t; each integrand is monotone
-    in (ℓ, g), so a cell is bounded by its end values; g is bracketed with :func:`_q_bracket`.
+    δ(Q‖P) = ∫ q_T(t) BW(μ_D, ε + ℓ(t) + ln g(t)) dt and
+    δ(P‖Q) = p_inf(m) + ∫ p_T(t) g(t) BW(μ_D, ε − ℓ(t) − ln g(t)) dt, ℓ(t) = (s t − s²/2)/σ_T².
+    ℓ increases and g decreases in t; each integrand is monotone in (ℓ, g), so a cell is bounded by its
+    end values; g is bracketed with :func:`_q_bracket`.
     """
     K = j + u
     sc2 = sigma * sigma / math.sqrt(k)
@@ -391,8 +394,9 @@ def _tau_min(eps, dlt, sigma, k, debias, rounded) -> float:
     """Smallest τ (continuous) or margin (rounded) with certified δ <= dlt at σ; δ is non-increasing in τ.
 
     Lower bound: the p_inf(k) line (:func:`_p_line`), or the line of the pure parts (de-biased). Upper
-    bound: the same search with the fast mixed bound of §3.4 only. If they differ, bisection between them with the full profile (per-shape
-    integrals for k <= 4), to 1e-9 relative (continuous) or to the integer (rounded).
+    bound: the same search with the fast mixed bound of §3.4 only. If they differ, bisection between them
+    with the full profile (per-shape integrals for k <= 4), to 1e-9 relative (continuous) or to the
+    integer (rounded).
     """
     t_p = _p_line(dlt, sigma, k)
 
