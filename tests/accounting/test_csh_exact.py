@@ -309,3 +309,53 @@ def test_validation():
     with pytest.raises(InvalidTypeError):
         csh_exact_delta(1.0, 1.0, 2.5, 2)  # rounded=True wants an integer margin
     assert isinstance(csh_exact_delta_parts(1.0, 1.0, 3, 2), CshExactParts)
+
+
+# ------------------------------------------------------------------ the rounded mechanism, enumerated
+
+
+def _rounded_pair_delta(eps, sigma, margin, k, m, j, u):
+    """δ of the *integer* outputs of rounded CSH (rule count + X >= 1 + margin, X = round(G + A)) for one
+    pair shape, by exact enumeration of the common keys' integer values (counts → ∞) and of the new keys'
+    release event (X >= margin), with the shared term by Gauss–Hermite."""
+    sc = sigma * k ** -0.25
+    a = sc * _GH_X
+    K = j + u
+    # P[no new key released | A] = P[G + A < margin − ½]^m
+    w_new = np.exp(m * special.log_ndtr((margin - 0.5 - a) / sigma))
+    xs = np.arange(-int(12 * (sigma + sc)) - 2, int(12 * (sigma + sc)) + 4)
+
+    def pmf(shift):  # P[x = shift + round(G + A) | A] on the grid, rows x, columns A-nodes
+        return (special.ndtr((xs[:, None] - shift + 0.5 - a[None, :]) / sigma)
+                - special.ndtr((xs[:, None] - shift - 0.5 - a[None, :]) / sigma))
+
+    shift = [1.0] * j + [0.0] * u
+    if K == 1:
+        P, Q = pmf(shift[0]) @ (_GH_W * w_new), pmf(0.0) @ _GH_W
+    elif K == 2:
+        P = np.einsum("ia,ja,a->ij", pmf(shift[0]), pmf(shift[1]), _GH_W * w_new)
+        Q = np.einsum("ia,ja,a->ij", pmf(0.0), pmf(0.0), _GH_W)
+    else:
+        P, Q = np.array([float(np.sum(_GH_W * w_new))]), np.array([1.0])
+    e = math.exp(eps)
+    add = (1.0 - float(np.sum(_GH_W * w_new))) + float(np.sum(np.maximum(P - e * Q, 0.0)))
+    rem = float(np.sum(np.maximum(Q - e * P, 0.0)))
+    return max(add, rem)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_rounded_mechanism_enumerated_is_covered(k):
+    """Rounded CSH is post-processing of Algorithm 2 at τ = margin − ½: every pair's δ over the integer
+    outputs (pairs with <= 2 common keys) is below the accountant; two below the calibrated margin, where
+    the new-only pair binds, the enumerated δ equals the accountant to 1e-4 (the release rule loses nothing
+    to rounding)."""
+    eps, dlt = 1.0, 1e-4
+    sigma, margin = csh_exact_calibrate(eps, dlt, k)
+    for mg in (margin, margin - 2):
+        acct = csh_exact_delta(eps, sigma, mg, k)
+        vals = [_rounded_pair_delta(eps, sigma, mg, k, m, j, kk - m - j)
+                for kk in range(1, k + 1) for m in range(0, kk + 1) for j in range(0, kk - m + 1)
+                if (m, j) != (0, 0) and kk - m <= 2]
+        assert max(vals) <= acct
+        if mg == margin - 2:
+            assert max(vals) >= acct * (1 - 1e-4)
