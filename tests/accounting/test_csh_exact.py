@@ -168,7 +168,7 @@ def test_profile_against_brute_force_over_all_pair_shapes(k):
         assert parts.total == pytest.approx(ref, rel=1e-3)
 
 
-@pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.parametrize("k", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_debiased_profile_against_brute_force(k):
     eps, dlt = 1.0, 1e-4
     s, t = csh_exact_calibrate(eps, dlt, k, rounded=False, topk=True, debias=True)
@@ -228,7 +228,8 @@ def test_sensitivity_is_the_mahalanobis_supremum(k, debias):
 # ------------------------------------------------------------------ against the paper's theorems
 
 
-@pytest.mark.parametrize("k", [1, 2, 3, 5, 10, 50, 200])
+@pytest.mark.parametrize("k", [1, 2, pytest.param(3, marks=pytest.mark.slow), 5, 10, 50,
+                               pytest.param(200, marks=pytest.mark.slow)])
 def test_never_above_theorem_3_5_or_3_3(k):
     small = 2 <= k <= 4  # per-shape integrals (slower): a sub-grid
     for eps in ((0.1, 1.0, 3.0) if small else (0.1, 0.35, 1.0, 3.0)):
@@ -255,7 +256,8 @@ def test_rounded_is_continuous_at_margin_minus_half():
 # ------------------------------------------------------------------ monotonicity
 
 
-@pytest.mark.parametrize("k,debias", [(3, False), (1000, False), (1000, True)])
+@pytest.mark.parametrize("k,debias", [(3, False), pytest.param(1000, False, marks=pytest.mark.slow),
+                                     pytest.param(1000, True, marks=pytest.mark.slow)])
 def test_monotone_in_margin_and_sigma(k, debias):
     eps, sigma = 1.0, 70.0 * math.sqrt(k / 1000.0)
     margins = np.unique(np.round(np.linspace(0.5, 8.0, 12) * sigma).astype(int))
