@@ -56,19 +56,32 @@ def _columns(privacy_unit: Any, by: Any) -> tuple[str, list[str]]:
     return privacy_unit, cols
 
 
-def _count(aggregates: Any) -> Count:
-    """The count aggregate of ``aggregates`` (default ``Count()``).
+def _aggregates(aggregates: Any, unit: str, cols: list[str]) -> tuple[Count, tuple]:
+    """``(count, sums)``: the count aggregate of ``aggregates`` (default ``Count()``; at most one) and the
+    SUM/MEAN aggregates (:class:`~sparsedp.aggregates.Sum`, :class:`~sparsedp.aggregates.Mean`) in the given
+    order. Types, duplicate output names, output names that are input columns, and value columns that are the
+    unit or a key are refused here (no data read). The SUM/MEAN columns are released with the count by the
+    joint GSHM (:mod:`sparsedp.accounting.aggregates`)."""
+    from .aggregates import Sum, output_names
 
-    SUM and MEAN (:class:`~sparsedp.aggregates.Sum`, :class:`~sparsedp.aggregates.Mean`) have their accountant
-    (:mod:`sparsedp.accounting.aggregates`) and noise (:mod:`sparsedp.mechanisms.aggregate_noise`) but are not
-    yet released by this pipeline: asking for them is refused before anything is read, rather than ignored."""
     if aggregates is None:
-        return Count()
+        return Count(), ()
     aggs = list(aggregates) if isinstance(aggregates, (list, tuple)) else [aggregates]
-    if any(not isinstance(a, Count) for a in aggs) or len(aggs) != 1:
-        raise InvalidParameterError(f"release() releases the distinct-unit count per key: aggregates must be "
-                                    f"[sd.Count(…)]; got {aggregates!r} (SUM/MEAN are not released yet)")
-    return aggs[0]
+    if not aggs:
+        raise InvalidParameterError("aggregates must list at least one aggregate (e.g. [sd.Count()])")
+    output_names(aggs)  # Count/Sum/Mean objects only, distinct output names
+    counts = [a for a in aggs if isinstance(a, Count)]
+    if len(counts) > 1:
+        raise InvalidParameterError(f"aggregates lists Count more than once: {counts!r}")
+    sums = tuple(a for a in aggs if isinstance(a, Sum))
+    for a in sums:
+        if a.column == unit or a.column in cols:
+            raise InvalidParameterError(f"{type(a).__name__}({a.column!r}): the value column must not be the "
+                                        f"privacy unit or a key column")
+        if a.output_name in cols or a.output_name == unit:
+            raise InvalidParameterError(f"the output column {a.output_name!r} is also an input column; name it "
+                                        f"otherwise: {type(a).__name__}(…, name=…)")
+    return (counts[0] if counts else Count()), sums
 
 
 def _mechanism(mechanism: Any, top_k: Any, max_groups_per_unit: int | None):
@@ -220,12 +233,20 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     eps = v.epsilon(epsilon)
     dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
     unit, cols = _columns(privacy_unit, by)
-    count = _count(aggregates)
+    count, sums = _aggregates(aggregates, unit, cols)
     l0 = None if max_groups_per_unit is None else v.integer("max_groups_per_unit", max_groups_per_unit, lo=1)
     mech = _mechanism(mechanism, top_k, l0)
     if not isinstance(insecure_float, bool):
         raise InvalidTypeError(f"insecure_float must be a bool, got {insecure_float!r}")
-    request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float)
+    if sums and not mech.supports_aggregates:
+        raise InvalidParameterError(
+            f"mechanism={mech.describe()} releases counts only; SUM/MEAN aggregates are released by the joint "
+            f"GSHM: mechanism='gshm' or 'auto' with max_groups_per_unit=…")
+    if sums and insecure_float:
+        raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
+                                    "insecure_float=True")
+    request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
+                             aggregates=sums)
     mech, cal, reason, candidates = mech.resolve(request)
     kind = sources.kind(data)
     if kind == "file":
@@ -237,6 +258,9 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     if value_column in cols or value_column == unit:
         raise InvalidParameterError(f"the output column {value_column!r} is also an input column; name the count "
                                     f"otherwise: aggregates=[sd.Count(name=…)]")
+    if value_column in {a.output_name for a in sums}:
+        raise InvalidParameterError(f"the output column {value_column!r} is also a SUM/MEAN output column; give "
+                                    f"them distinct names")
     disclosure = mech.disclosure(request, cal, value_column)
     if insecure_float:
         warn_insecure()
@@ -251,7 +275,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         # 3. Bounded histogram where the data live (every input check happens here, before the charge).
         t = time.perf_counter()
         with stage("bounding contributions and counting"):
-            hist = eng.histogram(data, unit, cols, mech.engine_bound(request), source, mech.count_floor())
+            extra = {"aggregates": sums} if sums else {}
+            hist = eng.histogram(data, unit, cols, mech.engine_bound(request), source, mech.count_floor(), **extra)
         timings["bound+count"] = time.perf_counter() - t
         # 4. Charge (committed, or refused with BudgetExceededError), then 5. one private draw.
         charge_id = None
@@ -272,7 +297,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                 sigma=disclosure.sigma, noise_std=disclosure.noise_std, threshold=disclosure.threshold,
                 margin=disclosure.margin, pre_threshold=disclosure.pre_threshold, comparison=disclosure.comparison,
                 contribution=disclosure.contribution, value_column=value_column, released_keys=0,
-                insecure_float=insecure_float, notes=disclosure.notes, candidates=candidates, version=__version__)
+                insecure_float=insecure_float, notes=disclosure.notes, candidates=candidates, version=__version__,
+                column_errors=dict(disclosure.column_errors))
             if released.in_process:
                 arrow, native, n_rows = released.rows, None, released.rows.num_rows
             elif kind == "spark":

@@ -71,6 +71,15 @@ class DuckDBEngine(EmbeddedEngine):
     def columns(self, data: Any) -> list[str]:
         return list(self.relation(data).columns)
 
+    def rows_lazy(self, data: Any) -> Any:
+        """The relation's rows as a Polars LazyFrame (SUM/MEAN releases run the shared Polars path)."""
+        import polars as pl
+
+        k = sources.kind(data)
+        if k in ("polars", "polars-lazy", "pandas", "arrow", "file"):
+            return super().rows_lazy(data)
+        return pl.from_arrow(to_arrow_table(self.relation(data))).lazy()
+
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         import duckdb
 

@@ -33,6 +33,11 @@ class KeyNoise:
         shared: the release's shared term of CSH / top-k CSH (drawn once on the driver), else ``None``.
         insecure_float: float noise was requested by name.
         secret: ``K_noise``, 32 bytes from the release's secure source.
+        aggregates: the SUM/MEAN aggregates released next to the count (joint GSHM release), in output order;
+            empty for a count-only release.
+        column_sigma2s: the exact scales ``s_j`` of the distinct noisy grid columns
+            (:func:`sparsedp.aggregates.noise_columns` order), from the joint calibration
+            (:class:`sparsedp.accounting.aggregates.JointDiscreteCalibration`).
     """
 
     plan: NoisePlan
@@ -42,6 +47,18 @@ class KeyNoise:
     offset: Any = None
     shared: Any = None
     insecure_float: bool = False
+    aggregates: tuple = ()
+    column_sigma2s: tuple = ()
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        """Output names of the SUM/MEAN columns (empty for a count-only release)."""
+        return tuple(a.output_name for a in self.aggregates)
+
+    @property
+    def n_grid_columns(self) -> int:
+        """Number of distinct noisy grid columns the histogram must carry."""
+        return len(self.column_sigma2s)
 
     @property
     def float_output(self) -> bool:
@@ -64,3 +81,32 @@ class KeyNoise:
         if self.offset is not None:
             values = values + self.offset
         return pos, np.asarray(values, dtype=np.float64 if self.float_output else np.int64)
+
+    def apply_joint(self, counts: np.ndarray, grid_sums, chunk: int):
+        """The joint release of one chunk (``docs/proofs/aggregates.md`` §0): ``(positions, noisy counts,
+        {output name: values})``.
+
+        The count decision is exactly :meth:`apply`'s (same stream words, so the same keys and counts as a
+        count-only release with this calibration); then, from the SAME chunk stream after those words, one exact
+        ``N_Z(0, s_j)`` draw per RELEASED key for each distinct grid column j in turn
+        (:func:`~sparsedp.mechanisms.aggregate_noise.noisy_grid_sums`), and the SUM/MEAN values in value units
+        (:func:`~sparsedp.mechanisms.aggregate_noise.to_value_units`: ``g·(A' + Y) + g·c·(count + Z)``, divided
+        by the noisy count for MEAN). Keys not released get no column noise and leave nothing.
+        """
+        from ..aggregates import noise_columns
+        from ..engines.noise_chunks import chunk_label
+        from ..noise.source import SecretKeyedStream
+        from .aggregate_noise import noisy_grid_sums, to_value_units
+
+        if self.cutoff or self.offset is not None or self.shared is not None or self.float_output:
+            raise ValueError("aggregate columns are released by the joint discrete GSHM only")
+        _, where = noise_columns(self.aggregates)
+        if len(grid_sums) != len(self.column_sigma2s):
+            raise ValueError(f"{len(grid_sums)} grid-sum columns for {len(self.column_sigma2s)} noise scales")
+        c = np.asarray(counts, dtype=np.int64)
+        rng = SecretKeyedStream(self.secret, chunk_label(chunk))
+        pos, values = noise_and_filter(c, self.plan, self.pre, rng, None, insecure_float=False)
+        values = np.asarray(values, dtype=np.int64)
+        noisy = noisy_grid_sums([np.asarray(a, dtype=np.int64)[pos] for a in grid_sums], self.column_sigma2s, rng)
+        cols = {a.output_name: to_value_units(noisy[i], values, a) for a, i in zip(self.aggregates, where)}
+        return pos, values, cols

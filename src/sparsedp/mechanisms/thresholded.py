@@ -11,16 +11,61 @@ shared CSH term, then de-biased top-k's ``t̃`` noise.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from .. import _validate as v
+from ..accounting.calibration import Calibration, Comparison
 from ..errors import InvalidParameterError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
 
-__all__ = ["GSHM", "Laplace", "TopKCSH"]
+__all__ = ["GSHM", "Laplace", "TopKCSH", "JointCalibration", "joint_calibration"]
+
+
+@dataclass(frozen=True)
+class JointCalibration(Calibration):
+    """GSHM with SUM/MEAN columns: the count's law and margin as a :class:`Calibration` (what the per-key kernel
+    samples and compares, exactly as for a count-only release) plus the joint accountant's recipe.
+
+    ``joint``: :class:`sparsedp.accounting.aggregates.JointDiscreteCalibration` (count scale ``s``, margin, the
+    column scales ``s_j`` and the δ of the whole joint release, Karrer Thm 5.4 discrete analogue,
+    ``docs/proofs/aggregates.md``); ``aggregates``: the Sum/Mean aggregates in output order. The count fields
+    (``sigma``, ``tau``, ``noise``, ``delta_achieved``, ``delta_parts``) are those of the joint calibration,
+    so the δ reported is the joint δ.
+    """
+
+    joint: Any = None
+    aggregates: tuple = ()
+
+
+def joint_calibration(request: ReleaseRequest) -> JointCalibration:
+    """The joint discrete GSHM calibration of ``request`` (its ``aggregates`` non-empty): column sensitivities
+    from :func:`sparsedp.aggregates.column_sensitivities` (distinct grid columns), then
+    :func:`sparsedp.accounting.aggregates.calibrate_joint_gshm` (default allocation: every column as private
+    as the count). Secure noise only: float noise has no aggregate path."""
+    from ..accounting.aggregates import calibrate_joint_gshm
+    from ..accounting.discrete import dgauss_variance
+    from ..accounting.laws import DiscreteGaussian
+    from ..aggregates import column_sensitivities
+
+    if request.insecure_float:
+        raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
+                                    "insecure_float=True")
+    assert request.max_groups_per_unit is not None
+    aggs = tuple(request.aggregates)
+    j = calibrate_joint_gshm(request.epsilon, request.delta, request.max_groups_per_unit,
+                             column_sensitivities(aggs))
+    p = j.parts
+    return JointCalibration(
+        mechanism="gshm", analysis="discrete-exact-joint", epsilon=j.epsilon, delta=j.delta,
+        sigma=math.sqrt(float(j.count_sigma2)), tau=float(j.margin),
+        noise_std=math.sqrt(dgauss_variance(j.count_sigma2)),
+        noise=DiscreteGaussian(j.count_sigma2), comparison=Comparison.GE,
+        delta_parts={"infinite": p.infinite, "forward": p.forward, "reverse": p.reverse},
+        delta_achieved=float(p.total), l0=j.l0, joint=j, aggregates=aggs)
 
 
 def _noise_words(rng: Any) -> bytes:
@@ -58,9 +103,13 @@ def _disclosure(self: Mechanism, request: ReleaseRequest, cal: Any, value_column
 
 def _charge(self: Mechanism, calibration: Any, disclosure: Disclosure) -> Any:
     """The charge with the calibration's privacy profile (:func:`sparsedp.accounting.profiles.profile_of`), so the
-    ledger composes repeated releases tightly (docs/proofs/composition.md)."""
+    ledger composes repeated releases tightly (docs/proofs/composition.md). A joint release with SUM/MEAN
+    columns has no profile here (the count-only profile would under-charge it): its (ε, δ) is charged once,
+    basic composition (:meth:`Mechanism.charge`)."""
     from ..ledger import Charge
 
+    if isinstance(calibration, JointCalibration):
+        return Mechanism.charge(self, calibration, disclosure)
     return Charge.from_calibration(calibration, disclosure.neighbours)
 
 
@@ -86,18 +135,47 @@ class _PerKeyThresholded(Mechanism):
         from ..accounting import calibrate
 
         assert request.max_groups_per_unit is not None
+        if request.aggregates:
+            if not self.supports_aggregates:
+                raise InvalidParameterError(f"mechanism={self.name!r} releases counts only; SUM/MEAN need "
+                                            f"mechanism='gshm' (or 'auto')")
+            return joint_calibration(request)
         return calibrate(self.name, epsilon=request.epsilon, delta=request.delta, l0=request.max_groups_per_unit,
                          discrete=_secure(request))
 
     def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
-        return _disclosure(self, request, calibration, value_column,
-                           f"at most {request.max_groups_per_unit} keys per unit, 1 per key",
-                           pre=self.pre_threshold)
+        contribution = f"at most {request.max_groups_per_unit} keys per unit, 1 per key"
+        if not isinstance(calibration, JointCalibration):
+            return _disclosure(self, request, calibration, value_column, contribution, pre=self.pre_threshold)
+        from ..aggregates import Mean, noise_columns
+        from .aggregate_noise import expected_errors
+
+        j = calibration.joint
+        aggs = calibration.aggregates
+        cols, where = noise_columns(aggs)
+        contribution += "; " + "; ".join(
+            f"{c.column}: each unit's per-key total clipped to [{c.lower:g}, {c.upper:g}] (grid {c.granularity:g})"
+            for c in cols)
+        errors = expected_errors(aggs, j, pre_threshold=self.pre_threshold)
+        notes = ("joint release (seed 001 Thm 5.4, discrete analogue docs/proofs/aggregates.md): the count decides "
+                 "release, the SUM/MEAN columns get independent exact discrete Gaussian noise on released keys "
+                 "only; delta is that of the whole joint release",)
+        notes += tuple(
+            f"column {a.output_name}: noise std {j.column_noise_stds[i] * a.granularity:.4g} (value units) on the "
+            f"grid sum; expected error {errors[a.output_name]:.4g}"
+            + (" (MEAN = noisy sum / noisy count: worst-case RMSE at the threshold count)"
+               if isinstance(a, Mean) else "")
+            for a, i in zip(aggs, where))
+        d = _disclosure(self, request, calibration, value_column, contribution, pre=self.pre_threshold, notes=notes)
+        return dataclasses.replace(d, column_errors={a.output_name: float(errors[a.output_name]) for a in aggs})
 
     charge = _charge
 
     def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
         task = _key_task(calibration, self.pre_threshold, rng, request.insecure_float)
+        if isinstance(calibration, JointCalibration):
+            task = dataclasses.replace(task, aggregates=calibration.aggregates,
+                                       column_sigma2s=tuple(calibration.joint.column_sigma2s))
         return Released(rows=engine.noise_keys(hist, task), disclosure=disclosure)
 
 
@@ -112,6 +190,7 @@ class GSHM(_PerKeyThresholded):
 
     name = "gshm"
     auto_candidate = True
+    supports_aggregates = True
 
 
 @register
