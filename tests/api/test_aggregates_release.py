@@ -198,7 +198,7 @@ def test_bad_value_columns_are_refused_before_the_charge_and_any_draw(df, tmp_pa
 
 @pytest.mark.parametrize("kw,msg", [
     (dict(mechanism="laplace"), "counts only"),
-    (dict(mechanism=sd.TopKCSH(k=3), max_groups_per_unit=None), "counts only"),
+    (dict(mechanism="pure-sparse", max_groups_per_unit=None, delta=0.0), "counts only"),
     (dict(insecure_float=True), "secure discrete noise only"),
     (dict(aggregates=[sd.Sum("user", 0, 1)]), "must not be the privacy unit"),
     (dict(aggregates=[sd.Sum("dwell", 0, 1, name="url")]), "also an input column"),
@@ -224,3 +224,56 @@ def test_result_holds_no_unreleased_key_and_no_exact_sum():
     exact_sum = 300 * 100.0
     assert res.table["sum_dwell"][0] != exact_sum  # noisy
     assert b"123.456" not in blob and repr(exact_sum).encode() not in blob
+
+
+# ---------------------------------------------------------------- top-k CSH with columns (de-biased only)
+
+
+def test_topk_with_aggregates_same_table_everywhere_and_close_to_truth():
+    g = np.random.default_rng(4)
+    n = 30_000
+    frame = pl.DataFrame({"user": g.integers(0, 8000, n), "url": [f"k{x}" for x in g.zipf(1.5, n) % 200],
+                          "dwell": g.uniform(0, 700, n)})
+    kw = dict(privacy_unit="user", by="url", epsilon=1.0, delta=1e-6, top_k=3, aggregates=AGGS)
+    tables = {}
+    for eng in ("polars", "duckdb", "pandas", "arrow"):
+        data = {"polars": frame, "duckdb": frame, "pandas": frame.to_pandas(), "arrow": frame.to_arrow()}[eng]
+        res = sd.release(data, **kw, engine=eng, rng=InsecureSeededRandom(8))
+        t = res.table
+        tables[eng] = pl.from_pandas(t) if isinstance(t, pd.DataFrame) else pl.DataFrame(t)
+    for eng, t in tables.items():
+        assert t.equals(tables["polars"]), eng
+    r = res.report
+    assert r.mechanism == "topk-csh" and r.analysis == "rounded-add-joint" and r.delta_achieved <= 1e-6
+    assert set(r.column_errors) == {"sum_dwell", "mean_dwell"}
+    t = tables["polars"]
+    assert t.height == 3
+    truth = (frame.group_by("user", "url").agg(pl.col("dwell").sum().clip(0, 600).alias("v"))
+             .group_by("url").agg(pl.len().alias("n"), pl.col("v").sum().alias("s"), pl.col("v").mean().alias("m")))
+    j = t.join(truth, on="url")
+    # de-biased counts and sums: within 5 expected errors (count std from the report)
+    assert ((j["count"] - j["n"]).abs() < 5 * r.noise_std).all()
+    assert ((j["sum_dwell"] - j["s"]).abs() < 5 * r.column_errors["sum_dwell"]).all()
+    assert ((j["mean_dwell"] - j["m"]).abs() < 5 * r.column_errors["mean_dwell"]).all()
+
+
+def test_topk_count_decision_unchanged_by_columns():
+    import dataclasses
+
+    from sparsedp.mechanisms.base import ReleaseRequest
+    from sparsedp.mechanisms.thresholded import TopKCSH, _key_task
+
+    agg = sd.Sum("dwell", lower=0, upper=10, granularity=1)
+    m = TopKCSH(k=50)
+    cal = m.calibrate(ReleaseRequest(epsilon=1.0, delta=1e-6, aggregates=(agg,)))
+    g = np.random.default_rng(1)
+    counts = np.r_[g.integers(1, 50, 1950), g.integers(100, 2000, 50)]  # truncated values around the margin
+    t = int(np.sort(counts)[-51])
+    task = _key_task(cal, 1, InsecureSeededRandom(6), False, cutoff=t, debias=True)
+    joint = dataclasses.replace(task, aggregates=(agg,), column_sigma2s=tuple(cal.joint.column_sigma2s))
+    pos0, val0 = task.apply(counts, 3)
+    pos, val, cols = joint.apply_joint(counts, [np.zeros(counts.size, dtype=np.int64)], 3)
+    assert np.array_equal(pos, pos0) and np.array_equal(val, val0) and 0 < pos.size < 50
+    assert cols["sum_dwell"].shape == pos.shape
+    with pytest.raises(InvalidParameterError, match="debias=True"):
+        TopKCSH(k=5, debias=False).calibrate(ReleaseRequest(epsilon=1.0, delta=1e-6, aggregates=(agg,)))

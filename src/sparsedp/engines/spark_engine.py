@@ -207,9 +207,11 @@ def histogram_frame(src, unit: str, by: list[str], l0: int | None, secret: bytes
 
     from .aggregate_exprs import grid_column_name, noise_columns
 
+    if l0 is None and aggregates:
+        # no ℓ0 bound (top-k): the bounding task with a bound no unit reaches keeps every distinct pair (no
+        # secret is used: no unit is over the bound), and computes the grid sums of the same code as with l0
+        l0, secret = 2**62, bytes(32)
     if l0 is None:
-        if aggregates:
-            raise InvalidParameterError("SUM/MEAN aggregates need max_groups_per_unit")
         return src.groupBy(*by).agg(F.countDistinct(unit).cast("long").alias(COUNT))
     assert secret is not None
     grid = [grid_column_name(i) for i in range(len(noise_columns(aggregates)[0]))] if aggregates else []

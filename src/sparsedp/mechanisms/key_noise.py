@@ -68,8 +68,9 @@ class KeyNoise:
             return True
         return self.offset is not None and not float(self.offset).is_integer()
 
-    def apply(self, counts: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(positions, values)`` of the released keys among one chunk's counts (canonical key order)."""
+    def apply(self, counts: np.ndarray, chunk: int, _stream: list | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, values)`` of the released keys among one chunk's counts (canonical key order).
+        (``_stream``: :meth:`apply_joint` receives the chunk's stream there, to read on after the count words.)"""
         from ..engines.noise_chunks import chunk_label
         from ..noise.source import SecretKeyedStream
 
@@ -77,6 +78,8 @@ class KeyNoise:
         if self.cutoff:
             c = np.maximum(c - self.cutoff, 0)
         rng = SecretKeyedStream(self.secret, chunk_label(chunk))
+        if _stream is not None:
+            _stream.append(rng)
         pos, values = noise_and_filter(c, self.plan, self.pre, rng, self.shared, insecure_float=self.insecure_float)
         if self.offset is not None:
             values = values + self.offset
@@ -93,20 +96,29 @@ class KeyNoise:
         (:func:`~sparsedp.mechanisms.aggregate_noise.to_value_units`: ``g·(A' + Y) + g·c·(count + Z)``, divided
         by the noisy count for MEAN). Keys not released get no column noise and leave nothing.
         """
-        from ..aggregates import noise_columns
-        from ..engines.noise_chunks import chunk_label
-        from ..noise.source import SecretKeyedStream
+        from ..aggregates import Mean, Sum, noise_columns
         from .aggregate_noise import noisy_grid_sums, to_value_units
 
-        if self.cutoff or self.offset is not None or self.shared is not None or self.float_output:
-            raise ValueError("aggregate columns are released by the joint discrete GSHM only")
+        if self.float_output or self.insecure_float:
+            raise ValueError("aggregate columns are released with integer count noise only (discrete GSHM, "
+                             "rounded de-biased top-k CSH)")
+        if self.cutoff and self.offset is None:
+            raise ValueError("top-k CSH releases aggregate columns with de-biased counts only")
         _, where = noise_columns(self.aggregates)
         if len(grid_sums) != len(self.column_sigma2s):
             raise ValueError(f"{len(grid_sums)} grid-sum columns for {len(self.column_sigma2s)} noise scales")
-        c = np.asarray(counts, dtype=np.int64)
-        rng = SecretKeyedStream(self.secret, chunk_label(chunk))
-        pos, values = noise_and_filter(c, self.plan, self.pre, rng, None, insecure_float=False)
-        values = np.asarray(values, dtype=np.int64)
+        stream: list = []
+        pos, values = self.apply(counts, chunk, stream)
+        rng = stream[0]  # the chunk's stream, read on after the count words
         noisy = noisy_grid_sums([np.asarray(a, dtype=np.int64)[pos] for a in grid_sums], self.column_sigma2s, rng)
-        cols = {a.output_name: to_value_units(noisy[i], values, a) for a, i in zip(self.aggregates, where)}
+        cols = {}
+        for a, i in zip(self.aggregates, where):
+            if isinstance(a, Mean):
+                # MEAN = (re-centred noisy sum) / (count estimate); top-k's de-biased estimate can in principle
+                # be <= 0, so the divisor is max(estimate, 1) (post-processing; GSHM's is always >= 1)
+                total = to_value_units(noisy[i], values, Sum(a.column, a.lower, a.upper, a.granularity,
+                                                             recentre=a.recentre))
+                cols[a.output_name] = total / np.maximum(np.asarray(values, dtype=np.float64), 1.0)
+            else:
+                cols[a.output_name] = to_value_units(noisy[i], values, a)
         return pos, values, cols
