@@ -179,7 +179,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             aggregates: Any = None, engine: str | None = None, out: str | os.PathLike | None = None,
             ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
             rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None):
-    """Differentially private ``SELECT by…, COUNT(DISTINCT privacy_unit) … GROUP BY by…``.
+    """Differentially private ``SELECT by…, COUNT(DISTINCT privacy_unit) [, SUM(x), AVG(x)] … GROUP BY by…``.
 
     Args:
         data: a Polars DataFrame/LazyFrame, pandas DataFrame, pyarrow Table, DuckDB relation, SQL text (run by
@@ -197,6 +197,18 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             ``sd.GSHM(pre_threshold=5)``, ``sd.TopKCSH(k=1000, debias=False)``, ``sd.MisraGries(sketch_size=…)``,
             ``sd.PureSparse(max_units=…)``.
         aggregates: the statistics per key; default ``[sd.Count()]`` (``sd.Count(name="n")`` renames the column).
+            ``sd.Sum(column, lower, upper)`` / ``sd.Mean(column, lower, upper)`` add private SUM / MEAN columns
+            (``sum_<column>`` / ``mean_<column>`` unless ``name=``), in value units. Contribution model, enforced
+            by the engine: a unit's contribution to a key's sum is the sum of its rows' values for that key,
+            clipped to [lower, upper], for the same kept keys as the count (``max_groups_per_unit``), on a public
+            grid (:mod:`sparsedp.aggregates`). Released jointly with the count: the count decides release, each
+            column gets exact discrete Gaussian noise on released keys only, and (ε, δ) is that of the joint
+            release (:mod:`sparsedp.accounting.aggregates`; charged once). MEAN = noisy sum / noisy count (its
+            bias and error: :func:`sparsedp.mechanisms.aggregate_noise.mean_error`); ``report.column_errors``
+            gives each column's expected error. Mechanisms: ``gshm`` / ``auto`` with ``max_groups_per_unit``,
+            or de-biased ``top_k`` (CSH with columns, :mod:`sparsedp.accounting.csh_aggregates`); the others are
+            refused before any data is read. Value columns that are missing, non-numeric, null, NaN or
+            infinite are refused before the ledger charge and before any randomness.
         engine: "polars" (default), "duckdb" (default for SQL and DuckDB relations), "pandas", "arrow", "spark"
             (default for Spark DataFrames; the table is then a lazy Spark DataFrame, one draw).
         out: also write the table atomically to this .parquet/.csv file, with the guarantee as metadata
