@@ -142,6 +142,8 @@ class Auto(Mechanism):
             except (InfeasibleError, InvalidParameterError) as e:
                 tried[name] = e
         best, reason, cands = _pick(tried, request.epsilon, request.delta)
+        if request.aggregates:
+            reason += " (SUM/MEAN requested: only mechanisms that release aggregate columns were considered)"
         mech, cal = mechs[best], tried[best]
         return mech, cal, reason, tuple(cands)
 
