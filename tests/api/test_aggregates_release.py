@@ -277,3 +277,23 @@ def test_topk_count_decision_unchanged_by_columns():
     assert cols["sum_dwell"].shape == pos.shape
     with pytest.raises(InvalidParameterError, match="debias=True"):
         TopKCSH(k=5, debias=False).calibrate(ReleaseRequest(epsilon=1.0, delta=1e-6, aggregates=(agg,)))
+
+
+def test_cli_sum_and_mean(df, tmp_path):
+    from typer.testing import CliRunner
+
+    from sparsedp.cli import app
+
+    path = tmp_path / "d.parquet"
+    df.write_parquet(path)
+    out = tmp_path / "o.parquet"
+    res = CliRunner().invoke(app, ["release", str(path), "--unit", "user", "--by", "url", "--epsilon", "1",
+                                   "--delta", "1e-6", "--max-groups", "2", "--sum", "dwell:0:600",
+                                   "--mean", "dwell:0:600:avg_dwell", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    t = pl.read_parquet(out)
+    assert t.columns == ["url", "count", "sum_dwell", "avg_dwell"] and t.height > 0
+    assert "expected error" in res.output
+    bad = CliRunner().invoke(app, ["release", str(path), "--unit", "user", "--by", "url", "--epsilon", "1",
+                                   "--delta", "1e-6", "--max-groups", "2", "--sum", "dwell:0"])
+    assert bad.exit_code == 2 and "COLUMN:LOWER:UPPER" in bad.output
