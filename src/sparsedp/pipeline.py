@@ -369,6 +369,10 @@ class Plan(tuple):
             acc = getattr(c, "accuracy", None)
             if acc is not None:
                 row.update(per_count_error=acc.per_query, threshold=acc.threshold)
+            if getattr(c, "aggregates", ()):  # joint calibration: each SUM/MEAN column's expected error
+                req = _plan_request(c)
+                d = m.disclosure(req, c, "count")
+                row.update({f"err_{name}": err for name, err in d.column_errors.items()})
             out.append(row)
         return out
 
@@ -394,12 +398,20 @@ class Plan(tuple):
         return f"<table><caption>{html.escape(self.title)}</caption><tr>{head}</tr>{body}</table>"
 
 
+def _plan_request(cal: Any):
+    from .mechanisms.base import ReleaseRequest
+
+    return ReleaseRequest(epsilon=cal.epsilon, delta=cal.delta, max_groups_per_unit=cal.l0 if cal.top_k is None
+                          else None, aggregates=cal.aggregates)
+
+
 def _fmt(x: Any) -> str:
     return "" if x is None else f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
 def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, top_k: int | None = None, *,
-         insecure_float: bool = False, max_units: int | None = None, beta: Any = None) -> Plan:
+         insecure_float: bool = False, max_units: int | None = None, beta: Any = None,
+         aggregates: Any = None) -> Plan:
     """Every mechanism applicable to the contribution bound, calibrated at (ε, δ), touching no data: the ones
     ``auto`` chooses among (best first), then the opt-in variants.
 
@@ -407,6 +419,10 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
     (de-biased counts, the default) and its shifted variant. With ``max_units`` (n units, one key each) the
     pure-DP mechanisms follow with their exact error bounds at ``beta`` (default 1/20); ``delta=0`` lists the pure
     ones only. Secure (discrete noise) accountants unless ``insecure_float=True``.
+
+    ``aggregates`` (e.g. ``[sd.Count(), sd.Sum("dwell_s", 0, 600)]``): the joint calibrations of the mechanisms
+    that release SUM/MEAN columns (GSHM, de-biased top-k CSH): the extra columns move σ and the margin; each row
+    also gives every column's expected error (``err_<output name>``, value units).
     """
     from fractions import Fraction
 
@@ -421,20 +437,30 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
     k = None if top_k is None else v.integer("top_k", top_k, lo=1)
     rows: list = []
     extra: list = []
+    sums: tuple = ()
+    if aggregates is not None:
+        _, sums = _aggregates(aggregates, "", [])
+        if sums and (max_units is not None or dlt == 0):
+            raise InvalidParameterError("SUM/MEAN are released by GSHM and top-k CSH only (delta > 0, "
+                                        "max_groups_per_unit or top_k), not by the pure mechanisms")
     if dlt > 0:
         if l0 is None and k is None and max_units is None:
             raise InvalidParameterError("plan needs max_groups_per_unit=… (keys per unit) and/or top_k=…")
         dlt = v.delta(dlt)
-        req = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float)
+        req = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
+                             aggregates=sums)
         if l0 is not None:
             for cls in registry.auto_candidates():
+                if sums and not cls.supports_aggregates:
+                    continue
                 try:
                     rows.append((cls(), cls().calibrate(req)))
                 except InfeasibleError:
                     continue
         if k is not None:
-            kreq = ReleaseRequest(epsilon=eps, delta=dlt, insecure_float=insecure_float)
-            for m, target in ((TopKCSH(k=k), rows), (TopKCSH(k=k, debias=False), extra)):
+            kreq = ReleaseRequest(epsilon=eps, delta=dlt, insecure_float=insecure_float, aggregates=sums)
+            variants = ((TopKCSH(k=k), rows),) if sums else ((TopKCSH(k=k), rows), (TopKCSH(k=k, debias=False), extra))
+            for m, target in variants:
                 try:
                     target.append((m, m.calibrate(kreq)))
                 except InfeasibleError:

@@ -300,3 +300,18 @@ def test_cli_sum_and_mean(df, tmp_path):
     bad = CliRunner().invoke(app, ["release", str(path), "--unit", "user", "--by", "url", "--epsilon", "1",
                                    "--delta", "1e-6", "--max-groups", "2", "--sum", "dwell:0"])
     assert bad.exit_code == 2 and "COLUMN:LOWER:UPPER" in bad.output
+
+
+def test_plan_with_aggregates_matches_the_release(df):
+    p0 = sd.plan(1.0, 1e-6, max_groups_per_unit=2)
+    p = sd.plan(1.0, 1e-6, max_groups_per_unit=2, top_k=3, aggregates=AGGS)
+    names = [m.name for m in p.mechanisms]
+    assert names == ["gshm", "topk-csh"]  # Laplace and the shifted top-k release no columns
+    gshm0 = p0[[m.name for m in p0.mechanisms].index("gshm")]
+    assert p[0].tau > gshm0.tau and p[0].sigma > gshm0.sigma  # the columns cost margin and noise
+    row = p.rows()[0]
+    res = sd.release(df, **KW, aggregates=AGGS, rng=InsecureSeededRandom(1))
+    assert res.report.margin == p[0].tau
+    assert row["err_sum_dwell"] == pytest.approx(res.report.column_errors["sum_dwell"])
+    with pytest.raises(InvalidParameterError, match="pure"):
+        sd.plan(0.5, 0.0, max_units=100, aggregates=AGGS)
