@@ -23,7 +23,7 @@ after, and only ratios measured in the same run are meaningful.
 
 **Engine choice** (``--choice``): for each input kind (Parquet file, Polars frame, pyarrow Table, pandas
 DataFrame) and each engine, a fresh process loads the input (not timed), warms up on 10 000 rows, then times
-``Engine.bounded_histogram`` alone: wall and CPU seconds (CPU, all threads, is the robust measure on a loaded
+``Engine.histogram`` alone: wall and CPU seconds (CPU, all threads, is the robust measure on a loaded
 machine). This is the measurement behind :mod:`sparsedp.engines.choice`.
 
     python benchmarks/release.py                       # 1e7 rows, 3 runs, whole process
@@ -77,12 +77,12 @@ else:
     small = data[:10_000] if kind != "pandas" else data.iloc[:10_000]
     del df
 eng = get_engine(engine)
-eng.bounded_histogram(small, "user_id", ["url"], l0, InsecureSeededRandom(1))
+eng.histogram(small, "user_id", ["url"], l0, InsecureSeededRandom(1))
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 c0, t0 = cpu(), time.perf_counter()
-bh = eng.bounded_histogram(data, "user_id", ["url"], l0, InsecureSeededRandom(1))
+bh = eng.histogram(data, "user_id", ["url"], l0, InsecureSeededRandom(1))
 print(json.dumps({"time": time.perf_counter() - t0, "cpu": cpu() - c0, "keys": len(bh.histogram)}))
 """
 

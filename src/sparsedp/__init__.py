@@ -6,7 +6,7 @@
 
 The public API (``dir(sparsedp)`` lists it): :func:`release`, :func:`plan`, :class:`Result` / :class:`Report` /
 :class:`Curator`, the mechanisms (:class:`GSHM`, :class:`Laplace`, :class:`TopKCSH`, :class:`PureSparse`,
-:class:`Compact`, :class:`Basic`, :class:`Stability`, :class:`MisraGries`), the aggregates (:class:`Count`) and
+:class:`Compact`, :class:`Basic`, :class:`Stability`, :class:`MisraGries`), the aggregates (:class:`Count`, :class:`Sum`, :class:`Mean`) and
 :class:`Ledger`. The top-level import stays light: everything loads on first use.
 """
 
@@ -23,7 +23,7 @@ _SUBMODULES = {"accounting", "noise", "mechanisms", "sketches", "engines", "erro
 _API = {
     "release": "sparsedp.pipeline", "plan": "sparsedp.pipeline", "Plan": "sparsedp.pipeline",
     "Result": "sparsedp.report", "Report": "sparsedp.report", "Curator": "sparsedp.report",
-    "Count": "sparsedp.aggregates",
+    "Count": "sparsedp.aggregates", "Sum": "sparsedp.aggregates", "Mean": "sparsedp.aggregates",
     "GSHM": "sparsedp.mechanisms.thresholded", "Laplace": "sparsedp.mechanisms.thresholded",
     "TopKCSH": "sparsedp.mechanisms.thresholded", "Auto": "sparsedp.mechanisms.auto",
     "PureSparse": "sparsedp.mechanisms.pure.registered", "Compact": "sparsedp.mechanisms.pure.registered",

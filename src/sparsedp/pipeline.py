@@ -56,19 +56,32 @@ def _columns(privacy_unit: Any, by: Any) -> tuple[str, list[str]]:
     return privacy_unit, cols
 
 
-def _count(aggregates: Any) -> Count:
-    """The count aggregate of ``aggregates`` (default ``Count()``).
+def _aggregates(aggregates: Any, unit: str, cols: list[str]) -> tuple[Count, tuple]:
+    """``(count, sums)``: the count aggregate of ``aggregates`` (default ``Count()``; at most one) and the
+    SUM/MEAN aggregates (:class:`~sparsedp.aggregates.Sum`, :class:`~sparsedp.aggregates.Mean`) in the given
+    order. Types, duplicate output names, output names that are input columns, and value columns that are the
+    unit or a key are refused here (no data read). The SUM/MEAN columns are released with the count by the
+    joint GSHM (:mod:`sparsedp.accounting.aggregates`)."""
+    from .aggregates import Sum, output_names
 
-    SUM and MEAN (:class:`~sparsedp.aggregates.Sum`, :class:`~sparsedp.aggregates.Mean`) have their accountant
-    (:mod:`sparsedp.accounting.aggregates`) and noise (:mod:`sparsedp.mechanisms.aggregate_noise`) but are not
-    yet released by this pipeline: asking for them is refused before anything is read, rather than ignored."""
     if aggregates is None:
-        return Count()
+        return Count(), ()
     aggs = list(aggregates) if isinstance(aggregates, (list, tuple)) else [aggregates]
-    if any(not isinstance(a, Count) for a in aggs) or len(aggs) != 1:
-        raise InvalidParameterError(f"release() releases the distinct-unit count per key: aggregates must be "
-                                    f"[sd.Count(…)]; got {aggregates!r} (SUM/MEAN are not released yet)")
-    return aggs[0]
+    if not aggs:
+        raise InvalidParameterError("aggregates must list at least one aggregate (e.g. [sd.Count()])")
+    output_names(aggs)  # Count/Sum/Mean objects only, distinct output names
+    counts = [a for a in aggs if isinstance(a, Count)]
+    if len(counts) > 1:
+        raise InvalidParameterError(f"aggregates lists Count more than once: {counts!r}")
+    sums = tuple(a for a in aggs if isinstance(a, Sum))
+    for a in sums:
+        if a.column == unit or a.column in cols:
+            raise InvalidParameterError(f"{type(a).__name__}({a.column!r}): the value column must not be the "
+                                        f"privacy unit or a key column")
+        if a.output_name in cols or a.output_name == unit:
+            raise InvalidParameterError(f"the output column {a.output_name!r} is also an input column; name it "
+                                        f"otherwise: {type(a).__name__}(…, name=…)")
+    return (counts[0] if counts else Count()), sums
 
 
 def _mechanism(mechanism: Any, top_k: Any, max_groups_per_unit: int | None):
@@ -166,7 +179,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             aggregates: Any = None, engine: str | None = None, out: str | os.PathLike | None = None,
             ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
             rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None):
-    """Differentially private ``SELECT by…, COUNT(DISTINCT privacy_unit) … GROUP BY by…``.
+    """Differentially private ``SELECT by…, COUNT(DISTINCT privacy_unit) [, SUM(x), AVG(x)] … GROUP BY by…``.
 
     Args:
         data: a Polars DataFrame/LazyFrame, pandas DataFrame, pyarrow Table, DuckDB relation, SQL text (run by
@@ -184,6 +197,18 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             ``sd.GSHM(pre_threshold=5)``, ``sd.TopKCSH(k=1000, debias=False)``, ``sd.MisraGries(sketch_size=…)``,
             ``sd.PureSparse(max_units=…)``.
         aggregates: the statistics per key; default ``[sd.Count()]`` (``sd.Count(name="n")`` renames the column).
+            ``sd.Sum(column, lower, upper)`` / ``sd.Mean(column, lower, upper)`` add private SUM / MEAN columns
+            (``sum_<column>`` / ``mean_<column>`` unless ``name=``), in value units. Contribution model, enforced
+            by the engine: a unit's contribution to a key's sum is the sum of its rows' values for that key,
+            clipped to [lower, upper], for the same kept keys as the count (``max_groups_per_unit``), on a public
+            grid (:mod:`sparsedp.aggregates`). Released jointly with the count: the count decides release, each
+            column gets exact discrete Gaussian noise on released keys only, and (ε, δ) is that of the joint
+            release (:mod:`sparsedp.accounting.aggregates`; charged once). MEAN = noisy sum / noisy count (its
+            bias and error: :func:`sparsedp.mechanisms.aggregate_noise.mean_error`); ``report.column_errors``
+            gives each column's expected error. Mechanisms: ``gshm`` / ``auto`` with ``max_groups_per_unit``,
+            or de-biased ``top_k`` (CSH with columns, :mod:`sparsedp.accounting.csh_aggregates`); the others are
+            refused before any data is read. Value columns that are missing, non-numeric, null, NaN or
+            infinite are refused before the ledger charge and before any randomness.
         engine: "polars" (default), "duckdb" (default for SQL and DuckDB relations), "pandas", "arrow", "spark"
             (default for Spark DataFrames; the table is then a lazy Spark DataFrame, one draw).
         out: also write the table atomically to this .parquet/.csv file, with the guarantee as metadata
@@ -220,12 +245,20 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     eps = v.epsilon(epsilon)
     dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
     unit, cols = _columns(privacy_unit, by)
-    count = _count(aggregates)
+    count, sums = _aggregates(aggregates, unit, cols)
     l0 = None if max_groups_per_unit is None else v.integer("max_groups_per_unit", max_groups_per_unit, lo=1)
     mech = _mechanism(mechanism, top_k, l0)
     if not isinstance(insecure_float, bool):
         raise InvalidTypeError(f"insecure_float must be a bool, got {insecure_float!r}")
-    request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float)
+    if sums and not mech.supports_aggregates:
+        raise InvalidParameterError(
+            f"mechanism={mech.describe()} releases counts only; SUM/MEAN aggregates are released by the joint "
+            f"GSHM: mechanism='gshm' or 'auto' with max_groups_per_unit=…")
+    if sums and insecure_float:
+        raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
+                                    "insecure_float=True")
+    request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
+                             aggregates=sums)
     mech, cal, reason, candidates = mech.resolve(request)
     kind = sources.kind(data)
     if kind == "file":
@@ -237,6 +270,9 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     if value_column in cols or value_column == unit:
         raise InvalidParameterError(f"the output column {value_column!r} is also an input column; name the count "
                                     f"otherwise: aggregates=[sd.Count(name=…)]")
+    if value_column in {a.output_name for a in sums}:
+        raise InvalidParameterError(f"the output column {value_column!r} is also a SUM/MEAN output column; give "
+                                    f"them distinct names")
     disclosure = mech.disclosure(request, cal, value_column)
     if insecure_float:
         warn_insecure()
@@ -251,7 +287,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         # 3. Bounded histogram where the data live (every input check happens here, before the charge).
         t = time.perf_counter()
         with stage("bounding contributions and counting"):
-            hist = eng.histogram(data, unit, cols, mech.engine_bound(request), source, mech.count_floor())
+            extra = {"aggregates": sums} if sums else {}
+            hist = eng.histogram(data, unit, cols, mech.engine_bound(request), source, mech.count_floor(), **extra)
         timings["bound+count"] = time.perf_counter() - t
         # 4. Charge (committed, or refused with BudgetExceededError), then 5. one private draw.
         charge_id = None
@@ -273,7 +310,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                 margin=disclosure.margin, pre_threshold=disclosure.pre_threshold, comparison=disclosure.comparison,
                 contribution=disclosure.contribution, value_column=value_column, released_keys=0,
                 insecure_float=insecure_float, notes=disclosure.notes, candidates=candidates, version=__version__,
-                profile=charge.profile)
+                profile=charge.profile, column_errors=dict(disclosure.column_errors))
             if released.in_process:
                 arrow, native, n_rows = released.rows, None, released.rows.num_rows
                 if kind == "spark":  # Spark in, Spark out (the released rows only)
@@ -356,6 +393,10 @@ class Plan(tuple):
             acc = getattr(c, "accuracy", None)
             if acc is not None:
                 row.update(per_count_error=acc.per_query, threshold=acc.threshold)
+            if getattr(c, "aggregates", ()):  # joint calibration: each SUM/MEAN column's expected error
+                req = _plan_request(c)
+                d = m.disclosure(req, c, "count")
+                row.update({f"err_{name}": err for name, err in d.column_errors.items()})
             out.append(row)
         return out
 
@@ -381,12 +422,20 @@ class Plan(tuple):
         return f"<table><caption>{html.escape(self.title)}</caption><tr>{head}</tr>{body}</table>"
 
 
+def _plan_request(cal: Any):
+    from .mechanisms.base import ReleaseRequest
+
+    return ReleaseRequest(epsilon=cal.epsilon, delta=cal.delta, max_groups_per_unit=cal.l0 if cal.top_k is None
+                          else None, aggregates=cal.aggregates)
+
+
 def _fmt(x: Any) -> str:
     return "" if x is None else f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
 def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, top_k: int | None = None, *,
-         insecure_float: bool = False, max_units: int | None = None, beta: Any = None) -> Plan:
+         insecure_float: bool = False, max_units: int | None = None, beta: Any = None,
+         aggregates: Any = None) -> Plan:
     """Every mechanism applicable to the contribution bound, calibrated at (ε, δ), touching no data: the ones
     ``auto`` chooses among (best first), then the opt-in variants.
 
@@ -394,6 +443,10 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
     (de-biased counts, the default) and its shifted variant. With ``max_units`` (n units, one key each) the
     pure-DP mechanisms follow with their exact error bounds at ``beta`` (default 1/20); ``delta=0`` lists the pure
     ones only. Secure (discrete noise) accountants unless ``insecure_float=True``.
+
+    ``aggregates`` (e.g. ``[sd.Count(), sd.Sum("dwell_s", 0, 600)]``): the joint calibrations of the mechanisms
+    that release SUM/MEAN columns (GSHM, de-biased top-k CSH): the extra columns move σ and the margin; each row
+    also gives every column's expected error (``err_<output name>``, value units).
     """
     from fractions import Fraction
 
@@ -408,20 +461,30 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
     k = None if top_k is None else v.integer("top_k", top_k, lo=1)
     rows: list = []
     extra: list = []
+    sums: tuple = ()
+    if aggregates is not None:
+        _, sums = _aggregates(aggregates, "", [])
+        if sums and (max_units is not None or dlt == 0):
+            raise InvalidParameterError("SUM/MEAN are released by GSHM and top-k CSH only (delta > 0, "
+                                        "max_groups_per_unit or top_k), not by the pure mechanisms")
     if dlt > 0:
         if l0 is None and k is None and max_units is None:
             raise InvalidParameterError("plan needs max_groups_per_unit=… (keys per unit) and/or top_k=…")
         dlt = v.delta(dlt)
-        req = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float)
+        req = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
+                             aggregates=sums)
         if l0 is not None:
             for cls in registry.auto_candidates():
+                if sums and not cls.supports_aggregates:
+                    continue
                 try:
                     rows.append((cls(), cls().calibrate(req)))
                 except InfeasibleError:
                     continue
         if k is not None:
-            kreq = ReleaseRequest(epsilon=eps, delta=dlt, insecure_float=insecure_float)
-            for m, target in ((TopKCSH(k=k), rows), (TopKCSH(k=k, debias=False), extra)):
+            kreq = ReleaseRequest(epsilon=eps, delta=dlt, insecure_float=insecure_float, aggregates=sums)
+            variants = ((TopKCSH(k=k), rows),) if sums else ((TopKCSH(k=k), rows), (TopKCSH(k=k, debias=False), extra))
+            for m, target in variants:
                 try:
                     target.append((m, m.calibrate(kreq)))
                 except InfeasibleError:

@@ -47,6 +47,9 @@ class Report:
         insecure_float: float noise was requested by name (not a secure release).
         notes: further public facts (top-k's released t̃, pure mechanisms' error bounds, fallbacks).
         candidates: for ``mechanism="auto"``, every candidate with its margin.
+        column_errors: for a release with SUM/MEAN aggregates, each such output column's expected error in
+            value units (SUM: std of its noise; MEAN: worst-case RMSE at the release threshold,
+            :func:`sparsedp.mechanisms.aggregate_noise.expected_errors`); empty for a count-only release.
     """
 
     mechanism: str
@@ -74,6 +77,7 @@ class Report:
     #: the release's privacy profile (:mod:`sparsedp.accounting.profiles`: ``.delta(eps)``, ``.epsilon(delta)``,
     #: ``.tradeoff_curve(alpha)``), None if it has none; data-independent, public
     profile: Any = None
+    column_errors: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def tau(self) -> float | None:
@@ -92,6 +96,7 @@ class Report:
         out["notes"] = list(self.notes)
         out["candidates"] = [dict(c) for c in self.candidates]
         out["profile"] = None if self.profile is None else self.profile.to_dict()
+        out["column_errors"] = dict(self.column_errors)
         return out
 
     def metadata(self) -> dict[str, Any]:
@@ -100,7 +105,8 @@ class Report:
                 "mechanism": self.mechanism, "options": {k: _plain(x) for k, x in self.options.items()},
                 "analysis": self.analysis, "noise_std": self.noise_std, "threshold": self.threshold,
                 "comparison": self.comparison, "value_column": self.value_column, "contribution": self.contribution,
-                "insecure_float": self.insecure_float, "sparsedp_version": self.version}
+                "insecure_float": self.insecure_float, "sparsedp_version": self.version,
+                "column_errors": dict(self.column_errors)}
 
     def lines(self) -> list[str]:
         lines = [INSECURE_LINE] if self.insecure_float else []
@@ -119,6 +125,8 @@ class Report:
                       if self.margin is not None and self.pre_threshold is not None else "")
             lines.append(f"  threshold     released iff noisy {self.value_column} {self.comparison} "
                          f"{self.threshold:.6g}{margin}")
+        for name, err in self.column_errors.items():
+            lines.append(f"  column        {name}: expected error ±{err:.3g} (value units)")
         if self.delta_parts:
             lines.append("  delta parts   " + ", ".join(f"{k} {val:.3g}" for k, val in self.delta_parts.items()))
         if self.profile is not None:

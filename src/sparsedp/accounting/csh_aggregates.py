@@ -80,7 +80,9 @@ def _gauss_with_columns(eps: float, mu_cnt2: float, k: int, ss: list[float], ds:
         log_r = k * sum(math.log1p(x) for x in w) + 1e-12
         kappa = 0.5 * e_c
         f = float(_delta_core(np.array([math.sqrt(mu_cnt2 + m_c + e_c)]), np.array([eps - kappa]))[0])
-        best = min(best, math.exp(log_r + kappa) * f)
+        # R e^κ f, capped at 1 without overflow (e^κ alone can overflow for tiny σ while the product is >= 1)
+        big = f > 0 and log_r + kappa + math.log(f) >= 0
+        best = min(best, 1.0 if big else math.exp(log_r + kappa) * f)
     if best == math.inf:
         raise InfeasibleError("column noise scales too small for the joint bound; use scales >= 1")
     return min(1.0, best)

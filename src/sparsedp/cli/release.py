@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional
 
 import typer
 
@@ -120,6 +120,24 @@ def build_mechanism(name: str, options: dict):
     return registry.create(name, **options)
 
 
+def parse_aggregate(flag: str, spec: str):
+    """``--sum``/``--mean`` ``COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Sum` /
+    :class:`~sparsedp.aggregates.Mean`; raises :class:`~sparsedp.errors.InvalidParameterError` in flag terms."""
+    from ..aggregates import Mean, Sum
+    from ..errors import InvalidParameterError
+
+    parts = spec.split(":")
+    if len(parts) not in (3, 4) or not parts[0]:
+        raise InvalidParameterError(f"{flag} takes COLUMN:LOWER:UPPER[:NAME] (e.g. {flag} dwell_s:0:600), "
+                                    f"got {spec!r}")
+    try:
+        lo, hi = float(parts[1]), float(parts[2])
+    except ValueError:
+        raise InvalidParameterError(f"{flag} {spec!r}: LOWER and UPPER must be numbers") from None
+    cls = Sum if flag == "--sum" else Mean
+    return cls(parts[0], lo, hi, name=parts[3] if len(parts) == 4 else None)
+
+
 @app.command()
 def release(
     input: str = typer.Argument(..., help="Parquet/CSV file (or glob), or SQL text run by DuckDB "
@@ -144,6 +162,11 @@ def release(
     mechanism: str = typer.Option("auto", "--mechanism", help="auto, gshm, laplace, topk-csh; pure DP "
                                   "(one key per unit): pure-sparse, compact, basic, stability; misra-gries."),
     count_column: str = typer.Option("count", "--count-column", help="Name of the noisy count column."),
+    sums: Optional[List[str]] = typer.Option(None, "--sum", help="Also release a private SUM per key: "
+                                             "COLUMN:LOWER:UPPER[:NAME] (each unit's per-key total clipped to "
+                                             "[LOWER, UPPER]); repeatable. GSHM/auto or --top-k."),
+    means: Optional[List[str]] = typer.Option(None, "--mean", help="Also release a private MEAN per key: "
+                                              "COLUMN:LOWER:UPPER[:NAME]; repeatable."),
     sketch_size: Optional[int] = typer.Option(None, "--sketch-size", help="misra-gries: number of counters k."),
     max_units: Optional[int] = typer.Option(None, "--max-units", help="Pure mechanisms: public bound on the "
                                             "number of units (add/remove-one neighbours; else n is public)."),
@@ -162,7 +185,8 @@ def release(
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset name whose budget --ledger "
                                                                    "charges."),
 ) -> None:
-    """Release noisy distinct-unit counts per key, with contribution bounding and a printed report."""
+    """Release noisy distinct-unit counts per key (and, with --sum/--mean, private sums and means), with
+    contribution bounding and a printed report."""
     from rich.console import Console
 
     from ..aggregates import Count
@@ -180,6 +204,8 @@ def release(
     try:
         mech = build_mechanism(mechanism, options)
         aggregates = [Count(name=count_column)]
+        aggregates += [parse_aggregate("--sum", x) for x in sums or ()]
+        aggregates += [parse_aggregate("--mean", x) for x in means or ()]
     except SparsedpError as e:
         err.print(f"error: {e}", style="bold red", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(code=2) from None

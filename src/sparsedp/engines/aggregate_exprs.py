@@ -108,3 +108,76 @@ def key_grid_sums(rows: Any, unit: str, by: Sequence[str], aggregates: Sequence[
     n = len(_sums(aggregates))
     contrib = unit_key_contributions(rows, unit, by, aggregates, kept_pairs)
     return contrib.group_by(list(by)).agg([pl.col(grid_column_name(i)).sum() for i in range(n)])
+
+
+def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int | None, rng: Any,
+                                 aggregates: Sequence[Any]):
+    """The bounded counts AND the per-key grid sums of the kept (unit, key) pairs, for every embedded engine.
+
+    ``lf``: Polars LazyFrame of the rows. Order of work (nothing random before every check passed):
+
+    1. checks: no rows, nulls in the unit/key columns (:func:`~sparsedp.engines.base.check_nulls_and_rows`),
+       value columns missing, non-numeric, null, NaN or infinite (:func:`check_value_columns`);
+    2. one group-by over the rows by ``(unit, *by)``: the distinct pairs with each Sum column's clipped,
+       gridded, re-centred contribution (:func:`contribution_exprs`);
+    3. the bounding secret (:func:`~sparsedp.engines.bounding.draw_bounding_secret`) and the ONE ℓ0 choice
+       (:func:`~sparsedp.engines.bounding.choose_from_per_key`) on the per-key unit lists — the same choice as
+       the count-only path for the same secret — with the contributions carried along, so each key's grid sum
+       is the sum over exactly the pairs the count keeps.
+
+    Returns a :class:`~sparsedp.engines.base.RawCounts` whose ``key_counts`` (Polars, canonical key order,
+    ``pairs_dropped_l0`` set) also hold the Int64 grid sums in columns :func:`grid_column_name` ``(i)``, i over
+    :func:`sparsedp.aggregates.noise_columns`.
+    """
+    import polars as pl
+
+    from .base import RawCounts, check_nulls_and_rows
+    from .bounding import draw_bounding_secret
+
+    by = list(by)
+    lf = lf.lazy() if isinstance(lf, pl.DataFrame) else lf
+    cols = [unit] + by
+    sums = _sums(aggregates)
+    vcols = list(dict.fromkeys(a.column for a in sums))
+    if set(vcols) & set(cols):
+        raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
+    check_value_columns(lf, aggregates)  # missing / non-numeric first (names the column), then the values
+    lf = lf.select(cols + vcols)
+    counts = lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols]).collect()
+    c = counts.row(0, named=True)
+    rows = int(c.pop("__rows"))
+    check_nulls_and_rows(rows, {k: int(n) for k, n in c.items()})
+    pk = per_key_contributions(lf, unit, by, aggregates)
+    secret = draw_bounding_secret(rng) if l0 is not None else None
+    kc, ch = bounded_key_sums(pk, unit, by, l0, secret, len(sums))
+    return RawCounts(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in, units_over_l0=ch.units_over_l0,
+                     key_counts=kc, heavy_pairs=None, pairs_dropped_l0=int(ch.dropped_per_key.sum()))
+
+
+def per_key_contributions(lf: Any, unit: str, by: Sequence[str], aggregates: Sequence[Any]):
+    """Collected Polars frame: one row per key with the list of its distinct units and, aligned with it, the
+    list of each unit's contribution to every grid column (:func:`contribution_exprs`). One group-by by
+    ``(unit, *by)`` over the rows (it de-duplicates the pairs), then one by ``by`` over the pairs."""
+    import polars as pl
+
+    by = list(by)
+    names = [grid_column_name(i) for i in range(len(_sums(aggregates)))]
+    lf = lf.lazy() if isinstance(lf, pl.DataFrame) else lf
+    return (lf.group_by([unit] + by).agg(contribution_exprs(aggregates))
+            .group_by(by).agg(pl.col(unit), *[pl.col(n) for n in names]).collect())
+
+
+def bounded_key_sums(pk: Any, unit: str, by: Sequence[str], l0: int | None, secret: bytes | None, n_columns: int):
+    """``(key_counts, choice)``: the ℓ0 choice on :func:`per_key_contributions` (the one
+    :func:`~sparsedp.engines.bounding.choose_from_per_key`, same secret = same kept pairs as the count-only
+    path) and a Polars frame ``[*by, COUNT, grid columns…]`` of every input key in canonical order: the
+    bounded count and the Int64 grid sums over the kept pairs. Spark's bounding task calls it per partition."""
+    import polars as pl
+
+    from .bounding import COUNT, choose_from_per_key
+
+    names = [grid_column_name(i) for i in range(n_columns)]
+    ch = choose_from_per_key(pk, unit, list(by), l0, secret, sums=names)
+    kc = ch.keys.with_columns(pl.Series(COUNT, ch.units_per_key - ch.dropped_per_key, dtype=pl.Int64),
+                              *[pl.Series(n, t, dtype=pl.Int64) for n, t in zip(names, ch.kept_sums)])
+    return kc, ch

@@ -21,8 +21,8 @@ from __future__ import annotations
 import contextlib
 import difflib
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -73,12 +73,16 @@ class LocalHistogram:
 
     ``keys``: ``pyarrow.Table`` of the key columns, one row per key with a bounded count >= the pre-threshold,
     in canonical key order (:func:`~sparsedp.engines.bounding.canonical_order`); ``counts``: their bounded
-    distinct-unit counts (int64); ``stats``: what bounding did (curator only).
+    distinct-unit counts (int64); ``stats``: what bounding did (curator only); ``columns``: for a release with
+    SUM/MEAN aggregates, one int64 array per distinct noisy grid column (:func:`sparsedp.aggregates.noise_columns`
+    order) aligned with ``counts``: each key's grid sum over exactly the (unit, key) pairs its count keeps
+    (:func:`~sparsedp.engines.aggregate_exprs.bounded_raw_counts_with_sums`); empty otherwise. Never released.
     """
 
     keys: Any
     counts: Any
     stats: BoundingStats
+    columns: tuple = ()
 
     def __len__(self) -> int:
         return int(len(self.counts))
@@ -86,10 +90,12 @@ class LocalHistogram:
 
 @dataclass(frozen=True)
 class LocalRelease:
-    """Released keys (``pyarrow.Table``) and their noisy values, as an embedded engine returns them."""
+    """Released keys (``pyarrow.Table``) and their noisy values, as an embedded engine returns them;
+    ``columns``: the released SUM/MEAN columns (output name → float64 values in value units), aligned."""
 
     keys: Any
     values: Any
+    columns: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -141,8 +147,12 @@ class Engine(ABC):
 
     @abstractmethod
     def histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                  pre_threshold: int = 1) -> Any:
+                  pre_threshold: int = 1, aggregates: Sequence[Any] = ()) -> Any:
         """The bounded histogram of ``data`` (an engine-specific handle), checked and counted.
+
+        ``aggregates``: the SUM/MEAN aggregates of the release (:mod:`sparsedp.aggregates`): the handle then
+        also holds each key's grid sums over the kept pairs, and the value columns are checked (missing,
+        non-numeric, null, NaN/inf) before anything is drawn.
 
         Every unit adds at most 1 to each key and, with ``l0``, touches at most ``l0`` keys (uniform keyed choice,
         :mod:`sparsedp.engines.bounding`, secret drawn from ``rng`` only after the input passed validation).
@@ -197,15 +207,28 @@ class EmbeddedEngine(Engine):
         set)."""
         return self.raw_counts(data, privacy_unit, by, l0)
 
+    def rows_lazy(self, data: Any) -> Any:
+        """The input rows as a Polars LazyFrame (the SUM/MEAN path, shared by every embedded engine)."""
+        from .polars_engine import to_lazy
+
+        return to_lazy(data)
+
     def histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                  pre_threshold: int = 1) -> LocalHistogram:
+                  pre_threshold: int = 1, aggregates: Sequence[Any] = ()) -> LocalHistogram:
         from .bounding import bound, draw_bounding_secret
 
         by = list(by)
         check_unique_names(data)
         with engine_errors_as_input_errors(self.name):
             check_columns(self.columns(data), privacy_unit, by)
-            raw = self.bounded_raw_counts(data, privacy_unit, by, l0, rng)
+            if aggregates:
+                # one Polars code path for every embedded engine: the same ℓ0 choice as the count-only path
+                # (choose_from_per_key, same secret, drawn at the same point) with the grid sums carried along
+                from .aggregate_exprs import bounded_raw_counts_with_sums
+
+                raw = bounded_raw_counts_with_sums(self.rows_lazy(data), privacy_unit, by, l0, rng, aggregates)
+            else:
+                raw = self.bounded_raw_counts(data, privacy_unit, by, l0, rng)
         # The secret is drawn only after the data passed validation (drawn even if no unit is over l0), by the
         # engine itself when it applied the choice (pairs_dropped_l0 set), else here for bound().
         secret = draw_bounding_secret(rng) if l0 is not None and raw.pairs_dropped_l0 is None else None
@@ -215,7 +238,15 @@ class EmbeddedEngine(Engine):
         stats = BoundingStats(rows_in=raw.rows_in, units_in=raw.units_in, pairs_in=raw.pairs_in,
                               units_over_l0=raw.units_over_l0, pairs_dropped_l0=info["pairs_dropped_l0"],
                               keys_in=info["keys_in"], keys_bounded=info["keys_bounded"], keys_out=len(hist), l0=l0)
-        return LocalHistogram(keys=hist.keys, counts=hist.counts, stats=stats)
+        columns: tuple = ()
+        if aggregates:
+            from ..aggregates import noise_columns
+            from .aggregate_exprs import grid_column_name
+
+            sel = info["selected"]
+            columns = tuple(raw.key_counts[grid_column_name(i)].to_numpy().astype(np.int64)[sel]
+                            for i in range(len(noise_columns(aggregates)[0])))
+        return LocalHistogram(keys=hist.keys, counts=hist.counts, stats=stats, columns=columns)
 
     def kth_largest(self, hist: LocalHistogram, k: int) -> int:
         c = hist.counts
@@ -229,9 +260,18 @@ class EmbeddedEngine(Engine):
         from .noise_chunks import chunk_ids, chunks
 
         by = hist.keys.column_names
+        names = task.column_names
+        if len(hist.columns) != task.n_grid_columns:
+            raise ValueError("the histogram's grid sums do not match the release's aggregates")
         parts_pos, parts_val = [], []
+        parts_cols: dict[str, list] = {n: [] for n in names}
         for chunk, idx in chunks(chunk_ids(hist.keys, by)):
-            pos, values = task.apply(hist.counts[idx], chunk)
+            if names:
+                pos, values, cols = task.apply_joint(hist.counts[idx], [c[idx] for c in hist.columns], chunk)
+                for n in names:
+                    parts_cols[n].append(cols[n])
+            else:
+                pos, values = task.apply(hist.counts[idx], chunk)
             parts_pos.append(idx[pos])
             parts_val.append(values)
         dtype = np.float64 if task.float_output else np.int64
@@ -239,7 +279,9 @@ class EmbeddedEngine(Engine):
         values = np.concatenate(parts_val) if parts_val else np.empty(0, dtype)
         order = np.argsort(pos, kind="stable")  # back to canonical key order (ties in the output sort by key)
         pos, values = pos[order], values[order]
-        return LocalRelease(keys=hist.keys.take(pa.array(pos, type=pa.int64())), values=values.astype(dtype))
+        cols = {n: (np.concatenate(p) if p else np.empty(0, np.float64))[order] for n, p in parts_cols.items()}
+        return LocalRelease(keys=hist.keys.take(pa.array(pos, type=pa.int64())), values=values.astype(dtype),
+                            columns=cols)
 
     def collect(self, hist: LocalHistogram) -> SparseHistogram:
         return SparseHistogram(keys=hist.keys, counts=hist.counts, distinct=True)
@@ -247,7 +289,10 @@ class EmbeddedEngine(Engine):
     def to_arrow(self, released: LocalRelease, by: Sequence[str], value_column: str) -> Any:
         import pyarrow as pa
 
-        return released.keys.append_column(value_column, pa.array(released.values))
+        out = released.keys.append_column(value_column, pa.array(released.values))
+        for name, col in released.columns.items():
+            out = out.append_column(name, pa.array(col, type=pa.float64()))
+        return out
 
 
 def check_key_values(keys: Any, by: Sequence[str]) -> None:

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -208,6 +208,8 @@ class Choice:
         dropped_per_key: pairs removed by the bound per key (int64), aligned with ``keys``.
         units_in, pairs_in, units_over_l0: distinct units, distinct pairs, units with more than ``l0`` keys.
         pairs: only when asked for: the kept distinct pairs as ``(unit, KEY)``, ``KEY`` the key index.
+        kept_sums: for each name of ``sums`` (:func:`choose_from_per_key`), the per-key Int64 sum of that
+            per-pair value over the KEPT pairs, aligned with ``keys`` (empty tuple when no sums were asked).
     """
 
     keys: Any
@@ -217,6 +219,7 @@ class Choice:
     pairs_in: int
     units_over_l0: int
     pairs: Any = None
+    kept_sums: tuple = ()
 
 
 KEY = "__sparsedp_k"
@@ -232,8 +235,14 @@ def per_key_units(lf: Any, unit: str, by: list[str]):
 
 
 def choose_from_per_key(pk: Any, unit: str, by: list[str], l0: int | None, secret: bytes | None,
-                        with_pairs: bool = False) -> Choice:
+                        with_pairs: bool = False, sums: Sequence[str] = ()) -> Choice:
     """The ℓ0 choice (module docstring) given ``pk`` = :func:`per_key_units` collected.
+
+    ``sums``: names of further list columns of ``pk`` aligned element by element with the unit lists (one Int64
+    value per distinct (unit, key) pair, e.g. the gridded SUM contributions of
+    :mod:`sparsedp.engines.aggregate_exprs`); :attr:`Choice.kept_sums` then gives, per key, the sum of those
+    values over the pairs the choice keeps (all pairs minus the dropped ones). The choice itself never looks at
+    them: it is the same with or without ``sums``.
 
     Keys are put in canonical order once (a sort of the distinct keys only); the distinct pairs become
     ``(key index, unit)`` by exploding the unit lists, so every later step works on integers: unit degrees
@@ -250,7 +259,10 @@ def choose_from_per_key(pk: Any, unit: str, by: list[str], l0: int | None, secre
     pos[order] = np.arange(n_keys, dtype=pos.dtype)
     upk = pk[unit].list.len().to_numpy().astype(np.int64)[order]
     keys = pk.select(by)[order] if n_keys else pk.select(by)
-    ex = pk.lazy().select(pl.Series(KEY, pos), unit).explode(unit).collect().lazy()  # (key index, unit) pairs
+    sums = list(sums)
+    totals = [pk.select(pl.col(c).list.sum().cast(pl.Int64))[c].to_numpy()[order] for c in sums]
+    # (key index, unit[, per-pair values]) pairs
+    ex = pk.lazy().select(pl.Series(KEY, pos), unit, *sums).explode([unit, *sums]).collect().lazy()
     del pk  # the unit lists are no longer needed (freed now if the caller kept no reference)
     deg = ex.group_by(unit).agg(pl.len().alias(DEG)).collect()
     lim = l0 if l0 is not None else 2**62
@@ -262,7 +274,7 @@ def choose_from_per_key(pk: Any, unit: str, by: list[str], l0: int | None, secre
         if secret is None:
             raise ValueError("bounding needs the per-release secret")
         hunits = deg.lazy().filter(pl.col(DEG) > l0).select(unit).with_row_index(SEG).collect()
-        heavy = ex.join(hunits.lazy(), on=unit, how="inner").select(KEY, SEG).collect()
+        heavy = ex.join(hunits.lazy(), on=unit, how="inner").select(KEY, SEG, *sums).collect()
         hu = hunits.select(canonical_expr(unit, hunits.schema[unit]).hash(SEED_UNIT))[unit].to_numpy()
         hk_sorted = canon_keys[order].select(fingerprint_exprs(unit, by)[1])["__hk"].to_numpy()
         k = heavy[KEY].to_numpy()
@@ -270,6 +282,11 @@ def choose_from_per_key(pk: Any, unit: str, by: list[str], l0: int | None, secre
         rank = prf_ranks(hu, hk_sorted, secret, g, k)
         keep = keep_smallest(g, rank, k, l0, hunits.height)
         dropped = np.bincount(k[~keep], minlength=n_keys).astype(np.int64)
+        if sums:  # per-key sums of the dropped pairs' values, subtracted exactly (Int64)
+            gone = heavy.filter(pl.Series(~keep)).group_by(KEY).agg([pl.col(c).sum() for c in sums])
+            gk = gone[KEY].to_numpy().astype(np.int64)
+            for t, c in zip(totals, sums):
+                t[gk] -= gone[c].to_numpy()
         if with_pairs:
             light = ex.join(hunits.lazy(), on=unit, how="anti").select(unit, KEY).collect()
             kept = heavy.filter(pl.Series(keep)).join(hunits, on=SEG).select(unit, KEY)
@@ -277,7 +294,7 @@ def choose_from_per_key(pk: Any, unit: str, by: list[str], l0: int | None, secre
     elif with_pairs:
         pairs = ex.select(unit, KEY).collect()
     return Choice(keys=keys, units_per_key=upk, dropped_per_key=dropped, units_in=units_in, pairs_in=pairs_in,
-                  units_over_l0=heavy_n if l0 is not None else 0, pairs=pairs)
+                  units_over_l0=heavy_n if l0 is not None else 0, pairs=pairs, kept_sums=tuple(totals))
 
 
 def _choose(pairs: Any, unit: str, by: list[str], l0: int, secret: bytes, with_pairs: bool = False) -> Choice:
@@ -332,7 +349,9 @@ def bound(key_counts: Any, heavy_pairs: Any, unit: str, by: list[str], l0: int |
             pairs it dropped.
 
     Returns:
-        ``(histogram, info)`` with ``info`` = keys_in, keys_bounded, pairs_dropped_l0.
+        ``(histogram, info)`` with ``info`` = keys_in, keys_bounded, pairs_dropped_l0, and ``selected``: the
+        rows of ``key_counts`` (after its canonical sort, none when ``pairs_dropped_l0`` is set) kept in the
+        histogram, in its order.
     """
     import polars as pl
 
@@ -365,4 +384,5 @@ def bound(key_counts: Any, heavy_pairs: Any, unit: str, by: list[str], l0: int |
     if sel.size != keys.height:
         keys = keys[sel]
     hist = SparseHistogram(keys=keys.to_arrow(), counts=counts[sel], distinct=True)
-    return hist, {"keys_in": keys_in, "keys_bounded": keys_bounded, "pairs_dropped_l0": dropped_pairs}
+    return hist, {"keys_in": keys_in, "keys_bounded": keys_bounded, "pairs_dropped_l0": dropped_pairs,
+                  "selected": sel}

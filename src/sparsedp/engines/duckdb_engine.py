@@ -287,6 +287,15 @@ class DuckDBEngine(EmbeddedEngine):
                          units_over_l0=int(st[2]) if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
                          pairs_dropped_l0=pairs - int(kc[COUNT].sum()))
 
+    def rows_lazy(self, data: Any) -> Any:
+        """The relation's rows as a Polars LazyFrame (SUM/MEAN releases run the shared Polars path)."""
+        import polars as pl
+
+        k = sources.kind(data)
+        if k in ("polars", "polars-lazy", "pandas", "arrow", "file"):
+            return super().rows_lazy(data)
+        return pl.from_arrow(to_arrow_table(self.relation(data))).lazy()
+
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         """Generic interface (the choice left to :func:`~sparsedp.engines.bounding.bound`): unbounded counts per
         key and the heavy units' pairs. :meth:`bounded_raw_counts` is the fast path."""

@@ -139,11 +139,14 @@ class _BoundTask:
     by: tuple
     l0: int
     secret: bytes = field(repr=False)
+    #: SUM/MEAN aggregates: the task then also emits each key's partial grid sums of the kept pairs
+    aggregates: tuple = ()
 
     def __call__(self, batches):
         import pyarrow as pa
         import polars as pl
 
+        from .aggregate_exprs import bounded_key_sums, grid_column_name, noise_columns, per_key_contributions
         from .bounding import bounded_key_counts
 
         batches = [b for b in batches if b.num_rows]
@@ -151,19 +154,29 @@ class _BoundTask:
             return
         table = pa.Table.from_batches(batches)
         types = {c: table.schema.field(c).type for c in self.by}
-        # select_pairs' choice, counted per key without materialising the kept pairs; it canonicalises dtypes
-        # itself (Int32 -> Int64, large strings -> String, time zones…)
-        pairs = pl.from_arrow(table.select([self.unit, *self.by]))
-        counts = bounded_key_counts(pairs, self.unit, list(self.by), self.l0, self.secret).to_arrow()
-        out = pa.Table.from_arrays([counts.column(c).cast(types[c]) for c in self.by] + [counts.column(COUNT)],
-                                   names=[*self.by, COUNT])
+        grid: list[str] = []
+        if self.aggregates:
+            # the same choice (choose_from_per_key, same secret) with the per-pair contributions carried along
+            n = len(noise_columns(self.aggregates)[0])
+            grid = [grid_column_name(i) for i in range(n)]
+            pk = per_key_contributions(pl.from_arrow(table), self.unit, list(self.by), self.aggregates)
+            kc, _ = bounded_key_sums(pk, self.unit, list(self.by), self.l0, self.secret, n)
+            counts = kc.filter(pl.col(COUNT) > 0).to_arrow()
+        else:
+            # select_pairs' choice, counted per key without materialising the kept pairs; it canonicalises
+            # dtypes itself (Int32 -> Int64, large strings -> String, time zones…)
+            pairs = pl.from_arrow(table.select([self.unit, *self.by]))
+            counts = bounded_key_counts(pairs, self.unit, list(self.by), self.l0, self.secret).to_arrow()
+        out = pa.Table.from_arrays([counts.column(c).cast(types[c]) for c in self.by] +
+                                   [counts.column(c).cast(pa.int64()) for c in [COUNT, *grid]],
+                                   names=[*self.by, COUNT, *grid])
         yield from out.combine_chunks().to_batches()
         if _first_attempt_fault():
             raise RuntimeError("sparsedp test fault: first attempt of a bounding task fails after output")
 
 
 def bounded_partial_counts(src, unit: str, by: list[str], l0: int, secret: bytes, *,
-                           partitions: int | None = None):
+                           partitions: int | None = None, aggregates: tuple = ()):
     """Per-partition key counts of the pairs kept by the ℓ0 choice (module docstring, step 1). Lazy.
 
     ``repartition(unit)`` puts every row of a unit in one partition (``partitions``: a fixed count instead of
@@ -173,23 +186,37 @@ def bounded_partial_counts(src, unit: str, by: list[str], l0: int, secret: bytes
     """
     from pyspark.sql import types as T
 
-    part = src.select(unit, *by)
+    from .aggregate_exprs import grid_column_name, noise_columns
+
+    vcols = list(dict.fromkeys(a.column for a in noise_columns(aggregates)[0]))
+    grid = [grid_column_name(i) for i in range(len(noise_columns(aggregates)[0]))] if aggregates else []
+    part = src.select(unit, *by, *vcols)
     part = part.repartition(partitions, unit) if partitions else part.repartition(unit)
     schema = T.StructType([T.StructField(c, src.schema[c].dataType, True) for c in by] +
-                          [T.StructField(COUNT, T.LongType(), False)])
-    return part.mapInArrow(_BoundTask(unit=unit, by=tuple(by), l0=int(l0), secret=secret), schema)
+                          [T.StructField(c, T.LongType(), False) for c in [COUNT, *grid]])
+    return part.mapInArrow(_BoundTask(unit=unit, by=tuple(by), l0=int(l0), secret=secret,
+                                      aggregates=tuple(aggregates)), schema)
 
 
 def histogram_frame(src, unit: str, by: list[str], l0: int | None, secret: bytes | None, *,
-                    partitions: int | None = None):
-    """Bounded counts per key as a lazy Spark frame ``(by…, COUNT)``; ``l0=None``: distinct units per key."""
+                    partitions: int | None = None, aggregates: tuple = ()):
+    """Bounded counts per key as a lazy Spark frame ``(by…, COUNT)``; ``l0=None``: distinct units per key.
+    With SUM/MEAN ``aggregates`` (``l0`` required) also the Int64 grid sums of the kept pairs, in columns
+    :func:`~sparsedp.engines.aggregate_exprs.grid_column_name` ``(i)``."""
     from pyspark.sql import functions as F
 
+    from .aggregate_exprs import grid_column_name, noise_columns
+
+    if l0 is None and aggregates:
+        # no ℓ0 bound (top-k): the bounding task with a bound no unit reaches keeps every distinct pair (no
+        # secret is used: no unit is over the bound), and computes the grid sums of the same code as with l0
+        l0, secret = 2**62, bytes(32)
     if l0 is None:
         return src.groupBy(*by).agg(F.countDistinct(unit).cast("long").alias(COUNT))
     assert secret is not None
-    partial = bounded_partial_counts(src, unit, by, l0, secret, partitions=partitions)
-    return partial.groupBy(*by).agg(F.sum(COUNT).cast("long").alias(COUNT))
+    grid = [grid_column_name(i) for i in range(len(noise_columns(aggregates)[0]))] if aggregates else []
+    partial = bounded_partial_counts(src, unit, by, l0, secret, partitions=partitions, aggregates=aggregates)
+    return partial.groupBy(*by).agg(*[F.sum(c).cast("long").alias(c) for c in [COUNT, *grid]])
 
 
 # ---------------------------------------------------------------------------------------------- noise
@@ -237,16 +264,26 @@ class _NoiseTask:
             return
         frame = pl.from_arrow(pa.concat_tables(tables))
         assert isinstance(frame, pl.DataFrame)
+        from .aggregate_exprs import grid_column_name
+
         frame = frame.sort([pl.col(CHUNK)] + canonical_order(frame.schema, list(self.by)))
         chunk = frame[CHUNK].to_numpy()
         counts = frame[COUNT].to_numpy().astype(np.int64)
+        grid = [frame[grid_column_name(i)].to_numpy().astype(np.int64) for i in range(self.task.n_grid_columns)]
+        names = self.task.column_names
         keys = frame.select(list(self.by)).to_arrow()
         starts = np.flatnonzero(np.r_[True, chunk[1:] != chunk[:-1]])
         ends = np.r_[starts[1:], chunk.size]
         fault = _first_attempt_fault()
         for s, e in zip(starts.tolist(), ends.tolist()):
-            pos, values = self.task.apply(counts[s:e], int(chunk[s]))
+            cols: dict = {}
+            if names:  # the joint release: the same code as the embedded engines (KeyNoise.apply_joint)
+                pos, values, cols = self.task.apply_joint(counts[s:e], [g[s:e] for g in grid], int(chunk[s]))
+            else:
+                pos, values = self.task.apply(counts[s:e], int(chunk[s]))
             out = keys.slice(s, e - s).take(pa.array(pos, type=pa.int64())).append_column(VALUE, pa.array(values))
+            for n in names:
+                out = out.append_column(n, pa.array(cols[n], type=pa.float64()))
             yield from out.combine_chunks().to_batches()
             if fault:
                 raise RuntimeError("sparsedp test fault: first attempt of a noise task fails after output")
@@ -284,7 +321,7 @@ class SparkEngine(Engine):
     def columns(self, data: Any) -> list[str]:
         return list(as_spark_frame(data).columns)
 
-    def histogram(self, data, privacy_unit, by, l0, rng, pre_threshold=1) -> SparkHistogram:
+    def histogram(self, data, privacy_unit, by, l0, rng, pre_threshold=1, aggregates=()) -> SparkHistogram:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
@@ -307,8 +344,11 @@ class SparkEngine(Engine):
                 any_nan = any_nan | F.isnan(F.col(c))
             if src.where(any_nan).limit(1).count():
                 raise InputDataError(f"NaN in {', '.join(map(repr, floats))}; replace NaN before releasing")
+        if aggregates:  # value columns checked before anything is drawn (one more scan)
+            check_value_columns(frame, aggregates)
+            src = frame.select(privacy_unit, *by, *dict.fromkeys(a.column for a in aggregates))
         secret = draw_bounding_secret(rng) if l0 is not None else None
-        hist = histogram_frame(src, privacy_unit, by, l0, secret)
+        hist = histogram_frame(src, privacy_unit, by, l0, secret, aggregates=tuple(aggregates))
         hist = hist.persist(StorageLevel.MEMORY_AND_DISK)
         s = hist.agg(F.count(F.lit(1)).alias("b"),
                      F.sum((F.col(COUNT) >= pre_threshold).cast("long")).alias("o")).first()
@@ -338,7 +378,8 @@ class SparkEngine(Engine):
         # one noise task per core: a chunk is a unit of noise derivation, not of parallelism
         tasks = max(int(src.sparkSession.sparkContext.defaultParallelism), 1)
         schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields] +
-                              [T.StructField(VALUE, T.DoubleType() if task.float_output else T.LongType(), False)])
+                              [T.StructField(VALUE, T.DoubleType() if task.float_output else T.LongType(), False)] +
+                              [T.StructField(n, T.DoubleType(), False) for n in task.column_names])
         return chunked.repartition(tasks, CHUNK).mapInArrow(_NoiseTask(task=task, by=tuple(by)), schema)
 
     def collect(self, hist: SparkHistogram) -> SparseHistogram:
@@ -386,6 +427,37 @@ def as_spark_frame(data: Any):
         return read_file(os.fspath(data))
     raise InvalidParameterError(f"the spark engine takes a Spark DataFrame or a Parquet/CSV path, got "
                                 f"{type(data).__name__}")
+
+
+def check_value_columns(frame, aggregates) -> None:
+    """SUM/MEAN value columns on Spark: present, numeric (not boolean), no null, NaN or ±inf (one job); the
+    errors of :func:`sparsedp.engines.aggregate_exprs.check_value_columns`."""
+    import difflib
+
+    from pyspark.sql import functions as F
+
+    from ..errors import InvalidTypeError
+
+    cols = list(dict.fromkeys(a.column for a in aggregates))
+    exprs = []
+    for c in cols:
+        if c not in frame.columns:
+            close = difflib.get_close_matches(c, list(frame.columns), n=1)
+            raise InputDataError(f"value column {c!r} is not in the data (columns: {list(frame.columns)})"
+                                 + (f"; did you mean {close[0]!r}?" if close else ""))
+        t = type(frame.schema[c].dataType).__name__
+        if t not in ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType", "DecimalType"):
+            raise InvalidTypeError(f"value column {c!r} must be numeric, got {frame.schema[c].dataType.simpleString()}")
+        exprs.append(F.sum(F.col(c).isNull().cast("long")).alias(f"null|{c}"))
+        if t in ("FloatType", "DoubleType"):
+            bad = F.isnan(F.col(c)) | (F.abs(F.col(c)) == float("inf"))
+            exprs.append(F.sum(bad.cast("long")).alias(f"nonfinite|{c}"))
+    row = frame.agg(*exprs).first().asDict()
+    bad = [(k.split("|", 1)[1], k.split("|", 1)[0], int(n)) for k, n in row.items() if n]
+    if bad:
+        what = "; ".join(f"{c!r}: {n} {'null' if kind == 'null' else 'NaN or infinite'} value(s)"
+                         for c, kind, n in bad)
+        raise InputDataError(f"value columns must be finite numbers without nulls: {what}. Nothing was released.")
 
 
 def check_input(src, unit: str, by: list[str]) -> int:

@@ -39,7 +39,7 @@ from ..aggregates import Mean, Sum, noise_columns
 from ..errors import InputDataError, InvalidParameterError
 
 __all__ = ["JointRelease", "noisy_grid_sums", "to_value_units", "release_joint", "column_values",
-           "sum_error_std", "MeanError", "mean_error", "expected_errors"]
+           "sum_error_std", "MeanError", "mean_error", "expected_errors", "topk_expected_errors"]
 
 
 @dataclass(frozen=True)
@@ -207,4 +207,26 @@ def expected_errors(aggregates, calibration, n: int | None = None, pre_threshold
             out[a.output_name] = mean_error(a, calibration.column_sigma2s[i], calibration.count_sigma2, nn, t).rmse
         else:
             out[a.output_name] = sum_error_std(a, calibration.column_sigma2s[i], calibration.count_sigma2)
+    return out
+
+
+def topk_expected_errors(aggregates, calibration, count_std: float, threshold: float) -> dict[str, float]:
+    """Per SUM/MEAN output column of a de-biased top-k CSH release with columns
+    (:class:`sparsedp.accounting.csh_aggregates.CshJointCalibration`), its expected error in value units:
+    SUM ``g·√(Var Y + c²·count_std²)`` (``count_std``: std of the de-biased count estimate, which the re-centred
+    sum multiplies by the centre c); MEAN the delta-method std ``g·√(Var Y + D²·count_std²)/n`` at the
+    threshold count ``n = threshold`` (worst case |a| = D; an approximation, unlike GSHM's exact
+    :func:`mean_error`)."""
+    from ..accounting.discrete import dgauss_variance
+
+    out = {}
+    _, where = noise_columns(aggregates)
+    n = max(float(threshold), 1.0)
+    for a, i in zip(aggregates, where):
+        var_y = dgauss_variance(calibration.column_sigma2s[i])
+        g = a.granularity
+        if isinstance(a, Mean):
+            out[a.output_name] = g * math.sqrt(var_y + a.sensitivity ** 2 * count_std ** 2) / n
+        else:
+            out[a.output_name] = g * math.sqrt(var_y + a.centre ** 2 * count_std ** 2)
     return out

@@ -127,11 +127,13 @@ class Auto(Mechanism):
     docstring for why the margins are comparable. The report names the winner, every candidate and why."""
 
     name = "auto"
+    supports_aggregates = True  # resolves among the candidates that support them
 
     def resolve(self, request: ReleaseRequest):
         """``(chosen mechanism, its calibration, reason, candidates)``: calibrates every candidate."""
         self.check(request)
-        mechs = {cls.name: cls() for cls in auto_candidates()}
+        mechs = {cls.name: cls() for cls in auto_candidates()
+                 if cls.supports_aggregates or not request.aggregates}  # SUM/MEAN: only those releasing them
         tried: dict[str, Any] = {}
         for name, mech in mechs.items():
             try:
@@ -140,6 +142,8 @@ class Auto(Mechanism):
             except (InfeasibleError, InvalidParameterError) as e:
                 tried[name] = e
         best, reason, cands = _pick(tried, request.epsilon, request.delta)
+        if request.aggregates:
+            reason += " (SUM/MEAN requested: only mechanisms that release aggregate columns were considered)"
         mech, cal = mechs[best], tried[best]
         return mech, cal, reason, tuple(cands)
 

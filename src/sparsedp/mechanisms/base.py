@@ -35,13 +35,17 @@ class ReleaseRequest:
     """The data-independent part of a release request: the target guarantee and the contribution bound.
 
     ``max_groups_per_unit``: the l0 bound the engine enforces (None: the mechanism's own model, e.g. top-k);
-    ``insecure_float``: float noise was asked for by name (research reproduction only).
+    ``insecure_float``: float noise was asked for by name (research reproduction only);
+    ``aggregates``: the SUM/MEAN aggregates released next to the count (:class:`~sparsedp.aggregates.Sum` /
+    :class:`~sparsedp.aggregates.Mean`, in the user's order; empty for a count-only release). Only mechanisms
+    with ``supports_aggregates`` accept them (the joint accountant, :mod:`sparsedp.accounting.aggregates`).
     """
 
     epsilon: float
     delta: float
     max_groups_per_unit: int | None = None
     insecure_float: bool = False
+    aggregates: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,9 @@ class Disclosure:
     notes: tuple[str, ...] = ()
     #: zCDP ρ of the whole release when its guarantee is a zCDP statement (ledger composition), else None
     rho: float | None = None
+    #: per released aggregate column (SUM/MEAN output name): its expected error std in value units
+    #: (:func:`sparsedp.mechanisms.aggregate_noise.expected_errors`; MEAN: worst-case RMSE at the threshold)
+    column_errors: Mapping[str, float] = field(default_factory=dict)
 
     def with_notes(self, *notes: str) -> "Disclosure":
         return dataclasses.replace(self, notes=self.notes + tuple(notes))
@@ -97,6 +104,9 @@ class Mechanism(ABC):
     auto_candidate: ClassVar[bool] = False
     #: the relation the guarantee is stated for
     neighbours: ClassVar[Neighbours] = Neighbours.ADD_REMOVE
+    #: releases SUM/MEAN columns next to the count (``ReleaseRequest.aggregates``); the others are refused
+    #: by the pipeline before any data is read
+    supports_aggregates: ClassVar[bool] = False
 
     def options(self) -> dict[str, Any]:
         """The mechanism's options (its dataclass fields) and their values."""

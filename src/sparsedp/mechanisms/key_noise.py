@@ -33,6 +33,11 @@ class KeyNoise:
         shared: the release's shared term of CSH / top-k CSH (drawn once on the driver), else ``None``.
         insecure_float: float noise was requested by name.
         secret: ``K_noise``, 32 bytes from the release's secure source.
+        aggregates: the SUM/MEAN aggregates released next to the count (joint GSHM release), in output order;
+            empty for a count-only release.
+        column_sigma2s: the exact scales ``s_j`` of the distinct noisy grid columns
+            (:func:`sparsedp.aggregates.noise_columns` order), from the joint calibration
+            (:class:`sparsedp.accounting.aggregates.JointDiscreteCalibration`).
     """
 
     plan: NoisePlan
@@ -42,6 +47,18 @@ class KeyNoise:
     offset: Any = None
     shared: Any = None
     insecure_float: bool = False
+    aggregates: tuple = ()
+    column_sigma2s: tuple = ()
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        """Output names of the SUM/MEAN columns (empty for a count-only release)."""
+        return tuple(a.output_name for a in self.aggregates)
+
+    @property
+    def n_grid_columns(self) -> int:
+        """Number of distinct noisy grid columns the histogram must carry."""
+        return len(self.column_sigma2s)
 
     @property
     def float_output(self) -> bool:
@@ -51,8 +68,9 @@ class KeyNoise:
             return True
         return self.offset is not None and not float(self.offset).is_integer()
 
-    def apply(self, counts: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(positions, values)`` of the released keys among one chunk's counts (canonical key order)."""
+    def apply(self, counts: np.ndarray, chunk: int, _stream: list | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, values)`` of the released keys among one chunk's counts (canonical key order).
+        (``_stream``: :meth:`apply_joint` receives the chunk's stream there, to read on after the count words.)"""
         from ..engines.noise_chunks import chunk_label
         from ..noise.source import SecretKeyedStream
 
@@ -60,7 +78,47 @@ class KeyNoise:
         if self.cutoff:
             c = np.maximum(c - self.cutoff, 0)
         rng = SecretKeyedStream(self.secret, chunk_label(chunk))
+        if _stream is not None:
+            _stream.append(rng)
         pos, values = noise_and_filter(c, self.plan, self.pre, rng, self.shared, insecure_float=self.insecure_float)
         if self.offset is not None:
             values = values + self.offset
         return pos, np.asarray(values, dtype=np.float64 if self.float_output else np.int64)
+
+    def apply_joint(self, counts: np.ndarray, grid_sums, chunk: int):
+        """The joint release of one chunk (``docs/proofs/aggregates.md`` §0): ``(positions, noisy counts,
+        {output name: values})``.
+
+        The count decision is exactly :meth:`apply`'s (same stream words, so the same keys and counts as a
+        count-only release with this calibration); then, from the SAME chunk stream after those words, one exact
+        ``N_Z(0, s_j)`` draw per RELEASED key for each distinct grid column j in turn
+        (:func:`~sparsedp.mechanisms.aggregate_noise.noisy_grid_sums`), and the SUM/MEAN values in value units
+        (:func:`~sparsedp.mechanisms.aggregate_noise.to_value_units`: ``g·(A' + Y) + g·c·(count + Z)``, divided
+        by the noisy count for MEAN). Keys not released get no column noise and leave nothing.
+        """
+        from ..aggregates import Mean, Sum, noise_columns
+        from .aggregate_noise import noisy_grid_sums, to_value_units
+
+        if self.float_output or self.insecure_float:
+            raise ValueError("aggregate columns are released with integer count noise only (discrete GSHM, "
+                             "rounded de-biased top-k CSH)")
+        if self.cutoff and self.offset is None:
+            raise ValueError("top-k CSH releases aggregate columns with de-biased counts only")
+        _, where = noise_columns(self.aggregates)
+        if len(grid_sums) != len(self.column_sigma2s):
+            raise ValueError(f"{len(grid_sums)} grid-sum columns for {len(self.column_sigma2s)} noise scales")
+        stream: list = []
+        pos, values = self.apply(counts, chunk, stream)
+        rng = stream[0]  # the chunk's stream, read on after the count words
+        noisy = noisy_grid_sums([np.asarray(a, dtype=np.int64)[pos] for a in grid_sums], self.column_sigma2s, rng)
+        cols = {}
+        for a, i in zip(self.aggregates, where):
+            if isinstance(a, Mean):
+                # MEAN = (re-centred noisy sum) / (count estimate); top-k's de-biased estimate can in principle
+                # be <= 0, so the divisor is max(estimate, 1) (post-processing; GSHM's is always >= 1)
+                total = to_value_units(noisy[i], values, Sum(a.column, a.lower, a.upper, a.granularity,
+                                                             recentre=a.recentre))
+                cols[a.output_name] = total / np.maximum(np.asarray(values, dtype=np.float64), 1.0)
+            else:
+                cols[a.output_name] = to_value_units(noisy[i], values, a)
+        return pos, values, cols

@@ -11,16 +11,61 @@ shared CSH term, then de-biased top-k's ``t̃`` noise.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from .. import _validate as v
+from ..accounting.calibration import Calibration, Comparison
 from ..errors import InvalidParameterError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
 
-__all__ = ["GSHM", "Laplace", "TopKCSH"]
+__all__ = ["GSHM", "Laplace", "TopKCSH", "JointCalibration", "joint_calibration"]
+
+
+@dataclass(frozen=True)
+class JointCalibration(Calibration):
+    """GSHM with SUM/MEAN columns: the count's law and margin as a :class:`Calibration` (what the per-key kernel
+    samples and compares, exactly as for a count-only release) plus the joint accountant's recipe.
+
+    ``joint``: :class:`sparsedp.accounting.aggregates.JointDiscreteCalibration` (count scale ``s``, margin, the
+    column scales ``s_j`` and the δ of the whole joint release, Karrer Thm 5.4 discrete analogue,
+    ``docs/proofs/aggregates.md``); ``aggregates``: the Sum/Mean aggregates in output order. The count fields
+    (``sigma``, ``tau``, ``noise``, ``delta_achieved``, ``delta_parts``) are those of the joint calibration,
+    so the δ reported is the joint δ.
+    """
+
+    joint: Any = None
+    aggregates: tuple = ()
+
+
+def joint_calibration(request: ReleaseRequest) -> JointCalibration:
+    """The joint discrete GSHM calibration of ``request`` (its ``aggregates`` non-empty): column sensitivities
+    from :func:`sparsedp.aggregates.column_sensitivities` (distinct grid columns), then
+    :func:`sparsedp.accounting.aggregates.calibrate_joint_gshm` (default allocation: every column as private
+    as the count). Secure noise only: float noise has no aggregate path."""
+    from ..accounting.aggregates import calibrate_joint_gshm
+    from ..accounting.discrete import dgauss_variance
+    from ..accounting.laws import DiscreteGaussian
+    from ..aggregates import column_sensitivities
+
+    if request.insecure_float:
+        raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
+                                    "insecure_float=True")
+    assert request.max_groups_per_unit is not None
+    aggs = tuple(request.aggregates)
+    j = calibrate_joint_gshm(request.epsilon, request.delta, request.max_groups_per_unit,
+                             column_sensitivities(aggs))
+    p = j.parts
+    return JointCalibration(
+        mechanism="gshm", analysis="discrete-exact-joint", epsilon=j.epsilon, delta=j.delta,
+        sigma=math.sqrt(float(j.count_sigma2)), tau=float(j.margin),
+        noise_std=math.sqrt(dgauss_variance(j.count_sigma2)),
+        noise=DiscreteGaussian(j.count_sigma2), comparison=Comparison.GE,
+        delta_parts={"infinite": p.infinite, "forward": p.forward, "reverse": p.reverse},
+        delta_achieved=float(p.total), l0=j.l0, joint=j, aggregates=aggs)
 
 
 def _noise_words(rng: Any) -> bytes:
@@ -44,6 +89,49 @@ def _key_task(cal: Any, pre: int, rng: Any, insecure_float: bool, *, cutoff: int
                     insecure_float=insecure_float)
 
 
+def topk_joint_calibration(request: ReleaseRequest, k: int) -> JointCalibration:
+    """De-biased rounded top-k CSH with SUM/MEAN columns (seed 000 §6; ``docs/proofs/aggregates.md`` §5):
+    :func:`sparsedp.accounting.csh_aggregates.calibrate_csh_joint_rounded` (Thm 3.3 add-the-deltas with the
+    columns' μ² and the de-biasing ½√(k + 5√k)); count noise as the count-only rounded CSH (law
+    :class:`~sparsedp.accounting.laws.RoundedCorrelatedGaussian`, rule ``c − t + X >= pre + margin``). Secure noise
+    only, rounded CSH only (σ within its exact sampler's range)."""
+    from ..accounting import laws
+    from ..accounting.calibrate import ROUNDED_SIGMA_MAX
+    from ..accounting.csh import csh_rounded_noise_std
+    from ..accounting.csh_aggregates import calibrate_csh_joint_rounded
+    from ..aggregates import column_sensitivities
+    from ..errors import InfeasibleError
+
+    if request.insecure_float:
+        raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
+                                    "insecure_float=True")
+    aggs = tuple(request.aggregates)
+    j = calibrate_csh_joint_rounded(request.epsilon, request.delta, k, column_sensitivities(aggs), debias=True)
+    if j.sigma > ROUNDED_SIGMA_MAX:
+        raise InfeasibleError(f"top-k CSH with SUM/MEAN needs sigma={j.sigma:.6g} > {ROUNDED_SIGMA_MAX:g}, beyond "
+                              f"the rounded sampler's range; use max_groups_per_unit (GSHM) instead")
+    p = j.parts
+    return JointCalibration(
+        mechanism="topk-csh", analysis="rounded-add-joint", epsilon=j.epsilon, delta=j.delta, sigma=j.sigma,
+        tau=float(j.margin), noise_std=csh_rounded_noise_std(j.sigma, k),
+        noise=laws.RoundedCorrelatedGaussian(j.sigma, j.sigma * k ** -0.25), comparison=Comparison.GE,
+        delta_parts={"gaussian": p.gaussian, "threshold": p.threshold}, delta_achieved=float(p.total),
+        k=k, top_k=k, debias=True, tau_continuous=j.margin - 0.5, joint=j, aggregates=aggs)
+
+
+def _column_notes(aggs: tuple, errors: dict, column_stds: tuple, what: str) -> tuple[str, ...]:
+    from ..aggregates import Mean, noise_columns
+
+    _, where = noise_columns(aggs)
+    notes = (f"joint release ({what}): the count decides release, the SUM/MEAN columns get independent exact "
+             "discrete Gaussian noise on released keys only; delta is that of the whole joint release",)
+    return notes + tuple(
+        f"column {a.output_name}: noise std {column_stds[i] * a.granularity:.4g} (value units) on the grid sum; "
+        f"expected error {errors[a.output_name]:.4g}"
+        + (" (MEAN = noisy sum / noisy count: worst-case error at the threshold count)" if isinstance(a, Mean)
+           else "") for a, i in zip(aggs, where))
+
+
 def _disclosure(self: Mechanism, request: ReleaseRequest, cal: Any, value_column: str, contribution: str, *,
                 pre: int, noise_std: float | None = None, notes: tuple[str, ...] = ()) -> Disclosure:
     fb = cal.fallback
@@ -58,10 +146,21 @@ def _disclosure(self: Mechanism, request: ReleaseRequest, cal: Any, value_column
 
 def _charge(self: Mechanism, calibration: Any, disclosure: Disclosure) -> Any:
     """The charge with the calibration's privacy profile (:func:`sparsedp.accounting.profiles.profile_of`), so the
-    ledger composes repeated releases tightly (docs/proofs/composition.md)."""
+    ledger composes repeated releases tightly (docs/proofs/composition.md). A joint release with SUM/MEAN
+    columns has no profile here (the count-only profile would under-charge it): its (ε, δ) is charged once,
+    basic composition (:meth:`Mechanism.charge`)."""
     from ..ledger import Charge
 
+    if isinstance(calibration, JointCalibration):
+        return Mechanism.charge(self, calibration, disclosure)
     return Charge.from_calibration(calibration, disclosure.neighbours)
+
+
+def _clipping(aggs: tuple) -> str:
+    from ..aggregates import noise_columns
+
+    return "; " + "; ".join(f"{c.column}: each unit's per-key total clipped to [{c.lower:g}, {c.upper:g}] "
+                            f"(grid {c.granularity:g})" for c in noise_columns(aggs)[0])
 
 
 def _secure(request: ReleaseRequest) -> bool:
@@ -86,18 +185,36 @@ class _PerKeyThresholded(Mechanism):
         from ..accounting import calibrate
 
         assert request.max_groups_per_unit is not None
+        if request.aggregates:
+            if not self.supports_aggregates:
+                raise InvalidParameterError(f"mechanism={self.name!r} releases counts only; SUM/MEAN need "
+                                            f"mechanism='gshm' (or 'auto')")
+            return joint_calibration(request)
         return calibrate(self.name, epsilon=request.epsilon, delta=request.delta, l0=request.max_groups_per_unit,
                          discrete=_secure(request))
 
     def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
-        return _disclosure(self, request, calibration, value_column,
-                           f"at most {request.max_groups_per_unit} keys per unit, 1 per key",
-                           pre=self.pre_threshold)
+        contribution = f"at most {request.max_groups_per_unit} keys per unit, 1 per key"
+        if not isinstance(calibration, JointCalibration):
+            return _disclosure(self, request, calibration, value_column, contribution, pre=self.pre_threshold)
+        from .aggregate_noise import expected_errors
+
+        j = calibration.joint
+        aggs = calibration.aggregates
+        contribution += _clipping(aggs)
+        errors = expected_errors(aggs, j, pre_threshold=self.pre_threshold)
+        notes = _column_notes(aggs, errors, j.column_noise_stds,
+                              "seed 001 Thm 5.4, discrete analogue docs/proofs/aggregates.md")
+        d = _disclosure(self, request, calibration, value_column, contribution, pre=self.pre_threshold, notes=notes)
+        return dataclasses.replace(d, column_errors={a.output_name: float(errors[a.output_name]) for a in aggs})
 
     charge = _charge
 
     def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
         task = _key_task(calibration, self.pre_threshold, rng, request.insecure_float)
+        if isinstance(calibration, JointCalibration):
+            task = dataclasses.replace(task, aggregates=calibration.aggregates,
+                                       column_sigma2s=tuple(calibration.joint.column_sigma2s))
         return Released(rows=engine.noise_keys(hist, task), disclosure=disclosure)
 
 
@@ -112,6 +229,7 @@ class GSHM(_PerKeyThresholded):
 
     name = "gshm"
     auto_candidate = True
+    supports_aggregates = True
 
 
 @register
@@ -146,6 +264,7 @@ class TopKCSH(Mechanism):
     k: int
     debias: bool = True
     name = "topk-csh"
+    supports_aggregates = True  # de-biased only (checked in calibrate)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", v.integer("k", self.k, lo=1, hi=10**9))
@@ -168,6 +287,11 @@ class TopKCSH(Mechanism):
     def calibrate(self, request: ReleaseRequest) -> Any:
         from ..accounting import calibrate
 
+        if request.aggregates:
+            if not self.debias:
+                raise InvalidParameterError("SUM/MEAN with top-k CSH need the de-biased counts (debias=True): the "
+                                            "re-centred sums add centre × count estimate")
+            return topk_joint_calibration(request, self.k)
         return calibrate("topk-csh", epsilon=request.epsilon, delta=request.delta, top_k=self.k,
                          debias=self.debias, discrete=_secure(request))
 
@@ -182,14 +306,28 @@ class TopKCSH(Mechanism):
             std = float(cal.noise_std)
             notes = ("values estimate count minus the (k+1)-th largest count t (not counts: opt-in shifted "
                      "variant); the threshold applies to count − t",)
-        return _disclosure(self, request, cal, value_column, f"top-{self.k} keys, 1 per key per unit (no l0 bound)",
-                           pre=1, noise_std=std, notes=notes)
+        contribution = f"top-{self.k} keys, 1 per key per unit (no l0 bound)"
+        if not isinstance(cal, JointCalibration):
+            return _disclosure(self, request, cal, value_column, contribution, pre=1, noise_std=std, notes=notes)
+        from .aggregate_noise import topk_expected_errors
+
+        j = cal.joint
+        aggs = cal.aggregates
+        errors = topk_expected_errors(aggs, j, std, 1 + j.margin)
+        notes += _column_notes(aggs, errors, tuple(math.sqrt(float(x)) for x in j.column_sigma2s),
+                               "seed 000 §6 with docs/proofs/aggregates.md §5: Thm 3.3 with the columns' μ²")
+        d = _disclosure(self, request, cal, value_column, contribution + _clipping(aggs), pre=1, noise_std=std,
+                        notes=notes)
+        return dataclasses.replace(d, column_errors={a.output_name: float(errors[a.output_name]) for a in aggs})
 
     charge = _charge
 
     def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
         t = engine.kth_largest(hist, self.k + 1)
         task = _key_task(calibration, 1, rng, request.insecure_float, cutoff=t, debias=self.debias)
+        if isinstance(calibration, JointCalibration):
+            task = dataclasses.replace(task, aggregates=calibration.aggregates,
+                                       column_sigma2s=tuple(calibration.joint.column_sigma2s))
         if self.debias:
             disclosure = disclosure.with_notes(f"released noisy cut-off t̃ = {task.offset:g}")
         return Released(rows=engine.noise_keys(hist, task), disclosure=disclosure)
