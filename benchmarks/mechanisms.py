@@ -72,7 +72,7 @@ def main() -> None:
 
     runs = {
         "numpy float noise + filter (baseline)": baseline,
-        "GSHM, engine path (64 keyed chunk streams)": pipeline_gshm,
+        "GSHM, engine path (keyed chunk streams)": pipeline_gshm,
         "GSHM (l0=10)": lambda: gshm(hist, cal_g),
         "Laplace histogram (l0=10)": lambda: laplace_histogram(hist, cal_l),
         f"top-k CSH (top_k=1000, {type(cal_t.noise).__name__})": lambda: topk_csh(hist, cal_t),

@@ -321,3 +321,18 @@ def test_plan_shows_the_privacy_profile_and_tradeoff_curve():
         assert np.all(np.diff(betas) <= 0) and np.all((betas >= 0) & (betas <= 1))
     gshm = sd.plan(1.0, 1e-6, max_groups_per_unit=10)
     assert float(gshm.profile().delta(1.0)) == pytest.approx(gshm[0].delta_achieved, rel=1e-6)
+
+
+def test_several_noise_chunks_keep_engines_identical_and_change_only_the_words(df, monkeypatch):
+    """The per-chunk keyed streams: with chunks forced small, every embedded engine still gives the same table;
+    the released keys may differ from the one-chunk release only through the noise words."""
+    from sparsedp.engines import ENGINES, noise_chunks
+
+    one = sd.release(df, **KW, rng=InsecureSeededRandom(5)).table
+    monkeypatch.setattr(noise_chunks, "KEYS_PER_CHUNK", 3)
+    assert noise_chunks.n_chunks(len(df)) > 1
+    tables = [sd.release(df, **KW, engine=e, rng=InsecureSeededRandom(5)).table for e in ENGINES]
+    assert all(t.equals(tables[0]) for t in tables)
+    popular = {("popular", "DE"), ("second", "FR"), ("third", "DE")}
+    assert popular <= set(map(tuple, tables[0].select("url", "country").rows()))
+    assert not tables[0].equals(one)  # other stream words: other noise values

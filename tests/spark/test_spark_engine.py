@@ -299,3 +299,17 @@ def test_pure_and_misra_gries_run_on_spark_like_polars(spark):
         assert pl.from_arrow(se.to_arrow(rs.table)).equals(rp.table) if not isinstance(rs.table, pl.DataFrame) \
             else rs.table.equals(rp.table)
         assert rp.table.height > 0
+
+
+def test_several_noise_chunks_same_table_as_polars(spark, monkeypatch):
+    """With several noise chunks (forced small here), Spark and Polars still derive every key's noise from the
+    same (chunk, position) stream words: identical tables for the same seeded source."""
+    from sparsedp.engines import noise_chunks
+
+    monkeypatch.setattr(noise_chunks, "KEYS_PER_CHUNK", 7)
+    frame = _rows(seed=11, n=8000, units=2000, keys=60)
+    sdf = _spark_frame(spark, frame)
+    kw = dict(privacy_unit="uid", by=["url", "cc"], epsilon=2.0, delta=1e-6, max_groups_per_unit=3, mechanism="gshm")
+    rs = sd.release(sdf, rng=InsecureSeededRandom(2), **kw)
+    rp = sd.release(frame, rng=InsecureSeededRandom(2), **kw)
+    assert pl.from_arrow(se.to_arrow(rs.table)).equals(rp.table) and rp.table.height > 0

@@ -257,7 +257,7 @@ class EmbeddedEngine(Engine):
     def noise_keys(self, hist: LocalHistogram, task: Any) -> LocalRelease:
         import pyarrow as pa
 
-        from .noise_chunks import chunk_ids, chunks
+        from .noise_chunks import key_chunks
 
         by = hist.keys.column_names
         names = task.column_names
@@ -265,14 +265,16 @@ class EmbeddedEngine(Engine):
             raise ValueError("the histogram's grid sums do not match the release's aggregates")
         parts_pos, parts_val = [], []
         parts_cols: dict[str, list] = {n: [] for n in names}
-        for chunk, idx in chunks(chunk_ids(hist.keys, by)):
+        for chunk, idx in key_chunks(hist.keys, by):
+            counts = hist.counts if idx is None else hist.counts[idx]
             if names:
-                pos, values, cols = task.apply_joint(hist.counts[idx], [c[idx] for c in hist.columns], chunk)
+                grid = list(hist.columns) if idx is None else [c[idx] for c in hist.columns]
+                pos, values, cols = task.apply_joint(counts, grid, chunk)
                 for n in names:
                     parts_cols[n].append(cols[n])
             else:
-                pos, values = task.apply(hist.counts[idx], chunk)
-            parts_pos.append(idx[pos])
+                pos, values = task.apply(counts, chunk)
+            parts_pos.append(pos if idx is None else idx[pos])
             parts_val.append(values)
         dtype = np.float64 if task.float_output else np.int64
         pos = np.concatenate(parts_pos) if parts_pos else np.empty(0, np.int64)

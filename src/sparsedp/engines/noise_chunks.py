@@ -1,6 +1,7 @@
 """Per-release noise streams, one per chunk of keys: "one release, one draw" on every engine.
 
-A key's *chunk* is ``c = h_k mod N_CHUNKS`` with ``h_k`` the key's public fingerprint, the same Polars hash of
+A release's keys are split into ``C = n_chunks(number of keys)`` chunks (one chunk per ``KEYS_PER_CHUNK`` keys,
+at least one); a key's *chunk* is ``c = h_k mod C`` with ``h_k`` the key's public fingerprint, the same Polars hash of
 the canonicalised key values that contribution bounding uses (:func:`sparsedp.engines.bounding.fingerprint_exprs`,
 fixed public seed). The keys of chunk ``c`` are noised in canonical key order
 (:func:`sparsedp.engines.bounding.canonical_order`) with the stream
@@ -18,7 +19,10 @@ Consequences, on every engine (Polars, DuckDB, pandas, Arrow and Spark):
   from the secure source, which is what the accountants assume. (The fingerprint only decides *which* stream a
   key reads; a fingerprint collision puts two keys in the same chunk, never on the same words.)
 
-``N_CHUNKS`` is the unit of noise derivation, not of parallelism: a Spark task may hold several chunks.
+The number of keys (with a count at or above the pre-threshold) is known to every engine before the noise step,
+so every engine derives the same ``C``. It changes only which stream words a key reads, never the noise law, so it
+has no privacy cost. A chunk is the unit of noise derivation, not of parallelism: a Spark task may hold several
+chunks; with one chunk (up to ``KEYS_PER_CHUNK`` keys) the embedded engines need no hashing or sorting at all.
 """
 
 from __future__ import annotations
@@ -27,8 +31,13 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-#: number of key chunks of a release (fixed: part of the definition of the per-key noise derivation)
-N_CHUNKS = 64
+#: keys per noise chunk (part of the definition of the per-key noise derivation)
+KEYS_PER_CHUNK = 1 << 24
+
+
+def n_chunks(n_keys: int) -> int:
+    """The number of chunks of a release with ``n_keys`` keys."""
+    return max(1, -(-int(n_keys) // KEYS_PER_CHUNK))
 CHUNK = "__sparsedp_chunk"
 
 
@@ -37,8 +46,8 @@ def chunk_label(chunk: int) -> bytes:
     return b"noise chunk " + int(chunk).to_bytes(8, "little", signed=True)
 
 
-def chunk_expr(schema: Any, by: Sequence[str]):
-    """Polars expression of each key's chunk (UInt16) over the key columns of ``schema``."""
+def chunk_expr(schema: Any, by: Sequence[str], chunks: int):
+    """Polars expression of each key's chunk (UInt32) among ``chunks`` over the key columns of ``schema``."""
     import polars as pl
 
     from .bounding import SEED_KEY, canonical_exprs
@@ -46,23 +55,33 @@ def chunk_expr(schema: Any, by: Sequence[str]):
     cols = list(by)
     canon = canonical_exprs(schema, cols)
     h = canon[0].hash(SEED_KEY) if len(cols) == 1 else pl.struct(canon).hash(SEED_KEY)
-    return (h % N_CHUNKS).cast(pl.UInt16).alias(CHUNK)
+    return (h % chunks).cast(pl.UInt32).alias(CHUNK)
 
 
-def chunk_ids(keys: Any, by: Sequence[str]) -> np.ndarray:
-    """Chunk of every row of ``keys`` (a pyarrow Table or Polars DataFrame of the key columns), uint16."""
+def chunk_ids(keys: Any, by: Sequence[str], chunks: int) -> np.ndarray:
+    """Chunk of every row of ``keys`` (a pyarrow Table or Polars DataFrame of the key columns), uint32."""
     import polars as pl
 
     frame = keys if isinstance(keys, pl.DataFrame) else pl.from_arrow(keys)
     assert isinstance(frame, pl.DataFrame)
     if frame.height == 0:
-        return np.empty(0, dtype=np.uint16)
-    return frame.select(chunk_expr(frame.schema, by))[CHUNK].to_numpy()
+        return np.empty(0, dtype=np.uint32)
+    return frame.select(chunk_expr(frame.schema, by, chunks))[CHUNK].to_numpy()
+
+
+def key_chunks(keys: Any, by: Sequence[str]) -> Iterator[tuple[int, np.ndarray | None]]:
+    """``(chunk, positions)`` of a histogram's keys (canonical order) for the noise step; ``positions`` is
+    ``None`` when there is one chunk (every key, in order: no hashing, no sorting)."""
+    c = n_chunks(len(keys))
+    if c == 1:
+        yield 0, None
+        return
+    yield from chunks(chunk_ids(keys, by, c))
 
 
 def chunks(ids: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     """``(chunk, positions)`` for every non-empty chunk, positions increasing (so a histogram already in
-    canonical key order stays in canonical order within each chunk). Stable radix sort of the uint16 ids."""
+    canonical key order stays in canonical order within each chunk)."""
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
     bounds = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1], True])

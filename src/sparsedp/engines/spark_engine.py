@@ -228,6 +228,7 @@ class _ChunkTask:
     exactly as on the embedded engines)."""
 
     by: tuple
+    chunks: int
 
     def __call__(self, batches):
         import polars as pl
@@ -240,7 +241,7 @@ class _ChunkTask:
                 continue
             frame = pl.from_arrow(pa.Table.from_batches([b]))
             assert isinstance(frame, pl.DataFrame)
-            ids = frame.select(chunk_expr(frame.schema, self.by).cast(pl.Int32))[CHUNK]
+            ids = frame.select(chunk_expr(frame.schema, self.by, self.chunks).cast(pl.Int32))[CHUNK]
             yield from pa.Table.from_batches([b]).append_column(CHUNK, ids.to_arrow()).to_batches()
 
 
@@ -368,15 +369,17 @@ class SparkEngine(Engine):
     def noise_keys(self, hist: SparkHistogram, task: Any):
         from pyspark.sql import types as T
 
-        from .noise_chunks import CHUNK
+        from .noise_chunks import CHUNK, n_chunks
 
         by = list(hist.by)
         src = hist.frame
         fields = [src.schema[c] for c in by]
+        # the same number of chunks as the embedded engines: it depends on the number of keys only
+        chunks = n_chunks(hist.stats.keys_out if hist.stats is not None else src.count())
         chunked_schema = T.StructType(list(src.schema.fields) + [T.StructField(CHUNK, T.IntegerType(), False)])
-        chunked = src.mapInArrow(_ChunkTask(by=tuple(by)), chunked_schema)
-        # one noise task per core: a chunk is a unit of noise derivation, not of parallelism
-        tasks = max(int(src.sparkSession.sparkContext.defaultParallelism), 1)
+        chunked = src.mapInArrow(_ChunkTask(by=tuple(by), chunks=chunks), chunked_schema)
+        # at most one noise task per chunk and per core: a chunk is a unit of noise derivation
+        tasks = max(min(int(src.sparkSession.sparkContext.defaultParallelism), chunks), 1)
         schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields] +
                               [T.StructField(VALUE, T.DoubleType() if task.float_output else T.LongType(), False)] +
                               [T.StructField(n, T.DoubleType(), False) for n in task.column_names])
