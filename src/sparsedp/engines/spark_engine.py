@@ -376,8 +376,13 @@ class SparkEngine(Engine):
         fields = [src.schema[c] for c in by]
         # the same number of chunks as the embedded engines: it depends on the number of keys only
         chunks = n_chunks(hist.stats.keys_out if hist.stats is not None else src.count())
-        chunked_schema = T.StructType(list(src.schema.fields) + [T.StructField(CHUNK, T.IntegerType(), False)])
-        chunked = src.mapInArrow(_ChunkTask(by=tuple(by), chunks=chunks), chunked_schema)
+        if chunks == 1:  # every key in chunk 0: no fingerprint pass needed
+            from pyspark.sql import functions as F
+
+            chunked = src.withColumn(CHUNK, F.lit(0).cast("int"))
+        else:
+            chunked_schema = T.StructType(list(src.schema.fields) + [T.StructField(CHUNK, T.IntegerType(), False)])
+            chunked = src.mapInArrow(_ChunkTask(by=tuple(by), chunks=chunks), chunked_schema)
         # at most one noise task per chunk and per core: a chunk is a unit of noise derivation
         tasks = max(min(int(src.sparkSession.sparkContext.defaultParallelism), chunks), 1)
         schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields] +
