@@ -1,4 +1,4 @@
-"""Benchmark: ``sparsedp.release`` on Polars vs a plain Polars ``group_by(key).agg(n_unique(unit))``.
+"""Benchmark: ``sparsedp.release`` with and without SUM aggregates (``--aggregates``) on Polars vs a plain Polars group-by.
 
 Same data, same run: a synthetic search log (``sparsedp.demo_data.search_log``: Zipf(1.1) queries over a
 200 000-phrase vocabulary, Pareto-tailed users), written once to Parquet. Every measurement runs in a fresh
@@ -11,9 +11,9 @@ The private release does strictly more work than the plain count: de-duplication
 (secure random choice), calibration, exact discrete Gaussian noise for every key, thresholding.
 Comparisons with OpenDP and PipelineDP belong to the peers benchmark (separate virtual environments), not here.
 
-    python benchmarks/release.py                 # 1e7 rows, 1e6 units, 3 runs
-    python benchmarks/release.py --rows 1e6 --units 1e5 --runs 5
-    python benchmarks/release.py --aggregates    # count + two sums (dwell_s in [0, 600], clicks in [0, 10])
+    python benchmarks/release_aggregates.py                 # 1e7 rows, 1e6 units, 3 runs
+    python benchmarks/release_aggregates.py --rows 1e6 --units 1e5 --runs 5
+    python benchmarks/release_aggregates.py --aggregates    # count + two sums (dwell_s in [0, 600], clicks in [0, 10])
                                                  # vs group_by(key).agg(n_unique(unit), sum, sum); target <= 1.3x
 
 With ``--aggregates`` the data get two value columns (``dwell_s`` uniform on [0, 900), ``clicks`` integers in
