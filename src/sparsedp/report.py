@@ -9,7 +9,6 @@ no key that was not released and no exact count of any key is stored anywhere in
 from __future__ import annotations
 
 import html
-import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -218,7 +217,3 @@ class Result:
         table = getattr(self.table, "_repr_html_", None)
         head = table() if callable(table) else html.escape(repr(self.table))
         return head + self.report._repr_html_()
-
-
-def finite_or_none(x: Any) -> float | None:
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
