@@ -24,6 +24,19 @@ Printed and written to ``docs/benchmarks.md`` (``--out``):
    relative error of the released counts against the true distinct-unit counts, each library at equal
    (ε, δ, l0);
 3. wall time and peak memory (max RSS of the subprocess tree) per library, against a plain Polars group-by.
+
+``--aggregates`` runs only the SUM / MEAN comparison (issue 16) and writes ``docs/benchmarks_aggregates.md``:
+
+    python benchmarks/peers.py --aggregates --skip-install --rows 1000000 --l0 5 --repeats 3
+
+On the synthetic search log with a value column ``value`` = dwell seconds (log-normal, μ = 3.5, σ = 1.2, rounded
+to 0.1 s, numpy seed ``--value-seed``), each library releases COUNT, SUM and MEAN per key at the same (ε, δ, l0)
+and bounds [``--lower``, ``--upper``] under one contribution model: a unit keeps at most l0 keys, and its
+contribution to a key's sum is the sum of its rows' values for that key clipped to [lower, upper] (how each
+peer is made to follow it: the docstrings of ``aggregates`` in ``peers_scripts/*_peer.py``). Errors are taken
+on the keys every library released in the same repeat (pooled over repeats), against two truths: the clipped
+one (per-(unit, key) totals clipped to [lower, upper], summed over *all* units of the key, no l0 sampling; MEAN
+= that sum / distinct units) and the unclipped one (raw sums; MEAN = raw sum / distinct units).
 """
 
 from __future__ import annotations
@@ -324,6 +337,228 @@ def release_table(rows: list[dict]) -> list[str]:
     return lines
 
 
+# ----------------------------------------------------------------------------------------------- aggregates
+
+AGG_NOISES = {"sparsedp": ("auto",), "opendp": ("laplace",), "pipelinedp": ("gaussian", "laplace", "gaussian-sum", "laplace-sum")}
+
+
+def aggregates_dataset(rows: int, value_seed: int, path: Path, prebound_l0: int | None = None) -> dict:
+    """The search log with a dwell-seconds column ``value`` (log-normal(3.5, 1.2), 0.1 s, numpy seed fixed).
+
+    With ``prebound_l0``, only the rows of at most that many distinct keys per unit are kept (a seeded uniform
+    choice, numpy seed ``value_seed + 1``): every library's own l0 bound is then a no-op, so the truth below
+    is exactly what each library aggregates before noise and the errors measure noise (and clipping) only.
+    """
+    import numpy as np
+    import polars as pl
+    from sparsedp.demo_data import search_log
+    df = search_log(n_rows=rows, seed=0).select(unit="user_id", key="query")
+    g = np.random.Generator(np.random.PCG64(value_seed))
+    df = df.with_columns(value=pl.Series(np.round(g.lognormal(3.5, 1.2, df.height), 1)))
+    if prebound_l0:
+        pairs = df.select("unit", "key").unique().sort("unit", "key")
+        r = np.random.Generator(np.random.PCG64(value_seed + 1)).random(pairs.height)
+        pairs = (pairs.with_columns(_r=pl.Series(r)).with_columns(pl.col("_r").rank("ordinal").over("unit"))
+                 .filter(pl.col("_r") <= prebound_l0).drop("_r"))
+        df = df.join(pairs, on=["unit", "key"], how="semi")
+    df.write_parquet(path)
+    return {"rows": df.height, "units": df["unit"].n_unique(), "keys": df["key"].n_unique()}
+
+
+def aggregate_truth(path: Path, lower: float, upper: float):
+    """Per key: distinct units, clipped and raw sums of the per-(unit, key) totals, and their means per unit."""
+    import polars as pl
+    pairs = pl.read_parquet(path).group_by("key", "unit").agg(pl.col("value").sum())
+    return (pairs.group_by("key")
+            .agg(pl.len().alias("n"), pl.col("value").clip(lower, upper).sum().alias("sum_clip"),
+                 pl.col("value").sum().alias("sum_raw"))
+            .with_columns((pl.col("sum_clip") / pl.col("n")).alias("mean_clip"),
+                          (pl.col("sum_raw") / pl.col("n")).alias("mean_raw")))
+
+
+AGG_STATS = (("sum", "clip"), ("mean", "clip"), ("sum", "raw"), ("mean", "raw"))
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    import numpy as np
+    return float(np.quantile(np.asarray(xs, dtype=float), q)) if xs else float("nan")
+
+
+def run_aggregates(a, pythons: dict[str, Path]) -> tuple[list[str], dict]:
+    import polars as pl
+    configs = [(lib, noise) for lib in pythons for noise in AGG_NOISES.get(lib, ())]
+    errs = {c: {st: [] for st in AGG_STATS} for c in configs}
+    keys = {c: [] for c in configs}
+    secs = {c: [] for c in configs}
+    mech = {c: "" for c in configs}
+    common_sizes = []
+    with tempfile.TemporaryDirectory(prefix="sparsedp-peers-agg-") as td:
+        tmp = Path(td)
+        data = tmp / "agg.parquet"
+        info = aggregates_dataset(a.rows, a.value_seed, data, None if a.no_prebound else a.l0)
+        print(f"data: {info['rows']} rows, {info['units']} units, {info['keys']} keys", flush=True)
+        truth = aggregate_truth(data, a.lower, a.upper)
+        for rep in range(a.repeats):
+            outs = {}
+            for c in configs:
+                lib, noise = c
+                out, mp = tmp / f"agg_{lib}_{noise}.parquet", tmp / f"agg_{lib}_{noise}.json"
+                try:
+                    run_script(pythons[lib], _script(lib), [
+                        "aggregates", str(data), str(out), str(mp), str(a.epsilon), str(a.delta), str(a.l0),
+                        str(a.lower), str(a.upper), noise], a.timeout)
+                except RuntimeError as err:
+                    print(f"  {lib} {noise}: {err}", flush=True)
+                    continue
+                meta = json.loads(mp.read_text())
+                mech[c], outs[c] = meta.get("mechanism", noise), pl.read_parquet(out)
+                keys[c].append(outs[c].height)
+                secs[c].append(meta["seconds"])
+                print(f"  repeat {rep}: {lib:10s} {noise:8s} keys {outs[c].height:6d}  "
+                      f"release {meta['seconds']:.2f} s", flush=True)
+            common = None
+            for o in outs.values():
+                ks = set(o["key"].to_list())
+                common = ks if common is None else common & ks
+            common = sorted(common or ())
+            common_sizes.append(len(common))
+            for c, o in outs.items():
+                j = o.filter(pl.col("key").is_in(common)).join(truth, on="key", how="inner")
+                for stat, kind in AGG_STATS:
+                    errs[c][(stat, kind)].extend((j[stat] - j[f"{stat}_{kind}"]).abs().to_list())
+    summary = {c: {st: (_quantile(errs[c][st], 0.5), _quantile(errs[c][st], 0.9)) for st in AGG_STATS}
+               for c in configs}
+    head = ["library", "noise / mechanism", "keys released (median)", "release time (s)"]
+    for stat, kind in AGG_STATS:
+        head += [f"{stat.upper()} {'clipped' if kind == 'clip' else 'unclipped'} truth: median |err|",
+                 "p90 |err|"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in configs:
+        if not keys[c]:
+            lines.append(f"| {c[0]} | {c[1]} | failed |" + " |" * (len(head) - 3))
+            continue
+        cells = [PEERS.get(c[0], {}).get("label", c[0]), mech[c], f"{_median(keys[c]):.0f}",
+                 f"{_median(secs[c]):.2f}"]
+        for st in AGG_STATS:
+            cells += [f"{summary[c][st][0]:.4g}", f"{summary[c][st][1]:.4g}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    ours = next((c for c in configs if c[0] == "sparsedp" and keys[c]), None)
+    ratio_head = ["sparsedp / peer"]
+    for stat, kind in AGG_STATS:
+        ratio_head += [f"{stat.upper()} {'clipped' if kind == 'clip' else 'unclipped'}: median", "p90"]
+    rlines = ["| " + " | ".join(ratio_head) + " |", "|" + "---|" * len(ratio_head)]
+    for c in configs:
+        if c[0] == "sparsedp" or not keys[c] or ours is None:
+            continue
+        cells = [f"{PEERS[c[0]]['label']} ({c[1]})"]
+        for st in AGG_STATS:
+            cells += [f"{summary[ours][st][0] / summary[c][st][0]:.3f}",
+                      f"{summary[ours][st][1] / summary[c][st][1]:.3f}"]
+        rlines.append("| " + " | ".join(cells) + " |")
+    info.update(common=common_sizes, pooled=sum(common_sizes))
+    return lines + [""] + rlines, info
+
+
+def aggregates_main(a, pythons: dict[str, Path], versions: dict[str, str], setup: float, t_start: float) -> int:
+    print(f"aggregates: ε = {a.epsilon:g}, δ = {a.delta:g}, l0 = {a.l0}, bounds [{a.lower:g}, {a.upper:g}], "
+          f"{a.repeats} repeat(s)", flush=True)
+    lines, info = run_aggregates(a, pythons)
+    print("\n".join(lines), flush=True)
+    total = time.perf_counter() - t_start
+    out = Path(a.out) if a.out else ROOT / "docs" / "benchmarks_aggregates.md"
+    cmd = (f"python benchmarks/peers.py --aggregates{' --skip-install' if a.skip_install else ''} --rows {a.rows} "
+           f"--epsilon {a.epsilon:g} --delta {a.delta:g} --l0 {a.l0} --lower {a.lower:g} --upper {a.upper:g} "
+           f"--repeats {a.repeats} --value-seed {a.value_seed}{' --no-prebound' if a.no_prebound else ''} "
+           f"--peers {a.peers}")
+    md = [
+        "# SUM and MEAN per key: sparsedp against OpenDP and PipelineDP",
+        "",
+        f"Generated by `{cmd}` on {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC in {total / 60:.1f} min "
+        f"({setup:.0f} s of it on the peers' venvs).",
+        "",
+        f"Machine: {machine()} (shared and loaded while this ran: times are indicative only).",
+        "",
+        "Versions: " + "; ".join(f"{k}: {v}" for k, v in versions.items()) + ".",
+        "",
+        f"Data: the synthetic search log (`sparsedp.demo_data.search_log(n_rows={a.rows}, seed=0)`: "
+        f"{info['rows']:,} rows, {info['units']:,} units, {info['keys']:,} keys) with a value column `value` = "
+        f"dwell seconds, log-normal(μ = 3.5, σ = 1.2) rounded to 0.1 s, numpy PCG64 seed {a.value_seed}"
+        + (f"; {a.rows:,} rows generated, then only the rows of at most l0 = {a.l0} distinct keys per unit kept "
+           f"(seeded uniform choice, seed {a.value_seed + 1}), so that no library's own l0 bound drops anything "
+           "and the truth is exactly what every library aggregates before noise." if not a.no_prebound else
+           "; every library applies its own l0 bound (its own random choice of keys)."),
+        "",
+        f"Every library: ε = {a.epsilon:g}, δ = {a.delta:g} for the whole release (count, sum and mean together), "
+        f"l0 = {a.l0} keys per unit, bounds [{a.lower:g}, {a.upper:g}] on a unit's per-key total.",
+        "",
+        "Errors are absolute errors on the keys that every library released in the same repeat (the "
+        f"intersection: {', '.join(map(str, info['common']))} keys in the {len(info['common'])} repeat(s), "
+        f"{info['pooled']} key-releases pooled per library). Clipped truth: per key, the sum over all its units "
+        "of the unit's total for the key clipped to the bounds (over all units of the data: "
+        + ("the data already hold at most l0 keys per unit, so this is what each library aggregates); "
+           if not a.no_prebound else "keys a library's l0 bound drops count as error, alike for every library); ")
+        + "MEAN = that sum / distinct units. Unclipped "
+        "truth: raw sums, MEAN = raw sum / distinct units (clipping bias included).",
+        "",
+        *lines,
+        "",
+        "A ratio below 1 means sparsedp's error is smaller.",
+        "",
+        "## How the contribution model was matched",
+        "",
+        "* **sparsedp** (`sd.release(..., mechanism='auto', aggregates=[Count(), Sum('value', lower, upper), "
+        "Mean('value', lower, upper)])`, which resolves to the joint GSHM): gets the raw rows; it sums a unit's "
+        "rows per key, clips the total to [lower, upper], keeps at most l0 keys per unit (secure uniform "
+        "choice), adds exact discrete Gaussian noise to the count and to one gridded, re-centred sum column "
+        "(MEAN is noisy sum / noisy count, no extra budget), and releases a key when its noisy count clears the "
+        "threshold. (ε, δ) is that of the joint release.",
+        "* **PipelineDP** (metrics PRIVACY_ID_COUNT, SUM, MEAN in one `DPEngine.aggregate`, "
+        "`NaiveBudgetAccountant(ε, δ)`): the rows are first summed per (unit, key) in the script; PipelineDP "
+        "then bounds with `max_partitions_contributed = l0` (its own uniform sample of keys), "
+        "`max_contributions_per_partition = 1` (the one pre-summed row), `min_value = lower`, `max_value = upper` "
+        "(clips that row, i.e. the unit's per-key total). Keys selected by `post_aggregation_thresholding=True` "
+        "on the noisy PRIVACY_ID_COUNT with the matching thresholding strategy. Its accountant splits (ε, δ) "
+        "evenly over three mechanisms: the thresholded privacy-id count, and MEAN's own noisy count and noisy "
+        "normalised sum (SUM is derived from MEAN's). Float noise (python-dp's). Rows `gaussian-sum` / "
+        "`laplace-sum`: metrics PRIVACY_ID_COUNT and SUM only (two mechanisms, SUM not re-centred), MEAN = noisy "
+        "SUM / noisy PRIVACY_ID_COUNT computed by the script (post-processing).",
+        "* **OpenDP 0.16** (Polars Context, `dp.Context.compositor(privacy_loss=dp.loss_of(epsilon=ε, "
+        "delta=δ))`, query `group_by('key').agg(pl.len().dp.noise(), pl.col('value').fill_null(0).dp.sum((lower, "
+        "upper)))`): the rows are summed per (unit, key) and cut to at most l0 keys per unit with Polars before "
+        "the Context (Polars' shuffle, not a CSPRNG: benchmark only), and the Context is told so with "
+        "`dp.unit_of(contributions=[Bound(per_group=l0), Bound(by=['key'], per_group=1)])`; `dp.sum` clips each "
+        "row (the unit's per-key total). The Context calibrates the noise and the release threshold on the "
+        "noisy `len` itself, so its δ is its own (calibrated through the Context, not by hand). Laplace noise "
+        "(integer on the count, float on the sum); MEAN = noisy sum / noisy count (post-processing, what "
+        "`dp.mean` computes). It also needs a public margin `Margin(by=['key'], max_length=rows, "
+        "max_groups=rows)` (a loose bound, used for its float-sum rounding analysis).",
+        "",
+        "## Differences in semantics that remain",
+        "",
+        "* Noise: sparsedp uses exact discrete Gaussian noise and an (ε, δ) analysis of the joint Gaussian "
+        "release; OpenDP's Context under `loss_of(epsilon, delta)` uses Laplace (L1 sensitivity l0·max(|lower|, "
+        "|upper|) for the sum, so its sum noise grows like l0 rather than √l0); PipelineDP runs both Gaussian "
+        "and Laplace (rows above), with float noise and naive (linear) composition of its three mechanisms.",
+        "* Budget: sparsedp noises two columns (count, sum) and derives MEAN; OpenDP two (count, sum, MEAN "
+        "derived here); PipelineDP with its MEAN metric three (its MEAN mechanism has its own count besides the "
+        "thresholded privacy-id count), with `-sum` two.",
+        "* Centring: sparsedp re-centres the sum at the middle of [lower, upper] (the noise scale follows "
+        "(upper − lower)/2); PipelineDP's MEAN uses a normalised sum with the same effect; OpenDP's `dp.sum` "
+        "does not re-centre (sensitivity max(|lower|, |upper|)). With lower = 0 this doubles the sum's "
+        "sensitivity relative to the centred form.",
+        "* sparsedp rounds each unit's clipped total to a public grid (step (upper − lower)/2^12 or finer) "
+        "before noising; the others add float noise to float sums.",
+        "* Per-unit key sampling: sparsedp and PipelineDP sample inside the library; for OpenDP the script "
+        "samples with Polars (not a secure source).",
+        "* All three use add/remove-one-unit neighbours here.",
+        "",
+    ]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(md) + "\n")
+    print(f"wrote {out} ({total / 60:.1f} min)")
+    return 0
+
+
 # ----------------------------------------------------------------------------------------------- main
 
 def machine() -> str:
@@ -358,8 +593,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--delta", type=float, default=1e-6)
     ap.add_argument("--l0", type=int, default=20, help="keys per unit for the release comparison (search log)")
     ap.add_argument("--corpus-l0", type=int, default=300, help="keys (bigrams) per document for the corpus")
-    ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
+    ap.add_argument("--out", default=None, help="default docs/benchmarks.md (docs/benchmarks_aggregates.md "
+                    "with --aggregates)")
+    ap.add_argument("--aggregates", action="store_true",
+                    help="only the SUM / MEAN comparison with OpenDP and PipelineDP (issue 16)")
+    ap.add_argument("--lower", type=float, default=0.0, help="--aggregates: lower bound of a unit's per-key total")
+    ap.add_argument("--upper", type=float, default=600.0, help="--aggregates: upper bound")
+    ap.add_argument("--value-seed", type=int, default=0, help="--aggregates: numpy seed of the value column")
+    ap.add_argument("--no-prebound", action="store_true",
+                    help="--aggregates: keep every key of every unit in the data (by default the data keep at "
+                    "most l0 keys per unit, so the truth is what each library aggregates before noise)")
     a = ap.parse_args(argv)
+    if a.aggregates and a.peers == "opendp,pipelinedp,tumult":
+        a.peers = "opendp,pipelinedp"  # Tumult is not part of the aggregates comparison
+    if a.out is None and not a.aggregates:
+        a.out = str(ROOT / "docs" / "benchmarks.md")
     t_start = time.perf_counter()
 
     print("peers: setting up venvs", flush=True)
@@ -385,6 +633,8 @@ def main(argv: list[str] | None = None) -> int:
         versions[peer] = ", ".join(sorted(pk))
     import polars
     versions["polars (sparsedp, baseline)"] = f"polars {polars.__version__}"
+    if a.aggregates:
+        return aggregates_main(a, pythons, versions, setup, t_start)
 
     with tempfile.TemporaryDirectory(prefix="sparsedp-peers-") as td:
         tmp = Path(td)

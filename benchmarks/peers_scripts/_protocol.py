@@ -9,6 +9,14 @@ has none), ``keep50`` the smallest true count released with probability >= 1/2.
 and ``key`` (string), one row per (unit, key) occurrence; OUT gets ``key``, ``count`` (float64); META gets
 ``{"seconds": release wall time, "version": ..., "mechanism": ...}``. Each unit may contribute to at most
 ``L0`` keys and at most 1 to each key (add/remove one unit).
+
+``script.py aggregates IN.parquet OUT.parquet META.json EPS DELTA L0 LOWER UPPER NOISE``: IN has columns
+``unit`` (int64), ``key`` (string) and ``value`` (float64), one row per event (a unit may have several rows
+for a key); OUT gets ``key``, ``count``, ``sum``, ``mean`` (float64), the released keys only. Contribution
+model (the one sparsedp enforces): each unit contributes to at most ``L0`` keys; its contribution to a key's
+count is 1 and to the key's sum the sum of its rows' values for that key clipped to [LOWER, UPPER]; MEAN is
+the per-key mean of those per-unit contributions. Each peer script sums a unit's rows per key itself (one row
+per (unit, key), 1-stable under add/remove-one-unit) before handing the rows to its library.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import sys
 import time
 
 
-def main(thresholds, release) -> None:
+def main(thresholds, release, aggregates=None) -> None:
     mode = sys.argv[1]
     if mode == "thresholds":
         params = json.load(open(sys.argv[2]))
@@ -37,6 +45,21 @@ def main(thresholds, release) -> None:
         import pyarrow as pa
         pq.write_table(pa.table({"key": pa.array(keys, pa.string()),
                                  "count": pa.array(counts, pa.float64())}), dst)
+        json.dump(meta, open(meta_path, "w"))
+    elif mode == "aggregates" and aggregates is not None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        src, dst, meta_path = sys.argv[2:5]
+        eps, delta, l0 = float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
+        lower, upper, noise = float(sys.argv[8]), float(sys.argv[9]), sys.argv[10]
+        table = pq.read_table(src)
+        t0 = time.perf_counter()
+        keys, counts, sums, means, meta = aggregates(table, eps, delta, l0, lower, upper, noise)
+        meta["seconds"] = time.perf_counter() - t0
+        pq.write_table(pa.table({"key": pa.array(keys, pa.string()),
+                                 "count": pa.array(counts, pa.float64()),
+                                 "sum": pa.array(sums, pa.float64()),
+                                 "mean": pa.array(means, pa.float64())}), dst)
         json.dump(meta, open(meta_path, "w"))
     else:
         raise SystemExit(f"unknown mode {mode!r}")

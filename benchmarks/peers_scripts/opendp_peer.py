@@ -92,5 +92,41 @@ def release(table, eps, delta, l0, noise):
         "threshold": t, "scale": scale}
 
 
+def aggregates(table, eps, delta, l0, lower, upper, noise):
+    """Noisy count and sum per key through OpenDP's Polars Context, calibrated by the Context to (ε, δ).
+
+    The rows are summed per (unit, key) and at most l0 keys kept per unit (uniformly at random, as in
+    ``release``) with Polars before the Context sees them; the Context is told so with
+    ``dp.unit_of(contributions=[Bound(per_group=l0), Bound(by=["key"], per_group=1)])``. The query is
+    ``group_by("key").agg(pl.len().dp.noise(), pl.col("value").fill_null(0).dp.sum((lower, upper)))``: ``dp.sum``
+    clips each row, i.e. the unit's per-key total, to [lower, upper]; unknown keys are released through the
+    Context's own threshold on the noisy ``len`` (it spends δ there). ``dp.loss_of(epsilon, delta)``: Laplace
+    noise (the Context picks Laplace under approximate pure DP), ε split evenly over the two columns. The
+    margin ``Margin(by=["key"], max_length=rows, max_groups=rows)`` is a loose public bound the Context needs
+    for its float-sum analysis. MEAN = noisy sum / noisy count (post-processing; ``dp.mean`` does the same).
+    """
+    import polars as pl
+    df = (pl.from_arrow(table).group_by("unit", "key").agg(pl.col("value").sum())
+          .with_columns(pl.int_range(pl.len()).shuffle().over("unit").alias("_r"))
+          .filter(pl.col("_r") < l0).drop("_r"))  # NB: polars' shuffle is not a CSPRNG; benchmark only
+    n = max(table.num_rows, 1)
+    ctx = dp.Context.compositor(
+        data=df.lazy(),
+        privacy_unit=dp.unit_of(contributions=[dp.polars.Bound(per_group=l0),
+                                               dp.polars.Bound(by=["key"], per_group=1)]),
+        privacy_loss=dp.loss_of(epsilon=eps, delta=delta), split_evenly_over=1,
+        margins=[dp.polars.Margin(by=["key"], max_length=n, max_groups=n)])
+    q = ctx.query().group_by("key").agg(pl.len().dp.noise().alias("count"),
+                                         pl.col("value").fill_null(0).dp.sum((lower, upper)).alias("sum"))
+    summ = q.summarize()
+    out = q.release().collect()
+    counts = [float(x) for x in out["count"].to_list()]
+    sums = [float(x) for x in out["sum"].to_list()]
+    thr = [x for x in summ["threshold"].to_list() if x is not None] if "threshold" in summ.columns else []
+    return (out["key"].to_list(), counts, sums, [s / c for s, c in zip(sums, counts)],
+            {"version": "opendp 0.16", "mechanism": "Polars Context: len().dp.noise() + dp.sum, Laplace, "
+             f"threshold {thr[0] if thr else '?'}", "scales": [float(x) for x in summ["scale"].to_list()]})
+
+
 if __name__ == "__main__":
-    main(thresholds, release)
+    main(thresholds, release, aggregates)

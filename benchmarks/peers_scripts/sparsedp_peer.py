@@ -44,5 +44,22 @@ def release(table, eps, delta, l0, noise):
         "version": f"sparsedp {getattr(sd, '__version__', 'dev')}", "mechanism": f"{mech}"}
 
 
+def aggregates(table, eps, delta, l0, lower, upper, noise):
+    """COUNT, SUM and MEAN per key with ``sd.release`` (mechanism ``auto``, which is the joint GSHM with exact
+    discrete Gaussian noise on every column); sparsedp sums a unit's rows per key, clips to [lower, upper] and
+    keeps at most l0 keys per unit itself, so the raw rows go in unchanged."""
+    import polars as pl
+    df = pl.from_arrow(table)
+    res = sd.release(df, privacy_unit="unit", by="key", epsilon=eps, delta=delta, max_groups_per_unit=l0,
+                     aggregates=[sd.Count(), sd.Sum("value", lower, upper), sd.Mean("value", lower, upper)])
+    t = res.table
+    rep = res.report
+    return (t["key"].to_list(), [float(x) for x in t["count"].to_list()],
+            [float(x) for x in t["sum_value"].to_list()], [float(x) for x in t["mean_value"].to_list()],
+            {"version": f"sparsedp {getattr(sd, '__version__', 'dev')}",
+             "mechanism": f"{getattr(rep, 'mechanism', 'auto')}: count + sum (exact discrete Gaussian), "
+                          "mean = noisy sum / noisy count"})
+
+
 if __name__ == "__main__":
-    main(thresholds, release)
+    main(thresholds, release, aggregates)
