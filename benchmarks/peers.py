@@ -391,7 +391,11 @@ def run_aggregates(a, pythons: dict[str, Path]) -> tuple[list[str], dict]:
     keys = {c: [] for c in configs}
     secs = {c: [] for c in configs}
     mech = {c: "" for c in configs}
+    calib = {c: "" for c in configs}
     common_sizes = []
+    # pairwise: sparsedp and one peer on the keys both released (more keys than the all-library intersection)
+    pair = {c: {"ours": {st: [] for st in AGG_STATS}, "peer": {st: [] for st in AGG_STATS}, "n": 0}
+            for c in configs if c[0] != "sparsedp"}
     with tempfile.TemporaryDirectory(prefix="sparsedp-peers-agg-") as td:
         tmp = Path(td)
         data = tmp / "agg.parquet"
@@ -412,6 +416,7 @@ def run_aggregates(a, pythons: dict[str, Path]) -> tuple[list[str], dict]:
                     continue
                 meta = json.loads(mp.read_text())
                 mech[c], outs[c] = meta.get("mechanism", noise), pl.read_parquet(out)
+                calib[c] = meta.get("calibration", "")
                 keys[c].append(outs[c].height)
                 secs[c].append(meta["seconds"])
                 print(f"  repeat {rep}: {lib:10s} {noise:8s} keys {outs[c].height:6d}  "
@@ -426,6 +431,16 @@ def run_aggregates(a, pythons: dict[str, Path]) -> tuple[list[str], dict]:
                 j = o.filter(pl.col("key").is_in(common)).join(truth, on="key", how="inner")
                 for stat, kind in AGG_STATS:
                     errs[c][(stat, kind)].extend((j[stat] - j[f"{stat}_{kind}"]).abs().to_list())
+            ours = next((o for c, o in outs.items() if c[0] == "sparsedp"), None)
+            for c, o in outs.items():
+                if c[0] == "sparsedp" or ours is None:
+                    continue
+                both = sorted(set(o["key"].to_list()) & set(ours["key"].to_list()))
+                pair[c]["n"] += len(both)
+                for who, frame in (("ours", ours), ("peer", o)):
+                    j = frame.filter(pl.col("key").is_in(both)).join(truth, on="key", how="inner")
+                    for stat, kind in AGG_STATS:
+                        pair[c][who][(stat, kind)].extend((j[stat] - j[f"{stat}_{kind}"]).abs().to_list())
     summary = {c: {st: (_quantile(errs[c][st], 0.5), _quantile(errs[c][st], 0.9)) for st in AGG_STATS}
                for c in configs}
     head = ["library", "noise / mechanism", "keys released (median)", "release time (s)"]
@@ -455,8 +470,20 @@ def run_aggregates(a, pythons: dict[str, Path]) -> tuple[list[str], dict]:
             cells += [f"{summary[ours][st][0] / summary[c][st][0]:.3f}",
                       f"{summary[ours][st][1] / summary[c][st][1]:.3f}"]
         rlines.append("| " + " | ".join(cells) + " |")
-    info.update(common=common_sizes, pooled=sum(common_sizes))
-    return lines + [""] + rlines, info
+    plines = ["| sparsedp / peer, keys both released | pooled keys | " + " | ".join(ratio_head[1:]) + " |",
+              "|" + "---|" * (len(ratio_head) + 1)]
+    for c, d in pair.items():
+        if not d["n"]:
+            continue
+        cells = [f"{PEERS[c[0]]['label']} ({c[1]})", str(d["n"])]
+        for st in AGG_STATS:
+            for q in (0.5, 0.9):
+                cells.append(f"{_quantile(d['ours'][st], q) / _quantile(d['peer'][st], q):.3f}")
+        plines.append("| " + " | ".join(cells) + " |")
+    info.update(common=common_sizes, pooled=sum(common_sizes),
+                calibration=[f"{c[0]} ({c[1]}): {calib[c]}" for c in configs if calib[c]])
+    return lines + [""] + rlines + ["", "Pairwise (sparsedp and one peer, on the keys both released in the same "
+                                        "repeat, pooled):", ""] + plines, info
 
 
 def aggregates_main(a, pythons: dict[str, Path], versions: dict[str, str], setup: float, t_start: float) -> int:
@@ -504,6 +531,8 @@ def aggregates_main(a, pythons: dict[str, Path], versions: dict[str, str], setup
         "",
         "A ratio below 1 means sparsedp's error is smaller.",
         "",
+        "Calibrations (as reported by the libraries, last repeat): " + "; ".join(info["calibration"]) + ".",
+        "",
         "## How the contribution model was matched",
         "",
         "* **sparsedp** (`sd.release(..., mechanism='auto', aggregates=[Count(), Sum('value', lower, upper), "
@@ -528,10 +557,14 @@ def aggregates_main(a, pythons: dict[str, Path], versions: dict[str, str], setup
         "the Context (Polars' shuffle, not a CSPRNG: benchmark only), and the Context is told so with "
         "`dp.unit_of(contributions=[Bound(per_group=l0), Bound(by=['key'], per_group=1)])`; `dp.sum` clips each "
         "row (the unit's per-key total). The Context calibrates the noise and the release threshold on the "
-        "noisy `len` itself, so its δ is its own (calibrated through the Context, not by hand). Laplace noise "
-        "(integer on the count, float on the sum); MEAN = noisy sum / noisy count (post-processing, what "
-        "`dp.mean` computes). It also needs a public margin `Margin(by=['key'], max_length=rows, "
-        "max_groups=rows)` (a loose bound, used for its float-sum rounding analysis).",
+        "noisy `len` itself, so its δ is its own (calibrated through the Context, not by hand). The unit's "
+        "per-key totals are rounded to integers in tenths of a value unit first (bounds [10·lower, 10·upper], "
+        "sums divided by 10 after release): with float sums the Context adds a rounding allowance that grows "
+        "with the public `max_length` margin it requires, and with the only safe public bound at hand "
+        "(`max_length = rows`) that made its sum noise scale 1.8e5 instead of 6e3 at these sizes. Integer "
+        "Laplace noise on both columns, ε split evenly by the Context; MEAN = noisy sum / noisy count "
+        "(post-processing, what `dp.mean` computes). Margin given: `Margin(by=['key'], max_length=rows, "
+        "max_groups=rows)`.",
         "",
         "## Differences in semantics that remain",
         "",
@@ -546,8 +579,9 @@ def aggregates_main(a, pythons: dict[str, Path], versions: dict[str, str], setup
         "(upper − lower)/2); PipelineDP's MEAN uses a normalised sum with the same effect; OpenDP's `dp.sum` "
         "does not re-centre (sensitivity max(|lower|, |upper|)). With lower = 0 this doubles the sum's "
         "sensitivity relative to the centred form.",
-        "* sparsedp rounds each unit's clipped total to a public grid (step (upper − lower)/2^12 or finer) "
-        "before noising; the others add float noise to float sums.",
+        "* Rounding: sparsedp rounds each unit's clipped total to a public grid (default step a power of two, "
+        "here 0.25 for [0, 600]) before noising; the OpenDP script rounds it to 0.1; PipelineDP adds float "
+        "noise to float sums.",
         "* Per-unit key sampling: sparsedp and PipelineDP sample inside the library; for OpenDP the script "
         "samples with Polars (not a secure source).",
         "* All three use add/remove-one-unit neighbours here.",

@@ -58,7 +58,10 @@ def aggregates(table, eps, delta, l0, lower, upper, noise):
             [float(x) for x in t["sum_value"].to_list()], [float(x) for x in t["mean_value"].to_list()],
             {"version": f"sparsedp {getattr(sd, '__version__', 'dev')}",
              "mechanism": f"{getattr(rep, 'mechanism', 'auto')}: count + sum (exact discrete Gaussian), "
-                          "mean = noisy sum / noisy count"})
+                          "mean = noisy sum / noisy count",
+             "calibration": f"threshold {float(rep.threshold):g}, count noise std {float(rep.noise_std):.3g}, "
+                            "report.column_errors (SUM: noise std; MEAN: worst-case RMSE at the threshold) " + ", ".join(
+                                f"{k} {float(x):.4g}" for k, x in dict(rep.column_errors).items())})
 
 
 if __name__ == "__main__":
