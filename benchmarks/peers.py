@@ -546,8 +546,9 @@ def aggregates_main(a, pythons: dict[str, Path], versions: dict[str, str], setup
         "then bounds with `max_partitions_contributed = l0` (its own uniform sample of keys), "
         "`max_contributions_per_partition = 1` (the one pre-summed row), `min_value = lower`, `max_value = upper` "
         "(clips that row, i.e. the unit's per-key total). Keys selected by `post_aggregation_thresholding=True` "
-        "on the noisy PRIVACY_ID_COUNT with the matching thresholding strategy. Its accountant splits (ε, δ) "
-        "evenly over three mechanisms: the thresholded privacy-id count, and MEAN's own noisy count and noisy "
+        "on the noisy PRIVACY_ID_COUNT with the matching thresholding strategy. Its `NaiveBudgetAccountant` splits ε "
+        "evenly over its mechanisms and δ evenly over those that use δ (with Laplace noise: only the "
+        "thresholding) — here three mechanisms: the thresholded privacy-id count, and MEAN's own noisy count and noisy "
         "normalised sum (SUM is derived from MEAN's). Float noise (python-dp's). Rows `gaussian-sum` / "
         "`laplace-sum`: metrics PRIVACY_ID_COUNT and SUM only (two mechanisms, SUM not re-centred), MEAN = noisy "
         "SUM / noisy PRIVACY_ID_COUNT computed by the script (post-processing).",
@@ -571,7 +572,9 @@ def aggregates_main(a, pythons: dict[str, Path], versions: dict[str, str], setup
         "* Noise: sparsedp uses exact discrete Gaussian noise and an (ε, δ) analysis of the joint Gaussian "
         "release; OpenDP's Context under `loss_of(epsilon, delta)` uses Laplace (L1 sensitivity l0·max(|lower|, "
         "|upper|) for the sum, so its sum noise grows like l0 rather than √l0); PipelineDP runs both Gaussian "
-        "and Laplace (rows above), with float noise and naive (linear) composition of its three mechanisms.",
+        "and Laplace (rows above), with float noise and naive (linear) composition of its mechanisms. sparsedp's count threshold and "
+        "PipelineDP's thresholding differ in calibration (each library's own analysis at the same (ε, δ)), "
+        "which is why the numbers of keys released differ.",
         "* Budget: sparsedp noises two columns (count, sum) and derives MEAN; OpenDP two (count, sum, MEAN "
         "derived here); PipelineDP with its MEAN metric three (its MEAN mechanism has its own count besides the "
         "thresholded privacy-id count), with `-sum` two.",

@@ -68,8 +68,8 @@ def aggregates(table, eps, delta, l0, lower, upper, noise):
     uniform sample of a unit's keys), max_contributions_per_partition = 1 (the single pre-summed row) and
     min_value / max_value = lower / upper, which clips that row, i.e. the unit's per-key total, exactly as
     sparsedp does. Partition selection by post-aggregation thresholding on the noisy PRIVACY_ID_COUNT (the
-    count decides release, as in sparsedp). PipelineDP's budget accountant splits (ε, δ) evenly between its
-    mechanisms: the thresholded privacy-id count, and MEAN's own noisy count and noisy normalised sum (SUM is
+    count decides release, as in sparsedp). PipelineDP's NaiveBudgetAccountant splits ε evenly between its
+    mechanisms and δ evenly between those that use δ: the thresholded privacy-id count, and MEAN's own noisy count and noisy normalised sum (SUM is
     derived from MEAN's, which PipelineDP shares when SUM and MEAN are both requested).
 
     NOISE ``laplace-sum`` / ``gaussian-sum``: the same but metrics PRIVACY_ID_COUNT and SUM only (two
