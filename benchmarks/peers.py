@@ -579,10 +579,10 @@ def aggregates_main(a, pythons: dict[str, Path], versions: dict[str, str], setup
         "* Budget: sparsedp noises two columns (count, sum) and derives MEAN; OpenDP two (count, sum, MEAN "
         "derived here); PipelineDP with its MEAN metric three (its MEAN mechanism has its own count besides the "
         "thresholded privacy-id count), with `-sum` two.",
-        "* Centring: sparsedp re-centres the sum at the middle of [lower, upper] (the noise scale follows "
-        "(upper − lower)/2); PipelineDP's MEAN uses a normalised sum with the same effect; OpenDP's `dp.sum` "
-        "does not re-centre (sensitivity max(|lower|, |upper|)). With lower = 0 this doubles the sum's "
-        "sensitivity relative to the centred form.",
+        "* Centring: sparsedp re-centres the sum at the middle c of [lower, upper] and adds c times the noisy "
+        "count back (sum error variance ((upper − lower)/2)²σ² + c²σ_count², see `sparsedp.aggregates`); "
+        "PipelineDP's MEAN (and the SUM derived from it) uses a normalised sum the same way; OpenDP's `dp.sum` "
+        "and PipelineDP's plain SUM do not re-centre (sensitivity max(|lower|, |upper|)).",
         "* Rounding: sparsedp rounds each unit's clipped total to a public grid (default step a power of two, "
         "here 0.25 for [0, 600]) before noising; the OpenDP script rounds it to 0.1; PipelineDP adds float "
         "noise to float sums.",
