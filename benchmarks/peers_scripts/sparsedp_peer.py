@@ -36,12 +36,12 @@ def thresholds(eps, delta, l0):
 def release(table, eps, delta, l0, noise):
     import polars as pl
     df = pl.from_arrow(table)
-    mech = {"auto": "auto", "laplace": "laplace", "gaussian": "gshm"}[noise]
+    mech = {"auto": "auto", "laplace": sd.Laplace(pre_threshold=PRE), "gaussian": sd.GSHM(pre_threshold=PRE)}[noise]
     res = sd.release(df, privacy_unit="unit", by="key", epsilon=eps, delta=delta, max_groups_per_unit=l0,
-                     mechanism=mech, pre_threshold=PRE)
+                     mechanism=mech)
     t = res.table
     return t["key"].to_list(), [float(x) for x in t["count"].to_list()], {
-        "version": f"sparsedp {getattr(sd, '__version__', 'dev')}", "mechanism": f"{mech}"}
+        "version": f"sparsedp {getattr(sd, '__version__', 'dev')}", "mechanism": f"{res.report.mechanism}"}
 
 
 def aggregates(table, eps, delta, l0, lower, upper, noise):
