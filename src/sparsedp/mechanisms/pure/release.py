@@ -37,7 +37,7 @@ from .keep_heavy import basic_histogram, keep_heavy
 from .pure_sparse import pure_sparse_histogram
 from .stability import stability_histogram, stability_threshold
 
-__all__ = ["PureCalibration", "pure_histogram", "release_pure", "plan_pure", "MECHANISMS", "StringCodec"]
+__all__ = ["PureCalibration", "PureOptions", "pure_histogram", "release_pure", "plan_pure", "MECHANISMS", "StringCodec"]
 
 MECHANISMS = ("pure-sparse", "compact", "basic", "keep-heavy", "stability")
 DENSE_LIMIT = 1 << 20
@@ -53,9 +53,7 @@ class PureCalibration:
     replace-one with ``n`` public, or add/remove with the public bound ``n = max_items``; ``accuracy``: exact
     error bounds at ``beta`` (:class:`~sparsedp.mechanisms.pure.accuracy.Accuracy`).
 
-    The mechanism's public parameters: ``sampler`` (repr of the counting sampler, seed 003 §5), and, where
-    the mechanism has them, ``beta1``/``beta2`` (pure-sparse, Figure 2), ``tau`` (the stability threshold),
-    ``q_min``/``ell`` (compact, Cor. 7.3), ``gamma``/``t`` (FastSample's uniform weight and window).
+    ``options``: the mechanism's public parameters (:class:`PureOptions`).
     """
 
     mechanism: str
@@ -67,15 +65,7 @@ class PureCalibration:
     n: int
     domain_size: int
     accuracy: acc.Accuracy
-    k: int
-    sampler: str
-    beta1: Fraction | None = None
-    beta2: Fraction | None = None
-    tau: int | None = None
-    q_min: int | None = None
-    ell: int | None = None
-    gamma: Fraction | None = None
-    t: int | None = None
+    options: "PureOptions"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "neighbours", Neighbours(self.neighbours))
@@ -242,15 +232,18 @@ def _release(counts: Counter, N: int, decode, epsilon, beta, mechanism, rng, max
     noisy = np.fromiter((c for _, c in out), dtype=np.int64, count=len(out))
     cal = PureCalibration(mechanism=mechanism, epsilon=float(eps), epsilon_realised=cfg.realised,
                           delta=0.0 if delta is None else float(delta), beta=float(beta), neighbours=neighbours,
-                          n=n, domain_size=N, accuracy=cfg.accuracy, **_public(opts))
+                          n=n, domain_size=N, accuracy=cfg.accuracy, options=opts)
     extra = {"histogram": histogram} if mechanism == "compact" else {}
     n_in = len([x for x in counts if x != dummy])
     return Release(keys=keys, counts=noisy, calibration=cal, n_keys_in=n_in, n_keys_out=len(keys), extra=extra)
 
 
 @dataclass(frozen=True)
-class _Options:
-    """The public parameters of one configured mechanism (copied into :class:`PureCalibration`)."""
+class PureOptions:
+    """The public parameters of one configured mechanism: ``k`` (ε = 1/k), ``sampler`` (repr of the counting
+    sampler, seed 003 §5), and, where the mechanism has them, ``beta1``/``beta2`` (pure-sparse, Figure 2),
+    ``tau`` (the stability threshold), ``q_min``/``ell`` (compact, Cor. 7.3), ``gamma``/``t`` (FastSample's
+    uniform weight and window)."""
 
     k: int
     sampler: str = ""
@@ -263,14 +256,10 @@ class _Options:
     t: int | None = None
 
 
-def _public(opts: _Options) -> dict[str, Any]:
-    return {name: getattr(opts, name) for name in _Options.__dataclass_fields__}
-
-
 @dataclass(frozen=True)
 class _Config:
     sampler: Any
-    options: _Options
+    options: PureOptions
     accuracy: acc.Accuracy
     realised: float
 
@@ -278,7 +267,7 @@ class _Config:
 def _configure(mechanism: str, n: int, NX: int, k: int, beta: Fraction, delta: Fraction | None) -> _Config:
     """Sampler, parameters, exact accuracy and realised ε of one mechanism (public quantities only)."""
     eps = Fraction(1, k)
-    opts = _Options(k=k)
+    opts = PureOptions(k=k)
     if mechanism in ("basic", "keep-heavy"):
         gamma = Fraction(1, unit_fraction("gamma", beta / (2 * NX)))  # Figure 1: gamma = beta/(2|X|)
         sampler = counting_sampler(n, eps, gamma)
@@ -344,5 +333,5 @@ def plan_pure(n: int, epsilon: object, beta: object = Fraction(1, 20), domain_si
         out.append(PureCalibration(mechanism=m, epsilon=1 / k, epsilon_realised=cfg.realised,
                                    delta=float(delta) if m == "stability" else 0.0, beta=float(beta),
                                    neighbours=Neighbours.REPLACE_ONE, n=n, domain_size=N,
-                                   accuracy=cfg.accuracy, **_public(cfg.options)))
+                                   accuracy=cfg.accuracy, options=cfg.options))
     return sorted(out, key=lambda c: (c.accuracy.threshold, c.accuracy.per_query))
