@@ -302,30 +302,27 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         # 6. Publish: only released rows leave the engine.
         t = time.perf_counter()
         with stage("writing the output" if out_path else "building the table"):
+            if released.in_process:
+                arrow, native = _sorted_table(released.rows, value_column), None
+                n_rows = arrow.num_rows
+                if kind == "spark":  # Spark in, Spark out (the released rows only)
+                    native = eng.from_arrow(arrow)
+            elif kind == "spark":
+                native, n_rows = eng.native(released.rows, cols, value_column)
+                arrow = _sorted_table(eng.to_arrow(released.rows, cols, value_column), value_column) \
+                    if out_path else None
+            else:
+                arrow = _sorted_table(eng.to_arrow(released.rows, cols, value_column), value_column)
+                native, n_rows = None, arrow.num_rows
             report = Report(
                 mechanism=mech.name, options=mech.options(), reason=reason, analysis=disclosure.analysis,
                 epsilon=disclosure.epsilon, delta=disclosure.delta, neighbours=disclosure.neighbours,
                 delta_achieved=disclosure.delta_achieved, delta_parts=dict(disclosure.delta_parts),
                 sigma=disclosure.sigma, noise_std=disclosure.noise_std, threshold=disclosure.threshold,
                 margin=disclosure.margin, pre_threshold=disclosure.pre_threshold, comparison=disclosure.comparison,
-                contribution=disclosure.contribution, value_column=value_column, released_keys=0,
+                contribution=disclosure.contribution, value_column=value_column, released_keys=int(n_rows),
                 insecure_float=insecure_float, notes=disclosure.notes, candidates=candidates, version=__version__,
                 profile=charge.profile, column_errors=dict(disclosure.column_errors))
-            if released.in_process:
-                arrow, native, n_rows = released.rows, None, released.rows.num_rows
-                if kind == "spark":  # Spark in, Spark out (the released rows only)
-                    native = eng.from_arrow(_sorted_table(arrow, value_column))
-            elif kind == "spark":
-                native, n_rows = eng.native(released.rows, cols, value_column)
-                arrow = eng.to_arrow(released.rows, cols, value_column) if out_path else None
-            else:
-                arrow = eng.to_arrow(released.rows, cols, value_column)
-                native, n_rows = None, arrow.num_rows
-            if arrow is not None:
-                arrow = _sorted_table(arrow, value_column)
-            import dataclasses
-
-            report = dataclasses.replace(report, released_keys=int(n_rows))
             if out_path:
                 write_atomic(arrow, *out_path, metadata=report.metadata())
             table = native if native is not None else convert(arrow, OUTPUT_KIND.get(kind, "polars"))
