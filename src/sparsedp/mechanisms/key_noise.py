@@ -68,18 +68,21 @@ class KeyNoise:
             return True
         return self.offset is not None and not float(self.offset).is_integer()
 
-    def apply(self, counts: np.ndarray, chunk: int, _stream: list | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(positions, values)`` of the released keys among one chunk's counts (canonical key order).
-        (``_stream``: :meth:`apply_joint` receives the chunk's stream there, to read on after the count words.)"""
+    def stream(self, chunk: int):
+        """The chunk's noise stream ``SecretKeyedStream(K_noise, chunk_label(chunk))``."""
         from ..engines.noise_chunks import chunk_label
         from ..noise.source import SecretKeyedStream
 
+        return SecretKeyedStream(self.secret, chunk_label(chunk))
+
+    def apply(self, counts: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, values)`` of the released keys among one chunk's counts (canonical key order)."""
+        return self._counts(counts, self.stream(chunk))
+
+    def _counts(self, counts: np.ndarray, rng: Any) -> tuple[np.ndarray, np.ndarray]:
         c = np.asarray(counts, dtype=np.int64)
         if self.cutoff:
             c = np.maximum(c - self.cutoff, 0)
-        rng = SecretKeyedStream(self.secret, chunk_label(chunk))
-        if _stream is not None:
-            _stream.append(rng)
         pos, values = noise_and_filter(c, self.plan, self.pre, rng, self.shared, insecure_float=self.insecure_float)
         if self.offset is not None:
             values = values + self.offset
@@ -107,9 +110,8 @@ class KeyNoise:
         _, where = noise_columns(self.aggregates)
         if len(grid_sums) != len(self.column_sigma2s):
             raise ValueError(f"{len(grid_sums)} grid-sum columns for {len(self.column_sigma2s)} noise scales")
-        stream: list = []
-        pos, values = self.apply(counts, chunk, stream)
-        rng = stream[0]  # the chunk's stream, read on after the count words
+        rng = self.stream(chunk)
+        pos, values = self._counts(counts, rng)  # the count words first, then the columns' words
         noisy = noisy_grid_sums([np.asarray(a, dtype=np.int64)[pos] for a in grid_sums], self.column_sigma2s, rng)
         cols = {}
         for a, i in zip(self.aggregates, where):
