@@ -15,7 +15,8 @@ EPS, DELTA = 1.0, 1e-5
 
 
 @pytest.mark.parametrize("mech,runs,seed", [("public-gaussian", 20_000, 1), ("public-laplace", 20_000, 2),
-                                            ("correlated-gaussian", 1_000, 3), ("bounded-density", 1_000, 4)])
+                                            ("correlated-gaussian", 1_000, 3), ("bounded-density", 1_000, 4),
+                                            ("grouped-correlated-gaussian", 1_000, 5)])
 def test_calibrated_public_key_mechanism_passes(mech, runs, seed):
     r = audit(mech, epsilon=EPS, delta=DELTA, bound=2, runs=runs, law_runs=runs, rng=InsecureSeededRandom(seed))
     assert not r.contradicts, str(r)
@@ -23,7 +24,8 @@ def test_calibrated_public_key_mechanism_passes(mech, runs, seed):
     assert set(r.bounds) == {"shift"}
 
 
-@pytest.mark.parametrize("mech,runs", [("public-gaussian", 2_000), ("correlated-gaussian", 600)])
+@pytest.mark.parametrize("mech,runs", [("public-gaussian", 2_000), ("correlated-gaussian", 600),
+                                       ("grouped-correlated-gaussian", 600)])
 def test_half_sigma_is_detected(mech, runs):
     r = audit(mech, epsilon=EPS, delta=DELTA, bound=2, sigma_scale=0.5, runs=runs, law_runs=runs,
               rng=InsecureSeededRandom(7))
@@ -42,6 +44,21 @@ def test_embedding_release_recovers_the_size_estimate_exactly():
     t = build_target("correlated-gaussian", epsilon=EPS, delta=DELTA, bound=2)
     cal = t.calibration
     out = release_many(t, np.array([2, 2, 0, 5]), 400, InsecureSeededRandom(9), units=6)
+    assert out.shape == (400, 5) and not np.isnan(out).any()
+    y = np.concatenate([cal.q * out[:, :4] - cal.p * out[:, 4:], cal.c * out[:, 4:]], axis=1)
+    assert np.allclose(y, np.round(y), atol=1e-6)
+    mean = np.array([cal.q * 2 - 6 * cal.p, cal.q * 2 - 6 * cal.p, -6 * cal.p, cal.q * 5 - 6 * cal.p, cal.c * 6])
+    se = np.sqrt(float(cal.scale) / 400)
+    assert np.all(np.abs(y.mean(0) - mean) < 5 * se)
+
+
+def test_grouped_release_recovers_group_zero_exactly():
+    """The grouped target releases group 0 of two groups through the real ``prepare``/``run``: its per-key values
+    and ñ_0 form the exact integer embedding with mean (q·f − p·n_0, c·n_0), whatever group 1 holds."""
+    t = build_target("grouped-correlated-gaussian", epsilon=EPS, delta=DELTA, bound=2)
+    cal = t.calibration
+    assert cal.d == 4 and t.request.keys.d == 8
+    out = release_many(t, np.array([2, 2, 0, 5]), 400, InsecureSeededRandom(19), units=6)
     assert out.shape == (400, 5) and not np.isnan(out).any()
     y = np.concatenate([cal.q * out[:, :4] - cal.p * out[:, 4:], cal.c * out[:, 4:]], axis=1)
     assert np.allclose(y, np.round(y), atol=1e-6)
@@ -89,8 +106,8 @@ def test_calibrated_exact_order_statistic_stones_pass(mech, seed):
     assert not r.contradicts and set(r.bounds) == {"shared", "new"}, str(r)
 
 
-def test_every_registered_mechanism_but_the_grouped_one_has_an_audit_target():
+def test_every_registered_mechanism_has_an_audit_target():
     from sparsedp.audit import AUDITABLE
     from sparsedp.mechanisms import registry
 
-    assert set(registry.names()) - set(AUDITABLE) == {"grouped-correlated-gaussian"}
+    assert set(registry.names()) - set(AUDITABLE) == set()

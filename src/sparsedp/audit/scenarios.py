@@ -155,7 +155,7 @@ def public_scenarios(mechanism: str, calibration) -> list[Scenario]:
     ``(p, q, c)``)."""
     d, k = int(calibration.d), int(calibration.k)
     c0 = np.full(d, 2, np.int64)
-    if mechanism in ("correlated-gaussian", "bounded-density"):
+    if mechanism in ("correlated-gaussian", "bounded-density", "grouped-correlated-gaussian"):
         p, q, c = int(calibration.p), int(calibration.q), int(calibration.c)
         a = max((0, k), key=lambda a: (a * (q - p) ** 2 + (d - a) * p * p, a))
         x = (np.arange(d) < a).astype(np.int64)

@@ -46,11 +46,14 @@ __all__ = ["AUDITABLE", "Target", "build_target", "release_many", "shifted_calib
 #: k-sparse histogram: top-k CSH with at most k keys has cut-off 0, so it IS Algorithm 2 / rounded CSH)
 AUDITABLE = ("gshm", "laplace", "csh", "topk-csh", "topk-csh-shifted", "pure-sparse", "compact", "basic",
              "stability", "misra-gries", "auto", "public-gaussian", "public-laplace", "correlated-gaussian",
-             "bounded-density", "keep-heavy", "kh-prime", "kh-double-prime", "sparse-histogram")
+             "bounded-density", "grouped-correlated-gaussian", "keep-heavy", "kh-prime", "kh-double-prime",
+             "sparse-histogram")
+#: the grouped correlated Gaussian (seed 002 Algorithm 2): audited on group 0 of two groups of ``d`` keys each
+GROUPED = "grouped-correlated-gaussian"
 #: public-key mechanisms (every listed key released, no threshold; σ scale applies)
-PUBLIC = ("public-gaussian", "public-laplace", "correlated-gaussian", "bounded-density")
+PUBLIC = ("public-gaussian", "public-laplace", "correlated-gaussian", "bounded-density", GROUPED)
 #: public-key mechanisms releasing the size estimate ñ (the embedding ``(q·x − p·1, c)`` of seed 002)
-EMBEDDING = ("correlated-gaussian", "bounded-density")
+EMBEDDING = ("correlated-gaussian", "bounded-density", GROUPED)
 #: the Balcer–Vadhan stepping stones (seed 003 §6): replace-one, one key per unit, run on a small integer domain
 STONES = ("keep-heavy", "kh-prime", "kh-double-prime", "sparse-histogram")
 _PURE = ("pure-sparse", "compact", "basic", "stability") + STONES
@@ -178,6 +181,8 @@ def _mechanism(name: str, bound: int, options: dict):
         return registry.create("compact", query_keys=tuple((i,) for i in range(8)))
     if name in STONES:
         return registry.create(name, domain_size=options.get("domain_size", 512))
+    if name == GROUPED:
+        return registry.create(name, group="g")
     return registry.create(name)
 
 
@@ -202,7 +207,7 @@ def build_target(mechanism: str, *, epsilon, delta, bound: int = 2, sigma_scale:
         from ..mechanisms.public_keys import public_keys
 
         d = v.integer("d", options.get("d", 4 if name in EMBEDDING else b), lo=1, hi=10_000)
-        keys = public_keys(list(range(d)), ["key"])
+        keys = _grouped_keys(d) if name == GROUPED else public_keys(list(range(d)), ["key"])
     request = ReleaseRequest(epsilon=v.real("epsilon", epsilon, lo=0.0, lo_open=True),
                              delta=v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True), max_groups_per_unit=l0,
                              keys=keys)
@@ -292,6 +297,61 @@ def _n_tilde(released) -> float:
     raise RuntimeError("the release carries no size estimate note")  # pragma: no cover
 
 
+#: the other group of the grouped target: every key at this count, this many units (it never changes)
+_OTHER_COUNT, _OTHER_UNITS = 2, 4
+
+
+def _grouped_keys(d: int):
+    """The grouped target's public key list: ``(g, key)`` for ``g ∈ {0, 1}``, ``key ∈ 0..d−1``."""
+    import polars as pl
+
+    from ..mechanisms.public_keys import public_keys
+
+    frame = pl.DataFrame({"g": np.repeat(np.arange(2, dtype=np.int64), d), "key": np.tile(np.arange(d), 2)})
+    return public_keys(frame, ["g", "key"])
+
+
+def _grouped_histogram(c: np.ndarray, units: int):
+    """What the grouped mechanism's ``histogram`` step hands to ``prepare`` (one group per unit already enforced):
+    group 0's keys at the audited counts ``c`` with ``units`` units, group 1's at :data:`_OTHER_COUNT` with
+    :data:`_OTHER_UNITS` units. Only group 0 differs between neighbours (a unit lives in one group)."""
+    import polars as pl
+    import pyarrow as pa
+
+    from ..mechanisms.grouped_keys import GroupedHistogram
+
+    d = c.size
+    counts = np.concatenate([c, np.full(d, _OTHER_COUNT, np.int64)])
+    g = np.repeat(np.arange(2, dtype=np.int64), d)
+    key = np.tile(np.arange(d, dtype=np.int64), 2)
+    live = counts > 0
+    inner = _histogram(counts[live], key[live], units=units + _OTHER_UNITS)
+    inner = dataclasses.replace(inner, keys=pa.table({"g": pa.array(g[live]), "key": pa.array(key[live])}))
+    per = pl.DataFrame({"g": np.arange(2, dtype=np.int64), "len": np.array([units, _OTHER_UNITS], np.uint32)})
+    per = per.filter(pl.col("len") > 0)
+    return GroupedHistogram(inner=inner, rows_in=int(counts.sum()), n_per_group=per)
+
+
+def _group0(released, d: int) -> np.ndarray:
+    """Group 0's ``d`` released values and its size estimate ñ_0 (exact: ``y_(D+1)`` is an integer, recovered
+    from the note's 6 significant digits by rounding ñ·C) of a grouped release."""
+    import re
+
+    rows = released.rows
+    g = np.asarray(rows.column("g").to_numpy(), np.int64)
+    key = np.asarray(rows.column("key").to_numpy(), np.int64)
+    vals = np.asarray(rows.column(released.disclosure.value_column).to_numpy(zero_copy_only=False), np.float64)
+    out = np.full(d + 1, np.nan)
+    out[key[g == 0]] = vals[g == 0]
+    for note in released.disclosure.notes:
+        m = re.search(r"with C = (\S+)\): 0: (\S+?)(,|$)", note)
+        if m:
+            cc = float(m.group(1))
+            out[d] = round(float(m.group(2)) * cc) / cc
+            return out
+    raise RuntimeError("the grouped release carries no size estimate of group 0")  # pragma: no cover
+
+
 def _release_public(target: Target, c: np.ndarray, units: int, runs: int, rng) -> np.ndarray:
     """``(runs, d)`` (embedding: ``(runs, d + 1)``, the last column ñ) values of public-key releases of the counts
     ``c`` of the d listed keys with ``units`` privacy units, through ``prepare`` (the join to the list) and ``run``."""
@@ -301,6 +361,10 @@ def _release_public(target: Target, c: np.ndarray, units: int, runs: int, rng) -
     d = c.size
     engine = _engine()
     disclosure = t.mechanism.disclosure(t.request, t.calibration, "count")
+    if t.picked == GROUPED:
+        hist = t.mechanism.prepare(engine, _grouped_histogram(c, units), t.request)
+        return np.stack([_group0(t.mechanism.run(engine, hist, t.calibration, disclosure, rng, t.request), d)
+                         for _ in range(runs)]) if runs else np.full((0, d + 1), np.nan)
     width = d + 1 if t.embedding else d
     out = np.full((runs, width), np.nan)
     per = max(1, _CHUNK // d) if t.tiled else 1
