@@ -194,3 +194,16 @@ def test_correlation_against_the_box_costs_privacy():
     cal = calibrate_joint_gshm_shaped(1.0, 1e-6, 3, fit)
     mu2, _ = unimodular_shift_bounds(fit.lower, fit.fine_sensitivities, cal.column_sigma2s)
     assert mu2 * float(cal.count_sigma2) == pytest.approx((2 + 2 * 0.6) / (1 - 0.36), rel=2e-3)
+
+
+@pytest.mark.slow
+def test_calibrated_shaped_release_is_private_and_quarter_scales_are_not():
+    """Exact enumeration at a calibrated correlated release (L₂₁ = 1, correlation 0.71, l0 = 1): the true δ of
+    the sampled law is at most the target (0.0487 <= 0.05); with every scale divided by 4 (σ/2) it exceeds the
+    target (0.317). About 50 s: slow."""
+    fit = fit_column_shape([[4.0, 4.0], [4.0, 8.0]], [1.0, 1.0], [2, 2])
+    assert fit.lower == ((1, 0), (1, 1)) and fit.refine == (1, 1) and fit.deviation == 0.0
+    cal = calibrate_joint_gshm_shaped(1.0, 0.05, 1, fit)
+    s, (s1, s2), m = float(cal.count_sigma2), [float(x) for x in cal.column_sigma2s], cal.margin
+    assert _true_delta(1.0, s, s1, s2, 1, m, 2, 2) <= 0.05
+    assert _true_delta(1.0, s / 4, s1 / 4, s2 / 4, 1, m, 2, 2) > 0.05
