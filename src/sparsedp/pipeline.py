@@ -92,17 +92,12 @@ def _aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tuple[Cou
 
 def _column_shape(column_shape: Any, sums: tuple) -> Any:
     """``column_shape`` checked and fitted once before anything is read (errors in the user's terms), kept as a
-    tuple of tuples for the request (:func:`sparsedp.mechanisms.thresholded.fit_request_shape`)."""
+    tuple of tuples for the request (:func:`sparsedp.mechanisms.thresholded.fit_shape`)."""
     if column_shape is None:
         return None
-    from .mechanisms.base import ReleaseRequest
-    from .mechanisms.thresholded import fit_request_shape
+    from .mechanisms.thresholded import fit_shape
 
-    if not sums:
-        raise InvalidParameterError("column_shape shapes the noise of SUM/MEAN columns: pass aggregates=[…] with "
-                                    "sd.Sum/sd.Mean too")
-    fit = fit_request_shape(ReleaseRequest(epsilon=1.0, delta=0.5, aggregates=sums, column_shape=column_shape))
-    return fit.requested
+    return fit_shape(sums, column_shape).requested
 
 
 def _mechanism(mechanism: Any, top_k: Any, max_groups_per_unit: int | None, keys: bool = False) -> Mechanism:
@@ -581,8 +576,13 @@ def _plan_request(cal: Any) -> ReleaseRequest:
     from .mechanisms.base import ReleaseRequest
 
     return ReleaseRequest(epsilon=cal.epsilon, delta=cal.delta, max_groups_per_unit=cal.l0 if cal.top_k is None
-                          else None, aggregates=cal.aggregates,
-                          column_shape=None if getattr(cal.joint, "shape", None) is None else cal.joint.shape.requested)
+                          else None, aggregates=cal.aggregates, column_shape=_requested_shape(cal))
+
+
+def _requested_shape(cal: Any) -> Any:
+    """The ``column_shape`` a joint calibration was made for (None: independent columns)."""
+    fit = getattr(cal.joint, "shape", None)
+    return None if fit is None else fit.requested
 
 
 def _fmt(x: Any) -> str:

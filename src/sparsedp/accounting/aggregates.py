@@ -38,9 +38,9 @@ short rational), i.e. every column has the same per-row μ_k² = D_k²/s_k ≈ w
 weight (default ``w_k = 1``: σ_k proportional to the sensitivity). Independent columns give a diagonal Σ; a
 correlated discrete Gaussian has no exact sampler, so a general Σ for the discrete release is sampled as
 ``L z`` with an integer unit lower-triangular ``L`` (:mod:`.column_shape`, ``docs/proofs/aggregates.md`` §7,
-``release(..., column_shape=…)``), accounted by the same bound with the shifts ``L⁻¹Δ``. The continuous reference also
-takes a general Σ: :func:`mahalanobis_sensitivity` computes Eq. 5.1's μ_o² for any positive definite column
-covariance (``joint_gshm_delta_continuous(..., column_covariance=)``,
+``release(..., column_shape=…)``), accounted by the same bound with the shifts ``L⁻¹Δ``. The continuous
+reference also takes a general Σ: :func:`mahalanobis_sensitivity` computes Eq. 5.1's μ_o² for any positive
+definite column covariance (``joint_gshm_delta_continuous(..., column_covariance=)``,
 ``calibrate_joint_gshm_continuous(..., column_shape=)``).
 """
 

@@ -66,7 +66,8 @@ class ColumnShapeFit:
     ``requested``: S (value units², symmetrised); ``steps``: the aggregates' grid steps g_k; ``sensitivities``:
     D_k in those grids; ``lower``: the integer unit lower-triangular L (noise grids); ``refine``: F_k (the noise
     grid of column k is g_k/F_k); ``innovations``: D₀_k in noise-grid units² per unit count variance (the
-    ``s_k`` are ≈ s·D₀_k); ``deviation``: the largest normalised deviation of ``L diag(D₀) Lᵀ`` from the target.
+    ``s_k`` are ≈ s·D₀_k); ``deviation``: the largest normalised deviation of ``L diag(D₀) Lᵀ`` from the
+    target.
     """
 
     requested: tuple[tuple[float, ...], ...]

@@ -63,7 +63,7 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
         from ..accounting.column_shape import calibrate_joint_gshm_shaped
 
         j = calibrate_joint_gshm_shaped(request.epsilon, request.delta, request.max_groups_per_unit,
-                                        fit_request_shape(request))
+                                        fit_shape(aggs, request.column_shape))
     p = j.parts
     return JointCalibration(
         mechanism="gshm", analysis="discrete-exact-joint", epsilon=j.epsilon, delta=j.delta,
@@ -74,16 +74,17 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
         delta_achieved=float(p.total), l0=j.l0, joint=j, aggregates=aggs)
 
 
-def fit_request_shape(request: ReleaseRequest):
-    """The request's ``column_shape`` fitted to unimodular integer noise over its distinct noisy columns
+def fit_shape(aggregates: tuple, column_shape: Any):
+    """``column_shape`` fitted to unimodular integer noise over the distinct noisy columns of ``aggregates``
     (:func:`sparsedp.accounting.column_shape.fit_column_shape`; refused before any data is read)."""
     from ..accounting.column_shape import fit_column_shape
     from ..aggregates import noise_columns
 
-    cols = noise_columns(request.aggregates)[0]
+    cols = noise_columns(aggregates)[0]
     if not cols:
-        raise InvalidParameterError("column_shape shapes the noise of SUM/MEAN columns: pass aggregates=[…] too")
-    return fit_column_shape(request.column_shape, [c.step for c in cols], [c.sensitivity for c in cols],
+        raise InvalidParameterError("column_shape shapes the noise of SUM/MEAN columns: pass aggregates=[…] with "
+                                    "sd.Sum/sd.Mean too")
+    return fit_column_shape(column_shape, [c.step for c in cols], [c.sensitivity for c in cols],
                             names=[f"{c.column}[{c.lower:g}, {c.upper:g}]" for c in cols])
 
 
