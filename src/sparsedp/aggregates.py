@@ -45,7 +45,8 @@ two makes ``v/g`` and ``q·g`` exact in binary floating point.
 Sensitivity for the accountants (per key, per unit, in grid units): ``Sum`` and ``Mean`` expose
 :attr:`Sum.sensitivity` (``D`` above, an ``int``); the L∞ sensitivity of the column in value units is
 ``D·g``. Columns have different sensitivities (non-uniform), so the accountant takes one per column and
-gives each column its own noise scale ``s_j`` (diagonal Σ).
+gives each column its own noise scale ``s_j`` (diagonal Σ; a general Σ: ``release(..., column_shape=…)``,
+:mod:`sparsedp.accounting.column_shape`).
 """
 
 from __future__ import annotations

@@ -90,6 +90,16 @@ def _aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tuple[Cou
     return (counts[0] if counts else Count()), sums
 
 
+def _column_shape(column_shape: Any, sums: tuple) -> Any:
+    """``column_shape`` checked and fitted once before anything is read (errors in the user's terms), kept as a
+    tuple of tuples for the request (:func:`sparsedp.mechanisms.thresholded.fit_shape`)."""
+    if column_shape is None:
+        return None
+    from .mechanisms.thresholded import fit_shape
+
+    return fit_shape(sums, column_shape).requested
+
+
 def _mechanism(mechanism: Any, top_k: Any, max_groups_per_unit: int | None, keys: bool = False) -> Mechanism:
     """The mechanism object for the arguments: a registered name or object; ``top_k=…`` is the shorthand for
     ``mechanism=sd.TopKCSH(k=top_k)``."""
@@ -195,8 +205,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             max_groups_per_unit: Any = None, top_k: int | None = None, mechanism: Any = "auto", *,
             aggregates: Any = None, engine: str | None = None, out: str | os.PathLike | None = None,
             ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
-            rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None, keys: Any = None
-            ) -> Result:
+            rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None, keys: Any = None,
+            column_shape: Any = None) -> Result:
     """Differentially private ``SELECT by…, COUNT(DISTINCT privacy_unit) [, SUM(x), AVG(x)] … GROUP BY by…``.
 
     Args:
@@ -236,6 +246,15 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             or de-biased ``top_k`` (CSH with columns, :mod:`sparsedp.accounting.csh_aggregates`); the others are
             refused before any data is read. Value columns that are missing, non-numeric, null, NaN or
             infinite are refused before the ledger charge and before any randomness.
+        column_shape: with SUM/MEAN columns and GSHM (or ``auto`` with ``max_groups_per_unit``): the shape of
+            the columns' noise covariance, a J × J symmetric positive definite matrix in value units², one row
+            and column per noisy column (a Sum and a Mean of the same column and bounds share one), in the
+            order of ``aggregates``; the column noise then has covariance ≈ σ²·``column_shape`` (σ² the count's
+            noise variance, calibrated), as in seed 001 Algorithm 1 with a general Σ. Default: independent
+            columns, ``diag((sensitivity_k · granularity_k)²)``. Sampled exactly as ``L z`` (integer unit
+            lower-triangular L, independent discrete Gaussians z; :mod:`sparsedp.accounting.column_shape`); the
+            report states the covariance actually used and the Mahalanobis sensitivity μ_o² (Eq. 5.1). Bad
+            shapes are refused before any data is read.
         engine: "polars" (default), "duckdb" (default for SQL and DuckDB relations), "pandas", "arrow", "spark"
             (default for Spark DataFrames; the table is then a lazy Spark DataFrame, one draw).
         out: also write the table atomically to this .parquet/.csv file, with the guarantee as metadata
@@ -349,8 +368,9 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     if sums and insecure_float:
         raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
                                     "insecure_float=True")
+    shape = _column_shape(column_shape, sums)
     request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
-                             aggregates=sums, keys=pub)
+                             aggregates=sums, keys=pub, column_shape=shape)
     mech, cal, reason, candidates = mech.resolve(request)
     kind = sources.kind(data)
     if kind == "file":
@@ -400,7 +420,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                     charge_id = led.charge(dataset, charge, note=f"release {sources.display(data)}")
                 choice = select_bound(unit_counts, auto, eps_sel, eps, source)
                 request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=choice.bound,
-                                         insecure_float=insecure_float, aggregates=sums)
+                                         insecure_float=insecure_float, aggregates=sums, column_shape=shape)
                 mech, cal, reason, candidates = mech_requested.resolve(request)
                 disclosure = mech.disclosure(request, cal, value_column)
             timings["choose l0"] = time.perf_counter() - t
@@ -556,7 +576,13 @@ def _plan_request(cal: Any) -> ReleaseRequest:
     from .mechanisms.base import ReleaseRequest
 
     return ReleaseRequest(epsilon=cal.epsilon, delta=cal.delta, max_groups_per_unit=cal.l0 if cal.top_k is None
-                          else None, aggregates=cal.aggregates)
+                          else None, aggregates=cal.aggregates, column_shape=_requested_shape(cal))
+
+
+def _requested_shape(cal: Any) -> Any:
+    """The ``column_shape`` a joint calibration was made for (None: independent columns)."""
+    fit = getattr(cal.joint, "shape", None)
+    return None if fit is None else fit.requested
 
 
 def _fmt(x: Any) -> str:
@@ -565,7 +591,7 @@ def _fmt(x: Any) -> str:
 
 def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, top_k: int | None = None, *,
          insecure_float: bool = False, max_units: int | None = None, beta: Any = None,
-         aggregates: Any = None, keys: Any = None, group: str | None = None) -> Plan:
+         aggregates: Any = None, keys: Any = None, group: str | None = None, column_shape: Any = None) -> Plan:
     """Every mechanism applicable to the contribution bound, calibrated at (ε, δ), touching no data: the ones
     ``auto`` chooses among (best first), then the opt-in variants.
 
@@ -581,7 +607,8 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
 
     ``aggregates`` (e.g. ``[sd.Count(), sd.Sum("dwell_s", 0, 600)]``): the joint calibrations of the mechanisms
     that release SUM/MEAN columns (GSHM, de-biased top-k CSH): the extra columns move σ and the margin; each row
-    also gives every column's expected error (``err_<output name>``, value units).
+    also gives every column's expected error (``err_<output name>``, value units). ``column_shape``: the columns'
+    noise covariance shape, as in :func:`release` (GSHM only).
     """
     from fractions import Fraction
 
@@ -606,12 +633,13 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
         if sums and (max_units is not None or dlt == 0):
             raise InvalidParameterError("SUM/MEAN are released by GSHM and top-k CSH only (delta > 0, "
                                         "max_groups_per_unit or top_k), not by the pure mechanisms")
+    shape = _column_shape(column_shape, sums)
     if dlt > 0:
         if l0 is None and k is None and max_units is None:
             raise InvalidParameterError("plan needs max_groups_per_unit=… (keys per unit) and/or top_k=…")
         dlt = v.delta(dlt)
         req = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
-                             aggregates=sums)
+                             aggregates=sums, column_shape=shape)
         if l0 is not None:
             for cls in registry.auto_candidates():
                 if sums and not cls.supports_aggregates:
@@ -621,7 +649,8 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
                 except InfeasibleError:
                     continue
         if k is not None:
-            kreq = ReleaseRequest(epsilon=eps, delta=dlt, insecure_float=insecure_float, aggregates=sums)
+            kreq = ReleaseRequest(epsilon=eps, delta=dlt, insecure_float=insecure_float, aggregates=sums,
+                                  column_shape=shape)
             variants = ((TopKCSH(k=k), rows),) if sums else ((TopKCSH(k=k), rows), (TopKCSH(k=k, debias=False), extra))
             for m, target in variants:
                 try:

@@ -56,3 +56,20 @@ def test_bad_value_column_refused_before_any_draw(spark):
     sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc long, dwell double, likes long")
     with pytest.raises(InputDataError, match="NaN or infinite"):
         sd.release(sdf, "uid", "url", 1.0, 1e-6, max_groups_per_unit=2, aggregates=AGGS, rng=Tripwire())
+
+
+def test_release_with_a_column_shape_like_polars(spark):
+    """A correlated column shape (noise L z on refined grids, docs/proofs/aggregates.md §7): Spark's tasks run
+    the same KeyNoise.apply_joint, so the table equals the Polars engine's for the same seeded source."""
+    frame = _rows()
+    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc long, dwell double, likes long")
+    a, b = AGGS[1], AGGS[3]
+    sa, sb = a.sensitivity * a.granularity, b.sensitivity * b.granularity
+    shape = [[sa * sa, -0.4 * sa * sb], [-0.4 * sa * sb, sb * sb]]
+    kw = dict(privacy_unit="uid", by=["url", "cc"], epsilon=2.0, delta=1e-6, max_groups_per_unit=2,
+              aggregates=AGGS, column_shape=shape)
+    rs = sd.release(sdf, rng=InsecureSeededRandom(5), **kw)
+    rp = sd.release(frame, rng=InsecureSeededRandom(5), **kw)
+    assert rs.curator.engine == "spark" and rs.report.column_errors == rp.report.column_errors
+    ps = pl.from_arrow(se.to_arrow(rs.table))
+    assert ps.height >= 3 and ps.equals(rp.table)

@@ -35,10 +35,12 @@ Discrete noise (what is sampled): ``Z ~ N_Z(0, s)``, ``Y_j ~ N_Z(0, s_j)`` (exac
 
 Allocation: :func:`calibrate_joint_gshm` gives column ``k`` the scale ``s_k = D_k² s / w_k`` (rounded up to a
 short rational), i.e. every column has the same per-row μ_k² = D_k²/s_k ≈ w_k/s as the count times its
-weight (default ``w_k = 1``: σ_k proportional to the sensitivity). The discrete release's Σ is diagonal
-(independent columns: a correlated discrete Gaussian has no exact sampler here). The continuous reference also
-takes a general Σ: :func:`mahalanobis_sensitivity` computes Eq. 5.1's μ_o² for any positive definite column
-covariance (``joint_gshm_delta_continuous(..., column_covariance=)``,
+weight (default ``w_k = 1``: σ_k proportional to the sensitivity). Independent columns give a diagonal Σ; a
+correlated discrete Gaussian has no exact sampler, so a general Σ for the discrete release is sampled as
+``L z`` with an integer unit lower-triangular ``L`` (:mod:`.column_shape`, ``docs/proofs/aggregates.md`` §7,
+``release(..., column_shape=…)``), accounted by the same bound with the shifts ``L⁻¹Δ``. The continuous
+reference also takes a general Σ: :func:`mahalanobis_sensitivity` computes Eq. 5.1's μ_o² for any positive
+definite column covariance (``joint_gshm_delta_continuous(..., column_covariance=)``,
 ``calibrate_joint_gshm_continuous(..., column_shape=)``).
 """
 
@@ -47,7 +49,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from scipy import special
@@ -109,15 +111,30 @@ class JointDiscreteCalibration:
     column_sensitivities: tuple[int, ...]
     weights: tuple[float, ...]
     parts: JointDeltaParts
+    #: a general column shape (``release(..., column_shape=…)``): its :class:`~.column_shape.ColumnShapeFit`
+    #: (integer unit lower-triangular ``L``, refinements ``F_k``); ``None``: independent columns. With a fit
+    #: whose ``L`` is not the identity, ``column_sigma2s`` are the scales of the independent ``z_k`` and the
+    #: column noise is ``L z`` on grids ``F_k`` times finer (``docs/proofs/aggregates.md`` §7).
+    shape: Any = None
 
     @property
     def count_noise_std(self) -> float:
         return math.sqrt(dgauss_variance(self.count_sigma2))
 
     @property
+    def column_variances(self) -> tuple[float, ...]:
+        """Variance of each column's noise in (the aggregate's own) grid units: ``Var N_Z(0, s_k)``, or with a
+        general shape ``Σ_l L_kl² Var z_l / F_k²``."""
+        var = [dgauss_variance(s) for s in self.column_sigma2s]
+        if self.shape is None or self.shape.diagonal:
+            return tuple(var)
+        lo, f = self.shape.lower, self.shape.refine
+        return tuple(sum(lo[k][m] ** 2 * var[m] for m in range(k + 1)) / f[k] ** 2 for k in range(len(var)))
+
+    @property
     def column_noise_stds(self) -> tuple[float, ...]:
         """Standard deviation of each column's noise, in grid units (multiply by the granularity)."""
-        return tuple(math.sqrt(dgauss_variance(s)) for s in self.column_sigma2s)
+        return tuple(math.sqrt(x) for x in self.column_variances)
 
 
 @dataclass(frozen=True)
@@ -235,23 +252,36 @@ def joint_hockey_stick(j, epsilon, count_sigma2, column_sigma2s, column_sensitiv
 
 
 def _hs(j: int, eps: float, s: float, ss: list[float], ds: list[int]) -> float:
+    """Diagonal Σ: the per-row shift bounds are ``μ² = Σ D_k²/s_k`` and ``η = Σ D_k²/s_k²`` (Lemma 3:
+    every column at its sensitivity) over the columns that can move."""
+    cols = [(sk, dk) for sk, dk in zip(ss, ds) if dk > 0]
+    if not cols:
+        return _hs_rows(j, eps, s, [], 0.0, 0.0)
+    return _hs_rows(j, eps, s, [sk for sk, _ in cols], sum(dk * dk / sk for sk, dk in cols),
+                    sum(dk * dk / (sk * sk) for sk, dk in cols))
+
+
+def _hs_rows(j: int, eps: float, s: float, scales: list[float], mu2: float, eta: float) -> float:
+    """Theorem 2's bound for ``j`` rows whose column coordinates (independent ``N_Z(0, scales[i])``, only those
+    that can move) are shifted by integer vectors ``w`` with ``Σ_i w_i²/s_i <= mu2`` and ``Σ_i w_i²/s_i² <= eta``
+    (per row); then ``m_c <= j·mu2``, ``e_c <= j·c·eta`` and the bound is non-decreasing in both (Lemma 3).
+    ``docs/proofs/aggregates.md`` §2 (diagonal Σ) and §7 (unimodular general Σ)."""
     floor = max(0.0, -math.expm1(eps))
     if j <= 0:
         return floor
-    cols = [(sk, dk) for sk, dk in zip(ss, ds) if dk > 0]
-    if not cols:
+    if not scales or mu2 <= 0.0:
         return dgauss_shift_hockey_stick(j, eps, s)
-    m_c = j * sum(dk * dk / sk for sk, dk in cols)
+    m_c = j * mu2
     best = math.inf
-    s_min = min(sk for sk, _ in cols)
+    s_min = min(scales)
     # c = 2 costs a relative 2/s_k of the column μ²; smaller c only help (and are only tried) for small s_k
     cands = _SMOOTHING[:1] if 2.0 / s_min <= _TIGHT else _SMOOTHING
     for c in cands:
-        w_max = max(_omega(sk * c / (sk + c)) for sk, _ in cols)
+        w_max = max(_omega(sk * c / (sk + c)) for sk in scales)
         if w_max >= 0.5:
             continue
-        extra_c = j * c * sum(dk * dk / (sk * sk) for sk, dk in cols)
-        log_r_cols = j * sum(math.log1p(_omega(sk * c / (sk + c))) for sk, _ in cols)
+        extra_c = j * c * eta
+        log_r_cols = j * sum(math.log1p(_omega(sk * c / (sk + c))) for sk in scales)
         if 2.0 / s <= _TIGHT or 40.0 * math.sqrt(j * s) > _SUM_POINTS:
             # count smoothed too (relative cost c0/s of the count μ²): closed form
             val = min(_bound_smooth_count(j, eps, s, m_c, extra_c, log_r_cols, c0) for c0 in _SMOOTHING
@@ -314,11 +344,17 @@ def joint_gshm_delta(epsilon, count_sigma2, margin, l0, column_sigma2s, column_s
     m = v.integer("margin", margin, lo=0)
     k = v.integer("l0", l0, lo=1)
     ss, ds = _columns(column_sigma2s, column_sensitivities)
+    return _joint_delta(eps, s, m, k, lambda jj, e: _hs(int(jj), e, s, ss, ds), parts)
+
+
+def _joint_delta(eps: float, s: float, m: int, k: int, hs, parts: bool):
+    """Karrer's ``max(T1, T2, T3)`` with the divergence bound ``hs(j, ε)`` (shared by the diagonal and the
+    unimodular general-Σ accountants)."""
     from .discrete import dgauss_sf
 
     p = dgauss_sf(m, s)
     log_b = math.log1p(-p)
-    total, info = _karrer_max_coarse(k, log_b, eps, lambda jj, e: _hs(int(jj), e, s, ss, ds))
+    total, info = _karrer_max_coarse(k, log_b, eps, hs)
     if not parts:
         return total
     return JointDeltaParts(total=total, infinite=info["infinite"], forward=info["forward"],
@@ -355,24 +391,38 @@ def calibrate_joint_gshm(epsilon, delta, l0, column_sensitivities: Sequence[int]
     k = v.integer("l0", l0, lo=1)
     ds = [v.integer(f"column_sensitivities[{i}]", d, lo=1) for i, d in enumerate(column_sensitivities)]
     w = _weights(weights, len(ds))
-    lam = sum(w)
+    s, sks, margin, parts = _calibrate(
+        eps, dlt, k, sum(w), lambda s_: column_scales(s_, ds, w),
+        lambda jj, e, s_, sks_: _hs(int(jj), e, float(s_), [float(x) for x in sks_], ds))
+    return JointDiscreteCalibration(epsilon=eps, delta=dlt, l0=k, count_sigma2=s, margin=margin,
+                                    column_sigma2s=tuple(sks), column_sensitivities=tuple(ds),
+                                    weights=tuple(w), parts=parts)
+
+
+def _calibrate(eps: float, dlt: float, k: int, lam: float, scales_of, hs_of):
+    """The discrete joint calibration loop, for any column allocation: ``scales_of(s)`` gives the column scales
+    at count scale ``s``; ``hs_of(j, ε, s, scales)`` the divergence bound. ``s`` starts at the continuous
+    analytic optimum for per-row μ² = (1 + λ)/s (seed 001 §5.3 item 2 with μ_o² = λ/s), rounded up, and is
+    raised by 0.01% steps until ``H(l0, ε) <= δ``; the margin is the smallest integer with δ <= target.
+    Returns ``(s, scales, margin, parts)``."""
+    from .discrete import dgauss_sf
+
     mu_star = _gaussian_mu(eps, dlt)
     s = rational_up(max(1.0, k * (1.0 + lam) / (mu_star * mu_star)))
     for _ in range(3000):
-        sks = column_scales(s, ds, w)
-        if _hs(k, eps, float(s), [float(x) for x in sks], ds) <= dlt * (1 - 1e-9):
+        sks = scales_of(s)
+        if hs_of(k, eps, s, sks) <= dlt * (1 - 1e-9):
             break
         s = rational_up(float(s) * 1.0001)
     else:  # pragma: no cover
         raise InfeasibleError(f"no discrete scale found for epsilon={eps}, delta={dlt}, l0={k}")
-    from .discrete import dgauss_sf
+
+    def delta_at(m: int, parts: bool = False):
+        return _joint_delta(eps, float(s), m, k, lambda jj, e: hs_of(jj, e, s, sks), parts)
 
     start = _t1_margin(lambda m: dgauss_sf(m, s), k, dlt)
-    margin = _smallest_margin(lambda m: joint_gshm_delta(eps, s, m, k, sks, ds), dlt, start)
-    parts = joint_gshm_delta(eps, s, margin, k, sks, ds, parts=True)
-    return JointDiscreteCalibration(epsilon=eps, delta=dlt, l0=k, count_sigma2=s, margin=margin,
-                                    column_sigma2s=tuple(sks), column_sensitivities=tuple(ds),
-                                    weights=tuple(w), parts=parts)
+    margin = _smallest_margin(delta_at, dlt, start)
+    return s, sks, margin, delta_at(margin, parts=True)
 
 
 # ------------------------------------------------------------------ continuous reference (Thm 5.4, μ_o²)

@@ -151,6 +151,21 @@ def parse_aggregate(flag: str, spec: str):
     return cls(parts[0], lo, hi, name=parts[3] if len(parts) == 4 else None)
 
 
+def parse_column_shape(spec: Optional[str]):
+    """``--column-shape`` ``a,b;c,d`` (rows separated by ``;``, entries by ``,``) → a list of rows of floats;
+    the matrix itself is checked by the library (symmetric, positive definite, one row per SUM/MEAN column)."""
+    from ..errors import InvalidParameterError
+
+    if spec is None:
+        return None
+    try:
+        rows = [[float(x) for x in row.split(",")] for row in spec.split(";")]
+    except ValueError:
+        raise InvalidParameterError(f"--column-shape takes rows separated by ';' and numbers separated by ',' "
+                                    f"(e.g. --column-shape '90000,750;750,25'), got {spec!r}") from None
+    return rows
+
+
 def parse_max_groups(value: Optional[str], share: Optional[float], quantile: Optional[float]):
     """``--max-groups``: a positive integer, or ``auto`` (with ``--auto-share`` / ``--auto-quantile``)."""
     from ..auto_bound import AutoBound
@@ -214,6 +229,12 @@ def release(
                                              "[LOWER, UPPER]); repeatable. GSHM/auto or --top-k."),
     means: Optional[List[str]] = typer.Option(None, "--mean", help="Also release a private MEAN per key: "
                                               "COLUMN:LOWER:UPPER[:NAME]; repeatable."),
+    column_shape: Optional[str] = typer.Option(None, "--column-shape", help="With --sum/--mean (GSHM): the "
+                                               "shape of the columns' noise covariance in value units², rows "
+                                               "separated by ';' (e.g. '90000,750;750,25'), one row per noisy "
+                                               "column in --sum, --mean order (a --sum and --mean of the same "
+                                               "column and bounds share one); the noise has covariance about "
+                                               "sigma² x this. Default: independent columns."),
     sketch_size: Optional[int] = typer.Option(None, "--sketch-size", help="misra-gries: number of counters k."),
     max_units: Optional[int] = typer.Option(None, "--max-units", help="Pure mechanisms: public bound on the "
                                             "number of units (add/remove-one neighbours; else n is public)."),
@@ -270,6 +291,7 @@ def release(
         aggregates = [Count(name=count_column)]
         aggregates += [parse_aggregate("--sum", x) for x in sums or ()]
         aggregates += [parse_aggregate("--mean", x) for x in means or ()]
+        shape = parse_column_shape(column_shape)
         keys = None
         if keys_file is not None:
             from .keys_file import read_keys
@@ -280,4 +302,5 @@ def release(
     run_release(input, console=Console(), err_console=err, head=head, privacy_unit=unit,
                 by=[c.strip() for c in by.split(",") if c.strip()], epsilon=epsilon, delta=delta,
                 max_groups_per_unit=max_groups_per_unit, mechanism=mech, engine=engine, out=out, ledger=ledger,
-                dataset=dataset, aggregates=aggregates, keys=keys)
+                dataset=dataset, aggregates=aggregates, keys=keys,
+                **({"column_shape": shape} if shape is not None else {}))

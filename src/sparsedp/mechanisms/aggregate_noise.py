@@ -38,7 +38,7 @@ from .. import _validate as v
 from ..aggregates import Mean, Sum, noise_columns
 from ..errors import InputDataError, InvalidParameterError
 
-__all__ = ["JointRelease", "noisy_grid_sums", "to_value_units", "release_joint", "column_values",
+__all__ = ["JointRelease", "noisy_grid_sums", "noise_map", "to_value_units", "release_joint", "column_values",
            "sum_error_std", "MeanError", "mean_error", "expected_errors", "topk_expected_errors"]
 
 
@@ -50,13 +50,19 @@ class JointRelease:
     positions: np.ndarray
     noisy_counts: np.ndarray
     noisy_grid_sums: tuple[np.ndarray, ...]
+    #: a general column shape's noise-grid refinements F_k (the sums are on grids F_k times finer), else None
+    refine: tuple[int, ...] | None = None
 
 
-def noisy_grid_sums(grid_sums: Sequence[np.ndarray], column_sigma2s, rng=None) -> tuple[np.ndarray, ...]:
+def noisy_grid_sums(grid_sums: Sequence[np.ndarray], column_sigma2s, rng=None, *, lower=None, refine=None
+                    ) -> tuple[np.ndarray, ...]:
     """``A_k + Y_k``, ``Y_k ~ N_Z(0, column_sigma2s[k])`` i.i.d. exact (one draw per element), int64.
 
     ``grid_sums``: one int64 array per column, the released keys' grid sums (same length). ``rng=None``: the
-    secure default source.
+    secure default source. With a general column shape (``lower`` = the integer unit lower-triangular ``L``,
+    ``refine`` = the ``F_k``; :mod:`sparsedp.accounting.column_shape`): the same draws ``z_k`` (column by column,
+    the same words as the diagonal release) become ``Y = L z`` and the result is ``F_k A_k + Y_k`` on the
+    noise grids (int64, or exact Python integers where int64 could overflow).
     """
     from ..noise import sample_discrete_gaussian
     from ..noise.discrete import checked_source
@@ -64,23 +70,55 @@ def noisy_grid_sums(grid_sums: Sequence[np.ndarray], column_sigma2s, rng=None) -
     if len(grid_sums) != len(column_sigma2s):
         raise InvalidParameterError(f"{len(grid_sums)} grid-sum columns but {len(column_sigma2s)} noise scales")
     rng = checked_source(rng)
-    out = []
+    arrs, zs = [], []
     for a, s in zip(grid_sums, column_sigma2s):
         arr = np.asarray(a)
         if arr.dtype.kind not in "iu":
             raise InputDataError(f"grid sums must be integers, got dtype {arr.dtype}")
-        arr = arr.astype(np.int64, copy=False)
-        y = sample_discrete_gaussian(s, arr.size, rng)
-        out.append(arr + y)
-    return tuple(out)
+        arrs.append(arr.astype(np.int64, copy=False))
+        zs.append(sample_discrete_gaussian(s, arr.size, rng))
+    if lower is None:
+        return tuple(a + z for a, z in zip(arrs, zs))
+    return tuple(_unimodular_row(k, arrs[k], zs, lower, refine) for k in range(len(arrs)))
 
 
-def to_value_units(noisy_grid_sum: np.ndarray, noisy_counts: np.ndarray, aggregate: Sum) -> np.ndarray:
+def _unimodular_row(k: int, arr: np.ndarray, zs: list, lower, refine) -> np.ndarray:
+    """``F_k A_k + Σ_{m<=k} L_km z_m`` exactly: int64 when the bound of its magnitude is below 2^62, else Python
+    integers (object array)."""
+    f = int(refine[k])
+    coef = [int(lower[k][m]) for m in range(k + 1)]
+    top = lambda x: int(np.max(np.abs(x))) if x.size else 0  # noqa: E731
+    bound = f * top(arr) + sum(abs(c) * top(zs[m]) for m, c in enumerate(coef))
+    if bound < 2 ** 62:
+        out = arr * f
+        for m, c in enumerate(coef):
+            if c:
+                out = out + zs[m] * c
+        return out
+    out = arr.astype(object) * f
+    for m, c in enumerate(coef):
+        if c:
+            out = out + zs[m].astype(object) * c
+    return out
+
+
+def noise_map(calibration) -> dict:
+    """The keyword arguments of :func:`noisy_grid_sums` for a joint calibration: ``{}`` for independent columns,
+    ``{"lower": L, "refine": F}`` for a general column shape (``calibration.shape``, not diagonal)."""
+    fit = getattr(calibration, "shape", None)
+    if fit is None or fit.diagonal:
+        return {}
+    return {"lower": fit.lower, "refine": fit.refine}
+
+
+def to_value_units(noisy_grid_sum: np.ndarray, noisy_counts: np.ndarray, aggregate: Sum, refine: int = 1
+                   ) -> np.ndarray:
     """The released SUM (or MEAN) column in value units: ``g·(A' + Y) + g·c·(count + Z)`` (divided by the
-    noisy count for a :class:`~sparsedp.aggregates.Mean`)."""
+    noisy count for a :class:`~sparsedp.aggregates.Mean`). ``refine`` = F (a general column shape): the noisy
+    value is on the noise grid of step ``g/F`` (``(g/F)·(F A' + Y) + g·c·(count + Z)``)."""
     g = aggregate.granularity
     cnt = np.asarray(noisy_counts, dtype=np.float64)
-    total = g * np.asarray(noisy_grid_sum, dtype=np.float64) + (g * aggregate.centre) * cnt
+    total = (g / refine) * np.asarray(noisy_grid_sum, dtype=np.float64) + (g * aggregate.centre) * cnt
     if isinstance(aggregate, Mean):
         if np.any(cnt <= 0):
             raise InvalidParameterError("a MEAN needs positive noisy counts (release threshold >= 1)")
@@ -108,8 +146,10 @@ def release_joint(counts, grid_sums: Sequence[np.ndarray], calibration, pre_thre
     need = pre + calibration.margin - c[elig]                  # release iff Z >= need
     pos, z = release_by_inversion(DiscreteGaussianLaw(calibration.count_sigma2), need, rng)
     keys = elig[pos]
-    cols = noisy_grid_sums([np.asarray(a)[keys] for a in grid_sums], calibration.column_sigma2s, rng)
-    return JointRelease(positions=keys, noisy_counts=c[keys] + z, noisy_grid_sums=cols)
+    cols = noisy_grid_sums([np.asarray(a)[keys] for a in grid_sums], calibration.column_sigma2s, rng,
+                           **noise_map(calibration))
+    return JointRelease(positions=keys, noisy_counts=c[keys] + z, noisy_grid_sums=cols,
+                        refine=noise_map(calibration).get("refine"))
 
 
 def column_values(release: JointRelease, aggregates) -> dict[str, np.ndarray]:
@@ -119,12 +159,13 @@ def column_values(release: JointRelease, aggregates) -> dict[str, np.ndarray]:
     cols, where = noise_columns(aggregates)
     if len(cols) != len(release.noisy_grid_sums):
         raise InvalidParameterError(f"{len(cols)} grid columns but {len(release.noisy_grid_sums)} noisy columns")
+    refine = release.refine or (1,) * len(cols)
     out = {}
     for a, i in zip(aggregates, where):
         if i is None:
             out[a.output_name] = np.asarray(release.noisy_counts)
         else:
-            out[a.output_name] = to_value_units(release.noisy_grid_sums[i], release.noisy_counts, a)
+            out[a.output_name] = to_value_units(release.noisy_grid_sums[i], release.noisy_counts, a, refine[i])
     return out
 
 
@@ -135,8 +176,14 @@ def sum_error_std(aggregate: Sum, column_sigma2, count_sigma2) -> float:
     """Std of a released SUM in value units: ``g·√(Var Y + c² Var Z)`` (unbiased; ``c`` the centre)."""
     from ..accounting.discrete import dgauss_variance
 
+    return _sum_std(aggregate, dgauss_variance(column_sigma2), count_sigma2)
+
+
+def _sum_std(aggregate: Sum, var_y: float, count_sigma2) -> float:
+    from ..accounting.discrete import dgauss_variance
+
     g = aggregate.granularity
-    return g * math.sqrt(dgauss_variance(column_sigma2) + aggregate.centre ** 2 * dgauss_variance(count_sigma2))
+    return g * math.sqrt(var_y + aggregate.centre ** 2 * dgauss_variance(count_sigma2))
 
 
 @dataclass(frozen=True)
@@ -161,6 +208,14 @@ def mean_error(aggregate: Sum, column_sigma2, count_sigma2, n: int, threshold: i
     """Exact bias/std of ``mean_hat − mean = g (Y − a Z)/(n + Z)`` given ``n + Z >= threshold`` (module
     docstring). ``a``: per-unit average re-centred contribution in grid units (default: the worst case, the
     sensitivity D). ``threshold`` = pre_threshold + margin (>= 1)."""
+    from ..accounting.discrete import dgauss_variance
+
+    return _mean_error(aggregate, dgauss_variance(column_sigma2), count_sigma2, n, threshold, a)
+
+
+def _mean_error(aggregate: Sum, var_y: float, count_sigma2, n: int, threshold: int, a: float | None = None
+                ) -> MeanError:
+    """:func:`mean_error` with the column noise given by its variance ``var_y`` (grid units)."""
     from ..accounting.discrete import dgauss_logpmf, dgauss_variance
 
     n = v.integer("n", n, lo=1)
@@ -168,7 +223,6 @@ def mean_error(aggregate: Sum, column_sigma2, count_sigma2, n: int, threshold: i
     s = float(v.rational("count_sigma2", count_sigma2))
     aa = float(aggregate.sensitivity if a is None else v.real("a", a))
     g = aggregate.granularity
-    var_y = dgauss_variance(column_sigma2)
     w = int(40.0 * math.sqrt(s)) + 2
     lo = max(t - n, -w)
     if lo > w:  # release probability below e^-800
@@ -204,9 +258,10 @@ def expected_errors(aggregates, calibration, n: int | None = None, pre_threshold
         if i is None:
             out[a.output_name] = calibration.count_noise_std
         elif isinstance(a, Mean):
-            out[a.output_name] = mean_error(a, calibration.column_sigma2s[i], calibration.count_sigma2, nn, t).rmse
+            out[a.output_name] = _mean_error(a, calibration.column_variances[i], calibration.count_sigma2, nn,
+                                             t).rmse
         else:
-            out[a.output_name] = sum_error_std(a, calibration.column_sigma2s[i], calibration.count_sigma2)
+            out[a.output_name] = _sum_std(a, calibration.column_variances[i], calibration.count_sigma2)
     return out
 
 

@@ -41,6 +41,8 @@ class ReleaseRequest:
     with ``supports_aggregates`` accept them (the joint accountant, :mod:`sparsedp.accounting.aggregates`).
     ``keys``: the public key list of ``release(..., keys=…)`` (:class:`~sparsedp.mechanisms.public_keys.PublicKeys`);
     only mechanisms with ``public_keys`` accept it, and they need it.
+    ``column_shape``: the SUM/MEAN columns' noise covariance shape (``release(..., column_shape=…)``, a J × J
+    tuple of tuples in value units², :mod:`sparsedp.accounting.column_shape`); ``None``: independent columns.
     """
 
     epsilon: float
@@ -49,6 +51,7 @@ class ReleaseRequest:
     insecure_float: bool = False
     aggregates: tuple = ()
     keys: Any = None
+    column_shape: Any = None
 
 
 @dataclass(frozen=True)

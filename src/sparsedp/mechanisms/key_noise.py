@@ -38,6 +38,9 @@ class KeyNoise:
         column_sigma2s: the exact scales ``s_j`` of the distinct noisy grid columns
             (:func:`sparsedp.aggregates.noise_columns` order), from the joint calibration
             (:class:`sparsedp.accounting.aggregates.JointDiscreteCalibration`).
+        column_noise: a general column shape's noise map ``{"lower": L, "refine": F}``
+            (:func:`sparsedp.mechanisms.aggregate_noise.noise_map`; column noise ``L z`` on grids ``F_k`` times
+            finer); empty for independent columns.
     """
 
     plan: NoisePlan
@@ -49,6 +52,7 @@ class KeyNoise:
     insecure_float: bool = False
     aggregates: tuple = ()
     column_sigma2s: tuple = ()
+    column_noise: Any = None
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -112,15 +116,18 @@ class KeyNoise:
             raise ValueError(f"{len(grid_sums)} grid-sum columns for {len(self.column_sigma2s)} noise scales")
         rng = self.stream(chunk)
         pos, values = self._counts(counts, rng)  # the count words first, then the columns' words
-        noisy = noisy_grid_sums([np.asarray(a, dtype=np.int64)[pos] for a in grid_sums], self.column_sigma2s, rng)
+        extra = dict(self.column_noise or {})
+        noisy = noisy_grid_sums([np.asarray(a, dtype=np.int64)[pos] for a in grid_sums], self.column_sigma2s, rng,
+                                **extra)
+        refine = extra.get("refine") or (1,) * len(self.column_sigma2s)
         cols = {}
         for a, i in zip(self.aggregates, where):
             if isinstance(a, Mean):
                 # MEAN = (re-centred noisy sum) / (count estimate); top-k's de-biased estimate can in principle
                 # be <= 0, so the divisor is max(estimate, 1) (post-processing; GSHM's is always >= 1)
                 total = to_value_units(noisy[i], values, Sum(a.column, a.lower, a.upper, a.granularity,
-                                                             recentre=a.recentre))
+                                                             recentre=a.recentre), refine[i])
                 cols[a.output_name] = total / np.maximum(np.asarray(values, dtype=np.float64), 1.0)
             else:
-                cols[a.output_name] = to_value_units(noisy[i], values, a)
+                cols[a.output_name] = to_value_units(noisy[i], values, a, refine[i])
         return pos, values, cols

@@ -56,8 +56,14 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
                                     "insecure_float=True")
     assert request.max_groups_per_unit is not None
     aggs = tuple(request.aggregates)
-    j = calibrate_joint_gshm(request.epsilon, request.delta, request.max_groups_per_unit,
-                             column_sensitivities(aggs))
+    if request.column_shape is None:
+        j = calibrate_joint_gshm(request.epsilon, request.delta, request.max_groups_per_unit,
+                                 column_sensitivities(aggs))
+    else:
+        from ..accounting.column_shape import calibrate_joint_gshm_shaped
+
+        j = calibrate_joint_gshm_shaped(request.epsilon, request.delta, request.max_groups_per_unit,
+                                        fit_shape(aggs, request.column_shape))
     p = j.parts
     return JointCalibration(
         mechanism="gshm", analysis="discrete-exact-joint", epsilon=j.epsilon, delta=j.delta,
@@ -66,6 +72,43 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
         noise=DiscreteGaussian(j.count_sigma2), comparison=Comparison.GE,
         delta_parts={"infinite": p.infinite, "forward": p.forward, "reverse": p.reverse},
         delta_achieved=float(p.total), l0=j.l0, joint=j, aggregates=aggs)
+
+
+def fit_shape(aggregates: tuple, column_shape: Any):
+    """``column_shape`` fitted to unimodular integer noise over the distinct noisy columns of ``aggregates``
+    (:func:`sparsedp.accounting.column_shape.fit_column_shape`; refused before any data is read)."""
+    from ..accounting.column_shape import fit_column_shape
+    from ..aggregates import noise_columns
+
+    cols = noise_columns(aggregates)[0]
+    if not cols:
+        raise InvalidParameterError("column_shape shapes the noise of SUM/MEAN columns: pass aggregates=[…] with "
+                                    "sd.Sum/sd.Mean too")
+    return fit_column_shape(column_shape, [c.step for c in cols], [c.sensitivity for c in cols],
+                            names=[f"{c.column}[{c.lower:g}, {c.upper:g}]" for c in cols])
+
+
+def _shape_notes(j: Any) -> tuple[str, ...]:
+    """The report's statement of a general column shape: the covariance actually sampled (value units), the
+    requested one at the same count variance, the deviation, L, F and the per-row μ_o² (Eq. 5.1)."""
+    import numpy as np
+
+    from ..accounting.column_shape import unimodular_shift_bounds
+
+    fit = j.shape
+    if fit is None:
+        return ()
+    s = float(j.count_sigma2)
+    used = fit.noise_covariance(j.column_sigma2s)
+    mu2, _ = unimodular_shift_bounds(fit.lower, fit.fine_sensitivities, j.column_sigma2s)
+    fmt = lambda m: "[" + "; ".join(", ".join(f"{x:.6g}" for x in row) for row in np.asarray(m)) + "]"  # noqa: E731
+    return (f"column noise covariance used (value units, exact law of the sampled noise): {fmt(used)}; requested "
+            f"count variance x column_shape = {fmt(s * np.asarray(fit.requested))} (largest normalised deviation "
+            f"{fit.deviation:.3g}); noise = L z with the integer unit lower-triangular L = {fmt(fit.lower)}, "
+            f"independent exact z_k, on grids {list(fit.refine)} times finer than the aggregates' "
+            f"(docs/proofs/aggregates.md §7)",
+            f"per-key Mahalanobis sensitivity of the columns mu_o^2 = {mu2:.6g} (seed 001 Eq. 5.1, vertex "
+            f"maximum over the contribution box), count 1/sigma^2 = {1 / s:.6g}")
 
 
 def _noise_words(rng: Any) -> bytes:
@@ -105,6 +148,9 @@ def topk_joint_calibration(request: ReleaseRequest, k: int) -> JointCalibration:
     if request.insecure_float:
         raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
                                     "insecure_float=True")
+    if request.column_shape is not None:
+        raise InvalidParameterError("column_shape= (correlated column noise) is released by GSHM "
+                                    "(max_groups_per_unit=…), not by top-k CSH")
     aggs = tuple(request.aggregates)
     j = calibrate_csh_joint_rounded(request.epsilon, request.delta, k, column_sensitivities(aggs), debias=True)
     if j.sigma > ROUNDED_SIGMA_MAX:
@@ -119,11 +165,13 @@ def topk_joint_calibration(request: ReleaseRequest, k: int) -> JointCalibration:
         k=k, top_k=k, debias=True, tau_continuous=j.margin - 0.5, joint=j, aggregates=aggs)
 
 
-def _column_notes(aggs: tuple, errors: dict, column_stds: tuple, what: str) -> tuple[str, ...]:
+def _column_notes(aggs: tuple, errors: dict, column_stds: tuple, what: str, correlated: bool = False
+                  ) -> tuple[str, ...]:
     from ..aggregates import Mean, noise_columns
 
     _, where = noise_columns(aggs)
-    notes = (f"joint release ({what}): the count decides release, the SUM/MEAN columns get independent exact "
+    kind = "correlated (L z, unimodular)" if correlated else "independent"
+    notes = (f"joint release ({what}): the count decides release, the SUM/MEAN columns get {kind} exact "
              "discrete Gaussian noise on released keys only; delta is that of the whole joint release",)
     return notes + tuple(
         f"column {a.output_name}: noise std {column_stds[i] * a.granularity:.4g} (value units) on the grid sum; "
@@ -203,8 +251,10 @@ class _PerKeyThresholded(Mechanism):
         aggs = calibration.aggregates
         contribution += _clipping(aggs)
         errors = expected_errors(aggs, j, pre_threshold=self.pre_threshold)
+        correlated = j.shape is not None and not j.shape.diagonal
         notes = _column_notes(aggs, errors, j.column_noise_stds,
-                              "seed 001 Thm 5.4, discrete analogue docs/proofs/aggregates.md")
+                              "seed 001 Thm 5.4, discrete analogue docs/proofs/aggregates.md", correlated)
+        notes += _shape_notes(j)
         d = _disclosure(self, request, calibration, value_column, contribution, pre=self.pre_threshold, notes=notes)
         return dataclasses.replace(d, column_errors={a.output_name: float(errors[a.output_name]) for a in aggs})
 
@@ -213,8 +263,11 @@ class _PerKeyThresholded(Mechanism):
     def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
         task = _key_task(calibration, self.pre_threshold, rng, request.insecure_float)
         if isinstance(calibration, JointCalibration):
+            from .aggregate_noise import noise_map
+
             task = dataclasses.replace(task, aggregates=calibration.aggregates,
-                                       column_sigma2s=tuple(calibration.joint.column_sigma2s))
+                                       column_sigma2s=tuple(calibration.joint.column_sigma2s),
+                                       column_noise=tuple(noise_map(calibration.joint).items()) or None)
         return Released(rows=engine.noise_keys(hist, task), disclosure=disclosure)
 
 
