@@ -33,6 +33,7 @@ RELEASE_FLAGS: Mapping[str, str] = {
     "out": "--out", "ledger": "--ledger", "dataset": "--dataset", "pre_threshold": "--pre-threshold",
     "sketch_size": "--sketch-size", "max_units": "--max-units", "domain_size": "--domain-size",
     "max_key_bytes": "--max-key-bytes", "query_keys": "--query-keys", "debias": "--shifted",
+    "split": "--split", "count_bound": "--count-bound",
 }
 #: ``sparsedp plan``
 PLAN_FLAGS: Mapping[str, str] = {
