@@ -235,3 +235,15 @@ def test_cli_two_stage(mixed, tmp_path):
     bad = CliRunner().invoke(app, ["release", str(path), "--unit", "user", "--by", "key", "--epsilon", "1",
                                    "--delta", "1e-6", "--max-groups", "2", "--split", "0.6"])
     assert bad.exit_code == 2 and "--split" in bad.output
+
+
+def test_count_bound_bounds_stage_two_only():
+    """1000 units, each with keys A and B: stage 1 (l0 = 2) selects both; stage 2 counts each about 1000 with no
+    bound, about 500 with count_bound = 1 (each unit kept in one of its two keys)."""
+    df = pl.DataFrame({"user": np.repeat(np.arange(1000), 2), "key": ["A", "B"] * 1000})
+    for bound, lo, hi in ((None, 900, 1100), (1, 380, 620)):
+        res = sd.release(df, "user", "key", EPS, DELTA, max_groups_per_unit=2, rng=InsecureSeededRandom(5),
+                         mechanism=sd.TwoStage(count_bound=bound))
+        counts = res.table.sort("key")["count"].to_numpy()
+        assert res.table["key"].sort().to_list() == ["A", "B"]
+        assert ((counts > lo) & (counts < hi)).all(), (bound, counts)

@@ -221,6 +221,7 @@ class TwoStage(Mechanism):
         units (stage 2's embedding needs n)."""
         h: TwoStageHistogram = hist
         if getattr(engine.stats(h.count), "units_in", None) is None:
+            engine.release_resources(h.select)  # the pipeline releases what it holds; these two are ours
             engine.release_resources(h.count)
             raise InvalidParameterError(f"engine {engine.name!r} does not count the privacy units, which stage 2 "
                                         f"(a public-key count) needs; use an embedded engine (polars, duckdb, "
