@@ -151,12 +151,21 @@ class TwoStage(Mechanism):
     # ---------------------------------------------------------------- calibration (no data, no noise)
 
     def _requests(self, request: ReleaseRequest) -> tuple[ReleaseRequest, ReleaseRequest]:
-        eps1 = request.epsilon * self.split
-        d1 = request.delta * self.delta_split
+        """Stage 1's and stage 2's requests: ε₁ + ε₂ <= ε and δ₁ + δ₂ <= δ exactly (no rounding above the
+        charge; :func:`~sparsedp.auto_bound.split_epsilon`)."""
+        from ..auto_bound import split_epsilon
+
+        try:
+            eps1, eps2 = split_epsilon(request.epsilon, self.split)
+            d1, d2 = split_epsilon(request.delta, self.delta_split)
+        except InvalidParameterError:
+            raise InvalidParameterError(f"TwoStage split={self.split}, delta_split={self.delta_split} leave nothing "
+                                        f"for one of the two stages at epsilon={request.epsilon:g}, "
+                                        f"delta={request.delta:g}") from None
         r1 = ReleaseRequest(epsilon=eps1, delta=d1, max_groups_per_unit=request.max_groups_per_unit,
                             insecure_float=request.insecure_float)
-        r2 = ReleaseRequest(epsilon=request.epsilon - eps1, delta=request.delta - d1,
-                            max_groups_per_unit=self.count_bound, insecure_float=request.insecure_float)
+        r2 = ReleaseRequest(epsilon=eps2, delta=d2, max_groups_per_unit=self.count_bound,
+                            insecure_float=request.insecure_float)
         return r1, r2
 
     def check(self, request: ReleaseRequest) -> None:
