@@ -8,8 +8,11 @@ key; each route's released table is scored against the true distinct-unit count 
 bound (what a user wants to know), so the error includes the bounding bias:
 
 * sparsedp: GSHM at fixed l0 ∈ {1, 5, 20, 100}; ``max_groups_per_unit="auto"`` (10 % of ε chooses l0, the
-  0.9-quantile of keys per unit, :mod:`sparsedp.auto_bound`); de-biased top-k CSH (``top_k=k``). In process,
-  seeded source (benchmark reproducibility; production uses the secure default).
+  0.9-quantile of keys per unit, :mod:`sparsedp.auto_bound`); de-biased top-k CSH (``top_k=k``); the two-stage
+  release (``sd.TwoStage``: GSHM selects at l0 with ``split`` of (ε, δ), the correlated Gaussian counts the
+  selected keys with no l0 bound; ``--two-stage L0:SPLIT,…``). In process, seeded source (benchmark
+  reproducibility; production uses the secure default). The route list is :func:`default_routes`; another
+  script adds routes with ``main(argv, extra_routes=[(name, release kwargs), …])``.
 * OpenDP and PipelineDP, each in its own venv (``benchmarks/peers.py``'s ``.venvs/``; their scripts in
   ``benchmarks/peers_scripts/``), Laplace and Gaussian thresholds at l0 ∈ {1, 5, 20, 100}; the best (most keys)
   is "the best peer at its best l0". Skipped (and said so) when the venvs are missing.
@@ -43,6 +46,8 @@ L0S = (1, 5, 20, 100)
 EPSILONS = (0.3, 1.0)
 DELTA = 1e-6
 TOPKS = (100, 1000, 10000)
+#: two-stage routes: (selection l0, share of ε and δ for the selection)
+TWO_STAGE = ((5, 0.5), (5, 0.7), (100, 0.5), (256, 0.5), (256, 0.7))
 _WORD = re.compile(r"[a-z][a-z_']+")
 
 
@@ -97,14 +102,26 @@ def common_median(a, b) -> tuple[int, float, float]:
     return j.height, float(j["ea"].median()), float(j["eb"].median())
 
 
-def run_sparsedp(df, truth, eps: float, seed: int) -> list[dict]:
+def default_routes() -> list[tuple[str, dict]]:
+    """The sparsedp routes: ``(name, keyword arguments of sd.release)``. Another script adds its own routes with
+    ``main(argv, extra_routes=[(name, kwargs), …])`` (or ``--routes`` to pick some of these by name prefix)."""
+    import sparsedp as sd
+
+    routes = [(f"GSHM l0={l0}", dict(max_groups_per_unit=l0, mechanism="gshm")) for l0 in L0S]
+    routes.append(("auto l0 (10% of eps)", dict(max_groups_per_unit="auto", mechanism="gshm")))
+    routes += [(f"top-k CSH k={k}", dict(top_k=k)) for k in TOPKS]
+    # two-stage (docs/proofs/two-stage.md): GSHM selects at l0 with split*(eps, delta), the correlated Gaussian
+    # counts the selected keys with no l0 bound at the rest
+    routes += [(f"two-stage l0={l0} split={sp:g}", dict(max_groups_per_unit=l0, mechanism=sd.TwoStage(split=sp)))
+               for l0, sp in TWO_STAGE]
+    return routes
+
+
+def run_sparsedp(df, truth, eps: float, seed: int, routes: list[tuple[str, dict]]) -> list[dict]:
     import sparsedp as sd
     from sparsedp.noise import InsecureSeededRandom
 
     rows = []
-    routes = [(f"GSHM l0={l0}", dict(max_groups_per_unit=l0, mechanism="gshm")) for l0 in L0S]
-    routes.append(("auto l0 (10% of eps)", dict(max_groups_per_unit="auto", mechanism="gshm")))
-    routes += [(f"top-k CSH k={k}", dict(top_k=k)) for k in TOPKS]
     for name, kw in routes:
         t = time.perf_counter()
         res = sd.release(df, "unit", "key", eps, DELTA, rng=InsecureSeededRandom(seed), **kw)
@@ -165,8 +182,8 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
-    global L0S
+def main(argv: list[str] | None = None, extra_routes: tuple = ()) -> int:
+    global L0S, TWO_STAGE
     import polars as pl
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -179,11 +196,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--l0s", default=",".join(map(str, L0S)), help="fixed bounds for GSHM and the peers")
     ap.add_argument("--epsilons", default=",".join(map(str, EPSILONS)))
     ap.add_argument("--datasets", default="demo,corpus")
+    ap.add_argument("--two-stage", default=",".join(f"{l0}:{sp:g}" for l0, sp in TWO_STAGE),
+                    help="two-stage routes L0:SPLIT,… ('' for none)")
+    ap.add_argument("--routes", default="", help="run only the sparsedp routes whose name starts with one of these "
+                                                 "comma-separated prefixes (default: all)")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "docs" / "benchmarks_utility.md"))
     a = ap.parse_args(argv)
     L0S = tuple(int(x) for x in a.l0s.split(","))
+    TWO_STAGE = tuple((int(x.split(":")[0]), float(x.split(":")[1])) for x in a.two_stage.split(",") if x)
     epsilons = tuple(float(x) for x in a.epsilons.split(","))
+    prefixes = tuple(x for x in a.routes.split(",") if x)
+    routes = [r for r in default_routes() if not prefixes or r[0].startswith(prefixes)] + list(extra_routes)
     t0 = time.perf_counter()
     pythons, skipped = {}, []
     for p in [x for x in a.peers.split(",") if x]:
@@ -215,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             md += [f"## {info['name']}", "", f"{info['rows']} rows, {info['units']} units, {info['keys']} keys.", ""]
             for eps in epsilons:
                 print(f"  epsilon = {eps:g}", flush=True)
-                rows = run_sparsedp(df, truth, eps, a.seed)
+                rows = run_sparsedp(df, truth, eps, a.seed, routes)
                 for name, py in pythons.items():
                     rows += run_peer(name, py, path, truth, eps, tmp, noises, a.timeout)
                 tl = targets(rows)

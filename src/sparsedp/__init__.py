@@ -35,6 +35,7 @@ _API = {
     "MisraGries": "sparsedp.mechanisms.misra_gries", "MGRelease": "sparsedp.mechanisms.misra_gries",
     "alp": "sparsedp.sketches.alp_data", "ALP": "sparsedp.sketches.alp",
     "GroupedCorrelatedGaussian": "sparsedp.mechanisms.grouped_keys",
+    "TwoStage": "sparsedp.mechanisms.two_stage",
     "CorrelatedGaussian": "sparsedp.mechanisms.public_keys", "PublicGaussian": "sparsedp.mechanisms.public_keys",
     "PublicLaplace": "sparsedp.mechanisms.public_keys", "BoundedDensity": "sparsedp.mechanisms.public_keys",
     "Ledger": "sparsedp.ledger", "Neighbours": "sparsedp.accounting.calibration",

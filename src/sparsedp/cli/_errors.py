@@ -34,6 +34,7 @@ RELEASE_FLAGS: Mapping[str, str] = {
     "sketch_size": "--sketch-size", "max_units": "--max-units", "domain_size": "--domain-size",
     "max_key_bytes": "--max-key-bytes", "query_keys": "--query-keys", "debias": "--shifted",
     "column_shape": "--column-shape",
+    "split": "--split", "count_bound": "--count-bound",
 }
 #: ``sparsedp plan``
 PLAN_FLAGS: Mapping[str, str] = {

@@ -95,7 +95,7 @@ def run_release(data, *, console, err_console, head: int = 10, flags=RELEASE_FLA
 OPTION_FLAGS = {"pre_threshold": "--pre-threshold", "debias": "--shifted", "sketch_size": "--sketch-size",
                 "max_units": "--max-units", "domain_size": "--domain-size", "max_key_bytes": "--max-key-bytes",
                 "query_keys": "--query-keys", "k": "--top-k", "c": "--size-weight", "known_n": "--known-n",
-                "group": "--group"}
+                "group": "--group", "split": "--split", "count_bound": "--count-bound", "select": "--select"}
 
 
 def build_mechanism(name: str, options: dict):
@@ -220,7 +220,7 @@ def release(
     engine: Optional[str] = typer.Option(None, "--engine", help="polars (default), duckdb (default for SQL), "
                                                                  "pandas, arrow or spark (a local Spark session "
                                                                  "unless a cluster is configured)."),
-    mechanism: str = typer.Option("auto", "--mechanism", help="auto, gshm, laplace, topk-csh; pure DP "
+    mechanism: str = typer.Option("auto", "--mechanism", help="auto, gshm, laplace, topk-csh, two-stage; pure DP "
                                   "(one key per unit): pure-sparse, compact, basic, stability, keep-heavy, kh-prime, "
                                   "kh-double-prime, sparse-histogram; misra-gries."),
     count_column: str = typer.Option("count", "--count-column", help="Name of the noisy count column."),
@@ -257,6 +257,12 @@ def release(
     group: Optional[str] = typer.Option(None, "--group", help="With --keys: the --by column whose values group the "
                                         "keys; each unit counts in one group only (seed 002 Algorithm 2, "
                                         "grouped-correlated-gaussian; auto compares it with the others)."),
+    split: Optional[float] = typer.Option(None, "--split", help="two-stage: share of epsilon spent "
+                                          "selecting the keys (default 0.5; delta is split in half)."),
+    count_bound: Optional[int] = typer.Option(None, "--count-bound", help="two-stage: keys per unit counted "
+                                              "in stage 2 (default: no bound)."),
+    select: Optional[str] = typer.Option(None, "--select", help="two-stage: the selecting mechanism (gshm, "
+                                         "laplace; default gshm)."),
     head: int = typer.Option(10, "--head", help="Rows of the table to print."),
     ledger: Optional[str] = typer.Option(None, "--ledger", help="Charge the release against a budget in "
                                                                  "this ledger file (see `sparsedp ledger`)."),
@@ -274,8 +280,11 @@ def release(
     options = {k: x for k, x in (("pre_threshold", pre_threshold), ("sketch_size", sketch_size),
                                  ("max_units", max_units), ("domain_size", domain_size),
                                  ("max_key_bytes", max_key_bytes), ("k", top_k), ("c", size_weight),
-                                 ("known_n", known_n), ("group", group))
+                                 ("known_n", known_n), ("group", group), ("count_bound", count_bound),
+                                 ("select", select))
                if x is not None}
+    if split is not None:
+        options["split"] = split
     if query_keys is not None:
         options["query_keys"] = tuple(q for q in query_keys.split(",") if q)
     if shifted:

@@ -1,0 +1,275 @@
+"""Two-stage release (issue 22, "truer counts"): select keys with a small contribution bound, then count the
+selected keys as a public key list with a larger bound (or none).
+
+    sd.release(data, "user", "url", epsilon=1, delta=1e-6, max_groups_per_unit=5,
+               mechanism=sd.TwoStage(count_bound=None, split=0.5))
+
+Stage 1 (selection) is a thresholded release (``select``, default GSHM) at ``(split·ε, delta_split·δ)`` of the
+histogram bounded to ``max_groups_per_unit`` keys per unit; only its **key set** K is used (its counts are
+neither published nor combined). Stage 2 (counting) is a public-key mechanism (``count``, default seed 002's
+correlated Gaussian, :class:`~sparsedp.mechanisms.public_keys.CorrelatedGaussian`) at the rest of (ε, δ) on
+the histogram bounded to ``count_bound`` keys per unit (``None``: no ℓ0 bound, every (unit, key) pair counts
+once: the correlated Gaussian's embedding shift ``(±1, …, ±1, C)`` has ``|v|² = d + C²`` whatever the number of
+listed keys a unit touches, seed 002 §3, so it needs no bound), with K as the list. The table is K with the
+stage-2 counts.
+
+Privacy (``docs/proofs/two-stage.md``): for every fixed list K, stage 2 is ``(ε₂, δ₂)``-DP under add/remove one
+unit (its own accountant, δ of the integer noise actually sampled, calibrated after stage 1 at ``d = |K|``);
+stage 1 is ``(ε₁, δ₁)``-DP and K is a post-processing of its output; the pair is therefore ``(ε₁ + ε₂, δ₁ + δ₂)``
+-DP by adaptive basic composition (Dwork–Roth 2014 Thm 3.16, which holds for adaptively chosen mechanisms,
+Dwork–Rothblum–Vadhan 2010). The ledger is charged once, ``(ε, δ)`` with ``ε₁ + ε₂ = ε`` and ``δ₁ + δ₂ = δ``,
+before any noise is drawn. The reported ``delta_achieved`` is ``δ̂₁ + δ₂``: the δ of stage 1's noise actually
+sampled plus stage 2's target, which bounds the δ of stage 2's integer noise at every d (d is chosen by stage 1,
+so the guarantee takes the bound over d; the value at the released d is in the notes).
+[Beyond the papers: the composition of seed 001's GSHM with seed 002's mechanism on a DP-selected list.]
+
+Secrets, in order, from the release's source: stage 1's bounding secret, stage 2's bounding secret (with a
+``count_bound``), stage 1's noise (``K_noise`` …), stage 2's noise (``K_noise``, the shared coordinate).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _validate as v
+from ..accounting.calibration import Neighbours
+from ..errors import InvalidParameterError, InvalidTypeError
+from .base import Disclosure, Mechanism, Released, ReleaseRequest
+from .registry import register
+
+__all__ = ["TwoStage", "TwoStageCalibration", "TwoStageHistogram"]
+
+#: column name of stage 1's value in its (never published) table
+_SELECT_VALUE = "__sparsedp_stage1"
+
+
+@dataclass(frozen=True)
+class TwoStageCalibration:
+    """The data-independent part of a two-stage release (math only: no data, no noise).
+
+    ``select``/``select_request``/``select_cal``: stage 1's resolved mechanism, its request at
+    ``(ε₁, δ₁, max_groups_per_unit)`` and calibration; ``count``: stage 2's mechanism (a public-key mechanism or
+    ``auto``), calibrated in :meth:`TwoStage.run` once ``d = |K|`` is known; ``count_request``: its request at
+    ``(ε₂, δ₂, count_bound)`` without the list; ``count_probe``: its calibration at ``d = 1`` (feasibility checked
+    before any data is read). ``epsilon``/``delta``: the whole release (charged once)."""
+
+    select: Mechanism
+    select_request: ReleaseRequest
+    select_cal: Any
+    count: Mechanism
+    count_request: ReleaseRequest
+    count_probe: Any
+    epsilon: float
+    delta: float
+    analysis: str
+
+    @property
+    def tau(self) -> float:
+        return float(getattr(self.select_cal, "tau", 0.0))
+
+    @property
+    def noise_std(self) -> float:
+        return float(self.select_cal.noise_std)
+
+
+@dataclass(frozen=True, eq=False)
+class TwoStageHistogram:
+    """Both bounded histograms of one input (curator only, never released): ``select`` (bounded to
+    ``max_groups_per_unit``, what stage 1 releases keys from) and ``count`` (bounded to ``count_bound``, what stage
+    2 counts); ``by`` the key columns; ``stats``: stage 1's bounding statistics (the curator's view)."""
+
+    select: Any
+    count: Any
+    by: tuple[str, ...]
+    stats: Any
+
+
+def _mechanism(spec: Any, what: str) -> Mechanism:
+    from . import registry
+
+    if isinstance(spec, type) and issubclass(spec, Mechanism):
+        spec = spec()
+    if not isinstance(spec, (str, Mechanism)):
+        raise InvalidTypeError(f"TwoStage {what} must be a mechanism name or object, got {type(spec).__name__}")
+    return registry.create(spec)
+
+
+@register
+@dataclass(frozen=True)
+class TwoStage(Mechanism):
+    """Select keys with a small contribution bound, count them as a public key list with a larger one.
+
+    Needs ``max_groups_per_unit`` (stage 1's bound). Options:
+        select: stage 1, a thresholded mechanism that releases keys from the data (name or object; default
+            ``"gshm"``; also ``"laplace"``, ``sd.GSHM(pre_threshold=…)``, ``sd.TopKCSH(k=…)``).
+        count: stage 2, a public-key mechanism (default ``"correlated-gaussian"``; also ``"public-gaussian"``,
+            ``"public-laplace"``, ``"bounded-density"`` with a ``count_bound``, or ``"auto"``: the lowest
+            per-key error at ``d = |K|``).
+        count_bound: keys per unit counted in stage 2 (``None``: no bound, each unit counts once in every selected
+            key it has; the correlated Gaussian's noise does not depend on it). An integer bounds a unit's keys
+            among *all* its keys (as ``release(..., keys=…)`` does), before the selected list is applied.
+        split: share of ε spent on stage 1 (0 < split < 1); stage 2 gets the rest.
+        delta_split: share of δ spent on stage 1 (0 < delta_split < 1).
+
+    The published table holds the selected keys and their stage-2 counts only (stage 1's counts are not
+    published). Privacy: adaptive basic composition (module docstring, ``docs/proofs/two-stage.md``).
+    """
+
+    select: Any = "gshm"
+    count: Any = "correlated-gaussian"
+    count_bound: int | None = None
+    split: float = 0.5
+    delta_split: float = 0.5
+    name = "two-stage"
+
+    def __post_init__(self) -> None:
+        sel = _mechanism(self.select, "select")
+        cnt = _mechanism(self.count, "count")
+        if isinstance(sel, TwoStage) or sel.public_keys or sel.name == "auto" or sel.row_units \
+                or sel.neighbours is not Neighbours.ADD_REMOVE:
+            raise InvalidParameterError(
+                f"TwoStage select={sel.describe()}: stage 1 must be a thresholded release of the data's keys under "
+                f"add/remove one unit ('gshm', 'laplace', sd.GSHM(…), sd.TopKCSH(k=…))")
+        if not (cnt.public_keys or cnt.name == "auto"):
+            raise InvalidParameterError(
+                f"TwoStage count={cnt.describe()}: stage 2 counts a public key list; use 'correlated-gaussian', "
+                f"'public-gaussian', 'public-laplace', 'bounded-density' or 'auto'")
+        object.__setattr__(self, "select", sel)
+        object.__setattr__(self, "count", cnt)
+        if self.count_bound is not None:
+            object.__setattr__(self, "count_bound", v.integer("count_bound", self.count_bound, lo=1))
+        for name in ("split", "delta_split"):
+            x = v.real(name, getattr(self, name), lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+            object.__setattr__(self, name, x)
+
+    def options(self) -> dict[str, Any]:
+        return {"select": self.select.describe(), "count": self.count.describe(), "count_bound": self.count_bound,
+                "split": self.split, "delta_split": self.delta_split}
+
+    # ---------------------------------------------------------------- calibration (no data, no noise)
+
+    def _requests(self, request: ReleaseRequest) -> tuple[ReleaseRequest, ReleaseRequest]:
+        """Stage 1's and stage 2's requests: ε₁ + ε₂ <= ε and δ₁ + δ₂ <= δ exactly (no rounding above the
+        charge; :func:`~sparsedp.auto_bound.split_epsilon`)."""
+        from ..auto_bound import split_epsilon
+
+        try:
+            eps1, eps2 = split_epsilon(request.epsilon, self.split)
+            d1, d2 = split_epsilon(request.delta, self.delta_split)
+        except InvalidParameterError:
+            raise InvalidParameterError(f"TwoStage split={self.split}, delta_split={self.delta_split} leave nothing "
+                                        f"for one of the two stages at epsilon={request.epsilon:g}, "
+                                        f"delta={request.delta:g}") from None
+        r1 = ReleaseRequest(epsilon=eps1, delta=d1, max_groups_per_unit=request.max_groups_per_unit,
+                            insecure_float=request.insecure_float)
+        r2 = ReleaseRequest(epsilon=eps2, delta=d2, max_groups_per_unit=self.count_bound,
+                            insecure_float=request.insecure_float)
+        return r1, r2
+
+    def check(self, request: ReleaseRequest) -> None:
+        v.delta(request.delta)
+        if request.aggregates:
+            raise InvalidParameterError("mechanism='two-stage' releases counts only; SUM/MEAN aggregates need "
+                                        "mechanism='gshm' or 'auto'")
+        if request.keys is not None:
+            raise InvalidParameterError("mechanism='two-stage' selects its keys from the data; with a public key "
+                                        "list (keys=…) use mechanism='correlated-gaussian' or 'auto'")
+        if request.max_groups_per_unit is None and self.select.engine_bound(
+                ReleaseRequest(request.epsilon, request.delta, 1)) is not None:
+            raise InvalidParameterError("mechanism='two-stage' needs max_groups_per_unit=… (stage 1's keys per "
+                                        "unit, e.g. 5; small bounds select the most keys)")
+
+    def calibrate(self, request: ReleaseRequest) -> TwoStageCalibration:
+        from .public_keys import PublicKeys
+
+        self.check(request)
+        r1, r2 = self._requests(request)
+        sel, cal1, _, _ = self.select.resolve(r1)
+        probe_req = dataclasses.replace(r2, keys=PublicKeys(table=None, d=1, columns=()))
+        _, probe, _, _ = self.count.resolve(probe_req)
+        analysis = (f"adaptive basic composition: {sel.name} ({cal1.analysis}) at epsilon {r1.epsilon:.4g}, delta "
+                    f"{r1.delta:.3g} + {self.count.name} at epsilon {r2.epsilon:.4g}, delta {r2.delta:.3g}")
+        return TwoStageCalibration(select=sel, select_request=r1, select_cal=cal1, count=self.count,
+                                   count_request=r2, count_probe=probe, epsilon=request.epsilon,
+                                   delta=request.delta, analysis=analysis)
+
+    def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
+        cal: TwoStageCalibration = calibration
+        d1 = cal.select.disclosure(cal.select_request, cal.select_cal, value_column)
+        r2 = cal.count_request
+        bound = "no bound" if self.count_bound is None else f"at most {self.count_bound} keys per unit"
+        contribution = (f"stage 1 (selection): {d1.contribution}; stage 2 (counts of the selected keys): {bound}, "
+                        f"1 per key per unit")
+        notes = (f"two-stage release: stage 1 {cal.select.describe()} at epsilon {cal.select_request.epsilon:.4g}, "
+                 f"delta {cal.select_request.delta:.3g} selects the keys (threshold {d1.threshold}); only its key "
+                 f"set is used, its counts are not published",
+                 f"stage 2 {self.count.describe()} at epsilon {r2.epsilon:.4g}, delta {r2.delta:.3g} counts the "
+                 f"selected keys as a public list ({bound}): the released counts are stage 2's",)
+        return Disclosure(
+            mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon, delta=cal.delta,
+            delta_achieved=float(d1.delta_achieved) + float(r2.delta), neighbours=Neighbours.ADD_REMOVE,
+            contribution=contribution, value_column=value_column,
+            delta_parts={"select": float(d1.delta_achieved), "count": float(r2.delta)}, sigma=d1.sigma,
+            noise_std=None, threshold=d1.threshold, margin=d1.margin, pre_threshold=d1.pre_threshold,
+            comparison=d1.comparison, notes=notes)
+
+    # ---------------------------------------------------------------- data
+
+    def histogram(self, engine: Any, data: Any, privacy_unit: str | None, by: list, request: ReleaseRequest,
+                  rng: Any, **extra: Any) -> TwoStageHistogram:
+        """Both bounded histograms (every input check happens in the first, before anything is drawn)."""
+        r1, r2 = self._requests(request)
+        h1 = self.select.histogram(engine, data, privacy_unit, by, r1, rng)
+        h2 = engine.histogram(data, privacy_unit, by, self.count_bound, rng, 1)
+        return TwoStageHistogram(select=h1, count=h2, by=tuple(by), stats=engine.stats(h1))
+
+    def prepare(self, engine: Any, hist: Any, request: ReleaseRequest) -> TwoStageHistogram:
+        """Stage 1's own preparation, and the refusal (before the charge) of an engine that does not count the
+        units (stage 2's embedding needs n)."""
+        h: TwoStageHistogram = hist
+        if getattr(engine.stats(h.count), "units_in", None) is None:
+            engine.release_resources(h.select)  # the pipeline releases what it holds; these two are ours
+            engine.release_resources(h.count)
+            raise InvalidParameterError(f"engine {engine.name!r} does not count the privacy units, which stage 2 "
+                                        f"(a public-key count) needs; use an embedded engine (polars, duckdb, "
+                                        f"pandas, arrow)")
+        r1, _ = self._requests(request)
+        return dataclasses.replace(h, select=self.select.prepare(engine, h.select, r1))
+
+    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+        import numpy as np
+        import pyarrow as pa
+
+        from .public_keys import align, public_keys
+
+        h: TwoStageHistogram = hist
+        cal: TwoStageCalibration = calibration
+        by = list(h.by)
+        sel = cal.select
+        d1 = sel.disclosure(cal.select_request, cal.select_cal, _SELECT_VALUE)
+        rel1 = sel.run(engine, h.select, cal.select_cal, d1, rng, cal.select_request)
+        table1 = rel1.rows if rel1.in_process else engine.to_arrow(rel1.rows, by, _SELECT_VALUE)
+        selected = table1.select(by)  # stage 1's key set only: its counts go no further
+        if selected.num_rows == 0:
+            out = selected.append_column(disclosure.value_column, pa.array(np.empty(0, np.float64)))
+            note = "stage 1 selected no key: stage 2 released nothing (no noise drawn)"
+            return Released(rows=out, disclosure=disclosure.with_notes(note), in_process=True)
+        keys = public_keys(selected, by)
+        r2 = dataclasses.replace(cal.count_request, keys=keys)
+        m2, cal2, reason2, _ = cal.count.resolve(r2)
+        pc = align(engine, h.count, keys)
+        d2 = m2.disclosure(r2, cal2, disclosure.value_column)
+        rel2 = m2.run(engine, pc, cal2, d2, rng, r2)
+        d2 = rel2.disclosure
+        notes = (f"stage 2: {m2.name} ({cal2.analysis}) on the {keys.d} selected keys: per-key noise std "
+                 f"{cal2.noise_std:.4g}, delta {cal2.delta_achieved:.3g}"
+                 + (f" ({reason2})" if cal.count.name == "auto" else ""),) + tuple(
+            n for n in d2.notes if not n.startswith("public key list of"))  # K is a DP output, not a fixed list
+        notes += (f"delta achieved = stage 1's {d1.delta_achieved:.4g} (noise sampled) + stage 2's target "
+                  f"{cal.count_request.delta:.4g}, which bounds stage 2's delta at every number of selected keys "
+                  f"(here {cal2.delta_achieved:.4g} at d = {keys.d}; d is chosen by stage 1, so the guarantee "
+                  f"takes the bound over d)",)
+        return Released(rows=rel2.rows, disclosure=dataclasses.replace(
+            disclosure, noise_std=float(cal2.noise_std)).with_notes(*notes), in_process=True)

@@ -1,0 +1,249 @@
+"""``mechanism=sd.TwoStage(...)``: select keys with a small bound (stage 1), count them as a public list (stage 2).
+
+Checked on the real secure path with fixed seeds: the release probability of stage 1 and the count noise of stage 2
+against their accountants' laws, one ledger charge for the whole (ε, δ), only stage 2's counts published, and
+every bad request refused before anything is charged or drawn (docs/proofs/two-stage.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+import sparsedp as sd
+from sparsedp.accounting import calibrate
+from sparsedp.accounting.discrete import dgauss_pmf, dgauss_sf
+from sparsedp.accounting.public_keys import calibrate_correlated_public
+from sparsedp.errors import InputDataError, InvalidParameterError, InvalidTypeError
+from sparsedp.noise.source import InsecureSeededRandom
+
+EPS, DELTA = 1.0, 1e-6
+
+
+class Tripwire:
+    """A random source that fails the test if anything draws from it."""
+
+    def uint64(self, size):
+        raise AssertionError("randomness drawn before validation finished")
+
+    random_bytes = getrandbits = randbelow = uint64
+
+
+def _flat(n_keys: int, count: int) -> pl.DataFrame:
+    """``n_keys`` keys with exactly ``count`` units each, every unit in one key (no bounding loss at l0 = 1)."""
+    units = np.arange(n_keys * count)
+    return pl.DataFrame({"user": units, "key": [f"k{u // count:04d}" for u in units]})
+
+
+def _mixed(seed: int = 0) -> pl.DataFrame:
+    """Heavy units touching many keys: the unbounded count differs from the bounded one."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(3000):
+        m = 30 if u % 10 == 0 else int(rng.integers(1, 4))
+        for k in rng.choice(60, size=m, replace=False):
+            rows.append((u, f"k{int(k):03d}"))
+    return pl.DataFrame(rows, schema=["user", "key"], orient="row")
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    return _mixed()
+
+
+def _truth(df: pl.DataFrame) -> dict:
+    c = df.unique().group_by("key").len()
+    return dict(zip(c["key"].to_list(), c["len"].to_list()))
+
+
+def test_release_probability_follows_stage_one_law():
+    """Stage 1 (GSHM at split·ε, delta_split·δ, l0 = 1) releases a key of count c with probability
+    P[N_Z(0, s) >= pre + margin − c]: a binomial test over 3 seeded releases of 300 equal keys, which the law at
+    the full ε (the wrong split) fails."""
+    ts = sd.TwoStage(split=0.5)
+    cal1 = calibrate("gshm", epsilon=EPS * 0.5, delta=DELTA * 0.5, l0=1, discrete=True)
+    pre, margin = 1, int(cal1.tau)
+    c = pre + margin - 1  # P ≈ one half
+    df = _flat(300, c)
+    released = sum(sd.release(df, "user", "key", EPS, DELTA, max_groups_per_unit=1, mechanism=ts,
+                              rng=InsecureSeededRandom(seed)).table.height for seed in (1, 2, 3))
+    p = dgauss_sf(pre + margin - c, cal1.noise.sigma2)
+    assert stats.binomtest(released, 900, p).pvalue > 1e-4
+    full = calibrate("gshm", epsilon=EPS, delta=DELTA * 0.5, l0=1, discrete=True)
+    p_wrong = dgauss_sf(pre + int(full.tau) - c, full.noise.sigma2)
+    assert stats.binomtest(released, 900, p_wrong).pvalue < 1e-6
+
+
+def _stage2_noise(res, df):
+    """Z_j (exact integers) of the stage-2 embedding from the released counts: 2(f̃_j − f_j) = Z_j + Z_{d+1}/C,
+    with Z_{d+1} = y_{d+1} − C·n read from the report's note (n = the units of the input)."""
+    note = next(n for n in res.report.notes if "y_(d+1)" in n)
+    y_last, cc = (int(x) for x in re.search(r"y_\(d\+1\) = (-?\d+) with C = (\d+)", note).groups())
+    n = df["user"].n_unique()
+    truth = _truth(df)
+    t = res.table
+    f = np.array([truth[k] for k in t["key"].to_list()], dtype=np.float64)
+    z = 2 * (t["count"].to_numpy() - f) - (y_last - cc * n) / cc
+    assert np.allclose(z, np.round(z), atol=1e-6)  # integer noise, one shared term
+    return np.round(z).astype(np.int64), cc
+
+
+def test_count_noise_follows_stage_two_law():
+    """Stage 2's independent terms are N_Z(0, s) with s the correlated Gaussian's calibration at
+    ((1 − split)·ε, (1 − delta_split)·δ, d = |K|): chi-square over the pooled terms of 3 seeded releases."""
+    df = _flat(400, 150)  # far above the threshold: every key selected, d = 400
+    ts = sd.TwoStage(split=0.4, delta_split=0.3)
+    cal2 = calibrate_correlated_public(EPS * 0.6, DELTA * 0.7, 400)
+    zs = []
+    for seed in (1, 2, 3):
+        res = sd.release(df, "user", "key", EPS, DELTA, max_groups_per_unit=1, mechanism=ts,
+                         rng=InsecureSeededRandom(seed))
+        assert res.table.height == 400
+        z, cc = _stage2_noise(res, df)
+        assert cc == cal2.c
+        zs.append(z)
+    z = np.concatenate(zs)
+    s = cal2.scale
+    sd_ = float(s) ** 0.5
+    edges = np.arange(-3 * sd_, 3 * sd_ + 1, sd_ / 2).round().astype(int)
+    obs = np.histogram(z, bins=np.concatenate(([-10 ** 9], edges, [10 ** 9])))[0]
+    grid = np.arange(-int(12 * sd_), int(12 * sd_) + 1)
+    pmf = dgauss_pmf(grid, s)
+    exp = np.histogram(grid, bins=np.concatenate(([-10 ** 9], edges, [10 ** 9])), weights=pmf)[0] * z.size
+    assert stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue > 1e-4
+    # the law of the wrong budget (stage 2 at the full epsilon) is rejected
+    wrong = calibrate_correlated_public(EPS, DELTA * 0.7, 400).scale
+    pw = dgauss_pmf(grid, wrong)
+    expw = np.histogram(grid, bins=np.concatenate(([-10 ** 9], edges, [10 ** 9])), weights=pw)[0] * z.size
+    assert stats.chisquare(obs, expw * obs.sum() / expw.sum()).pvalue < 1e-6
+
+
+def test_table_and_report(mixed):
+    """One table: the selected keys with stage 2's (unbounded) counts; the report states both stages, the whole
+    (ε, δ) and the δ achieved (stage 1's noise sampled + stage 2's bound over d, its value at d in a note)."""
+    res = sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=2, mechanism=sd.TwoStage(),
+                     rng=InsecureSeededRandom(7))
+    t, r = res.table, res.report
+    assert t.columns == ["key", "count"] and t.height > 0
+    assert r.mechanism == "two-stage" and r.epsilon == EPS and r.delta == DELTA
+    cal1 = calibrate("gshm", epsilon=EPS / 2, delta=DELTA / 2, l0=2, discrete=True)
+    cal2 = calibrate_correlated_public(EPS / 2, DELTA / 2, t.height)
+    assert r.delta_parts == pytest.approx({"select": cal1.delta_achieved, "count": DELTA / 2})
+    assert r.delta_achieved == pytest.approx(cal1.delta_achieved + DELTA / 2) and r.delta_achieved <= DELTA
+    assert any(f"{cal2.delta_achieved:.4g} at d = {t.height}" in n for n in r.notes)
+    assert r.noise_std == pytest.approx(cal2.noise_std)
+    assert any("counts are not published" in n for n in r.notes)
+    # stage 2 counts every unit (no bound): the heavy units' keys are counted; GSHM at l0 = 2 loses them
+    truth = _truth(mixed)
+    err2 = np.median(np.abs(t["count"].to_numpy() - np.array([truth[k] for k in t["key"].to_list()])))
+    g = sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=2, mechanism="gshm",
+                   rng=InsecureSeededRandom(7)).table
+    errg = np.median(np.abs(g["count"].to_numpy() - np.array([truth[k] for k in g["key"].to_list()])))
+    assert err2 < errg / 2
+    # same seed, same table, on another engine too
+    again = sd.release(mixed.to_pandas(), "user", "key", EPS, DELTA, max_groups_per_unit=2,
+                       mechanism=sd.TwoStage(), rng=InsecureSeededRandom(7)).table
+    assert pl.from_pandas(again).equals(t)
+
+
+def test_count_bound_and_other_stage_mechanisms(mixed):
+    res = sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=2, rng=InsecureSeededRandom(3),
+                     mechanism=sd.TwoStage(select=sd.Laplace(), count="public-gaussian", count_bound=5, split=0.6))
+    assert "at most 5 keys per unit" in res.report.contribution
+    assert res.report.options["count_bound"] == 5 and res.table.height > 0
+    a = sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=2, rng=InsecureSeededRandom(3),
+                   mechanism=sd.TwoStage(count="auto"))
+    assert any("lowest expected error" in n for n in a.report.notes)
+
+
+def test_nothing_selected_releases_an_empty_table():
+    df = _flat(5, 1)
+    res = sd.release(df, "user", "key", 0.1, DELTA, max_groups_per_unit=1, mechanism=sd.TwoStage(),
+                     rng=InsecureSeededRandom(1))
+    assert res.table.height == 0 and res.table.columns == ["key", "count"]
+    assert any("selected no key" in n for n in res.report.notes)
+
+
+def test_ledger_charged_once_for_the_whole_release(mixed, tmp_path):
+    from sparsedp.accounting.calibration import Neighbours
+    from sparsedp.ledger import Ledger
+
+    path = tmp_path / "l.db"
+    with Ledger(path) as led:
+        led.set_budget("d", epsilon=3.0, delta=1e-5)
+    sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=2, mechanism=sd.TwoStage(split=0.3),
+               ledger=str(path), dataset="d", rng=InsecureSeededRandom(1))
+    with Ledger(path) as led:
+        h = led.history("d")
+    assert [(c.mechanism, c.epsilon, c.delta, c.neighbours, c.status) for c in h] == [
+        ("two-stage", EPS, DELTA, Neighbours.ADD_REMOVE, "published")]
+
+
+@pytest.mark.parametrize("kw,exc,msg", [
+    (dict(mechanism="two-stage"), InvalidParameterError, "needs max_groups_per_unit"),
+    (dict(max_groups_per_unit=2, keys=["k001"]), InvalidParameterError, "keys="),
+    (dict(max_groups_per_unit=2, aggregates=[sd.Count(), sd.Sum("v", 0, 1)]), InvalidParameterError,
+     "SUM/MEAN"),
+    (dict(max_groups_per_unit=2, privacy_unit="nope"), InputDataError, "nope"),
+    (dict(max_groups_per_unit=2, delta=0.0), InvalidParameterError, "delta"),
+])
+def test_bad_requests_refused_before_any_charge_or_draw(mixed, tmp_path, kw, exc, msg):
+    from sparsedp.ledger import Ledger
+
+    path = tmp_path / "l.db"
+    with Ledger(path) as led:
+        led.set_budget("d", epsilon=3.0, delta=1e-5)
+    kw = {"mechanism": sd.TwoStage(), "privacy_unit": "user", "delta": DELTA, **kw}
+    data = mixed.with_columns(v=pl.lit(0.5))
+    with pytest.raises(exc, match=msg):
+        sd.release(data, by="key", epsilon=EPS, ledger=str(path), dataset="d", rng=Tripwire(), **kw)
+    with Ledger(path) as led:
+        assert led.history("d") == []
+
+
+@pytest.mark.parametrize("kw,exc,msg", [
+    (dict(split=1.0), InvalidParameterError, "split"),
+    (dict(delta_split=0), InvalidParameterError, "delta_split"),
+    (dict(count_bound=0), InvalidParameterError, "count_bound"),
+    (dict(select="correlated-gaussian"), InvalidParameterError, "stage 1"),
+    (dict(select="auto"), InvalidParameterError, "stage 1"),
+    (dict(count="gshm"), InvalidParameterError, "stage 2"),
+    (dict(select=3), InvalidTypeError, "select"),
+])
+def test_bad_options(kw, exc, msg):
+    with pytest.raises(exc, match=msg):
+        sd.TwoStage(**kw)
+
+
+def test_cli_two_stage(mixed, tmp_path):
+    from typer.testing import CliRunner
+
+    from sparsedp.cli import app
+
+    path = tmp_path / "in.parquet"
+    mixed.write_parquet(path)
+    out = tmp_path / "out.parquet"
+    r = CliRunner().invoke(app, ["release", str(path), "--unit", "user", "--by", "key", "--epsilon", "1",
+                                 "--delta", "1e-6", "--max-groups", "2", "--mechanism", "two-stage", "--split",
+                                 "0.6", "--count-bound", "10", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "two-stage" in r.output and pl.read_parquet(out).columns == ["key", "count"]
+    bad = CliRunner().invoke(app, ["release", str(path), "--unit", "user", "--by", "key", "--epsilon", "1",
+                                   "--delta", "1e-6", "--max-groups", "2", "--split", "0.6"])
+    assert bad.exit_code == 2 and "--split" in bad.output
+
+
+def test_count_bound_bounds_stage_two_only():
+    """1000 units, each with keys A and B: stage 1 (l0 = 2) selects both; stage 2 counts each about 1000 with no
+    bound, about 500 with count_bound = 1 (each unit kept in one of its two keys)."""
+    df = pl.DataFrame({"user": np.repeat(np.arange(1000), 2), "key": ["A", "B"] * 1000})
+    for bound, lo, hi in ((None, 900, 1100), (1, 380, 620)):
+        res = sd.release(df, "user", "key", EPS, DELTA, max_groups_per_unit=2, rng=InsecureSeededRandom(5),
+                         mechanism=sd.TwoStage(count_bound=bound))
+        counts = res.table.sort("key")["count"].to_numpy()
+        assert res.table["key"].sort().to_list() == ["A", "B"]
+        assert ((counts > lo) & (counts < hi)).all(), (bound, counts)
