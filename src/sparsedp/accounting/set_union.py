@@ -1,0 +1,226 @@
+"""Privacy accounting of differentially private set union (Gopi, Gulhane, Kulkarni, Shen, Shokouhi, Yekhanin,
+"Differentially Private Set Union", ICML 2020) with the integer noise actually sampled.
+
+**Weighted Gaussian** (Gopi et al. §4, the weighted Gaussian update policy). Each unit keeps at most ``Δ0``
+of its keys (the engine's random ℓ0 choice); a unit that kept ``t`` keys gives each of them the weight
+``1/√t`` (ℓ2 norm 1), every key's weights are summed, Gaussian noise is added, and a key is released iff its
+noisy weight reaches a threshold ρ. The paper accounts it in two halves: the Gaussian mechanism at
+``(ε, δ/2)`` for the keys both neighbours hold, plus ``δ/2`` for a key only the added unit holds crossing
+``ρ = max_{1<=t<=Δ0} [1/√t + σ Φ⁻¹((1 − δ/2)^{1/t})]``.
+
+sparsedp samples exact integer noise, so the weights live on a public grid ``1/G``:
+
+    W_t = floor(G/√t)  (exactly ``isqrt(G² // t)``),   t · W_t² <= G²  (ℓ2 norm <= 1 in weight units),
+
+the per-key sums are integers, the noise is ``Z ~ N_Z(0, s)`` and the rule is ``S + Z >= T`` for an integer
+``T`` (:class:`~sparsedp.accounting.calibration.Comparison` GE). Adding one unit that kept ``t`` keys adds
+exactly ``W_t`` to each of them and changes nothing else (the ℓ0 choice is per unit, so the other units'
+weights do not move). That is the contribution shape of GSHM with a per-key step ``W_t`` instead of 1, so
+Karrer et al.'s decomposition (seed 001 Thm 5.4; its discrete form ``docs/proofs/discrete-histograms.md``
+Theorem 1, which holds for any per-key noise law) applies per ``t``, and the profile is the maximum over
+``t`` (``docs/proofs/set-union.md`` §2):
+
+    δ(ε) = max_{1<=t<=Δ0} max( 1 − b_t^t,  max_a [1 − b_t^a + b_t^a H_t(t − a, ε − a ln b_t)],
+                                           max_a H_t(t − a, ε + a ln b_t) ),        a = 0..t−1,
+    b_t = 1 − P[Z >= T − W_t],
+    H_t(j, ε) = H_{e^ε}(N_Z(W_t, s)^j ‖ N_Z(0, s)^j) = P[S_j >= sε/W_t − jW_t/2] − e^ε P[S_j >= sε/W_t + jW_t/2],
+
+``S_j`` the sum of ``j`` i.i.d. ``N_Z(0, s)`` (within a certified pointwise ratio of ``N_Z(0, js)``: proof doc of
+the discrete histograms, Lemma 2). This is the exact profile of the sampled mechanism (up to the ~1e-12
+relative slack of that ratio), sharper than the paper's ``δ/2 + δ/2`` split.
+
+Policy Gaussian (the ℓ2-descent policy) has no secure variant here: see ``docs/proofs/set-union.md`` §4.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _validate as v
+from ..errors import InfeasibleError
+from .calibration import Calibration, Comparison
+from .discrete import dgauss_logsf, dgauss_sf, dgauss_variance
+from .discrete_histograms import _karrer_max, _log_ratio_iid, _SF_REL_ERR, rational_up
+from .laws import DiscreteGaussian
+
+__all__ = ["DEFAULT_GRID", "grid_weights", "weighted_shift_hockey_stick", "weighted_gaussian_delta",
+           "calibrate_weighted_gaussian", "SetUnionCalibration", "paper_threshold"]
+
+#: default weight grid G (weights are multiples of 1/G): rounding costs at most 1/G per key and unit
+DEFAULT_GRID = 4096
+# relative nudge of the float boundaries sε/W ± jW/2 before the ceil of dgauss_logsf: the positive term's
+# boundary moves down and the negative term's up, so a float error can only raise the bound
+_NUDGE = 1e-12
+
+
+def grid_weights(l0: int, grid: int) -> np.ndarray:
+    """``W_t = floor(grid/√t)`` for t = 1..l0 (index t − 1), exactly: the largest integer with
+    ``t·W² <= grid²`` (``math.isqrt(grid² // t)``). Each is >= 1 when ``grid² >= l0``."""
+    g2 = int(grid) * int(grid)
+    return np.array([math.isqrt(g2 // t) for t in range(1, int(l0) + 1)], dtype=np.int64)
+
+
+def weighted_shift_hockey_stick(j: int, epsilon: float, sigma2, w: int) -> float:
+    """Upper bound (tight to ~1e-12 relative for s >= 4) of ``H_{e^ε}(N_Z(w, s)^j ‖ N_Z(0, s)^j)``, any real ε.
+
+    The loss is ``(2w S ± j w²)/(2s)`` with ``S`` the sum of the j noise coordinates, so
+    ``H = P[S >= sε/w − jw/2] − e^ε P[S >= sε/w + jw/2]``; ``S`` is within ratio ``R_j`` of ``N_Z(0, js)``
+    (``docs/proofs/discrete-histograms.md`` Lemma 2). Symmetric in its two laws (``y ↦ w − y``).
+    ``j = 0`` gives ``max(0, 1 − e^ε)``.
+    """
+    j = int(j)
+    eps = float(epsilon)
+    floor = max(0.0, -math.expm1(eps)) if eps < 0 else 0.0
+    if j <= 0:
+        return floor
+    s = float(sigma2)
+    w = int(w)
+    log_r = _log_ratio_iid(j, s) + _SF_REL_ERR
+    x1 = s * eps / w - j * w / 2.0
+    x2 = s * eps / w + j * w / 2.0
+    l1 = dgauss_logsf(x1 - _NUDGE * (abs(x1) + 1.0), j * s) + log_r
+    l2 = eps + dgauss_logsf(x2 + _NUDGE * (abs(x2) + 1.0), j * s) - log_r
+    if l1 == -math.inf or l2 >= l1:
+        val = 0.0
+    else:
+        val = math.exp(l1) * (-math.expm1(l2 - l1))
+    return min(1.0, max(val, floor))
+
+
+def _profile_t(eps: float, s: float, threshold: int, t: int, w: int) -> tuple[float, dict]:
+    p = dgauss_sf(threshold - w, s)          # a key only the added unit holds: S = w, released iff w + Z >= T
+    log_b = math.log1p(-p) if p < 1 else -math.inf
+    if log_b == -math.inf:
+        return 1.0, {"infinite": 1.0, "forward": 1.0, "reverse": 1.0}
+    return _karrer_max(t, log_b, eps, lambda jj, e: weighted_shift_hockey_stick(jj, e, s, w))
+
+
+def weighted_gaussian_delta(epsilon, sigma2, threshold, l0, grid: int = DEFAULT_GRID, *, parts: bool = False,
+                            stop_above: float | None = None):
+    """δ(ε) of the discrete Weighted Gaussian set union (module docstring): integer weights
+    :func:`grid_weights`, noise ``N_Z(0, sigma2)`` in grid units, release iff ``S + Z >= threshold``.
+
+    Exact profile (max over the kept-key count t of Karrer's terms with step ``W_t``;
+    ``docs/proofs/set-union.md`` §2), an upper bound tight to ~1e-12 relative for sigma2 >= 4. With
+    ``parts=True`` returns ``(delta, info)`` (the worst t and its three terms). ``stop_above``: return as
+    soon as some t's terms exceed it (then the value is a lower bound of δ, only good for "is δ above it?").
+    """
+    eps = v.epsilon_any(epsilon)
+    s = float(v.rational("sigma2", sigma2))
+    if s < 1:
+        raise v.InvalidParameterError(f"sigma2 must be >= 1 for the discrete accountant, got {sigma2!r}")
+    thr = v.integer("threshold", threshold, lo=1)
+    k = v.integer("l0", l0, lo=1)
+    g = v.integer("grid", grid, lo=1)
+    ws = grid_weights(k, g)
+    if ws[-1] < 1:
+        raise v.InvalidParameterError(f"grid={g} is too coarse for l0={k}: need grid^2 >= l0")
+    best, best_info, best_t = -1.0, {}, 0
+    for t in range(k, 0, -1):  # the largest t first: usually the worst, so a failing check stops early
+        d, info = _profile_t(eps, s, thr, t, int(ws[t - 1]))
+        if d > best:
+            best, best_info, best_t = d, info, t
+        if stop_above is not None and best > stop_above:
+            break
+    best_info = dict(best_info, worst_t=best_t)
+    return (best, best_info) if parts else best
+
+
+def paper_threshold(epsilon: float, delta: float, l0: int) -> tuple[float, float]:
+    """``(σ, ρ)`` of Gopi et al.'s Weighted Gaussian with continuous noise, in weight units: σ of the Gaussian
+    mechanism (ℓ2 sensitivity 1) at ``(ε, δ/2)`` (Balle–Wang, :func:`~.gaussian.gaussian_sigma`) and
+    ``ρ = max_{1<=t<=Δ0} [1/√t + σ Φ⁻¹((1 − δ/2)^{1/t})]``. For comparison only (the release uses the exact
+    discrete calibration)."""
+    from scipy.special import ndtri
+
+    from .gaussian import gaussian_sigma
+
+    sigma = gaussian_sigma(epsilon, delta / 2.0, sensitivity=1.0)
+    rho = max(1.0 / math.sqrt(t) + sigma * float(ndtri(math.exp(math.log1p(-delta / 2.0) / t)))
+              for t in range(1, int(l0) + 1))
+    return sigma, rho
+
+
+@dataclass(frozen=True)
+class SetUnionCalibration(Calibration):
+    """A Weighted Gaussian calibration: the :class:`Calibration` the per-key kernel runs (``noise`` the exact
+    ``DiscreteGaussian(s)`` in grid units, ``tau = T − 1`` with pre-threshold 1, rule ``S + Z >= T``) plus
+    the grid ``G`` and the integer threshold ``T``."""
+
+    grid: int = DEFAULT_GRID
+    threshold_int: int = 0
+
+    @property
+    def weights(self) -> np.ndarray:
+        assert self.l0 is not None
+        return grid_weights(self.l0, self.grid)
+
+
+def _smallest_threshold(f, target: float, start: int) -> int:
+    """Smallest integer T >= 1 with f(T) <= target (f non-increasing in T)."""
+    lo, hi = 0, max(1, start)
+    while f(hi) > target:
+        lo, hi = hi, hi * 2
+        if hi > 1 << 62:
+            raise InfeasibleError("no threshold satisfies the privacy constraint")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if f(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def calibrate_weighted_gaussian(epsilon, delta, l0, grid: int = DEFAULT_GRID) -> SetUnionCalibration:
+    """The discrete Weighted Gaussian at (ε, δ): smallest rational scale ``s`` (grid units) with the Gaussian
+    part ``max_t H_t(t, ε) <= δ`` (every touched key held by both neighbours; Karrer's choice of σ, seed 001
+    §5.3(2), as :func:`~.discrete_histograms.calibrate_gshm_discrete`), then the smallest integer threshold
+    ``T`` with :func:`weighted_gaussian_delta` ``<= δ``.
+
+    δ(ε) is non-increasing in T: every ``b_t`` increases with T and the terms are monotone in ``b`` as in
+    seed 001 §5.2 (``docs/proofs/set-union.md`` §3).
+    """
+    from .gaussian import gaussian_sigma
+
+    eps = v.epsilon(epsilon)
+    dlt = v.delta(delta)
+    k = v.integer("l0", l0, lo=1)
+    g = v.integer("grid", grid, lo=1)
+    ws = grid_weights(k, g)
+    if ws[-1] < 1:
+        raise v.InvalidParameterError(f"grid={g} is too coarse for max_groups_per_unit={k}: need grid^2 >= l0")
+    norm = max(math.sqrt(t) * int(ws[t - 1]) for t in range(1, k + 1))  # <= G
+    sigma_c = gaussian_sigma(eps, dlt, sensitivity=norm)
+    s = rational_up(max(4.0, sigma_c * sigma_c))
+
+    def gauss_part(ss) -> float:
+        return max(weighted_shift_hockey_stick(t, eps, ss, int(ws[t - 1])) for t in range(1, k + 1))
+
+    for _ in range(2000):
+        if gauss_part(s) <= dlt * (1 - 1e-9):
+            break
+        s = rational_up(float(s) * 1.0001)
+    else:  # pragma: no cover - the continuous σ plus 20% always suffices
+        raise InfeasibleError(f"no discrete Gaussian scale found for epsilon={eps}, delta={dlt}, l0={k}")
+    sf = float(s)
+    # start: the t = l0 infinite term alone, 1 − (1 − P[Z >= T − W])^{l0} <= δ
+    q = -math.expm1(math.log1p(-dlt) / k)
+    start = _smallest_threshold(lambda thr: dgauss_sf(thr - int(ws[-1]), sf) / q, 1.0, int(ws[-1]) + 1)
+    # T on a sub-grid of step ~σ/1024 (finer thresholds change nothing a user could see, and any T whose
+    # profile is <= δ is private): ~10 profile evaluations instead of ~17
+    step = max(1, int(math.sqrt(sf)) // 1024)
+    m = _smallest_threshold(lambda x: weighted_gaussian_delta(eps, s, start + (x - 1) * step, k, g,
+                                                              stop_above=dlt), dlt, 1)
+    thr = start + (m - 1) * step
+    achieved, info = weighted_gaussian_delta(eps, s, thr, k, g, parts=True)
+    return SetUnionCalibration(
+        mechanism="weighted-gaussian", analysis="discrete-exact", epsilon=eps, delta=dlt,
+        sigma=math.sqrt(sf), tau=float(thr - 1), noise_std=math.sqrt(dgauss_variance(s)),
+        noise=DiscreteGaussian(s), comparison=Comparison.GE,
+        delta_parts={"infinite": info["infinite"], "forward": info["forward"], "reverse": info["reverse"]},
+        delta_achieved=achieved, l0=k, grid=g, threshold_int=thr)
+
