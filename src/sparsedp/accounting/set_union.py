@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -51,9 +52,6 @@ __all__ = ["DEFAULT_GRID", "grid_weights", "weighted_shift_hockey_stick", "weigh
 
 #: default weight grid G (weights are multiples of 1/G): rounding costs at most 1/G per key and unit
 DEFAULT_GRID = 4096
-# relative nudge of the float boundaries sε/W ± jW/2 before the ceil of dgauss_logsf: the positive term's
-# boundary moves down and the negative term's up, so a float error can only raise the bound
-_NUDGE = 1e-12
 
 
 def grid_weights(l0: int, grid: int) -> np.ndarray:
@@ -76,13 +74,18 @@ def weighted_shift_hockey_stick(j: int, epsilon: float, sigma2, w: int) -> float
     floor = max(0.0, -math.expm1(eps)) if eps < 0 else 0.0
     if j <= 0:
         return floor
-    s = float(sigma2)
+    sq = Fraction(sigma2)
+    s = float(sq)
     w = int(w)
     log_r = _log_ratio_iid(j, s) + _SF_REL_ERR
-    x1 = s * eps / w - j * w / 2.0
-    x2 = s * eps / w + j * w / 2.0
-    l1 = dgauss_logsf(x1 - _NUDGE * (abs(x1) + 1.0), j * s) + log_r
-    l2 = eps + dgauss_logsf(x2 + _NUDGE * (abs(x2) + 1.0), j * s) - log_r
+    # the set {L >= ε} is {S >= ceil(x1)} under the shifted law and {S >= ceil(x2)} under the other, with the
+    # boundaries computed exactly (s rational, ε a binary float, hence exact rationals): the same set in both
+    # terms, so the value is P1(A) − e^ε P0(A) for the optimal A (only the tails are bounded)
+    x = sq * Fraction(eps) / w
+    x1 = math.ceil(x - Fraction(j * w, 2))
+    x2 = math.ceil(x + Fraction(j * w, 2))
+    l1 = dgauss_logsf(x1, j * s) + log_r
+    l2 = eps + dgauss_logsf(x2, j * s) - log_r
     if l1 == -math.inf or l2 >= l1:
         val = 0.0
     else:
@@ -90,8 +93,8 @@ def weighted_shift_hockey_stick(j: int, epsilon: float, sigma2, w: int) -> float
     return min(1.0, max(val, floor))
 
 
-def _profile_t(eps: float, s: float, threshold: int, t: int, w: int) -> tuple[float, dict]:
-    p = dgauss_sf(threshold - w, s)          # a key only the added unit holds: S = w, released iff w + Z >= T
+def _profile_t(eps: float, s: Fraction, threshold: int, t: int, w: int) -> tuple[float, dict]:
+    p = dgauss_sf(threshold - w, float(s))         # a key only the added unit holds: S = w, released iff w + Z >= T
     log_b = math.log1p(-p) if p < 1 else -math.inf
     if log_b == -math.inf:
         return 1.0, {"infinite": 1.0, "forward": 1.0, "reverse": 1.0}
@@ -109,7 +112,8 @@ def weighted_gaussian_delta(epsilon, sigma2, threshold, l0, grid: int = DEFAULT_
     soon as some t's terms exceed it (then the value is a lower bound of δ, only good for "is δ above it?").
     """
     eps = v.epsilon_any(epsilon)
-    s = float(v.rational("sigma2", sigma2))
+    sq = v.rational("sigma2", sigma2)
+    s = float(sq)
     if s < 1:
         raise v.InvalidParameterError(f"sigma2 must be >= 1 for the discrete accountant, got {sigma2!r}")
     thr = v.integer("threshold", threshold, lo=1)
@@ -120,7 +124,7 @@ def weighted_gaussian_delta(epsilon, sigma2, threshold, l0, grid: int = DEFAULT_
         raise v.InvalidParameterError(f"grid={g} is too coarse for l0={k}: need grid^2 >= l0")
     best, best_info, best_t = -1.0, {}, 0
     for t in range(k, 0, -1):  # the largest t first: usually the worst, so a failing check stops early
-        d, info = _profile_t(eps, s, thr, t, int(ws[t - 1]))
+        d, info = _profile_t(eps, sq, thr, t, int(ws[t - 1]))
         if d > best:
             best, best_info, best_t = d, info, t
         if stop_above is not None and best > stop_above:
