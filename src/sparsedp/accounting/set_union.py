@@ -29,7 +29,8 @@ Theorem 1, which holds for any per-key noise law) applies per ``t``, and the pro
 the discrete histograms, Lemma 2). This is the exact profile of the sampled mechanism (up to the ~1e-12
 relative slack of that ratio), sharper than the paper's ``δ/2 + δ/2`` split.
 
-Policy Gaussian (the ℓ2-descent policy) has no secure variant here: see ``docs/proofs/set-union.md`` §4.
+**Policy Gaussian** (Gopi et al.'s ℓ2-descent policy) is accounted here for continuous noise only
+(:func:`policy_gaussian_delta`); it has no secure variant: ``docs/proofs/set-union.md`` §4 says why.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ from .discrete_histograms import _karrer_max, _log_ratio_iid, _SF_REL_ERR, ratio
 from .laws import DiscreteGaussian
 
 __all__ = ["DEFAULT_GRID", "grid_weights", "weighted_shift_hockey_stick", "weighted_gaussian_delta",
-           "calibrate_weighted_gaussian", "SetUnionCalibration", "paper_threshold"]
+           "calibrate_weighted_gaussian", "SetUnionCalibration", "paper_threshold", "policy_gaussian_delta",
+           "calibrate_policy_gaussian", "PolicyCalibration"]
 
 #: default weight grid G (weights are multiples of 1/G): rounding costs at most 1/G per key and unit
 DEFAULT_GRID = 4096
@@ -228,3 +230,74 @@ def calibrate_weighted_gaussian(epsilon, delta, l0, grid: int = DEFAULT_GRID) ->
         delta_parts={"infinite": info["infinite"], "forward": info["forward"], "reverse": info["reverse"]},
         delta_achieved=achieved, l0=k, grid=g, threshold_int=thr)
 
+
+
+# ------------------------------------------------------------------ Policy Gaussian (float noise only)
+
+
+def policy_gaussian_delta(epsilon: float, sigma: float, rho: float, l0: int) -> float:
+    """δ(ε) of Gopi et al.'s Policy Gaussian with CONTINUOUS noise ``N(0, σ²)`` and threshold ρ (weight units),
+    for any cutoff Γ > 1 (``docs/proofs/set-union.md`` §4.1; float noise only, so no guarantee covers the
+    sampled floats).
+
+    Adding a unit whose kept keys include ``m`` keys no other unit holds: its ℓ2-descent step gives each of
+    them ``Γ/‖g‖ <= 1/√m`` (``‖g‖ >= √m Γ > 1``), later steps never touch them, and the final weight vector
+    on the other keys moves by at most 1 in ℓ2 (every step is the proximal map of the distance to a convex
+    set, hence 1-Lipschitz). Karrer's decomposition (seed 001 Lemma 5.2) with ``β_m = Φ((ρ − 1/√m)/σ)^m``
+    and the Gaussian mechanism's divergence at sensitivity 1 (Balle–Wang, :func:`~.gaussian.gaussian_delta`):
+
+        δ = max_{0<=m<=Δ0} max(1 − β_m,  1 − β_m + β_m H(ε − ln β_m),  H(ε + ln β_m)),   H(e) = δ_G(1/σ, e).
+
+    The paper's ``(ε, δ/2) + δ/2`` split omits the reverse term's ``ln β`` (a ~δ² effect); this charges it.
+    """
+    from scipy.special import log_ndtr
+
+    from .gaussian import gaussian_delta
+
+    eps = float(epsilon)
+    mu = 1.0 / float(sigma)
+    best = float(gaussian_delta(mu, eps))
+    for m in range(1, int(l0) + 1):
+        log_beta = m * float(log_ndtr((rho - 1.0 / math.sqrt(m)) / sigma))
+        beta = math.exp(log_beta)
+        t2 = -math.expm1(log_beta) + beta * float(gaussian_delta(mu, eps - log_beta))
+        t3 = float(gaussian_delta(mu, eps + log_beta))
+        best = max(best, -math.expm1(log_beta), t2, t3)
+    return min(1.0, best)
+
+
+def calibrate_policy_gaussian(epsilon, delta, l0, alpha: float = 3.0) -> "PolicyCalibration":
+    """Float Policy Gaussian at (ε, δ): σ of the Gaussian mechanism at ``(ε, δ/2)`` (Gopi et al.'s choice), the
+    smallest ρ (bisection, 1e-6 relative) with :func:`policy_gaussian_delta` ``<= δ``, cutoff
+    ``Γ = ρ + α σ``. Insecure float noise only (``docs/proofs/set-union.md`` §4)."""
+    from .gaussian import gaussian_sigma
+    from .laws import Gaussian
+
+    eps = v.epsilon(epsilon)
+    dlt = v.delta(delta)
+    k = v.integer("l0", l0, lo=1)
+    a = float(alpha)
+    sigma = gaussian_sigma(eps, dlt / 2.0, sensitivity=1.0)
+    lo, hi = 1.0, 2.0
+    while policy_gaussian_delta(eps, sigma, hi, k) > dlt:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1e-6 * hi:
+        mid = (lo + hi) / 2
+        if policy_gaussian_delta(eps, sigma, mid, k) <= dlt:
+            hi = mid
+        else:
+            lo = mid
+    achieved = policy_gaussian_delta(eps, sigma, hi, k)
+    return PolicyCalibration(
+        mechanism="policy-gaussian", analysis="continuous-policy", epsilon=eps, delta=dlt, sigma=sigma, tau=hi,
+        noise_std=sigma, noise=Gaussian(sigma), comparison=Comparison.GE, delta_achieved=achieved,
+        delta_parts={"total": achieved}, l0=k, gamma=hi + a * sigma, alpha=a)
+
+
+@dataclass(frozen=True)
+class PolicyCalibration(Calibration):
+    """A float Policy Gaussian calibration: ``tau`` is the threshold ρ (weight units), ``gamma`` the cutoff
+    Γ = ρ + α σ of the ℓ2-descent policy."""
+
+    gamma: float = 0.0
+    alpha: float = 3.0

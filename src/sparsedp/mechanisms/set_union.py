@@ -34,7 +34,7 @@ from ..errors import InputDataError, InvalidParameterError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
 
-__all__ = ["WeightedGaussian", "weighted_histogram", "unit_pairs"]
+__all__ = ["WeightedGaussian", "PolicyGaussian", "weighted_histogram", "policy_histogram", "l2_descent_weights", "unit_pairs"]
 
 WEIGHT = "__sparsedp_w"
 _DEG = "__sparsedp_d"
@@ -187,3 +187,137 @@ class WeightedGaussian(Mechanism):
         rel = engine.noise_keys(hist, task)
         values = np.asarray(rel.values, dtype=np.float64) / float(calibration.grid)
         return Released(rows=LocalRelease(keys=rel.keys, values=values), disclosure=disclosure)
+
+
+# ------------------------------------------------------------------ Policy Gaussian (insecure float only)
+
+
+@dataclass(frozen=True)
+class PolicyHistogram:
+    """The Policy Gaussian's final weights (curator only, never released): ``keys`` (``pyarrow.Table``, canonical
+    key order), ``weights`` (float64, > 0), ``stats`` (what bounding did)."""
+
+    keys: Any
+    weights: np.ndarray
+    stats: Any
+
+
+def l2_descent_weights(unit_codes: np.ndarray, key_codes: np.ndarray, n_keys: int, order: np.ndarray,
+                       gamma: float) -> np.ndarray:
+    """Gopi et al.'s ℓ2-descent policy: units in ``order`` (a permutation of the unit codes), each moving its keys'
+    weights toward the cutoff Γ by ℓ2 distance ``min(1, ‖g‖)``, ``g = (Γ − w)_+`` on its keys (keys already at Γ
+    get nothing). Each step is the proximal map of the distance to the convex set ``{w_K >= Γ}``, so it is
+    1-Lipschitz in ℓ2 (``docs/proofs/set-union.md`` §4.1). Float arithmetic."""
+    w = np.zeros(n_keys, dtype=np.float64)
+    srt = np.argsort(unit_codes, kind="stable")
+    uc, kc = unit_codes[srt], key_codes[srt]
+    starts = np.searchsorted(uc, np.arange(order.size + 1))
+    for u in order:
+        ks = kc[starts[u]:starts[u + 1]]
+        if ks.size == 0:
+            continue
+        g = np.maximum(gamma - w[ks], 0.0)
+        n = math.sqrt(float(g @ g))
+        if n == 0.0:
+            continue
+        w[ks] += g if n <= 1.0 else g / n
+    return w
+
+
+def policy_histogram(engine: Any, data: Any, unit: str, by: list[str], l0: int, gamma: float, rng: Any):
+    """The kept pairs of the engines' one ℓ0 choice, then the sequential ℓ2-descent policy over the units in a
+    uniformly random order (drawn from the release's source after the bounding secret)."""
+    import polars as pl
+
+    from ..engines.base import BoundingStats, check_key_values
+    from ..engines.bounding import KEY, choose_from_per_key, draw_bounding_secret
+
+    by = list(by)
+    pairs, rows = unit_pairs(engine, data, unit, by)
+    pk = pairs.lazy().group_by(by).agg(pl.col(unit)).collect()
+    del pairs
+    secret = draw_bounding_secret(rng)
+    ch = choose_from_per_key(pk, unit, by, l0, secret, with_pairs=True)
+    kept = ch.pairs.with_columns(pl.col(unit).rank("dense").cast(pl.Int64).alias("__u") - 1)
+    n_units = int(kept["__u"].max() or -1) + 1
+    seed = int.from_bytes(bytes(rng.random_bytes(32)), "big")
+    order = np.random.default_rng(seed).permutation(n_units)
+    w = l2_descent_weights(kept["__u"].to_numpy(), kept[KEY].to_numpy().astype(np.int64), ch.keys.height, order,
+                           gamma)
+    sel = np.flatnonzero(w > 0)
+    keys = ch.keys[sel] if sel.size != ch.keys.height else ch.keys
+    arrow = keys.to_arrow()
+    check_key_values(arrow, by)
+    stats = BoundingStats(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in, units_over_l0=ch.units_over_l0,
+                          pairs_dropped_l0=int(ch.dropped_per_key.sum()), keys_in=ch.keys.height,
+                          keys_bounded=int(sel.size), keys_out=int(sel.size), l0=l0)
+    return PolicyHistogram(keys=arrow, weights=w[sel], stats=stats)
+
+
+@functools.lru_cache(maxsize=64)
+def _calibrate_policy(epsilon: float, delta: float, l0: int, alpha: float):
+    from ..accounting.set_union import calibrate_policy_gaussian
+
+    return calibrate_policy_gaussian(epsilon, delta, l0, alpha)
+
+
+@register
+@dataclass(frozen=True)
+class PolicyGaussian(Mechanism):
+    """Gopi et al.'s Policy Gaussian set union (ℓ2-descent policy, cutoff Γ = ρ + α σ) with FLOAT noise: only
+    with ``insecure_float=True`` (measurement; no secure variant, ``docs/proofs/set-union.md`` §4). Needs
+    ``max_groups_per_unit`` (Δ0). Values are noisy policy weights, not counts.
+
+    Option: ``alpha`` (default 3.0): the cutoff's margin above the threshold, in noise standard deviations."""
+
+    alpha: float = 3.0
+    name = "policy-gaussian"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "alpha", v.positive("alpha", self.alpha))
+
+    def check(self, request: ReleaseRequest) -> None:
+        _check_common(self, request)
+        if not request.insecure_float:
+            raise InvalidParameterError(
+                "policy-gaussian has no secure (exact integer noise) variant: rounding the l2-descent policy to a "
+                "lattice can break the contractivity its privacy rests on (docs/proofs/set-union.md §4). Use "
+                "mechanism='weighted-gaussian', or insecure_float=True for research measurement only")
+
+    def value_column(self, default: str) -> str:
+        return "weight"
+
+    def calibrate(self, request: ReleaseRequest) -> Any:
+        assert request.max_groups_per_unit is not None
+        return _calibrate_policy(float(request.epsilon), float(request.delta), int(request.max_groups_per_unit),
+                                 float(self.alpha))
+
+    def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
+        cal = calibration
+        return Disclosure(
+            mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon, delta=cal.delta,
+            delta_achieved=float(cal.delta_achieved), neighbours=self.neighbours,
+            contribution=(f"at most {request.max_groups_per_unit} keys per unit; each unit moves its keys' weights "
+                          f"toward the cutoff {cal.gamma:.6g} by l2 distance <= 1, units in a random order"),
+            value_column=value_column, delta_parts=dict(cal.delta_parts), sigma=cal.sigma, noise_std=cal.noise_std,
+            threshold=cal.tau, margin=cal.tau, pre_threshold=None, comparison=">=",
+            notes=("set union (Gopi et al. ICML 2020, Policy Gaussian) with FLOAT noise: values are noisy policy "
+                   "weights, not counts (docs/proofs/set-union.md §4)",))
+
+    def histogram(self, engine, data, privacy_unit, by, request, rng, **extra):
+        if privacy_unit is None:
+            raise InvalidParameterError(f"mechanism={self.name!r} needs a privacy_unit column")
+        cal = self.calibrate(request)
+        return policy_histogram(engine, data, privacy_unit, list(by), int(request.max_groups_per_unit), cal.gamma,
+                                rng)
+
+    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+        import pyarrow as pa
+
+        from ..noise.floating import sample_gaussian
+
+        noisy = hist.weights + sample_gaussian(calibration.sigma, hist.weights.size, rng, insecure_float=True)
+        keep = np.flatnonzero(noisy >= calibration.tau)
+        table = hist.keys.take(pa.array(keep, pa.int64())).append_column(disclosure.value_column,
+                                                                         pa.array(noisy[keep], pa.float64()))
+        return Released(rows=table, disclosure=disclosure, in_process=True)
