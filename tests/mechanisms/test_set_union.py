@@ -196,3 +196,57 @@ def test_refusals_before_any_charge():
                    insecure_float=True)
     with pytest.raises(InvalidParameterError, match="grid"):
         sd.release(df, "unit", "key", 1.0, 1e-6, max_groups_per_unit=10, mechanism=sd.WeightedGaussian(grid=3))
+
+
+# ------------------------------------------------------------------ Policy Gaussian (float only)
+
+
+def test_policy_gaussian_refuses_secure_requests():
+    df = pl.DataFrame({"unit": [1], "key": ["a"]})
+    with pytest.raises(InvalidParameterError, match="no secure"):
+        sd.release(df, "unit", "key", 1.0, 1e-6, max_groups_per_unit=2, mechanism="policy-gaussian")
+
+
+def test_policy_accountant_reproduces_the_papers_threshold():
+    from sparsedp.accounting.set_union import calibrate_policy_gaussian, policy_gaussian_delta
+
+    for l0 in (1, 20):
+        c = calibrate_policy_gaussian(1.0, 1e-6, l0)
+        sigma, rho = paper_threshold(1.0, 1e-6, l0)
+        assert c.sigma == pytest.approx(sigma)
+        assert c.tau == pytest.approx(rho, rel=1e-5)
+        assert c.delta_achieved <= 1e-6
+        assert policy_gaussian_delta(1.0, c.sigma, c.tau * 0.99, l0) > 1e-6
+        assert c.gamma == pytest.approx(c.tau + 3 * c.sigma)
+
+
+def test_l2_descent_policy_moves_by_at_most_one_when_a_unit_is_added():
+    """The contractivity the Policy Gaussian rests on: for random inputs and a random insertion point, the
+    final weight vectors with and without one unit differ by at most 1 in l2, and the added unit's keys that no
+    other unit holds get at most 1/sqrt(m) each."""
+    from sparsedp.mechanisms.set_union import l2_descent_weights
+
+    gen = np.random.default_rng(3)
+    for _ in range(200):
+        n_units, n_keys, gamma = int(gen.integers(2, 12)), 12, float(gen.uniform(1.5, 6))
+        units = [gen.choice(n_keys - 4, size=int(gen.integers(1, 5)), replace=False) for _ in range(n_units)]
+        new = gen.choice(np.arange(n_keys - 4, n_keys), size=int(gen.integers(0, 4)), replace=False)
+        extra = np.concatenate([gen.choice(n_keys - 4, size=int(gen.integers(0, 3)), replace=False), new])
+        if extra.size == 0:
+            continue
+        order = gen.permutation(n_units)
+        pos = int(gen.integers(0, n_units + 1))
+
+        def run(with_extra):
+            uc = np.concatenate([np.full(k.size, i) for i, k in enumerate(units)]
+                                + ([np.full(extra.size, n_units)] if with_extra else []))
+            kc = np.concatenate(units + ([extra] if with_extra else []))
+            o = list(order)
+            if with_extra:
+                o.insert(pos, n_units)
+            return l2_descent_weights(uc.astype(np.int64), kc.astype(np.int64), n_keys, np.array(o), gamma)
+
+        w0, w1 = run(False), run(True)
+        assert np.linalg.norm(w1 - w0) <= 1 + 1e-9
+        if new.size:
+            assert np.all(w1[new] <= 1 / math.sqrt(new.size) + 1e-12)
