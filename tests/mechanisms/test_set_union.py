@@ -120,10 +120,26 @@ def test_calibration_meets_delta_and_beats_the_papers_split():
     assert c.delta_achieved <= 1e-6
     assert weighted_gaussian_delta(1.0, c.noise.sigma2, c.threshold_int, 10, c.grid) <= 1e-6
     # one threshold step lower must fail at the sub-grid step used (~σ/1024 in grid units)
-    step = max(1, int(c.sigma) // 1024)
+    step = max(1, int(math.sqrt(float(c.noise.sigma2))) // 1024)
     assert weighted_gaussian_delta(1.0, c.noise.sigma2, c.threshold_int - step, 10, c.grid) > 1e-6
     sigma, rho = paper_threshold(1.0, 1e-6, 10)
     assert c.threshold_int / c.grid < rho   # the exact profile is sharper than δ/2 + δ/2
+    # count-equivalent fields (keys whose units all fill the bound): sqrt(l0)·T/G − 1, sqrt(l0)·sqrt(s)/G
+    assert c.tau == pytest.approx(math.sqrt(10) * c.threshold_int / c.grid - 1)
+    assert c.sigma == pytest.approx(math.sqrt(10) * math.sqrt(float(c.noise.sigma2)) / c.grid)
+    kern = c.kernel()
+    assert kern.tau == c.threshold_int - 1 and kern.noise == c.noise
+
+
+@pytest.mark.parametrize("l0", [5, 20])
+def test_count_equivalent_threshold_is_below_gshms(l0):
+    """Even for keys whose units all fill the bound (its worst case), the Weighted Gaussian needs no more units
+    than GSHM at the same l0 (both exact discrete calibrations)."""
+    from sparsedp.accounting import calibrate
+
+    c = calibrate_weighted_gaussian(1.0, 1e-6, l0)
+    g = calibrate("gshm", epsilon=1.0, delta=1e-6, l0=l0, discrete=True)
+    assert c.tau <= g.tau
 
 
 def _single_key_units(counts: dict[str, int]) -> pl.DataFrame:
@@ -250,3 +266,29 @@ def test_l2_descent_policy_moves_by_at_most_one_when_a_unit_is_added():
         assert np.linalg.norm(w1 - w0) <= 1 + 1e-9
         if new.size:
             assert np.all(w1[new] <= 1 / math.sqrt(new.size) + 1e-12)
+
+
+# ------------------------------------------------------------------ auto and plan
+
+
+def test_plan_lists_weighted_gaussian_after_the_count_mechanisms():
+    p = sd.plan(1.0, 1e-6, max_groups_per_unit=20)
+    names = [m.name for m in p.mechanisms]
+    assert "weighted-gaussian" in names
+    assert names[0] != "weighted-gaussian"          # plan's best stays what plain auto would use
+    i = names.index("weighted-gaussian")
+    g = names.index("gshm")
+    assert p[i].tau <= p[g].tau                      # count-equivalent margin, comparable with GSHM's
+    assert "weighted-gaussian" not in [m.name for m in sd.plan(1.0, 1e-6, max_groups_per_unit=1000).mechanisms]
+
+
+def test_auto_considers_set_union_only_when_discovering():
+    df = _single_key_units({f"k{i}": 30 + i for i in range(5)})
+    plain = sd.release(df, "unit", "key", 1.0, 1e-6, max_groups_per_unit=20, mechanism="auto",
+                       rng=InsecureSeededRandom(1))
+    assert plain.report.mechanism != "weighted-gaussian"
+    found = sd.release(df, "unit", "key", 1.0, 1e-6, max_groups_per_unit=20, mechanism=sd.Auto(discover=True),
+                       rng=InsecureSeededRandom(1))
+    assert found.report.mechanism == "weighted-gaussian"
+    assert "key discovery" in found.report.reason
+    assert found.table.columns == ["key", "weight"]

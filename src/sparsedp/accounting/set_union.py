@@ -152,9 +152,15 @@ def paper_threshold(epsilon: float, delta: float, l0: int) -> tuple[float, float
 
 @dataclass(frozen=True)
 class SetUnionCalibration(Calibration):
-    """A Weighted Gaussian calibration: the :class:`Calibration` the per-key kernel runs (``noise`` the exact
-    ``DiscreteGaussian(s)`` in grid units, ``tau = T − 1`` with pre-threshold 1, rule ``S + Z >= T``) plus
-    the grid ``G`` and the integer threshold ``T``."""
+    """A Weighted Gaussian calibration.
+
+    The public fields are **count-equivalent** for keys whose units all fill the bound (each gives the key
+    ``W_Δ0/G ≈ 1/√Δ0``), so ``plan`` and ``auto`` can compare them with GSHM's at the same ``l0``:
+    ``sigma = √s/G·√Δ0``, ``noise_std`` likewise, ``tau = √Δ0·T/G − 1`` (the count such a key needs, above the
+    pre-threshold 1). Units with fewer keys weigh more (``1/√t``), so this is the mechanism's worst case.
+    ``grid`` is ``G``, ``threshold_int`` the integer threshold ``T`` (grid units), ``noise`` the exact
+    ``DiscreteGaussian(s)`` in grid units; :meth:`kernel` is the calibration the per-key kernel runs (rule
+    ``S >= 1`` and ``S + Z >= 1 + (T − 1)``, grid units)."""
 
     grid: int = DEFAULT_GRID
     threshold_int: int = 0
@@ -163,6 +169,24 @@ class SetUnionCalibration(Calibration):
     def weights(self) -> np.ndarray:
         assert self.l0 is not None
         return grid_weights(self.l0, self.grid)
+
+    @property
+    def weight_sigma(self) -> float:
+        """σ of the noise in weight units (√s/G)."""
+        return math.sqrt(float(self.noise.sigma2)) / self.grid
+
+    @property
+    def weight_noise_std(self) -> float:
+        """Standard deviation of the noise in weight units."""
+        return math.sqrt(dgauss_variance(self.noise.sigma2)) / self.grid
+
+    def kernel(self) -> Calibration:
+        """The plain :class:`Calibration` the per-key kernel samples and compares, in grid units."""
+        return Calibration(mechanism=self.mechanism, analysis=self.analysis, epsilon=self.epsilon, delta=self.delta,
+                           sigma=math.sqrt(float(self.noise.sigma2)), tau=float(self.threshold_int - 1),
+                           noise_std=math.sqrt(dgauss_variance(self.noise.sigma2)), noise=self.noise,
+                           comparison=self.comparison, delta_parts=self.delta_parts,
+                           delta_achieved=self.delta_achieved, l0=self.l0)
 
 
 def _smallest_threshold(f, target: float, start: int) -> int:
@@ -223,9 +247,10 @@ def calibrate_weighted_gaussian(epsilon, delta, l0, grid: int = DEFAULT_GRID) ->
                                                               stop_above=dlt), dlt, 1)
     thr = start + (m - 1) * step
     achieved, info = weighted_gaussian_delta(eps, s, thr, k, g, parts=True)
+    root = math.sqrt(k) / g  # count-equivalent units (SetUnionCalibration)
     return SetUnionCalibration(
         mechanism="weighted-gaussian", analysis="discrete-exact", epsilon=eps, delta=dlt,
-        sigma=math.sqrt(sf), tau=float(thr - 1), noise_std=math.sqrt(dgauss_variance(s)),
+        sigma=math.sqrt(sf) * root, tau=thr * root - 1.0, noise_std=math.sqrt(dgauss_variance(s)) * root,
         noise=DiscreteGaussian(s), comparison=Comparison.GE,
         delta_parts={"infinite": info["infinite"], "forward": info["forward"], "reverse": info["reverse"]},
         delta_achieved=achieved, l0=k, grid=g, threshold_int=thr)
