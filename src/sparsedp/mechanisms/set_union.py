@@ -169,6 +169,7 @@ class WeightedGaussian(Mechanism):
         if request.insecure_float:
             raise InvalidParameterError("weighted-gaussian samples exact discrete noise only; drop "
                                         "insecure_float=True")
+        assert request.max_groups_per_unit is not None  # Mechanism.check refused None
         if self.grid * self.grid < request.max_groups_per_unit:
             raise InvalidParameterError(f"grid={self.grid} is too coarse for max_groups_per_unit="
                                         f"{request.max_groups_per_unit}: need grid^2 >= max_groups_per_unit")
