@@ -30,21 +30,22 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
-from ..errors import InputDataError, InvalidParameterError
+from ..errors import InfeasibleError, InvalidParameterError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
 
-__all__ = ["WeightedGaussian", "PolicyGaussian", "weighted_histogram", "policy_histogram", "l2_descent_weights", "unit_pairs",
-           "discovery_candidates", "plan_rows", "PLAN_MAX_L0"]
+__all__ = ["WeightedGaussian", "PolicyGaussian", "weighted_histogram", "policy_histogram", "l2_descent_weights",
+           "unit_pairs", "discovery_candidates", "plan_rows", "PLAN_MAX_L0", "AUTO_MAX_L0"]
 
 WEIGHT = "__sparsedp_w"
 _DEG = "__sparsedp_d"
 
 
 def unit_pairs(engine: Any, data: Any, unit: str, by: list[str]):
-    """The distinct ``(unit, *by)`` pairs as a Polars LazyFrame, after every input check the engines make
-    (columns, duplicate names, nulls and NaN keys, no rows). Embedded engines only (their rows as a Polars
-    LazyFrame, ``EmbeddedEngine.rows_lazy``); Spark is refused before anything is charged."""
+    """``(pairs, rows)``: the distinct ``(unit, *by)`` pairs (a Polars DataFrame) and the number of input rows,
+    after every input check the engines make (columns, duplicate names, nulls and NaN keys, no rows). Embedded
+    engines only (their rows as a Polars LazyFrame, ``EmbeddedEngine.rows_lazy``); Spark is refused before
+    anything is charged."""
     import polars as pl
 
     from ..engines.base import (check_columns, check_nan_keys, check_nulls_and_rows, check_pandas_nan_keys,
@@ -104,16 +105,18 @@ def weighted_histogram(engine: Any, data: Any, unit: str, by: list[str], l0: int
     return LocalHistogram(keys=arrow, counts=sums[sel], stats=stats)
 
 
-#: ``sd.plan`` lists the Weighted Gaussian up to this bound (its exact calibration costs O(l0²) divergences:
-#: about 2 s at l0 = 100, 15 s at 256 on one loaded core); ``mechanism="weighted-gaussian"`` and
-#: ``sd.Auto(discover=True)`` calibrate it at any bound
-PLAN_MAX_L0 = 128
+#: ``sd.plan`` lists the Weighted Gaussian up to this bound, ``sd.Auto(discover=True)`` considers it up to
+#: :data:`AUTO_MAX_L0`: its exact calibration costs O(l0²) divergence evaluations (about 2 s at l0 = 100, 15 s
+#: at 256, 37 s at 400 on one loaded core); ``mechanism="weighted-gaussian"`` calibrates it at any bound
+PLAN_MAX_L0 = 100
+AUTO_MAX_L0 = 400
 
 
 def discovery_candidates(request: ReleaseRequest) -> dict[str, Mechanism]:
     """The key-discovery mechanisms ``sd.Auto(discover=True)`` adds to its candidates (none with SUM/MEAN, a
-    public key list or float noise)."""
-    if request.aggregates or request.keys is not None or request.insecure_float:
+    public key list, float noise, or above :data:`AUTO_MAX_L0` keys per unit)."""
+    l0 = request.max_groups_per_unit
+    if request.aggregates or request.keys is not None or request.insecure_float or (l0 or 0) > AUTO_MAX_L0:
         return {}
     return {WeightedGaussian.name: WeightedGaussian()}
 
@@ -124,7 +127,10 @@ def plan_rows(request: ReleaseRequest) -> list[tuple[Mechanism, Any]]:
     if l0 is None or l0 > PLAN_MAX_L0 or not discovery_candidates(request):
         return []
     m = WeightedGaussian()
-    return [(m, m.calibrate(request))]
+    try:
+        return [(m, m.calibrate(request))]
+    except InfeasibleError:
+        return []
 
 
 @functools.lru_cache(maxsize=64)
