@@ -107,6 +107,16 @@ def test_shift_hockey_stick_matches_convolution():
         assert ours == pytest.approx(direct, rel=1e-6, abs=1e-12)
 
 
+def test_blocks_bound_every_a_from_above():
+    """Above 48 kept keys the maxima over a use blocks (DH §5): an upper bound, and here equal to the value
+    with every a evaluated (the argmaxima sit at the single points)."""
+    c = calibrate_weighted_gaussian(1.0, 1e-6, 60)
+    for thr in (c.threshold_int - 40, c.threshold_int):
+        blocks = weighted_gaussian_delta(1.0, c.noise.sigma2, thr, 60, c.grid)
+        every = weighted_gaussian_delta(1.0, c.noise.sigma2, thr, 60, c.grid, every_a=True)
+        assert every <= blocks <= every * (1 + 1e-9)
+
+
 def test_grid_weights_round_down_to_unit_norm():
     for g in (2, 7, 4096):
         ws = grid_weights(50, g)
