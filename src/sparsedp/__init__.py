@@ -26,6 +26,7 @@ _API = {
     "Count": "sparsedp.aggregates", "Sum": "sparsedp.aggregates", "Mean": "sparsedp.aggregates",
     "GSHM": "sparsedp.mechanisms.thresholded", "Laplace": "sparsedp.mechanisms.thresholded",
     "TopKCSH": "sparsedp.mechanisms.thresholded", "Auto": "sparsedp.mechanisms.auto",
+    "WeightedGaussian": "sparsedp.mechanisms.set_union", "PolicyGaussian": "sparsedp.mechanisms.set_union",
     "AutoBound": "sparsedp.auto_bound",
     "PureSparse": "sparsedp.mechanisms.pure.registered", "Compact": "sparsedp.mechanisms.pure.registered",
     "Basic": "sparsedp.mechanisms.pure.registered", "Stability": "sparsedp.mechanisms.pure.registered",

@@ -648,6 +648,9 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
                     rows.append((cls(), cls().calibrate(req)))
                 except InfeasibleError:
                     continue
+            from .mechanisms.set_union import plan_rows
+
+            extra += plan_rows(req)  # key discovery (weights, not counts): listed after the count mechanisms
         if k is not None:
             kreq = ReleaseRequest(epsilon=eps, delta=dlt, insecure_float=insecure_float, aggregates=sums,
                                   column_shape=shape)

@@ -70,6 +70,8 @@ def plan_curves(epsilon: float, delta: float, ks: Sequence[int], bound: str = "l
         for m, cal in zip(p.mechanisms, p):
             if bound == "top_k" and not getattr(m, "debias", True):  # the shifted variant is opt-in
                 continue
+            if getattr(m, "discovery", False):  # key discovery (weights, not counts): not an auto candidate
+                continue
             xs, ys = curves.setdefault(m.name, ([], []))
             xs.append(k)
             ys.append(1.0 + float(cal.tau))

@@ -210,10 +210,12 @@ def _blocks(l0: int):
     return lo, hi
 
 
-def _karrer_max(l0: int, log_b: float, eps: float, hs) -> tuple[float, dict]:
-    """max(T1, T2, T3) of the module docstring for a per-coordinate divergence function ``hs(j, ε)``."""
+def _karrer_max(l0: int, log_b: float, eps: float, hs, blocks=None) -> tuple[float, dict]:
+    """max(T1, T2, T3) of the module docstring for a per-coordinate divergence function ``hs(j, ε)``
+    (``blocks``: ``(lo, hi)`` arrays covering a = 0..l0−1, default :func:`_blocks`; any cover is an upper bound,
+    ``docs/proofs/discrete-histograms.md`` §5)."""
     t1 = -math.expm1(l0 * log_b)
-    lo, hi = _blocks(l0)
+    lo, hi = _blocks(l0) if blocks is None else blocks
     best2, arg2, best3, arg3 = 0.0, 0, 0.0, 0
     for a_lo, a_hi in zip(lo.tolist(), hi.tolist()):
         j = l0 - a_lo

@@ -179,13 +179,18 @@ class Auto(Mechanism):
     docstring for why the margins are comparable. The report names the winner, every candidate and why.
 
     ``group`` (with ``keys=``): a column of ``by`` whose values group the listed keys; seed 002's grouped
-    mechanism (each unit kept in one group) then joins the public-key candidates."""
+    mechanism (each unit kept in one group) then joins the public-key candidates.
+
+    ``discover=True`` (key discovery: the values may be key weights rather than counts): the Weighted Gaussian
+    set union (:class:`~sparsedp.mechanisms.set_union.WeightedGaussian`) joins the candidates, compared by its
+    count-equivalent margin (keys whose units all fill the bound, its worst case; ``docs/proofs/set-union.md``)."""
 
     group: str | None = None
+    discover: bool = False
     name = "auto"
 
     def options(self) -> dict[str, Any]:
-        return {} if self.group is None else {"group": self.group}
+        return {k: x for k, x in (("group", self.group), ("discover", self.discover)) if x}
     supports_aggregates = True  # resolves among the candidates that support them
 
     def resolve(self, request: ReleaseRequest):
@@ -197,6 +202,10 @@ class Auto(Mechanism):
         self.check(request)
         mechs = {cls.name: cls() for cls in auto_candidates()
                  if cls.supports_aggregates or not request.aggregates}  # SUM/MEAN: only those releasing them
+        if self.discover:
+            from .set_union import discovery_candidates
+
+            mechs.update(discovery_candidates(request))
         tried: dict[str, Any] = {}
         for name, mech in mechs.items():
             try:
@@ -205,6 +214,9 @@ class Auto(Mechanism):
             except (InfeasibleError, InvalidParameterError) as e:
                 tried[name] = e
         best, reason, cands = _pick(tried, request.epsilon, request.delta)
+        if getattr(mechs[best], "discovery", False):
+            reason += (" (key discovery: its margin is count-equivalent for keys whose units all fill "
+                       "max_groups_per_unit, and it releases key weights, not counts)")
         if request.aggregates:
             reason += " (SUM/MEAN requested: only mechanisms that release aggregate columns were considered)"
         mech, cal = mechs[best], tried[best]

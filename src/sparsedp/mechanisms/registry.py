@@ -20,7 +20,7 @@ _REGISTRY: dict[str, type[Mechanism]] = {}
 #: modules whose import registers the built-in mechanisms (imported on first registry use: light core import)
 _BUILTIN = ("sparsedp.mechanisms.thresholded", "sparsedp.mechanisms.auto", "sparsedp.mechanisms.pure.registered",
             "sparsedp.mechanisms.misra_gries", "sparsedp.mechanisms.public_keys", "sparsedp.mechanisms.grouped_keys",
-            "sparsedp.mechanisms.two_stage")
+            "sparsedp.mechanisms.two_stage", "sparsedp.mechanisms.set_union")
 #: names that are not release mechanisms, with the advice a user needs
 _ADVICE = {
     "csh": "mechanism='csh' needs a k-sparse monotonic histogram (e.g. a Misra-Gries sketch), which raw rows are "

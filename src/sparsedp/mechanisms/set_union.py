@@ -1,0 +1,357 @@
+"""Differentially private set union (Gopi et al., ICML 2020) as registered mechanisms: key discovery.
+
+``weighted-gaussian`` (:class:`WeightedGaussian`, secure): each unit keeps at most ``Δ0 = max_groups_per_unit``
+of its keys (the engine's one random ℓ0 choice, :mod:`sparsedp.engines.bounding`); a unit that kept ``t`` keys
+gives each of them the integer weight ``W_t = floor(G/√t)`` on the public grid ``1/G`` (ℓ2 norm <= 1);
+every key's weights are summed over the kept pairs (integers), exact discrete Gaussian noise
+``N_Z(0, s)`` is added and a key is released iff ``S + Z >= T``. Calibration and the exact privacy profile of
+the noise sampled: :mod:`sparsedp.accounting.set_union` (``docs/proofs/set-union.md``). The released value is
+the key's noisy weight ``(S + Z)/G``, not a count: the mechanism discovers keys (count them with a second
+release on the released keys as a public list, ``release(..., keys=…)``).
+
+Versus GSHM at the same ``Δ0``: a unit with ``t < Δ0`` keys adds ``1/√t`` (not ``1/√Δ0``) per key in units
+of the same noise, so units with few keys count more and a large ``Δ0`` no longer drowns them.
+
+``policy-gaussian`` (:class:`PolicyGaussian`): Gopi et al.'s sequential ℓ2-descent policy, **float noise
+only** (``insecure_float=True``, for measurement): ``docs/proofs/set-union.md`` §4 says why no secure
+variant is registered.
+
+Order of the secrets drawn from the release's source: the bounding secret, then ``K_noise`` (as GSHM), so
+a seeded source gives the same table on every embedded engine.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import _validate as v
+from ..errors import InfeasibleError, InvalidParameterError
+from .base import Disclosure, Mechanism, Released, ReleaseRequest
+from .registry import register
+
+__all__ = ["WeightedGaussian", "PolicyGaussian", "weighted_histogram", "policy_histogram", "l2_descent_weights",
+           "unit_pairs", "discovery_candidates", "plan_rows", "PLAN_MAX_L0", "AUTO_MAX_L0"]
+
+WEIGHT = "__sparsedp_w"
+_DEG = "__sparsedp_d"
+
+
+def unit_pairs(engine: Any, data: Any, unit: str, by: list[str]):
+    """``(pairs, rows)``: the distinct ``(unit, *by)`` pairs (a Polars DataFrame) and the number of input rows,
+    after every input check the engines make (columns, duplicate names, nulls and NaN keys, no rows). Embedded
+    engines only (their rows as a Polars LazyFrame, ``EmbeddedEngine.rows_lazy``); Spark is refused before
+    anything is charged."""
+    import polars as pl
+
+    from ..engines.base import (check_columns, check_nan_keys, check_nulls_and_rows, check_pandas_nan_keys,
+                                check_unique_names, engine_errors_as_input_errors)
+
+    if not hasattr(engine, "rows_lazy"):
+        raise InvalidParameterError(f"the set-union mechanisms run on the embedded engines (polars, duckdb, pandas, "
+                                    f"arrow), not on {engine.name!r}")
+    cols = [unit] + list(by)
+    check_unique_names(data)
+    with engine_errors_as_input_errors(engine.name):
+        check_columns(engine.columns(data), unit, list(by))
+        check_pandas_nan_keys(data, list(by))
+        lf = engine.rows_lazy(data).select(cols)
+        c = lf.select(pl.len().alias("__rows"), *[pl.col(x).null_count().alias(x) for x in cols]).collect()
+        c = c.row(0, named=True)
+        rows = int(c.pop("__rows"))
+        check_nulls_and_rows(rows, {k: int(n) for k, n in c.items()})
+        pairs = lf.unique().collect()
+    check_nan_keys(pairs.select(by).unique(), list(by))
+    return pairs, rows
+
+
+def weighted_histogram(engine: Any, data: Any, unit: str, by: list[str], l0: int, weights: np.ndarray, rng: Any):
+    """The weighted bounded histogram of the Weighted Gaussian (a :class:`~sparsedp.engines.base.LocalHistogram`
+    whose ``counts`` are the Int64 per-key weight sums ``S_k = Σ_{kept (u, k)} W_{t_u}``).
+
+    One ℓ0 choice, the engines' (:func:`~sparsedp.engines.bounding.choose_from_per_key`, secret drawn after
+    every input check), with each pair's weight ``W_{min(d_u, l0)}`` carried along (``d_u`` = the unit's
+    distinct keys, so ``min(d_u, l0)`` is the number it keeps); the per-key sums are over exactly the kept
+    pairs. ``weights[t − 1] = W_t``.
+    """
+    import polars as pl
+
+    from ..engines.base import BoundingStats, LocalHistogram, check_key_values
+    from ..engines.bounding import choose_from_per_key, draw_bounding_secret
+
+    by = list(by)
+    pairs, rows = unit_pairs(engine, data, unit, by)
+    table = pl.DataFrame({_DEG: np.arange(1, l0 + 1, dtype=np.int64), WEIGHT: np.asarray(weights, dtype=np.int64)})
+    pk = (pairs.lazy()
+          .with_columns(pl.len().over(unit).cast(pl.Int64).clip(upper_bound=l0).alias(_DEG))
+          .join(table.lazy(), on=_DEG, how="left")
+          .group_by(by).agg(pl.col(unit), pl.col(WEIGHT)).collect())
+    del pairs
+    secret = draw_bounding_secret(rng)
+    ch = choose_from_per_key(pk, unit, by, l0, secret, sums=[WEIGHT])
+    counts = ch.units_per_key - ch.dropped_per_key
+    sums = np.asarray(ch.kept_sums[0], dtype=np.int64)
+    sel = np.flatnonzero(counts >= 1)
+    keys = ch.keys[sel] if sel.size != ch.keys.height else ch.keys
+    arrow = keys.to_arrow()
+    check_key_values(arrow, by)
+    stats = BoundingStats(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in, units_over_l0=ch.units_over_l0,
+                          pairs_dropped_l0=int(ch.dropped_per_key.sum()), keys_in=ch.keys.height,
+                          keys_bounded=int(sel.size), keys_out=int(sel.size), l0=l0)
+    return LocalHistogram(keys=arrow, counts=sums[sel], stats=stats)
+
+
+#: ``sd.plan`` lists the Weighted Gaussian up to this bound, ``sd.Auto(discover=True)`` considers it up to
+#: :data:`AUTO_MAX_L0`: its calibration evaluates the profile of every kept-key count t (about 1 s at l0 = 100,
+#: 5 s at 256, 9 s at 400, 34 s at 1000 on one loaded core); ``mechanism="weighted-gaussian"`` calibrates it at
+#: any bound
+PLAN_MAX_L0 = 100
+AUTO_MAX_L0 = 1000
+
+
+def discovery_candidates(request: ReleaseRequest) -> dict[str, Mechanism]:
+    """The key-discovery mechanisms ``sd.Auto(discover=True)`` adds to its candidates (none with SUM/MEAN, a
+    public key list, float noise, or above :data:`AUTO_MAX_L0` keys per unit)."""
+    l0 = request.max_groups_per_unit
+    if request.aggregates or request.keys is not None or request.insecure_float or (l0 or 0) > AUTO_MAX_L0:
+        return {}
+    return {WeightedGaussian.name: WeightedGaussian()}
+
+
+def plan_rows(request: ReleaseRequest) -> list[tuple[Mechanism, Any]]:
+    """``(mechanism, calibration)`` rows ``sd.plan`` lists after its main rows (count-equivalent margins)."""
+    l0 = request.max_groups_per_unit
+    if l0 is None or l0 > PLAN_MAX_L0 or not discovery_candidates(request):
+        return []
+    m = WeightedGaussian()
+    try:
+        return [(m, m.calibrate(request))]
+    except InfeasibleError:
+        return []
+
+
+@functools.lru_cache(maxsize=64)
+def _calibrate(epsilon: float, delta: float, l0: int, grid: int):
+    from ..accounting.set_union import calibrate_weighted_gaussian
+
+    return calibrate_weighted_gaussian(epsilon, delta, l0, grid)
+
+
+def _check_common(self: Mechanism, request: ReleaseRequest) -> None:
+    Mechanism.check(self, request)
+    if request.aggregates:
+        raise InvalidParameterError(f"mechanism={self.name!r} discovers keys (noisy weights, no counts): SUM/MEAN "
+                                    "need mechanism='gshm' or 'auto'")
+    if request.keys is not None:
+        raise InvalidParameterError(f"mechanism={self.name!r} discovers keys; with a public key list use "
+                                    "mechanism='auto' or a public-key mechanism")
+
+
+@register
+@dataclass(frozen=True)
+class WeightedGaussian(Mechanism):
+    """Gopi et al.'s Weighted Gaussian set union with exact discrete noise (module docstring). Needs
+    ``max_groups_per_unit`` (Δ0, the keys kept per unit).
+
+    Option: ``grid`` (default 4096): weights are multiples of ``1/grid`` (each ``1/√t`` rounded down, so a
+    unit's ℓ2 norm stays <= 1); needs ``grid² >= max_groups_per_unit``.
+
+    The released value column is ``weight``: the key's noisy weight (Σ over its units of ``1/√t`` + noise),
+    not a count."""
+
+    grid: int = 4096
+    name = "weighted-gaussian"
+    #: releases key weights, not counts: considered by ``sd.Auto(discover=True)`` only (never by plain ``auto``)
+    discovery = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "grid", v.integer("grid", self.grid, lo=1, hi=1 << 20))
+
+    def check(self, request: ReleaseRequest) -> None:
+        _check_common(self, request)
+        if request.insecure_float:
+            raise InvalidParameterError("weighted-gaussian samples exact discrete noise only; drop "
+                                        "insecure_float=True")
+        assert request.max_groups_per_unit is not None  # Mechanism.check refused None
+        if self.grid * self.grid < request.max_groups_per_unit:
+            raise InvalidParameterError(f"grid={self.grid} is too coarse for max_groups_per_unit="
+                                        f"{request.max_groups_per_unit}: need grid^2 >= max_groups_per_unit")
+
+    def value_column(self, default: str) -> str:
+        return "weight"
+
+    def calibrate(self, request: ReleaseRequest) -> Any:
+        assert request.max_groups_per_unit is not None
+        return _calibrate(float(request.epsilon), float(request.delta), int(request.max_groups_per_unit),
+                          int(self.grid))
+
+    def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
+        cal = calibration
+        g = cal.grid
+        return Disclosure(
+            mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon, delta=cal.delta,
+            delta_achieved=float(cal.delta_achieved), neighbours=self.neighbours,
+            contribution=(f"at most {request.max_groups_per_unit} keys per unit, each of a unit's t kept keys "
+                          f"weighted floor({g}/sqrt(t))/{g}"),
+            value_column=value_column, delta_parts=dict(cal.delta_parts), sigma=cal.weight_sigma,
+            noise_std=cal.weight_noise_std, threshold=cal.threshold_int / g, margin=(cal.threshold_int - 1) / g,
+            pre_threshold=None, comparison=">=",
+            notes=("set union (Gopi et al. ICML 2020, Weighted Gaussian): values are noisy key weights (sum over "
+                   "the key's units of 1/sqrt(keys kept by the unit) + noise), not counts; exact discrete "
+                   f"Gaussian noise N_Z(0, {cal.noise.sigma2}) on the grid 1/{g}, released iff weight*{g} + noise "
+                   f">= {cal.threshold_int} (docs/proofs/set-union.md)",))
+
+    def histogram(self, engine, data, privacy_unit, by, request, rng, **extra):
+        if privacy_unit is None:
+            raise InvalidParameterError(f"mechanism={self.name!r} needs a privacy_unit column")
+        from ..accounting.set_union import grid_weights
+
+        l0 = int(request.max_groups_per_unit)
+        return weighted_histogram(engine, data, privacy_unit, list(by), l0, grid_weights(l0, self.grid), rng)
+
+    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+        from ..engines.base import LocalRelease
+        from .thresholded import _key_task
+
+        task = _key_task(calibration.kernel(), 1, rng, False)   # rule S >= 1 and S + Z >= 1 + (T − 1)
+        rel = engine.noise_keys(hist, task)
+        values = np.asarray(rel.values, dtype=np.float64) / float(calibration.grid)
+        return Released(rows=LocalRelease(keys=rel.keys, values=values), disclosure=disclosure)
+
+
+# ------------------------------------------------------------------ Policy Gaussian (insecure float only)
+
+
+@dataclass(frozen=True)
+class PolicyHistogram:
+    """The Policy Gaussian's final weights (curator only, never released): ``keys`` (``pyarrow.Table``, canonical
+    key order), ``weights`` (float64, > 0), ``stats`` (what bounding did)."""
+
+    keys: Any
+    weights: np.ndarray
+    stats: Any
+
+
+def l2_descent_weights(unit_codes: np.ndarray, key_codes: np.ndarray, n_keys: int, order: np.ndarray,
+                       gamma: float) -> np.ndarray:
+    """Gopi et al.'s ℓ2-descent policy: units in ``order`` (a permutation of the unit codes), each moving its keys'
+    weights toward the cutoff Γ by ℓ2 distance ``min(1, ‖g‖)``, ``g = (Γ − w)_+`` on its keys (keys already at Γ
+    get nothing). Each step is the proximal map of the distance to the convex set ``{w_K >= Γ}``, so it is
+    1-Lipschitz in ℓ2 (``docs/proofs/set-union.md`` §4.1). Float arithmetic."""
+    w = np.zeros(n_keys, dtype=np.float64)
+    srt = np.argsort(unit_codes, kind="stable")
+    uc, kc = unit_codes[srt], key_codes[srt]
+    starts = np.searchsorted(uc, np.arange(order.size + 1))
+    for u in order:
+        ks = kc[starts[u]:starts[u + 1]]
+        if ks.size == 0:
+            continue
+        g = np.maximum(gamma - w[ks], 0.0)
+        n = math.sqrt(float(g @ g))
+        if n == 0.0:
+            continue
+        w[ks] += g if n <= 1.0 else g / n
+    return w
+
+
+def policy_histogram(engine: Any, data: Any, unit: str, by: list[str], l0: int, gamma: float, rng: Any):
+    """The kept pairs of the engines' one ℓ0 choice, then the sequential ℓ2-descent policy over the units in a
+    uniformly random order (drawn from the release's source after the bounding secret)."""
+    import polars as pl
+
+    from ..engines.base import BoundingStats, check_key_values
+    from ..engines.bounding import KEY, choose_from_per_key, draw_bounding_secret
+
+    by = list(by)
+    pairs, rows = unit_pairs(engine, data, unit, by)
+    pk = pairs.lazy().group_by(by).agg(pl.col(unit)).collect()
+    del pairs
+    secret = draw_bounding_secret(rng)
+    ch = choose_from_per_key(pk, unit, by, l0, secret, with_pairs=True)
+    kept = ch.pairs.with_columns(pl.col(unit).rank("dense").cast(pl.Int64).alias("__u") - 1)
+    n_units = int(kept["__u"].max() or -1) + 1
+    seed = int.from_bytes(bytes(rng.random_bytes(32)), "big")
+    order = np.random.default_rng(seed).permutation(n_units)
+    w = l2_descent_weights(kept["__u"].to_numpy(), kept[KEY].to_numpy().astype(np.int64), ch.keys.height, order,
+                           gamma)
+    sel = np.flatnonzero(w > 0)
+    keys = ch.keys[sel] if sel.size != ch.keys.height else ch.keys
+    arrow = keys.to_arrow()
+    check_key_values(arrow, by)
+    stats = BoundingStats(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in, units_over_l0=ch.units_over_l0,
+                          pairs_dropped_l0=int(ch.dropped_per_key.sum()), keys_in=ch.keys.height,
+                          keys_bounded=int(sel.size), keys_out=int(sel.size), l0=l0)
+    return PolicyHistogram(keys=arrow, weights=w[sel], stats=stats)
+
+
+@functools.lru_cache(maxsize=64)
+def _calibrate_policy(epsilon: float, delta: float, l0: int, alpha: float):
+    from ..accounting.set_union import calibrate_policy_gaussian
+
+    return calibrate_policy_gaussian(epsilon, delta, l0, alpha)
+
+
+@register
+@dataclass(frozen=True)
+class PolicyGaussian(Mechanism):
+    """Gopi et al.'s Policy Gaussian set union (ℓ2-descent policy, cutoff Γ = ρ + α σ) with FLOAT noise: only
+    with ``insecure_float=True`` (measurement; no secure variant, ``docs/proofs/set-union.md`` §4). Needs
+    ``max_groups_per_unit`` (Δ0). Values are noisy policy weights, not counts.
+
+    Option: ``alpha`` (default 3.0): the cutoff's margin above the threshold, in noise standard deviations."""
+
+    alpha: float = 3.0
+    name = "policy-gaussian"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "alpha", v.positive("alpha", self.alpha))
+
+    def check(self, request: ReleaseRequest) -> None:
+        _check_common(self, request)
+        if not request.insecure_float:
+            raise InvalidParameterError(
+                "policy-gaussian has no secure (exact integer noise) variant: rounding the l2-descent policy to a "
+                "lattice can break the contractivity its privacy rests on (docs/proofs/set-union.md §4). Use "
+                "mechanism='weighted-gaussian', or insecure_float=True for research measurement only")
+
+    def value_column(self, default: str) -> str:
+        return "weight"
+
+    def calibrate(self, request: ReleaseRequest) -> Any:
+        assert request.max_groups_per_unit is not None
+        return _calibrate_policy(float(request.epsilon), float(request.delta), int(request.max_groups_per_unit),
+                                 float(self.alpha))
+
+    def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
+        cal = calibration
+        return Disclosure(
+            mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon, delta=cal.delta,
+            delta_achieved=float(cal.delta_achieved), neighbours=self.neighbours,
+            contribution=(f"at most {request.max_groups_per_unit} keys per unit; each unit moves its keys' weights "
+                          f"toward the cutoff {cal.gamma:.6g} by l2 distance <= 1, units in a random order"),
+            value_column=value_column, delta_parts=dict(cal.delta_parts), sigma=cal.sigma, noise_std=cal.noise_std,
+            threshold=cal.tau, margin=cal.tau, pre_threshold=None, comparison=">=",
+            notes=("set union (Gopi et al. ICML 2020, Policy Gaussian) with FLOAT noise: values are noisy policy "
+                   "weights, not counts (docs/proofs/set-union.md §4)",))
+
+    def histogram(self, engine, data, privacy_unit, by, request, rng, **extra):
+        if privacy_unit is None:
+            raise InvalidParameterError(f"mechanism={self.name!r} needs a privacy_unit column")
+        cal = self.calibrate(request)
+        return policy_histogram(engine, data, privacy_unit, list(by), int(request.max_groups_per_unit), cal.gamma,
+                                rng)
+
+    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+        import pyarrow as pa
+
+        from ..noise.floating import sample_gaussian
+
+        noisy = hist.weights + sample_gaussian(calibration.sigma, hist.weights.size, rng, insecure_float=True)
+        keep = np.flatnonzero(noisy >= calibration.tau)
+        table = hist.keys.take(pa.array(keep, pa.int64())).append_column(disclosure.value_column,
+                                                                         pa.array(noisy[keep], pa.float64()))
+        return Released(rows=table, disclosure=disclosure, in_process=True)
