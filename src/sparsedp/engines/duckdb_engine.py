@@ -29,7 +29,7 @@ that is not deterministic (SQL with ``random()``, a ``LIMIT`` without ``ORDER BY
 different rows; a pair whose key the first read did not see is not counted.
 
 With SUM/MEAN aggregates (:meth:`DuckDBEngine.bounded_raw_counts_with_sums`) step 1 is a ``GROUP BY unit,
-key`` carrying each aggregate's clipped, gridded, re-centred contribution (:func:`contribution_sql`), the per-key
+key index`` carrying each aggregate's clipped, gridded, re-centred contribution (:func:`contribution_sql`), the per-key
 totals and the dropped pairs' sums ride along with the counts, and the grid sums over the kept pairs leave
 DuckDB as per-key BIGINT columns: the same table as the shared Polars path for the same secret.
 
