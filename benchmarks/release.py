@@ -29,6 +29,7 @@ machine). This is the measurement behind :mod:`sparsedp.engines.choice`.
     python benchmarks/release.py                       # 1e7 rows, 3 runs, whole process
     python benchmarks/release.py --rows 5e7 --runs 3
     python benchmarks/release.py --rows 1e7 --choice
+    python benchmarks/release.py --baseline /path/to/checkout-of-main   # also '<engine>@before', same runs
 """
 
 from __future__ import annotations
@@ -104,11 +105,15 @@ def child_env() -> dict:
     return env
 
 
-def run_process(args: list[str]) -> dict:
-    """Run ``python -c …`` to completion: its wall time, peak RSS (GiB) and the JSON line it printed."""
+def run_process(args: list[str], src: str | None = None) -> dict:
+    """Run ``python -c …`` to completion: its wall time, peak RSS (GiB) and the JSON line it printed. ``src``:
+    import sparsedp from this directory (``PYTHONPATH``) instead."""
     t = time.perf_counter()
+    env = child_env()
+    if src is not None:
+        env["PYTHONPATH"] = src
     p = subprocess.Popen([sys.executable, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         text=True, env=child_env())
+                         text=True, env=env)
     out = p.stdout.read() if p.stdout else ""
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
@@ -138,14 +143,18 @@ def write_data(path: str, rows: int, units: int) -> int:
     return int(out.stdout.strip().splitlines()[-1])
 
 
-def whole_process(path: str, runs: int, l0: int, engines: list[str]) -> None:
+def whole_process(path: str, runs: int, l0: int, engines: list[str], baseline: str | None = None,
+                  baseline_engines: tuple[str, ...] = ()) -> None:
     from sparsedp.engines.choice import fastest_engine
 
     modes = ["plain-duckdb", "plain-polars"] + [f"sparsedp:{e}" for e in engines]
+    modes += [f"sparsedp:{e}@before" for e in baseline_engines]
     res: dict[str, list[dict]] = {m: [] for m in modes}
     for i in range(runs):
         for m in modes:
-            res[m].append(run_process([CHILD, path, m, str(l0)]))
+            before = m.endswith("@before")
+            res[m].append(run_process([CHILD, path, m.removesuffix("@before"), str(l0)],
+                                      src=os.path.join(baseline, "src") if before and baseline else None))
         print(f"  run {i + 1}/{runs}: " + ", ".join(f"{m} {res[m][-1]['wall']:.2f} s {res[m][-1]['rss_gib']:.2f} GiB"
                                                    for m in modes) + f"; {_uptime()}", flush=True)
     med = {m: {k: statistics.median(r[k] for r in rs) for k in ("wall", "rss_gib")} for m, rs in res.items()}
@@ -160,7 +169,7 @@ def whole_process(path: str, runs: int, l0: int, engines: list[str]) -> None:
             label, own_s = ("plain DuckDB COUNT(DISTINCT)" if m == "plain-duckdb" else "plain Polars n_unique"), ""
         else:
             e = m.split(":", 1)[1]
-            chosen = default if e == "default" else e
+            chosen = default if e.removesuffix("@before") == "default" else e.removesuffix("@before")
             label = f"sparsedp {e}" + (f" (= {default})" if e == "default" else "")
             b = med[own.get(chosen, "plain-polars")]
             own_s = f"{w / b['wall']:.2f}x t {r / b['rss_gib']:.2f}x m"
@@ -191,6 +200,9 @@ def main() -> None:
     ap.add_argument("--engines", default="polars,duckdb,default")
     ap.add_argument("--choice", action="store_true", help="time the bounded histogram per input kind and engine")
     ap.add_argument("--data", default=None, help="reuse this Parquet file (columns user_id, url)")
+    ap.add_argument("--baseline", default=None,
+                    help="a checkout of an earlier commit: its sparsedp (DIR/src) also runs, as '<engine>@before'")
+    ap.add_argument("--baseline-engines", default="duckdb")
     args = ap.parse_args()
     rows = int(args.rows)
     units = int(args.units) if args.units else max(1, rows // 10)
@@ -209,7 +221,8 @@ def main() -> None:
         if args.choice:
             choice(path, args.runs, args.l0)
         else:
-            whole_process(path, args.runs, args.l0, args.engines.split(","))
+            whole_process(path, args.runs, args.l0, args.engines.split(","), args.baseline,
+                          tuple(args.baseline_engines.split(",")) if args.baseline else ())
         print(f"after ({time.perf_counter() - t:.0f} s): {_uptime()}")
 
 

@@ -25,6 +25,7 @@ Comparisons with OpenDP and PipelineDP belong to the peers benchmark (separate v
     python benchmarks/release_aggregates.py --aggregates    # count + two sums (dwell_s in [0, 600], clicks in [0, 10])
                                                  # vs group_by(key).agg(n_unique(unit), sum, sum); target <= 1.3x
     python benchmarks/release_aggregates.py --aggregates --source file --engines duckdb,polars
+    python benchmarks/release_aggregates.py --aggregates --source file --engines duckdb --baseline CHECKOUT
 
 With ``--aggregates`` the data get two value columns (``dwell_s`` uniform on [0, 900), ``clicks`` integers in
 [0, 20), numpy seed 0) and the release is GSHM with ``[Count(), Sum("dwell_s", 0, 600), Sum("clicks", 0, 10)]``
@@ -152,9 +153,13 @@ def _uptime() -> str:
         return "load average " + ", ".join(fh.read().split()[:3]) + f" on {os.cpu_count()} cores"
 
 
-def measure(path: str, what: str, l0: int, source: str) -> dict:
+def measure(path: str, what: str, l0: int, source: str, src: str | None = None) -> dict:
+    """One fresh child; ``src``: import sparsedp from this directory (``PYTHONPATH``) instead."""
+    env = child_env()
+    if src is not None:
+        env["PYTHONPATH"] = src
     out = subprocess.run([sys.executable, "-c", CHILD, path, what, str(l0), source], capture_output=True, text=True,
-                         check=True, env=child_env())
+                         check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -170,6 +175,8 @@ def main() -> None:
                     help="timed input: the Polars frame in memory (default) or the Parquet file")
     ap.add_argument("--small", type=int, default=3, help="cold-process small-frame release runs (0: skip)")
     ap.add_argument("--data", default=None, help="reuse this Parquet file (as written by this benchmark)")
+    ap.add_argument("--baseline", default=None,
+                    help="a checkout of an earlier commit: its sparsedp (DIR/src) also runs, as '<engine>@before'")
     args = ap.parse_args()
     from sparsedp.demo_data import search_log
 
@@ -202,10 +209,13 @@ def main() -> None:
         print(f"data: {rows:,} rows, {units:,} units, {n_keys:,} distinct keys (Zipf); l0 = {args.l0}; "
               f"input: {args.source}; {args.runs} runs each, interleaved, each in a fresh process", flush=True)
         modes = ["baseline", "plain-duckdb"] + [f"release:{e}" for e in engines]
+        modes += [f"release:{e}@before" for e in engines] if args.baseline else []
         res: dict[str, list[dict]] = {m: [] for m in modes}
         for i in range(args.runs):
             for m in modes:
-                res[m].append(measure(path, m, args.l0, args.source))
+                before = m.endswith("@before") and args.baseline
+                res[m].append(measure(path, m.removesuffix("@before"), args.l0, args.source,
+                                      os.path.join(args.baseline, "src") if before else None))
             print(f"  run {i + 1}/{args.runs}: " + ", ".join(f"{m} {res[m][-1]['time']:.2f} s" for m in modes)
                   + f"; {_uptime()}", flush=True)
     med = {w: {m: statistics.median(r[m] for r in rs) for m in ("time", "cpu", "peak_mb")} for w, rs in res.items()}

@@ -5,26 +5,37 @@ run on ``connection`` or DuckDB's default connection), a Parquet/CSV path (``rea
 a Polars, pandas or Arrow frame (scanned by DuckDB in place: Arrow zero-copy, Polars through its Arrow
 export, pandas through DuckDB's pandas scan).
 
-**The bounded histogram in one query** (:meth:`DuckDBEngine.bounded_raw_counts`). After the input checks
-(rows, nulls; then the secret is drawn) one statement computes:
+**The bounded histogram: the distinct keys, then one statement on integers**
+(:meth:`DuckDBEngine.bounded_raw_counts`). After the input checks (rows, nulls, NaN keys):
 
-1. ``p``: the distinct ``(unit, key)`` pairs (``SELECT DISTINCT``; materialised once, reused below);
-2. ``d``: each unit's number of distinct keys; ``kc``: each key's number of distinct units;
-3. for the units with ``d > l0`` only: their fingerprint ``h_u`` and the fingerprints ``h_k`` of the keys
-   (Polars' hash of the canonical values, by a vectorised Arrow UDF), the keyed rank
-   ``AES-256_{K'}(h_u ‖ h_k)`` (a second Arrow UDF whose closure holds the secret), and
-   ``row_number() OVER (PARTITION BY unit ORDER BY rank, canonical key)``; the rows numbered above ``l0``
-   are the dropped pairs, counted per key;
-4. per key: ``kc - dropped``, plus the statistics (units, pairs, units over ``l0``).
+0. the distinct keys (``SELECT DISTINCT`` over the key columns only: cheap, 0.3 CPU s at 10^7 rows) leave
+   DuckDB once; they are put in canonical key order (:func:`~sparsedp.engines.bounding.canonical_order`,
+   by Polars, the definition) and fingerprinted (``h_k``, Polars' hash of the canonical values); the table
+   ``(key, key index)`` is registered back on the connection under a random name. Then the secret is drawn.
+1. ``p``: the distinct ``(unit, key index)`` pairs — the rows joined to the key table (a hash join whose build
+   side is the small key table), de-duplicated on integers (``SELECT DISTINCT``; materialised once);
+2. ``d``: each unit's number of distinct keys; ``kc``: each key index's number of distinct units;
+3. for the units with ``d > l0`` only: their fingerprint ``h_u`` (a vectorised Arrow UDF, Polars' hash), the
+   keyed rank ``AES-256_{K'}(h_u ‖ h_k[key index])`` (a second Arrow UDF whose closure holds the secret and
+   the key fingerprints), and ``row_number() OVER (PARTITION BY unit ORDER BY rank, key index)``; the rows
+   numbered above ``l0`` are the dropped pairs, counted per key index;
+4. per key index: ``kc - dropped``, plus the statistics (units, pairs, units over ``l0``).
+
+Only per-key-index rows (count, grid sums, statistics) leave DuckDB; the key values are the ones read in
+step 0, placed by index. No string is hashed, joined or grouped after step 1's join (session 3 of issue 19,
+``docs/engines_speed.md``: the statement on strings cost 2.8× the CPU of a plain ``COUNT(DISTINCT)``, this
+one about 2×). The input is read twice (keys, then pairs), as the input checks already read it: a source
+that is not deterministic (SQL with ``random()``, a ``LIMIT`` without ``ORDER BY``) may give the two reads
+different rows; a pair whose key the first read did not see is not counted.
 
 With SUM/MEAN aggregates (:meth:`DuckDBEngine.bounded_raw_counts_with_sums`) step 1 is a ``GROUP BY unit,
-key`` carrying each aggregate's clipped, gridded, re-centred contribution (:func:`contribution_sql`), the per-key
+key index`` carrying each aggregate's clipped, gridded, re-centred contribution (:func:`contribution_sql`), the per-key
 totals and the dropped pairs' sums ride along with the counts, and the grid sums over the kept pairs leave
 DuckDB as per-key BIGINT columns: the same table as the shared Polars path for the same secret.
 
 This is exactly the choice of :func:`sparsedp.engines.bounding.select_pairs` (module docstring there): the same
-fingerprints, the same rank, the same ``l0`` smallest ``(rank, canonical key)`` per unit (the tie-break orders
-by the canonical key values, strings by bytes — ``COLLATE C`` — as Polars does). Only the per-key bounded
+fingerprints, the same rank, the same ``l0`` smallest ``(rank, canonical key)`` per unit (the key index is the
+position in the canonical key order, so ordering by it is the canonical tie-break). Only the per-key bounded
 counts and five statistics leave DuckDB; DuckDB runs the aggregations, the join and the window with its own
 threads and spills them to its temporary directory when they do not fit in memory (an engine-owned connection
 gets a private temporary directory).
@@ -73,7 +84,6 @@ _U = "__sparsedp_u"
 _D = "__sparsedp_d"
 _C = "__sparsedp_c"
 _HU = "__sparsedp_hu"
-_HK = "__sparsedp_hk"
 _R = "__sparsedp_r"
 _KI = "__sparsedp_ki"
 _STATS = ("__sparsedp_units", "__sparsedp_pairs", "__sparsedp_heavy")
@@ -156,75 +166,78 @@ def _acol(j: int) -> str:
     return f"__sparsedp_a{j}"
 
 
-def bounding_sql(unit_type_id: str, key_type_ids: list[str], by: list[str], l0: int | None,
-                 fn: tuple[str, str, str] | None, sums: Sequence[tuple[Any, int]] = (),
-                 grid_names: Sequence[str] = ()) -> str:
-    """The statement of the module docstring over the relation ``__src`` (unit column ``{_U}``-renamed inside).
+def _val(col: str, tid: str) -> str:
+    """Column ``col`` as the statements read it: ENUM values as VARCHAR (they compare and export as strings)."""
+    return f"CAST({col} AS VARCHAR)" if tid == "enum" else col
+
+
+def _src_cols(unit_type_id: str, key_type_ids: list[str]) -> tuple[str, list[str]]:
+    """The projection of ``__src`` onto the unit ``__sparsedp_u`` and the key columns ``__sparsedp_k{i}``, and
+    the key column names."""
+    ks = [_kcol(i) for i in range(len(key_type_ids))]
+    return ", ".join([f"{_val('__sp_unit', unit_type_id)} AS {_U}"]
+                     + [f"{_val(f'__sp_key{i}', t)} AS {k}" for i, (k, t) in enumerate(zip(ks, key_type_ids))]), ks
+
+
+def keys_sql(key_type_ids: list[str]) -> str:
+    """The distinct keys of ``__src`` (columns ``__sparsedp_k{i}``): one aggregation over the key columns only."""
+    return "SELECT DISTINCT " + ", ".join(f"{_val(f'__sp_key{i}', t)} AS {_kcol(i)}"
+                                          for i, t in enumerate(key_type_ids)) + " FROM __src"
+
+
+def bounding_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, l0: int | None,
+                 fn: tuple[str, str] | None, sums: Sequence[tuple[Any, int]] = ()) -> str:
+    """The statement of the module docstring over the relation ``__src`` and the registered key table
+    ``keys_view`` (the distinct keys ``__sparsedp_k{i}`` with their index ``{_KI}`` in canonical key order).
 
     Args:
         unit_type_id, key_type_ids: DuckDB type ids (``DuckDBPyType.id``) of the unit and key columns.
-        by: the key column names (output names).
+        keys_view: name of the registered key table.
         l0: the bound (``None``: de-duplication and counting only, no fingerprint or rank).
-        fn: names of the registered (unit fingerprint, key fingerprint, rank) functions (when ``l0`` is set).
-
+        fn: names of the registered (unit fingerprint, rank by key index) functions (when ``l0`` is set).
         sums: the SUM/MEAN grid columns (:func:`sparsedp.aggregates.noise_columns`) as ``(Sum, j)``, ``j`` the
             index of its value column ``__sp_v{j}`` in ``__src``; the pairs are then a ``GROUP BY`` carrying each
             one's :func:`contribution_sql`, and every per-key total and dropped count also sums them.
-        grid_names: the output names of the grid columns (one per entry of ``sums``).
 
-    The output has one row per distinct key: the key columns (named ``by``, ENUM keys as VARCHAR), the bounded
-    count :data:`COUNT` (BIGINT), the grid sums over the kept pairs (BIGINT, ``grid_names``) and the statistics
-    columns :data:`_STATS` (units, pairs, units over ``l0``; the same on every row). The pairs dropped are
-    ``pairs - sum(COUNT)``.
+    The output has one row per distinct key: its index ``{_KI}``, the bounded count :data:`COUNT` (BIGINT), the
+    grid sums over the kept pairs (BIGINT, ``__sparsedp_a{j}``) and the statistics columns :data:`_STATS`
+    (units, pairs, units over ``l0``; the same on every row). The pairs dropped are ``pairs - sum(COUNT)``.
     """
-    ks = [_kcol(i) for i in range(len(by))]
+    src_cols, ks = _src_cols(unit_type_id, key_type_ids)
     kl = ", ".join(ks)
     acs = [_acol(j) for j in range(len(sums))]
     a_sel = "".join(f", {c}" for c in acs)  # carried per pair
     a_sum = "".join(f", sum({c}) AS {c}" for c in acs)  # summed per key
-
-    def val(col: str, tid: str) -> str:
-        return f"CAST({col} AS VARCHAR)" if tid == "enum" else col
-
-    src_cols = ", ".join([f"{val('__sp_unit', unit_type_id)} AS {_U}"]
-                         + [f"{val(f'__sp_key{i}', t)} AS {k}" for i, (k, t) in enumerate(zip(ks, key_type_ids))])
     lim = l0 if l0 is not None else 2**62
+    # the distinct pairs as integers: (unit, key index[, contributions])
+    vals = "".join(f", {_vcol(j)}" for _, j in sums)
+    joined = f"(SELECT {src_cols}{vals} FROM __src) JOIN {keys_view} USING ({kl})"
     if sums:
         contrib = "".join(f", {contribution_sql(a, _vcol(j))} AS {c}" for (a, j), c in zip(sums, acs))
-        pairs = f"SELECT {_U}, {kl}{contrib} FROM (SELECT {src_cols}" + "".join(
-            f", {_vcol(j)}" for _, j in sums) + f" FROM __src) GROUP BY {_U}, {kl}"
+        pairs = f"SELECT {_U}, {_KI}{contrib} FROM {joined} GROUP BY {_U}, {_KI}"
     else:
-        pairs = f"SELECT DISTINCT {src_cols} FROM __src"
-    p = (f"p AS MATERIALIZED ({pairs})",
-         f"d AS MATERIALIZED (SELECT {_U}, count(*) AS {_D} FROM p GROUP BY {_U})")
-    stats = (f"st AS (SELECT count(*) AS {_STATS[0]}, coalesce(sum({_D}), 0)::BIGINT AS {_STATS[1]}, "
-             f"count(*) FILTER (WHERE {_D} > {lim}) AS {_STATS[2]} FROM d)")
-    out = ", ".join(f"{k} AS {_q(b)}" for k, b in zip(ks, by))
+        pairs = f"SELECT DISTINCT {_U}, {_KI} FROM {joined}"
+    ctes = [f"p AS MATERIALIZED ({pairs})",
+            f"d AS MATERIALIZED (SELECT {_U}, count(*) AS {_D} FROM p GROUP BY {_U})",
+            f"kc AS (SELECT {_KI}, count(*) AS {_C}{a_sum} FROM p GROUP BY {_KI})",
+            f"st AS (SELECT count(*) AS {_STATS[0]}, coalesce(sum({_D}), 0)::BIGINT AS {_STATS[1]}, "
+            f"count(*) FILTER (WHERE {_D} > {lim}) AS {_STATS[2]} FROM d)"]
     if l0 is None:
-        ctes = [*p, f"kc AS (SELECT {kl}, count(*) AS {_C}{a_sum} FROM p GROUP BY {kl})", stats]
-        a_out = "".join(f", kc.{c}::BIGINT AS {_q(n)}" for c, n in zip(acs, grid_names))
+        a_out = "".join(f", kc.{c}::BIGINT AS {c}" for c in acs)
         return ("WITH " + ",\n".join(ctes) +
-                f"\nSELECT {out}, kc.{_C}::BIGINT AS {_q(COUNT)}{a_out}, st.* FROM kc CROSS JOIN st")
+                f"\nSELECT {_KI}, kc.{_C}::BIGINT AS {_q(COUNT)}{a_out}, st.* FROM kc CROSS JOIN st")
     assert fn is not None
-    hu, hk, rank = fn
-    # Key index in the canonical key order (canonical values, strings by bytes: COLLATE C, as Polars sorts):
-    # the tie-break of equal ranks, and an integer handle on the key for the per-pair work.
-    order = ", ".join(f"{k} COLLATE C" if t in ("varchar", "enum") else k for k, t in zip(ks, key_type_ids))
-    ctes = [
-        *p,
-        f"kc AS MATERIALIZED (SELECT {kl}, {_C}{a_sel}, {_KI}, {hk}({kl}) AS {_HK} FROM (SELECT {kl}, "
-        f"count(*) AS {_C}{a_sum}, row_number() OVER (ORDER BY {order}) AS {_KI} FROM p GROUP BY {kl}))",
+    hu, rank = fn
+    ctes += [
         f"h AS (SELECT {_U}, {hu}({_U}) AS {_HU} FROM d WHERE {_D} > {lim})",
-        # the heavy units' pairs as integers: (unit, key index, rank[, contributions])
-        f"x AS MATERIALIZED (SELECT {_U}, {_KI}, {rank}({_HU}, {_HK}) AS {_R}" + "".join(f", p.{c}" for c in acs)
-        + f" FROM p JOIN h USING ({_U}) JOIN kc USING ({kl}))",
+        # the heavy units' pairs: (unit, key index, rank[, contributions])
+        f"x AS MATERIALIZED (SELECT {_U}, {_KI}, {rank}({_HU}, {_KI}) AS {_R}{a_sel} FROM p JOIN h USING ({_U}))",
         f"dr AS (SELECT {_KI}, count(*) AS {_C}{a_sum} FROM (SELECT {_KI}{a_sel} FROM x QUALIFY row_number() OVER "
         f"(PARTITION BY {_U} ORDER BY {_R}, {_KI}) > {lim}) GROUP BY {_KI})",
-        stats,
     ]
-    a_out = "".join(f", (kc.{c} - coalesce(dr.{c}, 0))::BIGINT AS {_q(n)}" for c, n in zip(acs, grid_names))
+    a_out = "".join(f", (kc.{c} - coalesce(dr.{c}, 0))::BIGINT AS {c}" for c in acs)
     return ("WITH " + ",\n".join(ctes) +
-            f"\nSELECT {out}, (kc.{_C} - coalesce(dr.{_C}, 0))::BIGINT AS {_q(COUNT)}{a_out}, st.* "
+            f"\nSELECT {_KI}, (kc.{_C} - coalesce(dr.{_C}, 0))::BIGINT AS {_q(COUNT)}{a_out}, st.* "
             f"FROM kc LEFT JOIN dr USING ({_KI}) CROSS JOIN st")
 
 
@@ -362,7 +375,11 @@ class DuckDBEngine(EmbeddedEngine):
         import duckdb
         import polars as pl
 
-        from .duckdb_udfs import choice_functions
+        import numpy as np
+        import pyarrow as pa
+
+        from .bounding import canonical_exprs, fingerprint_exprs
+        from .duckdb_udfs import rank_functions
 
         cols = [privacy_unit] + by
         sums: list = []
@@ -411,16 +428,29 @@ class DuckDBEngine(EmbeddedEngine):
             for i, n in zip(floats, check[n_v + len(vchecks):]):  # the NaN-key rule (base.check_nan_keys)
                 if n:
                     raise nan_key_error(by[i])
-            secret = draw_bounding_secret(rng) if l0 is not None else None  # after validation only
-
-            def duck_type(c: str):
-                t = types[c]
-                return "VARCHAR" if t.id == "enum" else t
-
             tid = [types[c].id for c in cols]
-            with choice_functions(con, privacy_unit, duck_type(privacy_unit), by, [duck_type(c) for c in by],
-                                  secret) as fn:
-                sql = bounding_sql(tid[0], tid[1:], by, l0, fn if l0 is not None else None, sums, grid_names)
+            try:  # the distinct keys (no randomness), in canonical key order, each with its index
+                keys = to_arrow_table(proj.query("__src", keys_sql(tid[1:])))
+            except duckdb.Error as e:
+                raise _input_error("DuckDB could not group the input", e) from None
+            secret = draw_bounding_secret(rng) if l0 is not None else None  # after validation only
+            ks = [_kcol(i) for i in range(len(by))]
+            kdf = pl.from_arrow(keys)
+            assert isinstance(kdf, pl.DataFrame)
+            order = kdf.with_row_index("__i").sort(canonical_order(kdf.schema, ks))["__i"].to_numpy()
+            n_keys = keys.num_rows
+            pos = np.empty(n_keys, dtype=np.int32 if n_keys < 2**31 else np.int64)
+            pos[order] = np.arange(n_keys, dtype=pos.dtype)  # each key's index in canonical order
+            hk = None
+            if l0 is not None:  # the key fingerprints h_k (bounding module), by key index
+                canon = kdf[order].select(canonical_exprs(kdf.schema, ks))
+                hk = canon.select(fingerprint_exprs(ks[0], ks)[1])["__hk"].to_numpy()
+            unit_type = types[privacy_unit]
+            with rank_functions(con, privacy_unit, "VARCHAR" if unit_type.id == "enum" else unit_type,
+                                "INTEGER" if n_keys < 2**31 else "BIGINT", hk, secret) as (fn, view):
+                # registered in DuckDB's order (a sorted build side made the join fail to spill under a memory limit)
+                con.register(view, keys.append_column(_KI, pa.array(pos)))
+                sql = bounding_sql(tid[0], tid[1:], view, l0, fn if l0 is not None else None, sums)
                 try:
                     res = proj.query("__src", sql)
                     if self.plan_log is not None:
@@ -429,15 +459,22 @@ class DuckDBEngine(EmbeddedEngine):
                         out = to_arrow_table(res)
                 except duckdb.Error as e:
                     raise _input_error("DuckDB could not group the input", e) from None
-        kc = pl.from_arrow(out)
-        assert isinstance(kc, pl.DataFrame)
-        st = kc.select(_STATS).row(0)
-        kc = kc.drop(_STATS)
-        kc = kc.sort(canonical_order(kc.schema, by))  # the order bound() and the noise draws follow
+        res_df = pl.from_arrow(out)
+        assert isinstance(res_df, pl.DataFrame)
+        st = res_df.select(_STATS).row(0)
+        idx = res_df[_KI].to_numpy()
+        counts = np.zeros(n_keys, dtype=np.int64)  # every key has at least one pair: idx covers 0 … n_keys-1
+        counts[idx] = res_df[COUNT].to_numpy()
+        grid = []
+        for j, name in enumerate(grid_names):
+            g = np.zeros(n_keys, dtype=np.int64)
+            g[idx] = res_df[_acol(j)].to_numpy()
+            grid.append(pl.Series(name, g))
+        kc = kdf[order].rename(dict(zip(ks, by))).with_columns(pl.Series(COUNT, counts), *grid)
         pairs = int(st[1])
         return RawCounts(rows_in=rows, units_in=int(st[0]), pairs_in=pairs,
                          units_over_l0=int(st[2]) if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
-                         pairs_dropped_l0=pairs - int(kc[COUNT].sum()))
+                         pairs_dropped_l0=pairs - int(counts.sum()))
 
     def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: list[str], candidates: Any) -> Any:
         """In DuckDB: the histogram of distinct keys per unit (:meth:`Engine.keys_per_unit_counts`), with the

@@ -1,17 +1,20 @@
 """Vectorised DuckDB Python UDFs (over Arrow) for the ℓ0 choice of :mod:`sparsedp.engines.bounding`.
 
-Three scalar functions, registered on a connection for one release and removed afterwards:
+Two scalar functions, registered on a connection for one release and removed afterwards
+(:func:`rank_functions`):
 
-- ``fingerprint(unit)`` → ``h_u`` and ``fingerprint(key columns…)`` → ``h_k``: Polars' ``hash`` with the fixed
-  public seeds :data:`~sparsedp.engines.bounding.SEED_UNIT` / :data:`~sparsedp.engines.bounding.SEED_KEY` of
-  the *canonicalised* values (:func:`~sparsedp.engines.bounding.canonical_exprs`), computed by Polars on each
-  Arrow batch DuckDB hands over — literally the same expressions the Polars engine evaluates
-  (:func:`~sparsedp.engines.bounding.fingerprint_exprs`), so the fingerprints are equal whichever engine
-  computes them (canonicalisation makes them independent of the Arrow types DuckDB exports: Int32 vs Int64,
-  string views vs strings, a time zone vs UTC);
-- ``rank(h_u, h_k)`` → ``first 8 bytes of AES-256_{K'}(h_u ‖ h_k)``: :func:`~sparsedp.engines.bounding.prf_ranks`
-  on the batch. The secret ``K`` lives only in this function's closure: it never appears in SQL text, in a
-  query plan or in DuckDB's catalog (the function's name is a random identifier unrelated to ``K``).
+- ``fingerprint(unit)`` → ``h_u``: Polars' ``hash`` with the fixed public seed
+  :data:`~sparsedp.engines.bounding.SEED_UNIT` of the *canonicalised* value
+  (:func:`~sparsedp.engines.bounding.canonical_exprs`), computed by Polars on each Arrow batch DuckDB hands over
+  — literally the expression the Polars engine evaluates (:func:`~sparsedp.engines.bounding.fingerprint_exprs`),
+  so the fingerprints are equal whichever engine computes them (canonicalisation makes them independent of the
+  Arrow types DuckDB exports: Int32 vs Int64, string views vs strings, a time zone vs UTC). The key
+  fingerprints ``h_k`` are computed once by the engine on the distinct keys (:func:`fingerprint_batch` is the
+  same function for both);
+- ``rank(h_u, key index)`` → ``first 8 bytes of AES-256_{K'}(h_u ‖ h_k[key index])``:
+  :func:`~sparsedp.engines.bounding.prf_ranks` on the batch. The secret ``K`` and the key fingerprints live
+  only in this function's closure: ``K`` never appears in SQL text, in a query plan or in DuckDB's catalog (the
+  function's name is a random identifier unrelated to ``K``).
 
 DuckDB calls these on batches of up to 2 048 rows from its own worker threads (holding the GIL while Python
 runs); they are pure functions of their arguments, so any batching or order gives the same values.
@@ -19,12 +22,11 @@ runs); they are pure functions of their arguments, so any batching or order give
 
 from __future__ import annotations
 
-import inspect
 import secrets
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from .bounding import SEED_KEY, SEED_UNIT, canonical_exprs, prf_ranks
+from .bounding import SEED_UNIT, canonical_exprs, prf_ranks
 
 
 def fingerprint_batch(names: list[str], arrays: tuple, seed: int):
@@ -39,54 +41,50 @@ def fingerprint_batch(names: list[str], arrays: tuple, seed: int):
     return canon.select(h.alias("__h")).to_series().to_arrow()
 
 
-def rank_batch(hu, hk, secret: bytes):
-    """:func:`~sparsedp.engines.bounding.prf_ranks` of Arrow uint64 arrays, as an Arrow uint64 array."""
+def rank_by_index_batch(hu, ki, hk, secret: bytes):
+    """:func:`~sparsedp.engines.bounding.prf_ranks` of the pairs ``(hu[i], hk[ki[i]])`` (``hu``, ``ki``: Arrow
+    arrays of one batch; ``hk``: the key fingerprints by key index, numpy uint64), as an Arrow uint64 array."""
     import numpy as np
     import pyarrow as pa
 
     u = np.asarray(hu.to_numpy(zero_copy_only=False), dtype=np.uint64)
-    k = np.asarray(hk.to_numpy(zero_copy_only=False), dtype=np.uint64)
-    return pa.array(prf_ranks(u, k, secret), type=pa.uint64())
-
-
-def _with_arity(f: Any, n: int) -> Any:
-    """``f(*args)`` with a signature of exactly ``n`` positional parameters (DuckDB reads a UDF's arity from
-    its signature)."""
-    def g(*args):
-        return f(*args)
-
-    g.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(n)])
-    return g
+    k = np.asarray(ki.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return pa.array(prf_ranks(u, hk, secret, None, k), type=pa.uint64())
 
 
 @contextmanager
-def choice_functions(con: Any, unit: str, unit_type: Any, by: list[str], key_types: list[Any],
-                     secret: bytes | None) -> Iterator[tuple[str, str, str]]:
-    """Register ``(unit fingerprint, key fingerprint, rank)`` on ``con`` under fresh random names for the
-    duration of the block and yield the names (``rank`` is only registered when ``secret`` is given).
+def rank_functions(con: Any, unit: str, unit_type: Any, index_type: str, key_fingerprints: Any,
+                   secret: bytes | None) -> Iterator[tuple[tuple[str, str], str]]:
+    """Register ``(unit fingerprint, rank)`` on ``con`` under fresh random names for the duration of the block
+    and yield ``((unit fingerprint name, rank name), key table name)``; the caller registers its key table
+    (the distinct keys and their index) under the yielded name, which is unregistered afterwards.
 
-    ``unit_type``/``key_types``: the DuckDB types of the arguments as the query passes them.
+    ``rank(h_u, key index)`` is ``prf_ranks(h_u, h_k[key index])``: the key fingerprints ``h_k`` (numpy uint64,
+    by key index) and the secret live in its closure. It is only registered when ``secret`` is given.
+    ``unit_type``: the DuckDB type of the unit as the query passes it; ``index_type``: that of the key index.
     """
     tag = secrets.token_hex(8)
-    names = (f"__sparsedp_hu_{tag}", f"__sparsedp_hk_{tag}", f"__sparsedp_rank_{tag}")
+    names = (f"__sparsedp_hu_{tag}", f"__sparsedp_rank_{tag}")
+    view = f"__sparsedp_keys_{tag}"
     registered = []
     try:
         con.create_function(names[0], lambda u: fingerprint_batch([unit], (u,), SEED_UNIT), [unit_type],
                             "UBIGINT", type="arrow")
         registered.append(names[0])
-        con.create_function(names[1], _with_arity(lambda *ks: fingerprint_batch(by, ks, SEED_KEY), len(by)),
-                            list(key_types), "UBIGINT", type="arrow")
-        registered.append(names[1])
         if secret is not None:
-            key = bytes(secret)
-            con.create_function(names[2], lambda hu, hk: rank_batch(hu, hk, key), ["UBIGINT", "UBIGINT"],
-                                "UBIGINT", type="arrow")
-            registered.append(names[2])
-        yield names
+            key, hk = bytes(secret), key_fingerprints
+            con.create_function(names[1], lambda hu, ki: rank_by_index_batch(hu, ki, hk, key),
+                                ["UBIGINT", index_type], "UBIGINT", type="arrow")
+            registered.append(names[1])
+        yield names, view
     finally:
         for n in registered:
             try:
                 con.remove_function(n)
             except Exception:  # the connection may already be closed; nothing else holds the closure
                 pass
+        try:
+            con.unregister(view)
+        except Exception:
+            pass
+
