@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from ..aggregates import Sum, noise_columns
 from ..errors import InputDataError, InvalidTypeError
 
-__all__ = ["grid_column_name", "check_value_columns", "contribution_exprs", "gridded", "unit_key_contributions",
+__all__ = ["grid_column_name", "check_value_columns", "value_check_exprs", "raise_bad_values", "contribution_exprs", "gridded", "unit_key_contributions",
            "key_grid_sums"]
 
 
@@ -44,10 +44,18 @@ def check_value_columns(lf: Any, aggregates: Sequence[Any]) -> None:
     import polars as pl
 
     lf = lf.lazy() if isinstance(lf, pl.DataFrame) else lf
-    schema = lf.collect_schema()
-    cols = sorted({a.column for a in _sums(aggregates)})
+    exprs = value_check_exprs(lf.collect_schema(), aggregates)
+    if exprs:
+        raise_bad_values(lf.select(exprs).collect().row(0, named=True))
+
+
+def value_check_exprs(schema: Any, aggregates: Sequence[Any]) -> list:
+    """The counting expressions of :func:`check_value_columns` (nulls, non-finite values per value column),
+    for a ``select`` that may hold other counts too; raises at once on a missing or non-numeric column."""
+    import polars as pl
+
     exprs = []
-    for c in cols:
+    for c in sorted({a.column for a in _sums(aggregates)}):
         if c not in schema:
             raise missing_value_column(c, list(schema.names()))
         dt = schema[c]
@@ -56,10 +64,14 @@ def check_value_columns(lf: Any, aggregates: Sequence[Any]) -> None:
         exprs.append(pl.col(c).null_count().alias(f"null|{c}"))
         if dt.is_float():
             exprs.append((~pl.col(c).is_finite()).sum().alias(f"nonfinite|{c}"))
-    if not exprs:
-        return
-    row = lf.select(exprs).collect().row(0, named=True)
-    bad = [(k.split("|", 1)[1], k.split("|", 1)[0], int(n)) for k, n in row.items() if n]
+    return exprs
+
+
+def raise_bad_values(row: dict) -> None:
+    """Raise :func:`bad_values` if a ``null|…``/``nonfinite|…`` count of :func:`value_check_exprs` in ``row``
+    (a collected row; other fields are ignored) is not zero."""
+    bad = [(k.split("|", 1)[1], k.split("|", 1)[0], int(n)) for k, n in row.items()
+           if k.startswith(("null|", "nonfinite|")) and n]
     if bad:
         raise bad_values(bad)
 
@@ -160,14 +172,19 @@ def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int 
     vcols = list(dict.fromkeys(a.column for a in sums))
     if set(vcols) & set(cols):
         raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
-    check_value_columns(lf, aggregates)  # missing / non-numeric first (names the column), then the values
+    # missing / non-numeric value columns are refused now (schema only); the value, row and null counts are
+    # one select, collected with the pass over the rows (a file is read once) and checked before any draw:
+    # bad values first (naming the column), then no rows / null units or keys
+    vchecks = value_check_exprs(lf.collect_schema(), aggregates)
     lf = lf.select(cols + vcols)
-    counts = lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols]).collect()
-    c = counts.row(0, named=True)
-    rows = int(c.pop("__rows"))
-    check_nulls_and_rows(rows, {k: int(n) for k, n in c.items()})
-    # the same pairs, choice and sums as per_key_contributions + bounded_key_sums, on integer pair ids
-    return pair_ids.bounded_raw_counts(lf, unit, by, l0, rng, aggregates)
+    counts = lf.select(*vchecks, pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
+
+    def on_counts(results: list) -> None:
+        c = results[0].row(0, named=True)
+        raise_bad_values(c)
+        check_nulls_and_rows(int(c["__rows"]), {k: int(c[k]) for k in cols})
+
+    return pair_ids.bounded_raw_counts(lf, unit, by, l0, rng, aggregates, checks=([counts], on_counts))
 
 
 def per_key_contributions(lf: Any, unit: str, by: Sequence[str], aggregates: Sequence[Any]):
