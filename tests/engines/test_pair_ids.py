@@ -82,3 +82,21 @@ def test_order_of_additions_is_the_input_order():
     agg = sd.Sum("v", -4, 4)  # grid step 2^-9: a sum of 0 and a sum of 2 are far apart on the grid
     got = pair_ids.bounded_raw_counts(df.lazy(), "uid", ["url"], None, InsecureSeededRandom(1), [sd.Count(), agg])
     assert got.key_counts["__sparsedp_agg_0"].to_list() == [0 - agg.centre + 0]  # uid 2 adds 0, uid 1 adds 0
+
+
+@pytest.mark.parametrize("by", [["url"], ["url", "n"]])
+def test_rank_ties_break_by_canonical_key_order_like_the_per_key_lists(monkeypatch, by):
+    from sparsedp.engines import bounding
+
+    def zeros(hu, hk, s, iu, ik):
+        return np.zeros(iu.size, dtype=np.uint64)
+
+    monkeypatch.setattr(bounding, "prf_ranks", zeros)
+    monkeypatch.setattr(pair_ids, "prf_ranks", zeros)
+    df = _rows("narrow")
+    want, stats = _old(df, by, 2, AGGS)
+    got = pair_ids.bounded_raw_counts(df.lazy(), "uid", by, 2, InsecureSeededRandom(4), AGGS)
+    assert got.key_counts.equals(want) and got.pairs_dropped_l0 == stats[3] > 100
+    # every unit keeps its l0 smallest keys in canonical order: the first keys of the order are never dropped
+    deg = df.select("uid", *by).unique().group_by(by).len().sort(by)
+    assert got.key_counts.sort(by)[COUNT][0] == deg["len"][0]
