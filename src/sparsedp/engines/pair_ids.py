@@ -1,25 +1,36 @@
 """The Polars engine's bounded counts (and SUM/MEAN grid sums) on integer pair ids: the fast path.
 
-Computes exactly what :func:`~sparsedp.engines.bounding.choose_from_per_key` computes on
+Computes what :func:`~sparsedp.engines.bounding.choose_from_per_key` computes on
 :func:`~sparsedp.engines.bounding.per_key_units` (count only) or on
 :func:`~sparsedp.engines.aggregate_exprs.per_key_contributions` (with SUM/MEAN): the same ℓ0 choice for the
 same secret (the keyed rank of :mod:`sparsedp.engines.bounding` decides which pairs are kept), the same
 per-key counts and Int64 grid sums, the same curator statistics, the keys in canonical order. Only the way
 there differs:
 
-1. **one pass over the rows, hashing the key once** — ``group_by(by).agg(unit, values…)`` — the one string
-   hash the plain ``group_by(key).agg(n_unique(unit))`` also pays. The rows come back grouped by key, so a
-   row's *key id* is its group's position (dense, ``0 … keys−1``) and costs no further hashing;
-2. **unit ids**: an integer unit column whose range is small (``max − min < 2^24`` or ``< 4 × rows``) is its
-   offset ``unit − min``; any other unit column (strings, dates, sparse integers…) gets a dense id from one
-   hash aggregation on the units;
-3. **pair ids** ``p = key id · 2^b + unit id`` (one ``u64``): de-duplication (count only) or the per-pair
-   clipped, gridded contributions (:func:`~sparsedp.engines.aggregate_exprs.contribution_exprs`, one
-   ``group_by(p)``) run on one integer column;
-4. **numpy on the distinct pairs**: distinct units per key and keys per unit are two ``bincount``s; only the
-   pairs of units over ``l0`` are ranked (fingerprints of the distinct heavy units and of the distinct keys,
-   AES ranks of those pairs, :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position
-   as tie-break), and the per-key counts and grid sums are those of all pairs minus the dropped ones.
+1. **one pass over the rows, hashing the key once** — the one string hash the plain
+   ``group_by(key).agg(n_unique(unit))`` also pays. One String key column is cast to a Categorical of a
+   private namespace (``pl.Categories.random()``): the physical id is a dense *key id* ``0 … keys−1`` and the
+   namespace's strings are the distinct keys. Other keys: ``group_by(by).agg(unit, values…)``, a row's key id
+   being its group's position;
+2. **unit ids**: an integer unit column whose range fits beside the key bits in 64 bits is its offset
+   ``unit − min`` (no hashing); any other unit column (strings, dates, integers spread too widely…) gets a
+   dense id from one hash aggregation on the units;
+3. **pair ids** ``p = unit id · 2^b + key id`` (one ``u64`` per row). Count only: ``Series.sort`` and a run
+   mask give the distinct pairs. With SUM/MEAN: the rows sorted by ``p`` (stable), each pair's Float64 sum
+   of values added in input row order (:func:`sequential_segment_sums`), then the clipped, gridded,
+   re-centred contribution (:func:`~sparsedp.engines.aggregate_exprs.gridded`, the expressions of
+   :func:`~sparsedp.engines.aggregate_exprs.contribution_exprs`);
+4. **numpy on the distinct pairs**, sorted by (unit id, key id): each unit's pairs are one run, so keys per
+   unit, the units over ``l0`` and their index are run lengths; distinct units per key is a ``bincount``;
+   only the pairs of units over ``l0`` are ranked (fingerprints of the distinct heavy units and of the
+   distinct keys, AES ranks of those pairs, :func:`~sparsedp.engines.bounding.keep_smallest` with the
+   canonical key position as tie-break), and the per-key counts and grid sums are those of all pairs minus
+   the dropped ones.
+
+A pair's Float64 sum is the sequential sum in input row order, a function of the input only (not of threads
+or chunking). Polars' group-by sum of the per-key-list path combines per-thread partial sums, so for a pair of
+three rows or more the last bit may differ; that moves a contribution by one grid step only when the sum lies
+within an ulp of a rounding boundary of the grid (privacy is unaffected: each contribution is still clipped).
 
 The choice is a function of the distinct pairs' values and the secret only (module docstring of
 :mod:`sparsedp.engines.bounding`), so the ids — an internal numbering — cannot change it: a heavy unit's
