@@ -95,23 +95,23 @@ def test_binding_l0_matches_polars_with_the_same_source(spark):
 def test_release_draws_the_secret_like_polars(spark, monkeypatch):
     """sparsedp.release on Spark and on Polars, same seeded source: the same bounding secret, hence the same
     bounded histogram (checked above), and the same released schema."""
-    from sparsedp.engines import polars_engine
+    from sparsedp.engines import pair_ids
 
     frame = _binding_rows(seed=8, n=12000, units=400, keys=80)
     sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc int")
     seen = {}
-    real_hist, real_draw = se.histogram_frame, polars_engine.draw_bounding_secret
+    real_hist, real_draw = se.histogram_frame, pair_ids.draw_bounding_secret
 
     def spy_hist(src, unit, by, l0, secret, **kw):
         seen["spark"] = secret
         return real_hist(src, unit, by, l0, secret, **kw)
 
-    def spy_draw(rng):  # the Polars engine draws its secret itself (it applies the choice in one pass)
+    def spy_draw(rng):  # the Polars engine draws its secret itself (engines/pair_ids.py applies the choice)
         seen["polars"] = real_draw(rng)
         return seen["polars"]
 
     monkeypatch.setattr(se, "histogram_frame", spy_hist)
-    monkeypatch.setattr(polars_engine, "draw_bounding_secret", spy_draw)
+    monkeypatch.setattr(pair_ids, "draw_bounding_secret", spy_draw)
     kw = dict(privacy_unit="uid", by=["url", "cc"], epsilon=4.0, delta=1e-6, max_groups_per_unit=2,
               mechanism="gshm")
     rs = sd.release(sdf, rng=InsecureSeededRandom(21), **kw)

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from ..aggregates import Sum, noise_columns
 from ..errors import InputDataError, InvalidTypeError
 
-__all__ = ["grid_column_name", "check_value_columns", "contribution_exprs", "unit_key_contributions",
+__all__ = ["grid_column_name", "check_value_columns", "value_check_exprs", "raise_bad_values", "contribution_exprs", "gridded", "unit_key_contributions",
            "key_grid_sums"]
 
 
@@ -44,10 +44,18 @@ def check_value_columns(lf: Any, aggregates: Sequence[Any]) -> None:
     import polars as pl
 
     lf = lf.lazy() if isinstance(lf, pl.DataFrame) else lf
-    schema = lf.collect_schema()
-    cols = sorted({a.column for a in _sums(aggregates)})
+    exprs = value_check_exprs(lf.collect_schema(), aggregates)
+    if exprs:
+        raise_bad_values(lf.select(exprs).collect().row(0, named=True))
+
+
+def value_check_exprs(schema: Any, aggregates: Sequence[Any]) -> list:
+    """The counting expressions of :func:`check_value_columns` (nulls, non-finite values per value column),
+    for a ``select`` that may hold other counts too; raises at once on a missing or non-numeric column."""
+    import polars as pl
+
     exprs = []
-    for c in cols:
+    for c in sorted({a.column for a in _sums(aggregates)}):
         if c not in schema:
             raise missing_value_column(c, list(schema.names()))
         dt = schema[c]
@@ -56,10 +64,14 @@ def check_value_columns(lf: Any, aggregates: Sequence[Any]) -> None:
         exprs.append(pl.col(c).null_count().alias(f"null|{c}"))
         if dt.is_float():
             exprs.append((~pl.col(c).is_finite()).sum().alias(f"nonfinite|{c}"))
-    if not exprs:
-        return
-    row = lf.select(exprs).collect().row(0, named=True)
-    bad = [(k.split("|", 1)[1], k.split("|", 1)[0], int(n)) for k, n in row.items() if n]
+    return exprs
+
+
+def raise_bad_values(row: dict) -> None:
+    """Raise :func:`bad_values` if a ``null|…``/``nonfinite|…`` count of :func:`value_check_exprs` in ``row``
+    (a collected row; other fields are ignored) is not zero."""
+    bad = [(k.split("|", 1)[1], k.split("|", 1)[0], int(n)) for k, n in row.items()
+           if k.startswith(("null|", "nonfinite|")) and n]
     if bad:
         raise bad_values(bad)
 
@@ -87,13 +99,18 @@ def contribution_exprs(aggregates: Sequence[Any]) -> list:
     bounds share one)."""
     import polars as pl
 
-    out = []
-    for i, a in enumerate(_sums(aggregates)):
-        ql, qu = a.grid_bounds
-        v = pl.col(a.column).cast(pl.Float64).sum().clip(a.lower, a.upper)
-        q = (v / a.granularity + 0.5).floor().clip(float(ql), float(qu)).cast(pl.Int64) - a.centre
-        out.append(q.alias(grid_column_name(i)))
-    return out
+    return [gridded(pl.col(a.column).cast(pl.Float64).sum(), a).alias(grid_column_name(i))
+            for i, a in enumerate(_sums(aggregates))]
+
+
+def gridded(total: Any, a: Sum) -> Any:
+    """The expression of a pair's contribution to ``a``'s grid column given ``total``, the expression of the
+    pair's Float64 sum of values: ``clip(floor(clip(total, lower, upper)/g + 1/2), q(lower), q(upper)) − c``."""
+    import polars as pl
+
+    ql, qu = a.grid_bounds
+    q = (total.clip(a.lower, a.upper) / a.granularity + 0.5).floor().clip(float(ql), float(qu))
+    return q.cast(pl.Int64) - a.centre
 
 
 def unit_key_contributions(rows: Any, unit: str, by: Sequence[str], aggregates: Sequence[Any],
@@ -132,12 +149,12 @@ def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int 
 
     1. checks: no rows, nulls in the unit/key columns (:func:`~sparsedp.engines.base.check_nulls_and_rows`),
        value columns missing, non-numeric, null, NaN or infinite (:func:`check_value_columns`);
-    2. one group-by over the rows by ``(unit, *by)``: the distinct pairs with each Sum column's clipped,
-       gridded, re-centred contribution (:func:`contribution_exprs`);
-    3. the bounding secret (:func:`~sparsedp.engines.bounding.draw_bounding_secret`) and the ONE ℓ0 choice
-       (:func:`~sparsedp.engines.bounding.choose_from_per_key`) on the per-key unit lists — the same choice as
-       the count-only path for the same secret — with the contributions carried along, so each key's grid sum
-       is the sum over exactly the pairs the count keeps.
+    2. the distinct pairs with each Sum column's clipped, gridded, re-centred contribution (:func:`gridded` of
+       the pair's Float64 sum of values, added in input row order) and the ONE ℓ0 choice with the bounding
+       secret (:func:`~sparsedp.engines.bounding.draw_bounding_secret`), on integer pair ids
+       (:func:`sparsedp.engines.pair_ids.bounded_raw_counts`): the same choice and the same per-key values as
+       :func:`per_key_contributions` + :func:`bounded_key_sums` (Spark's path), so each key's grid sum is the
+       sum over exactly the pairs the count keeps.
 
     Returns a :class:`~sparsedp.engines.base.RawCounts` whose ``key_counts`` (Polars, canonical key order,
     ``pairs_dropped_l0`` set) also hold the Int64 grid sums in columns :func:`grid_column_name` ``(i)``, i over
@@ -145,8 +162,8 @@ def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int 
     """
     import polars as pl
 
-    from .base import RawCounts, check_nan_keys, check_nulls_and_rows
-    from .bounding import draw_bounding_secret
+    from . import pair_ids
+    from .base import check_nulls_and_rows
 
     by = list(by)
     lf = lf.lazy() if isinstance(lf, pl.DataFrame) else lf
@@ -155,18 +172,19 @@ def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int 
     vcols = list(dict.fromkeys(a.column for a in sums))
     if set(vcols) & set(cols):
         raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
-    check_value_columns(lf, aggregates)  # missing / non-numeric first (names the column), then the values
+    # missing / non-numeric value columns are refused now (schema only); the value, row and null counts are
+    # one select, collected with the pass over the rows (a file is read once) and checked before any draw:
+    # bad values first (naming the column), then no rows / null units or keys
+    vchecks = value_check_exprs(lf.collect_schema(), aggregates)
     lf = lf.select(cols + vcols)
-    counts = lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols]).collect()
-    c = counts.row(0, named=True)
-    rows = int(c.pop("__rows"))
-    check_nulls_and_rows(rows, {k: int(n) for k, n in c.items()})
-    pk = per_key_contributions(lf, unit, by, aggregates)
-    check_nan_keys(pk, by)  # every distinct key, before the secret
-    secret = draw_bounding_secret(rng) if l0 is not None else None
-    kc, ch = bounded_key_sums(pk, unit, by, l0, secret, len(sums))
-    return RawCounts(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in, units_over_l0=ch.units_over_l0,
-                     key_counts=kc, heavy_pairs=None, pairs_dropped_l0=int(ch.dropped_per_key.sum()))
+    counts = lf.select(*vchecks, pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
+
+    def on_counts(results: list) -> None:
+        c = results[0].row(0, named=True)
+        raise_bad_values(c)
+        check_nulls_and_rows(int(c["__rows"]), {k: int(c[k]) for k in cols})
+
+    return pair_ids.bounded_raw_counts(lf, unit, by, l0, rng, aggregates, checks=([counts], on_counts))
 
 
 def per_key_contributions(lf: Any, unit: str, by: Sequence[str], aggregates: Sequence[Any]):

@@ -1,11 +1,10 @@
 """Polars engine (the default): one pass over the rows, then integer work on the distinct pairs.
 
 Files are scanned lazily (``scan_parquet``/``scan_csv``) with only the unit and key columns projected, so a
-file is never loaded into Python objects. The one pass over all rows is a hash aggregation by key collecting
-each key's distinct units (:func:`~sparsedp.engines.bounding.per_key_units`: it de-duplicates the pairs and
-counts units per key at once); the ℓ0 choice then runs on ``(key index, unit)`` pairs
-(:func:`~sparsedp.engines.bounding.choose_from_per_key`, the same choice as
-:func:`~sparsedp.engines.bounding.select_pairs`), so key strings are hashed once.
+file is never loaded into Python objects. The one pass over all rows hashes the key once (a dense key id per
+row); the pairs become one ``u64`` id each, are de-duplicated by a sort, and the ℓ0 choice runs on integers
+(:func:`sparsedp.engines.pair_ids.bounded_raw_counts`: the same choice as
+:func:`~sparsedp.engines.bounding.select_pairs` and :func:`~sparsedp.engines.bounding.choose_from_per_key`).
 """
 
 from __future__ import annotations
@@ -15,8 +14,8 @@ from typing import Any
 
 from ..errors import InputDataError
 from . import sources
-from .base import EmbeddedEngine, RawCounts, check_nan_keys, check_nulls_and_rows
-from .bounding import COUNT, choose_from_per_key, draw_bounding_secret, per_key_units
+from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows
+from .bounding import COUNT
 
 
 def to_lazy(data: Any):
@@ -61,30 +60,25 @@ class PolarsEngine(EmbeddedEngine):
                            rng: Any) -> RawCounts:
         import polars as pl
 
+        from .pair_ids import bounded_raw_counts
+
         cols = [privacy_unit] + by
         lf = to_lazy(data).select(cols)
-        pk_query = per_key_units(lf, privacy_unit, by)
+        checks = None
         try:
             if sources.kind(data) == "polars":  # row and null counts are metadata of an in-memory frame
-                rows = data.height
-                check_nulls_and_rows(rows, {c: int(n) for c, n in data.select(cols).null_count().row(0, named=True)
-                                            .items()})
-                out = [pk_query.collect()]
-            else:
-                check = lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
-                out = pl.collect_all([pk_query, check])
-                c = out.pop().row(0, named=True)
-                rows = int(c.pop("__rows"))
-                check_nulls_and_rows(rows, {k: int(v) for k, v in c.items()})
+                check_nulls_and_rows(data.height, {c: int(n) for c, n in data.select(cols).null_count()
+                                                   .row(0, named=True).items()})
+            else:  # counted in the same collect_all as the pass over the rows (a file is read once)
+                def on_counts(results: list) -> None:
+                    c = results[0].row(0, named=True)
+                    check_nulls_and_rows(int(c.pop("__rows")), {k: int(v) for k, v in c.items()})
+
+                checks = ([lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])],
+                          on_counts)
+            return bounded_raw_counts(lf, privacy_unit, by, l0, rng, checks=checks)
         except pl.exceptions.PolarsError as e:
             raise InputDataError(f"could not read or group the input: {e}") from None
-        check_nan_keys(out[-1], by)  # every distinct key (the per-key frame), before the secret
-        secret = draw_bounding_secret(rng) if l0 is not None else None  # after validation, as in the base class
-        # out.pop(): no reference stays here, so the choice can free the per-key unit lists once exploded
-        ch = choose_from_per_key(out.pop(), privacy_unit, by, l0, secret)
-        kc = ch.keys.with_columns(pl.Series(COUNT, ch.units_per_key - ch.dropped_per_key))
-        return RawCounts(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in, units_over_l0=ch.units_over_l0,
-                         key_counts=kc, heavy_pairs=None, pairs_dropped_l0=int(ch.dropped_per_key.sum()))
 
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         import polars as pl

@@ -1,0 +1,102 @@
+"""The integer-pair-id fast path (engines/pair_ids.py) against the per-key-list path it replaces on the Polars
+engine (bounding.choose_from_per_key / aggregate_exprs.bounded_key_sums, still Spark's): the same counts,
+grid sums and statistics for the same secret, for every kind of unit id (narrow integers, wide integers,
+unsigned, negative, strings) and key (one String column: Categorical ids; other keys: grouped ids)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import sparsedp as sd
+from sparsedp.engines import pair_ids
+from sparsedp.engines.aggregate_exprs import bounded_key_sums, per_key_contributions
+from sparsedp.engines.bounding import COUNT, choose_from_per_key, per_key_units
+from sparsedp.noise import InsecureSeededRandom
+
+AGGS = [sd.Count(), sd.Sum("v", 0, 50), sd.Mean("w", -3, 3), sd.Sum("v", -10, 10, name="v2")]
+
+
+def _rows(unit_kind: str, n_rows=20_000, n_units=900, n_keys=150, seed=3) -> pl.DataFrame:
+    g = np.random.default_rng(seed)
+    w = g.pareto(1.0, n_units) + 1
+    u = g.choice(n_units, size=n_rows, p=w / w.sum())
+    k = np.minimum(g.zipf(1.3, n_rows), n_keys) - 1
+    units = {"narrow": u.astype(np.int32) * 3 - 700,
+             "wide": u.astype(np.int64) * (1 << 50) - (1 << 62),
+             "unsigned": (u.astype(np.uint64) * np.uint64(1 << 53)) + np.uint64(7),
+             "string": np.array([f"user-{i}" for i in range(n_units)])[u]}[unit_kind]
+    return pl.DataFrame({"uid": units, "url": np.array([f"k{i:03d}" for i in range(n_keys)])[k],
+                         "n": (k % 7).astype(np.int16), "v": g.uniform(-20, 80, n_rows).round(1),
+                         "w": g.integers(-5, 6, n_rows)})
+
+
+def _old(df: pl.DataFrame, by: list[str], l0, aggs) -> tuple[pl.DataFrame, tuple]:
+    secret = pair_ids.draw_bounding_secret(InsecureSeededRandom(4)) if l0 is not None else None
+    if aggs:
+        pk = per_key_contributions(df.lazy(), "uid", by, aggs)
+        kc, ch = bounded_key_sums(pk, "uid", by, l0, secret, 3)
+    else:
+        ch = choose_from_per_key(per_key_units(df.lazy(), "uid", by).collect(), "uid", by, l0, secret)
+        kc = ch.keys.with_columns(pl.Series(COUNT, ch.units_per_key - ch.dropped_per_key, dtype=pl.Int64))
+    return kc, (ch.units_in, ch.pairs_in, ch.units_over_l0, int(ch.dropped_per_key.sum()))
+
+
+@pytest.mark.parametrize("unit_kind", ["narrow", "wide", "unsigned", "string"])
+@pytest.mark.parametrize("by", [["url"], ["url", "n"], ["n"]])
+@pytest.mark.parametrize("l0", [2, None])
+@pytest.mark.parametrize("with_sums", [False, True])
+def test_same_counts_sums_and_stats_as_the_per_key_lists(unit_kind, by, l0, with_sums):
+    df = _rows(unit_kind)
+    aggs = AGGS if with_sums else ()
+    want, stats = _old(df, by, l0, aggs)
+    got = pair_ids.bounded_raw_counts(df.lazy(), "uid", by, l0, InsecureSeededRandom(4), aggs)
+    assert got.key_counts.equals(want)  # every key, canonical order, counts and Int64 grid sums
+    assert (got.units_in, got.pairs_in, got.units_over_l0, got.pairs_dropped_l0) == stats
+    assert got.rows_in == df.height
+    if l0 is not None:
+        assert got.pairs_dropped_l0 > 100  # the bound binds
+
+
+def test_sequential_segment_sums_add_in_order():
+    g = np.random.default_rng(1)
+    lens = g.permutation(np.concatenate([g.integers(1, 12, 500), [300, 1, 1000]]))
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    x = g.normal(size=int(lens.sum())) * 10.0 ** g.integers(-5, 17, int(lens.sum()))
+    want = []
+    for s, n in zip(starts, lens):
+        acc = x[s]
+        for i in range(1, n):
+            acc = acc + x[s + i]
+        want.append(acc)
+    got = pair_ids.sequential_segment_sums(x, starts)
+    assert np.array_equal(got, np.array(want))
+    assert not np.array_equal(np.add.reduceat(x, starts), got)  # pairwise summation would differ here
+
+
+def test_order_of_additions_is_the_input_order():
+    # one pair's values: sequential (1e16 + 1) + 1 - 1e16 = 0, a pairwise or partial-sum order gives 2
+    df = pl.DataFrame({"uid": [1, 2, 1, 1, 1], "url": ["a", "a", "a", "a", "a"],
+                       "v": [1e16, 0.0, 1.0, 1.0, -1e16]})
+    agg = sd.Sum("v", -4, 4)  # grid step 2^-9: a sum of 0 and a sum of 2 are far apart on the grid
+    got = pair_ids.bounded_raw_counts(df.lazy(), "uid", ["url"], None, InsecureSeededRandom(1), [sd.Count(), agg])
+    assert got.key_counts["__sparsedp_agg_0"].to_list() == [0 - agg.centre + 0]  # uid 2 adds 0, uid 1 adds 0
+
+
+@pytest.mark.parametrize("by", [["url"], ["url", "n"]])
+def test_rank_ties_break_by_canonical_key_order_like_the_per_key_lists(monkeypatch, by):
+    from sparsedp.engines import bounding
+
+    def zeros(hu, hk, s, iu, ik):
+        return np.zeros(iu.size, dtype=np.uint64)
+
+    monkeypatch.setattr(bounding, "prf_ranks", zeros)
+    monkeypatch.setattr(pair_ids, "prf_ranks", zeros)
+    df = _rows("narrow")
+    want, stats = _old(df, by, 2, AGGS)
+    got = pair_ids.bounded_raw_counts(df.lazy(), "uid", by, 2, InsecureSeededRandom(4), AGGS)
+    assert got.key_counts.equals(want) and got.pairs_dropped_l0 == stats[3] > 100
+    # every unit keeps its l0 smallest keys in canonical order: the first keys of the order are never dropped
+    deg = df.select("uid", *by).unique().group_by(by).len().sort(by)
+    assert got.key_counts.sort(by)[COUNT][0] == deg["len"][0]
