@@ -186,23 +186,29 @@ def main() -> None:
         print(f"before: {_uptime()}", flush=True)
         if args.data is None:
             generate(path, rows, units, vocab, tmp, args.kill_gib)
+        from sparsedp.engines.choice import choose_engine, in_memory_bytes
+
+        print(f"uncompressed Parquet {in_memory_bytes(path) / 2**30:.2f} GiB; default {choose_engine(path).describe()}",
+              flush=True)
         if args.generate_only:
             return
-        base = None
-        print(f"{'run':24s} {'wall s':>8s} {'CPU s':>8s} {'peak GiB':>8s}  {'vs plain DuckDB':>19s}  released/keys",
-              flush=True)
+        head = f"{'run':24s} {'wall s':>8s} {'CPU s':>8s} {'peak GiB':>8s}"
+        print(head + "  released keys (plain: groups)", flush=True)
+        results = {}
         for m in args.modes.split(","):
             shutil.rmtree(tmp, ignore_errors=True)
             os.makedirs(tmp)
-            r = run([CHILD, path, m, str(args.l0), args.memory_limit, tmp], args.kill_gib, args.log)
-            if m == "plain-duckdb" and r["rc"] == 0:
-                base = r
-            vs = (f"{r['wall'] / base['wall']:.2f}x t {r['rss_gib'] / base['rss_gib']:.2f}x m"
-                  if base is not None and r["rc"] == 0 else "")
+            r = results[m] = run([CHILD, path, m, str(args.l0), args.memory_limit, tmp], args.kill_gib, args.log)
             state = (f"{r['keys']:,}" if r["rc"] == 0 else
                      f"KILLED at > {args.kill_gib} GiB RSS" if r["killed"] else f"FAILED (exit {r['rc']})")
-            print(f"{m:24s} {r['wall']:8.1f} {r['cpu']:8.1f} {r['rss_gib']:8.2f}  {vs:>19s}  {state}; "
-                  f"{_uptime()}", flush=True)
+            print(f"{m:24s} {r['wall']:8.1f} {r['cpu']:8.1f} {r['rss_gib']:8.2f}  {state}; {_uptime()}", flush=True)
+        base = results.get("plain-duckdb")
+        if base is not None and base["rc"] == 0:
+            print("against plain DuckDB (same file, same memory_limit, same run):")
+            for m, r in results.items():
+                if m != "plain-duckdb" and r["rc"] == 0:
+                    print(f"  {m:22s} {r['wall'] / base['wall']:.2f}x wall  {r['cpu'] / base['cpu']:.2f}x CPU  "
+                          f"{r['rss_gib'] / base['rss_gib']:.2f}x peak RSS")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if args.data is None and not args.keep and os.path.exists(path):

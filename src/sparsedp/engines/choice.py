@@ -18,6 +18,11 @@ DuckDB relation    —                          in place                   ``duc
 Spark DataFrame    —                          —                          ``spark`` (runs in the executors)
 =================  =========================  =========================  ==========================================
 
+Files larger than memory: the Polars engine holds the input's columns and its group-by in memory (peak RSS
+about :data:`POLARS_MEMORY_FACTOR` × the file's uncompressed Parquet size), so a file whose estimate passes half
+the machine's RAM goes to the DuckDB engine instead, whose operators spill to disk (10^9 rows within 8 GiB:
+``docs/engines_speed.md``, "Session 3 -- 10^9 rows"; settings in :mod:`sparsedp.engines.duckdb_settings`).
+
 Why: DuckDB's own ``COUNT(DISTINCT)`` is cheaper than Polars' ``n_unique``, but the DuckDB engine's bounding
 adds a per-unit degree aggregation, two joins, the keyed rank as a Python UDF on 2 048-row batches under the
 GIL, and a window sort (about twice the CPU of the plain query), while the Polars engine's single pass groups
@@ -64,9 +69,11 @@ class EngineChoice:
         return f"engine chosen: {self.engine} ({self.reason})"
 
 
-#: peak RSS of the Polars engine ÷ the uncompressed Parquet size of the input's columns (``docs/engines_speed.md``,
-#: "Session 3 -- 10^9 rows"); a file whose estimate passes half the machine's RAM goes to DuckDB, which spills
-POLARS_MEMORY_FACTOR = 6.0
+#: peak RSS of a whole Polars-engine release ÷ the file's uncompressed Parquet size: 0.68 GiB for 0.105 GiB at
+#: 10^7 rows of (user_id, url), ``benchmarks/billion.py --rows 1e7 --modes sparsedp-polars``
+#: (``docs/engines_speed.md``, "Session 3 -- 10^9 rows"); a file whose estimate passes half the machine's RAM
+#: goes to DuckDB, which spills to disk
+POLARS_MEMORY_FACTOR = 6.5
 
 
 def physical_memory() -> int:
