@@ -20,7 +20,7 @@ Spark DataFrame    —                          —                          ``s
 
 Files larger than memory: the Polars engine holds the input's columns and its group-by in memory (peak RSS
 about :data:`POLARS_MEMORY_FACTOR` × the file's uncompressed Parquet size), so a file whose estimate passes half
-the machine's RAM goes to the DuckDB engine instead, whose operators spill to disk (10^9 rows within 8 GiB:
+the machine's RAM goes to the DuckDB engine instead, whose operators spill to disk (3·10^8 rows within 8 GiB:
 ``docs/engines_speed.md``, "Session 3 -- 10^9 rows"; settings in :mod:`sparsedp.engines.duckdb_settings`).
 
 Why: DuckDB's own ``COUNT(DISTINCT)`` is cheaper than Polars' ``n_unique``, but the DuckDB engine's bounding

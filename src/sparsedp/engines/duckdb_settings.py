@@ -5,15 +5,16 @@ and window sort spill to a temporary directory when their state passes ``memory_
 engine opens itself (a file or frame input with no ``connection=``) it sets:
 
 - ``memory_limit``: DuckDB's buffer-manager limit (DuckDB's default is 80 % of the machine's RAM). Set it when
-  the process must stay under a budget, e.g. ``"6GB"`` for a peak RSS of about 8 GiB: the limit covers DuckDB's
-  buffers, not the Python process, the Arrow result or the ranking UDF's batches (measured in
-  ``docs/engines_speed.md``, "Session 3 -- 10^9 rows").
+  the process must stay under a budget: the limit covers DuckDB's buffers, not the Python process, the Arrow
+  result or the ranking UDF's batches (``"6.5GB"`` gave a peak RSS of 6.94 GiB on 3·10^8 rows:
+  ``docs/engines_speed.md``, "Session 3 -- 10^9 rows"). Spilling does not make the need vanish: DuckDB's
+  out-of-core ``DISTINCT`` still holds memory growing with the number of distinct (unit, key) pairs (measured
+  7–17 bytes per pair); below that the query stops with DuckDB's "Out of Memory Error".
 - ``temp_directory``: where the spill files go. The engine always spills into a private directory it creates
   (and removes after the release); by default under the system's temporary directory (``TMPDIR``), else under
   the directory given here. Where ``/tmp`` is a RAM disk (tmpfs), spilling there uses memory: give a directory on
   a disk with room for a few times the input's size.
-- ``threads``: DuckDB's worker threads (default: all cores). Fewer threads hold fewer partial aggregates in
-  memory at once.
+- ``threads``: DuckDB's worker threads (default: all cores).
 - ``preserve_insertion_order = false`` always (no result order is ever needed: the histogram is sorted in
   canonical key order afterwards), which lets DuckDB stream and spill without keeping row order.
 
