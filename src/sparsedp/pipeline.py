@@ -256,7 +256,10 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             report states the covariance actually used and the Mahalanobis sensitivity μ_o² (Eq. 5.1). Bad
             shapes are refused before any data is read.
         engine: "polars" (default), "duckdb" (default for SQL and DuckDB relations), "pandas", "arrow", "spark"
-            (default for Spark DataFrames; the table is then a lazy Spark DataFrame, one draw).
+            (default for Spark DataFrames; the table is then a lazy Spark DataFrame, one draw); files larger
+            than memory default to "duckdb" (:mod:`sparsedp.engines.choice`). Or an engine object with its
+            options, e.g. ``DuckDBEngine(memory_limit="6GB", temp_directory=…)`` (out-of-core settings,
+            :mod:`sparsedp.engines.duckdb_settings`).
         out: also write the table atomically to this .parquet/.csv file, with the guarantee as metadata
             (Parquet key-value metadata; a ``<out>.json`` sidecar for CSV).
         ledger, dataset: charge the release against ``dataset``'s budget in this

@@ -87,6 +87,8 @@ def get_engine(name: str | None, data: Any = None, connection: Any = None) -> En
     from . import sources
 
     kind = sources.kind(data) if data is not None else None
+    if isinstance(name, Engine):  # an engine object with its options, e.g. DuckDBEngine(memory_limit="6GB")
+        return _configured(name, kind, data, connection)
     if name is None:
         name = default_engine(data) if kind is not None else "polars"
     if not isinstance(name, str) or name not in _ENGINES:
@@ -101,6 +103,20 @@ def get_engine(name: str | None, data: Any = None, connection: Any = None) -> En
         raise InvalidParameterError(f"the {name} engine needs {entry.needs[0]}, which is not installed: "
                                     f"pip install 'sparsedp[{entry.needs[1]}]'")
     return entry.factory(connection)
+
+
+def _configured(engine: Engine, kind: str | None, data: Any, connection: Any) -> Engine:
+    """An engine object given as ``engine=``: refused if it cannot read ``data`` or if a ``connection`` is given
+    as well (the object holds its own)."""
+    from . import sources
+
+    if connection is not None:
+        raise InvalidParameterError("connection= goes with an engine name; an engine object holds its own "
+                                    "(DuckDBEngine(connection))")
+    entry = _ENGINES.get(engine.name)
+    if kind is not None and entry is not None and kind not in entry.kinds:
+        raise InvalidParameterError(f"the {engine.name} engine cannot read {sources.display(data)}")
+    return engine
 
 
 __all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundingStats", "EmbeddedEngine", "Engine", "LocalHistogram",

@@ -18,6 +18,11 @@ DuckDB relation    —                          in place                   ``duc
 Spark DataFrame    —                          —                          ``spark`` (runs in the executors)
 =================  =========================  =========================  ==========================================
 
+Files larger than memory: the Polars engine holds the input's columns and its group-by in memory (peak RSS
+about :data:`POLARS_MEMORY_FACTOR` × the file's uncompressed Parquet size), so a file whose estimate passes half
+the machine's RAM goes to the DuckDB engine instead, whose operators spill to disk (3·10^8 rows within 8 GiB:
+``docs/engines_speed.md``, "Session 3 -- 10^9 rows"; settings in :mod:`sparsedp.engines.duckdb_settings`).
+
 Why: DuckDB's own ``COUNT(DISTINCT)`` is cheaper than Polars' ``n_unique``, but the DuckDB engine's bounding
 adds a per-unit degree aggregation, two joins, the keyed rank as a Python UDF on 2 048-row batches under the
 GIL, and a window sort (about twice the CPU of the plain query), while the Polars engine's single pass groups
@@ -33,6 +38,7 @@ engine at 42.20 s / 8.86 CPU s (plain Polars group-by 9.13 s / 2.26 CPU s, plain
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,13 +66,55 @@ class EngineChoice:
     reason: str
 
     def describe(self) -> str:
-        return f"engine chosen: {self.engine} (fastest for {self.reason})"
+        return f"engine chosen: {self.engine} ({self.reason})"
+
+
+#: peak RSS of a whole Polars-engine release ÷ the file's uncompressed Parquet size: 0.68 GiB for 0.105 GiB at
+#: 10^7 rows of (user_id, url), ``benchmarks/billion.py --rows 1e7 --modes sparsedp-polars``
+#: (``docs/engines_speed.md``, "Session 3 -- 10^9 rows"); a file whose estimate passes half the machine's RAM
+#: goes to DuckDB, which spills to disk
+POLARS_MEMORY_FACTOR = 6.5
+
+
+def physical_memory() -> int:
+    """The machine's RAM in bytes (0 where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+def in_memory_bytes(path: Any) -> int:
+    """The input's size once decoded, in bytes, from metadata only: the uncompressed size of every column chunk
+    of a Parquet file (or of every file of a glob), the size on disk of a CSV file."""
+    total = 0
+    for f in sources.expand(path):
+        if sources.file_format(f) == "parquet":
+            import pyarrow.parquet as pq
+
+            md = pq.ParquetFile(f).metadata
+            total += sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+        else:
+            total += os.path.getsize(f)
+    return total
 
 
 def choose_engine(data: Any) -> EngineChoice:
-    """The measured-fastest engine for ``data`` (module docstring), with its reason."""
+    """The measured-fastest engine for ``data`` (module docstring), with its reason; a Parquet/CSV input whose
+    in-memory estimate (:func:`in_memory_bytes` × :data:`POLARS_MEMORY_FACTOR`) passes half the machine's RAM
+    goes to DuckDB, whose operators spill to disk (the Polars engine holds the input in memory)."""
     k = sources.kind(data)
-    engine, reason = _FASTEST[k]
+    engine, fastest_for = _FASTEST[k]
+    reason = f"fastest for {fastest_for}"
+    if k == "file":
+        ram = physical_memory()
+        try:
+            need = in_memory_bytes(data) * POLARS_MEMORY_FACTOR
+        except Exception:  # unreadable metadata: the engine reports it, in the user's terms
+            need = 0
+        if ram and need > ram / 2:
+            engine, reason = "duckdb", (f"files larger than memory: about {need / 2**30:.0f} GiB in memory "
+                                        f"against {ram / 2**30:.0f} GiB of RAM, and DuckDB spills to disk")
     return EngineChoice(engine=engine, input_kind=k, reason=reason)
 
 

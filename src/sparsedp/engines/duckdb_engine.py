@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
@@ -246,7 +245,20 @@ class DuckDBEngine(EmbeddedEngine):
 
     name = "duckdb"
 
-    def __init__(self, connection: Any = None):
+    def __init__(self, connection: Any = None, *, memory_limit: str | None = None,
+                 temp_directory: str | os.PathLike | None = None, threads: int | None = None):
+        """``connection``: run on this DuckDB connection (its own settings) instead of a private one.
+        ``memory_limit``, ``temp_directory``, ``threads``: the out-of-core settings of the private connection
+        (:class:`~sparsedp.engines.duckdb_settings.DuckDBSettings`; for inputs larger than memory); refused
+        together with ``connection``, whose settings are the caller's."""
+        from .duckdb_settings import DuckDBSettings
+
+        self.settings = DuckDBSettings(memory_limit=memory_limit, temp_directory=temp_directory, threads=threads)
+        if connection is not None and self.settings != DuckDBSettings():
+            from ..errors import InvalidParameterError
+
+            raise InvalidParameterError("memory_limit, temp_directory and threads configure the engine's own "
+                                        "connection; with connection=…, set them on that connection (SET …)")
         self.connection = connection
         #: when a list: (SQL text, EXPLAIN output) of every statement run after the secret was drawn
         self.plan_log: list[tuple[str, str]] | None = None
@@ -279,9 +291,10 @@ class DuckDBEngine(EmbeddedEngine):
             if self.connection is not None:
                 con = self.connection
             else:
-                tmp = tempfile.mkdtemp(prefix="sparsedp-duckdb-")
-                # all cores (DuckDB's default), spilling to a private directory; row order is never needed
-                own = con = duckdb.connect(config={"temp_directory": tmp, "preserve_insertion_order": False})
+                # spilling to a private directory, row order never needed; memory limit and threads as set
+                # (duckdb_settings: DuckDB's defaults, 80 % of RAM and all cores, unless given)
+                tmp = self.settings.spill_directory()
+                own = con = duckdb.connect(config=self.settings.config(tmp))
             if k == "file":
                 fmt = sources.file_format(data)
                 path = os.fspath(data).replace("'", "''")

@@ -1,0 +1,70 @@
+"""The DuckDB engine's out-of-core settings (engines/duckdb_settings.py) and the default engine for files larger
+than memory (engines/choice.py)."""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+import pytest
+
+import sparsedp as sd
+from sparsedp.demo_data import search_log
+from sparsedp.engines import choice
+from sparsedp.engines.duckdb_engine import DuckDBEngine
+from sparsedp.errors import InvalidParameterError
+from sparsedp.noise import InsecureSeededRandom
+
+
+@pytest.fixture(scope="module")
+def clicks(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ooc") / "clicks.parquet"
+    search_log(500_000, seed=3).select("user_id", url="query").write_parquet(path)
+    return str(path)
+
+
+def _release(path, engine):
+    return sd.release(path, "user_id", "url", 1.0, 1e-6, max_groups_per_unit=3, engine=engine,
+                      rng=InsecureSeededRandom(5))
+
+
+def test_spilling_release_is_identical(clicks, tmp_path):
+    """Under a 32 MB memory limit with one thread the release spills (the same data's distinct pairs alone do not
+    fit in 32 MB without a spill directory: DuckDB refuses them) and gives the same table and statistics as
+    the engine with DuckDB's defaults, for the same secret."""
+    con = duckdb.connect(config={"memory_limit": "32MB", "threads": 1, "temp_directory": ""})
+    with pytest.raises(duckdb.OutOfMemoryException):
+        con.sql(f"SELECT count(*) FROM (SELECT DISTINCT user_id, url FROM '{clicks}')").fetchall()
+    ref = _release(clicks, DuckDBEngine())
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    got = _release(clicks, DuckDBEngine(memory_limit="32MB", threads=1, temp_directory=spill))
+    assert ref.report.released_keys > 100
+    assert got.table.equals(ref.table)
+    assert got.curator.bounding == ref.curator.bounding
+    assert list(spill.iterdir()) == []  # the private spill directory is removed
+
+
+def test_settings_are_checked(tmp_path):
+    for bad in ({"memory_limit": "lots"}, {"memory_limit": 6}, {"threads": 0}, {"threads": True},
+                {"temp_directory": tmp_path / "missing"}):
+        with pytest.raises(InvalidParameterError):
+            DuckDBEngine(**bad)
+    with pytest.raises(InvalidParameterError, match="with connection"):
+        DuckDBEngine(duckdb.connect(), memory_limit="1GB")
+    with pytest.raises(InvalidParameterError, match="connection= goes with an engine name"):
+        sd.release(pl.DataFrame({"u": [1], "k": ["a"]}), "u", "k", 1.0, 1e-6, max_groups_per_unit=1,
+                   engine=DuckDBEngine(), connection=duckdb.connect())
+
+
+def test_file_larger_than_memory_goes_to_duckdb(clicks, monkeypatch):
+    """A Parquet file whose in-memory estimate passes half the RAM is released by DuckDB (spilling), not by the
+    in-memory Polars engine; the report says why."""
+    assert choice.choose_engine(clicks).engine == "polars"
+    est = choice.in_memory_bytes(clicks) * choice.POLARS_MEMORY_FACTOR
+    monkeypatch.setattr(choice, "physical_memory", lambda: int(est * 1.9))
+    c = choice.choose_engine(clicks)
+    assert c.engine == "duckdb" and "files larger than memory" in c.describe()
+    res = _release(clicks, None)
+    assert res.curator.engine == "duckdb" and "larger than memory" in res.curator.engine_choice
+    monkeypatch.setattr(choice, "physical_memory", lambda: int(est * 2.1))
+    assert choice.choose_engine(clicks).engine == "polars"
