@@ -20,7 +20,8 @@ pyspark) and a fresh local session of that venv with the same settings, timing i
 ``countDistinct`` baseline too, and prints every job against both baselines (``--install`` creates the venvs
 with pip first; they are cached under ``.venvs/``):
 
-- ``tumult``      Tumult Analytics (``.venvs/tumult``: ``tmlt.analytics``, pyspark 3.5, its pin) from
+- ``tumult``      Tumult Analytics (``.venvs/tumult``: ``tmlt.analytics``, pyspark 3.5: on Python 3.11 it
+                  requires pyspark >= 3.4, < 3.6) from
                   ``Session.from_dataframe(…, AddRowsWithID("unit"))`` under ``MaxGroupsPerID("key", l0)`` and
                   ``MaxRowsPerGroupPerID("key", 1)``: the key domain is unknown, and Tumult's way for that is its
                   own private key selection ``get_groups(["key"])`` (ε/2, δ), whose keys become the
