@@ -77,9 +77,10 @@ def venv_python(name: str) -> Path:
     return VENVS / name / "bin" / "python"
 
 
-def ensure_venv(peer: str, timeout: float, skip_install: bool) -> str | None:
-    """Create/fill the peer's venv; returns None when usable, else the reason it is not."""
-    spec = PEERS[peer]
+def ensure_venv(peer: str, timeout: float, skip_install: bool, spec: dict | None = None) -> str | None:
+    """Create/fill the peer's venv (``spec``: ``{"venv": name, "pip": [...]}``, default ``PEERS[peer]``);
+    returns None when usable, else the reason it is not."""
+    spec = spec or PEERS[peer]
     py = venv_python(spec["venv"])
     if skip_install:
         return None if py.exists() else f"{py} missing (run without --skip-install)"
