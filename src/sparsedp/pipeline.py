@@ -378,6 +378,16 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     elif kind == "sql":
         sources.check_sql(data)
     eng = get_engine(engine, data, connection)
+    keys_plan = None
+    if auto is not None and auto.objective == "keys":  # public: every candidate calibrated (auto_keys.py)
+        from .auto_keys import keys_plan as _keys_plan
+
+        if not hasattr(eng, "rows_lazy"):
+            raise InvalidParameterError(f"AutoBound(objective='keys') runs on the embedded engines (polars, duckdb, "
+                                        f"pandas, arrow), not on {eng.name!r}; use objective='quantile'")
+        keys_plan = _keys_plan(mech_requested, lambda c: ReleaseRequest(
+            epsilon=eps, delta=dlt, max_groups_per_unit=c, insecure_float=insecure_float, aggregates=sums,
+            column_shape=shape), auto.candidates, eps_sel, eps)
     out_path = check_out_path(out) if out is not None else None
     source = _source(rng)
     value_column = mech.value_column(count.output_name)
@@ -415,10 +425,18 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
 
             t = time.perf_counter()
             with stage("choosing max_groups_per_unit"):
-                unit_counts = eng.keys_per_unit_counts(data, unit, cols, auto.candidates)
+                if keys_plan is not None:
+                    from .auto_keys import candidate_counts, select_by_keys
+
+                    unit_counts = candidate_counts(eng, data, unit, cols, auto.candidates, source)
+                else:
+                    unit_counts = eng.keys_per_unit_counts(data, unit, cols, auto.candidates)
                 if led is not None and dataset is not None:
                     charge_id = led.charge(dataset, charge, note=f"release {sources.display(data)}")
-                choice = select_bound(unit_counts, auto, eps_sel, eps, source)
+                if keys_plan is not None:
+                    choice, unit_counts = select_by_keys(unit_counts, keys_plan, auto, source)
+                else:
+                    choice = select_bound(unit_counts, auto, eps_sel, eps, source)
                 request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=choice.bound,
                                          insecure_float=insecure_float, aggregates=sums, column_shape=shape)
                 mech, cal, reason, candidates = mech_requested.resolve(request)
@@ -459,11 +477,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                 native, n_rows = None, arrow.num_rows
             notes = disclosure.notes
             if choice is not None and auto is not None:
-                notes = notes + (
-                    f"max_groups_per_unit={choice.bound} chosen privately with {auto.share:.3g} of epsilon "
-                    f"(epsilon {choice.epsilon_selection:.4g}, report noisy max over {list(auto.candidates)} for "
-                    f"the {auto.quantile:g}-quantile of keys per unit); the release used epsilon "
-                    f"{choice.epsilon_release:.4g}",)
+                notes = notes + (choice.describe(),)
             report = Report(
                 mechanism=mech.name, options=mech.options(), reason=reason, analysis=disclosure.analysis,
                 epsilon=eps_total if choice is not None else disclosure.epsilon, delta=disclosure.delta, neighbours=disclosure.neighbours,
