@@ -201,3 +201,20 @@ def test_bad_input_refused_before_any_charge_or_draw(tmp_path, eng):
                    insecure_float=True, ledger=str(path), dataset="d", rng=Tripwire())
     with Ledger(path) as led:
         assert led.history("d") == []
+
+
+def test_cli_auto_objective_keys(demo, tmp_path):
+    from typer.testing import CliRunner
+
+    from sparsedp.cli import app
+
+    path = tmp_path / "in.parquet"
+    demo.head(50_000).write_parquet(path)
+    base = ["release", str(path), "--unit", "user_id", "--by", "query", "--epsilon", "1", "--delta", "1e-6"]
+    r = CliRunner().invoke(app, base + ["--max-groups", "auto", "--auto-objective", "keys"])
+    assert r.exit_code == 0, r.output
+    assert "l0 (auto)" in r.output and "most expected released keys" in r.output
+    for args, msg in ((["--max-groups", "auto", "--auto-objective", "rows"], "--auto-objective"),
+                      (["--max-groups", "4", "--auto-objective", "keys"], "--max-groups auto")):
+        r = CliRunner().invoke(app, base + args)
+        assert r.exit_code == 2 and msg in r.output, r.output
