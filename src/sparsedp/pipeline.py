@@ -416,7 +416,9 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             assert dataset is not None  # _open_ledger refuses a ledger without a dataset
             led.check(dataset, charge)
         timings = {"validate": time.perf_counter() - t_start}
-        charge_id = choice = unit_counts = None
+        charge_id = None
+        choice: Any = None  # auto_bound.BoundChoice or auto_keys.KeysChoice
+        unit_counts: Any = None
         if auto is not None:
             # keys per unit (input checked here), ONE charge of (ε, δ), then the private choice of l0
             from .auto_bound import select_bound

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, List, Optional
+from typing import Any, Iterator, List, Optional
 
 import typer
 
@@ -176,8 +176,8 @@ def parse_max_groups(value: Optional[str], share: Optional[float], quantile: Opt
     if value is not None and value.strip().lower() == "auto":
         from ..errors import SparsedpError
 
-        opts = {k: x for k, x in (("share", share), ("quantile", quantile), ("objective", objective))
-                if x is not None}
+        opts: dict[str, Any] = {k: x for k, x in (("share", share), ("quantile", quantile),
+                                                  ("objective", objective)) if x is not None}
         try:
             return AutoBound(**opts)
         except SparsedpError as e:  # in the CLI's terms
