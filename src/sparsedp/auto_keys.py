@@ -45,8 +45,10 @@ import numpy as np
 from .errors import InvalidParameterError
 
 __all__ = ["SCALE", "KeysTable", "KeysPlan", "CandidateCounts", "KeysChoice", "release_table", "keys_plan",
-           "candidate_counts", "key_utilities", "select_by_keys"]
+           "candidate_counts", "key_utilities", "select_by_keys", "COUNT_MECHANISMS"]
 
+#: the mechanisms whose release probability is that of a thresholded count (what :func:`release_table` models)
+COUNT_MECHANISMS = ("gshm", "laplace")
 #: M: the public integer scale of the utilities (one key released with certainty is worth M)
 SCALE = 1 << 16
 
@@ -110,6 +112,10 @@ def keys_plan(mechanism: Any, make_request: Any, candidates: Sequence[int], epsi
     mechs, cals, reasons, tables = [], [], [], []
     for c in candidates:
         mech, cal, reason, _ = mechanism.resolve(make_request(c))
+        if mech.name not in COUNT_MECHANISMS:  # the tables model a thresholded COUNT (not e.g. key weights)
+            raise InvalidParameterError(f"AutoBound(objective='keys') chooses l0 for thresholded counts (gshm, "
+                                        f"laplace); at max_groups_per_unit={c} the mechanism resolves to "
+                                        f"{mech.name!r}: use objective='quantile' or a fixed bound")
         mechs.append(mech)
         cals.append(cal)
         reasons.append(reason)

@@ -239,3 +239,19 @@ def test_same_choice_and_table_on_every_embedded_engine(demo):
     res = sd.release(v, "user_id", "query", 1.0, 1e-6, max_groups_per_unit=opts, mechanism="gshm",
                      aggregates=[sd.Count(), sd.Sum("v", 0, 6)], rng=InsecureSeededRandom(4))
     assert res.table.columns == ["query", "count", "sum_v"] and res.report.auto_bound["objective"] == "keys"
+
+
+def test_key_discovery_mechanisms_are_refused_before_any_charge(tmp_path):
+    """The tables model a thresholded count: a candidate that resolves to a key-weight mechanism (the Weighted
+    Gaussian of sd.Auto(discover=True)) is refused before any data is read."""
+    from sparsedp.ledger import Ledger
+
+    path = tmp_path / "l.db"
+    with Ledger(path) as led:
+        led.set_budget("d", epsilon=3.0, delta=1e-5)
+    df = pl.DataFrame({"user": [1, 2, 3], "key": ["a", "b", "a"]})
+    with pytest.raises(InvalidParameterError, match="thresholded counts"):
+        sd.release(df, "user", "key", 1.0, 1e-6, max_groups_per_unit=AutoBound(objective="keys", candidates=(4, 16)),
+                   mechanism=sd.Auto(discover=True), ledger=str(path), dataset="d", rng=Tripwire())
+    with Ledger(path) as led:
+        assert led.history("d") == []
