@@ -25,6 +25,12 @@ canonical key), and bound c keeps the pairs of per-unit position < c.
 n_k^(c_i) by 1 on the min(d_v, c_i) keys v keeps and changes nothing else. q_i is non-decreasing (p_i is), so
 u_i(D + v) − u_i(D) ∈ [0, Δ_i], Δ_i = c_i · max_n (q_i(n+1) − q_i(n)) (exact, integers). Δ = max_i Δ_i.
 
+**Weighted Gaussian** (``mechanism="weighted-gaussian"`` requested by name; ``mechanisms/set_union.py``): the
+statistic is the key's weight sum S_k^(c) = Σ over the kept pairs of W_{min(d_u, c)} (grid units, the same
+ranking), the table is over S with the kernel's rule ``S >= 1`` and ``S + Z >= T``, and a unit keeping t keys
+adds W_t to each: Δ_i = max_{t ≤ c_i} t · max_S (q_i(S + W_t) − q_i(S)). ``auto`` routes that would switch
+between counts and key weights with the bound (``sd.Auto(discover=True)``) are refused.
+
 **Selection.** :func:`sparsedp.auto_bound.report_noisy_max` with discrete Laplace noise of scale s = Δ/ε₁ (no
 factor 2: the utilities are monotone in the data, so their differences move by at most Δ). Pure ε₁-DP; with the
 release at (ε₂, δ), (ε, δ)-DP by basic composition, charged once.
@@ -49,26 +55,45 @@ __all__ = ["SCALE", "KeysTable", "KeysPlan", "CandidateCounts", "KeysChoice", "r
 
 #: the mechanisms whose release probability is that of a thresholded count (what :func:`release_table` models)
 COUNT_MECHANISMS = ("gshm", "laplace")
+#: the Weighted Gaussian (mechanisms/set_union.py): its statistic is the key's weight sum in grid units
+WEIGHTED = "weighted-gaussian"
 #: M: the public integer scale of the utilities (one key released with certainty is worth M)
 SCALE = 1 << 16
 
 
 @dataclass(frozen=True)
 class KeysTable:
-    """q(n) = ⌊M·p(n)⌋ for n = 0 … len(q) − 1, constant above; ``step`` = max_n q(n+1) − q(n)."""
+    """q(n) = ⌊M·p(n)⌋ for n = 0 … len(q) − 1, constant above, of a key whose bounded statistic is n (its count,
+    or for the Weighted Gaussian its weight sum in grid units). ``weights[t − 1]`` = W_t, what each kept key of
+    a unit keeping t keys adds to n (1 for counts); ``step`` = max_t t·max_n (q(n + W_t) − q(n)): the most one
+    unit moves the utility (module docstring)."""
 
     q: np.ndarray
+    weights: np.ndarray
     step: int
 
     def __call__(self, n: np.ndarray) -> np.ndarray:
         return self.q[np.minimum(np.asarray(n, dtype=np.int64), self.q.size - 1)]
 
 
-def release_table(calibration: Any, pre_threshold: int, scale: int = SCALE) -> KeysTable:
-    """The table of q(n) = ⌊scale·P[release | bounded count n]⌋ of a per-key thresholded calibration
-    (discrete Gaussian or discrete Laplace noise, rule ``n + X >= thr`` or ``>``; module docstring)."""
+def _sensitivity(q: np.ndarray, weights: np.ndarray) -> int:
+    """max_t t·max_n (q(n + W_t) − q(n)) with q constant beyond its table (exact integers)."""
+    big = int(weights.max())
+    ext = np.concatenate([q, np.full(big, q[-1], dtype=np.int64)])
+    best = 0
+    for t, w in enumerate(weights.tolist(), start=1):
+        best = max(best, t * int((ext[w:w + q.size] - q).max(initial=0)))
+    return best
+
+
+def release_table(calibration: Any, pre_threshold: int, scale: int = SCALE,
+                  weights: np.ndarray | None = None) -> KeysTable:
+    """The table of q(n) = ⌊scale·P[release | bounded statistic n]⌋ of a per-key thresholded calibration
+    (discrete Gaussian or discrete Laplace noise, rule ``n + X >= thr`` or ``>``; module docstring) and its
+    sensitivity for units adding ``weights[t − 1]`` to each of their t kept keys (None: 1, counts, l0 =
+    ``calibration.l0``)."""
     from .accounting import laws
-    from .accounting.discrete import dgauss_sf, dlaplace_sf
+    from .accounting.discrete import dgauss_logpmf, dlaplace_logpmf
     from .mechanisms.kernel import NoisePlan
 
     law = calibration.noise
@@ -77,14 +102,21 @@ def release_table(calibration: Any, pre_threshold: int, scale: int = SCALE) -> K
                                     f"GSHM or Laplace), not {type(law).__name__}")
     plan = NoisePlan(calibration)
     thr = Fraction(pre_threshold) + Fraction(calibration.tau)
-    top = pre_threshold + math.ceil(thr) + math.ceil(12 * float(calibration.noise_std)) + 2
+    std = float(calibration.noise_std)
+    top = pre_threshold + math.ceil(thr) + math.ceil(12 * std) + 2
     n = np.arange(top + 1, dtype=np.int64)
-    j = plan.release_floor(n, thr)
-    sf = dgauss_sf(j, law.sigma2) if isinstance(law, laws.DiscreteGaussian) else dlaplace_sf(j, law.scale)
-    p = np.where(n >= pre_threshold, np.clip(np.asarray(sf, dtype=float), 0.0, 1.0), 0.0)
+    j = np.asarray(plan.release_floor(n, thr), dtype=np.int64)  # released iff X >= j(n)
+    # P[X >= j] by a reverse cumulative sum of the pmf over a window holding all but e^-40 of the mass
+    half = math.ceil(60 * std) + 2
+    lo, hi = int(j.min()) - 1, max(int(j.max()), half) + half
+    z = np.arange(min(lo, -half), hi + 1)
+    logp = dgauss_logpmf(z, law.sigma2) if isinstance(law, laws.DiscreteGaussian) else dlaplace_logpmf(z, law.scale)
+    sf = np.cumsum(np.exp(logp)[::-1])[::-1]
+    p = np.where(n >= pre_threshold, np.clip(sf[j - z[0]], 0.0, 1.0), 0.0)
     q = np.floor(p * scale).astype(np.int64)
     q = np.maximum.accumulate(q)  # p is non-decreasing; this only removes float wobble, keeping q monotone
-    return KeysTable(q=q, step=int(np.diff(q).max(initial=0)))
+    w = np.ones(int(calibration.l0), dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64)
+    return KeysTable(q=q, weights=w, step=_sensitivity(q, w))
 
 
 @dataclass(frozen=True)
@@ -103,6 +135,11 @@ class KeysPlan:
     epsilon_release: float
     utility_scale: int = SCALE
 
+    @property
+    def statistic_weights(self) -> tuple[Any, ...]:
+        """Per candidate: None (the statistic is the bounded count) or the Weighted Gaussian's W_t table."""
+        return tuple(t.weights if m.name == WEIGHTED else None for m, t in zip(self.mechanisms, self.tables))
+
 
 def keys_plan(mechanism: Any, make_request: Any, candidates: Sequence[int], epsilon_selection: float,
               epsilon_release: float, utility_scale: int = SCALE) -> KeysPlan:
@@ -112,15 +149,20 @@ def keys_plan(mechanism: Any, make_request: Any, candidates: Sequence[int], epsi
     mechs, cals, reasons, tables = [], [], [], []
     for c in candidates:
         mech, cal, reason, _ = mechanism.resolve(make_request(c))
-        if mech.name not in COUNT_MECHANISMS:  # the tables model a thresholded COUNT (not e.g. key weights)
-            raise InvalidParameterError(f"AutoBound(objective='keys') chooses l0 for thresholded counts (gshm, "
-                                        f"laplace); at max_groups_per_unit={c} the mechanism resolves to "
-                                        f"{mech.name!r}: use objective='quantile' or a fixed bound")
+        if mech.name == WEIGHTED and mechanism.name == WEIGHTED:  # requested by name: its weight sums in grid units
+            table = release_table(cal.kernel(), 1, utility_scale, cal.weights)
+        elif mech.name in COUNT_MECHANISMS:
+            table = release_table(cal, mech.count_floor(), utility_scale)
+        else:  # the tables model a thresholded count or a requested weighted-gaussian, nothing else
+            raise InvalidParameterError(f"AutoBound(objective='keys') chooses l0 for gshm, laplace or "
+                                        f"weighted-gaussian (by name); at max_groups_per_unit={c} "
+                                        f"{mechanism.describe()} resolves to {mech.name!r}: request the mechanism "
+                                        f"by name, or use objective='quantile' or a fixed bound")
         mechs.append(mech)
         cals.append(cal)
         reasons.append(reason)
-        tables.append(release_table(cal, mech.count_floor(), utility_scale))
-    sens = max(max(c * t.step for c, t in zip(candidates, tables)), 1)
+        tables.append(table)
+    sens = max(max(t.step for t in tables), 1)
     return KeysPlan(candidates=tuple(candidates), mechanisms=tuple(mechs), calibrations=tuple(cals),
                     reasons=tuple(reasons), tables=tuple(tables), sensitivity=sens,
                     scale=Fraction(sens) / Fraction(epsilon_selection), epsilon_selection=epsilon_selection,
@@ -143,7 +185,7 @@ class CandidateCounts:
 
 
 def candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidates: Sequence[int],
-                     rng: Any) -> CandidateCounts:
+                     rng: Any, weights: Sequence[Any] | None = None) -> CandidateCounts:
     """n_k^(c) for every candidate c from one pass and one secret ranking (module docstring). Every input check
     of the engines happens first (:func:`sparsedp.mechanisms.set_union.unit_pairs`); the ranking secret is drawn
     from ``rng`` after them. Embedded engines only (Spark is refused before anything is read or charged)."""
@@ -152,6 +194,8 @@ def candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidate
     from .engines.bounding import (canonical_expr, canonical_exprs, canonical_order, draw_bounding_secret,
                                    fingerprint_exprs, per_key_units, prf_ranks, SEED_UNIT)
     from .mechanisms.set_union import unit_pairs
+
+    # weights[i]: None (counts) or the W_t table of candidate i (the key's statistic is Σ W_{min(d_u, c)})
 
     if not hasattr(engine, "rows_lazy"):
         raise InvalidParameterError(f"AutoBound(objective='keys') runs on the embedded engines (polars, duckdb, "
@@ -165,29 +209,38 @@ def candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidate
     n_keys = pk.height
     hk = pk.select(canonical_exprs(pk.schema, by)).select(fingerprint_exprs(unit, by)[1])["__hk"].to_numpy()
     ex = pk.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("__k"), unit).explode(unit)
-    upk = pk[unit].list.len().to_numpy().astype(np.int64)
     del pk
     deg = ex.group_by(unit).agg(pl.len().alias("__d"))
     c1 = min(candidates)
     heavy_units = deg.filter(pl.col("__d") > c1).select(unit).with_row_index("__g")
-    heavy = ex.join(heavy_units, on=unit, how="inner").select("__k", "__g")
     secret = draw_bounding_secret(rng)
-    dropped: list[np.ndarray] = []
-    if heavy.height:
+    # every pair: key index, its unit's degree d and its per-unit position (light units keep all: position 0)
+    allp = ex.join(deg, on=unit).join(heavy_units, on=unit, how="left")
+    k = allp["__k"].to_numpy()
+    d = allp["__d"].to_numpy().astype(np.int64)
+    pos = np.zeros(k.size, dtype=np.int64)
+    hv = np.flatnonzero(allp["__g"].is_not_null().to_numpy())
+    if hv.size:
         hu = heavy_units.select(canonical_expr(unit, heavy_units.schema[unit]).hash(SEED_UNIT))[unit].to_numpy()
-        k = heavy["__k"].to_numpy()
-        g = heavy["__g"].to_numpy().astype(np.int64)
-        rank = prf_ranks(hu, hk, secret, g, k)
-        srt = np.lexsort((k, rank, g))  # per unit: (rank, canonical key)
+        kh = k[hv]
+        g = allp["__g"].to_numpy()[hv].astype(np.int64)
+        rank = prf_ranks(hu, hk, secret, g, kh)
+        srt = np.lexsort((kh, rank, g))  # per unit: (rank, canonical key)
         starts = np.searchsorted(g[srt], np.arange(heavy_units.height))
-        pos = np.empty(g.size, dtype=np.int64)
-        pos[srt] = np.arange(g.size, dtype=np.int64) - starts[g[srt]]
-        for c in candidates:
-            dropped.append(np.bincount(k[pos >= c], minlength=n_keys).astype(np.int64))
-    else:
-        dropped = [np.zeros(n_keys, dtype=np.int64) for _ in candidates]
-    return CandidateCounts(candidates=tuple(candidates), counts=tuple(upk - d for d in dropped),
-                           units=int(deg.height))
+        ph = np.empty(g.size, dtype=np.int64)
+        ph[srt] = np.arange(g.size, dtype=np.int64) - starts[g[srt]]
+        pos[hv] = ph
+    out = []
+    for i, c in enumerate(candidates):
+        kept = pos < c
+        w = None if weights is None or weights[i] is None else np.asarray(weights[i], dtype=np.int64)
+        if w is None or np.all(w == 1):
+            out.append(np.bincount(k[kept], minlength=n_keys).astype(np.int64))
+        else:  # Σ over the kept pairs of W_{min(d, c)}: exact integer sums (int64 accumulation per key)
+            sums = np.zeros(n_keys, dtype=np.int64)
+            np.add.at(sums, k[kept], w[np.minimum(d[kept], c) - 1])
+            out.append(sums)
+    return CandidateCounts(candidates=tuple(candidates), counts=tuple(out), units=int(deg.height))
 
 
 def key_utilities(counts: CandidateCounts, plan: KeysPlan) -> list[int]:

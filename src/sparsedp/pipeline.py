@@ -340,7 +340,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         if list(pub.columns) != cols:
             raise InvalidParameterError(f"keys has the columns {list(pub.columns)}, not the by columns {cols}")
     mech = _mechanism(mechanism, top_k, l0, keys=pub is not None)
-    if auto is not None and mech.name not in ("auto", "gshm", "laplace"):
+    if auto is not None and mech.name not in ("auto", "gshm", "laplace") and not (
+            auto.objective == "keys" and mech.name == "weighted-gaussian"):
         raise InvalidParameterError(f"max_groups_per_unit='auto' chooses l0 for mechanism 'auto', 'gshm' or "
                                     f"'laplace', not {mech.describe()}")
     mech_requested = mech
@@ -430,7 +431,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                 if keys_plan is not None:
                     from .auto_keys import candidate_counts, select_by_keys
 
-                    unit_counts = candidate_counts(eng, data, unit, cols, auto.candidates, source)
+                    unit_counts = candidate_counts(eng, data, unit, cols, auto.candidates, source,
+                                                   keys_plan.statistic_weights)
                 else:
                     unit_counts = eng.keys_per_unit_counts(data, unit, cols, auto.candidates)
                 if led is not None and dataset is not None:
