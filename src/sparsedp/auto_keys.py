@@ -105,7 +105,7 @@ def release_table(calibration: Any, pre_threshold: int, scale: int = SCALE,
     std = float(calibration.noise_std)
     top = pre_threshold + math.ceil(thr) + math.ceil(12 * std) + 2
     n = np.arange(top + 1, dtype=np.int64)
-    j = np.asarray(plan.release_floor(n, thr), dtype=np.int64)  # released iff X >= j(n)
+    j = np.asarray(plan.release_floor(n, thr), dtype=np.int64)  # type: ignore[arg-type]  # exact Fraction, as the kernel
     # P[X >= j] by a reverse cumulative sum of the pmf over a window holding all but e^-40 of the mass
     half = math.ceil(60 * std) + 2
     lo, hi = int(j.min()) - 1, max(int(j.max()), half) + half
