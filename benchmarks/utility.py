@@ -8,7 +8,8 @@ key; each route's released table is scored against the true distinct-unit count 
 bound (what a user wants to know), so the error includes the bounding bias:
 
 * sparsedp: GSHM at fixed l0 ∈ {1, 5, 20, 100}; ``max_groups_per_unit="auto"`` (10 % of ε chooses l0, the
-  0.9-quantile of keys per unit, :mod:`sparsedp.auto_bound`); de-biased top-k CSH (``top_k=k``); the two-stage
+  0.9-quantile of keys per unit, :mod:`sparsedp.auto_bound`; or ``sd.AutoBound(objective="keys")``, the most
+  expected released keys, :mod:`sparsedp.auto_keys`); de-biased top-k CSH (``top_k=k``); the two-stage
   release (``sd.TwoStage``: GSHM selects at l0 with ``split`` of (ε, δ), the correlated Gaussian counts the
   selected keys with no l0 bound; ``--two-stage L0:SPLIT,…``). In process, seeded source (benchmark
   reproducibility; production uses the secure default). The route list is :func:`default_routes`; another
@@ -109,6 +110,9 @@ def default_routes() -> list[tuple[str, dict]]:
 
     routes = [(f"GSHM l0={l0}", dict(max_groups_per_unit=l0, mechanism="gshm")) for l0 in L0S]
     routes.append(("auto l0 (10% of eps)", dict(max_groups_per_unit="auto", mechanism="gshm")))
+    # the keys objective (sparsedp.auto_keys): 10 % of eps picks the l0 with the most expected released keys
+    routes.append(("auto keys l0 (10% of eps)", dict(max_groups_per_unit=sd.AutoBound(objective="keys"),
+                                                      mechanism="gshm")))
     routes += [(f"top-k CSH k={k}", dict(top_k=k)) for k in TOPKS]
     # two-stage (docs/proofs/two-stage.md): GSHM selects at l0 with split*(eps, delta), the correlated Gaussian
     # counts the selected keys with no l0 bound at the rest

@@ -28,10 +28,13 @@ from . import _validate as v
 from .errors import InvalidParameterError, InvalidTypeError
 
 __all__ = ["AutoBound", "UnitKeyCounts", "BoundChoice", "parse_auto", "split_epsilon", "utilities",
-           "noise_scale", "select_bound"]
+           "noise_scale", "select_bound", "report_noisy_max", "OBJECTIVES"]
 
 DEFAULT_CANDIDATES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _MAX_DENOMINATOR = 1000
+#: ``quantile``: the q-quantile of keys per unit (this module); ``keys``: the expected number of released keys
+#: (:mod:`sparsedp.auto_keys`)
+OBJECTIVES = ("quantile", "keys")
 
 
 @dataclass(frozen=True)
@@ -43,11 +46,14 @@ class AutoBound:
         candidates: the public, strictly increasing bounds to choose from (default 1, 2, 4, …, 256).
         quantile: the target fraction q of units whose distinct-key count is at most the chosen bound (rational,
             denominator ≤ 1000; default 0.9).
+        objective: ``"quantile"`` (default: the rule above) or ``"keys"``: the bound whose release has the
+            largest expected number of released keys (:mod:`sparsedp.auto_keys`; embedded engines only).
     """
 
     share: float = 0.1
     candidates: tuple[int, ...] = DEFAULT_CANDIDATES
     quantile: float = 0.9
+    objective: str = "quantile"
 
     def __post_init__(self) -> None:
         share = v.real("AutoBound share", self.share, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -61,6 +67,8 @@ class AutoBound:
         object.__setattr__(self, "share", float(share))
         object.__setattr__(self, "candidates", cands)
         object.__setattr__(self, "quantile", float(q))
+        if self.objective not in OBJECTIVES:
+            raise InvalidParameterError(f"AutoBound objective must be one of {OBJECTIVES}, got {self.objective!r}")
         frac = self.quantile_fraction
         if abs(float(frac) - self.quantile) > 1e-12:
             raise InvalidParameterError(f"AutoBound quantile must be a fraction with denominator at most "
@@ -78,7 +86,8 @@ class AutoBound:
         return max(q.numerator, q.denominator - q.numerator)
 
     def describe(self) -> str:
-        return (f"AutoBound(share={self.share:g}, candidates={self.candidates}, quantile={self.quantile:g})")
+        obj = "" if self.objective == "quantile" else f", objective={self.objective!r}"
+        return f"AutoBound(share={self.share:g}, candidates={self.candidates}, quantile={self.quantile:g}{obj})"
 
 
 @dataclass(frozen=True)
@@ -110,8 +119,15 @@ class BoundChoice:
     epsilon_selection: float
     epsilon_release: float
 
+    def describe(self) -> str:
+        """The report's note on the choice."""
+        return (f"max_groups_per_unit={self.bound} chosen privately with {self.options.share:.3g} of epsilon "
+                f"(epsilon {self.epsilon_selection:.4g}, report noisy max over {list(self.options.candidates)} for "
+                f"the {self.options.quantile:g}-quantile of keys per unit); the release used epsilon "
+                f"{self.epsilon_release:.4g}")
+
     def to_dict(self) -> dict[str, Any]:
-        return {"bound": self.bound, "share": self.options.share, "candidates": list(self.options.candidates),
+        return {"bound": self.bound, "objective": "quantile", "share": self.options.share, "candidates": list(self.options.candidates),
                 "quantile": self.options.quantile, "epsilon_selection": self.epsilon_selection,
                 "epsilon_release": self.epsilon_release, "mechanism": "report-noisy-max (discrete Laplace)",
                 "noise_scale": float(noise_scale(self.options, self.epsilon_selection))}
@@ -155,20 +171,24 @@ def noise_scale(options: AutoBound, epsilon_selection: float) -> Fraction:
     return Fraction(2 * options.sensitivity) / Fraction(epsilon_selection)
 
 
+def report_noisy_max(utilities: Sequence[int], scale: Fraction, rng: Any) -> int:
+    """The index maximising u_i + Z_i, Z_i iid exact discrete Laplace of scale ``scale`` drawn from ``rng``;
+    ties go to the smallest index (``docs/proofs/auto-bound.md``: pure ε-DP when ``scale`` = 2Δ/ε, or Δ/ε for
+    utilities that all move in the same direction between neighbours)."""
+    from .noise import sample_discrete_laplace
+
+    z = sample_discrete_laplace(scale, len(utilities), rng)
+    noisy = [int(a) + int(b) for a, b in zip(utilities, z)]
+    return max(range(len(noisy)), key=lambda j: (noisy[j], -j))
+
+
 def select_bound(counts: UnitKeyCounts, options: AutoBound, epsilon_selection: float, epsilon_release: float,
                  rng: Any) -> BoundChoice:
     """Report Noisy Max over the candidates (module docstring): pure ε₁-DP in the data. The noise is exact
     discrete Laplace from ``rng`` (the release's source); ties go to the smallest candidate (``argmax`` keeps the
     first maximum)."""
-    import numpy as np
-
-    from .noise import sample_discrete_laplace
-
     if counts.candidates != options.candidates:
         raise ValueError("the engine's counts do not match the AutoBound candidates")
-    u = np.asarray(utilities(counts, options), dtype=object)
-    z = sample_discrete_laplace(noise_scale(options, epsilon_selection), len(u), rng)
-    noisy = [int(a) + int(b) for a, b in zip(u, z)]
-    i = max(range(len(noisy)), key=lambda j: (noisy[j], -j))
+    i = report_noisy_max(utilities(counts, options), noise_scale(options, epsilon_selection), rng)
     return BoundChoice(bound=options.candidates[i], options=options, epsilon_selection=epsilon_selection,
                        epsilon_release=epsilon_release)

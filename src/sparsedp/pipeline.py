@@ -343,7 +343,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         if list(pub.columns) != cols:
             raise InvalidParameterError(f"keys has the columns {list(pub.columns)}, not the by columns {cols}")
     mech = _mechanism(mechanism, top_k, l0, keys=pub is not None)
-    if auto is not None and mech.name not in ("auto", "gshm", "laplace"):
+    if auto is not None and mech.name not in ("auto", "gshm", "laplace") and not (
+            auto.objective == "keys" and mech.name == "weighted-gaussian"):
         raise InvalidParameterError(f"max_groups_per_unit='auto' chooses l0 for mechanism 'auto', 'gshm' or "
                                     f"'laplace', not {mech.describe()}")
     mech_requested = mech
@@ -381,6 +382,16 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     elif kind == "sql":
         sources.check_sql(data)
     eng = get_engine(engine, data, connection)
+    keys_plan = None
+    if auto is not None and auto.objective == "keys":  # public: every candidate calibrated (auto_keys.py)
+        from .auto_keys import keys_plan as _keys_plan
+
+        if not hasattr(eng, "rows_lazy"):
+            raise InvalidParameterError(f"AutoBound(objective='keys') runs on the embedded engines (polars, duckdb, "
+                                        f"pandas, arrow), not on {eng.name!r}; use objective='quantile'")
+        keys_plan = _keys_plan(mech_requested, lambda c: ReleaseRequest(
+            epsilon=eps, delta=dlt, max_groups_per_unit=c, insecure_float=insecure_float, aggregates=sums,
+            column_shape=shape), auto.candidates, eps_sel, eps)
     out_path = check_out_path(out) if out is not None else None
     source = _source(rng)
     value_column = mech.value_column(count.output_name)
@@ -409,7 +420,9 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             assert dataset is not None  # _open_ledger refuses a ledger without a dataset
             led.check(dataset, charge)
         timings = {"validate": time.perf_counter() - t_start}
-        charge_id = choice = unit_counts = None
+        charge_id = None
+        choice: Any = None  # auto_bound.BoundChoice or auto_keys.KeysChoice
+        unit_counts: Any = None
         if auto is not None:
             # keys per unit (input checked here), ONE charge of (ε, δ), then the private choice of l0
             from .auto_bound import select_bound
@@ -418,10 +431,19 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
 
             t = time.perf_counter()
             with stage("choosing max_groups_per_unit"):
-                unit_counts = eng.keys_per_unit_counts(data, unit, cols, auto.candidates)
+                if keys_plan is not None:
+                    from .auto_keys import candidate_counts, select_by_keys
+
+                    unit_counts = candidate_counts(eng, data, unit, cols, auto.candidates, source,
+                                                   keys_plan.statistic_weights)
+                else:
+                    unit_counts = eng.keys_per_unit_counts(data, unit, cols, auto.candidates)
                 if led is not None and dataset is not None:
                     charge_id = led.charge(dataset, charge, note=f"release {sources.display(data)}")
-                choice = select_bound(unit_counts, auto, eps_sel, eps, source)
+                if keys_plan is not None:
+                    choice, unit_counts = select_by_keys(unit_counts, keys_plan, auto, source)
+                else:
+                    choice = select_bound(unit_counts, auto, eps_sel, eps, source)
                 request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=choice.bound,
                                          insecure_float=insecure_float, aggregates=sums, column_shape=shape)
                 mech, cal, reason, candidates = mech_requested.resolve(request)
@@ -462,11 +484,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                 native, n_rows = None, arrow.num_rows
             notes = disclosure.notes
             if choice is not None and auto is not None:
-                notes = notes + (
-                    f"max_groups_per_unit={choice.bound} chosen privately with {auto.share:.3g} of epsilon "
-                    f"(epsilon {choice.epsilon_selection:.4g}, report noisy max over {list(auto.candidates)} for "
-                    f"the {auto.quantile:g}-quantile of keys per unit); the release used epsilon "
-                    f"{choice.epsilon_release:.4g}",)
+                notes = notes + (choice.describe(),)
             report = Report(
                 mechanism=mech.name, options=mech.options(), reason=reason, analysis=disclosure.analysis,
                 epsilon=eps_total if choice is not None else disclosure.epsilon, delta=disclosure.delta, neighbours=disclosure.neighbours,

@@ -122,9 +122,12 @@ class Report:
         ]
         if self.auto_bound is not None:
             a = self.auto_bound
+            why = (f"{a['quantile']:g}-quantile of keys per unit" if "quantile" in a else
+                   f"most expected released keys, selection noise scale {a['noise_scale'] / a['utility_scale']:.3g}"
+                   f" keys")
             lines.append(f"  l0 (auto)     {a['bound']}, chosen with {a['share']:.3g} of epsilon "
-                         f"({a['epsilon_selection']:.4g}) among {a['candidates']} ({a['quantile']:g}-quantile of "
-                         f"keys per unit); release epsilon {a['epsilon_release']:.4g}")
+                         f"({a['epsilon_selection']:.4g}) among {a['candidates']} ({why}); release epsilon "
+                         f"{a['epsilon_release']:.4g}")
         if self.noise_std is not None:
             sig = f"sigma = {self.sigma:.4g}; " if self.sigma is not None else ""
             lines.append(f"  noise         {sig}each released {self.value_column} is off by about "
@@ -224,8 +227,12 @@ class Curator:
         ]
         if self.auto_bound is not None:
             a = self.auto_bound
-            lines.append("  keys/unit     " + ", ".join(f"<= {c}: {n / a.units:.3f}" for c, n in
-                                                       zip(a.candidates, a.at_most)) + " of units (true fractions)")
+            if hasattr(a, "curator_line"):
+                lines.append(a.curator_line())
+            else:
+                lines.append("  keys/unit     " + ", ".join(f"<= {c}: {n / a.units:.3f}" for c, n in
+                                                           zip(a.candidates, a.at_most)) + " of units (true "
+                                                                                            "fractions)")
         if self.output:
             lines.append(f"  output        {self.output}")
         lines += [f"  warning       {w}" for w in self.warnings]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, List, Optional
+from typing import Any, Iterator, List, Optional
 
 import typer
 
@@ -166,22 +166,26 @@ def parse_column_shape(spec: Optional[str]):
     return rows
 
 
-def parse_max_groups(value: Optional[str], share: Optional[float], quantile: Optional[float]):
-    """``--max-groups``: a positive integer, or ``auto`` (with ``--auto-share`` / ``--auto-quantile``)."""
+def parse_max_groups(value: Optional[str], share: Optional[float], quantile: Optional[float],
+                     objective: Optional[str] = None):
+    """``--max-groups``: a positive integer, or ``auto`` (with ``--auto-share`` / ``--auto-quantile`` /
+    ``--auto-objective``)."""
     from ..auto_bound import AutoBound
     from ..errors import InvalidParameterError
 
     if value is not None and value.strip().lower() == "auto":
         from ..errors import SparsedpError
 
-        opts = {k: x for k, x in (("share", share), ("quantile", quantile)) if x is not None}
+        opts: dict[str, Any] = {k: x for k, x in (("share", share), ("quantile", quantile),
+                                                  ("objective", objective)) if x is not None}
         try:
             return AutoBound(**opts)
         except SparsedpError as e:  # in the CLI's terms
             raise type(e)(str(e).replace("AutoBound share", "--auto-share")
-                          .replace("AutoBound quantile", "--auto-quantile")) from None
-    if share is not None or quantile is not None:
-        raise InvalidParameterError("--auto-share and --auto-quantile go with --max-groups auto")
+                          .replace("AutoBound quantile", "--auto-quantile")
+                          .replace("AutoBound objective", "--auto-objective")) from None
+    if share is not None or quantile is not None or objective is not None:
+        raise InvalidParameterError("--auto-share, --auto-quantile and --auto-objective go with --max-groups auto")
     if value is None:
         return None
     try:
@@ -211,6 +215,9 @@ def release(
                                                "of epsilon spent choosing the bound (default 0.1)."),
     auto_quantile: Optional[float] = typer.Option(None, "--auto-quantile", help="With --max-groups auto: the "
                                                   "target fraction of units keeping all their keys (default 0.9)."),
+    auto_objective: Optional[str] = typer.Option(None, "--auto-objective", help="With --max-groups auto: "
+                                                 "'quantile' (default: the --auto-quantile rule) or 'keys' (the "
+                                                 "bound with the most expected released keys)."),
     top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys (top-k CSH; de-biased "
                                                               "counts)."),
     shifted: bool = typer.Option(False, "--shifted", help="Top-k: release count minus the (k+1)-th count "
@@ -296,7 +303,7 @@ def release(
         if group is not None and group not in by_cols:
             raise InvalidParameterError(f"--group {group!r} must be one of the --by columns ({', '.join(by_cols)})")
         mech = build_mechanism(mechanism, options)
-        max_groups_per_unit = parse_max_groups(max_groups, auto_share, auto_quantile)
+        max_groups_per_unit = parse_max_groups(max_groups, auto_share, auto_quantile, auto_objective)
         aggregates = [Count(name=count_column)]
         aggregates += [parse_aggregate("--sum", x) for x in sums or ()]
         aggregates += [parse_aggregate("--mean", x) for x in means or ()]
