@@ -76,7 +76,8 @@ print(json.dumps({"time": time.perf_counter() - t}))
 
 CHILD = r"""
 import json, sys
-path, what, l0, mem, tmp = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+path, what, l0, mem, tmp, passes = (sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5],
+                                    int(sys.argv[6]))
 if what == "plain-duckdb":
     import duckdb
     con = duckdb.connect(config={"memory_limit": mem, "temp_directory": tmp, "preserve_insertion_order": False})
@@ -90,7 +91,8 @@ elif what == "plain-polars-streaming":
 else:
     import sparsedp as sd
     from sparsedp.engines.duckdb_engine import DuckDBEngine
-    engine = {"sparsedp-duckdb": DuckDBEngine(memory_limit=mem, temp_directory=tmp), "sparsedp-default": None,
+    engine = {"sparsedp-duckdb": DuckDBEngine(memory_limit=mem, temp_directory=tmp, passes=passes),
+              "sparsedp-default": None,
               "sparsedp-polars": "polars"}[what]
     res = sd.release(path, "user_id", "url", epsilon=1.0, delta=1e-6, max_groups_per_unit=l0, engine=engine)
     n = res.report.released_keys
@@ -173,6 +175,7 @@ def main() -> None:
     ap.add_argument("--generate-only", action="store_true")
     ap.add_argument("--modes", default="plain-duckdb,sparsedp-duckdb,sparsedp-default")
     ap.add_argument("--memory-limit", default="6GB", help="DuckDB memory_limit of the runs")
+    ap.add_argument("--passes", type=int, default=1, help="DuckDBEngine(passes=…) of the sparsedp-duckdb run")
     ap.add_argument("--kill-gib", type=float, default=12.0, help="kill a child whose RSS passes this")
     ap.add_argument("--log", default=None, help="append the children's stderr to this file")
     args = ap.parse_args()
@@ -202,7 +205,8 @@ def main() -> None:
         for m in args.modes.split(","):
             shutil.rmtree(tmp, ignore_errors=True)
             os.makedirs(tmp)
-            r = results[m] = run([CHILD, path, m, str(args.l0), args.memory_limit, tmp], args.kill_gib, args.log)
+            r = results[m] = run([CHILD, path, m, str(args.l0), args.memory_limit, tmp, str(args.passes)], args.kill_gib,
+                                  args.log)
             state = (f"{r['keys']:,}" if r["rc"] == 0 else
                      f"KILLED at > {args.kill_gib} GiB RSS" if r["killed"] else f"FAILED (exit {r['rc']})")
             print(f"{m:24s} {r['wall']:8.1f} {r['cpu']:8.1f} {r['rss_gib']:8.2f}  {state}; {_uptime()}", flush=True)

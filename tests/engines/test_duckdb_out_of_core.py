@@ -11,7 +11,7 @@ import sparsedp as sd
 from sparsedp.demo_data import search_log
 from sparsedp.engines import choice
 from sparsedp.engines.duckdb_engine import DuckDBEngine
-from sparsedp.errors import InvalidParameterError
+from sparsedp.errors import InputDataError, InvalidParameterError
 from sparsedp.noise import InsecureSeededRandom
 
 
@@ -68,3 +68,37 @@ def test_file_larger_than_memory_goes_to_duckdb(clicks, monkeypatch):
     assert res.curator.engine == "duckdb" and "larger than memory" in res.curator.engine_choice
     monkeypatch.setattr(choice, "physical_memory", lambda: int(est * 2.1))
     assert choice.choose_engine(clicks).engine == "polars"
+
+
+def test_passes_give_the_one_pass_histogram(clicks):
+    """``DuckDBEngine(passes=p)`` runs the bounding statement once per slice ``hash(unit) % p`` and adds the
+    per-key results: each unit's choice depends on its own pairs and the secret only, so the released table and
+    the bounding statistics are those of one pass (count only, and count + sums with a binding and a non-binding bound)."""
+    ref = _release(clicks, DuckDBEngine())
+    for p in (2, 5):
+        got = _release(clicks, DuckDBEngine(passes=p))
+        assert got.table.equals(ref.table)
+        assert got.curator.bounding == ref.curator.bounding
+    frame = pl.read_parquet(clicks).with_columns(v=(pl.col("user_id") % 7).cast(pl.Float64))
+    aggs = [sd.Count(), sd.Sum("v", lower=0, upper=5)]
+    for l0 in (3, 1000):
+        one, three = (sd.release(frame, "user_id", "url", 1.0, 1e-6, max_groups_per_unit=l0, aggregates=aggs,
+                                 engine=DuckDBEngine(passes=p), rng=InsecureSeededRandom(6)) for p in (1, 3))
+        assert one.report.released_keys > 10
+        assert three.table.equals(one.table)
+
+
+def test_passes_shrink_duckdbs_working_set(clicks, tmp_path):
+    """Under a 16 MB limit with one thread the one-pass statement runs out of memory even with a spill
+    directory; eight passes (an eighth of the distinct pairs each) complete with the same table."""
+    ref = _release(clicks, DuckDBEngine())
+    with pytest.raises(InputDataError, match="Out of Memory"):
+        _release(clicks, DuckDBEngine(memory_limit="16MB", threads=1, temp_directory=tmp_path))
+    got = _release(clicks, DuckDBEngine(memory_limit="16MB", threads=1, temp_directory=tmp_path, passes=8))
+    assert got.table.equals(ref.table)
+
+
+def test_passes_are_checked():
+    for bad in (0, 1.5, True, 5000):
+        with pytest.raises(InvalidParameterError, match="passes"):
+            DuckDBEngine(passes=bad)

@@ -185,7 +185,8 @@ def keys_sql(key_type_ids: list[str]) -> str:
 
 
 def bounding_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, l0: int | None,
-                 fn: tuple[str, str] | None, sums: Sequence[tuple[Any, int]] = ()) -> str:
+                 fn: tuple[str, str] | None, sums: Sequence[tuple[Any, int]] = (),
+                 part: tuple[int, int] | None = None) -> str:
     """The statement of the module docstring over the relation ``__src`` and the registered key table
     ``keys_view`` (the distinct keys ``__sparsedp_k{i}`` with their index ``{_KI}`` in canonical key order).
 
@@ -197,6 +198,8 @@ def bounding_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, l0:
         sums: the SUM/MEAN grid columns (:func:`sparsedp.aggregates.noise_columns`) as ``(Sum, j)``, ``j`` the
             index of its value column ``__sp_v{j}`` in ``__src``; the pairs are then a ``GROUP BY`` carrying each
             one's :func:`contribution_sql`, and every per-key total and dropped count also sums them.
+        part: ``(i, passes)``: only the units with ``hash(unit) % passes = i`` (one pass of
+            :attr:`DuckDBEngine.passes`; ``None``: every unit).
 
     The output has one row per distinct key: its index ``{_KI}``, the bounded count :data:`COUNT` (BIGINT), the
     grid sums over the kept pairs (BIGINT, ``__sparsedp_a{j}``) and the statistics columns :data:`_STATS`
@@ -210,7 +213,8 @@ def bounding_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, l0:
     lim = l0 if l0 is not None else 2**62
     # the distinct pairs as integers: (unit, key index[, contributions])
     vals = "".join(f", {_vcol(j)}" for _, j in sums)
-    joined = f"(SELECT {src_cols}{vals} FROM __src) JOIN {keys_view} USING ({kl})"
+    where = "" if part is None else f" WHERE hash(__sp_unit) % {int(part[1])} = {int(part[0])}"
+    joined = f"(SELECT {src_cols}{vals} FROM __src{where}) JOIN {keys_view} USING ({kl})"
     if sums:
         contrib = "".join(f", {contribution_sql(a, _vcol(j))} AS {c}" for (a, j), c in zip(sums, acs))
         pairs = f"SELECT {_U}, {_KI}{contrib} FROM {joined} GROUP BY {_U}, {_KI}"
@@ -246,12 +250,23 @@ class DuckDBEngine(EmbeddedEngine):
     name = "duckdb"
 
     def __init__(self, connection: Any = None, *, memory_limit: str | None = None,
-                 temp_directory: str | os.PathLike | None = None, threads: int | None = None):
+                 temp_directory: str | os.PathLike | None = None, threads: int | None = None, passes: int = 1):
         """``connection``: run on this DuckDB connection (its own settings) instead of a private one.
         ``memory_limit``, ``temp_directory``, ``threads``: the out-of-core settings of the private connection
         (:class:`~sparsedp.engines.duckdb_settings.DuckDBSettings`; for inputs larger than memory); refused
-        together with ``connection``, whose settings are the caller's."""
+        together with ``connection``, whose settings are the caller's.
+        ``passes``: run the bounding statement once per slice of the units (``hash(unit) % passes``) and add
+        the per-key results. Each unit's ℓ0 choice depends on its own pairs and the secret only, so the slices'
+        bounded counts and grid sums add up to exactly the one-pass histogram; DuckDB's working set (the
+        distinct pairs, 7–17 bytes each when spilling) shrinks by the number of passes, at one read of the input
+        per pass. For inputs whose distinct pairs do not fit in ``memory_limit`` in one pass."""
         from .duckdb_settings import DuckDBSettings
+
+        if isinstance(passes, bool) or not isinstance(passes, int) or not 1 <= passes <= 4096:
+            from ..errors import InvalidParameterError
+
+            raise InvalidParameterError(f"passes must be an integer from 1 to 4096; got {passes!r}")
+        self.passes = passes
 
         self.settings = DuckDBSettings(memory_limit=memory_limit, temp_directory=temp_directory, threads=threads)
         if connection is not None and self.settings != DuckDBSettings():
@@ -463,26 +478,31 @@ class DuckDBEngine(EmbeddedEngine):
                                 "INTEGER" if n_keys < 2**31 else "BIGINT", hk, secret) as (fn, view):
                 # registered in DuckDB's order (a sorted build side made the join fail to spill under a memory limit)
                 con.register(view, keys.append_column(_KI, pa.array(pos)))
-                sql = bounding_sql(tid[0], tid[1:], view, l0, fn if l0 is not None else None, sums)
-                try:
-                    res = proj.query("__src", sql)
-                    if self.plan_log is not None:
-                        self.plan_log.append((sql, str(res.explain())))
-                    with query_progress(con):
-                        out = to_arrow_table(res)
-                except duckdb.Error as e:
-                    raise _input_error("DuckDB could not group the input", e) from None
-        res_df = pl.from_arrow(out)
-        assert isinstance(res_df, pl.DataFrame)
-        st = res_df.select(_STATS).row(0)
-        idx = res_df[_KI].to_numpy()
-        counts = np.zeros(n_keys, dtype=np.int64)  # every key has at least one pair: idx covers 0 … n_keys-1
-        counts[idx] = res_df[COUNT].to_numpy()
-        grid = []
-        for j, name in enumerate(grid_names):
-            g = np.zeros(n_keys, dtype=np.int64)
-            g[idx] = res_df[_acol(j)].to_numpy()
-            grid.append(pl.Series(name, g))
+                # every key has at least one pair: the passes' key indices cover 0 … n_keys-1 together
+                counts = np.zeros(n_keys, dtype=np.int64)
+                grids = [np.zeros(n_keys, dtype=np.int64) for _ in grid_names]
+                st = np.zeros(len(_STATS), dtype=np.int64)
+                for i in range(self.passes):
+                    part = None if self.passes == 1 else (i, self.passes)
+                    sql = bounding_sql(tid[0], tid[1:], view, l0, fn if l0 is not None else None, sums, part)
+                    try:
+                        res = proj.query("__src", sql)
+                        if self.plan_log is not None:
+                            self.plan_log.append((sql, str(res.explain())))
+                        with query_progress(con):
+                            out = to_arrow_table(res)
+                    except duckdb.Error as e:
+                        raise _input_error("DuckDB could not group the input", e) from None
+                    res_df = pl.from_arrow(out)
+                    assert isinstance(res_df, pl.DataFrame)
+                    if res_df.height == 0:  # no unit in this slice
+                        continue
+                    st += np.asarray(res_df.select(_STATS).row(0), dtype=np.int64)
+                    idx = res_df[_KI].to_numpy()
+                    counts[idx] += res_df[COUNT].to_numpy()  # key indices are distinct within a pass
+                    for j, g in enumerate(grids):
+                        g[idx] += res_df[_acol(j)].to_numpy()
+        grid = [pl.Series(name, g) for name, g in zip(grid_names, grids)]
         kc = kdf[order].rename(dict(zip(ks, by))).with_columns(pl.Series(COUNT, counts), *grid)
         pairs = int(st[1])
         return RawCounts(rows_in=rows, units_in=int(st[0]), pairs_in=pairs,
