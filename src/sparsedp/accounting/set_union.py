@@ -45,7 +45,7 @@ from .. import _validate as v
 from ..errors import InfeasibleError
 from .calibration import Calibration, Comparison
 from .discrete import dgauss_logsf, dgauss_sf, dgauss_variance
-from .discrete_histograms import _karrer_max, _log_ratio_iid, _SF_REL_ERR, rational_up
+from .discrete_histograms import _SF_REL_ERR, _karrer_max, _log_ratio_iid, _smallest_margin, rational_up
 from .laws import DiscreteGaussian
 
 __all__ = ["DEFAULT_GRID", "grid_weights", "weighted_shift_hockey_stick", "weighted_gaussian_delta",
@@ -211,22 +211,6 @@ class SetUnionCalibration(Calibration):
                            delta_achieved=self.delta_achieved, l0=self.l0)
 
 
-def _smallest_threshold(f, target: float, start: int) -> int:
-    """Smallest integer T >= 1 with f(T) <= target (f non-increasing in T)."""
-    lo, hi = 0, max(1, start)
-    while f(hi) > target:
-        lo, hi = hi, hi * 2
-        if hi > 1 << 62:
-            raise InfeasibleError("no threshold satisfies the privacy constraint")
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if f(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
 def calibrate_weighted_gaussian(epsilon, delta, l0, grid: int = DEFAULT_GRID) -> SetUnionCalibration:
     """The discrete Weighted Gaussian at (ε, δ): smallest rational scale ``s`` (grid units) with the Gaussian
     part ``max_t H_t(t, ε) <= δ`` (every touched key held by both neighbours; Karrer's choice of σ, seed 001
@@ -261,11 +245,11 @@ def calibrate_weighted_gaussian(epsilon, delta, l0, grid: int = DEFAULT_GRID) ->
     sf = float(s)
     # start: the t = l0 infinite term alone, 1 − (1 − P[Z >= T − W])^{l0} <= δ
     q = -math.expm1(math.log1p(-dlt) / k)
-    start = _smallest_threshold(lambda thr: dgauss_sf(thr - int(ws[-1]), sf) / q, 1.0, int(ws[-1]) + 1)
+    start = _smallest_margin(lambda thr: dgauss_sf(thr - int(ws[-1]), sf) / q, 1.0, int(ws[-1]) + 1)
     # T on a sub-grid of step ~σ/1024 (finer thresholds change nothing a user could see, and any T whose
     # profile is <= δ is private): ~10 profile evaluations instead of ~17
     step = max(1, int(math.sqrt(sf)) // 1024)
-    m = _smallest_threshold(lambda x: weighted_gaussian_delta(eps, s, start + (x - 1) * step, k, g,
+    m = _smallest_margin(lambda x: weighted_gaussian_delta(eps, s, start + (x - 1) * step, k, g,
                                                               stop_above=dlt), dlt, 1)
     thr = start + (m - 1) * step
     achieved, info = weighted_gaussian_delta(eps, s, thr, k, g, parts=True)
