@@ -128,11 +128,11 @@ def run_script(python: str | Path, script: str, args: list[str], timeout: float)
     return wall, peak
 
 
-def _tree_rss_mib(root: int) -> float:
-    """Resident memory of ``root`` and all its descendants (Linux /proc), in MiB."""
+def process_tree_sum(root: int, value) -> int:
+    """Sum of ``value(fields)`` over ``root`` and all its live descendants (Linux ``/proc``; ``fields`` = the
+    ``/proc/<pid>/stat`` fields after the command name, so ``fields[1]`` is the parent pid)."""
     parent: dict[int, int] = {}
-    rss: dict[int, int] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
+    got: dict[int, int] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -142,17 +142,23 @@ def _tree_rss_mib(root: int) -> float:
         except OSError:
             continue
         parent[int(d)] = int(fields[1])
-        rss[int(d)] = int(fields[21]) * page
-    tree, frontier = {root}, [root]
+        got[int(d)] = value(fields)
     children: dict[int, list[int]] = {}
     for pid, pp in parent.items():
         children.setdefault(pp, []).append(pid)
+    tree, frontier = {root}, [root]
     while frontier:
         for c in children.get(frontier.pop(), []):
             if c not in tree:
                 tree.add(c)
                 frontier.append(c)
-    return sum(rss.get(p, 0) for p in tree) / 2 ** 20
+    return sum(got.get(p, 0) for p in tree)
+
+
+def _tree_rss_mib(root: int) -> float:
+    """Resident memory of ``root`` and all its descendants, in MiB."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    return process_tree_sum(root, lambda f: int(f[21]) * page) / 2 ** 20
 
 
 # ----------------------------------------------------------------------------------------------- data

@@ -86,28 +86,11 @@ def tree_cpu_seconds(root: int | None = None) -> float:
     """CPU seconds (user + system, including reaped children) of ``root`` (default: this process) and all its
     live descendants — the driver, Spark's JVM and its Python workers — from Linux ``/proc``. On a machine
     shared with other jobs this is steadier than wall time."""
-    root = os.getpid() if root is None else root
-    parent: dict[int, int] = {}
-    cpu: dict[int, int] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except OSError:
-                continue
-            parent[int(d)] = int(fields[1])
-            cpu[int(d)] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-    children: dict[int, list[int]] = {}
-    for pid, pp in parent.items():
-        children.setdefault(pp, []).append(pid)
-    tree, frontier = {root}, [root]
-    while frontier:
-        for c in children.get(frontier.pop(), []):
-            if c not in tree:
-                tree.add(c)
-                frontier.append(c)
-    return sum(cpu.get(p, 0) for p in tree) / os.sysconf("SC_CLK_TCK")
+    from peers import process_tree_sum
+
+    ticks = process_tree_sum(os.getpid() if root is None else root,
+                             lambda f: sum(int(x) for x in f[11:15]))  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _report(times: dict[str, list[float]], base_name: str, cpus: dict[str, list[float]] | None = None) -> None:
