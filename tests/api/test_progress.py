@@ -36,6 +36,8 @@ def test_noise_stage_reports_key_chunks(engine):
 
 
 def test_duckdb_reports_its_query_progress_in_percent():
+    """The bounding stage reports percentages of 100 (0 % when the statement starts, then DuckDB's own estimates
+    while it runs, where DuckDB can estimate the plan)."""
     progress, seen = _recording()
     sql = "SELECT i % 400000 AS u, (i * 7) % 900000 AS k FROM range(12000000) t(i)"
     sd.release(sql, "u", "k", 1.0, 1e-8, max_groups_per_unit=2, progress=progress)

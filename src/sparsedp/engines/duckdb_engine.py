@@ -104,7 +104,7 @@ def query_progress(con: Any) -> Iterator[None]:
     """While the block runs a query on ``con``, report DuckDB's own estimate of its progress (percent,
     ``query_progress()``) to the display (:mod:`sparsedp.progress`); nothing when no display listens. DuckDB's
     progress bar is enabled for the block (not printed) and the connection's settings restored after."""
-    from ..progress import listening, polling
+    from ..progress import listening, polling, report
 
     if not listening():
         yield
@@ -122,6 +122,7 @@ def query_progress(con: Any) -> Iterator[None]:
         return (max(0.0, min(pct, 100.0)), 100.0, "%") if pct >= 0 else None
 
     try:
+        report(0.0, 100.0, "%")  # the stage shows as a percentage from its start (DuckDB estimates only some plans)
         with polling(sample):
             yield
     finally:
@@ -486,10 +487,10 @@ class DuckDBEngine(EmbeddedEngine):
                     part = None if self.passes == 1 else (i, self.passes)
                     sql = bounding_sql(tid[0], tid[1:], view, l0, fn if l0 is not None else None, sums, part)
                     try:
-                        res = proj.query("__src", sql)
-                        if self.plan_log is not None:
-                            self.plan_log.append((sql, str(res.explain())))
-                        with query_progress(con):
+                        with query_progress(con):  # the relation may start executing when it is built
+                            res = proj.query("__src", sql)
+                            if self.plan_log is not None:
+                                self.plan_log.append((sql, str(res.explain())))
                             out = to_arrow_table(res)
                     except duckdb.Error as e:
                         raise _input_error("DuckDB could not group the input", e) from None
