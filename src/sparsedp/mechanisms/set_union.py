@@ -141,19 +141,31 @@ def _calibrate(epsilon: float, delta: float, l0: int, grid: int):
     return calibrate_weighted_gaussian(epsilon, delta, l0, grid)
 
 
-def _check_common(self: Mechanism, request: ReleaseRequest) -> None:
-    Mechanism.check(self, request)
-    if request.aggregates:
-        raise InvalidParameterError(f"mechanism={self.name!r} discovers keys (noisy weights, no counts): SUM/MEAN "
-                                    "need mechanism='gshm' or 'auto'")
-    if request.keys is not None:
-        raise InvalidParameterError(f"mechanism={self.name!r} discovers keys; with a public key list use "
-                                    "mechanism='auto' or a public-key mechanism")
+class _SetUnion(Mechanism):
+    """What the two set-union mechanisms share: they discover keys from a privacy unit's rows (no public key
+    list, no SUM/MEAN columns) and release noisy key weights in the column ``weight``, not counts."""
+
+    def check(self, request: ReleaseRequest) -> None:
+        super().check(request)
+        if request.aggregates:
+            raise InvalidParameterError(f"mechanism={self.name!r} discovers keys (noisy weights, no counts): "
+                                        "SUM/MEAN need mechanism='gshm' or 'auto'")
+        if request.keys is not None:
+            raise InvalidParameterError(f"mechanism={self.name!r} discovers keys; with a public key list use "
+                                        "mechanism='auto' or a public-key mechanism")
+
+    def value_column(self, default: str) -> str:
+        return "weight"
+
+    def _need_unit(self, privacy_unit: str | None) -> str:
+        if privacy_unit is None:
+            raise InvalidParameterError(f"mechanism={self.name!r} needs a privacy_unit column")
+        return privacy_unit
 
 
 @register
 @dataclass(frozen=True)
-class WeightedGaussian(Mechanism):
+class WeightedGaussian(_SetUnion):
     """Gopi et al.'s Weighted Gaussian set union with exact discrete noise (module docstring). Needs
     ``max_groups_per_unit`` (Δ0, the keys kept per unit).
 
@@ -172,7 +184,7 @@ class WeightedGaussian(Mechanism):
         object.__setattr__(self, "grid", v.integer("grid", self.grid, lo=1, hi=1 << 20))
 
     def check(self, request: ReleaseRequest) -> None:
-        _check_common(self, request)
+        super().check(request)
         if request.insecure_float:
             raise InvalidParameterError("weighted-gaussian samples exact discrete noise only; drop "
                                         "insecure_float=True")
@@ -180,9 +192,6 @@ class WeightedGaussian(Mechanism):
         if self.grid * self.grid < request.max_groups_per_unit:
             raise InvalidParameterError(f"grid={self.grid} is too coarse for max_groups_per_unit="
                                         f"{request.max_groups_per_unit}: need grid^2 >= max_groups_per_unit")
-
-    def value_column(self, default: str) -> str:
-        return "weight"
 
     def calibrate(self, request: ReleaseRequest) -> Any:
         assert request.max_groups_per_unit is not None
@@ -206,8 +215,7 @@ class WeightedGaussian(Mechanism):
                    f">= {cal.threshold_int} (docs/proofs/set-union.md)",))
 
     def histogram(self, engine, data, privacy_unit, by, request, rng, **extra):
-        if privacy_unit is None:
-            raise InvalidParameterError(f"mechanism={self.name!r} needs a privacy_unit column")
+        privacy_unit = self._need_unit(privacy_unit)
         from ..accounting.set_union import grid_weights
 
         l0 = int(request.max_groups_per_unit)
@@ -297,7 +305,7 @@ def _calibrate_policy(epsilon: float, delta: float, l0: int, alpha: float):
 
 @register
 @dataclass(frozen=True)
-class PolicyGaussian(Mechanism):
+class PolicyGaussian(_SetUnion):
     """Gopi et al.'s Policy Gaussian set union (ℓ2-descent policy, cutoff Γ = ρ + α σ) with FLOAT noise: only
     with ``insecure_float=True`` (measurement; no secure variant, ``docs/proofs/set-union.md`` §4). Needs
     ``max_groups_per_unit`` (Δ0). Values are noisy policy weights, not counts.
@@ -311,15 +319,12 @@ class PolicyGaussian(Mechanism):
         object.__setattr__(self, "alpha", v.positive("alpha", self.alpha))
 
     def check(self, request: ReleaseRequest) -> None:
-        _check_common(self, request)
+        super().check(request)
         if not request.insecure_float:
             raise InvalidParameterError(
                 "policy-gaussian has no secure (exact integer noise) variant: rounding the l2-descent policy to a "
                 "lattice can break the contractivity its privacy rests on (docs/proofs/set-union.md §4). Use "
                 "mechanism='weighted-gaussian', or insecure_float=True for research measurement only")
-
-    def value_column(self, default: str) -> str:
-        return "weight"
 
     def calibrate(self, request: ReleaseRequest) -> Any:
         assert request.max_groups_per_unit is not None
@@ -339,8 +344,7 @@ class PolicyGaussian(Mechanism):
                    "weights, not counts (docs/proofs/set-union.md §4)",))
 
     def histogram(self, engine, data, privacy_unit, by, request, rng, **extra):
-        if privacy_unit is None:
-            raise InvalidParameterError(f"mechanism={self.name!r} needs a privacy_unit column")
+        privacy_unit = self._need_unit(privacy_unit)
         cal = self.calibrate(request)
         return policy_histogram(engine, data, privacy_unit, list(by), int(request.max_groups_per_unit), cal.gamma,
                                 rng)
