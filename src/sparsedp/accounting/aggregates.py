@@ -337,14 +337,18 @@ def joint_gshm_delta(epsilon, count_sigma2, margin, l0, column_sigma2s, column_s
     (``docs/proofs/aggregates.md``). An upper bound of the δ of exactly this sampled noise. ``parts=True``
     returns a :class:`JointDeltaParts`.
     """
+    eps, s, m, k = joint_count_args(epsilon, count_sigma2, margin, l0)
+    ss, ds = _columns(column_sigma2s, column_sensitivities)
+    return _joint_delta(eps, s, m, k, lambda jj, e: _hs(int(jj), e, s, ss, ds), parts)
+
+
+def joint_count_args(epsilon, count_sigma2, margin, l0) -> tuple[float, float, int, int]:
+    """The validated ``(ε, count σ², margin, l0)`` of a joint discrete δ (both accountants' common arguments)."""
     eps = v.epsilon_any(epsilon)
     s = float(v.rational("count_sigma2", count_sigma2))
     if s < 1:
         raise InvalidParameterError(f"count_sigma2 must be >= 1 for the discrete accountant, got {count_sigma2!r}")
-    m = v.integer("margin", margin, lo=0)
-    k = v.integer("l0", l0, lo=1)
-    ss, ds = _columns(column_sigma2s, column_sensitivities)
-    return _joint_delta(eps, s, m, k, lambda jj, e: _hs(int(jj), e, s, ss, ds), parts)
+    return eps, s, v.integer("margin", margin, lo=0), v.integer("l0", l0, lo=1)
 
 
 def _joint_delta(eps: float, s: float, m: int, k: int, hs, parts: bool):

@@ -279,14 +279,9 @@ def joint_gshm_delta_unimodular(epsilon, count_sigma2, margin, l0, column_sigma2
     """δ(ε) of the joint discrete release with column noise ``L z`` (Karrer Thm 5.4 / Eq. 5.8 structure,
     ``docs/proofs/aggregates.md`` §1 and §7): ``max(T1, T2, T3)`` with the divergence of
     :func:`joint_hockey_stick_unimodular`. ``sensitivities``: in the noise grids (``F_k D_k``)."""
-    from .aggregates import _hs_rows, _joint_delta
+    from .aggregates import _hs_rows, _joint_delta, joint_count_args
 
-    eps = v.epsilon_any(epsilon)
-    s = float(v.rational("count_sigma2", count_sigma2))
-    if s < 1:
-        raise InvalidParameterError(f"count_sigma2 must be >= 1 for the discrete accountant, got {count_sigma2!r}")
-    m = v.integer("margin", margin, lo=0)
-    k = v.integer("l0", l0, lo=1)
+    eps, s, m, k = joint_count_args(epsilon, count_sigma2, margin, l0)
     ss = [float(v.rational(f"column_sigma2s[{i}]", x)) for i, x in enumerate(column_sigma2s)]
     mu2, eta = unimodular_shift_bounds(lower, sensitivities, column_sigma2s)
     return _joint_delta(eps, s, m, k, lambda jj, e: _hs_rows(int(jj), e, s, ss, mu2, eta), parts)
