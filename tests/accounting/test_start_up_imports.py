@@ -1,16 +1,25 @@
 """Start-up cost (issue 19): the discrete binomial tail used by the Laplace accountant equals
-``scipy.stats.binom.logsf`` bit for bit without importing ``scipy.stats``, and a release of a small frame in a
-fresh process imports neither ``scipy.stats`` nor pandas."""
+``scipy.stats.binom.logsf`` bit for bit without importing ``scipy.stats``; the accountants' Brent solver
+(:mod:`sparsedp.accounting._brentq`) equals ``scipy.optimize.brentq`` bit for bit without importing
+``scipy.optimize``; and a release of a small frame in a fresh process imports none of ``scipy.stats``,
+``scipy.optimize``, ``scipy.linalg`` or pandas."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
+from sparsedp.accounting import _brentq
 from sparsedp.accounting.discrete_histograms import binom_logsf
+from sparsedp.accounting.gaussian import gaussian_sigma
+from sparsedp.accounting.zcdp import zcdp_to_dp_delta, zcdp_to_dp_epsilon
+
+_NOT_ON_THE_RELEASE_PATH = ("scipy.stats", "scipy.optimize", "scipy.linalg", "pandas")
 
 
 def test_binom_logsf_equals_scipy_stats_bit_for_bit():
@@ -28,14 +37,84 @@ def test_binom_logsf_equals_scipy_stats_bit_for_bit():
     assert np.array_equal(binom_logsf(j - 3, j, 0.7), stats.binom.logsf(j - 3, j, 0.7))
 
 
-def test_small_release_imports_neither_scipy_stats_nor_pandas():
+def test_small_release_imports_no_scipy_stats_optimize_linalg_nor_pandas():
     code = ("import sys, polars as pl, sparsedp as sd\n"
             "df = pl.DataFrame({'u': list(range(300)) * 2, 'k': [f'k{i % 7}' for i in range(600)]})\n"
             "sd.release(df, 'u', 'k', epsilon=1.0, delta=1e-6, max_groups_per_unit=3)\n"
             "sd.release(df, 'u', 'k', epsilon=1.0, delta=1e-6, max_groups_per_unit=3, mechanism='laplace')\n"
-            "print(sorted(m for m in ('scipy.stats', 'pandas') if m in sys.modules))\n")
+            f"print(sorted(m for m in {_NOT_ON_THE_RELEASE_PATH!r} if m in sys.modules))\n")
     env = dict(os.environ)
     src = os.path.join(os.path.dirname(__file__), "..", "..", "src")
     env["PYTHONPATH"] = os.path.abspath(src) + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_compiled_solver_is_in_use_here():
+    """Otherwise the tests below would compare scipy.optimize.brentq with itself."""
+    assert _brentq._load_compiled() is not None
+
+
+def _with_public_solver(monkeypatch, fn):
+    monkeypatch.setattr(_brentq, "_solver", _brentq._public)
+    try:
+        return fn()
+    finally:
+        monkeypatch.setattr(_brentq, "_solver", None)
+
+
+def test_brentq_equals_scipy_optimize_bit_for_bit():
+    from scipy import optimize
+
+    funcs = [lambda x: x ** 3 - 2.0, lambda x: math.exp(x) - 3.7, lambda x: math.atan(x - 0.3) * 1e-12,
+             lambda x: math.log1p(abs(x)) - 0.5 + 1e-9 * x ** 5, lambda x: x - 1e-300]
+    for f in funcs:
+        for a, b in [(-1.0, 4.0), (0.0, 2.0), (-0.5, 100.0)]:
+            if f(a) * f(b) >= 0:
+                continue
+            for xtol, rtol, maxiter in [(1e-15, 4 * np.finfo(float).eps, 500), (1e-14, 8 * 2.2e-16, 300),
+                                        (1e-6, 1e-6, 100)]:
+                want = optimize.brentq(f, a, b, xtol=xtol, rtol=rtol, maxiter=maxiter)
+                got = _brentq.brentq(f, a, b, xtol=xtol, rtol=rtol, maxiter=maxiter)
+                assert type(got) is float and got == want, (a, b, xtol)
+
+
+def test_brentq_errors_as_scipy():
+    with pytest.raises(ValueError, match="different signs"):
+        _brentq.brentq(lambda x: x * x + 1.0, -1.0, 1.0, xtol=1e-12, rtol=1e-12, maxiter=100)
+    with pytest.raises(ValueError, match="NaN"):
+        _brentq.brentq(lambda x: x if x < 0.2 else math.nan, -1.0, 1.0, xtol=1e-12, rtol=1e-12, maxiter=100)
+    with pytest.raises(RuntimeError):
+        _brentq.brentq(lambda x: x ** 3 - 2.0, 0.0, 4.0, xtol=1e-15, rtol=1e-15, maxiter=2)
+    with pytest.raises(ValueError, match="rtol too small"):
+        _brentq.brentq(lambda x: x, -1.0, 1.0, xtol=1e-12, rtol=1e-17, maxiter=100)
+
+
+def test_accountants_roots_equal_with_scipy_optimize(monkeypatch):
+    """gaussian_sigma and the zCDP conversions give the same doubles through scipy.optimize.brentq."""
+    g = np.random.default_rng(1)
+    grid = [(e, d, s) for e in (0.0, 0.01, 0.1, 0.5, 1.0, 2.0, 8.0, 30.0) for d in (1e-3, 1e-6, 1e-10, 1e-30)
+            for s in (1.0, math.sqrt(10.0))]
+    grid += [(float(g.uniform(0.01, 10)), float(10 ** -g.uniform(2, 20)), float(g.uniform(0.5, 20)))
+             for _ in range(40)]
+    ours = [gaussian_sigma(e, d, s) for e, d, s in grid]
+    ref = _with_public_solver(monkeypatch, lambda: [gaussian_sigma(e, d, s) for e, d, s in grid])
+    assert ours == ref
+    zgrid = [(r, x) for r in (1e-4, 0.01, 0.5, 3.0) for x in (0.1, 1.0, 5.0)]
+    ours = [(zcdp_to_dp_delta(r, x), zcdp_to_dp_epsilon(r, 10 ** -x)) for r, x in zgrid]
+    ref = _with_public_solver(monkeypatch, lambda: [(zcdp_to_dp_delta(r, x), zcdp_to_dp_epsilon(r, 10 ** -x))
+                                                   for r, x in zgrid])
+    assert ours == ref
+
+
+def test_brentq_falls_back_to_scipy_optimize(monkeypatch):
+    """A scipy whose compiled solver cannot be loaded (or fails the self-check) is served by its public
+    function, with the same results."""
+    want = gaussian_sigma(1.0, 1e-6, 2.0)
+    monkeypatch.setattr(_brentq, "_solver", None)
+    monkeypatch.setattr(_brentq.os.path, "isfile", lambda p: False)
+    monkeypatch.delitem(sys.modules, "scipy.optimize._zeros", raising=False)
+    assert _brentq._load_compiled() is None
+    assert gaussian_sigma(1.0, 1e-6, 2.0) == want
+    assert _brentq._solver is _brentq._public
+    monkeypatch.setattr(_brentq, "_solver", None)

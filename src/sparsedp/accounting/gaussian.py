@@ -32,6 +32,7 @@ from scipy import special
 
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
+from ._brentq import brentq
 
 _SQRT1_2 = math.sqrt(0.5)
 #: floor on the exponent −a²/2 in :func:`_delta_core`: f is then overestimated by at most ~1e-304
@@ -155,8 +156,7 @@ def _gaussian_mu(eps: float, dlt: float) -> float:
         hi += 1.0
         if hi > 700:
             raise InfeasibleError(f"no sigma reaches delta={dlt} at epsilon={eps}")
-    from scipy import optimize  # imported on use: scipy.optimize costs 0.3–1 s of start-up
-    log_mu = optimize.brentq(g, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
+    log_mu = brentq(g, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)  # no scipy.optimize
     mu = math.exp(log_mu)
     while float(_delta_core(np.array([mu]), np.array([eps]))[0]) > dlt:
         mu = math.nextafter(mu, 0.0)

@@ -26,6 +26,7 @@ import math
 
 
 from .. import _validate as v
+from ._brentq import brentq
 
 _CONVERSIONS = ("cks", "bs")
 
@@ -63,8 +64,7 @@ def _cks_t(rho: float, eps: float) -> float:
     while g(hi) < 0:
         lo = hi
         hi += 2.0
-    from scipy import optimize  # imported on use: scipy.optimize costs 0.3–1 s of start-up
-    return optimize.brentq(g, lo, hi, xtol=1e-14, rtol=8 * 2.2e-16, maxiter=300)
+    return brentq(g, lo, hi, xtol=1e-14, rtol=8 * 2.2e-16, maxiter=300)
 
 
 def zcdp_to_dp_delta(rho, epsilon, conversion: str = "cks") -> float:
@@ -115,8 +115,7 @@ def zcdp_to_dp_epsilon(rho, delta, conversion: str = "cks") -> float:
     hi = r + 2.0 * math.sqrt(r * lid)
     while h(hi) > 0:
         hi *= 2.0
-    from scipy import optimize  # imported on use: scipy.optimize costs 0.3–1 s of start-up
-    eps = optimize.brentq(h, 0.0, hi, xtol=1e-15, rtol=8 * 2.2e-16, maxiter=300)
+    eps = brentq(h, 0.0, hi, xtol=1e-15, rtol=8 * 2.2e-16, maxiter=300)
     while zcdp_to_dp_delta(r, eps, "cks") > dlt:
         eps = math.nextafter(eps, math.inf) if eps > 0 else 5e-324
         eps *= 1.0 + 1e-15
