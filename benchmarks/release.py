@@ -121,7 +121,8 @@ def run_process(args: list[str], src: str | None = None) -> dict:
     if p.returncode != 0:
         raise RuntimeError(f"benchmark child failed ({p.returncode}): {args[1:]}")
     res = json.loads(out.strip().splitlines()[-1])
-    res.update(wall=wall, rss_gib=usage.ru_maxrss / 2**20)  # ru_maxrss is in KiB on Linux
+    res.update(wall=wall, rss_gib=usage.ru_maxrss / 2**20,  # ru_maxrss is in KiB on Linux
+               cpu=usage.ru_utime + usage.ru_stime)  # CPU seconds, all threads: the robust figure under load
     return res
 
 
@@ -157,7 +158,7 @@ def whole_process(path: str, runs: int, l0: int, engines: list[str], baseline: s
                                       src=os.path.join(baseline, "src") if before and baseline else None))
         print(f"  run {i + 1}/{runs}: " + ", ".join(f"{m} {res[m][-1]['wall']:.2f} s {res[m][-1]['rss_gib']:.2f} GiB"
                                                    for m in modes) + f"; {_uptime()}", flush=True)
-    med = {m: {k: statistics.median(r[k] for r in rs) for k in ("wall", "rss_gib")} for m, rs in res.items()}
+    med = {m: {k: statistics.median(r[k] for r in rs) for k in ("wall", "rss_gib", "cpu")} for m, rs in res.items()}
     duck = med["plain-duckdb"]
     own = {"duckdb": "plain-duckdb", "polars": "plain-polars"}
     default = fastest_engine(path)
@@ -176,6 +177,7 @@ def whole_process(path: str, runs: int, l0: int, engines: list[str], baseline: s
         vs = f"{w / duck['wall']:.2f}x t {r / duck['rss_gib']:.2f}x m"
         print(f"{label:34s} {w:7.2f} {r:8.2f}  {own_s:>17s}  {vs:>17s}  "
               + ", ".join(f"{x['wall']:.2f}" for x in res[m]), flush=True)
+    print("CPU s (median, all threads): " + ", ".join(f"{m} {med[m]['cpu']:.2f}" for m in modes))
     keys = {m: rs[0]["keys"] for m, rs in res.items()}
     print("keys: " + ", ".join(f"{m} {k:,}" for m, k in keys.items()))
 

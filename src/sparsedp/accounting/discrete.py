@@ -31,6 +31,12 @@ Euler–Maclaurin formula with three Bernoulli corrections, whose neglected rema
 relative there. ``t <= 0`` uses symmetry,
 ``P[X >= t] = 1 - P[X >= 1 - t]``.
 
+Memoised (issue 19, calibration time): ``log Z(s)`` and the upper sums are pure functions of their float
+arguments, and an accountant's search asks for the same ones many times (the discrete GSHM at l0 = 100 makes
+about 4 000 tail evaluations over about 900 distinct ``(ceil(t), s)`` and 100 distinct ``s``). Each is cached
+(bounded LRU) keyed by its exact arguments, so a cached value is the value the function returns for those
+arguments, bit for bit; nothing else is cached (no calibration, no data).
+
 Discrete Laplace with scale ``b`` (CKS20 Definition 28; also called the two-sided geometric
 distribution, Ghosh–Roughgarden–Sundararajan 2009, with ``alpha = exp(-1/b)``)::
 
@@ -44,6 +50,7 @@ Parameters may be int, float, ``Fraction`` or a decimal string; they are used he
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from scipy import special
@@ -71,6 +78,7 @@ def _scale(name: str, x: object) -> float:
 # ------------------------------------------------------------------ discrete Gaussian
 
 
+@lru_cache(maxsize=1 << 12)
 def _log_normaliser(s: float) -> float:
     if s >= 1.0:
         # Poisson dual: terms exp(-2 pi^2 s k^2); k <= 3 reaches < e^-170 for s >= 1.
@@ -101,6 +109,7 @@ def dgauss_pmf(x, sigma2):
     return np.exp(dgauss_logpmf(x, sigma2)) if np.ndim(x) else math.exp(dgauss_logpmf(x, sigma2))
 
 
+@lru_cache(maxsize=1 << 16)
 def _log_upper_sum(t: int, s: float) -> float:
     """log sum_{x >= t} exp(-x^2/(2 s)) for an integer t >= 1 (module docstring: direct or E–M)."""
     tf = float(t)
@@ -148,6 +157,15 @@ def dgauss_logsf(t, sigma2):
     ta = np.asarray(t, dtype=float)
     out = np.array([_logsf_scalar(float(ti), s, log_z) for ti in ta.ravel()], dtype=float).reshape(ta.shape)
     return float(out) if out.ndim == 0 else out
+
+
+def _dgauss_logsf_float(t: float, s: float) -> float:
+    """:func:`dgauss_logsf` for one float ``t`` and a float scale ``s`` (the same value, bit for bit, without
+    the array and validation layers: the accountants' inner loops call it thousands of times). A scale that
+    is not a positive finite float takes the validating path (and its error)."""
+    if not 0.0 < s < math.inf:
+        return dgauss_logsf(t, s)
+    return _logsf_scalar(float(t), s, _log_normaliser(s))
 
 
 def dgauss_sf(t, sigma2):

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 from scipy import special
@@ -54,7 +55,7 @@ from .. import _validate as v
 from ..errors import InfeasibleError
 from .calibration import Calibration, Comparison
 from .laws import DiscreteCorrelatedGaussian, DiscreteDenseCorrelatedGaussian, DiscreteGaussian, DiscreteLaplace
-from .discrete import dgauss_logsf, dgauss_sf, dgauss_variance, dlaplace_sf, dlaplace_variance
+from .discrete import _dgauss_logsf_float, dgauss_sf, dgauss_variance, dlaplace_sf, dlaplace_variance
 
 __all__ = [
     "dgauss_shift_hockey_stick", "dlaplace_shift_hockey_stick",
@@ -80,6 +81,7 @@ def rational_up(x: float, denominator_bits: int = 20) -> Fraction:
 # ------------------------------------------------------------------ discrete Gaussian: H(j, ε)
 
 
+@lru_cache(maxsize=1 << 12)  # a pure function of vv, asked for the same vv many times by the searches
 def _omega(vv: float) -> float:
     """ω(v) = 2 Σ_{k>=1} exp(-2π² v k²): Poisson-summation error of a discrete Gaussian sum of scale v."""
     k = np.arange(1, 6, dtype=float)
@@ -111,8 +113,8 @@ def _log_ratio_iid(j: int, s: float) -> float:
 def _dgauss_hs_from_law(eps: float, s: float, shift2: float, var_sum: float, log_r: float) -> float:
     """Upper bound of H_{e^ε} for privacy loss L = (2T ± shift2)/(2s), T within ratio e^{log_r} of N_Z(0, var_sum)."""
     log_r = log_r + _SF_REL_ERR
-    l1 = dgauss_logsf(s * eps - shift2 / 2.0, var_sum)
-    l2 = dgauss_logsf(s * eps + shift2 / 2.0, var_sum)
+    l1 = _dgauss_logsf_float(s * eps - shift2 / 2.0, float(var_sum))
+    l2 = _dgauss_logsf_float(s * eps + shift2 / 2.0, float(var_sum))
     a = l1 + log_r
     b = eps + l2 - log_r
     if a == -math.inf:
