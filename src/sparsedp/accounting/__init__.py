@@ -2,6 +2,11 @@
 
 Each function cites its source (seed spec and theorem) in its docstring. Stable public names are listed
 in ``shared/DESIGN.md``.
+
+Start-up cost (issue 19): ``scipy.special`` is the one heavy import here (the default release needs its
+``erfcx``/``ndtr``/``betainc``); ``scipy.optimize`` is imported only by the continuous accountants that
+minimise (``gshm``, ``csh``), never by a default release (Brent's root finder comes from :mod:`._brentq`);
+``scipy.stats`` never on the release path (:func:`.discrete_histograms.binom_logsf`).
 """
 
 from .gaussian import gaussian_delta, gaussian_sigma

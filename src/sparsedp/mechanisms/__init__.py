@@ -1,4 +1,14 @@
-"""Mechanisms: each takes a SparseHistogram and a calibration and returns a Release."""
+"""Mechanisms: each takes a SparseHistogram and a calibration and returns a Release.
+
+``gaussian_sum``, ``laplace_sum`` (:mod:`.elliptical`), ``plan_mean`` (:mod:`.mean`), ``pure`` and
+``pure_histogram`` (:mod:`.pure`) load on first use: a default release needs none of them (issue 19, start-up
+cost).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from .histogram import Release, SparseHistogram
 
@@ -9,12 +19,18 @@ from .release import release_histogram  # noqa: E402
 
 __all__ += ["release_histogram", "noise_and_filter", "draw_shared_noise"]
 
-from .elliptical import gaussian_sum, laplace_sum  # noqa: E402
-from .mean import plan_mean  # noqa: E402
+#: name -> (module, attribute; None: the module itself), imported on first access
+_LAZY = {"gaussian_sum": (".elliptical", "gaussian_sum"), "laplace_sum": (".elliptical", "laplace_sum"),
+         "plan_mean": (".mean", "plan_mean"), "pure": (".pure", None), "pure_histogram": (".pure", "pure_histogram")}
 
-__all__ += ["gaussian_sum", "laplace_sum", "plan_mean"]
+__all__ += list(_LAZY)
 
-from . import pure  # noqa: E402
-from .pure import pure_histogram  # noqa: E402
 
-__all__ += ["pure", "pure_histogram"]
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        mod, attr = _LAZY[name]
+        value = importlib.import_module(mod, __name__)
+        value = value if attr is None else getattr(value, attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,16 +17,21 @@ from .base import Mechanism
 __all__ = ["register", "get", "names", "create", "auto_candidates"]
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
-#: modules whose import registers the built-in mechanisms (imported on first registry use: light core import)
+#: modules whose import registers the built-in mechanisms (imported on first registry use: light core import).
+#: The first ``_CORE`` of them register the default release's mechanisms and every built-in ``auto``
+#: candidate: :func:`get` of their names and :func:`auto_candidates` import only those (issue 19: a default
+#: release does not pay for importing the pure, Misra–Gries, public-key… modules); any other name, and
+#: :func:`names`, import them all, in this order, so the registration order is unchanged.
 _BUILTIN = ("sparsedp.mechanisms.thresholded", "sparsedp.mechanisms.auto", "sparsedp.mechanisms.pure.registered",
             "sparsedp.mechanisms.misra_gries", "sparsedp.mechanisms.public_keys", "sparsedp.mechanisms.grouped_keys",
             "sparsedp.mechanisms.two_stage", "sparsedp.mechanisms.set_union")
+_CORE = 2  # thresholded (gshm, laplace, topk-csh: the auto candidates) and auto
 #: names that are not release mechanisms, with the advice a user needs
 _ADVICE = {
     "csh": "mechanism='csh' needs a k-sparse monotonic histogram (e.g. a Misra-Gries sketch), which raw rows are "
            "not; use mechanism='topk-csh' with top_k=…, or 'gshm'/'laplace' with max_groups_per_unit=…",
 }
-_loaded = False
+_loaded = 0  # how many modules of _BUILTIN are imported
 
 
 def register(cls: type[Mechanism]) -> type[Mechanism]:
@@ -40,12 +45,13 @@ def register(cls: type[Mechanism]) -> type[Mechanism]:
     return cls
 
 
-def _load() -> None:
+def _load(upto: int = len(_BUILTIN)) -> None:
+    """Import the first ``upto`` modules of ``_BUILTIN`` (all by default), in order, each once."""
     global _loaded
-    if not _loaded:
-        _loaded = True
-        for mod in _BUILTIN:
-            importlib.import_module(mod)
+    while _loaded < upto:
+        mod = _BUILTIN[_loaded]
+        _loaded += 1
+        importlib.import_module(mod)
 
 
 def names() -> tuple[str, ...]:
@@ -56,7 +62,9 @@ def names() -> tuple[str, ...]:
 
 def get(name: str) -> type[Mechanism]:
     """The class registered as ``name``."""
-    _load()
+    _load(_CORE)
+    if not (isinstance(name, str) and name in _REGISTRY):
+        _load()
     if name in _ADVICE:
         raise InvalidParameterError(_ADVICE[name])
     if not isinstance(name, str) or name not in _REGISTRY:
@@ -104,6 +112,7 @@ def create(spec: Any, **options: Any) -> Mechanism:
 
 
 def auto_candidates() -> tuple[type[Mechanism], ...]:
-    """The classes ``mechanism="auto"`` chooses among."""
-    _load()
+    """The classes ``mechanism="auto"`` chooses among (every built-in one is registered by the first ``_CORE``
+    modules of ``_BUILTIN``: tested)."""
+    _load(_CORE)
     return tuple(c for c in _REGISTRY.values() if c.auto_candidate)
