@@ -167,7 +167,7 @@ def prf_ranks(hu: np.ndarray, hk: np.ndarray, secret: bytes, iu: np.ndarray | No
 def keep_smallest(group: np.ndarray, rank: np.ndarray, tiebreak: np.ndarray, l0: int, n_groups: int) -> np.ndarray:
     """Mask keeping, in every group ``0 … n_groups-1``, the ``l0`` elements of smallest ``(rank, tiebreak)``.
 
-    Fast path: pack ``(group, rank >> b)`` into one word, ``np.sort`` the words, read each group's ``l0``-th
+    Fast path: pack ``(group, rank >> b)`` into one word, sort the words, read each group's ``l0``-th
     smallest and compare; exact whenever that word is not tied (checked by counting: every group keeps at
     least ``min(d, l0)``, so a correct total means every group is exact), else the exact ``lexsort`` path.
     """
@@ -183,9 +183,10 @@ def keep_smallest(group: np.ndarray, rank: np.ndarray, tiebreak: np.ndarray, l0:
             p |= rank >> np.uint64(b)
             return p
 
+        import polars as pl
+
         last = starts + np.minimum(d, l0) - 1  # index of each group's l0-th smallest word (groups are non-empty)
-        srt = packed()
-        srt.sort()
+        srt = pl.Series(packed()).sort().to_numpy()  # Polars' sort: multi-threaded, about 2x np.sort here
         cut = srt[np.maximum(last, 0)]
         del srt  # packed words are recomputed rather than kept next to their sorted copy (peak memory)
         keep = packed() <= cut[group]

@@ -41,7 +41,10 @@ bounded histograms with those of the previous implementation, and ``tests/engine
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -53,6 +56,8 @@ __all__ = ["bounded_raw_counts"]
 _PAIR = "__sparsedp_p"
 _ROW = "__sparsedp_i"
 _KEY = "__sparsedp_k"
+_MIN_PART = 1 << 19  # sorted pairs per part at least when the numpy work is split between threads
+_BLOCK = 1 << 20  # elements per block of the numpy work (small temporaries, reused memory)
 
 
 def _bits(n: int) -> int:
@@ -60,44 +65,64 @@ def _bits(n: int) -> int:
     return max(1, int(n).bit_length())
 
 
-def _unit_ids(units: Any, key_bits: int) -> tuple[np.ndarray, int, Any]:
-    """``(ids, bits, value_of)``: a ``u64`` id per row's unit below ``2^bits`` (``bits + key_bits <= 64``),
-    and a function mapping an array of ids to a Polars Series of those units' values (the column's dtype).
+def _pair_ids(units: Any, kid: Any, key_bits: int) -> tuple[Any, int, Any]:
+    """``(p, bits, value_of)``: the pair id ``p = unit id · 2^key_bits + key id`` of every row (a Polars
+    ``UInt64`` Series; unit ids below ``2^bits``, ``bits + key_bits <= 64``), and a function mapping an array
+    of unit ids to a Polars Series of those units' values (the column's dtype).
 
-    Integer units whose range fits are offsets from the minimum (no hashing); anything else (strings, dates,
-    integers spread too widely…) gets dense ids from one hash aggregation on the units."""
+    Integer units whose range fits are offsets from the minimum (no hashing), computed by Polars chunk by chunk
+    in its own (already touched) memory; anything else (strings, dates, integers spread too widely…) gets
+    dense ids from one hash aggregation on the units."""
     import polars as pl
 
     dt = units.dtype
     n = units.len()
+    k = pl.col(_KEY).cast(pl.UInt64)
     if dt.is_integer() and n:
         lo, hi = units.min(), units.max()
         bits = _bits(int(hi) - int(lo))
-        if bits + key_bits <= 64:
-            a = units.to_numpy()
-            if a.dtype == np.uint64:
-                ids = a - np.uint64(lo)
-            else:  # exact: 0 <= a - lo < 2^bits
-                ids = (a.astype(np.int64, copy=False) - np.int64(lo)).view(np.uint64)
+        if bits + key_bits <= 64:  # exact: 0 <= unit - lo < 2^bits
+            u = pl.col(_ROW)
+            off = (u - pl.lit(lo, dtype=pl.UInt64)) if dt == pl.UInt64 else (u.cast(pl.Int64) - lo).cast(pl.UInt64)
+            p = pl.DataFrame({_ROW: units, _KEY: kid}).select(
+                (off * pl.lit(1 << key_bits, dtype=pl.UInt64) + k).alias(_PAIR))[_PAIR]
 
             def value_of(i: np.ndarray) -> Any:
                 v = i + np.uint64(lo) if dt == pl.UInt64 else i.view(np.int64) + np.int64(lo)
                 return pl.Series(units.name, v).cast(dt)
 
-            return ids, bits, value_of
+            return p, bits, value_of
     groups = (pl.DataFrame({units.name: units}).lazy().with_row_index(_ROW).group_by(units.name)
               .agg(pl.col(_ROW)).collect())
     values = groups[units.name]
+    if _bits(groups.height) + key_bits > 64:
+        raise ValueError("too many keys and units for 64-bit pair ids")  # > 2^64 pairs: not reachable in memory
     ids = np.empty(n, dtype=np.uint64)
     ids[groups[_ROW].explode().to_numpy()] = np.repeat(np.arange(groups.height, dtype=np.uint64),
                                                         groups[_ROW].list.len().to_numpy())
-    if _bits(groups.height) + key_bits > 64:
-        raise ValueError("too many keys and units for 64-bit pair ids")  # > 2^64 pairs: not reachable in memory
-    return ids, _bits(groups.height), lambda i: values.gather(i.astype(np.int64))
+    p = pl.DataFrame({_ROW: ids, _KEY: kid}).select(
+        (pl.col(_ROW) * pl.lit(1 << key_bits, dtype=pl.UInt64) + k).alias(_PAIR))[_PAIR]
+    return p, _bits(groups.height), lambda i: values.gather(i.astype(np.int64))
+
+
+def _threads() -> int:
+    """Threads for the numpy steps: the cores Polars uses (``POLARS_MAX_THREADS`` limits both)."""
+    import polars as pl
+
+    return max(1, min(os.cpu_count() or 1, pl.thread_pool_size()))
+
+
+def _in_threads(fn: Callable[[Any], Any], items: list) -> list:
+    """``[fn(x) for x in items]``, in a thread pool when there is more than one item and one thread."""
+    threads = _threads()
+    if len(items) <= 1 or threads == 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=min(threads, len(items))) as ex:
+        return list(ex.map(fn, items))
 
 
 def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                       aggregates: Sequence[Any] = (), checks: Any = None) -> Any:
+                       aggregates: Sequence[Any] = (), checks: Any = None, chunks: int | None = None) -> Any:
     """The bounded counts (and grid sums) of the rows ``lf`` as a
     :class:`~sparsedp.engines.base.RawCounts` with the ℓ0 choice applied (``pairs_dropped_l0`` set): every
     input key in canonical order with its bounded count and (``aggregates``) the Int64 grid sums of its kept
@@ -135,12 +160,13 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
         g = query.collect()
     if cats is not None:
         keys = cats.to_series().alias(by[0]).to_frame()  # category i has physical id i
-        kid = g[_KEY].to_numpy().astype(np.uint64)
+        kid = g[_KEY]  # UInt32
         units = g[unit]
         values = {v: g[v] for v in vcols}
     else:
         keys = g.select(by)
-        kid = np.repeat(np.arange(keys.height, dtype=np.uint64), g[unit].list.len().to_numpy())
+        kid = np.repeat(np.arange(keys.height, dtype=np.uint32 if keys.height < 2**32 else np.uint64),
+                        g[unit].list.len().to_numpy())
         units = g[unit].explode()
         values = {v: g[v].explode() for v in vcols}
     del g
@@ -150,13 +176,10 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     bk = _bits(n_keys - 1)
     n_rows = units.len()
     # 2.-3. unit ids in the high bits, key ids in the low bits of one u64 pair id
-    p, bu, value_of = _unit_ids(units, bk)
-    del units
-    p = p << np.uint64(bk)  # a new array: the unit column's buffer is not modified
-    p |= kid
-    del kid
+    p, bu, value_of = _pair_ids(units, kid, bk)
+    del units, kid
     if sums:  # rows sorted by pair id (stable), each pair's values summed in row order; the contributions
-        rows = pl.DataFrame({_PAIR: p, **values}).lazy().sort(_PAIR, maintain_order=True).collect()
+        rows = pl.DataFrame([p, *values.values()]).lazy().sort(_PAIR, maintain_order=True).collect()
         srt = rows[_PAIR].to_numpy()
         starts = _run_starts(srt)
         pid = srt[starts]
@@ -165,51 +188,198 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
         del rows, srt
         contrib = [c.to_numpy() for c in totals_per_pair.select(
             [gridded(pl.col(raw[a.column]), a).alias(n) for a, n in zip(sums, names)]).get_columns()]
-    else:  # the distinct pairs, sorted
-        srt = pl.Series(_PAIR, p).sort().to_numpy()
-        pid = srt[_run_starts(srt)]
-        del srt
+        distinct = True
+    else:  # the pair ids sorted (multi-threaded); each part de-duplicates its own slice
+        pid = p.sort().to_numpy()  # Polars' memory, read only
         contrib = []
+        distinct = False
     del p, values
-    # 4. numpy on the distinct pairs, sorted by (unit id, key id): each unit's pairs are one run
-    pk = (pid & np.uint64((1 << bk) - 1)).astype(np.int64)
-    pu = pid >> np.uint64(bk)
-    del pid
-    pairs_in = int(pk.size)
-    starts = _run_starts(pu)
-    deg = np.diff(starts, append=pairs_in)
-    units_in = int(starts.size)
-    upk = np.bincount(pk, minlength=n_keys).astype(np.int64)
-    dropped = np.zeros(n_keys, dtype=np.int64)
-    totals = [_key_sums(pk, c, n_keys) for c in contrib]
-    heavy_n = 0
+    # 4. numpy on the sorted pairs, per slice of whole units (each unit's pairs are one run), in threads
     order = keys.with_row_index(_ROW).sort(canonical_order(keys.schema, by))[_ROW].to_numpy()
+    pos = np.empty(n_keys, dtype=np.int64)
+    pos[order] = np.arange(n_keys, dtype=np.int64)
+    hk = None
     if l0 is not None:
-        heavy = deg > l0
-        heavy_n = int(heavy.sum())
-        if heavy_n:
-            if secret is None:
-                raise ValueError("bounding needs the per-release secret")
-            hidx = np.flatnonzero(np.repeat(heavy, deg))  # the heavy units' pairs (each unit's pairs in a run)
-            seg = np.repeat(np.arange(heavy_n, dtype=np.int64), deg[heavy])  # heavy unit index of each
-            hvals = value_of(pu[starts[heavy]])
-            hu = pl.DataFrame({unit: hvals}).select(canonical_expr(unit, hvals.dtype).hash(SEED_UNIT))[unit]
-            hk = keys.select(canonical_exprs(keys.schema, by)).select(fingerprint_exprs(unit, by)[1])["__hk"]
-            pos = np.empty(n_keys, dtype=np.int64)
-            pos[order] = np.arange(n_keys, dtype=np.int64)
-            k = pk[hidx]
-            rank = prf_ranks(hu.to_numpy(), hk.to_numpy(), secret, seg, k)
-            keep = keep_smallest(seg, rank, pos[k], l0, heavy_n)
-            gone = hidx[~keep]
-            dropped = np.bincount(pk[gone], minlength=n_keys).astype(np.int64)
-            for t, c in zip(totals, contrib):
-                t -= _key_sums(pk[gone], c[gone], n_keys)
+        hk = keys.select(canonical_exprs(keys.schema, by)).select(fingerprint_exprs(unit, by)[1])["__hk"].to_numpy()
+    ctx = _Context(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=hk, pos=pos, unit=unit, value_of=value_of)
+    parts = _map_parts(ctx, pid, contrib, distinct, chunks)
+    del pid, contrib
+    upk = _add(q.upk for q in parts)
+    dropped = _add(q.dropped for q in parts)
+    totals = [_add(q.totals[j] for q in parts) for j in range(len(sums))]
+    heavy_n = sum(q.heavy for q in parts)
     kc = keys[order] if n_keys else keys
     kc = kc.with_columns(pl.Series(COUNT, (upk - dropped)[order], dtype=pl.Int64),
                          *[pl.Series(n, t[order], dtype=pl.Int64) for n, t in zip(names, totals)])
-    return RawCounts(rows_in=n_rows, units_in=units_in, pairs_in=pairs_in,
+    return RawCounts(rows_in=n_rows, units_in=sum(q.units for q in parts), pairs_in=sum(q.pairs for q in parts),
                      units_over_l0=heavy_n if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
                      pairs_dropped_l0=int(dropped.sum()))
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every part of the pairs needs: the key bits, the bound, the secret, the key fingerprints ``hk`` and
+    canonical positions ``pos`` (both indexed by key id), and ``value_of`` (unit ids → unit values)."""
+
+    bk: int
+    n_keys: int
+    l0: int | None
+    secret: bytes | None
+    hk: np.ndarray | None
+    pos: np.ndarray
+    unit: str
+    value_of: Callable[[np.ndarray], Any]
+
+
+@dataclass
+class _Part:
+    """One part's per-key counts (``upk``: distinct units per key, ``dropped``: pairs the bound removed),
+    per-key grid sums of its kept pairs, and its numbers of units, distinct pairs and units over ``l0``."""
+
+    upk: np.ndarray
+    dropped: np.ndarray
+    totals: list
+    units: int
+    pairs: int
+    heavy: int
+
+
+def _add(arrays: Any) -> np.ndarray:
+    """Exact sum of Int64 per-key arrays (integer addition: the order of the parts does not matter)."""
+    it = iter(arrays)
+    out = next(it).copy()
+    for a in it:
+        out += a
+    return out
+
+
+def _parts(srt: np.ndarray, bk: int, n_parts: int) -> list[tuple[int, int]]:
+    """Split the sorted pair ids ``srt`` into at most ``n_parts`` slices of about equal size, each cut at the
+    first pair of a unit (a unit's pairs are never split: the ℓ0 choice is per unit)."""
+    n = srt.size
+    cuts = {0, n}
+    for j in range(1, max(1, n_parts)):
+        u = srt[n * j // n_parts] >> np.uint64(bk)
+        cuts.add(int(np.searchsorted(srt, u << np.uint64(bk), side="left")))
+    c = sorted(cuts)
+    return [(a, b) for a, b in zip(c[:-1], c[1:]) if b > a] or [(0, n)]
+
+
+def _map_parts(ctx: _Context, srt: np.ndarray, contrib: list, distinct: bool, chunks: int | None) -> list:
+    """:func:`_bound_part` on slices of whole units of the sorted pair ids (``distinct``: already
+    de-duplicated, with the per-pair ``contrib`` aligned), run in a thread pool. numpy's sorts, gathers and
+    ufuncs, Polars and the AES release the GIL on large buffers, so the parts use every core; every part is
+    exact on its own units, so the result does not depend on the split (``chunks``: the number of parts,
+    default from the size and the number of threads)."""
+    n = int(srt.size)
+    if chunks is None:
+        threads = _threads()
+        chunks = 1 if threads == 1 else min(2 * threads, n // _MIN_PART + 1)
+    slices = _parts(srt, ctx.bk, chunks)
+
+    def run(ab: tuple[int, int]) -> _Part:
+        a, b = ab
+        return _bound_part(ctx, srt[a:b], [c[a:b] for c in contrib], distinct)
+
+    return _in_threads(run, slices)
+
+
+def _bound_part(ctx: _Context, srt: np.ndarray, contrib: list, distinct: bool) -> _Part:
+    """The ℓ0 choice on a slice of whole units of the sorted pair ids ``srt`` (``distinct``: no repeated pair,
+    ``contrib`` aligned with it): distinct pairs, keys per unit (run lengths), distinct units per key
+    (``bincount``), then only the pairs of units over ``l0``: fingerprints of those units, AES ranks
+    (:func:`~sparsedp.engines.bounding.prf_ranks`) and :func:`~sparsedp.engines.bounding.keep_smallest` with
+    the canonical key position as tie-break.
+
+    Block by block (:func:`_block_size` elements), so that no temporary array is as large as the input:
+    fresh memory costs more than the arithmetic here (first-touch page faults)."""
+    import polars as pl
+
+    n_keys, n = ctx.n_keys, int(srt.size)
+    sh, mask = np.uint64(ctx.bk), np.uint64((1 << ctx.bk) - 1)
+    block = _block_size(n_keys)
+    upk = np.zeros(n_keys, dtype=np.int64)
+    totals = [np.zeros(n_keys, dtype=np.int64) for _ in contrib]
+    unit_at, pair_at = [], []  # per block: where its units start in srt, and their first distinct pair's index
+    pairs = 0
+    for a in range(0, n, block):
+        blk = srt[a:a + block]
+        if distinct:
+            d = blk
+        else:
+            first = np.empty(blk.size, dtype=bool)
+            first[0] = a == 0 or blk[0] != srt[a - 1]
+            np.not_equal(blk[1:], blk[:-1], out=first[1:])
+            d = blk[first]
+        kb = np.bitwise_and(d, mask).view(np.int64)
+        upk += np.bincount(kb, minlength=n_keys)
+        for t, c in zip(totals, contrib):
+            t += _key_sums(kb, c[a:a + block], n_keys)
+        ub = blk >> sh
+        new = np.empty(blk.size, dtype=bool)
+        new[0] = a == 0 or ub[0] != srt[a - 1] >> sh
+        np.not_equal(ub[1:], ub[:-1], out=new[1:])
+        at = np.flatnonzero(new)
+        unit_at.append(at + a)
+        pair_at.append(pairs + (at if distinct else np.cumsum(first)[at] - 1))
+        pairs += int(d.size)
+    starts = np.concatenate(unit_at) if unit_at else np.zeros(0, dtype=np.int64)  # in srt
+    deg = np.diff(np.concatenate(pair_at) if pair_at else starts, append=pairs)  # distinct keys per unit
+    dropped = np.zeros(n_keys, dtype=np.int64)
+    heavy_n = 0
+    if ctx.l0 is not None:
+        heavy = np.flatnonzero(deg > ctx.l0)
+        heavy_n = int(heavy.size)
+        if heavy_n:
+            if ctx.secret is None or ctx.hk is None:
+                raise ValueError("bounding needs the per-release secret")
+            hs = starts[heavy]  # each heavy unit's rows of srt: hs[i] … hs[i] + hl[i] − 1
+            hl = np.diff(starts, append=n)[heavy]
+            hvals = ctx.value_of(srt[hs] >> sh)
+            hu = pl.DataFrame({ctx.unit: hvals}).select(canonical_expr(ctx.unit, hvals.dtype).hash(SEED_UNIT))
+            hu = hu[ctx.unit].to_numpy()
+            ends = np.searchsorted(np.cumsum(hl), np.arange(block, int(hl.sum()) + block, block), side="right")
+            b0 = 0
+            for b1 in np.unique(np.maximum(ends, 1)):  # batches of whole heavy units, about a block each
+                b1 = int(min(b1, heavy_n))
+                if b1 <= b0:
+                    continue
+                idx, seg = _run_index(hs[b0:b1], hl[b0:b1])
+                v = srt[idx]
+                if not distinct:  # a unit's repeated pairs are adjacent; different units' pairs differ
+                    one = np.empty(v.size, dtype=bool)
+                    one[0] = True
+                    np.not_equal(v[1:], v[:-1], out=one[1:])
+                    v, seg, idx = v[one], seg[one], idx[one]
+                k = np.bitwise_and(v, mask).view(np.int64)
+                rank = prf_ranks(hu[b0:b1], ctx.hk, ctx.secret, seg, k)
+                keep = keep_smallest(seg, rank, ctx.pos[k], ctx.l0, b1 - b0)
+                gone = ~keep
+                dropped += np.bincount(k[gone], minlength=n_keys)
+                for t, c in zip(totals, contrib):
+                    t -= _key_sums(k[gone], c[idx[gone]], n_keys)
+                b0 = b1
+    return _Part(upk=upk, dropped=dropped, totals=totals, units=int(starts.size), pairs=pairs, heavy=heavy_n)
+
+
+def _block_size(n_keys: int) -> int:
+    """Elements per block of :func:`_bound_part`: :data:`_BLOCK`, or more with many keys (each block adds
+    a ``bincount`` of ``n_keys`` entries)."""
+    return max(_BLOCK, 2 * n_keys)
+
+
+def _run_index(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(index, run)``: the indices ``starts[i] … starts[i] + lengths[i] − 1`` of every run, concatenated, and
+    the run number ``i`` of each (``lengths`` >= 1), by cumulative sums (no ``np.repeat``)."""
+    total = int(lengths.sum())
+    ends = np.cumsum(lengths)[:-1]  # where runs 1, 2, … begin in the output
+    step = np.ones(total, dtype=np.int64)
+    step[0] = starts[0]
+    step[ends] = starts[1:] - (starts[:-1] + lengths[:-1]) + 1
+    index = np.cumsum(step)
+    run = np.zeros(total, dtype=np.int64)
+    run[ends] = 1
+    return index, np.cumsum(run)
 
 
 def _key_sums(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
