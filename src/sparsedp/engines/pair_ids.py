@@ -15,17 +15,22 @@ there differs:
 2. **unit ids**: an integer unit column whose range fits beside the key bits in 64 bits is its offset
    ``unit − min`` (no hashing); any other unit column (strings, dates, integers spread too widely…) gets a
    dense id from one hash aggregation on the units;
-3. **pair ids** ``p = unit id · 2^b + key id`` (one ``u64`` per row). Count only: ``Series.sort`` and a run
-   mask give the distinct pairs. With SUM/MEAN: the rows sorted by ``p`` (stable), each pair's Float64 sum
-   of values added in input row order (:func:`sequential_segment_sums`), then the clipped, gridded,
-   re-centred contribution (:func:`~sparsedp.engines.aggregate_exprs.gridded`, the expressions of
+3. **pair ids** ``p = unit id · 2^b + key id`` (one ``u64`` per row), computed by Polars (chunk by chunk, in
+   memory its allocator has already touched). Count only: ``Series.sort`` (multi-threaded) of the pair ids.
+   With SUM/MEAN: the rows sorted by ``p`` (stable), each pair's Float64 sum of values added in input row
+   order (:func:`sequential_segment_sums`), then the clipped, gridded, re-centred contribution
+   (:func:`~sparsedp.engines.aggregate_exprs.gridded`, the expressions of
    :func:`~sparsedp.engines.aggregate_exprs.contribution_exprs`);
-4. **numpy on the distinct pairs**, sorted by (unit id, key id): each unit's pairs are one run, so keys per
-   unit, the units over ``l0`` and their index are run lengths; distinct units per key is a ``bincount``;
-   only the pairs of units over ``l0`` are ranked (fingerprints of the distinct heavy units and of the
-   distinct keys, AES ranks of those pairs, :func:`~sparsedp.engines.bounding.keep_smallest` with the
+4. **numpy on the sorted pairs** (by unit id, then key id), split into parts of whole units
+   (:func:`_parts`) run in a thread pool (numpy, Polars and the AES release the GIL), each part block by
+   block (:func:`_bound_part`): the distinct pairs are the run starts, each unit's pairs are one run, so keys
+   per unit and the units over ``l0`` are run lengths; distinct units per key is a ``bincount``; only the
+   pairs of units over ``l0`` are ranked, in batches of whole units (fingerprints of the heavy units and of
+   the distinct keys, AES ranks of those pairs, :func:`~sparsedp.engines.bounding.keep_smallest` with the
    canonical key position as tie-break), and the per-key counts and grid sums are those of all pairs minus
-   the dropped ones.
+   the dropped ones, summed over the parts (integer additions: the split cannot change them). No numpy
+   temporary is as large as the input: on the machine this was measured on, touching fresh memory (page
+   faults) cost more than the arithmetic (``docs/engines_speed.md``, session 4).
 
 A pair's Float64 sum is the sequential sum in input row order, a function of the input only (not of threads
 or chunking). Polars' group-by sum of the per-key-list path combines per-thread partial sums, so for a pair of
@@ -136,7 +141,7 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     """
     import polars as pl
 
-    from .aggregate_exprs import _sums, gridded, grid_column_name
+    from .aggregate_exprs import _sums, grid_column_name
     from .base import RawCounts, check_nan_keys
 
     by = list(by)
@@ -158,42 +163,39 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
         on_results(out[1:])
     else:
         g = query.collect()
-    if cats is not None:
-        keys = cats.to_series().alias(by[0]).to_frame()  # category i has physical id i
+    pending = None
+    if cats is not None:  # category i has physical id i; the strings come from a Python loop over the
+        # categories, run in a thread while Polars builds and sorts the pair ids (it releases the GIL)
+        pending = ThreadPoolExecutor(max_workers=1)
+        future = pending.submit(lambda: cats.to_series().alias(by[0]).to_frame())
         kid = g[_KEY]  # UInt32
+        n_ids = int(kid.max() or 0) + 1
         units = g[unit]
         values = {v: g[v] for v in vcols}
     else:
         keys = g.select(by)
-        kid = np.repeat(np.arange(keys.height, dtype=np.uint32 if keys.height < 2**32 else np.uint64),
+        n_ids = keys.height
+        kid = np.repeat(np.arange(n_ids, dtype=np.uint32 if n_ids < 2**32 else np.uint64),
                         g[unit].list.len().to_numpy())
         units = g[unit].explode()
         values = {v: g[v].explode() for v in vcols}
     del g
+    bk = _bits(n_ids - 1)
+    n_rows = units.len()
+    # 2.-3. unit ids in the high bits, key ids in the low bits of one u64 pair id
+    try:
+        p, bu, value_of = _pair_ids(units, kid, bk)
+        del units, kid
+        pid, contrib, distinct = _sorted_pairs(p, values, sums, names)
+        del p, values
+    finally:
+        if pending is not None:
+            pending.shutdown()  # waits for the key strings
+    if pending is not None:
+        keys = future.result()
     check_nan_keys(keys, by)  # every distinct key, before the secret
     secret = draw_bounding_secret(rng) if l0 is not None else None
     n_keys = keys.height
-    bk = _bits(n_keys - 1)
-    n_rows = units.len()
-    # 2.-3. unit ids in the high bits, key ids in the low bits of one u64 pair id
-    p, bu, value_of = _pair_ids(units, kid, bk)
-    del units, kid
-    if sums:  # rows sorted by pair id (stable), each pair's values summed in row order; the contributions
-        rows = pl.DataFrame([p, *values.values()]).lazy().sort(_PAIR, maintain_order=True).collect()
-        srt = rows[_PAIR].to_numpy()
-        starts = _run_starts(srt)
-        pid = srt[starts]
-        raw = {v: f"__sparsedp_s{j}" for j, v in enumerate(vcols)}
-        totals_per_pair = pl.DataFrame({raw[v]: _pair_sums(rows[v], starts) for v in vcols})
-        del rows, srt
-        contrib = [c.to_numpy() for c in totals_per_pair.select(
-            [gridded(pl.col(raw[a.column]), a).alias(n) for a, n in zip(sums, names)]).get_columns()]
-        distinct = True
-    else:  # the pair ids sorted (multi-threaded); each part de-duplicates its own slice
-        pid = p.sort().to_numpy()  # Polars' memory, read only
-        contrib = []
-        distinct = False
-    del p, values
     # 4. numpy on the sorted pairs, per slice of whole units (each unit's pairs are one run), in threads
     order = keys.with_row_index(_ROW).sort(canonical_order(keys.schema, by))[_ROW].to_numpy()
     pos = np.empty(n_keys, dtype=np.int64)
@@ -214,6 +216,30 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     return RawCounts(rows_in=n_rows, units_in=sum(q.units for q in parts), pairs_in=sum(q.pairs for q in parts),
                      units_over_l0=heavy_n if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
                      pairs_dropped_l0=int(dropped.sum()))
+
+
+def _sorted_pairs(p: Any, values: dict, sums: list, names: list[str]) -> tuple[np.ndarray, list, bool]:
+    """``(pairs, contrib, distinct)``: count only, the pair ids sorted (Polars, multi-threaded; repeated pairs
+    kept: each part de-duplicates its own slice), ``distinct`` False. With sums: the distinct pair ids,
+    sorted, and each one's Int64 grid contributions (rows sorted by pair id, stable; each pair's Float64 sum
+    of values in input row order; :func:`~sparsedp.engines.aggregate_exprs.gridded`), ``distinct`` True."""
+    import polars as pl
+
+    from .aggregate_exprs import gridded
+
+    if not sums:
+        return p.sort().to_numpy(), [], False  # Polars' memory, read only
+    vcols = list(values)
+    rows = pl.DataFrame([p, *values.values()]).lazy().sort(_PAIR, maintain_order=True).collect()
+    srt = rows[_PAIR].to_numpy()
+    starts = _run_starts(srt)
+    pid = srt[starts]
+    raw = {v: f"__sparsedp_s{j}" for j, v in enumerate(vcols)}
+    totals_per_pair = pl.DataFrame({raw[v]: _pair_sums(rows[v], starts) for v in vcols})
+    del rows, srt
+    contrib = [c.to_numpy() for c in totals_per_pair.select(
+        [gridded(pl.col(raw[a.column]), a).alias(n) for a, n in zip(sums, names)]).get_columns()]
+    return pid, contrib, True
 
 
 @dataclass(frozen=True)
