@@ -141,9 +141,8 @@ def test_parts_in_threads_give_the_per_key_lists_result(kind, l0, chunks, with_s
 @pytest.mark.parametrize("by", [["url"], ["url", "n"]])
 @pytest.mark.parametrize("block", [1, 5, 64, 4096])
 def test_small_parts_and_blocks(monkeypatch, unit_kind, by, block):
-    """With tiny parts (many, in threads) and tiny blocks (units and repeated pairs across block edges, heavy
-    units longer than a block, batches of heavy units): the same result as the per-key lists."""
-    monkeypatch.setattr(pair_ids, "_MIN_PART", 64)
+    """With tiny slices (many, shared out between threads; units longer than a slice): the same result as the
+    per-key lists."""
     monkeypatch.setattr(pair_ids, "_block_size", lambda n_keys: block)
     df = _rows(unit_kind)
     want, stats = _old(df, by, 2, AGGS)

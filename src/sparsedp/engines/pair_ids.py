@@ -46,6 +46,7 @@ bounded histograms with those of the previous implementation, and ``tests/engine
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -61,8 +62,7 @@ __all__ = ["bounded_raw_counts"]
 _PAIR = "__sparsedp_p"
 _ROW = "__sparsedp_i"
 _KEY = "__sparsedp_k"
-_MIN_PART = 1 << 19  # sorted pairs per part at least when the numpy work is split between threads
-_BLOCK = 1 << 20  # elements per block of the numpy work (small temporaries, reused memory)
+_BLOCK = 1 << 20  # rows per slice of the numpy work (small temporaries, reused memory)
 
 
 def _bits(n: int) -> int:
@@ -186,7 +186,7 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     try:
         p, bu, value_of = _pair_ids(units, kid, bk)
         del units, kid
-        pid, contrib, distinct = _sorted_pairs(p, values, sums, names)
+        srt, vals = _sorted_pairs(p, values)
         del p, values
     finally:
         if pending is not None:
@@ -203,49 +203,35 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     hk = None
     if l0 is not None:
         hk = keys.select(canonical_exprs(keys.schema, by)).select(fingerprint_exprs(unit, by)[1])["__hk"].to_numpy()
-    ctx = _Context(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=hk, pos=pos, unit=unit, value_of=value_of)
-    parts = _map_parts(ctx, pid, contrib, distinct, chunks)
-    del pid, contrib
-    upk = _add(q.upk for q in parts)
-    dropped = _add(q.dropped for q in parts)
-    totals = [_add(q.totals[j] for q in parts) for j in range(len(sums))]
-    heavy_n = sum(q.heavy for q in parts)
+    ctx = _Context(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=hk, pos=pos, unit=unit, value_of=value_of,
+                   sums=tuple(sums), names=tuple(names))
+    res = _map_parts(ctx, srt, vals, chunks)
+    del srt, vals
+    upk, dropped, totals, heavy_n = res.upk, res.dropped, res.totals, res.heavy
     kc = keys[order] if n_keys else keys
     kc = kc.with_columns(pl.Series(COUNT, (upk - dropped)[order], dtype=pl.Int64),
                          *[pl.Series(n, t[order], dtype=pl.Int64) for n, t in zip(names, totals)])
-    return RawCounts(rows_in=n_rows, units_in=sum(q.units for q in parts), pairs_in=sum(q.pairs for q in parts),
+    return RawCounts(rows_in=n_rows, units_in=res.units, pairs_in=res.pairs,
                      units_over_l0=heavy_n if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
                      pairs_dropped_l0=int(dropped.sum()))
 
 
-def _sorted_pairs(p: Any, values: dict, sums: list, names: list[str]) -> tuple[np.ndarray, list, bool]:
-    """``(pairs, contrib, distinct)``: count only, the pair ids sorted (Polars, multi-threaded; repeated pairs
-    kept: each part de-duplicates its own slice), ``distinct`` False. With sums: the distinct pair ids,
-    sorted, and each one's Int64 grid contributions (rows sorted by pair id, stable; each pair's Float64 sum
-    of values in input row order; :func:`~sparsedp.engines.aggregate_exprs.gridded`), ``distinct`` True."""
+def _sorted_pairs(p: Any, values: dict) -> tuple[np.ndarray, dict]:
+    """``(srt, vals)``: the pair ids sorted (count only: ``Series.sort``, multi-threaded; with values: the rows
+    sorted by pair id, stable, so a pair's rows stay in input order) and the value Series in that order."""
     import polars as pl
 
-    from .aggregate_exprs import gridded
-
-    if not sums:
-        return p.sort().to_numpy(), [], False  # Polars' memory, read only
-    vcols = list(values)
+    if not values:
+        return p.sort().to_numpy(), {}  # Polars' memory, read only
     rows = pl.DataFrame([p, *values.values()]).lazy().sort(_PAIR, maintain_order=True).collect()
-    srt = rows[_PAIR].to_numpy()
-    starts = _run_starts(srt)
-    pid = srt[starts]
-    raw = {v: f"__sparsedp_s{j}" for j, v in enumerate(vcols)}
-    totals_per_pair = pl.DataFrame({raw[v]: _pair_sums(rows[v], starts) for v in vcols})
-    del rows, srt
-    contrib = [c.to_numpy() for c in totals_per_pair.select(
-        [gridded(pl.col(raw[a.column]), a).alias(n) for a, n in zip(sums, names)]).get_columns()]
-    return pid, contrib, True
+    return rows[_PAIR].to_numpy(), {v: rows[v] for v in values}
 
 
 @dataclass(frozen=True)
 class _Context:
-    """What every part of the pairs needs: the key bits, the bound, the secret, the key fingerprints ``hk`` and
-    canonical positions ``pos`` (both indexed by key id), and ``value_of`` (unit ids → unit values)."""
+    """What every slice of the pairs needs: the key bits, the bound, the secret, the key fingerprints ``hk``
+    and canonical positions ``pos`` (both indexed by key id), ``value_of`` (unit ids → unit values), and the
+    Sum/Mean aggregates with their grid column names."""
 
     bk: int
     n_keys: int
@@ -255,12 +241,14 @@ class _Context:
     pos: np.ndarray
     unit: str
     value_of: Callable[[np.ndarray], Any]
+    sums: tuple = ()
+    names: tuple = ()
 
 
 @dataclass
 class _Part:
-    """One part's per-key counts (``upk``: distinct units per key, ``dropped``: pairs the bound removed),
-    per-key grid sums of its kept pairs, and its numbers of units, distinct pairs and units over ``l0``."""
+    """Per-key counts (``upk``: distinct units per key, ``dropped``: pairs the bound removed), per-key grid sums
+    of the kept pairs, and the numbers of units, distinct pairs and units over ``l0`` of some slices."""
 
     upk: np.ndarray
     dropped: np.ndarray
@@ -269,14 +257,14 @@ class _Part:
     pairs: int
     heavy: int
 
-
-def _add(arrays: Any) -> np.ndarray:
-    """Exact sum of Int64 per-key arrays (integer addition: the order of the parts does not matter)."""
-    it = iter(arrays)
-    out = next(it).copy()
-    for a in it:
-        out += a
-    return out
+    def add(self, o: "_Part") -> "_Part":
+        """Add ``o`` in place (integer additions: exact, the order of the slices does not matter)."""
+        self.upk += o.upk
+        self.dropped += o.dropped
+        for t, u in zip(self.totals, o.totals):
+            t += u
+        self.units, self.pairs, self.heavy = self.units + o.units, self.pairs + o.pairs, self.heavy + o.heavy
+        return self
 
 
 def _parts(srt: np.ndarray, bk: int, n_parts: int) -> list[tuple[int, int]]:
@@ -291,106 +279,82 @@ def _parts(srt: np.ndarray, bk: int, n_parts: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(c[:-1], c[1:]) if b > a] or [(0, n)]
 
 
-def _map_parts(ctx: _Context, srt: np.ndarray, contrib: list, distinct: bool, chunks: int | None) -> list:
-    """:func:`_bound_part` on slices of whole units of the sorted pair ids (``distinct``: already
-    de-duplicated, with the per-pair ``contrib`` aligned), run in a thread pool. numpy's sorts, gathers and
-    ufuncs, Polars and the AES release the GIL on large buffers, so the parts use every core; every part is
-    exact on its own units, so the result does not depend on the split (``chunks``: the number of parts,
-    default from the size and the number of threads)."""
+def _map_parts(ctx: _Context, srt: np.ndarray, vals: dict, chunks: int | None) -> _Part:
+    """:func:`_bound_slice` on slices of whole units of the sorted rows (about :func:`_block_size` rows each,
+    or ``chunks`` slices), the slices shared out in order between the threads of a pool (numpy's ufuncs,
+    sorts and gathers on large buffers, Polars and the AES release the GIL), each thread adding up its
+    slices' results. Every slice is exact on its own units and the results are integers, so the sum does not
+    depend on the split. Slices keep the temporaries small: on the machine this was measured on, fresh
+    memory (first-touch page faults) cost more than the arithmetic on it."""
     n = int(srt.size)
-    if chunks is None:
-        threads = _threads()
-        chunks = 1 if threads == 1 else min(2 * threads, n // _MIN_PART + 1)
-    slices = _parts(srt, ctx.bk, chunks)
+    slices = _parts(srt, ctx.bk, chunks if chunks is not None else -(-n // _block_size(ctx.n_keys)))
+    k = max(1, min(_threads(), len(slices)))
+    groups = [slices[len(slices) * j // k:len(slices) * (j + 1) // k] for j in range(k)]
 
-    def run(ab: tuple[int, int]) -> _Part:
-        a, b = ab
-        return _bound_part(ctx, srt[a:b], [c[a:b] for c in contrib], distinct)
+    def run(group: list[tuple[int, int]]) -> _Part:
+        acc = None
+        for a, b in group:
+            part = _bound_slice(ctx, srt[a:b], {v: s.slice(a, b - a) for v, s in vals.items()})
+            acc = part if acc is None else acc.add(part)
+        return acc
 
-    return _in_threads(run, slices)
+    parts = _in_threads(run, groups)
+    return functools.reduce(_Part.add, parts[1:], parts[0])
 
 
-def _bound_part(ctx: _Context, srt: np.ndarray, contrib: list, distinct: bool) -> _Part:
-    """The ℓ0 choice on a slice of whole units of the sorted pair ids ``srt`` (``distinct``: no repeated pair,
-    ``contrib`` aligned with it): distinct pairs, keys per unit (run lengths), distinct units per key
-    (``bincount``), then only the pairs of units over ``l0``: fingerprints of those units, AES ranks
-    (:func:`~sparsedp.engines.bounding.prf_ranks`) and :func:`~sparsedp.engines.bounding.keep_smallest` with
-    the canonical key position as tie-break.
-
-    Block by block (:func:`_block_size` elements), so that no temporary array is as large as the input:
-    fresh memory costs more than the arithmetic here (first-touch page faults)."""
+def _bound_slice(ctx: _Context, srt: np.ndarray, vals: dict) -> _Part:
+    """The ℓ0 choice on a slice of whole units of the sorted pair ids ``srt`` (repeated pairs adjacent; with
+    sums, ``vals``: the rows' value Series in the same order). The distinct pairs are the run starts; each
+    pair's Float64 sums of values in row order (:func:`_pair_sums`) become its Int64 grid contributions
+    (:func:`~sparsedp.engines.aggregate_exprs.gridded`); each unit's pairs are one run, so keys per unit are
+    run lengths; distinct units per key is a ``bincount``; only the pairs of units over ``l0`` are ranked:
+    fingerprints of those units, AES ranks (:func:`~sparsedp.engines.bounding.prf_ranks`) and
+    :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position as tie-break."""
     import polars as pl
 
-    n_keys, n = ctx.n_keys, int(srt.size)
-    sh, mask = np.uint64(ctx.bk), np.uint64((1 << ctx.bk) - 1)
-    block = _block_size(n_keys)
-    upk = np.zeros(n_keys, dtype=np.int64)
-    totals = [np.zeros(n_keys, dtype=np.int64) for _ in contrib]
-    unit_at, pair_at = [], []  # per block: where its units start in srt, and their first distinct pair's index
-    pairs = 0
-    for a in range(0, n, block):
-        blk = srt[a:a + block]
-        if distinct:
-            d = blk
-        else:
-            first = np.empty(blk.size, dtype=bool)
-            first[0] = a == 0 or blk[0] != srt[a - 1]
-            np.not_equal(blk[1:], blk[:-1], out=first[1:])
-            d = blk[first]
-        kb = np.bitwise_and(d, mask).view(np.int64)
-        upk += np.bincount(kb, minlength=n_keys)
-        for t, c in zip(totals, contrib):
-            t += _key_sums(kb, c[a:a + block], n_keys)
-        ub = blk >> sh
-        new = np.empty(blk.size, dtype=bool)
-        new[0] = a == 0 or ub[0] != srt[a - 1] >> sh
-        np.not_equal(ub[1:], ub[:-1], out=new[1:])
-        at = np.flatnonzero(new)
-        unit_at.append(at + a)
-        pair_at.append(pairs + (at if distinct else np.cumsum(first)[at] - 1))
-        pairs += int(d.size)
-    starts = np.concatenate(unit_at) if unit_at else np.zeros(0, dtype=np.int64)  # in srt
-    deg = np.diff(np.concatenate(pair_at) if pair_at else starts, append=pairs)  # distinct keys per unit
+    from .aggregate_exprs import gridded
+
+    n_keys = ctx.n_keys
+    first = _run_starts(srt)
+    pid = srt[first]
+    contrib = []
+    if ctx.sums:
+        raw = {v: f"__sparsedp_s{j}" for j, v in enumerate(vals)}
+        per_pair = pl.DataFrame({raw[v]: _pair_sums(s, first) for v, s in vals.items()})
+        contrib = [c.to_numpy() for c in per_pair.select(
+            [gridded(pl.col(raw[a.column]), a).alias(n) for a, n in zip(ctx.sums, ctx.names)]).get_columns()]
+    pu = pid >> np.uint64(ctx.bk)
+    pk = np.bitwise_and(pid, np.uint64((1 << ctx.bk) - 1)).view(np.int64)
+    pairs = int(pk.size)
+    starts = _run_starts(pu)
+    deg = np.diff(starts, append=pairs)
+    upk = np.bincount(pk, minlength=n_keys).astype(np.int64, copy=False)
     dropped = np.zeros(n_keys, dtype=np.int64)
+    totals = [_key_sums(pk, c, n_keys) for c in contrib]
     heavy_n = 0
     if ctx.l0 is not None:
-        heavy = np.flatnonzero(deg > ctx.l0)
-        heavy_n = int(heavy.size)
+        heavy = deg > ctx.l0
+        hs = starts[heavy]
+        heavy_n = int(hs.size)
         if heavy_n:
             if ctx.secret is None or ctx.hk is None:
                 raise ValueError("bounding needs the per-release secret")
-            hs = starts[heavy]  # each heavy unit's rows of srt: hs[i] … hs[i] + hl[i] − 1
-            hl = np.diff(starts, append=n)[heavy]
-            hvals = ctx.value_of(srt[hs] >> sh)
+            hidx, seg = _run_index(hs, deg[heavy])  # the heavy units' pairs, and the heavy unit index of each
+            hvals = ctx.value_of(pu[hs])
             hu = pl.DataFrame({ctx.unit: hvals}).select(canonical_expr(ctx.unit, hvals.dtype).hash(SEED_UNIT))
-            hu = hu[ctx.unit].to_numpy()
-            ends = np.searchsorted(np.cumsum(hl), np.arange(block, int(hl.sum()) + block, block), side="right")
-            b0 = 0
-            for b1 in np.unique(np.maximum(ends, 1)):  # batches of whole heavy units, about a block each
-                b1 = int(min(b1, heavy_n))
-                if b1 <= b0:
-                    continue
-                idx, seg = _run_index(hs[b0:b1], hl[b0:b1])
-                v = srt[idx]
-                if not distinct:  # a unit's repeated pairs are adjacent; different units' pairs differ
-                    one = np.empty(v.size, dtype=bool)
-                    one[0] = True
-                    np.not_equal(v[1:], v[:-1], out=one[1:])
-                    v, seg, idx = v[one], seg[one], idx[one]
-                k = np.bitwise_and(v, mask).view(np.int64)
-                rank = prf_ranks(hu[b0:b1], ctx.hk, ctx.secret, seg, k)
-                keep = keep_smallest(seg, rank, ctx.pos[k], ctx.l0, b1 - b0)
-                gone = ~keep
-                dropped += np.bincount(k[gone], minlength=n_keys)
-                for t, c in zip(totals, contrib):
-                    t -= _key_sums(k[gone], c[idx[gone]], n_keys)
-                b0 = b1
+            k = pk[hidx]
+            rank = prf_ranks(hu[ctx.unit].to_numpy(), ctx.hk, ctx.secret, seg, k)
+            keep = keep_smallest(seg, rank, ctx.pos[k], ctx.l0, heavy_n)
+            gone = ~keep
+            dropped = np.bincount(k[gone], minlength=n_keys).astype(np.int64, copy=False)
+            for t, c in zip(totals, contrib):
+                t -= _key_sums(k[gone], c[hidx[gone]], n_keys)
     return _Part(upk=upk, dropped=dropped, totals=totals, units=int(starts.size), pairs=pairs, heavy=heavy_n)
 
 
 def _block_size(n_keys: int) -> int:
-    """Elements per block of :func:`_bound_part`: :data:`_BLOCK`, or more with many keys (each block adds
-    a ``bincount`` of ``n_keys`` entries)."""
+    """Rows per slice of :func:`_map_parts`: :data:`_BLOCK`, or more with many keys (each slice adds a
+    ``bincount`` of ``n_keys`` entries)."""
     return max(_BLOCK, 2 * n_keys)
 
 
