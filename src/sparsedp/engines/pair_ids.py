@@ -16,21 +16,21 @@ there differs:
    ``unit − min`` (no hashing); any other unit column (strings, dates, integers spread too widely…) gets a
    dense id from one hash aggregation on the units;
 3. **pair ids** ``p = unit id · 2^b + key id`` (one ``u64`` per row), computed by Polars (chunk by chunk, in
-   memory its allocator has already touched). Count only: ``Series.sort`` (multi-threaded) of the pair ids.
-   With SUM/MEAN: the rows sorted by ``p`` (stable), each pair's Float64 sum of values added in input row
-   order (:func:`sequential_segment_sums`), then the clipped, gridded, re-centred contribution
-   (:func:`~sparsedp.engines.aggregate_exprs.gridded`, the expressions of
-   :func:`~sparsedp.engines.aggregate_exprs.contribution_exprs`);
-4. **numpy on the sorted pairs** (by unit id, then key id), split into parts of whole units
-   (:func:`_parts`) run in a thread pool (numpy, Polars and the AES release the GIL), each part block by
-   block (:func:`_bound_part`): the distinct pairs are the run starts, each unit's pairs are one run, so keys
-   per unit and the units over ``l0`` are run lengths; distinct units per key is a ``bincount``; only the
-   pairs of units over ``l0`` are ranked, in batches of whole units (fingerprints of the heavy units and of
-   the distinct keys, AES ranks of those pairs, :func:`~sparsedp.engines.bounding.keep_smallest` with the
-   canonical key position as tie-break), and the per-key counts and grid sums are those of all pairs minus
-   the dropped ones, summed over the parts (integer additions: the split cannot change them). No numpy
-   temporary is as large as the input: on the machine this was measured on, touching fresh memory (page
-   faults) cost more than the arithmetic (``docs/engines_speed.md``, session 4).
+   memory its allocator has already touched), then sorted by Polars (multi-threaded): count only,
+   ``Series.sort``; with SUM/MEAN, the rows sorted by ``p`` (stable: a pair's rows stay in input order);
+4. **numpy on slices of whole units** of the sorted rows (:func:`_parts`, about :data:`_BLOCK` rows each,
+   shared out between the threads of a pool: numpy, Polars and the AES release the GIL), each slice done in
+   one go (:func:`_bound_slice`): the distinct pairs are the run starts; with SUM/MEAN each pair's Float64
+   sum of values added in input row order (:func:`sequential_segment_sums`) and its clipped, gridded,
+   re-centred contribution (:func:`~sparsedp.engines.aggregate_exprs.gridded`, the expressions of
+   :func:`~sparsedp.engines.aggregate_exprs.contribution_exprs`); each unit's pairs are one run, so keys per
+   unit and the units over ``l0`` are run lengths; distinct units per key is a ``bincount``; only the pairs
+   of units over ``l0`` are ranked (fingerprints of those units and of the distinct keys, AES ranks of those
+   pairs, :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position as tie-break),
+   and the per-key counts and grid sums are those of all pairs minus the dropped ones, added up over the
+   slices (integer additions: the split cannot change them). No numpy temporary is as large as the input:
+   on the machine this was measured on, touching fresh memory (page faults) cost more than the arithmetic
+   (``docs/engines_speed.md``, session 4).
 
 A pair's Float64 sum is the sequential sum in input row order, a function of the input only (not of threads
 or chunking). Polars' group-by sum of the per-key-list path combines per-thread partial sums, so for a pair of
