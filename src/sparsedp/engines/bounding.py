@@ -48,8 +48,8 @@ distinct keys keeps its ``l0`` pairs of smallest ``(r, key)`` in the canonical k
   ``group_by(key).agg(n_unique(unit))``); the pairs then become ``(key index, unit)`` integers
   (:func:`choose_from_per_key`): one aggregation for the unit degrees, one join giving the units over ``l0``
   a dense index, fingerprints of the distinct keys and heavy units only, AES ranks of the heavy units' pairs
-  only (streamed through a small buffer), and one ``np.sort`` of packed ``(unit index, rank)`` words
-  (:func:`keep_smallest`). Key strings are hashed once and never re-sorted per pair.
+  only (streamed through a small buffer), and one sort (Polars, multi-threaded) of packed
+  ``(unit index, rank)`` words (:func:`keep_smallest`). Key strings are hashed once and never re-sorted per pair.
 
 :func:`bound` applies the choice to the engines' :class:`~sparsedp.engines.base.RawCounts` (key counts plus
 the heavy units' pairs) and builds the bounded histogram in canonical key order.
@@ -249,7 +249,7 @@ def choose_from_per_key(pk: Any, unit: str, by: list[str], l0: int | None, secre
     ``(key index, unit)`` by exploding the unit lists, so every later step works on integers: unit degrees
     (one hash aggregation on the pairs), a join attaching a dense index to the units over ``l0``, fingerprints
     of the distinct heavy units and of the distinct keys only, the AES ranks of the heavy pairs, and
-    :func:`keep_smallest` (one ``np.sort`` of packed words).
+    :func:`keep_smallest` (one sort of packed words).
     """
     import polars as pl
 
