@@ -138,6 +138,8 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     rows (e.g. a file's row and null counts, so it is read once), whose results ``callback`` checks before
     anything else happens. The bounding secret is drawn from ``rng`` after the NaN-key check on every distinct
     key, only when ``l0`` is set, as in :func:`~sparsedp.engines.aggregate_exprs.bounded_raw_counts_with_sums`.
+    ``chunks``: the number of slices of whole units the sorted rows are cut into (default: about
+    :data:`_BLOCK` rows each); the result does not depend on it (tests vary it).
     """
     import polars as pl
 
