@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -283,24 +284,28 @@ def _parts(srt: np.ndarray, bk: int, n_parts: int) -> list[tuple[int, int]]:
 
 def _map_parts(ctx: _Context, srt: np.ndarray, vals: dict, chunks: int | None) -> _Part:
     """:func:`_bound_slice` on slices of whole units of the sorted rows (about :func:`_block_size` rows each,
-    or ``chunks`` slices), the slices shared out in order between the threads of a pool (numpy's ufuncs,
-    sorts and gathers on large buffers, Polars and the AES release the GIL), each thread adding up its
-    slices' results. Every slice is exact on its own units and the results are integers, so the sum does not
+    or ``chunks`` slices), taken one after the other by the threads of a pool (numpy's ufuncs, sorts and
+    gathers on large buffers, Polars and the AES release the GIL), each thread adding up its slices'
+    results. Every slice is exact on its own units and the results are integers, so the sum does not
     depend on the split. Slices keep the temporaries small: on the machine this was measured on, fresh
     memory (first-touch page faults) cost more than the arithmetic on it."""
     n = int(srt.size)
     slices = _parts(srt, ctx.bk, chunks if chunks is not None else -(-n // _block_size(ctx.n_keys)))
-    k = max(1, min(_threads(), len(slices)))
-    groups = [slices[len(slices) * j // k:len(slices) * (j + 1) // k] for j in range(k)]
+    queue = iter(slices)
+    lock = threading.Lock()
 
-    def run(group: list[tuple[int, int]]) -> _Part:
+    def run(_: int) -> _Part | None:  # each thread takes the next slice until none is left
         acc = None
-        for a, b in group:
+        while True:
+            with lock:
+                ab = next(queue, None)
+            if ab is None:
+                return acc
+            a, b = ab
             part = _bound_slice(ctx, srt[a:b], {v: s.slice(a, b - a) for v, s in vals.items()})
             acc = part if acc is None else acc.add(part)
-        return acc
 
-    parts = _in_threads(run, groups)
+    parts = [q for q in _in_threads(run, list(range(min(_threads(), len(slices))))) if q is not None]
     return functools.reduce(_Part.add, parts[1:], parts[0])
 
 
