@@ -163,8 +163,8 @@ MUTANTS: tuple[Mutant, ...] = (
            (T_CSH_ROUNDED,)),
     # ------------------------------------------------------------------ l0 + 1 keys kept (each engine)
     Mutant("polars-l0+1", "the Polars engine keeps l0 + 1 keys per unit",
-           (Edit("engines/pair_ids.py", "keep = keep_smallest(seg, rank, pos[k], l0, heavy_n)",
-                 "keep = keep_smallest(seg, rank, pos[k], l0 + 1, heavy_n)"),),
+           (Edit("engines/pair_ids.py", "keep = keep_smallest(seg, rank, ctx.pos[k], ctx.l0, heavy_n)",
+                 "keep = keep_smallest(seg, rank, ctx.pos[k], ctx.l0 + 1, heavy_n)"),),
            (T_BOUND, T_DUCK)),
     Mutant("duckdb-sql-l0+1", "the DuckDB SQL bounding keeps l0 + 1 keys per unit",
            (Edit("engines/duckdb_engine.py", "(PARTITION BY {_U} ORDER BY {_R}, {_KI}) > {lim})",
@@ -192,7 +192,7 @@ MUTANTS: tuple[Mutant, ...] = (
            (T_SPARK + "::test_binding_l0_matches_polars_with_the_same_source",), tags=("spark",)),
     # ------------------------------------------------------------------ no de-duplication of (unit, key)
     Mutant("polars-no-dedup", "the Polars engine's pair-id path counts repeated (unit, key) rows",
-           (Edit("engines/pair_ids.py", "pid = srt[_run_starts(srt)]", "pid = srt"),),
+           (Edit("engines/pair_ids.py", "pid = srt[first]", "pid = srt"),),
            (T_BOUND,)),
     Mutant("per-key-lists-no-dedup", "the per-key-list grouping (Spark tasks) keeps repeated (unit, key) rows",
            (Edit("engines/bounding.py", "return lf.group_by(by).agg(pl.col(unit).unique())",

@@ -100,3 +100,97 @@ def test_rank_ties_break_by_canonical_key_order_like_the_per_key_lists(monkeypat
     # every unit keeps its l0 smallest keys in canonical order: the first keys of the order are never dropped
     deg = df.select("uid", *by).unique().group_by(by).len().sort(by)
     assert got.key_counts.sort(by)[COUNT][0] == deg["len"][0]
+
+
+def _shape(kind: str, seed=5) -> pl.DataFrame:
+    """Rows whose units are all over l0 = 1 and 3, none of them, exactly one, or a mix with one huge unit."""
+    g = np.random.default_rng(seed)
+    if kind == "all-heavy":
+        u = np.repeat(np.arange(200), 12)
+    elif kind == "no-heavy":  # one row per unit
+        u = np.arange(1200)
+    elif kind == "one-heavy":
+        u = np.concatenate([np.arange(600), np.full(80, 1000)])
+    else:  # mixed, one unit with most of the keys
+        u = np.concatenate([g.integers(0, 500, 3000), np.full(2000, 77)])
+    k = g.integers(0, 120, u.size)
+    return pl.DataFrame({"uid": g.permutation(u) * 7 + 11, "url": [f"k{i:03d}" for i in g.permutation(k)],
+                         "v": g.uniform(-20, 80, u.size).round(1), "w": g.integers(-5, 6, u.size),
+                         "n": (g.permutation(k) % 5).astype(np.int16)})
+
+
+@pytest.mark.parametrize("kind", ["all-heavy", "no-heavy", "one-heavy", "mixed"])
+@pytest.mark.parametrize("l0", [1, 3])
+@pytest.mark.parametrize("chunks", [1, 2, 7, 64])
+@pytest.mark.parametrize("with_sums", [False, True])
+def test_parts_in_threads_give_the_per_key_lists_result(kind, l0, chunks, with_sums):
+    """The pairs split into parts of whole units (in a thread pool): the same counts, grid sums and statistics
+    as the per-key-list path, whatever the number of parts (more parts than units included)."""
+    df = _shape(kind)
+    aggs = AGGS if with_sums else ()
+    want, stats = _old(df, ["url"], l0, aggs)
+    got = pair_ids.bounded_raw_counts(df.lazy(), "uid", ["url"], l0, InsecureSeededRandom(4), aggs, chunks=chunks)
+    assert got.key_counts.equals(want)
+    assert (got.units_in, got.pairs_in, got.units_over_l0, got.pairs_dropped_l0) == stats
+    heavy = {"all-heavy": 200, "no-heavy": 0, "one-heavy": 1}.get(kind)
+    if heavy is not None:
+        assert got.units_over_l0 == heavy
+
+
+@pytest.mark.parametrize("unit_kind", ["narrow", "unsigned", "string"])
+@pytest.mark.parametrize("by", [["url"], ["url", "n"]])
+@pytest.mark.parametrize("block", [1, 5, 64, 4096])
+def test_small_parts_and_blocks(monkeypatch, unit_kind, by, block):
+    """With tiny slices (many, shared out between threads; units longer than a slice): the same result as the
+    per-key lists."""
+    monkeypatch.setattr(pair_ids, "_block_size", lambda n_keys: block)
+    df = _rows(unit_kind)
+    want, stats = _old(df, by, 2, AGGS)
+    got = pair_ids.bounded_raw_counts(df.lazy(), "uid", by, 2, InsecureSeededRandom(4), AGGS)
+    assert got.key_counts.equals(want)
+    assert (got.units_in, got.pairs_in, got.units_over_l0, got.pairs_dropped_l0) == stats
+    count_only = pair_ids.bounded_raw_counts(df.lazy(), "uid", by, 2, InsecureSeededRandom(4))
+    assert count_only.key_counts[COUNT].equals(want[COUNT])
+
+
+def test_parts_cut_only_at_the_first_pair_of_a_unit():
+    g = np.random.default_rng(2)
+    bk = 5
+    ids = np.sort((g.integers(0, 40, 3000).astype(np.uint64) << np.uint64(bk)) | g.integers(0, 32, 3000)
+                  .astype(np.uint64))
+    for n_parts in (1, 2, 3, 10, 100, 5000):
+        parts = pair_ids._parts(ids, bk, n_parts)
+        assert parts[0][0] == 0 and parts[-1][1] == ids.size
+        assert all(b == c for (_, b), (c, _) in zip(parts[:-1], parts[1:]))
+        for a, _ in parts[1:]:
+            assert ids[a] >> np.uint64(bk) != ids[a - 1] >> np.uint64(bk)  # a unit's pairs stay together
+        assert len(parts) <= n_parts
+
+
+def test_run_index_is_the_concatenated_runs():
+    g = np.random.default_rng(3)
+    lengths = g.integers(1, 9, 300)
+    starts = np.cumsum(lengths + g.integers(0, 5, 300)) - lengths
+    index, run = pair_ids._run_index(starts, lengths)
+    assert np.array_equal(index, np.concatenate([np.arange(s, s + n) for s, n in zip(starts, lengths)]))
+    assert np.array_equal(run, np.repeat(np.arange(300), lengths))
+
+
+def test_keep_smallest_with_ties_in_the_packed_words_only():
+    """Ranks that differ only in their low bits tie once packed beside the group: the exact path decides."""
+    from sparsedp.engines.bounding import keep_smallest
+
+    g = np.random.default_rng(4)
+    n_groups = 3000  # 12 bits of group, so the packed words drop the 12 low bits of the ranks
+    group = g.permutation(np.repeat(np.arange(n_groups), g.integers(1, 9, n_groups)))
+    rank = (g.integers(0, 4, group.size).astype(np.uint64) << np.uint64(40)) | g.integers(0, 2**12, group.size
+                                                                                           ).astype(np.uint64)
+    tiebreak = g.permutation(group.size)
+    for l0 in (1, 2, 5):
+        keep = keep_smallest(group, rank, tiebreak, l0, n_groups)
+        order = np.lexsort((tiebreak, rank, group))
+        first = np.r_[0, np.flatnonzero(np.diff(group[order])) + 1]
+        pos = np.arange(group.size) - np.repeat(first, np.diff(np.r_[first, group.size]))
+        want = np.zeros(group.size, dtype=bool)
+        want[order[pos < l0]] = True
+        assert np.array_equal(keep, want)

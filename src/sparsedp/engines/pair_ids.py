@@ -15,17 +15,22 @@ there differs:
 2. **unit ids**: an integer unit column whose range fits beside the key bits in 64 bits is its offset
    ``unit − min`` (no hashing); any other unit column (strings, dates, integers spread too widely…) gets a
    dense id from one hash aggregation on the units;
-3. **pair ids** ``p = unit id · 2^b + key id`` (one ``u64`` per row). Count only: ``Series.sort`` and a run
-   mask give the distinct pairs. With SUM/MEAN: the rows sorted by ``p`` (stable), each pair's Float64 sum
-   of values added in input row order (:func:`sequential_segment_sums`), then the clipped, gridded,
+3. **pair ids** ``p = unit id · 2^b + key id`` (one ``u64`` per row), computed by Polars (chunk by chunk, in
+   memory its allocator has already touched), then sorted by Polars (multi-threaded): count only,
+   ``Series.sort``; with SUM/MEAN, the rows sorted by ``p`` (stable: a pair's rows stay in input order);
+4. **numpy on slices of whole units** of the sorted rows (:func:`_parts`, about :data:`_BLOCK` rows each,
+   shared out between the threads of a pool: numpy, Polars and the AES release the GIL), each slice done in
+   one go (:func:`_bound_slice`): the distinct pairs are the run starts; with SUM/MEAN each pair's Float64
+   sum of values added in input row order (:func:`sequential_segment_sums`) and its clipped, gridded,
    re-centred contribution (:func:`~sparsedp.engines.aggregate_exprs.gridded`, the expressions of
-   :func:`~sparsedp.engines.aggregate_exprs.contribution_exprs`);
-4. **numpy on the distinct pairs**, sorted by (unit id, key id): each unit's pairs are one run, so keys per
-   unit, the units over ``l0`` and their index are run lengths; distinct units per key is a ``bincount``;
-   only the pairs of units over ``l0`` are ranked (fingerprints of the distinct heavy units and of the
-   distinct keys, AES ranks of those pairs, :func:`~sparsedp.engines.bounding.keep_smallest` with the
-   canonical key position as tie-break), and the per-key counts and grid sums are those of all pairs minus
-   the dropped ones.
+   :func:`~sparsedp.engines.aggregate_exprs.contribution_exprs`); each unit's pairs are one run, so keys per
+   unit and the units over ``l0`` are run lengths; distinct units per key is a ``bincount``; only the pairs
+   of units over ``l0`` are ranked (fingerprints of those units and of the distinct keys, AES ranks of those
+   pairs, :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position as tie-break),
+   and the per-key counts and grid sums are those of all pairs minus the dropped ones, added up over the
+   slices (integer additions: the split cannot change them). No numpy temporary is as large as the input:
+   on the machine this was measured on, touching fresh memory (page faults) cost more than the arithmetic
+   (``docs/engines_speed.md``, session 4).
 
 A pair's Float64 sum is the sequential sum in input row order, a function of the input only (not of threads
 or chunking). Polars' group-by sum of the per-key-list path combines per-thread partial sums, so for a pair of
@@ -41,7 +46,12 @@ bounded histograms with those of the previous implementation, and ``tests/engine
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import functools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -53,6 +63,7 @@ __all__ = ["bounded_raw_counts"]
 _PAIR = "__sparsedp_p"
 _ROW = "__sparsedp_i"
 _KEY = "__sparsedp_k"
+_BLOCK = 1 << 20  # rows per slice of the numpy work (small temporaries, reused memory)
 
 
 def _bits(n: int) -> int:
@@ -60,44 +71,64 @@ def _bits(n: int) -> int:
     return max(1, int(n).bit_length())
 
 
-def _unit_ids(units: Any, key_bits: int) -> tuple[np.ndarray, int, Any]:
-    """``(ids, bits, value_of)``: a ``u64`` id per row's unit below ``2^bits`` (``bits + key_bits <= 64``),
-    and a function mapping an array of ids to a Polars Series of those units' values (the column's dtype).
+def _pair_ids(units: Any, kid: Any, key_bits: int) -> tuple[Any, int, Any]:
+    """``(p, bits, value_of)``: the pair id ``p = unit id · 2^key_bits + key id`` of every row (a Polars
+    ``UInt64`` Series; unit ids below ``2^bits``, ``bits + key_bits <= 64``), and a function mapping an array
+    of unit ids to a Polars Series of those units' values (the column's dtype).
 
-    Integer units whose range fits are offsets from the minimum (no hashing); anything else (strings, dates,
-    integers spread too widely…) gets dense ids from one hash aggregation on the units."""
+    Integer units whose range fits are offsets from the minimum (no hashing), computed by Polars chunk by chunk
+    in its own (already touched) memory; anything else (strings, dates, integers spread too widely…) gets
+    dense ids from one hash aggregation on the units."""
     import polars as pl
 
     dt = units.dtype
     n = units.len()
+    k = pl.col(_KEY).cast(pl.UInt64)
     if dt.is_integer() and n:
         lo, hi = units.min(), units.max()
         bits = _bits(int(hi) - int(lo))
-        if bits + key_bits <= 64:
-            a = units.to_numpy()
-            if a.dtype == np.uint64:
-                ids = a - np.uint64(lo)
-            else:  # exact: 0 <= a - lo < 2^bits
-                ids = (a.astype(np.int64, copy=False) - np.int64(lo)).view(np.uint64)
+        if bits + key_bits <= 64:  # exact: 0 <= unit - lo < 2^bits
+            u = pl.col(_ROW)
+            off = (u - pl.lit(lo, dtype=pl.UInt64)) if dt == pl.UInt64 else (u.cast(pl.Int64) - lo).cast(pl.UInt64)
+            p = pl.DataFrame({_ROW: units, _KEY: kid}).select(
+                (off * pl.lit(1 << key_bits, dtype=pl.UInt64) + k).alias(_PAIR))[_PAIR]
 
             def value_of(i: np.ndarray) -> Any:
                 v = i + np.uint64(lo) if dt == pl.UInt64 else i.view(np.int64) + np.int64(lo)
                 return pl.Series(units.name, v).cast(dt)
 
-            return ids, bits, value_of
+            return p, bits, value_of
     groups = (pl.DataFrame({units.name: units}).lazy().with_row_index(_ROW).group_by(units.name)
               .agg(pl.col(_ROW)).collect())
     values = groups[units.name]
+    if _bits(groups.height) + key_bits > 64:
+        raise ValueError("too many keys and units for 64-bit pair ids")  # > 2^64 pairs: not reachable in memory
     ids = np.empty(n, dtype=np.uint64)
     ids[groups[_ROW].explode().to_numpy()] = np.repeat(np.arange(groups.height, dtype=np.uint64),
                                                         groups[_ROW].list.len().to_numpy())
-    if _bits(groups.height) + key_bits > 64:
-        raise ValueError("too many keys and units for 64-bit pair ids")  # > 2^64 pairs: not reachable in memory
-    return ids, _bits(groups.height), lambda i: values.gather(i.astype(np.int64))
+    p = pl.DataFrame({_ROW: ids, _KEY: kid}).select(
+        (pl.col(_ROW) * pl.lit(1 << key_bits, dtype=pl.UInt64) + k).alias(_PAIR))[_PAIR]
+    return p, _bits(groups.height), lambda i: values.gather(i.astype(np.int64))
+
+
+def _threads() -> int:
+    """Threads for the numpy steps: the cores Polars uses (``POLARS_MAX_THREADS`` limits both)."""
+    import polars as pl
+
+    return max(1, min(os.cpu_count() or 1, pl.thread_pool_size()))
+
+
+def _in_threads(fn: Callable[[Any], Any], items: list) -> list:
+    """``[fn(x) for x in items]``, in a thread pool when there is more than one item and one thread."""
+    threads = _threads()
+    if len(items) <= 1 or threads == 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=min(threads, len(items))) as ex:
+        return list(ex.map(fn, items))
 
 
 def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                       aggregates: Sequence[Any] = (), checks: Any = None) -> Any:
+                       aggregates: Sequence[Any] = (), checks: Any = None, chunks: int | None = None) -> Any:
     """The bounded counts (and grid sums) of the rows ``lf`` as a
     :class:`~sparsedp.engines.base.RawCounts` with the ℓ0 choice applied (``pairs_dropped_l0`` set): every
     input key in canonical order with its bounded count and (``aggregates``) the Int64 grid sums of its kept
@@ -108,10 +139,12 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     rows (e.g. a file's row and null counts, so it is read once), whose results ``callback`` checks before
     anything else happens. The bounding secret is drawn from ``rng`` after the NaN-key check on every distinct
     key, only when ``l0`` is set, as in :func:`~sparsedp.engines.aggregate_exprs.bounded_raw_counts_with_sums`.
+    ``chunks``: the number of slices of whole units the sorted rows are cut into (default: about
+    :data:`_BLOCK` rows each); the result does not depend on it (tests vary it).
     """
     import polars as pl
 
-    from .aggregate_exprs import _sums, gridded, grid_column_name
+    from .aggregate_exprs import _sums, grid_column_name
     from .base import RawCounts, check_nan_keys
 
     by = list(by)
@@ -133,83 +166,217 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
         on_results(out[1:])
     else:
         g = query.collect()
-    if cats is not None:
-        keys = cats.to_series().alias(by[0]).to_frame()  # category i has physical id i
-        kid = g[_KEY].to_numpy().astype(np.uint64)
+    pending = None
+    if cats is not None:  # category i has physical id i; the strings come from a Python loop over the
+        # categories, run in a thread while Polars builds and sorts the pair ids (it releases the GIL)
+        pending = ThreadPoolExecutor(max_workers=1)
+        future = pending.submit(lambda: cats.to_series().alias(by[0]).to_frame())
+        kid = g[_KEY]  # UInt32
+        n_ids = int(kid.max() or 0) + 1
         units = g[unit]
         values = {v: g[v] for v in vcols}
     else:
         keys = g.select(by)
-        kid = np.repeat(np.arange(keys.height, dtype=np.uint64), g[unit].list.len().to_numpy())
+        n_ids = keys.height
+        kid = np.repeat(np.arange(n_ids, dtype=np.uint32 if n_ids < 2**32 else np.uint64),
+                        g[unit].list.len().to_numpy())
         units = g[unit].explode()
         values = {v: g[v].explode() for v in vcols}
     del g
+    bk = _bits(n_ids - 1)
+    n_rows = units.len()
+    # 2.-3. unit ids in the high bits, key ids in the low bits of one u64 pair id
+    try:
+        p, bu, value_of = _pair_ids(units, kid, bk)
+        del units, kid
+        srt, vals = _sorted_pairs(p, values)
+        del p, values
+    finally:
+        if pending is not None:
+            pending.shutdown()  # waits for the key strings
+    if pending is not None:
+        keys = future.result()
     check_nan_keys(keys, by)  # every distinct key, before the secret
     secret = draw_bounding_secret(rng) if l0 is not None else None
     n_keys = keys.height
-    bk = _bits(n_keys - 1)
-    n_rows = units.len()
-    # 2.-3. unit ids in the high bits, key ids in the low bits of one u64 pair id
-    p, bu, value_of = _unit_ids(units, bk)
-    del units
-    p = p << np.uint64(bk)  # a new array: the unit column's buffer is not modified
-    p |= kid
-    del kid
-    if sums:  # rows sorted by pair id (stable), each pair's values summed in row order; the contributions
-        rows = pl.DataFrame({_PAIR: p, **values}).lazy().sort(_PAIR, maintain_order=True).collect()
-        srt = rows[_PAIR].to_numpy()
-        starts = _run_starts(srt)
-        pid = srt[starts]
-        raw = {v: f"__sparsedp_s{j}" for j, v in enumerate(vcols)}
-        totals_per_pair = pl.DataFrame({raw[v]: _pair_sums(rows[v], starts) for v in vcols})
-        del rows, srt
-        contrib = [c.to_numpy() for c in totals_per_pair.select(
-            [gridded(pl.col(raw[a.column]), a).alias(n) for a, n in zip(sums, names)]).get_columns()]
-    else:  # the distinct pairs, sorted
-        srt = pl.Series(_PAIR, p).sort().to_numpy()
-        pid = srt[_run_starts(srt)]
-        del srt
-        contrib = []
-    del p, values
-    # 4. numpy on the distinct pairs, sorted by (unit id, key id): each unit's pairs are one run
-    pk = (pid & np.uint64((1 << bk) - 1)).astype(np.int64)
-    pu = pid >> np.uint64(bk)
-    del pid
-    pairs_in = int(pk.size)
-    starts = _run_starts(pu)
-    deg = np.diff(starts, append=pairs_in)
-    units_in = int(starts.size)
-    upk = np.bincount(pk, minlength=n_keys).astype(np.int64)
-    dropped = np.zeros(n_keys, dtype=np.int64)
-    totals = [_key_sums(pk, c, n_keys) for c in contrib]
-    heavy_n = 0
+    # 4. numpy on the sorted pairs, per slice of whole units (each unit's pairs are one run), in threads
     order = keys.with_row_index(_ROW).sort(canonical_order(keys.schema, by))[_ROW].to_numpy()
+    pos = np.empty(n_keys, dtype=np.int64)
+    pos[order] = np.arange(n_keys, dtype=np.int64)
+    hk = None
     if l0 is not None:
-        heavy = deg > l0
-        heavy_n = int(heavy.sum())
-        if heavy_n:
-            if secret is None:
-                raise ValueError("bounding needs the per-release secret")
-            hidx = np.flatnonzero(np.repeat(heavy, deg))  # the heavy units' pairs (each unit's pairs in a run)
-            seg = np.repeat(np.arange(heavy_n, dtype=np.int64), deg[heavy])  # heavy unit index of each
-            hvals = value_of(pu[starts[heavy]])
-            hu = pl.DataFrame({unit: hvals}).select(canonical_expr(unit, hvals.dtype).hash(SEED_UNIT))[unit]
-            hk = keys.select(canonical_exprs(keys.schema, by)).select(fingerprint_exprs(unit, by)[1])["__hk"]
-            pos = np.empty(n_keys, dtype=np.int64)
-            pos[order] = np.arange(n_keys, dtype=np.int64)
-            k = pk[hidx]
-            rank = prf_ranks(hu.to_numpy(), hk.to_numpy(), secret, seg, k)
-            keep = keep_smallest(seg, rank, pos[k], l0, heavy_n)
-            gone = hidx[~keep]
-            dropped = np.bincount(pk[gone], minlength=n_keys).astype(np.int64)
-            for t, c in zip(totals, contrib):
-                t -= _key_sums(pk[gone], c[gone], n_keys)
+        hk = keys.select(canonical_exprs(keys.schema, by)).select(fingerprint_exprs(unit, by)[1])["__hk"].to_numpy()
+    ctx = _Context(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=hk, pos=pos, unit=unit, value_of=value_of,
+                   sums=tuple(sums), names=tuple(names))
+    res = _map_parts(ctx, srt, vals, chunks)
+    del srt, vals
+    upk, dropped, totals, heavy_n = res.upk, res.dropped, res.totals, res.heavy
     kc = keys[order] if n_keys else keys
     kc = kc.with_columns(pl.Series(COUNT, (upk - dropped)[order], dtype=pl.Int64),
                          *[pl.Series(n, t[order], dtype=pl.Int64) for n, t in zip(names, totals)])
-    return RawCounts(rows_in=n_rows, units_in=units_in, pairs_in=pairs_in,
+    return RawCounts(rows_in=n_rows, units_in=res.units, pairs_in=res.pairs,
                      units_over_l0=heavy_n if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
                      pairs_dropped_l0=int(dropped.sum()))
+
+
+def _sorted_pairs(p: Any, values: dict) -> tuple[np.ndarray, dict]:
+    """``(srt, vals)``: the pair ids sorted (count only: ``Series.sort``, multi-threaded; with values: the rows
+    sorted by pair id, stable, so a pair's rows stay in input order) and the value Series in that order."""
+    import polars as pl
+
+    if not values:
+        return p.sort().to_numpy(), {}  # Polars' memory, read only
+    rows = pl.DataFrame([p, *values.values()]).lazy().sort(_PAIR, maintain_order=True).collect()
+    return rows[_PAIR].to_numpy(), {v: rows[v] for v in values}
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every slice of the pairs needs: the key bits, the bound, the secret, the key fingerprints ``hk``
+    and canonical positions ``pos`` (both indexed by key id), ``value_of`` (unit ids → unit values), and the
+    Sum/Mean aggregates with their grid column names."""
+
+    bk: int
+    n_keys: int
+    l0: int | None
+    secret: bytes | None
+    hk: np.ndarray | None
+    pos: np.ndarray
+    unit: str
+    value_of: Callable[[np.ndarray], Any]
+    sums: tuple = ()
+    names: tuple = ()
+
+
+@dataclass
+class _Part:
+    """Per-key counts (``upk``: distinct units per key, ``dropped``: pairs the bound removed), per-key grid sums
+    of the kept pairs, and the numbers of units, distinct pairs and units over ``l0`` of some slices."""
+
+    upk: np.ndarray
+    dropped: np.ndarray
+    totals: list
+    units: int
+    pairs: int
+    heavy: int
+
+    def add(self, o: "_Part") -> "_Part":
+        """Add ``o`` in place (integer additions: exact, the order of the slices does not matter)."""
+        self.upk += o.upk
+        self.dropped += o.dropped
+        for t, u in zip(self.totals, o.totals):
+            t += u
+        self.units, self.pairs, self.heavy = self.units + o.units, self.pairs + o.pairs, self.heavy + o.heavy
+        return self
+
+
+def _parts(srt: np.ndarray, bk: int, n_parts: int) -> list[tuple[int, int]]:
+    """Split the sorted pair ids ``srt`` into at most ``n_parts`` slices of about equal size, each cut at the
+    first pair of a unit (a unit's pairs are never split: the ℓ0 choice is per unit)."""
+    n = srt.size
+    cuts = {0, n}
+    for j in range(1, max(1, n_parts)):
+        u = srt[n * j // n_parts] >> np.uint64(bk)
+        cuts.add(int(np.searchsorted(srt, u << np.uint64(bk), side="left")))
+    c = sorted(cuts)
+    return [(a, b) for a, b in zip(c[:-1], c[1:]) if b > a] or [(0, n)]
+
+
+def _map_parts(ctx: _Context, srt: np.ndarray, vals: dict, chunks: int | None) -> _Part:
+    """:func:`_bound_slice` on slices of whole units of the sorted rows (about :func:`_block_size` rows each,
+    or ``chunks`` slices), taken one after the other by the threads of a pool (numpy's ufuncs, sorts and
+    gathers on large buffers, Polars and the AES release the GIL), each thread adding up its slices'
+    results. Every slice is exact on its own units and the results are integers, so the sum does not
+    depend on the split. Slices keep the temporaries small: on the machine this was measured on, fresh
+    memory (first-touch page faults) cost more than the arithmetic on it."""
+    n = int(srt.size)
+    slices = _parts(srt, ctx.bk, chunks if chunks is not None else -(-n // _block_size(ctx.n_keys)))
+    queue = iter(slices)
+    lock = threading.Lock()
+
+    def run(_: int) -> _Part | None:  # each thread takes the next slice until none is left
+        acc = None
+        while True:
+            with lock:
+                ab = next(queue, None)
+            if ab is None:
+                return acc
+            a, b = ab
+            part = _bound_slice(ctx, srt[a:b], {v: s.slice(a, b - a) for v, s in vals.items()})
+            acc = part if acc is None else acc.add(part)
+
+    parts = [q for q in _in_threads(run, list(range(min(_threads(), len(slices))))) if q is not None]
+    return functools.reduce(_Part.add, parts[1:], parts[0])
+
+
+def _bound_slice(ctx: _Context, srt: np.ndarray, vals: dict) -> _Part:
+    """The ℓ0 choice on a slice of whole units of the sorted pair ids ``srt`` (repeated pairs adjacent; with
+    sums, ``vals``: the rows' value Series in the same order). The distinct pairs are the run starts; each
+    pair's Float64 sums of values in row order (:func:`_pair_sums`) become its Int64 grid contributions
+    (:func:`~sparsedp.engines.aggregate_exprs.gridded`); each unit's pairs are one run, so keys per unit are
+    run lengths; distinct units per key is a ``bincount``; only the pairs of units over ``l0`` are ranked:
+    fingerprints of those units, AES ranks (:func:`~sparsedp.engines.bounding.prf_ranks`) and
+    :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position as tie-break."""
+    import polars as pl
+
+    from .aggregate_exprs import gridded
+
+    n_keys = ctx.n_keys
+    first = _run_starts(srt)
+    pid = srt[first]
+    contrib = []
+    if ctx.sums:
+        raw = {v: f"__sparsedp_s{j}" for j, v in enumerate(vals)}
+        per_pair = pl.DataFrame({raw[v]: _pair_sums(s, first) for v, s in vals.items()})
+        contrib = [c.to_numpy() for c in per_pair.select(
+            [gridded(pl.col(raw[a.column]), a).alias(n) for a, n in zip(ctx.sums, ctx.names)]).get_columns()]
+    pu = pid >> np.uint64(ctx.bk)
+    pk = np.bitwise_and(pid, np.uint64((1 << ctx.bk) - 1)).view(np.int64)
+    pairs = int(pk.size)
+    starts = _run_starts(pu)
+    deg = np.diff(starts, append=pairs)
+    upk = np.bincount(pk, minlength=n_keys).astype(np.int64, copy=False)
+    dropped = np.zeros(n_keys, dtype=np.int64)
+    totals = [_key_sums(pk, c, n_keys) for c in contrib]
+    heavy_n = 0
+    if ctx.l0 is not None:
+        heavy = deg > ctx.l0
+        hs = starts[heavy]
+        heavy_n = int(hs.size)
+        if heavy_n:
+            if ctx.secret is None or ctx.hk is None:
+                raise ValueError("bounding needs the per-release secret")
+            hidx, seg = _run_index(hs, deg[heavy])  # the heavy units' pairs, and the heavy unit index of each
+            hvals = ctx.value_of(pu[hs])
+            hu = pl.DataFrame({ctx.unit: hvals}).select(canonical_expr(ctx.unit, hvals.dtype).hash(SEED_UNIT))
+            k = pk[hidx]
+            rank = prf_ranks(hu[ctx.unit].to_numpy(), ctx.hk, ctx.secret, seg, k)
+            keep = keep_smallest(seg, rank, ctx.pos[k], ctx.l0, heavy_n)
+            gone = ~keep
+            dropped = np.bincount(k[gone], minlength=n_keys).astype(np.int64, copy=False)
+            for t, c in zip(totals, contrib):
+                t -= _key_sums(k[gone], c[hidx[gone]], n_keys)
+    return _Part(upk=upk, dropped=dropped, totals=totals, units=int(starts.size), pairs=pairs, heavy=heavy_n)
+
+
+def _block_size(n_keys: int) -> int:
+    """Rows per slice of :func:`_map_parts`: :data:`_BLOCK`, or more with many keys (each slice adds a
+    ``bincount`` of ``n_keys`` entries)."""
+    return max(_BLOCK, 2 * n_keys)
+
+
+def _run_index(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(index, run)``: the indices ``starts[i] … starts[i] + lengths[i] − 1`` of every run, concatenated, and
+    the run number ``i`` of each (``lengths`` >= 1), by cumulative sums (no ``np.repeat``)."""
+    total = int(lengths.sum())
+    ends = np.cumsum(lengths)[:-1]  # where runs 1, 2, … begin in the output
+    step = np.ones(total, dtype=np.int64)
+    step[0] = starts[0]
+    step[ends] = starts[1:] - (starts[:-1] + lengths[:-1]) + 1
+    index = np.cumsum(step)
+    run = np.zeros(total, dtype=np.int64)
+    run[ends] = 1
+    return index, np.cumsum(run)
 
 
 def _key_sums(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
