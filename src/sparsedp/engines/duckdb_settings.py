@@ -62,6 +62,18 @@ class DuckDBSettings:
             raise InvalidParameterError(f"temp_directory must be an existing directory; got "
                                         f"{os.fspath(self.temp_directory)!r}")
 
+    def limit_bytes(self) -> int | None:
+        """``memory_limit`` in bytes (KB, MB… are powers of 1000, KiB, MiB… of 1024, as in DuckDB); ``None``
+        when unset."""
+        if self.memory_limit is None:
+            return None
+        m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$", self.memory_limit)
+        assert m is not None  # checked in __post_init__
+        unit = m.group(2).upper()
+        scale = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+                 "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}[unit]
+        return int(float(m.group(1)) * scale)
+
     def spill_directory(self) -> str:
         """Create the private spill directory (the caller removes it)."""
         return tempfile.mkdtemp(prefix="sparsedp-duckdb-",
