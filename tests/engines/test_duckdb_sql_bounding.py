@@ -242,6 +242,7 @@ def test_heavy_pairs_in_batches_give_the_same_histogram(frame):
         ref = DuckDBEngine().histogram(frame, unit, by, 3, InsecureSeededRandom(SEED))
         eng = DuckDBEngine()
         eng.HEAVY_BATCH = 40
+        eng.PARALLEL_MIN = 0  # and ranked by several threads
         eng.plan_log = []
         got = eng.histogram(frame, unit, by, 3, InsecureSeededRandom(SEED))
         assert sum(sql.startswith("SELECT (__sparsedp_hi") for sql, _ in eng.plan_log) > 20
@@ -250,3 +251,28 @@ def test_heavy_pairs_in_batches_give_the_same_histogram(frame):
     assert DuckDBSettings(memory_limit=" 1.5 GiB").limit_bytes() == 3 * 2**29
     assert DuckDBSettings(memory_limit="512kb").limit_bytes() == 512_000
     assert DuckDBSettings().limit_bytes() is None
+
+
+def test_dropped_pairs_same_with_threads():
+    """The heavy pairs ranked by several threads (each a range of units) drop exactly the pairs one thread
+    drops, and those are each unit's pairs beyond its l0 smallest (rank, key index)."""
+    from sparsedp.engines.duckdb_engine import dropped_pairs
+
+    g = np.random.default_rng(3)
+    n_units, n_keys, l0 = 300, 50, 4
+    pairs = np.unique(np.stack([g.integers(0, n_units, 6000), g.integers(0, n_keys, 6000)]), axis=1)
+    pairs = pairs[:, g.permutation(pairs.shape[1])]  # DuckDB returns the pairs in any order
+    unit, ki = pairs[0].astype(np.int32), pairs[1].astype(np.int32)
+    hu = g.integers(0, 2**63, n_units).astype(np.uint64)
+    hk = g.integers(0, 2**63, n_keys).astype(np.uint64)
+    secret = bytes(range(32))
+    one = np.sort(dropped_pairs(unit, ki, hu, hk, secret, l0, 1))
+    rank = prf_ranks(hu[unit], hk[ki], secret)
+    expect = []
+    for u in range(n_units):
+        mine = np.flatnonzero(unit == u)
+        order = sorted(mine, key=lambda i: (int(rank[i]), int(ki[i])))
+        expect += order[l0:]
+    assert one.tolist() == sorted(expect) and len(expect) > 1000
+    for w in (2, 3, 8):
+        assert np.sort(dropped_pairs(unit, ki, hu, hk, secret, l0, w)).tolist() == one.tolist()

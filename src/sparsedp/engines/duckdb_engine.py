@@ -267,6 +267,38 @@ def heavy_batches(degrees: Any, budget: int) -> list[tuple[int, int]]:
     return out
 
 
+def dropped_pairs(g: Any, ki: Any, hu: Any, hk: Any, secret: bytes, l0: int, workers: int = 1) -> Any:
+    """Positions of the pairs ``(g[i], ki[i])`` that the ℓ0 choice drops: unit ``g`` (``0 … len(hu)-1``, each
+    with at least one pair) keeps its ``l0`` pairs of smallest ``(prf_ranks(hu[g], hk[ki]), ki)``
+    (:func:`~sparsedp.engines.bounding.prf_ranks`, :func:`~sparsedp.engines.bounding.keep_smallest`; ``ki`` is
+    the canonical key position, hence the canonical tie-break). With ``workers > 1`` the units are cut into
+    that many ranges, each ranked and cut by its own thread (the AES and numpy's sort release the GIL); each
+    unit's choice is its own, so the result is the same."""
+    import numpy as np
+
+    from .bounding import keep_smallest, prf_ranks
+
+    n_units = len(hu)
+
+    def part(a: int, b: int) -> Any:
+        if workers == 1:
+            idx, gg, kk = None, g, ki
+        else:
+            idx = np.flatnonzero((g >= a) & (g < b))
+            gg, kk = g[idx] - a, ki[idx]
+        gone = np.flatnonzero(~keep_smallest(gg, prf_ranks(hu[a:b], hk, secret, gg, kk), kk, l0, b - a))
+        return gone if idx is None else idx[gone]
+
+    cuts = [(n_units * i // workers, n_units * (i + 1) // workers) for i in range(workers)]
+    cuts = [(a, b) for a, b in cuts if a < b]
+    if len(cuts) <= 1:
+        return part(0, n_units) if workers == 1 else part(*cuts[0]) if cuts else np.zeros(0, dtype=np.int64)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(cuts)) as ex:
+        return np.concatenate(list(ex.map(lambda ab: part(*ab), cuts)))
+
+
 class DuckDBEngine(EmbeddedEngine):
     """Bounded histograms computed by DuckDB (the ℓ0 choice in SQL; see the module docstring)."""
 
@@ -554,6 +586,8 @@ class DuckDBEngine(EmbeddedEngine):
 
     #: heavy pairs read out of DuckDB and ranked per batch (about 50 bytes each in the process at once)
     HEAVY_BATCH = 1 << 25
+    #: a batch of at least this many heavy pairs is ranked by several threads (:func:`dropped_pairs`)
+    PARALLEL_MIN = 1 << 16
 
     def _drop_heavy(self, con: Any, tp: str, td: str, th: str, fp: str, l0: int, hk: Any, secret: bytes,
                     counts: Any, grids: list) -> None:
@@ -580,17 +614,16 @@ class DuckDBEngine(EmbeddedEngine):
         limit = self.settings.limit_bytes()
         if limit is not None:
             budget = max(1 << 16, min(budget, limit // 64))
+        workers = max(1, min(8, self.settings.threads or os.cpu_count() or 1))
         for lo, hi in heavy_batches(deg, budget):
             t = self._run(con, heavy_pairs_sql(tp, th, lo, hi, len(grids)), fetch=True)
-            g = t.column(_HI).to_numpy()
             ki = t.column(_KI).to_numpy()
-            rank = prf_ranks(hu[lo:hi], hk, secret, g, ki)
-            drop = ~keep_smallest(g, rank, ki, l0, hi - lo)
-            del rank, g
-            kd = ki[drop]
+            w = workers if ki.size >= self.PARALLEL_MIN else 1
+            gone = dropped_pairs(t.column(_HI).to_numpy(), ki, hu[lo:hi], hk, secret, l0, w)
+            kd = ki[gone]
             counts -= np.bincount(kd, minlength=counts.size)
             for j, gr in enumerate(grids):
-                np.subtract.at(gr, kd, t.column(_acol(j)).to_numpy()[drop])
+                np.subtract.at(gr, kd, t.column(_acol(j)).to_numpy()[gone])
 
     def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: list[str], candidates: Any) -> Any:
         """In DuckDB: the histogram of distinct keys per unit (:meth:`Engine.keys_per_unit_counts`), with the
