@@ -276,3 +276,24 @@ def test_dropped_pairs_same_with_threads():
     assert one.tolist() == sorted(expect) and len(expect) > 1000
     for w in (2, 3, 8):
         assert np.sort(dropped_pairs(unit, ki, hu, hk, secret, l0, w)).tolist() == one.tolist()
+
+
+def test_file_release_does_not_import_pandas(tmp_path):
+    """A fresh process releasing a Parquet file on the DuckDB engine never imports pandas (pyarrow's
+    ``pa.array(numpy)`` and ``to_numpy`` do: about 0.4 s of CPU, a fixed cost of every release)."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "x.parquet"
+    pl.DataFrame({"u": list(range(300)) * 4, "k": [f"k{i % 7}" for i in range(1200)]}).write_parquet(path)
+    code = ("import sys, sparsedp as sd\n"
+            f"r = sd.release({str(path)!r}, 'u', 'k', epsilon=1.0, delta=1e-6, max_groups_per_unit=3, "
+            "engine='duckdb')\n"
+            "assert r.curator.bounding.pairs_dropped_l0 > 0\n"
+            "print('pandas' in sys.modules)\n")
+    env = dict(os.environ)
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+    env["PYTHONPATH"] = os.path.abspath(src) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"

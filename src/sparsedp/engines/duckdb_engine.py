@@ -60,7 +60,7 @@ from typing import Any, Iterator, Sequence
 
 from ..errors import InputDataError
 from . import sources
-from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows, nan_key_error
+from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows, nan_key_error, numpy_to_arrow
 from .bounding import COUNT, canonical_order, draw_bounding_secret
 
 
@@ -267,6 +267,16 @@ def heavy_batches(degrees: Any, budget: int) -> list[tuple[int, int]]:
     return out
 
 
+def _numpy_columns(t: Any) -> dict:
+    """An Arrow table's (null-free, numeric) columns as numpy arrays, through Polars (pyarrow's own
+    ``to_numpy`` imports pandas: about 0.4 s of CPU in a fresh process)."""
+    import polars as pl
+
+    df = pl.from_arrow(t)
+    assert isinstance(df, pl.DataFrame)
+    return {c: df[c].to_numpy() for c in df.columns}
+
+
 def dropped_pairs(g: Any, ki: Any, hu: Any, hk: Any, secret: bytes, l0: int, workers: int = 1) -> Any:
     """Positions of the pairs ``(g[i], ki[i])`` that the ℓ0 choice drops: unit ``g`` (``0 … len(hu)-1``, each
     with at least one pair) keeps its ``l0`` pairs of smallest ``(prf_ranks(hu[g], hk[ki]), ki)``
@@ -459,7 +469,6 @@ class DuckDBEngine(EmbeddedEngine):
         import polars as pl
 
         import numpy as np
-        import pyarrow as pa
 
         from .bounding import canonical_exprs, fingerprint_exprs
         from .duckdb_udfs import bounding_objects, drop_tables
@@ -532,7 +541,7 @@ class DuckDBEngine(EmbeddedEngine):
             with bounding_objects(con, privacy_unit, "VARCHAR" if unit_type.id == "enum" else unit_type) as (
                     fp, view, tag):
                 # registered in DuckDB's order (a sorted build side made the join fail to spill under a memory limit)
-                con.register(view, keys.append_column(_KI, pa.array(pos)))
+                con.register(view, keys.append_column(_KI, numpy_to_arrow(pos)))
                 # every key has at least one pair: the passes' key indices cover 0 … n_keys-1 together
                 counts = np.zeros(n_keys, dtype=np.int64)
                 grids = [np.zeros(n_keys, dtype=np.int64) for _ in grid_names]
@@ -602,28 +611,27 @@ class DuckDBEngine(EmbeddedEngine):
         from .bounding import keep_smallest, prf_ranks
 
         self._run(con, f"CREATE TEMP TABLE {th} AS {heavy_units_sql(td, l0, fp)}")
-        hu_t = self._run(con, f"SELECT {_HI}, {_D}, {_HU} FROM {th}", fetch=True)
-        nh = hu_t.num_rows
-        at = hu_t.column(_HI).to_numpy()
+        hu_t = _numpy_columns(self._run(con, f"SELECT {_HI}, {_D}, {_HU} FROM {th}", fetch=True))
+        nh = hu_t[_HI].size
         hu = np.empty(nh, dtype=np.uint64)
         deg = np.empty(nh, dtype=np.int64)
-        hu[at] = hu_t.column(_HU).to_numpy()
-        deg[at] = hu_t.column(_D).to_numpy()
-        del hu_t, at
+        hu[hu_t[_HI]] = hu_t[_HU]
+        deg[hu_t[_HI]] = hu_t[_D]
+        del hu_t
         budget = self.HEAVY_BATCH
         limit = self.settings.limit_bytes()
         if limit is not None:
             budget = max(1 << 16, min(budget, limit // 64))
         workers = max(1, min(8, self.settings.threads or os.cpu_count() or 1))
         for lo, hi in heavy_batches(deg, budget):
-            t = self._run(con, heavy_pairs_sql(tp, th, lo, hi, len(grids)), fetch=True)
-            ki = t.column(_KI).to_numpy()
+            t = _numpy_columns(self._run(con, heavy_pairs_sql(tp, th, lo, hi, len(grids)), fetch=True))
+            ki = t[_KI]
             w = workers if ki.size >= self.PARALLEL_MIN else 1
-            gone = dropped_pairs(t.column(_HI).to_numpy(), ki, hu[lo:hi], hk, secret, l0, w)
+            gone = dropped_pairs(t[_HI], ki, hu[lo:hi], hk, secret, l0, w)
             kd = ki[gone]
             counts -= np.bincount(kd, minlength=counts.size)
             for j, gr in enumerate(grids):
-                np.subtract.at(gr, kd, t.column(_acol(j)).to_numpy()[gone])
+                np.subtract.at(gr, kd, t[_acol(j)][gone])
 
     def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: list[str], candidates: Any) -> Any:
         """In DuckDB: the histogram of distinct keys per unit (:meth:`Engine.keys_per_unit_counts`), with the
