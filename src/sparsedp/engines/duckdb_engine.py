@@ -593,7 +593,9 @@ class DuckDBEngine(EmbeddedEngine):
             con.execute(sql)
         return None
 
-    #: heavy pairs read out of DuckDB and ranked per batch (about 50 bytes each in the process at once)
+    #: heavy pairs read out of DuckDB and ranked per batch (about 60 bytes each in the process at once, plus 8
+    #: per SUM/MEAN column; under a ``memory_limit`` at most a 256th of it: the batch then takes about a
+    #: quarter of the limit beside DuckDB's own memory)
     HEAVY_BATCH = 1 << 25
     #: a batch of at least this many heavy pairs is ranked by several threads (:func:`dropped_pairs`)
     PARALLEL_MIN = 1 << 16
@@ -602,7 +604,7 @@ class DuckDBEngine(EmbeddedEngine):
                     counts: Any, grids: list) -> None:
         """Step 3 of the module docstring for one pass: the heavy units (``{td}`` rows with ``d > l0``) get a
         dense index and their fingerprint (table ``th``); their pairs are read out in batches of whole units
-        (:func:`heavy_batches`, at most :attr:`HEAVY_BATCH` pairs or a 64th of ``memory_limit`` in bytes),
+        (:func:`heavy_batches`, at most :attr:`HEAVY_BATCH` pairs, or a 256th of ``memory_limit`` in bytes),
         ranked with :func:`~sparsedp.engines.bounding.prf_ranks` and cut to each unit's ``l0`` smallest
         ``(rank, key index)`` by :func:`~sparsedp.engines.bounding.keep_smallest` (the Polars engine's code);
         the dropped pairs are subtracted from ``counts`` (and their contributions from ``grids``) by key index."""
@@ -621,7 +623,7 @@ class DuckDBEngine(EmbeddedEngine):
         budget = self.HEAVY_BATCH
         limit = self.settings.limit_bytes()
         if limit is not None:
-            budget = max(1 << 16, min(budget, limit // 64))
+            budget = max(1 << 16, min(budget, limit // 256))
         workers = max(1, min(8, self.settings.threads or os.cpu_count() or 1))
         for lo, hi in heavy_batches(deg, budget):
             t = _numpy_columns(self._run(con, heavy_pairs_sql(tp, th, lo, hi, len(grids)), fetch=True))

@@ -1,12 +1,14 @@
 """Connection settings of the DuckDB engine for inputs larger than memory (issue 19).
 
-The DuckDB engine runs the bounded histogram with DuckDB's out-of-core operators: its hash aggregates, joins
-and window sort spill to a temporary directory when their state passes ``memory_limit``. On a connection the
+The DuckDB engine runs the bounded histogram with DuckDB's out-of-core operators: its hash aggregates, joins,
+and temporary tables spill to a temporary directory when their state passes ``memory_limit``. On a connection the
 engine opens itself (a file or frame input with no ``connection=``) it sets:
 
 - ``memory_limit``: DuckDB's buffer-manager limit (DuckDB's default is 80 % of the machine's RAM). Set it when
-  the process must stay under a budget: the limit covers DuckDB's buffers, not the Python process, the Arrow
-  result or the ranking UDF's batches (``"6.5GB"`` gave a peak RSS of 6.94 GiB on 3·10^8 rows:
+  the process must stay under a budget: the limit covers DuckDB's buffers, not the Python process or the
+  Arrow results; the heavy units' pairs ranked in the process are read in batches of at most a 256th of the
+  limit in pairs (about a quarter of it in bytes; :attr:`~sparsedp.engines.duckdb_engine.DuckDBEngine.HEAVY_BATCH`).
+  Before session 4 of issue 19 (ranking in DuckDB) ``"6.5GB"`` gave a peak RSS of 6.94 GiB on 3·10^8 rows (
   ``docs/engines_speed.md``, "Session 3 -- 10^9 rows"). Spilling does not make the need vanish: DuckDB's
   out-of-core ``DISTINCT`` still holds memory growing with the number of distinct (unit, key) pairs (measured
   7–17 bytes per pair); below that the query stops with DuckDB's "Out of Memory Error".
