@@ -602,15 +602,14 @@ class DuckDBEngine(EmbeddedEngine):
 
     def _drop_heavy(self, con: Any, tp: str, td: str, th: str, fp: str, l0: int, hk: Any, secret: bytes,
                     counts: Any, grids: list) -> None:
-        """Step 3 of the module docstring for one pass: the heavy units (``{td}`` rows with ``d > l0``) get a
+        """Step 3 of the module docstring for one pass: the heavy units (rows of ``td`` with ``d > l0``) get a
         dense index and their fingerprint (table ``th``); their pairs are read out in batches of whole units
         (:func:`heavy_batches`, at most :attr:`HEAVY_BATCH` pairs, or a 256th of ``memory_limit`` in bytes),
-        ranked with :func:`~sparsedp.engines.bounding.prf_ranks` and cut to each unit's ``l0`` smallest
-        ``(rank, key index)`` by :func:`~sparsedp.engines.bounding.keep_smallest` (the Polars engine's code);
-        the dropped pairs are subtracted from ``counts`` (and their contributions from ``grids``) by key index."""
+        ranked and cut to each unit's ``l0`` smallest ``(rank, key index)`` by :func:`dropped_pairs` (the
+        Polars engine's :func:`~sparsedp.engines.bounding.prf_ranks` and
+        :func:`~sparsedp.engines.bounding.keep_smallest`, on several threads); the dropped pairs are subtracted
+        from ``counts`` (and their contributions from ``grids``) by key index."""
         import numpy as np
-
-        from .bounding import keep_smallest, prf_ranks
 
         self._run(con, f"CREATE TEMP TABLE {th} AS {heavy_units_sql(td, l0, fp)}")
         hu_t = _numpy_columns(self._run(con, f"SELECT {_HI}, {_D}, {_HU} FROM {th}", fetch=True))
