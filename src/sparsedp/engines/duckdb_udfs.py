@@ -1,24 +1,20 @@
-"""The vectorised DuckDB Python UDF (over Arrow) of the ℓ0 choice of :mod:`sparsedp.engines.bounding`, and the
-names of the engine's temporary objects.
+"""The unit and key fingerprints of the ℓ0 choice of :mod:`sparsedp.engines.bounding` on Arrow arrays from
+DuckDB, and the names and clean-up of the DuckDB engine's temporary objects.
 
-One scalar function, registered on a connection for one release and removed afterwards
-(:func:`bounding_objects`): ``fingerprint(unit)`` → ``h_u``, Polars' ``hash`` with the fixed public seed
-:data:`~sparsedp.engines.bounding.SEED_UNIT` of the *canonicalised* value
-(:func:`~sparsedp.engines.bounding.canonical_exprs`), computed by Polars on each Arrow batch DuckDB hands over —
-literally the expression the Polars engine evaluates (:func:`~sparsedp.engines.bounding.fingerprint_exprs`), so
-the fingerprints are equal whichever engine computes them (canonicalisation makes them independent of the Arrow
-types DuckDB exports: Int32 vs Int64, string views vs strings, a time zone vs UTC). The engine applies it to the
-units over ``l0`` only; the key fingerprints ``h_k`` are computed once by the engine on the distinct keys
-(:func:`fingerprint_batch` is the same function for both).
+:func:`fingerprint_batch`: Polars' ``hash`` with a fixed public seed (:data:`~sparsedp.engines.bounding.SEED_UNIT`
+for units, :data:`~sparsedp.engines.bounding.SEED_KEY` for keys) of the *canonicalised* values
+(:func:`~sparsedp.engines.bounding.canonical_exprs`) — literally the expression the Polars engine evaluates
+(:func:`~sparsedp.engines.bounding.fingerprint_exprs`), so the fingerprints are equal whichever engine computes
+them (canonicalisation makes them independent of the Arrow types DuckDB exports: Int32 vs Int64, string views
+vs strings, a time zone vs UTC). The engine applies it once to the distinct keys and once per pass to the
+units over ``l0`` (read out of DuckDB in index order).
 
-The keyed rank ``AES-256_{K'}(h_u ‖ h_k)`` is **not** a DuckDB function: the engine reads the heavy units'
-pairs out of DuckDB in large batches and ranks them in numpy with
-:func:`~sparsedp.engines.bounding.prf_ranks` (issue 19, session 4: a rank UDF cost DuckDB an Arrow conversion
-and a GIL hand-over per 2 048-row batch, more than the AES itself). So the secret ``K`` never enters DuckDB: not
-its SQL text, its plans, its catalog or its function closures.
-
-DuckDB calls the fingerprint on batches of up to 2 048 rows from its own worker threads (holding the GIL while
-Python runs); it is a pure function of its argument, so any batching or order gives the same values.
+Nothing is registered as a DuckDB function any more (issue 19, session 4): session 3's Arrow UDFs (the unit
+fingerprint, and the keyed rank whose closure held the secret) were called by DuckDB on small batches, each
+paying an Arrow conversion and a GIL hand-over, more than the work itself. The keyed rank
+``AES-256_{K'}(h_u ‖ h_k)`` is computed in the process on the heavy units' pairs read out of DuckDB
+(:func:`~sparsedp.engines.duckdb_engine.dropped_pairs`), so the secret ``K`` never enters DuckDB: not its SQL
+text, its plans, its catalog or any function.
 """
 
 from __future__ import annotations
@@ -27,7 +23,7 @@ import secrets
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from .bounding import SEED_UNIT, canonical_exprs
+from .bounding import canonical_exprs
 
 
 def fingerprint_batch(names: list[str], arrays: tuple, seed: int):
@@ -43,32 +39,18 @@ def fingerprint_batch(names: list[str], arrays: tuple, seed: int):
 
 
 @contextmanager
-def bounding_objects(con: Any, unit: str, unit_type: Any) -> Iterator[tuple[str, str, str]]:
-    """Register the unit fingerprint on ``con`` under a fresh random name for the duration of the block and
-    yield ``(fingerprint function name, key table name, tag)``; the caller registers its key table (the distinct
-    keys and their index) under the yielded name, and names its temporary tables ``__sparsedp_*_{tag}``: the
-    function, the key table and every temporary table of that form are removed afterwards.
-
-    ``unit_type``: the DuckDB type of the unit as the query passes it.
-    """
+def bounding_objects(con: Any) -> Iterator[tuple[str, str]]:
+    """Yield ``(key table name, tag)`` for one release on ``con``: the caller registers its key table (the
+    distinct keys and their index) under that name and names its temporary tables ``__sparsedp_*_{tag}``;
+    the key table and every temporary table of that form are removed afterwards, whatever happens."""
     tag = secrets.token_hex(8)
-    name = f"__sparsedp_hu_{tag}"
     view = f"__sparsedp_keys_{tag}"
-    registered = False
     try:
-        con.create_function(name, lambda u: fingerprint_batch([unit], (u,), SEED_UNIT), [unit_type],
-                            "UBIGINT", type="arrow")
-        registered = True
-        yield name, view, tag
+        yield view, tag
     finally:
-        if registered:
-            try:
-                con.remove_function(name)
-            except Exception:  # the connection may already be closed
-                pass
         try:
             con.unregister(view)
-        except Exception:
+        except Exception:  # the connection may already be closed
             pass
         drop_tables(con, tag)
 
