@@ -14,7 +14,7 @@ import pytest
 from sparsedp.engines import draw_bounding_secret, get_engine, select_pairs
 from sparsedp.engines.bounding import SEED_KEY, SEED_UNIT, _TAG, canonical_exprs, fingerprint_exprs, prf_ranks
 from sparsedp.engines.duckdb_engine import DuckDBEngine
-from sparsedp.engines.duckdb_udfs import fingerprint_batch, rank_by_index_batch
+from sparsedp.engines.duckdb_udfs import fingerprint_batch
 from sparsedp.errors import InputDataError
 from sparsedp.noise import InsecureSeededRandom
 
@@ -117,16 +117,20 @@ def test_secret_never_in_sql_or_plan(frame):
     eng.plan_log = []
     bh = eng.histogram(frame, "u64", ["q", "c"], 3, InsecureSeededRandom(SEED))
     assert bh.stats.pairs_dropped_l0 > 0
-    assert len(eng.plan_log) == 1
-    sql, plan = eng.plan_log[0]
-    assert "__sparsedp_rank_" in sql and "__sparsedp" in plan and "WINDOW" in plan.upper()
+    # every statement after the draw is logged: the pairs, degrees, key totals, statistics, heavy units (read
+    # out and fingerprinted in the process) and their pairs (read out and ranked in numpy, outside DuckDB)
+    sqls = [sql for sql, _ in eng.plan_log]
+    assert len(sqls) == 7 and sqls[0].startswith("CREATE TEMP TABLE __sparsedp_p_")
+    assert sqls[-1].startswith("SELECT (__sparsedp_hi")
+    assert all("__sparsedp" in plan for _, plan in eng.plan_log)
     words = np.frombuffer(secret, dtype="<u8")
     needles = [secret.hex(), secret.hex().upper(), repr(secret), str(list(secret)), derived.hex(),
                derived.hex().upper(), *[str(int(w)) for w in words], *[str(int(w) - 2**64) for w in words]]
-    for text in (sql, plan):
-        for needle in needles:
-            assert needle not in text
-        assert secret.decode("latin-1") not in text
+    for sql, plan in eng.plan_log:
+        for text in (sql, plan):
+            for needle in needles:
+                assert needle not in text
+            assert secret.decode("latin-1") not in text
 
 
 class _NoDraws:
@@ -156,7 +160,7 @@ def test_empty_input_refused_before_any_draw(tmp_path):
 
 def test_udfs_match_the_polars_definitions(frame):
     """The UDF fingerprints equal Polars' on the user's frame whatever Arrow types DuckDB hands over
-    (Int32 vs Int64, string views, dictionary, time zones), and the rank UDF is prf_ranks."""
+    (Int32 vs Int64, string views, dictionary, time zones)."""
     for unit, by in CASES:
         canon = frame.select(canonical_exprs(frame.schema, [unit] + by))
         hu_ref, hk_ref = (canon.select(e).to_series().to_numpy() for e in fingerprint_exprs(unit, by))
@@ -169,12 +173,6 @@ def test_udfs_match_the_polars_definitions(frame):
     assert (fingerprint_batch(["u32"], (pa.array(frame["u32"].to_numpy()).cast(pa.int64()),), SEED_UNIT)
             .to_numpy() == fingerprint_batch(["u32"], (pa.array(frame["u32"].to_numpy()),), SEED_UNIT)
             .to_numpy()).all()
-    secret = bytes(range(32))
-    b = np.array([5, 0, 2**63], dtype=np.uint64)
-    ki = np.array([2, 0, 1, 2], dtype=np.int32)  # rank(h_u, key index) = prf_ranks(h_u, h_k[key index])
-    u4 = np.array([1, 2**64 - 1, 7, 9], dtype=np.uint64)
-    assert (rank_by_index_batch(pa.array(u4), pa.array(ki), b, secret).to_numpy().tolist()
-            == prf_ranks(u4, b[ki], secret).tolist())
     assert t64.type == pa.int64()
 
 
@@ -190,20 +188,112 @@ def test_bounding_under_a_small_memory_limit_spills(tmp_path):
     df = pl.DataFrame({"u": g.integers(0, 100_000, n), "k": g.integers(0, 400_000, n)}).select(
         "u", q=pl.format("key-{}-padding-padding", "k"))
     ref = get_engine("polars").histogram(df, "u", ["q"], 5, InsecureSeededRandom(SEED))
+    systems: list[dict] = []
+
+    class Profiled(DuckDBEngine):
+        """Keeps the profile's system figures of every statement (the output file holds the last one only)."""
+
+        def _run(self, con, sql, fetch=False, src=None):
+            out = super()._run(con, sql, fetch, src)
+            systems.append(json.loads(prof.read_text())["system"])
+            return out
+
     got = None
     for mb in (50, 64, 96):
+        systems.clear()
         prof = tmp_path / f"profile{mb}.json"
         con = duckdb.connect(config={"temp_directory": str(tmp_path / f"spill{mb}"), "memory_limit": f"{mb}MB",
                                      "threads": 2, "preserve_insertion_order": False})
         con.execute("PRAGMA enable_profiling='json'")
         con.execute(f"PRAGMA profiling_output='{prof}'")
         try:
-            got = DuckDBEngine(con).histogram(df.to_arrow(), "u", ["q"], 5, InsecureSeededRandom(SEED))
+            got = Profiled(con).histogram(df.to_arrow(), "u", ["q"], 5, InsecureSeededRandom(SEED))
         except InputDataError as e:
             assert "Out of Memory" in str(e)
             continue
         break
     assert got is not None, "no small memory limit completed"
-    system = json.loads(prof.read_text())["system"]  # profile of the last statement: the bounding query
-    assert system["peak_temp_dir_size"] > 0 and system["peak_buffer_memory"] <= mb * 2**20
+    assert len(systems) == 7  # the bounding statements (pairs, degrees, totals, statistics, heavy units, pairs)
+    assert max(s["peak_temp_dir_size"] for s in systems) > 0
+    assert max(s["peak_buffer_memory"] for s in systems) <= mb * 2**20
     assert got.stats == ref.stats and _hist(got).equals(_hist(ref))
+
+
+def test_heavy_batches_cover_the_units_in_order_within_the_budget():
+    from sparsedp.engines.duckdb_engine import heavy_batches
+
+    deg = np.array([11, 12, 30, 11, 11, 11, 50, 11])
+    got = heavy_batches(deg, 25)
+    assert got == [(0, 2), (2, 3), (3, 5), (5, 6), (6, 7), (7, 8)]  # 23, 30 (alone), 22, 11, 50 (alone), 11
+    assert heavy_batches(deg, 10**6) == [(0, 8)]
+    assert heavy_batches(deg[:0], 5) == []
+    for budget in (1, 12, 23, 24, 60, 200):
+        b = heavy_batches(deg, budget)
+        assert [lo for lo, _ in b] == [0] + [hi for _, hi in b[:-1]] and b[-1][1] == deg.size
+        assert all(deg[lo:hi].sum() <= budget or hi - lo == 1 for lo, hi in b)
+
+
+def test_heavy_pairs_in_batches_give_the_same_histogram(frame):
+    """The heavy units' pairs leave DuckDB in batches of whole units (a budget of pairs each, smaller under a
+    memory limit): any batching gives the one-batch histogram, for every unit and key shape."""
+    from sparsedp.engines.duckdb_settings import DuckDBSettings
+
+    for unit, by in CASES[:4]:
+        ref = DuckDBEngine().histogram(frame, unit, by, 3, InsecureSeededRandom(SEED))
+        eng = DuckDBEngine()
+        eng.HEAVY_BATCH = 40
+        eng.PARALLEL_MIN = 0  # and ranked by several threads
+        eng.plan_log = []
+        got = eng.histogram(frame, unit, by, 3, InsecureSeededRandom(SEED))
+        assert sum(sql.startswith("SELECT (__sparsedp_hi") for sql, _ in eng.plan_log) > 20
+        assert got.stats == ref.stats and _hist(got).equals(_hist(ref))
+    assert DuckDBSettings(memory_limit="6GB").limit_bytes() == 6 * 10**9
+    assert DuckDBSettings(memory_limit=" 1.5 GiB").limit_bytes() == 3 * 2**29
+    assert DuckDBSettings(memory_limit="512kb").limit_bytes() == 512_000
+    assert DuckDBSettings().limit_bytes() is None
+
+
+def test_dropped_pairs_same_with_threads():
+    """The heavy pairs ranked by several threads (each a range of units) drop exactly the pairs one thread
+    drops, and those are each unit's pairs beyond its l0 smallest (rank, key index)."""
+    from sparsedp.engines.duckdb_engine import dropped_pairs
+
+    g = np.random.default_rng(3)
+    n_units, n_keys, l0 = 300, 50, 4
+    pairs = np.unique(np.stack([g.integers(0, n_units, 6000), g.integers(0, n_keys, 6000)]), axis=1)
+    pairs = pairs[:, g.permutation(pairs.shape[1])]  # DuckDB returns the pairs in any order
+    unit, ki = pairs[0].astype(np.int32), pairs[1].astype(np.int32)
+    hu = g.integers(0, 2**63, n_units).astype(np.uint64)
+    hk = g.integers(0, 2**63, n_keys).astype(np.uint64)
+    secret = bytes(range(32))
+    one = np.sort(dropped_pairs(unit, ki, hu, hk, secret, l0, 1))
+    rank = prf_ranks(hu[unit], hk[ki], secret)
+    expect = []
+    for u in range(n_units):
+        mine = np.flatnonzero(unit == u)
+        order = sorted(mine, key=lambda i: (int(rank[i]), int(ki[i])))
+        expect += order[l0:]
+    assert one.tolist() == sorted(expect) and len(expect) > 1000
+    for w in (2, 3, 8):
+        assert np.sort(dropped_pairs(unit, ki, hu, hk, secret, l0, w)).tolist() == one.tolist()
+
+
+def test_file_release_does_not_import_pandas(tmp_path):
+    """A fresh process releasing a Parquet file on the DuckDB engine never imports pandas (pyarrow's
+    ``pa.array(numpy)`` and ``to_numpy`` do: about 0.4 s of CPU, a fixed cost of every release)."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "x.parquet"
+    pl.DataFrame({"u": list(range(300)) * 4, "k": [f"k{i % 7}" for i in range(1200)]}).write_parquet(path)
+    code = ("import sys, sparsedp as sd\n"
+            f"r = sd.release({str(path)!r}, 'u', 'k', epsilon=1.0, delta=1e-6, max_groups_per_unit=3, "
+            "engine='duckdb')\n"
+            "assert r.curator.bounding.pairs_dropped_l0 > 0\n"
+            "print('pandas' in sys.modules)\n")
+    env = dict(os.environ)
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+    env["PYTHONPATH"] = os.path.abspath(src) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"

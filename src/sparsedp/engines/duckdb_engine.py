@@ -5,44 +5,50 @@ run on ``connection`` or DuckDB's default connection), a Parquet/CSV path (``rea
 a Polars, pandas or Arrow frame (scanned by DuckDB in place: Arrow zero-copy, Polars through its Arrow
 export, pandas through DuckDB's pandas scan).
 
-**The bounded histogram: the distinct keys, then one statement on integers**
+**The bounded histogram: the distinct keys, then a few statements on integers**
 (:meth:`DuckDBEngine.bounded_raw_counts`). After the input checks (rows, nulls, NaN keys):
 
 0. the distinct keys (``SELECT DISTINCT`` over the key columns only: cheap, 0.3 CPU s at 10^7 rows) leave
    DuckDB once; they are put in canonical key order (:func:`~sparsedp.engines.bounding.canonical_order`,
    by Polars, the definition) and fingerprinted (``h_k``, Polars' hash of the canonical values); the table
    ``(key, key index)`` is registered back on the connection under a random name. Then the secret is drawn.
-1. ``p``: the distinct ``(unit, key index)`` pairs — the rows joined to the key table (a hash join whose build
-   side is the small key table), de-duplicated on integers (``SELECT DISTINCT``; materialised once);
-2. ``d``: each unit's number of distinct keys; ``kc``: each key index's number of distinct units;
-3. for the units with ``d > l0`` only: their fingerprint ``h_u`` (a vectorised Arrow UDF, Polars' hash), the
-   keyed rank ``AES-256_{K'}(h_u ‖ h_k[key index])`` (a second Arrow UDF whose closure holds the secret and
-   the key fingerprints), and ``row_number() OVER (PARTITION BY unit ORDER BY rank, key index)``; the rows
-   numbered above ``l0`` are the dropped pairs, counted per key index;
-4. per key index: ``kc - dropped``, plus the statistics (units, pairs, units over ``l0``).
+1. ``p`` (:func:`pairs_sql`): the distinct ``(unit, key index)`` pairs — the rows joined to the key table (a
+   hash join whose build side is the small key table), de-duplicated on integers (``SELECT DISTINCT``), stored
+   in a temporary table (DuckDB spills it under a memory limit);
+2. ``d`` (:func:`degrees_sql`): each unit's number of distinct keys (a temporary table); per key index, its
+   number of distinct units (:func:`key_totals_sql`) and the statistics (:func:`stats_sql`) leave DuckDB;
+3. for the units with ``d > l0`` only (:meth:`DuckDBEngine._drop_heavy`): a dense index
+   (:func:`heavy_units_sql`); the units leave DuckDB and get their fingerprint ``h_u`` (Polars' hash, one call:
+   :func:`~sparsedp.engines.duckdb_udfs.fingerprint_batch`); their pairs leave DuckDB in
+   batches of whole units (:func:`heavy_pairs_sql`, :func:`heavy_batches`: at most
+   :attr:`DuckDBEngine.HEAVY_BATCH` pairs, fewer under a ``memory_limit``) and are ranked **in the process** by
+   the Polars engine's code: :func:`~sparsedp.engines.bounding.prf_ranks` (``AES-256_{K'}(h_u ‖ h_k)``) and
+   :func:`~sparsedp.engines.bounding.keep_smallest` (the ``l0`` smallest ``(rank, key index)`` per unit); the
+   dropped pairs are subtracted from the key totals by key index.
 
-Only per-key-index rows (count, grid sums, statistics) leave DuckDB; the key values are the ones read in
-step 0, placed by index. No string is hashed, joined or grouped after step 1's join (session 3 of issue 19,
-``docs/engines_speed.md``: the statement on strings cost 2.8× the CPU of a plain ``COUNT(DISTINCT)``, this
-one about 2×). The input is read twice (keys, then pairs), as the input checks already read it: a source
+The temporary tables and the key table have random names and are removed afterwards. No string is hashed, joined or grouped after step 1's join, and only per-key rows and the heavy
+units' integer pairs leave DuckDB. Session 4 of issue 19 (``docs/engines_speed.md``) replaced session 3's single
+statement (a rank UDF called by DuckDB on 2 048-row batches, then a ``row_number()`` window): the UDF's
+per-batch Arrow conversion and GIL hand-over, and the window's sort, cost more than ranking the same pairs
+in numpy. The input is read twice (keys, then pairs), as the input checks already read it: a source
 that is not deterministic (SQL with ``random()``, a ``LIMIT`` without ``ORDER BY``) may give the two reads
 different rows; a pair whose key the first read did not see is not counted.
 
 With SUM/MEAN aggregates (:meth:`DuckDBEngine.bounded_raw_counts_with_sums`) step 1 is a ``GROUP BY unit,
-key index`` carrying each aggregate's clipped, gridded, re-centred contribution (:func:`contribution_sql`), the per-key
-totals and the dropped pairs' sums ride along with the counts, and the grid sums over the kept pairs leave
-DuckDB as per-key BIGINT columns: the same table as the shared Polars path for the same secret.
+key index`` carrying each aggregate's clipped, gridded, re-centred contribution (:func:`contribution_sql`), the
+per-key totals sum them in DuckDB, the heavy pairs carry them out and the dropped ones are subtracted exactly
+(int64): the same table as the shared Polars path for the same secret.
 
 This is exactly the choice of :func:`sparsedp.engines.bounding.select_pairs` (module docstring there): the same
 fingerprints, the same rank, the same ``l0`` smallest ``(rank, canonical key)`` per unit (the key index is the
 position in the canonical key order, so ordering by it is the canonical tie-break). Only the per-key bounded
-counts and five statistics leave DuckDB; DuckDB runs the aggregations, the join and the window with its own
-threads and spills them to its temporary directory when they do not fit in memory (an engine-owned connection
-gets a private temporary directory).
+counts, five statistics and the heavy units' pairs leave DuckDB; DuckDB runs the aggregations and the joins
+with its own threads and spills them to its temporary directory when they do not fit in memory (an
+engine-owned connection gets a private temporary directory).
 
-The secret never appears in SQL text or in a plan (:mod:`sparsedp.engines.duckdb_udfs`); set
-:attr:`DuckDBEngine.plan_log` to a list to record the SQL and the ``EXPLAIN`` output of every statement the
-engine runs after drawing it.
+The secret never enters DuckDB: not its SQL text, plans or functions (:mod:`sparsedp.engines.duckdb_udfs`);
+set :attr:`DuckDBEngine.plan_log` to a list to record the SQL and the ``EXPLAIN`` output of every statement
+the engine runs after drawing it.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ from typing import Any, Iterator, Sequence
 
 from ..errors import InputDataError
 from . import sources
-from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows, nan_key_error
+from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows, nan_key_error, numpy_to_arrow
 from .bounding import COUNT, canonical_order, draw_bounding_secret
 
 
@@ -82,9 +88,8 @@ def polars_to_arrow(df: Any):
 _U = "__sparsedp_u"
 _D = "__sparsedp_d"
 _C = "__sparsedp_c"
-_HU = "__sparsedp_hu"
-_R = "__sparsedp_r"
 _KI = "__sparsedp_ki"
+_HI = "__sparsedp_hi"
 _STATS = ("__sparsedp_units", "__sparsedp_pairs", "__sparsedp_heavy")
 
 
@@ -185,64 +190,121 @@ def keys_sql(key_type_ids: list[str]) -> str:
                                           for i, t in enumerate(key_type_ids)) + " FROM __src"
 
 
-def bounding_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, l0: int | None,
-                 fn: tuple[str, str] | None, sums: Sequence[tuple[Any, int]] = (),
-                 part: tuple[int, int] | None = None) -> str:
-    """The statement of the module docstring over the relation ``__src`` and the registered key table
-    ``keys_view`` (the distinct keys ``__sparsedp_k{i}`` with their index ``{_KI}`` in canonical key order).
+def pairs_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, sums: Sequence[tuple[Any, int]] = (),
+              part: tuple[int, int] | None = None) -> str:
+    """Step 1 of the module docstring over the relation ``__src`` and the registered key table ``keys_view``
+    (the distinct keys ``__sparsedp_k{i}`` with their index ``{_KI}`` in canonical key order): the distinct
+    ``(unit, key index)`` pairs, columns ``{_U}, {_KI}``.
 
     Args:
         unit_type_id, key_type_ids: DuckDB type ids (``DuckDBPyType.id``) of the unit and key columns.
         keys_view: name of the registered key table.
-        l0: the bound (``None``: de-duplication and counting only, no fingerprint or rank).
-        fn: names of the registered (unit fingerprint, rank by key index) functions (when ``l0`` is set).
         sums: the SUM/MEAN grid columns (:func:`sparsedp.aggregates.noise_columns`) as ``(Sum, j)``, ``j`` the
             index of its value column ``__sp_v{j}`` in ``__src``; the pairs are then a ``GROUP BY`` carrying each
-            one's :func:`contribution_sql`, and every per-key total and dropped count also sums them.
+            one's :func:`contribution_sql` as ``__sparsedp_a{j}`` (BIGINT).
         part: ``(i, passes)``: only the units with ``hash(unit) % passes = i`` (one pass of
             :attr:`DuckDBEngine.passes`; ``None``: every unit).
-
-    The output has one row per distinct key: its index ``{_KI}``, the bounded count :data:`COUNT` (BIGINT), the
-    grid sums over the kept pairs (BIGINT, ``__sparsedp_a{j}``) and the statistics columns :data:`_STATS`
-    (units, pairs, units over ``l0``; the same on every row). The pairs dropped are ``pairs - sum(COUNT)``.
     """
     src_cols, ks = _src_cols(unit_type_id, key_type_ids)
     kl = ", ".join(ks)
-    acs = [_acol(j) for j in range(len(sums))]
-    a_sel = "".join(f", {c}" for c in acs)  # carried per pair
-    a_sum = "".join(f", sum({c}) AS {c}" for c in acs)  # summed per key
-    lim = l0 if l0 is not None else 2**62
-    # the distinct pairs as integers: (unit, key index[, contributions])
     vals = "".join(f", {_vcol(j)}" for _, j in sums)
     where = "" if part is None else f" WHERE hash(__sp_unit) % {int(part[1])} = {int(part[0])}"
     joined = f"(SELECT {src_cols}{vals} FROM __src{where}) JOIN {keys_view} USING ({kl})"
     if sums:
-        contrib = "".join(f", {contribution_sql(a, _vcol(j))} AS {c}" for (a, j), c in zip(sums, acs))
-        pairs = f"SELECT {_U}, {_KI}{contrib} FROM {joined} GROUP BY {_U}, {_KI}"
-    else:
-        pairs = f"SELECT DISTINCT {_U}, {_KI} FROM {joined}"
-    ctes = [f"p AS MATERIALIZED ({pairs})",
-            f"d AS MATERIALIZED (SELECT {_U}, count(*) AS {_D} FROM p GROUP BY {_U})",
-            f"kc AS (SELECT {_KI}, count(*) AS {_C}{a_sum} FROM p GROUP BY {_KI})",
-            f"st AS (SELECT count(*) AS {_STATS[0]}, coalesce(sum({_D}), 0)::BIGINT AS {_STATS[1]}, "
-            f"count(*) FILTER (WHERE {_D} > {lim}) AS {_STATS[2]} FROM d)"]
-    if l0 is None:
-        a_out = "".join(f", kc.{c}::BIGINT AS {c}" for c in acs)
-        return ("WITH " + ",\n".join(ctes) +
-                f"\nSELECT {_KI}, kc.{_C}::BIGINT AS {_q(COUNT)}{a_out}, st.* FROM kc CROSS JOIN st")
-    assert fn is not None
-    hu, rank = fn
-    ctes += [
-        f"h AS (SELECT {_U}, {hu}({_U}) AS {_HU} FROM d WHERE {_D} > {lim})",
-        # the heavy units' pairs: (unit, key index, rank[, contributions])
-        f"x AS MATERIALIZED (SELECT {_U}, {_KI}, {rank}({_HU}, {_KI}) AS {_R}{a_sel} FROM p JOIN h USING ({_U}))",
-        f"dr AS (SELECT {_KI}, count(*) AS {_C}{a_sum} FROM (SELECT {_KI}{a_sel} FROM x QUALIFY row_number() OVER "
-        f"(PARTITION BY {_U} ORDER BY {_R}, {_KI}) > {lim}) GROUP BY {_KI})",
-    ]
-    a_out = "".join(f", (kc.{c} - coalesce(dr.{c}, 0))::BIGINT AS {c}" for c in acs)
-    return ("WITH " + ",\n".join(ctes) +
-            f"\nSELECT {_KI}, (kc.{_C} - coalesce(dr.{_C}, 0))::BIGINT AS {_q(COUNT)}{a_out}, st.* "
-            f"FROM kc LEFT JOIN dr USING ({_KI}) CROSS JOIN st")
+        contrib = "".join(f", {contribution_sql(a, _vcol(j))} AS {_acol(i)}" for i, (a, j) in enumerate(sums))
+        return f"SELECT {_U}, {_KI}{contrib} FROM {joined} GROUP BY {_U}, {_KI}"
+    return f"SELECT DISTINCT {_U}, {_KI} FROM {joined}"
+
+
+def degrees_sql(pairs: str) -> str:
+    """Step 2: each unit's number of distinct keys ``{_D}`` from the pairs table ``pairs``."""
+    return f"SELECT {_U}, count(*) AS {_D} FROM {pairs} GROUP BY {_U}"
+
+
+def key_totals_sql(pairs: str, n_sums: int) -> str:
+    """Step 2: per key index, its number of distinct units :data:`COUNT` (before the bound) and the sums of
+    the pairs' contributions ``__sparsedp_a{j}``, all BIGINT."""
+    a_sum = "".join(f", sum({_acol(j)})::BIGINT AS {_acol(j)}" for j in range(n_sums))
+    return f"SELECT {_KI}, count(*)::BIGINT AS {_q(COUNT)}{a_sum} FROM {pairs} GROUP BY {_KI}"
+
+
+def stats_sql(degrees: str, l0: int | None) -> str:
+    """The statistics :data:`_STATS` (units, pairs, units over ``l0``) from the degrees table."""
+    lim = l0 if l0 is not None else 2**62
+    return (f"SELECT count(*) AS {_STATS[0]}, coalesce(sum({_D}), 0)::BIGINT AS {_STATS[1]}, "
+            f"count(*) FILTER (WHERE {_D} > {lim}) AS {_STATS[2]} FROM {degrees}")
+
+
+def heavy_units_sql(degrees: str, l0: int) -> str:
+    """Step 3: the units over ``l0``, each with a dense index ``{_HI}`` (0, 1, …: any order) and its degree."""
+    return (f"SELECT {_U}, (row_number() OVER () - 1)::BIGINT AS {_HI}, {_D} "
+            f"FROM {degrees} WHERE {_D} > {int(l0)}")
+
+
+def heavy_pairs_sql(pairs: str, heavy: str, lo: int, hi: int, n_sums: int) -> str:
+    """Step 3: the pairs of the heavy units of index ``lo ≤ {_HI} < hi``, as ``({_HI} - lo, key index[,
+    contributions])``."""
+    a_sel = "".join(f", {_acol(j)}" for j in range(n_sums))
+    return (f"SELECT ({_HI} - {int(lo)})::INTEGER AS {_HI}, {_KI}{a_sel} FROM {pairs} JOIN {heavy} USING ({_U}) "
+            f"WHERE {_HI} >= {int(lo)} AND {_HI} < {int(hi)}")
+
+
+def heavy_batches(degrees: Any, budget: int) -> list[tuple[int, int]]:
+    """Split the heavy units ``0 … len(degrees)-1`` (``degrees``: their numbers of pairs, by index) into
+    consecutive ranges ``[lo, hi)`` of at most ``budget`` pairs each (a unit with more pairs is a range alone)."""
+    import numpy as np
+
+    ends = np.cumsum(np.asarray(degrees, dtype=np.int64))
+    out: list[tuple[int, int]] = []
+    lo = 0
+    while lo < ends.size:
+        base = int(ends[lo - 1]) if lo else 0
+        hi = max(int(np.searchsorted(ends, base + budget, side="right")), lo + 1)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def _numpy_columns(t: Any) -> dict:
+    """An Arrow table's (null-free, numeric) columns as numpy arrays, through Polars (pyarrow's own
+    ``to_numpy`` imports pandas: about 0.4 s of CPU in a fresh process)."""
+    import polars as pl
+
+    df = pl.from_arrow(t)
+    assert isinstance(df, pl.DataFrame)
+    return {c: df[c].to_numpy() for c in df.columns}
+
+
+def dropped_pairs(g: Any, ki: Any, hu: Any, hk: Any, secret: bytes, l0: int, workers: int = 1) -> Any:
+    """Positions of the pairs ``(g[i], ki[i])`` that the ℓ0 choice drops: unit ``g`` (``0 … len(hu)-1``, each
+    with at least one pair) keeps its ``l0`` pairs of smallest ``(prf_ranks(hu[g], hk[ki]), ki)``
+    (:func:`~sparsedp.engines.bounding.prf_ranks`, :func:`~sparsedp.engines.bounding.keep_smallest`; ``ki`` is
+    the canonical key position, hence the canonical tie-break). With ``workers > 1`` the units are cut into
+    that many ranges, each ranked and cut by its own thread (the AES and numpy's sort release the GIL); each
+    unit's choice is its own, so the result is the same."""
+    import numpy as np
+
+    from .bounding import keep_smallest, prf_ranks
+
+    n_units = len(hu)
+
+    def part(a: int, b: int) -> Any:
+        if workers == 1:
+            idx, gg, kk = None, g, ki
+        else:
+            idx = np.flatnonzero((g >= a) & (g < b))
+            gg, kk = g[idx] - a, ki[idx]
+        gone = np.flatnonzero(~keep_smallest(gg, prf_ranks(hu[a:b], hk, secret, gg, kk), kk, l0, b - a))
+        return gone if idx is None else idx[gone]
+
+    cuts = [(n_units * i // workers, n_units * (i + 1) // workers) for i in range(workers)]
+    cuts = [(a, b) for a, b in cuts if a < b]
+    if len(cuts) <= 1:
+        return part(0, n_units) if workers == 1 else part(*cuts[0]) if cuts else np.zeros(0, dtype=np.int64)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(cuts)) as ex:
+        return np.concatenate(list(ex.map(lambda ab: part(*ab), cuts)))
 
 
 class DuckDBEngine(EmbeddedEngine):
@@ -405,10 +467,9 @@ class DuckDBEngine(EmbeddedEngine):
         import polars as pl
 
         import numpy as np
-        import pyarrow as pa
 
         from .bounding import canonical_exprs, fingerprint_exprs
-        from .duckdb_udfs import rank_functions
+        from .duckdb_udfs import bounding_objects, drop_tables
 
         cols = [privacy_unit] + by
         sums: list = []
@@ -474,41 +535,104 @@ class DuckDBEngine(EmbeddedEngine):
             if l0 is not None:  # the key fingerprints h_k (bounding module), by key index
                 canon = kdf[order].select(canonical_exprs(kdf.schema, ks))
                 hk = canon.select(fingerprint_exprs(ks[0], ks)[1])["__hk"].to_numpy()
-            unit_type = types[privacy_unit]
-            with rank_functions(con, privacy_unit, "VARCHAR" if unit_type.id == "enum" else unit_type,
-                                "INTEGER" if n_keys < 2**31 else "BIGINT", hk, secret) as (fn, view):
+            with bounding_objects(con) as (view, tag):
                 # registered in DuckDB's order (a sorted build side made the join fail to spill under a memory limit)
-                con.register(view, keys.append_column(_KI, pa.array(pos)))
+                con.register(view, keys.append_column(_KI, numpy_to_arrow(pos)))
                 # every key has at least one pair: the passes' key indices cover 0 … n_keys-1 together
                 counts = np.zeros(n_keys, dtype=np.int64)
                 grids = [np.zeros(n_keys, dtype=np.int64) for _ in grid_names]
                 st = np.zeros(len(_STATS), dtype=np.int64)
+                tp, td, th = (f"__sparsedp_{t}_{tag}" for t in ("p", "d", "h"))
                 for i in range(self.passes):
                     part = None if self.passes == 1 else (i, self.passes)
-                    sql = bounding_sql(tid[0], tid[1:], view, l0, fn if l0 is not None else None, sums, part)
                     try:
                         with query_progress(con):  # the relation may start executing when it is built
-                            res = proj.query("__src", sql)
-                            if self.plan_log is not None:
-                                self.plan_log.append((sql, str(res.explain())))
-                            out = to_arrow_table(res)
+                            self._run(con, f"CREATE TEMP TABLE {tp} AS "
+                                      + pairs_sql(tid[0], tid[1:], view, sums, part), src=proj)
+                        self._run(con, f"CREATE TEMP TABLE {td} AS {degrees_sql(tp)}")
+                        kc = pl.from_arrow(self._run(con, key_totals_sql(tp, len(sums)), fetch=True))
+                        stats = np.asarray(list(self._run(con, stats_sql(td, l0), fetch=True).to_pylist()[0].values()),
+                                           dtype=np.int64)
+                        st += stats
+                        assert isinstance(kc, pl.DataFrame)
+                        idx = kc[_KI].to_numpy()
+                        counts[idx] += kc[COUNT].to_numpy()  # key indices are distinct within a pass
+                        for j, g in enumerate(grids):
+                            g[idx] += kc[_acol(j)].to_numpy()
+                        if l0 is not None and stats[2]:
+                            self._drop_heavy(con, tp, td, th, privacy_unit, l0, hk, secret, counts, grids)
                     except duckdb.Error as e:
                         raise _input_error("DuckDB could not group the input", e) from None
-                    res_df = pl.from_arrow(out)
-                    assert isinstance(res_df, pl.DataFrame)
-                    if res_df.height == 0:  # no unit in this slice
-                        continue
-                    st += np.asarray(res_df.select(_STATS).row(0), dtype=np.int64)
-                    idx = res_df[_KI].to_numpy()
-                    counts[idx] += res_df[COUNT].to_numpy()  # key indices are distinct within a pass
-                    for j, g in enumerate(grids):
-                        g[idx] += res_df[_acol(j)].to_numpy()
+                    finally:
+                        drop_tables(con, tag)  # before the next pass: DuckDB holds one slice at a time
         grid = [pl.Series(name, g) for name, g in zip(grid_names, grids)]
         kc = kdf[order].rename(dict(zip(ks, by))).with_columns(pl.Series(COUNT, counts), *grid)
         pairs = int(st[1])
         return RawCounts(rows_in=rows, units_in=int(st[0]), pairs_in=pairs,
                          units_over_l0=int(st[2]) if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
                          pairs_dropped_l0=pairs - int(counts.sum()))
+
+    def _run(self, con: Any, sql: str, fetch: bool = False, src: Any = None) -> Any:
+        """Run one statement of the bounded histogram on ``con`` (or on ``src``, the input's projection, which
+        the statement reads as ``__src``), recording it and its plan in :attr:`plan_log`; with ``fetch`` return
+        its result as an Arrow table."""
+        def rel(text: str) -> Any:
+            return src.query("__src", text) if src is not None else con.sql(text)
+
+        if self.plan_log is not None:
+            self.plan_log.append((sql, "\n".join(str(r[-1]) for r in rel("EXPLAIN " + sql).fetchall())))
+        if fetch:
+            return to_arrow_table(rel(sql))
+        if src is not None:
+            src.query("__src", sql)  # a statement that is not a query runs when its relation is built
+        else:
+            con.execute(sql)
+        return None
+
+    #: heavy pairs read out of DuckDB and ranked per batch (about 60 bytes each in the process at once, plus 8
+    #: per SUM/MEAN column; under a ``memory_limit`` at most a 256th of it: the batch then takes about a
+    #: quarter of the limit beside DuckDB's own memory)
+    HEAVY_BATCH = 1 << 25
+    #: a batch of at least this many heavy pairs is ranked by several threads (:func:`dropped_pairs`)
+    PARALLEL_MIN = 1 << 16
+
+    def _drop_heavy(self, con: Any, tp: str, td: str, th: str, unit: str, l0: int, hk: Any, secret: bytes,
+                    counts: Any, grids: list) -> None:
+        """Step 3 of the module docstring for one pass: the heavy units (rows of ``td`` with ``d > l0``) get a
+        dense index (table ``th``) and their fingerprint (``unit``: the privacy unit's name); their pairs are read out in batches of whole units
+        (:func:`heavy_batches`, at most :attr:`HEAVY_BATCH` pairs, or a 256th of ``memory_limit`` in bytes),
+        ranked and cut to each unit's ``l0`` smallest ``(rank, key index)`` by :func:`dropped_pairs` (the
+        Polars engine's :func:`~sparsedp.engines.bounding.prf_ranks` and
+        :func:`~sparsedp.engines.bounding.keep_smallest`, on several threads); the dropped pairs are subtracted
+        from ``counts`` (and their contributions from ``grids``) by key index."""
+        import numpy as np
+
+        import polars as pl
+
+        from .bounding import SEED_UNIT
+        from .duckdb_udfs import fingerprint_batch
+
+        self._run(con, f"CREATE TEMP TABLE {th} AS {heavy_units_sql(td, l0)}")
+        # the heavy units' fingerprints h_u, in index order, by Polars in one call (a DuckDB UDF was called on
+        # small batches: 0.17 s at 10^7 rows for 173 076 units, against a few milliseconds)
+        units = self._run(con, f"SELECT {_U}, {_D} FROM {th} ORDER BY {_HI}", fetch=True)
+        hu = pl.Series(fingerprint_batch([unit], (units.column(_U),), SEED_UNIT)).to_numpy()
+        deg = pl.Series(units.column(_D)).to_numpy()
+        del units
+        budget = self.HEAVY_BATCH
+        limit = self.settings.limit_bytes()
+        if limit is not None:
+            budget = max(1 << 16, min(budget, limit // 256))
+        workers = max(1, min(8, self.settings.threads or os.cpu_count() or 1))
+        for lo, hi in heavy_batches(deg, budget):
+            t = _numpy_columns(self._run(con, heavy_pairs_sql(tp, th, lo, hi, len(grids)), fetch=True))
+            ki = t[_KI]
+            w = workers if ki.size >= self.PARALLEL_MIN else 1
+            gone = dropped_pairs(t[_HI], ki, hu[lo:hi], hk, secret, l0, w)
+            kd = ki[gone]
+            counts -= np.bincount(kd, minlength=counts.size)
+            for j, gr in enumerate(grids):
+                np.subtract.at(gr, kd, t[_acol(j)][gone])
 
     def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: list[str], candidates: Any) -> Any:
         """In DuckDB: the histogram of distinct keys per unit (:meth:`Engine.keys_per_unit_counts`), with the

@@ -1,12 +1,14 @@
 """Connection settings of the DuckDB engine for inputs larger than memory (issue 19).
 
-The DuckDB engine runs the bounded histogram with DuckDB's out-of-core operators: its hash aggregates, joins
-and window sort spill to a temporary directory when their state passes ``memory_limit``. On a connection the
+The DuckDB engine runs the bounded histogram with DuckDB's out-of-core operators: its hash aggregates, joins,
+and temporary tables spill to a temporary directory when their state passes ``memory_limit``. On a connection the
 engine opens itself (a file or frame input with no ``connection=``) it sets:
 
 - ``memory_limit``: DuckDB's buffer-manager limit (DuckDB's default is 80 % of the machine's RAM). Set it when
-  the process must stay under a budget: the limit covers DuckDB's buffers, not the Python process, the Arrow
-  result or the ranking UDF's batches (``"6.5GB"`` gave a peak RSS of 6.94 GiB on 3·10^8 rows:
+  the process must stay under a budget: the limit covers DuckDB's buffers, not the Python process or the
+  Arrow results; the heavy units' pairs ranked in the process are read in batches of at most a 256th of the
+  limit in pairs (about a quarter of it in bytes; :attr:`~sparsedp.engines.duckdb_engine.DuckDBEngine.HEAVY_BATCH`).
+  Before session 4 of issue 19 (ranking in DuckDB) ``"6.5GB"`` gave a peak RSS of 6.94 GiB on 3·10^8 rows (
   ``docs/engines_speed.md``, "Session 3 -- 10^9 rows"). Spilling does not make the need vanish: DuckDB's
   out-of-core ``DISTINCT`` still holds memory growing with the number of distinct (unit, key) pairs (measured
   7–17 bytes per pair); below that the query stops with DuckDB's "Out of Memory Error".
@@ -61,6 +63,18 @@ class DuckDBSettings:
         if self.temp_directory is not None and not os.path.isdir(self.temp_directory):
             raise InvalidParameterError(f"temp_directory must be an existing directory; got "
                                         f"{os.fspath(self.temp_directory)!r}")
+
+    def limit_bytes(self) -> int | None:
+        """``memory_limit`` in bytes (KB, MB… are powers of 1000, KiB, MiB… of 1024, as in DuckDB); ``None``
+        when unset."""
+        if self.memory_limit is None:
+            return None
+        m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$", self.memory_limit)
+        assert m is not None  # checked in __post_init__
+        unit = m.group(2).upper()
+        scale = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+                 "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}[unit]
+        return int(float(m.group(1)) * scale)
 
     def spill_directory(self) -> str:
         """Create the private spill directory (the caller removes it)."""

@@ -1,23 +1,20 @@
-"""Vectorised DuckDB Python UDFs (over Arrow) for the ℓ0 choice of :mod:`sparsedp.engines.bounding`.
+"""The unit and key fingerprints of the ℓ0 choice of :mod:`sparsedp.engines.bounding` on Arrow arrays from
+DuckDB, and the names and clean-up of the DuckDB engine's temporary objects.
 
-Two scalar functions, registered on a connection for one release and removed afterwards
-(:func:`rank_functions`):
+:func:`fingerprint_batch`: Polars' ``hash`` with a fixed public seed (:data:`~sparsedp.engines.bounding.SEED_UNIT`
+for units, :data:`~sparsedp.engines.bounding.SEED_KEY` for keys) of the *canonicalised* values
+(:func:`~sparsedp.engines.bounding.canonical_exprs`) — literally the expression the Polars engine evaluates
+(:func:`~sparsedp.engines.bounding.fingerprint_exprs`), so the fingerprints are equal whichever engine computes
+them (canonicalisation makes them independent of the Arrow types DuckDB exports: Int32 vs Int64, string views
+vs strings, a time zone vs UTC). The engine applies it once to the distinct keys and once per pass to the
+units over ``l0`` (read out of DuckDB in index order).
 
-- ``fingerprint(unit)`` → ``h_u``: Polars' ``hash`` with the fixed public seed
-  :data:`~sparsedp.engines.bounding.SEED_UNIT` of the *canonicalised* value
-  (:func:`~sparsedp.engines.bounding.canonical_exprs`), computed by Polars on each Arrow batch DuckDB hands over
-  — literally the expression the Polars engine evaluates (:func:`~sparsedp.engines.bounding.fingerprint_exprs`),
-  so the fingerprints are equal whichever engine computes them (canonicalisation makes them independent of the
-  Arrow types DuckDB exports: Int32 vs Int64, string views vs strings, a time zone vs UTC). The key
-  fingerprints ``h_k`` are computed once by the engine on the distinct keys (:func:`fingerprint_batch` is the
-  same function for both);
-- ``rank(h_u, key index)`` → ``first 8 bytes of AES-256_{K'}(h_u ‖ h_k[key index])``:
-  :func:`~sparsedp.engines.bounding.prf_ranks` on the batch. The secret ``K`` and the key fingerprints live
-  only in this function's closure: ``K`` never appears in SQL text, in a query plan or in DuckDB's catalog (the
-  function's name is a random identifier unrelated to ``K``).
-
-DuckDB calls these on batches of up to 2 048 rows from its own worker threads (holding the GIL while Python
-runs); they are pure functions of their arguments, so any batching or order gives the same values.
+Nothing is registered as a DuckDB function any more (issue 19, session 4): session 3's Arrow UDFs (the unit
+fingerprint, and the keyed rank whose closure held the secret) were called by DuckDB on small batches, each
+paying an Arrow conversion and a GIL hand-over, more than the work itself. The keyed rank
+``AES-256_{K'}(h_u ‖ h_k)`` is computed in the process on the heavy units' pairs read out of DuckDB
+(:func:`~sparsedp.engines.duckdb_engine.dropped_pairs`), so the secret ``K`` never enters DuckDB: not its SQL
+text, its plans, its catalog or any function.
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ import secrets
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from .bounding import SEED_UNIT, canonical_exprs, prf_ranks
+from .bounding import canonical_exprs
 
 
 def fingerprint_batch(names: list[str], arrays: tuple, seed: int):
@@ -41,50 +38,30 @@ def fingerprint_batch(names: list[str], arrays: tuple, seed: int):
     return canon.select(h.alias("__h")).to_series().to_arrow()
 
 
-def rank_by_index_batch(hu, ki, hk, secret: bytes):
-    """:func:`~sparsedp.engines.bounding.prf_ranks` of the pairs ``(hu[i], hk[ki[i]])`` (``hu``, ``ki``: Arrow
-    arrays of one batch; ``hk``: the key fingerprints by key index, numpy uint64), as an Arrow uint64 array."""
-    import numpy as np
-    import pyarrow as pa
-
-    u = np.asarray(hu.to_numpy(zero_copy_only=False), dtype=np.uint64)
-    k = np.asarray(ki.to_numpy(zero_copy_only=False), dtype=np.int64)
-    return pa.array(prf_ranks(u, hk, secret, None, k), type=pa.uint64())
-
-
 @contextmanager
-def rank_functions(con: Any, unit: str, unit_type: Any, index_type: str, key_fingerprints: Any,
-                   secret: bytes | None) -> Iterator[tuple[tuple[str, str], str]]:
-    """Register ``(unit fingerprint, rank)`` on ``con`` under fresh random names for the duration of the block
-    and yield ``((unit fingerprint name, rank name), key table name)``; the caller registers its key table
-    (the distinct keys and their index) under the yielded name, which is unregistered afterwards.
-
-    ``rank(h_u, key index)`` is ``prf_ranks(h_u, h_k[key index])``: the key fingerprints ``h_k`` (numpy uint64,
-    by key index) and the secret live in its closure. It is only registered when ``secret`` is given.
-    ``unit_type``: the DuckDB type of the unit as the query passes it; ``index_type``: that of the key index.
-    """
+def bounding_objects(con: Any) -> Iterator[tuple[str, str]]:
+    """Yield ``(key table name, tag)`` for one release on ``con``: the caller registers its key table (the
+    distinct keys and their index) under that name and names its temporary tables ``__sparsedp_*_{tag}``;
+    the key table and every temporary table of that form are removed afterwards, whatever happens."""
     tag = secrets.token_hex(8)
-    names = (f"__sparsedp_hu_{tag}", f"__sparsedp_rank_{tag}")
     view = f"__sparsedp_keys_{tag}"
-    registered = []
     try:
-        con.create_function(names[0], lambda u: fingerprint_batch([unit], (u,), SEED_UNIT), [unit_type],
-                            "UBIGINT", type="arrow")
-        registered.append(names[0])
-        if secret is not None:
-            key, hk = bytes(secret), key_fingerprints
-            con.create_function(names[1], lambda hu, ki: rank_by_index_batch(hu, ki, hk, key),
-                                ["UBIGINT", index_type], "UBIGINT", type="arrow")
-            registered.append(names[1])
-        yield names, view
+        yield view, tag
     finally:
-        for n in registered:
-            try:
-                con.remove_function(n)
-            except Exception:  # the connection may already be closed; nothing else holds the closure
-                pass
         try:
             con.unregister(view)
-        except Exception:
+        except Exception:  # the connection may already be closed
             pass
+        drop_tables(con, tag)
 
+
+def drop_tables(con: Any, tag: str) -> None:
+    """Drop the temporary tables ``__sparsedp_*_{tag}`` of one release from ``con`` (if it is still open)."""
+    try:
+        names = [r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE temporary AND table_name LIKE ?",
+            [f"__sparsedp_%_{tag}"]).fetchall()]
+        for n in names:
+            con.execute(f'DROP TABLE IF EXISTS temp."{n}"')
+    except Exception:  # a closed connection holds nothing
+        pass
