@@ -84,7 +84,7 @@ def cpu():
     return r.ru_utime + r.ru_stime
 c0, t0 = cpu(), time.perf_counter()
 bh = eng.histogram(data, "user_id", ["url"], l0, InsecureSeededRandom(1))
-print(json.dumps({"time": time.perf_counter() - t0, "cpu": cpu() - c0, "keys": len(bh.histogram)}))
+print(json.dumps({"time": time.perf_counter() - t0, "cpu": cpu() - c0, "keys": len(bh)}))
 """
 
 

@@ -2,17 +2,17 @@
 
 Every engine makes the same ℓ0 choice (:mod:`sparsedp.engines.bounding`), so the choice of engine changes only
 speed and memory, never the release. Measured by ``benchmarks/release.py --choice --runs 3`` on the development
-machine (2 shared cores, 24 GiB; 10^7 rows of (user_id, url), 10^6 users, 85 367 urls, l0 = 10; the bounded
-histogram alone, input already loaded; medians of 3 fresh processes; load average 5–7 on the 2 cores during
-the run, so CPU seconds — all threads — are the robust figure):
+machine (2 cores, 24 GiB; 10^7 rows of (user_id, url), 10^6 users, 85 367 urls, l0 = 10; the bounded
+histogram alone, input already loaded; medians of 3 fresh processes; idle machine, load average 0.2–1.4, on
+2026-11-24 after session 4 of issue 19; CPU seconds count all threads):
 
 =================  =========================  =========================  ==========================================
 input              Polars engine wall / CPU   DuckDB engine wall / CPU   chosen
 =================  =========================  =========================  ==========================================
-Parquet file       3.16 s / 3.08 s            4.97 s / 5.92 s            ``polars`` (lazy scan, projected columns)
-Polars frame       1.80 s / 2.82 s            4.98 s / 5.50 s            ``polars`` (in place)
-pyarrow Table      4.60 s / 3.07 s            9.71 s / 6.02 s            ``polars`` (``pl.from_arrow``)
-pandas DataFrame   4.29 s / 2.64 s            12.18 s / 5.76 s           ``polars`` (``pl.from_pandas``)
+Parquet file       0.97 s / 2.68 s            2.23 s / 5.04 s            ``polars`` (lazy scan, projected columns)
+Polars frame       0.78 s / 2.46 s            1.94 s / 4.76 s            ``polars`` (in place)
+pyarrow Table      0.83 s / 2.74 s            2.13 s / 5.29 s            ``polars`` (``pl.from_arrow``)
+pandas DataFrame   0.83 s / 3.04 s            2.07 s / 5.62 s            ``polars`` (``pl.from_pandas``)
 SQL text           —                          only engine                ``duckdb`` (runs where the data are)
 DuckDB relation    —                          in place                   ``duckdb`` (no export of the rows)
 Spark DataFrame    —                          —                          ``spark`` (runs in the executors)
@@ -24,10 +24,11 @@ the machine's RAM goes to the DuckDB engine instead, whose operators spill to di
 ``docs/engines_speed.md``, "Session 3 -- 10^9 rows"; settings in :mod:`sparsedp.engines.duckdb_settings`).
 
 Why: DuckDB's own ``COUNT(DISTINCT)`` is cheaper than Polars' ``n_unique``, but the DuckDB engine's bounding
-adds a per-unit degree aggregation, two joins, the keyed rank as a Python UDF on 2 048-row batches under the
-GIL, and a window sort (about twice the CPU of the plain query), while the Polars engine's single pass groups
-by key collecting units and ranks the heavy units' pairs in large NumPy batches. Numeric Arrow/pandas buffers
-reach Polars without a copy; strings are converted once to Polars' string views (included above).
+adds a per-unit degree aggregation, a join for the heavy units' pairs and their export to the process for the
+keyed rank (about 1.4–1.6× the CPU of the plain query), while the Polars engine's single pass hashes the key
+once and does the rest on integer pair ids, in slices of whole units on every core
+(:mod:`sparsedp.engines.pair_ids`). Numeric Arrow/pandas buffers reach Polars without a copy; strings are
+converted once to Polars' string views (included above).
 
 With SUM/MEAN aggregates the DuckDB engine computes the grid sums in its bounding SQL too, but it is still the
 slower one: ``benchmarks/release_aggregates.py --aggregates --source file --runs 3`` (10^7 rows, count + two

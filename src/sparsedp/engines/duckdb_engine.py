@@ -1,4 +1,4 @@
-"""DuckDB engine: de-duplication, the ℓ0 choice and the counting in SQL, inside DuckDB.
+"""DuckDB engine: pairs, degrees and counts in SQL inside DuckDB; the ℓ0 choice on heavy pairs, in batches.
 
 Accepts a ``DuckDBPyRelation``, SQL text (``"SELECT user_id, url, country FROM shares WHERE action = 'share'"``,
 run on ``connection`` or DuckDB's default connection), a Parquet/CSV path (``read_parquet``/``read_csv``), or
@@ -308,7 +308,8 @@ def dropped_pairs(g: Any, ki: Any, hu: Any, hk: Any, secret: bytes, l0: int, wor
 
 
 class DuckDBEngine(EmbeddedEngine):
-    """Bounded histograms computed by DuckDB (the ℓ0 choice in SQL; see the module docstring)."""
+    """Bounded histograms computed by DuckDB (pairs, degrees and counts in SQL; the heavy units' pairs ranked
+    in this process, in batches of whole units; see the module docstring)."""
 
     name = "duckdb"
 
