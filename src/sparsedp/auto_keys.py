@@ -191,8 +191,8 @@ def candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidate
     from ``rng`` after them. Embedded engines only (Spark is refused before anything is read or charged)."""
     import polars as pl
 
-    from .engines.bounding import (canonical_expr, canonical_exprs, canonical_order, draw_bounding_secret,
-                                   fingerprint_exprs, per_key_units, prf_ranks, SEED_UNIT)
+    from .engines.bounding import (canonical_order, draw_bounding_secret, key_fingerprints, per_key_units,
+                                   prf_ranks, unit_fingerprints)
     from .mechanisms.set_union import unit_pairs
 
     # weights[i]: None (counts) or the W_t table of candidate i (the key's statistic is Σ W_{min(d_u, c)})
@@ -207,7 +207,7 @@ def candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidate
     order = pk.select(by).with_row_index("__i").sort(canonical_order(pk.schema, by))["__i"].to_numpy()
     pk = pk[order]  # key i = row i, canonical order
     n_keys = pk.height
-    hk = pk.select(canonical_exprs(pk.schema, by)).select(fingerprint_exprs(unit, by)[1])["__hk"].to_numpy()
+    hk = key_fingerprints(pk, by)
     ex = pk.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("__k"), unit).explode(unit)
     del pk
     deg = ex.group_by(unit).agg(pl.len().alias("__d"))
@@ -221,7 +221,7 @@ def candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidate
     pos = np.zeros(k.size, dtype=np.int64)
     hv = np.flatnonzero(allp["__g"].is_not_null().to_numpy())
     if hv.size:
-        hu = heavy_units.select(canonical_expr(unit, heavy_units.schema[unit]).hash(SEED_UNIT))[unit].to_numpy()
+        hu = unit_fingerprints(heavy_units[unit])
         kh = k[hv]
         g = allp["__g"].to_numpy()[hv].astype(np.int64)
         rank = prf_ranks(hu, hk, secret, g, kh)

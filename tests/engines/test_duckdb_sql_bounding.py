@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 from sparsedp.engines import draw_bounding_secret, get_engine, select_pairs
-from sparsedp.engines.bounding import SEED_KEY, SEED_UNIT, _TAG, canonical_exprs, fingerprint_exprs, prf_ranks
+from sparsedp.engines.bounding import (_TAG, canonical_exprs, fingerprint_exprs, key_fingerprints, prf_ranks,
+                                      unit_fingerprints)
 from sparsedp.engines.duckdb_engine import DuckDBEngine
-from sparsedp.engines.duckdb_udfs import fingerprint_batch
 from sparsedp.errors import InputDataError
 from sparsedp.noise import InsecureSeededRandom
 
@@ -158,21 +158,20 @@ def test_empty_input_refused_before_any_draw(tmp_path):
             DuckDBEngine().histogram(data, "u", ["q"], 1, _NoDraws())
 
 
-def test_udfs_match_the_polars_definitions(frame):
-    """The UDF fingerprints equal Polars' on the user's frame whatever Arrow types DuckDB hands over
-    (Int32 vs Int64, string views, dictionary, time zones)."""
+def test_fingerprints_of_arrow_columns_match_the_polars_definitions(frame):
+    """The fingerprints the DuckDB engine computes on the Arrow columns it reads out equal Polars' definitions
+    on the user's frame whatever Arrow types DuckDB hands over (Int32 vs Int64, string views, dictionary,
+    time zones)."""
     for unit, by in CASES:
         canon = frame.select(canonical_exprs(frame.schema, [unit] + by))
         hu_ref, hk_ref = (canon.select(e).to_series().to_numpy() for e in fingerprint_exprs(unit, by))
         t = frame.to_arrow()
-        hu = fingerprint_batch([unit], (t.column(unit).combine_chunks(),), SEED_UNIT).to_numpy()
-        ks = tuple(t.column(c).combine_chunks() for c in by)
-        hk = fingerprint_batch(by, ks, SEED_KEY).to_numpy()
+        hu = unit_fingerprints(pl.Series(unit, t.column(unit).combine_chunks()))
+        hk = key_fingerprints(pl.DataFrame([pl.Series(c, t.column(c).combine_chunks()) for c in by]), by)
         assert (hu == hu_ref).all() and (hk == hk_ref).all(), (unit, by)
     t64 = pa.array(frame["u64"].to_numpy())
-    assert (fingerprint_batch(["u32"], (pa.array(frame["u32"].to_numpy()).cast(pa.int64()),), SEED_UNIT)
-            .to_numpy() == fingerprint_batch(["u32"], (pa.array(frame["u32"].to_numpy()),), SEED_UNIT)
-            .to_numpy()).all()
+    assert (unit_fingerprints(pl.Series("u32", pa.array(frame["u32"].to_numpy()).cast(pa.int64())))
+            == unit_fingerprints(pl.Series("u32", pa.array(frame["u32"].to_numpy())))).all()
     assert t64.type == pa.int64()
 
 

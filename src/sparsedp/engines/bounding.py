@@ -1,7 +1,7 @@
 """Contribution bounding: the random choice of at most ``l0`` keys per privacy unit — ONE definition for every
 engine (Polars, DuckDB, pandas, Arrow, files, and Spark, which calls :func:`select_pairs` in ``mapInArrow``).
-The DuckDB engine evaluates the same definition in SQL (a window over the ranks, which vectorised Arrow UDFs
-compute with this module's functions: :mod:`sparsedp.engines.duckdb_udfs`).
+The DuckDB engine computes the pairs and degrees in SQL and applies the same functions to the heavy units' pairs
+it reads out (:func:`sparsedp.engines.duckdb_engine.dropped_pairs`).
 
 **The choice.** For each release a 32-byte secret ``K`` is drawn from the secure source
 (:func:`draw_bounding_secret`). Every distinct ``(unit, key)`` pair gets a *fingerprint*
@@ -134,6 +134,21 @@ def fingerprint_exprs(unit: str, by: list[str]):
     hu = pl.col(unit).hash(SEED_UNIT)
     hk = pl.col(by[0]).hash(SEED_KEY) if len(by) == 1 else pl.struct(by).hash(SEED_KEY)
     return hu.alias("__hu"), hk.alias("__hk")
+
+
+def unit_fingerprints(units: Any) -> np.ndarray:
+    """``h_u`` (uint64) of each value of the Polars Series ``units``: its canonical value
+    (:func:`canonical_expr`) hashed with :data:`SEED_UNIT` — the same whatever type the values arrive in
+    (e.g. Int32 or Int64 from Arrow)."""
+    return (units.to_frame().select(canonical_expr(units.name, units.dtype).hash(SEED_UNIT))
+            .to_series().to_numpy())
+
+
+def key_fingerprints(keys: Any, by: list[str]) -> np.ndarray:
+    """``h_k`` (uint64) of each row of the key columns ``by`` of the Polars DataFrame ``keys``: the canonical
+    values (:func:`canonical_exprs`) hashed with :data:`SEED_KEY` (one column: the column, several: their
+    struct), as :func:`fingerprint_exprs`."""
+    return keys.select(canonical_exprs(keys.schema, by)).select(fingerprint_exprs(by[0], by)[1]).to_series().to_numpy()
 
 
 def prf_ranks(hu: np.ndarray, hk: np.ndarray, secret: bytes, iu: np.ndarray | None = None,
@@ -276,8 +291,8 @@ def choose_from_per_key(pk: Any, unit: str, by: list[str], l0: int | None, secre
             raise ValueError("bounding needs the per-release secret")
         hunits = deg.lazy().filter(pl.col(DEG) > l0).select(unit).with_row_index(SEG).collect()
         heavy = ex.join(hunits.lazy(), on=unit, how="inner").select(KEY, SEG, *sums).collect()
-        hu = hunits.select(canonical_expr(unit, hunits.schema[unit]).hash(SEED_UNIT))[unit].to_numpy()
-        hk_sorted = canon_keys[order].select(fingerprint_exprs(unit, by)[1])["__hk"].to_numpy()
+        hu = unit_fingerprints(hunits[unit])
+        hk_sorted = key_fingerprints(canon_keys[order], by)
         k = heavy[KEY].to_numpy()
         g = heavy[SEG].to_numpy()
         rank = prf_ranks(hu, hk_sorted, secret, g, k)

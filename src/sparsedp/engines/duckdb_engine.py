@@ -19,7 +19,7 @@ export, pandas through DuckDB's pandas scan).
    number of distinct units (:func:`key_totals_sql`) and the statistics (:func:`stats_sql`) leave DuckDB;
 3. for the units with ``d > l0`` only (:meth:`DuckDBEngine._drop_heavy`): a dense index
    (:func:`heavy_units_sql`); the units leave DuckDB and get their fingerprint ``h_u`` (Polars' hash, one call:
-   :func:`~sparsedp.engines.duckdb_udfs.fingerprint_batch`); their pairs leave DuckDB in
+   :func:`~sparsedp.engines.bounding.unit_fingerprints`); their pairs leave DuckDB in
    batches of whole units (:func:`heavy_pairs_sql`, :func:`heavy_batches`: at most
    :attr:`DuckDBEngine.HEAVY_BATCH` pairs, fewer under a ``memory_limit``) and are ranked **in the process** by
    the Polars engine's code: :func:`~sparsedp.engines.bounding.prf_ranks` (``AES-256_{K'}(h_u ‖ h_k)``) and
@@ -46,7 +46,7 @@ counts, five statistics and the heavy units' pairs leave DuckDB; DuckDB runs the
 with its own threads and spills them to its temporary directory when they do not fit in memory (an
 engine-owned connection gets a private temporary directory).
 
-The secret never enters DuckDB: not its SQL text, plans or functions (:mod:`sparsedp.engines.duckdb_udfs`);
+The secret never enters DuckDB: not its SQL text, plans or functions (:mod:`sparsedp.engines.duckdb_objects`);
 set :attr:`DuckDBEngine.plan_log` to a list to record the SQL and the ``EXPLAIN`` output of every statement
 the engine runs after drawing it.
 """
@@ -469,8 +469,8 @@ class DuckDBEngine(EmbeddedEngine):
 
         import numpy as np
 
-        from .bounding import canonical_exprs, fingerprint_exprs
-        from .duckdb_udfs import bounding_objects, drop_tables
+        from .bounding import key_fingerprints
+        from .duckdb_objects import bounding_objects, drop_tables
 
         cols = [privacy_unit] + by
         sums: list = []
@@ -534,8 +534,7 @@ class DuckDBEngine(EmbeddedEngine):
             pos[order] = np.arange(n_keys, dtype=pos.dtype)  # each key's index in canonical order
             hk = None
             if l0 is not None:  # the key fingerprints h_k (bounding module), by key index
-                canon = kdf[order].select(canonical_exprs(kdf.schema, ks))
-                hk = canon.select(fingerprint_exprs(ks[0], ks)[1])["__hk"].to_numpy()
+                hk = key_fingerprints(kdf[order], ks)
             with bounding_objects(con) as (view, tag):
                 # registered in DuckDB's order (a sorted build side made the join fail to spill under a memory limit)
                 con.register(view, keys.append_column(_KI, numpy_to_arrow(pos)))
@@ -610,14 +609,13 @@ class DuckDBEngine(EmbeddedEngine):
 
         import polars as pl
 
-        from .bounding import SEED_UNIT
-        from .duckdb_udfs import fingerprint_batch
+        from .bounding import unit_fingerprints
 
         self._run(con, f"CREATE TEMP TABLE {th} AS {heavy_units_sql(td, l0)}")
         # the heavy units' fingerprints h_u, in index order, by Polars in one call (a DuckDB UDF was called on
         # small batches: 0.17 s at 10^7 rows for 173 076 units, against a few milliseconds)
         units = self._run(con, f"SELECT {_U}, {_D} FROM {th} ORDER BY {_HI}", fetch=True)
-        hu = pl.Series(fingerprint_batch([unit], (units.column(_U),), SEED_UNIT)).to_numpy()
+        hu = unit_fingerprints(pl.Series(unit, units.column(_U)))
         deg = pl.Series(units.column(_D)).to_numpy()
         del units
         budget = self.HEAVY_BATCH

@@ -55,8 +55,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .bounding import (COUNT, SEED_UNIT, canonical_expr, canonical_exprs, canonical_order, draw_bounding_secret,
-                       fingerprint_exprs, keep_smallest, prf_ranks)
+from .bounding import (COUNT, canonical_order, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks,
+                       unit_fingerprints)
 
 __all__ = ["bounded_raw_counts"]
 
@@ -205,7 +205,7 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     pos[order] = np.arange(n_keys, dtype=np.int64)
     hk = None
     if l0 is not None:
-        hk = keys.select(canonical_exprs(keys.schema, by)).select(fingerprint_exprs(unit, by)[1])["__hk"].to_numpy()
+        hk = key_fingerprints(keys, by)
     ctx = _Context(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=hk, pos=pos, unit=unit, value_of=value_of,
                    sums=tuple(sums), names=tuple(names))
     res = _map_parts(ctx, srt, vals, chunks)
@@ -347,10 +347,9 @@ def _bound_slice(ctx: _Context, srt: np.ndarray, vals: dict) -> _Part:
             if ctx.secret is None or ctx.hk is None:
                 raise ValueError("bounding needs the per-release secret")
             hidx, seg = _run_index(hs, deg[heavy])  # the heavy units' pairs, and the heavy unit index of each
-            hvals = ctx.value_of(pu[hs])
-            hu = pl.DataFrame({ctx.unit: hvals}).select(canonical_expr(ctx.unit, hvals.dtype).hash(SEED_UNIT))
+            hu = unit_fingerprints(ctx.value_of(pu[hs]))
             k = pk[hidx]
-            rank = prf_ranks(hu[ctx.unit].to_numpy(), ctx.hk, ctx.secret, seg, k)
+            rank = prf_ranks(hu, ctx.hk, ctx.secret, seg, k)
             keep = keep_smallest(seg, rank, ctx.pos[k], ctx.l0, heavy_n)
             gone = ~keep
             dropped = np.bincount(k[gone], minlength=n_keys).astype(np.int64, copy=False)
