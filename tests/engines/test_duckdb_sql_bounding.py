@@ -117,11 +117,11 @@ def test_secret_never_in_sql_or_plan(frame):
     eng.plan_log = []
     bh = eng.histogram(frame, "u64", ["q", "c"], 3, InsecureSeededRandom(SEED))
     assert bh.stats.pairs_dropped_l0 > 0
-    # every statement after the draw is logged: the pairs, degrees, key totals, statistics, heavy units (read
-    # out and fingerprinted in the process) and their pairs (read out and ranked in numpy, outside DuckDB)
+    # every statement after the draw is logged: the distinct pairs, their number, and the pairs read out (one
+    # batch: ranked and cut in the process, outside DuckDB)
     sqls = [sql for sql, _ in eng.plan_log]
-    assert len(sqls) == 7 and sqls[0].startswith("CREATE TEMP TABLE __sparsedp_p_")
-    assert sqls[-1].startswith("SELECT (__sparsedp_hi")
+    assert len(sqls) == 3 and sqls[0].startswith("CREATE TEMP TABLE __sparsedp_p_")
+    assert sqls[1].startswith("SELECT count(*)") and "__sparsedp_pid" in sqls[2]
     assert all("__sparsedp" in plan for _, plan in eng.plan_log)
     words = np.frombuffer(secret, dtype="<u8")
     needles = [secret.hex(), secret.hex().upper(), repr(secret), str(list(secret)), derived.hex(),
@@ -212,69 +212,103 @@ def test_bounding_under_a_small_memory_limit_spills(tmp_path):
             continue
         break
     assert got is not None, "no small memory limit completed"
-    assert len(systems) == 7  # the bounding statements (pairs, degrees, totals, statistics, heavy units, pairs)
+    # the bounding statements: the pairs, their number, then batches whose budget follows the connection's limit
+    assert len(systems) >= 4 and len(systems) - 2 == -(-got.stats.pairs_in // max(1 << 16, mb * 10**6 // 256))
     assert max(s["peak_temp_dir_size"] for s in systems) > 0
     assert max(s["peak_buffer_memory"] for s in systems) <= mb * 2**20
     assert got.stats == ref.stats and _hist(got).equals(_hist(ref))
 
 
-def test_heavy_batches_cover_the_units_in_order_within_the_budget():
-    from sparsedp.engines.duckdb_engine import heavy_batches
+def test_batches_partition_each_pass_into_whole_units():
+    """The batches of a pass (:func:`batch_sql`) split its pairs without loss or overlap and never split a unit,
+    also when the number of batches shares a factor with the number of passes (the pass's units share
+    ``hash(unit) % passes``); packed pair ids are ``(unit - lo) · 2^b + key index``."""
+    from sparsedp.engines.duckdb_engine import batch_sql
 
-    deg = np.array([11, 12, 30, 11, 11, 11, 50, 11])
-    got = heavy_batches(deg, 25)
-    assert got == [(0, 2), (2, 3), (3, 5), (5, 6), (6, 7), (7, 8)]  # 23, 30 (alone), 22, 11, 50 (alone), 11
-    assert heavy_batches(deg, 10**6) == [(0, 8)]
-    assert heavy_batches(deg[:0], 5) == []
-    for budget in (1, 12, 23, 24, 60, 200):
-        b = heavy_batches(deg, budget)
-        assert [lo for lo, _ in b] == [0] + [hi for _, hi in b[:-1]] and b[-1][1] == deg.size
-        assert all(deg[lo:hi].sum() <= budget or hi - lo == 1 for lo, hi in b)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE pp AS SELECT (i * 7919) % 1000 AS __sparsedp_u, (i * 31) % 97 AS __sparsedp_ki "
+                "FROM range(20000) t(i) GROUP BY ALL")
+    for passes in (1, 2, 3):
+        for i in range(passes):
+            pass_pairs = set(con.sql(f"SELECT * FROM pp WHERE hash(__sparsedp_u) % {passes} = {i}").fetchall())
+            con.execute(f"CREATE OR REPLACE TABLE p1 AS SELECT * FROM pp WHERE hash(__sparsedp_u) % {passes} = {i}")
+            for batches in (1, 2, 4, 5):
+                got = [set(con.sql(batch_sql("p1", 0, b, batches, passes)).fetchall()) for b in range(batches)]
+                assert sum(map(len, got)) == len(pass_pairs) and set().union(*got) == pass_pairs
+                units = [{u for u, _ in g} for g in got]
+                assert sum(map(len, units)) == len(set().union(*units))  # no unit in two batches
+                assert all(got)  # even with batches sharing a factor with passes
+    lo = -3
+    packed = con.sql(batch_sql("pp", 0, 0, 1, 1, (lo, 7, "bigint"))).fetchall()
+    assert sorted(p for p, in packed) == sorted(((u - lo) << 7) | k for u, k in con.sql("SELECT * FROM pp").fetchall())
 
 
-def test_heavy_pairs_in_batches_give_the_same_histogram(frame):
-    """The heavy units' pairs leave DuckDB in batches of whole units (a budget of pairs each, smaller under a
-    memory limit): any batching gives the one-batch histogram, for every unit and key shape."""
-    from sparsedp.engines.duckdb_settings import DuckDBSettings
+def test_pairs_in_batches_give_the_same_histogram(frame):
+    """The distinct pairs leave DuckDB in batches of whole units (a budget of pairs each, smaller under a
+    memory limit): any batching gives the one-batch histogram, for every unit and key shape (packed pair ids
+    for integer units, ids from the process for string units)."""
+    from sparsedp.engines.duckdb_settings import DuckDBSettings, size_bytes
 
     for unit, by in CASES[:4]:
         ref = DuckDBEngine().histogram(frame, unit, by, 3, InsecureSeededRandom(SEED))
         eng = DuckDBEngine()
-        eng.HEAVY_BATCH = 40
-        eng.PARALLEL_MIN = 0  # and ranked by several threads
+        eng.PAIR_BATCH = 40
         eng.plan_log = []
         got = eng.histogram(frame, unit, by, 3, InsecureSeededRandom(SEED))
-        assert sum(sql.startswith("SELECT (__sparsedp_hi") for sql, _ in eng.plan_log) > 20
+        assert sum("WHERE (hash(__sparsedp_u)" in sql for sql, _ in eng.plan_log) > 20
         assert got.stats == ref.stats and _hist(got).equals(_hist(ref))
     assert DuckDBSettings(memory_limit="6GB").limit_bytes() == 6 * 10**9
     assert DuckDBSettings(memory_limit=" 1.5 GiB").limit_bytes() == 3 * 2**29
     assert DuckDBSettings(memory_limit="512kb").limit_bytes() == 512_000
     assert DuckDBSettings().limit_bytes() is None
+    assert size_bytes("18.8 GiB") == int(18.8 * 2**30) and size_bytes("47.6 MiB") == int(47.6 * 2**20)
+    assert size_bytes("unlimited") is None and size_bytes("12 parsecs") is None
+    con = duckdb.connect(config={"memory_limit": "100MB"})
+    shown = size_bytes(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])  # "95.3 MiB"
+    assert shown is not None and abs(shown - 10**8) < 10**6
+    assert DuckDBEngine().batch_budget(con, 0) == shown // 256
+    assert DuckDBEngine().batch_budget(con, 1) == shown // 384
+    con.execute("SET memory_limit = '1MB'")
+    assert DuckDBEngine().batch_budget(con, 0) == 1 << 16
 
 
-def test_dropped_pairs_same_with_threads():
-    """The heavy pairs ranked by several threads (each a range of units) drop exactly the pairs one thread
-    drops, and those are each unit's pairs beyond its l0 smallest (rank, key index)."""
-    from sparsedp.engines.duckdb_engine import dropped_pairs
+@pytest.mark.parametrize("unit_kind", ["offsets", "strings"])
+def test_bound_distinct_pairs_keeps_each_units_l0_smallest(unit_kind):
+    """:func:`~sparsedp.engines.pair_ids.bound_distinct_pairs` on distinct pairs in any order (as DuckDB returns
+    them) drops exactly each unit's pairs beyond its l0 smallest (rank, canonical key position), whatever
+    the unit ids (offsets computed outside, or dense ids from the process)."""
+    from sparsedp.engines.pair_ids import PairContext, _bits, bound_distinct_pairs, offset_values, pack_pairs
 
     g = np.random.default_rng(3)
     n_units, n_keys, l0 = 300, 50, 4
     pairs = np.unique(np.stack([g.integers(0, n_units, 6000), g.integers(0, n_keys, 6000)]), axis=1)
-    pairs = pairs[:, g.permutation(pairs.shape[1])]  # DuckDB returns the pairs in any order
-    unit, ki = pairs[0].astype(np.int32), pairs[1].astype(np.int32)
-    hu = g.integers(0, 2**63, n_units).astype(np.uint64)
+    pairs = pairs[:, g.permutation(pairs.shape[1])]
+    unit, ki = pairs[0], pairs[1].astype(np.int32)
     hk = g.integers(0, 2**63, n_keys).astype(np.uint64)
+    pos = g.permutation(n_keys).astype(np.int64)  # a canonical order that is not the key index order
     secret = bytes(range(32))
-    one = np.sort(dropped_pairs(unit, ki, hu, hk, secret, l0, 1))
-    rank = prf_ranks(hu[unit], hk[ki], secret)
-    expect = []
+    values = pl.Series("u", unit * 10 + 5) if unit_kind == "offsets" else pl.Series("u", [f"u{v}" for v in unit])
+    bk = _bits(n_keys - 1)
+    ctx = PairContext(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=hk, pos=pos, unit="u")
+    if unit_kind == "offsets":
+        pid = pl.Series((values.to_numpy() - 5).astype(np.uint64) << np.uint64(bk) | ki.astype(np.uint64))
+        got = bound_distinct_pairs(ctx, pid, offset_values("u", 5, pl.Int64))
+    else:
+        pid, _, value_of = pack_pairs(values, pl.Series(ki), bk)
+        got = bound_distinct_pairs(ctx, pid, value_of)
+    from sparsedp.engines.bounding import unit_fingerprints
+
+    hu = unit_fingerprints(values)
+    rank = prf_ranks(hu, hk, secret, np.arange(unit.size), ki)
+    dropped = np.zeros(n_keys, dtype=np.int64)
     for u in range(n_units):
         mine = np.flatnonzero(unit == u)
-        order = sorted(mine, key=lambda i: (int(rank[i]), int(ki[i])))
-        expect += order[l0:]
-    assert one.tolist() == sorted(expect) and len(expect) > 1000
-    for w in (2, 3, 8):
-        assert np.sort(dropped_pairs(unit, ki, hu, hk, secret, l0, w)).tolist() == one.tolist()
+        for i in sorted(mine, key=lambda i: (int(rank[i]), int(pos[ki[i]])))[l0:]:
+            dropped[ki[i]] += 1
+    assert got.dropped.tolist() == dropped.tolist() and dropped.sum() > 1000
+    assert got.upk.tolist() == np.bincount(ki, minlength=n_keys).tolist()
+    assert (got.units, got.pairs) == (np.unique(unit).size, unit.size)
+    assert got.heavy == int((np.bincount(unit) > l0).sum())
 
 
 def test_file_release_does_not_import_pandas(tmp_path):

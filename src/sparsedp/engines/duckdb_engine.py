@@ -1,50 +1,55 @@
-"""DuckDB engine: pairs, degrees and counts in SQL inside DuckDB; the ℓ0 choice on heavy pairs, in batches.
+"""DuckDB engine: the distinct (unit, key) pairs in SQL inside DuckDB; the ℓ0 choice on them in the process.
 
 Accepts a ``DuckDBPyRelation``, SQL text (``"SELECT user_id, url, country FROM shares WHERE action = 'share'"``,
 run on ``connection`` or DuckDB's default connection), a Parquet/CSV path (``read_parquet``/``read_csv``), or
 a Polars, pandas or Arrow frame (scanned by DuckDB in place: Arrow zero-copy, Polars through its Arrow
 export, pandas through DuckDB's pandas scan).
 
-**The bounded histogram: the distinct keys, then a few statements on integers**
+**The bounded histogram: the distinct keys, the distinct pairs, then integers in the process**
 (:meth:`DuckDBEngine.bounded_raw_counts`). After the input checks (rows, nulls, NaN keys):
 
-0. the distinct keys (``SELECT DISTINCT`` over the key columns only: cheap, 0.3 CPU s at 10^7 rows) leave
-   DuckDB once; they are put in canonical key order (:func:`~sparsedp.engines.bounding.canonical_order`,
-   by Polars, the definition) and fingerprinted (``h_k``, Polars' hash of the canonical values); the table
-   ``(key, key index)`` is registered back on the connection under a random name. Then the secret is drawn.
+0. the distinct keys (``SELECT DISTINCT`` over the key columns only: 0.2 CPU s at 10^7 rows) leave DuckDB once;
+   each gets its key index, its position in DuckDB's result, and the table ``(key, key index)`` is registered
+   back on the connection under a random name. Then the secret is drawn. In the process the keys get their
+   canonical positions (:func:`~sparsedp.engines.bounding.canonical_order`, by Polars, the definition) and
+   fingerprints (``h_k``, Polars' hash of the canonical values), both by key index.
 1. ``p`` (:func:`pairs_sql`): the distinct ``(unit, key index)`` pairs — the rows joined to the key table (a
    hash join whose build side is the small key table), de-duplicated on integers (``SELECT DISTINCT``), stored
-   in a temporary table (DuckDB spills it under a memory limit);
-2. ``d`` (:func:`degrees_sql`): each unit's number of distinct keys (a temporary table); per key index, its
-   number of distinct units (:func:`key_totals_sql`) and the statistics (:func:`stats_sql`) leave DuckDB;
-3. for the units with ``d > l0`` only (:meth:`DuckDBEngine._drop_heavy`): a dense index
-   (:func:`heavy_units_sql`); the units leave DuckDB and get their fingerprint ``h_u`` (Polars' hash, one call:
-   :func:`~sparsedp.engines.bounding.unit_fingerprints`); their pairs leave DuckDB in
-   batches of whole units (:func:`heavy_pairs_sql`, :func:`heavy_batches`: at most
-   :attr:`DuckDBEngine.HEAVY_BATCH` pairs, fewer under a ``memory_limit``) and are ranked **in the process** by
-   the Polars engine's code: :func:`~sparsedp.engines.bounding.prf_ranks` (``AES-256_{K'}(h_u ‖ h_k)``) and
-   :func:`~sparsedp.engines.bounding.keep_smallest` (the ``l0`` smallest ``(rank, key index)`` per unit); the
-   dropped pairs are subtracted from the key totals by key index.
+   in a temporary table (DuckDB spills it under a memory limit). This is the one statement as costly as the
+   plain ``COUNT(DISTINCT) GROUP BY``.
+2. the pairs leave DuckDB (:func:`batch_sql`) in batches of whole units, ``(hash(unit) // passes) % batches``,
+   as many as :meth:`DuckDBEngine.batch_budget` needs (one unless the pairs pass a 256th of the connection's
+   memory limit or :attr:`DuckDBEngine.PAIR_BATCH`). For integer units whose offsets fit beside the key bits,
+   DuckDB packs each pair into the Polars engine's pair id ``(unit − min) · 2^b + key index`` (one UBIGINT);
+   other units get dense ids in the process (:func:`~sparsedp.engines.pair_ids.pack_pairs`).
+3. each batch goes through the Polars engine's steps 3–4
+   (:func:`~sparsedp.engines.pair_ids.bound_distinct_pairs`): the pair ids sorted by Polars, then slices of
+   whole units on a thread pool, each giving its units' degrees, the distinct units per key index, and for
+   the units with more than ``l0`` keys their fingerprints ``h_u``, the ranks
+   :func:`~sparsedp.engines.bounding.prf_ranks` (``AES-256_{K'}(h_u ‖ h_k)``) and
+   :func:`~sparsedp.engines.bounding.keep_smallest` (the ``l0`` smallest ``(rank, canonical position)`` per
+   unit). The per-key counts are integer sums over slices, batches and passes.
 
-The temporary tables and the key table have random names and are removed afterwards. No string is hashed, joined or grouped after step 1's join, and only per-key rows and the heavy
-units' integer pairs leave DuckDB. Session 4 of issue 19 (``docs/engines_speed.md``) replaced session 3's single
-statement (a rank UDF called by DuckDB on 2 048-row batches, then a ``row_number()`` window): the UDF's
-per-batch Arrow conversion and GIL hand-over, and the window's sort, cost more than ranking the same pairs
-in numpy. The input is read twice (keys, then pairs), as the input checks already read it: a source
-that is not deterministic (SQL with ``random()``, a ``LIMIT`` without ``ORDER BY``) may give the two reads
-different rows; a pair whose key the first read did not see is not counted.
+Session 5 of issue 19 (``docs/engines_speed.md``) moved steps 2–3 out of SQL. Session 4 computed each unit's
+degree, the per-key totals and the heavy units' pairs with three more statements (a hash aggregation by unit
+and a join back to the pairs), then ranked the heavy pairs in the process. A Polars sort of the packed
+integers costs less than that aggregation and join, and it shares one implementation of the per-unit work
+with the Polars engine. Session 4 had itself replaced session 3's single statement (a rank UDF called by
+DuckDB on 2 048-row batches, then a ``row_number()`` window). The temporary table and the key table have
+random names and are removed afterwards. The input is read twice (keys, then pairs), as the input checks
+already read it: a source that is not deterministic (SQL with ``random()``, a ``LIMIT`` without ``ORDER BY``)
+may give the two reads different rows; a pair whose key the first read did not see is not counted.
 
 With SUM/MEAN aggregates (:meth:`DuckDBEngine.bounded_raw_counts_with_sums`) step 1 is a ``GROUP BY unit,
-key index`` carrying each aggregate's clipped, gridded, re-centred contribution (:func:`contribution_sql`), the
-per-key totals sum them in DuckDB, the heavy pairs carry them out and the dropped ones are subtracted exactly
-(int64): the same table as the shared Polars path for the same secret.
+key index`` carrying each aggregate's clipped, gridded, re-centred contribution (:func:`contribution_sql`).
+The contributions leave DuckDB with the pairs, and the kept pairs' contributions are summed per key exactly
+(int64). This gives the same table as the shared Polars path for the same secret.
 
 This is exactly the choice of :func:`sparsedp.engines.bounding.select_pairs` (module docstring there): the same
-fingerprints, the same rank, the same ``l0`` smallest ``(rank, canonical key)`` per unit (the key index is the
-position in the canonical key order, so ordering by it is the canonical tie-break). Only the per-key bounded
-counts, five statistics and the heavy units' pairs leave DuckDB; DuckDB runs the aggregations and the joins
-with its own threads and spills them to its temporary directory when they do not fit in memory (an
-engine-owned connection gets a private temporary directory).
+fingerprints, the same rank, the same ``l0`` smallest ``(rank, canonical key)`` per unit. DuckDB runs the
+join and the ``DISTINCT`` with its own threads. It spills them to its temporary directory when they do not
+fit in memory (an engine-owned connection gets a private temporary directory). ``passes`` splits the units
+when even the pairs table should not be built at once.
 
 The secret never enters DuckDB: not its SQL text, plans or functions (:mod:`sparsedp.engines.duckdb_objects`);
 set :attr:`DuckDBEngine.plan_log` to a list to record the SQL and the ``EXPLAIN`` output of every statement
@@ -61,7 +66,8 @@ from typing import Any, Iterator, Sequence
 from ..errors import InputDataError
 from . import sources
 from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows, nan_key_error, numpy_to_arrow
-from .bounding import COUNT, canonical_order, draw_bounding_secret
+from .bounding import COUNT, canonical_order, draw_bounding_secret, key_fingerprints
+from .pair_ids import PairContext, PairCounts, _bits, bound_distinct_pairs, offset_values, pack_pairs
 
 
 def _q(name: str) -> str:
@@ -86,11 +92,7 @@ def polars_to_arrow(df: Any):
 
 
 _U = "__sparsedp_u"
-_D = "__sparsedp_d"
-_C = "__sparsedp_c"
 _KI = "__sparsedp_ki"
-_HI = "__sparsedp_hi"
-_STATS = ("__sparsedp_units", "__sparsedp_pairs", "__sparsedp_heavy")
 
 
 def _input_error(what: str, e: BaseException) -> BaseException:
@@ -216,100 +218,33 @@ def pairs_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, sums: 
     return f"SELECT DISTINCT {_U}, {_KI} FROM {joined}"
 
 
-def degrees_sql(pairs: str) -> str:
-    """Step 2: each unit's number of distinct keys ``{_D}`` from the pairs table ``pairs``."""
-    return f"SELECT {_U}, count(*) AS {_D} FROM {pairs} GROUP BY {_U}"
+#: DuckDB integer unit types whose pair ids DuckDB packs itself (:func:`batch_sql`), with their Polars dtype
+_PACKED_UNITS = {"tinyint": "Int8", "smallint": "Int16", "integer": "Int32", "bigint": "Int64", "utinyint": "UInt8",
+                 "usmallint": "UInt16", "uinteger": "UInt32", "ubigint": "UInt64"}
+_P = "__sparsedp_pid"
 
 
-def key_totals_sql(pairs: str, n_sums: int) -> str:
-    """Step 2: per key index, its number of distinct units :data:`COUNT` (before the bound) and the sums of
-    the pairs' contributions ``__sparsedp_a{j}``, all BIGINT."""
-    a_sum = "".join(f", sum({_acol(j)})::BIGINT AS {_acol(j)}" for j in range(n_sums))
-    return f"SELECT {_KI}, count(*)::BIGINT AS {_q(COUNT)}{a_sum} FROM {pairs} GROUP BY {_KI}"
-
-
-def stats_sql(degrees: str, l0: int | None) -> str:
-    """The statistics :data:`_STATS` (units, pairs, units over ``l0``) from the degrees table."""
-    lim = l0 if l0 is not None else 2**62
-    return (f"SELECT count(*) AS {_STATS[0]}, coalesce(sum({_D}), 0)::BIGINT AS {_STATS[1]}, "
-            f"count(*) FILTER (WHERE {_D} > {lim}) AS {_STATS[2]} FROM {degrees}")
-
-
-def heavy_units_sql(degrees: str, l0: int) -> str:
-    """Step 3: the units over ``l0``, each with a dense index ``{_HI}`` (0, 1, …: any order) and its degree."""
-    return (f"SELECT {_U}, (row_number() OVER () - 1)::BIGINT AS {_HI}, {_D} "
-            f"FROM {degrees} WHERE {_D} > {int(l0)}")
-
-
-def heavy_pairs_sql(pairs: str, heavy: str, lo: int, hi: int, n_sums: int) -> str:
-    """Step 3: the pairs of the heavy units of index ``lo ≤ {_HI} < hi``, as ``({_HI} - lo, key index[,
-    contributions])``."""
+def batch_sql(pairs: str, n_sums: int, batch: int, batches: int, passes: int,
+              pack: tuple[int, int, str] | None = None) -> str:
+    """Step 2: the pairs of one batch of the units of the pairs table ``pairs``: those with
+    ``(hash(unit) // passes) % batches = batch`` (every pair when ``batches`` is 1; the division keeps the
+    batches even within a pass, whose units share ``hash(unit) % passes``), as ``({_U}, {_KI}[,
+    contributions])``, or with ``pack = (lo, key bits b, unit type id)`` (integer units whose offsets fit
+    beside the key bits) as the pair ids of :mod:`~sparsedp.engines.pair_ids`, ``(unit − lo) · 2^b + key
+    index`` (UBIGINT ``{_P}``), computed by DuckDB."""
     a_sel = "".join(f", {_acol(j)}" for j in range(n_sums))
-    return (f"SELECT ({_HI} - {int(lo)})::INTEGER AS {_HI}, {_KI}{a_sel} FROM {pairs} JOIN {heavy} USING ({_U}) "
-            f"WHERE {_HI} >= {int(lo)} AND {_HI} < {int(hi)}")
-
-
-def heavy_batches(degrees: Any, budget: int) -> list[tuple[int, int]]:
-    """Split the heavy units ``0 … len(degrees)-1`` (``degrees``: their numbers of pairs, by index) into
-    consecutive ranges ``[lo, hi)`` of at most ``budget`` pairs each (a unit with more pairs is a range alone)."""
-    import numpy as np
-
-    ends = np.cumsum(np.asarray(degrees, dtype=np.int64))
-    out: list[tuple[int, int]] = []
-    lo = 0
-    while lo < ends.size:
-        base = int(ends[lo - 1]) if lo else 0
-        hi = max(int(np.searchsorted(ends, base + budget, side="right")), lo + 1)
-        out.append((lo, hi))
-        lo = hi
-    return out
-
-
-def _numpy_columns(t: Any) -> dict:
-    """An Arrow table's (null-free, numeric) columns as numpy arrays, through Polars (pyarrow's own
-    ``to_numpy`` imports pandas: about 0.4 s of CPU in a fresh process)."""
-    import polars as pl
-
-    df = pl.from_arrow(t)
-    assert isinstance(df, pl.DataFrame)
-    return {c: df[c].to_numpy() for c in df.columns}
-
-
-def dropped_pairs(g: Any, ki: Any, hu: Any, hk: Any, secret: bytes, l0: int, workers: int = 1) -> Any:
-    """Positions of the pairs ``(g[i], ki[i])`` that the ℓ0 choice drops: unit ``g`` (``0 … len(hu)-1``, each
-    with at least one pair) keeps its ``l0`` pairs of smallest ``(prf_ranks(hu[g], hk[ki]), ki)``
-    (:func:`~sparsedp.engines.bounding.prf_ranks`, :func:`~sparsedp.engines.bounding.keep_smallest`; ``ki`` is
-    the canonical key position, hence the canonical tie-break). With ``workers > 1`` the units are cut into
-    that many ranges, each ranked and cut by its own thread (the AES and numpy's sort release the GIL); each
-    unit's choice is its own, so the result is the same."""
-    import numpy as np
-
-    from .bounding import keep_smallest, prf_ranks
-
-    n_units = len(hu)
-
-    def part(a: int, b: int) -> Any:
-        if workers == 1:
-            idx, gg, kk = None, g, ki
-        else:
-            idx = np.flatnonzero((g >= a) & (g < b))
-            gg, kk = g[idx] - a, ki[idx]
-        gone = np.flatnonzero(~keep_smallest(gg, prf_ranks(hu[a:b], hk, secret, gg, kk), kk, l0, b - a))
-        return gone if idx is None else idx[gone]
-
-    cuts = [(n_units * i // workers, n_units * (i + 1) // workers) for i in range(workers)]
-    cuts = [(a, b) for a, b in cuts if a < b]
-    if len(cuts) <= 1:
-        return part(0, n_units) if workers == 1 else part(*cuts[0]) if cuts else np.zeros(0, dtype=np.int64)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(len(cuts)) as ex:
-        return np.concatenate(list(ex.map(lambda ab: part(*ab), cuts)))
+    where = "" if batches == 1 else f" WHERE (hash({_U}) // {int(passes)}) % {int(batches)} = {int(batch)}"
+    if pack is None:
+        return f"SELECT {_U}, {_KI}{a_sel} FROM {pairs}{where}"
+    lo, b, tid = pack
+    off = (f"({_U} - CAST({int(lo)} AS UBIGINT))" if tid == "ubigint"
+           else f"CAST(CAST({_U} AS BIGINT) - {int(lo)} AS UBIGINT)")
+    return f"SELECT ({off} << {int(b)}) | CAST({_KI} AS UBIGINT) AS {_P}{a_sel} FROM {pairs}{where}"
 
 
 class DuckDBEngine(EmbeddedEngine):
-    """Bounded histograms computed by DuckDB (pairs, degrees and counts in SQL; the heavy units' pairs ranked
-    in this process, in batches of whole units; see the module docstring)."""
+    """Bounded histograms computed by DuckDB (the distinct pairs in SQL; degrees, counts and the ℓ0 choice in
+    this process by the Polars engine's code, in batches of whole units; see the module docstring)."""
 
     name = "duckdb"
 
@@ -446,11 +381,12 @@ class DuckDBEngine(EmbeddedEngine):
 
     def bounded_raw_counts_with_sums(self, data: Any, privacy_unit: str, by: list[str], l0: int | None, rng: Any,
                                      aggregates: Sequence[Any]) -> RawCounts:
-        """The bounded counts AND the per-key grid sums of the SUM/MEAN ``aggregates``, all in the one DuckDB
-        statement (:func:`bounding_sql` with ``sums``): the same table as the shared Polars path
-        (:func:`~sparsedp.engines.aggregate_exprs.bounded_raw_counts_with_sums`) for the same secret — the same
-        kept pairs, the same contributions (:func:`contribution_sql`), the same checks and errors, the secret
-        drawn at the same point. Only per-key rows leave DuckDB.
+        """The bounded counts AND the per-key grid sums of the SUM/MEAN ``aggregates``: each distinct pair's
+        contribution computed in DuckDB's pairs statement (:func:`pairs_sql` with ``sums``,
+        :func:`contribution_sql`), the kept ones summed per key in the process. The same table as the shared
+        Polars path (:func:`~sparsedp.engines.aggregate_exprs.bounded_raw_counts_with_sums`) for the same
+        secret — the same kept pairs, the same contributions, the same checks and errors, the secret drawn at
+        the same point.
 
         One caveat shared with every engine: a unit's per-key value total is a floating-point sum, and with
         three or more rows per (unit, key) the order of additions (row order, parallel partial aggregates)
@@ -469,7 +405,6 @@ class DuckDBEngine(EmbeddedEngine):
 
         import numpy as np
 
-        from .bounding import key_fingerprints
         from .duckdb_objects import bounding_objects, drop_tables
 
         cols = [privacy_unit] + by
@@ -520,7 +455,8 @@ class DuckDBEngine(EmbeddedEngine):
                 if n:
                     raise nan_key_error(by[i])
             tid = [types[c].id for c in cols]
-            try:  # the distinct keys (no randomness), in canonical key order, each with its index
+            budget = self.batch_budget(con, len(sums))
+            try:  # the distinct keys (no randomness), each with its index in DuckDB's order
                 keys = to_arrow_table(proj.query("__src", keys_sql(tid[1:])))
             except duckdb.Error as e:
                 raise _input_error("DuckDB could not group the input", e) from None
@@ -528,49 +464,74 @@ class DuckDBEngine(EmbeddedEngine):
             ks = [_kcol(i) for i in range(len(by))]
             kdf = pl.from_arrow(keys)
             assert isinstance(kdf, pl.DataFrame)
-            order = kdf.with_row_index("__i").sort(canonical_order(kdf.schema, ks))["__i"].to_numpy()
             n_keys = keys.num_rows
-            pos = np.empty(n_keys, dtype=np.int32 if n_keys < 2**31 else np.int64)
-            pos[order] = np.arange(n_keys, dtype=pos.dtype)  # each key's index in canonical order
-            hk = None
-            if l0 is not None:  # the key fingerprints h_k (bounding module), by key index
-                hk = key_fingerprints(kdf[order], ks)
+            order = kdf.with_row_index("__i").sort(canonical_order(kdf.schema, ks))["__i"].to_numpy()
+            pos = np.empty(n_keys, dtype=np.int64)
+            pos[order] = np.arange(n_keys, dtype=np.int64)  # each key index's position in canonical order
+            ctx = PairContext(bk=_bits(n_keys - 1), n_keys=n_keys, l0=l0, secret=secret,
+                              hk=key_fingerprints(kdf, ks) if l0 is not None else None, pos=pos,
+                              unit=privacy_unit, sums=tuple(a for a, _ in sums), names=tuple(grid_names),
+                              given=bool(sums))
+            acc: PairCounts | None = None
             with bounding_objects(con) as (view, tag):
-                # registered in DuckDB's order (a sorted build side made the join fail to spill under a memory limit)
-                con.register(view, keys.append_column(_KI, numpy_to_arrow(pos)))
-                # every key has at least one pair: the passes' key indices cover 0 … n_keys-1 together
-                counts = np.zeros(n_keys, dtype=np.int64)
-                grids = [np.zeros(n_keys, dtype=np.int64) for _ in grid_names]
-                st = np.zeros(len(_STATS), dtype=np.int64)
-                tp, td, th = (f"__sparsedp_{t}_{tag}" for t in ("p", "d", "h"))
+                # the key index is the row's position in DuckDB's order (a sorted build side made the join fail
+                # to spill under a memory limit); the canonical order is applied in the process (ctx.pos)
+                ki = np.arange(n_keys, dtype=np.int32 if n_keys < 2**31 else np.int64)
+                con.register(view, keys.append_column(_KI, numpy_to_arrow(ki)))
+                tp = f"__sparsedp_p_{tag}"
                 for i in range(self.passes):
                     part = None if self.passes == 1 else (i, self.passes)
                     try:
                         with query_progress(con):  # the relation may start executing when it is built
                             self._run(con, f"CREATE TEMP TABLE {tp} AS "
                                       + pairs_sql(tid[0], tid[1:], view, sums, part), src=proj)
-                        self._run(con, f"CREATE TEMP TABLE {td} AS {degrees_sql(tp)}")
-                        kc = pl.from_arrow(self._run(con, key_totals_sql(tp, len(sums)), fetch=True))
-                        stats = np.asarray(list(self._run(con, stats_sql(td, l0), fetch=True).to_pylist()[0].values()),
-                                           dtype=np.int64)
-                        st += stats
-                        assert isinstance(kc, pl.DataFrame)
-                        idx = kc[_KI].to_numpy()
-                        counts[idx] += kc[COUNT].to_numpy()  # key indices are distinct within a pass
-                        for j, g in enumerate(grids):
-                            g[idx] += kc[_acol(j)].to_numpy()
-                        if l0 is not None and stats[2]:
-                            self._drop_heavy(con, tp, td, th, privacy_unit, l0, hk, secret, counts, grids)
+                        packable = tid[0] in _PACKED_UNITS
+                        info = self._run(con, "SELECT count(*) AS n" + (f", min({_U}) AS lo, max({_U}) AS hi"
+                                                                         if packable else "") + f" FROM {tp}",
+                                         fetch=True).to_pylist()[0]
+                        n_batches = max(1, -(-int(info["n"]) // budget))
+                        pack = None
+                        if packable and info["n"] and _bits(int(info["hi"]) - int(info["lo"])) + ctx.bk <= 64:
+                            pack = (int(info["lo"]), ctx.bk, tid[0])
+                        for b in range(n_batches):
+                            t = pl.from_arrow(self._run(con, batch_sql(tp, len(sums), b, n_batches, self.passes,
+                                                                       pack), fetch=True))  # no copy
+                            assert isinstance(t, pl.DataFrame)
+                            if pack is not None:  # pair ids packed by DuckDB: unit offsets from lo
+                                pid = t[_P]
+                                value_of = offset_values(privacy_unit, pack[0], getattr(pl, _PACKED_UNITS[tid[0]]))
+                            else:  # dense unit ids from a hash aggregation in the process
+                                pid, _, value_of = pack_pairs(t[_U].alias(privacy_unit), t[_KI], ctx.bk)
+                            got = bound_distinct_pairs(ctx, pid, value_of, {
+                                n: t[_acol(j)].alias(n) for j, n in enumerate(grid_names)})
+                            del t, pid
+                            acc = got if acc is None else acc.add(got)
                     except duckdb.Error as e:
                         raise _input_error("DuckDB could not group the input", e) from None
                     finally:
                         drop_tables(con, tag)  # before the next pass: DuckDB holds one slice at a time
-        grid = [pl.Series(name, g) for name, g in zip(grid_names, grids)]
-        kc = kdf[order].rename(dict(zip(ks, by))).with_columns(pl.Series(COUNT, counts), *grid)
-        pairs = int(st[1])
-        return RawCounts(rows_in=rows, units_in=int(st[0]), pairs_in=pairs,
-                         units_over_l0=int(st[2]) if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
-                         pairs_dropped_l0=pairs - int(counts.sum()))
+        assert acc is not None  # at least one pass and one batch
+        grid = [pl.Series(name, t[order], dtype=pl.Int64) for name, t in zip(grid_names, acc.totals)]
+        kc = kdf[order].rename(dict(zip(ks, by))).with_columns(
+            pl.Series(COUNT, (acc.upk - acc.dropped)[order], dtype=pl.Int64), *grid)
+        return RawCounts(rows_in=rows, units_in=acc.units, pairs_in=acc.pairs,
+                         units_over_l0=acc.heavy if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
+                         pairs_dropped_l0=int(acc.dropped.sum()))
+
+    #: distinct pairs read out of DuckDB and bounded per batch at most (about 28 bytes each in the process at
+    #: once, plus 16 per SUM/MEAN column): the cap when the connection's memory limit allows more
+    PAIR_BATCH = 1 << 27
+
+    def batch_budget(self, con: Any, n_sums: int) -> int:
+        """Pairs per batch: the connection's ``memory_limit`` (DuckDB's default: 80 % of RAM) / (256 + 128 per
+        SUM/MEAN column), at least 2^16, at most :attr:`PAIR_BATCH`: a batch then takes about a ninth of the
+        limit in the process, beside DuckDB's own memory."""
+        from .duckdb_settings import size_bytes
+
+        limit = size_bytes(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+        if limit is None:
+            return self.PAIR_BATCH
+        return min(self.PAIR_BATCH, max(1 << 16, limit // (256 + 128 * n_sums)))
 
     def _run(self, con: Any, sql: str, fetch: bool = False, src: Any = None) -> Any:
         """Run one statement of the bounded histogram on ``con`` (or on ``src``, the input's projection, which
@@ -588,50 +549,6 @@ class DuckDBEngine(EmbeddedEngine):
         else:
             con.execute(sql)
         return None
-
-    #: heavy pairs read out of DuckDB and ranked per batch (about 60 bytes each in the process at once, plus 8
-    #: per SUM/MEAN column; under a ``memory_limit`` at most a 256th of it: the batch then takes about a
-    #: quarter of the limit beside DuckDB's own memory)
-    HEAVY_BATCH = 1 << 25
-    #: a batch of at least this many heavy pairs is ranked by several threads (:func:`dropped_pairs`)
-    PARALLEL_MIN = 1 << 16
-
-    def _drop_heavy(self, con: Any, tp: str, td: str, th: str, unit: str, l0: int, hk: Any, secret: bytes,
-                    counts: Any, grids: list) -> None:
-        """Step 3 of the module docstring for one pass: the heavy units (rows of ``td`` with ``d > l0``) get a
-        dense index (table ``th``) and their fingerprint (``unit``: the privacy unit's name); their pairs are read out in batches of whole units
-        (:func:`heavy_batches`, at most :attr:`HEAVY_BATCH` pairs, or a 256th of ``memory_limit`` in bytes),
-        ranked and cut to each unit's ``l0`` smallest ``(rank, key index)`` by :func:`dropped_pairs` (the
-        Polars engine's :func:`~sparsedp.engines.bounding.prf_ranks` and
-        :func:`~sparsedp.engines.bounding.keep_smallest`, on several threads); the dropped pairs are subtracted
-        from ``counts`` (and their contributions from ``grids``) by key index."""
-        import numpy as np
-
-        import polars as pl
-
-        from .bounding import unit_fingerprints
-
-        self._run(con, f"CREATE TEMP TABLE {th} AS {heavy_units_sql(td, l0)}")
-        # the heavy units' fingerprints h_u, in index order, by Polars in one call (a DuckDB UDF was called on
-        # small batches: 0.17 s at 10^7 rows for 173 076 units, against a few milliseconds)
-        units = self._run(con, f"SELECT {_U}, {_D} FROM {th} ORDER BY {_HI}", fetch=True)
-        hu = unit_fingerprints(pl.Series(unit, units.column(_U)))
-        deg = pl.Series(units.column(_D)).to_numpy()
-        del units
-        budget = self.HEAVY_BATCH
-        limit = self.settings.limit_bytes()
-        if limit is not None:
-            budget = max(1 << 16, min(budget, limit // 256))
-        workers = max(1, min(8, self.settings.threads or os.cpu_count() or 1))
-        for lo, hi in heavy_batches(deg, budget):
-            t = _numpy_columns(self._run(con, heavy_pairs_sql(tp, th, lo, hi, len(grids)), fetch=True))
-            ki = t[_KI]
-            w = workers if ki.size >= self.PARALLEL_MIN else 1
-            gone = dropped_pairs(t[_HI], ki, hu[lo:hi], hk, secret, l0, w)
-            kd = ki[gone]
-            counts -= np.bincount(kd, minlength=counts.size)
-            for j, gr in enumerate(grids):
-                np.subtract.at(gr, kd, t[_acol(j)][gone])
 
     def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: list[str], candidates: Any) -> Any:
         """In DuckDB: the histogram of distinct keys per unit (:meth:`Engine.keys_per_unit_counts`), with the

@@ -6,8 +6,9 @@ engine opens itself (a file or frame input with no ``connection=``) it sets:
 
 - ``memory_limit``: DuckDB's buffer-manager limit (DuckDB's default is 80 % of the machine's RAM). Set it when
   the process must stay under a budget: the limit covers DuckDB's buffers, not the Python process or the
-  Arrow results; the heavy units' pairs ranked in the process are read in batches of at most a 256th of the
-  limit in pairs (about a quarter of it in bytes; :attr:`~sparsedp.engines.duckdb_engine.DuckDBEngine.HEAVY_BATCH`).
+  Arrow results; the distinct (unit, key) pairs bounded in the process are read in batches of whole units of at
+  most a 256th of the connection's limit in pairs (about a ninth of it in bytes;
+  :meth:`~sparsedp.engines.duckdb_engine.DuckDBEngine.batch_budget`).
   Before session 4 of issue 19 (ranking in DuckDB) ``"6.5GB"`` gave a peak RSS of 6.94 GiB on 3·10^8 rows (
   ``docs/engines_speed.md``, "Session 3 -- 10^9 rows"). Spilling does not make the need vanish: DuckDB's
   out-of-core ``DISTINCT`` still holds memory growing with the number of distinct (unit, key) pairs (measured
@@ -65,16 +66,8 @@ class DuckDBSettings:
                                         f"{os.fspath(self.temp_directory)!r}")
 
     def limit_bytes(self) -> int | None:
-        """``memory_limit`` in bytes (KB, MB… are powers of 1000, KiB, MiB… of 1024, as in DuckDB); ``None``
-        when unset."""
-        if self.memory_limit is None:
-            return None
-        m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$", self.memory_limit)
-        assert m is not None  # checked in __post_init__
-        unit = m.group(2).upper()
-        scale = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-                 "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}[unit]
-        return int(float(m.group(1)) * scale)
+        """``memory_limit`` in bytes (:func:`size_bytes`); ``None`` when unset."""
+        return None if self.memory_limit is None else size_bytes(self.memory_limit)
 
     def spill_directory(self) -> str:
         """Create the private spill directory (the caller removes it)."""
@@ -89,3 +82,12 @@ class DuckDBSettings:
         if self.threads is not None:
             cfg["threads"] = self.threads
         return cfg
+
+
+def size_bytes(text: str) -> int | None:
+    """A DuckDB size (``"6GB"``, ``"1.5 GiB"``, ``"18.8 GiB"`` as ``current_setting('memory_limit')`` shows it)
+    in bytes: KB, MB… are powers of 1000, KiB, MiB… of 1024, as in DuckDB; ``None`` if it is not a size."""
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$", str(text))
+    scale = {"B": 1, "BYTES": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+             "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}.get(m.group(2).upper()) if m else None
+    return None if m is None or scale is None else int(float(m.group(1)) * scale)

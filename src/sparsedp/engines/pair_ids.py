@@ -58,7 +58,7 @@ import numpy as np
 from .bounding import (COUNT, canonical_order, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks,
                        unit_fingerprints)
 
-__all__ = ["bounded_raw_counts"]
+__all__ = ["PairContext", "PairCounts", "bound_distinct_pairs", "bounded_raw_counts"]
 
 _PAIR = "__sparsedp_p"
 _ROW = "__sparsedp_i"
@@ -71,7 +71,7 @@ def _bits(n: int) -> int:
     return max(1, int(n).bit_length())
 
 
-def _pair_ids(units: Any, kid: Any, key_bits: int) -> tuple[Any, int, Any]:
+def pack_pairs(units: Any, kid: Any, key_bits: int) -> tuple[Any, int, Any]:
     """``(p, bits, value_of)``: the pair id ``p = unit id · 2^key_bits + key id`` of every row (a Polars
     ``UInt64`` Series; unit ids below ``2^bits``, ``bits + key_bits <= 64``), and a function mapping an array
     of unit ids to a Polars Series of those units' values (the column's dtype).
@@ -93,11 +93,7 @@ def _pair_ids(units: Any, kid: Any, key_bits: int) -> tuple[Any, int, Any]:
             p = pl.DataFrame({_ROW: units, _KEY: kid}).select(
                 (off * pl.lit(1 << key_bits, dtype=pl.UInt64) + k).alias(_PAIR))[_PAIR]
 
-            def value_of(i: np.ndarray) -> Any:
-                v = i + np.uint64(lo) if dt == pl.UInt64 else i.view(np.int64) + np.int64(lo)
-                return pl.Series(units.name, v).cast(dt)
-
-            return p, bits, value_of
+            return p, bits, offset_values(units.name, int(lo), dt)
     groups = (pl.DataFrame({units.name: units}).lazy().with_row_index(_ROW).group_by(units.name)
               .agg(pl.col(_ROW)).collect())
     values = groups[units.name]
@@ -109,6 +105,18 @@ def _pair_ids(units: Any, kid: Any, key_bits: int) -> tuple[Any, int, Any]:
     p = pl.DataFrame({_ROW: ids, _KEY: kid}).select(
         (pl.col(_ROW) * pl.lit(1 << key_bits, dtype=pl.UInt64) + k).alias(_PAIR))[_PAIR]
     return p, _bits(groups.height), lambda i: values.gather(i.astype(np.int64))
+
+
+def offset_values(name: str, lo: int, dtype: Any) -> Callable[[np.ndarray], Any]:
+    """The ``value_of`` of integer unit ids that are offsets ``unit − lo``: unit ids (uint64) → the units'
+    values, a Polars Series ``name`` of ``dtype``."""
+    import polars as pl
+
+    def value_of(i: np.ndarray) -> Any:
+        v = i + np.uint64(lo) if dtype == pl.UInt64 else i.view(np.int64) + np.int64(lo)
+        return pl.Series(name, v).cast(dtype)
+
+    return value_of
 
 
 def _threads() -> int:
@@ -187,7 +195,7 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     n_rows = units.len()
     # 2.-3. unit ids in the high bits, key ids in the low bits of one u64 pair id
     try:
-        p, bu, value_of = _pair_ids(units, kid, bk)
+        p, bu, value_of = pack_pairs(units, kid, bk)
         del units, kid
         srt, vals = _sorted_pairs(p, values)
         del p, values
@@ -206,7 +214,7 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     hk = None
     if l0 is not None:
         hk = key_fingerprints(keys, by)
-    ctx = _Context(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=hk, pos=pos, unit=unit, value_of=value_of,
+    ctx = PairContext(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=hk, pos=pos, unit=unit, value_of=value_of,
                    sums=tuple(sums), names=tuple(names))
     res = _map_parts(ctx, srt, vals, chunks)
     del srt, vals
@@ -217,6 +225,33 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     return RawCounts(rows_in=n_rows, units_in=res.units, pairs_in=res.pairs,
                      units_over_l0=heavy_n if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
                      pairs_dropped_l0=int(dropped.sum()))
+
+
+def bound_distinct_pairs(ctx: PairContext, p: Any, value_of: Callable[[np.ndarray], Any],
+                         contributions: dict | None = None) -> PairCounts:
+    """Steps 3–4 of the module docstring on pair ids of pairs that are already distinct (the DuckDB engine's
+    pairs table, or one batch of its units): sorted by Polars, then the slices of whole units in threads
+    (``ctx.distinct``: no de-duplication). Each unit must have all its pairs in this call (the ℓ0 choice is
+    per unit).
+
+    Args:
+        ctx: key bits, bound, secret, key fingerprints and canonical positions by key id; with SUM/MEAN,
+            ``given=True`` and the grid column names.
+        p: the pair ids ``unit id · 2^ctx.bk + key id`` (a Polars UInt64 Series; :func:`pack_pairs`).
+        value_of: unit ids → unit values (:func:`pack_pairs`, :func:`offset_values`).
+        contributions: with ``ctx.given``, each pair's Int64 contribution as a Polars Series per grid column
+            name (named so), aligned with ``p``.
+    Returns:
+        per key id: distinct units and dropped pairs (and kept contribution sums); units, pairs, units over l0.
+    """
+    import dataclasses
+
+    if p.len() == 0:
+        z = np.zeros(ctx.n_keys, dtype=np.int64)
+        return PairCounts(upk=z, dropped=z.copy(), totals=[z.copy() for _ in ctx.names], units=0, pairs=0,
+                          heavy=0)
+    srt, vals = _sorted_pairs(p.alias(_PAIR), contributions or {})
+    return _map_parts(dataclasses.replace(ctx, value_of=value_of, distinct=True), srt, vals, None)
 
 
 def _sorted_pairs(p: Any, values: dict) -> tuple[np.ndarray, dict]:
@@ -231,10 +266,10 @@ def _sorted_pairs(p: Any, values: dict) -> tuple[np.ndarray, dict]:
 
 
 @dataclass(frozen=True)
-class _Context:
+class PairContext:
     """What every slice of the pairs needs: the key bits, the bound, the secret, the key fingerprints ``hk``
-    and canonical positions ``pos`` (both indexed by key id), ``value_of`` (unit ids → unit values), and the
-    Sum/Mean aggregates with their grid column names."""
+    and canonical positions ``pos`` (both indexed by key id), ``value_of`` (unit ids → unit values: set by
+    :func:`pack_pairs`), and the Sum/Mean aggregates with their grid column names."""
 
     bk: int
     n_keys: int
@@ -243,13 +278,18 @@ class _Context:
     hk: np.ndarray | None
     pos: np.ndarray
     unit: str
-    value_of: Callable[[np.ndarray], Any]
+    value_of: Callable[[np.ndarray], Any] | None = None
     sums: tuple = ()
     names: tuple = ()
+    #: the value Series are already each distinct pair's Int64 contribution, by grid column name (the DuckDB
+    #: engine's :func:`~sparsedp.engines.duckdb_engine.contribution_sql`), not rows' raw values
+    given: bool = False
+    #: the pair ids are distinct (no run of repeated ids to collapse)
+    distinct: bool = False
 
 
 @dataclass
-class _Part:
+class PairCounts:
     """Per-key counts (``upk``: distinct units per key, ``dropped``: pairs the bound removed), per-key grid sums
     of the kept pairs, and the numbers of units, distinct pairs and units over ``l0`` of some slices."""
 
@@ -260,7 +300,7 @@ class _Part:
     pairs: int
     heavy: int
 
-    def add(self, o: "_Part") -> "_Part":
+    def add(self, o: "PairCounts") -> "PairCounts":
         """Add ``o`` in place (integer additions: exact, the order of the slices does not matter)."""
         self.upk += o.upk
         self.dropped += o.dropped
@@ -282,7 +322,7 @@ def _parts(srt: np.ndarray, bk: int, n_parts: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(c[:-1], c[1:]) if b > a] or [(0, n)]
 
 
-def _map_parts(ctx: _Context, srt: np.ndarray, vals: dict, chunks: int | None) -> _Part:
+def _map_parts(ctx: PairContext, srt: np.ndarray, vals: dict, chunks: int | None) -> PairCounts:
     """:func:`_bound_slice` on slices of whole units of the sorted rows (about :func:`_block_size` rows each,
     or ``chunks`` slices), taken one after the other by the threads of a pool (numpy's ufuncs, sorts and
     gathers on large buffers, Polars and the AES release the GIL), each thread adding up its slices'
@@ -294,7 +334,7 @@ def _map_parts(ctx: _Context, srt: np.ndarray, vals: dict, chunks: int | None) -
     queue = iter(slices)
     lock = threading.Lock()
 
-    def run(_: int) -> _Part | None:  # each thread takes the next slice until none is left
+    def run(_: int) -> PairCounts | None:  # each thread takes the next slice until none is left
         acc = None
         while True:
             with lock:
@@ -306,10 +346,10 @@ def _map_parts(ctx: _Context, srt: np.ndarray, vals: dict, chunks: int | None) -
             acc = part if acc is None else acc.add(part)
 
     parts = [q for q in _in_threads(run, list(range(min(_threads(), len(slices))))) if q is not None]
-    return functools.reduce(_Part.add, parts[1:], parts[0])
+    return functools.reduce(PairCounts.add, parts[1:], parts[0])
 
 
-def _bound_slice(ctx: _Context, srt: np.ndarray, vals: dict) -> _Part:
+def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict) -> PairCounts:
     """The ℓ0 choice on a slice of whole units of the sorted pair ids ``srt`` (repeated pairs adjacent; with
     sums, ``vals``: the rows' value Series in the same order). The distinct pairs are the run starts; each
     pair's Float64 sums of values in row order (:func:`_pair_sums`) become its Int64 grid contributions
@@ -322,10 +362,13 @@ def _bound_slice(ctx: _Context, srt: np.ndarray, vals: dict) -> _Part:
     from .aggregate_exprs import gridded
 
     n_keys = ctx.n_keys
-    first = _run_starts(srt)
-    pid = srt[first]
+    first = None if ctx.distinct else _run_starts(srt)
+    pid = srt if first is None else srt[first]
     contrib = []
-    if ctx.sums:
+    if ctx.given:  # each pair's contribution, already gridded
+        contrib = [c if first is None else c[first] for c in (vals[n].to_numpy() for n in ctx.names)]
+    elif ctx.sums:
+        assert first is not None
         raw = {v: f"__sparsedp_s{j}" for j, v in enumerate(vals)}
         per_pair = pl.DataFrame({raw[v]: _pair_sums(s, first) for v, s in vals.items()})
         contrib = [c.to_numpy() for c in per_pair.select(
@@ -355,7 +398,7 @@ def _bound_slice(ctx: _Context, srt: np.ndarray, vals: dict) -> _Part:
             dropped = np.bincount(k[gone], minlength=n_keys).astype(np.int64, copy=False)
             for t, c in zip(totals, contrib):
                 t -= _key_sums(k[gone], c[hidx[gone]], n_keys)
-    return _Part(upk=upk, dropped=dropped, totals=totals, units=int(starts.size), pairs=pairs, heavy=heavy_n)
+    return PairCounts(upk=upk, dropped=dropped, totals=totals, units=int(starts.size), pairs=pairs, heavy=heavy_n)
 
 
 def _block_size(n_keys: int) -> int:
