@@ -277,7 +277,7 @@ def test_bound_distinct_pairs_keeps_each_units_l0_smallest(unit_kind):
     """:func:`~sparsedp.engines.pair_ids.bound_distinct_pairs` on distinct pairs in any order (as DuckDB returns
     them) drops exactly each unit's pairs beyond its l0 smallest (rank, canonical key position), whatever
     the unit ids (offsets computed outside, or dense ids from the process)."""
-    from sparsedp.engines.pair_ids import PairContext, _bits, bound_distinct_pairs, offset_values, pack_pairs
+    from sparsedp.engines.pair_ids import PairContext, bits_for, bound_distinct_pairs, offset_values, pack_pairs
 
     g = np.random.default_rng(3)
     n_units, n_keys, l0 = 300, 50, 4
@@ -288,7 +288,7 @@ def test_bound_distinct_pairs_keeps_each_units_l0_smallest(unit_kind):
     pos = g.permutation(n_keys).astype(np.int64)  # a canonical order that is not the key index order
     secret = bytes(range(32))
     values = pl.Series("u", unit * 10 + 5) if unit_kind == "offsets" else pl.Series("u", [f"u{v}" for v in unit])
-    bk = _bits(n_keys - 1)
+    bk = bits_for(n_keys - 1)
     ctx = PairContext(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=hk, pos=pos, unit="u")
     if unit_kind == "offsets":
         pid = pl.Series((values.to_numpy() - 5).astype(np.uint64) << np.uint64(bk) | ki.astype(np.uint64))

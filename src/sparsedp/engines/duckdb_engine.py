@@ -67,7 +67,7 @@ from ..errors import InputDataError
 from . import sources
 from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows, nan_key_error, numpy_to_arrow
 from .bounding import COUNT, canonical_order, draw_bounding_secret, key_fingerprints
-from .pair_ids import PairContext, PairCounts, _bits, bound_distinct_pairs, offset_values, pack_pairs
+from .pair_ids import PairContext, PairCounts, bits_for, bound_distinct_pairs, offset_values, pack_pairs
 
 
 def _q(name: str) -> str:
@@ -468,7 +468,7 @@ class DuckDBEngine(EmbeddedEngine):
             order = kdf.with_row_index("__i").sort(canonical_order(kdf.schema, ks))["__i"].to_numpy()
             pos = np.empty(n_keys, dtype=np.int64)
             pos[order] = np.arange(n_keys, dtype=np.int64)  # each key index's position in canonical order
-            ctx = PairContext(bk=_bits(n_keys - 1), n_keys=n_keys, l0=l0, secret=secret,
+            ctx = PairContext(bk=bits_for(n_keys - 1), n_keys=n_keys, l0=l0, secret=secret,
                               hk=key_fingerprints(kdf, ks) if l0 is not None else None, pos=pos,
                               unit=privacy_unit, sums=tuple(a for a, _ in sums), names=tuple(grid_names),
                               given=bool(sums))
@@ -485,27 +485,8 @@ class DuckDBEngine(EmbeddedEngine):
                         with query_progress(con):  # the relation may start executing when it is built
                             self._run(con, f"CREATE TEMP TABLE {tp} AS "
                                       + pairs_sql(tid[0], tid[1:], view, sums, part), src=proj)
-                        packable = tid[0] in _PACKED_UNITS
-                        info = self._run(con, "SELECT count(*) AS n" + (f", min({_U}) AS lo, max({_U}) AS hi"
-                                                                         if packable else "") + f" FROM {tp}",
-                                         fetch=True).to_pylist()[0]
-                        n_batches = max(1, -(-int(info["n"]) // budget))
-                        pack = None
-                        if packable and info["n"] and _bits(int(info["hi"]) - int(info["lo"])) + ctx.bk <= 64:
-                            pack = (int(info["lo"]), ctx.bk, tid[0])
-                        for b in range(n_batches):
-                            t = pl.from_arrow(self._run(con, batch_sql(tp, len(sums), b, n_batches, self.passes,
-                                                                       pack), fetch=True))  # no copy
-                            assert isinstance(t, pl.DataFrame)
-                            if pack is not None:  # pair ids packed by DuckDB: unit offsets from lo
-                                pid = t[_P]
-                                value_of = offset_values(privacy_unit, pack[0], getattr(pl, _PACKED_UNITS[tid[0]]))
-                            else:  # dense unit ids from a hash aggregation in the process
-                                pid, _, value_of = pack_pairs(t[_U].alias(privacy_unit), t[_KI], ctx.bk)
-                            got = bound_distinct_pairs(ctx, pid, value_of, {
-                                n: t[_acol(j)].alias(n) for j, n in enumerate(grid_names)})
-                            del t, pid
-                            acc = got if acc is None else acc.add(got)
+                        got = self._bound_pairs(con, tp, tid[0], ctx, budget)
+                        acc = got if acc is None else acc.add(got)
                     except duckdb.Error as e:
                         raise _input_error("DuckDB could not group the input", e) from None
                     finally:
@@ -517,6 +498,36 @@ class DuckDBEngine(EmbeddedEngine):
         return RawCounts(rows_in=rows, units_in=acc.units, pairs_in=acc.pairs,
                          units_over_l0=acc.heavy if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
                          pairs_dropped_l0=int(acc.dropped.sum()))
+
+    def _bound_pairs(self, con: Any, pairs: str, unit_type_id: str, ctx: PairContext, budget: int) -> PairCounts:
+        """Steps 2–3 of the module docstring for one pass: the pairs table ``pairs`` leaves DuckDB in batches
+        of whole units of at most about ``budget`` pairs (:func:`batch_sql`; pair ids packed by DuckDB for
+        integer units whose offsets fit beside the key bits), each bounded by
+        :func:`~sparsedp.engines.pair_ids.bound_distinct_pairs`; the per-key results added up."""
+        import polars as pl
+
+        packable = unit_type_id in _PACKED_UNITS
+        info = self._run(con, "SELECT count(*) AS n" + (f", min({_U}) AS lo, max({_U}) AS hi" if packable else "")
+                         + f" FROM {pairs}", fetch=True).to_pylist()[0]
+        n_batches = max(1, -(-int(info["n"]) // budget))
+        pack = None
+        if packable and info["n"] and bits_for(int(info["hi"]) - int(info["lo"])) + ctx.bk <= 64:
+            pack = (int(info["lo"]), ctx.bk, unit_type_id)
+        acc: PairCounts | None = None
+        for b in range(n_batches):
+            t = pl.from_arrow(self._run(con, batch_sql(pairs, len(ctx.names), b, n_batches, self.passes, pack),
+                                        fetch=True))  # no copy
+            assert isinstance(t, pl.DataFrame)
+            if pack is not None:  # pair ids packed by DuckDB: unit offsets from lo
+                pid = t[_P]
+                value_of = offset_values(ctx.unit, pack[0], getattr(pl, _PACKED_UNITS[unit_type_id]))
+            else:  # dense unit ids from a hash aggregation in the process
+                pid, _, value_of = pack_pairs(t[_U].alias(ctx.unit), t[_KI], ctx.bk)
+            got = bound_distinct_pairs(ctx, pid, value_of, {n: t[_acol(j)].alias(n) for j, n in enumerate(ctx.names)})
+            del t, pid
+            acc = got if acc is None else acc.add(got)
+        assert acc is not None
+        return acc
 
     #: distinct pairs read out of DuckDB and bounded per batch at most (about 28 bytes each in the process at
     #: once, plus 16 per SUM/MEAN column): the cap when the connection's memory limit allows more

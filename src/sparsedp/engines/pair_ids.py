@@ -66,7 +66,7 @@ _KEY = "__sparsedp_k"
 _BLOCK = 1 << 20  # rows per slice of the numpy work (small temporaries, reused memory)
 
 
-def _bits(n: int) -> int:
+def bits_for(n: int) -> int:
     """Bits to hold the values ``0 … n`` (at least 1)."""
     return max(1, int(n).bit_length())
 
@@ -86,7 +86,7 @@ def pack_pairs(units: Any, kid: Any, key_bits: int) -> tuple[Any, int, Any]:
     k = pl.col(_KEY).cast(pl.UInt64)
     if dt.is_integer() and n:
         lo, hi = units.min(), units.max()
-        bits = _bits(int(hi) - int(lo))
+        bits = bits_for(int(hi) - int(lo))
         if bits + key_bits <= 64:  # exact: 0 <= unit - lo < 2^bits
             u = pl.col(_ROW)
             off = (u - pl.lit(lo, dtype=pl.UInt64)) if dt == pl.UInt64 else (u.cast(pl.Int64) - lo).cast(pl.UInt64)
@@ -97,14 +97,14 @@ def pack_pairs(units: Any, kid: Any, key_bits: int) -> tuple[Any, int, Any]:
     groups = (pl.DataFrame({units.name: units}).lazy().with_row_index(_ROW).group_by(units.name)
               .agg(pl.col(_ROW)).collect())
     values = groups[units.name]
-    if _bits(groups.height) + key_bits > 64:
+    if bits_for(groups.height) + key_bits > 64:
         raise ValueError("too many keys and units for 64-bit pair ids")  # > 2^64 pairs: not reachable in memory
     ids = np.empty(n, dtype=np.uint64)
     ids[groups[_ROW].explode().to_numpy()] = np.repeat(np.arange(groups.height, dtype=np.uint64),
                                                         groups[_ROW].list.len().to_numpy())
     p = pl.DataFrame({_ROW: ids, _KEY: kid}).select(
         (pl.col(_ROW) * pl.lit(1 << key_bits, dtype=pl.UInt64) + k).alias(_PAIR))[_PAIR]
-    return p, _bits(groups.height), lambda i: values.gather(i.astype(np.int64))
+    return p, bits_for(groups.height), lambda i: values.gather(i.astype(np.int64))
 
 
 def offset_values(name: str, lo: int, dtype: Any) -> Callable[[np.ndarray], Any]:
@@ -191,7 +191,7 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
         units = g[unit].explode()
         values = {v: g[v].explode() for v in vcols}
     del g
-    bk = _bits(n_ids - 1)
+    bk = bits_for(n_ids - 1)
     n_rows = units.len()
     # 2.-3. unit ids in the high bits, key ids in the low bits of one u64 pair id
     try:
