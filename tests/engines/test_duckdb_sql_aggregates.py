@@ -74,17 +74,19 @@ def test_same_counts_and_grid_sums_as_the_polars_path(frame, aggs, unit, by, l0)
         assert ref.stats.pairs_dropped_l0 > 0  # the bound drops pairs, and their sums
     assert got.stats == ref.stats
     assert _table(got).equals(_table(ref))
-    # the grid sums were computed in SQL (not by the shared Polars path)
-    sql = duck.plan_log[0][0]
-    assert "floor(" in sql and ("__sparsedp_a0" in sql)
+    # in memory, the rows' values leave DuckDB and are summed per pair in the process
+    (sql, _), = duck.plan_log
+    assert "__sp_v0" in sql and "DISTINCT" not in sql and "floor(" not in sql
+    # past the batch budget, the grid sums are computed in SQL, and the distinct pairs read out in many small
+    # batches (whole units each): the same table
+    small = DuckDBEngine()
+    small.PAIR_BATCH = 200
+    small.plan_log = []
+    batched = small.histogram(frame, unit, by, l0, InsecureSeededRandom(SEED), aggregates=aggs)
+    assert "floor(" in small.plan_log[0][0] and "__sparsedp_a0" in small.plan_log[0][0]
+    assert sum("WHERE (hash(__sparsedp_u)" in sql for sql, _ in small.plan_log) > 5
+    assert batched.stats == ref.stats and _table(batched).equals(_table(ref))
     if l0 is not None:
-        # the distinct pairs read out in many small batches (whole units each): the same table
-        small = DuckDBEngine()
-        small.PAIR_BATCH = 200
-        small.plan_log = []
-        batched = small.histogram(frame, unit, by, l0, InsecureSeededRandom(SEED), aggregates=aggs)
-        assert sum("WHERE (hash(__sparsedp_u)" in sql for sql, _ in small.plan_log) > 5
-        assert batched.stats == ref.stats and _table(batched).equals(_table(ref))
         # and the test can fail: another seed keeps other pairs, so some grid sum changes
         other = duck.histogram(frame, unit, by, l0, InsecureSeededRandom(SEED + 1), aggregates=aggs)
         assert not _table(other).equals(_table(ref))
@@ -102,7 +104,8 @@ def test_parquet_file_and_release_tables_identical(frame, tmp_path):
         assert got.report.released_keys == ref.report.released_keys > 0
 
 
-def test_secret_never_in_sql_or_plan_with_aggregates(frame):
+@pytest.mark.parametrize("pair_batch", [None, 100])
+def test_secret_never_in_sql_or_plan_with_aggregates(frame, pair_batch):
     import hashlib
 
     from sparsedp.engines.bounding import _TAG, draw_bounding_secret
@@ -110,9 +113,12 @@ def test_secret_never_in_sql_or_plan_with_aggregates(frame):
     secret = draw_bounding_secret(InsecureSeededRandom(SEED))
     derived = hashlib.sha256(_TAG + secret).digest()
     eng = DuckDBEngine()
+    if pair_batch is not None:
+        eng.PAIR_BATCH = pair_batch
     eng.plan_log = []
     eng.histogram(frame, "user", ["url"], 3, InsecureSeededRandom(SEED), aggregates=(sd.Sum("dwell", 0, 600),))
-    assert len(eng.plan_log) == 3  # every statement after the draw: pairs, their number, the one batch
+    # every statement after the draw: the rows (in memory), or the pairs, their number and the batches
+    assert len(eng.plan_log) == 1 if pair_batch is None else len(eng.plan_log) > 3
     words = np.frombuffer(secret, dtype="<u8")
     for sql, plan in eng.plan_log:
         for text in (sql, plan):

@@ -110,18 +110,24 @@ def test_no_bound_counts_distinct_units(frame):
     assert got.stats.pairs_dropped_l0 == 0 and got.stats.units_over_l0 == 0
 
 
-def test_secret_never_in_sql_or_plan(frame):
+@pytest.mark.parametrize("pair_batch", [None, 1000])
+def test_secret_never_in_sql_or_plan(frame, pair_batch):
     secret = draw_bounding_secret(InsecureSeededRandom(SEED))  # what the engine draws first from this source
     derived = hashlib.sha256(_TAG + secret).digest()
     eng = DuckDBEngine()
+    if pair_batch is not None:
+        eng.PAIR_BATCH = pair_batch
     eng.plan_log = []
     bh = eng.histogram(frame, "u64", ["q", "c"], 3, InsecureSeededRandom(SEED))
     assert bh.stats.pairs_dropped_l0 > 0
-    # every statement after the draw is logged: the distinct pairs, their number, and the pairs read out (one
-    # batch: ranked and cut in the process, outside DuckDB)
+    # every statement after the draw is logged: in memory, the joined rows read out (de-duplicated, ranked and
+    # cut in the process, outside DuckDB); past the budget, the distinct pairs, their number, and the batches
     sqls = [sql for sql, _ in eng.plan_log]
-    assert len(sqls) == 3 and sqls[0].startswith("CREATE TEMP TABLE __sparsedp_p_")
-    assert sqls[1].startswith("SELECT count(*)") and "__sparsedp_pid" in sqls[2]
+    if pair_batch is None:
+        assert len(sqls) == 1 and sqls[0].startswith("SELECT __sparsedp_u, __sparsedp_ki FROM")
+    else:
+        assert len(sqls) > 3 and sqls[0].startswith("CREATE TEMP TABLE __sparsedp_p_")
+        assert sqls[1].startswith("SELECT count(*)") and all("__sparsedp_pid" in q for q in sqls[2:])
     assert all("__sparsedp" in plan for _, plan in eng.plan_log)
     words = np.frombuffer(secret, dtype="<u8")
     needles = [secret.hex(), secret.hex().upper(), repr(secret), str(list(secret)), derived.hex(),
@@ -273,11 +279,11 @@ def test_pairs_in_batches_give_the_same_histogram(frame):
 
 
 @pytest.mark.parametrize("unit_kind", ["offsets", "strings"])
-def test_bound_distinct_pairs_keeps_each_units_l0_smallest(unit_kind):
-    """:func:`~sparsedp.engines.pair_ids.bound_distinct_pairs` on distinct pairs in any order (as DuckDB returns
+def test_bound_pair_ids_keeps_each_units_l0_smallest(unit_kind):
+    """:func:`~sparsedp.engines.pair_ids.bound_pair_ids` on distinct pairs in any order (as DuckDB returns
     them) drops exactly each unit's pairs beyond its l0 smallest (rank, canonical key position), whatever
     the unit ids (offsets computed outside, or dense ids from the process)."""
-    from sparsedp.engines.pair_ids import PairContext, bits_for, bound_distinct_pairs, offset_values, pack_pairs
+    from sparsedp.engines.pair_ids import PairContext, bits_for, bound_pair_ids, offset_values, pack_pairs
 
     g = np.random.default_rng(3)
     n_units, n_keys, l0 = 300, 50, 4
@@ -292,10 +298,10 @@ def test_bound_distinct_pairs_keeps_each_units_l0_smallest(unit_kind):
     ctx = PairContext(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=hk, pos=pos, unit="u")
     if unit_kind == "offsets":
         pid = pl.Series((values.to_numpy() - 5).astype(np.uint64) << np.uint64(bk) | ki.astype(np.uint64))
-        got = bound_distinct_pairs(ctx, pid, offset_values("u", 5, pl.Int64))
+        got = bound_pair_ids(ctx, pid, offset_values("u", 5, pl.Int64))
     else:
         pid, _, value_of = pack_pairs(values, pl.Series(ki), bk)
-        got = bound_distinct_pairs(ctx, pid, value_of)
+        got = bound_pair_ids(ctx, pid, value_of)
     from sparsedp.engines.bounding import unit_fingerprints
 
     hu = unit_fingerprints(values)

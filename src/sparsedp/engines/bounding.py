@@ -1,7 +1,7 @@
 """Contribution bounding: the random choice of at most ``l0`` keys per privacy unit — ONE definition for every
 engine (Polars, DuckDB, pandas, Arrow, files, and Spark, which calls :func:`select_pairs` in ``mapInArrow``).
 The DuckDB engine computes the distinct pairs in SQL and applies the Polars engine's code to them
-(:func:`sparsedp.engines.pair_ids.bound_distinct_pairs`).
+(:func:`sparsedp.engines.pair_ids.bound_pair_ids`).
 
 **The choice.** For each release a 32-byte secret ``K`` is drawn from the secure source
 (:func:`draw_bounding_secret`). Every distinct ``(unit, key)`` pair gets a *fingerprint*

@@ -23,7 +23,7 @@ export, pandas through DuckDB's pandas scan).
    DuckDB packs each pair into the Polars engine's pair id ``(unit − min) · 2^b + key index`` (one UBIGINT);
    other units get dense ids in the process (:func:`~sparsedp.engines.pair_ids.pack_pairs`).
 3. each batch goes through the Polars engine's steps 3–4
-   (:func:`~sparsedp.engines.pair_ids.bound_distinct_pairs`): the pair ids sorted by Polars, then slices of
+   (:func:`~sparsedp.engines.pair_ids.bound_pair_ids`): the pair ids sorted by Polars, then slices of
    whole units on a thread pool, each giving its units' degrees, the distinct units per key index, and for
    the units with more than ``l0`` keys their fingerprints ``h_u``, the ranks
    :func:`~sparsedp.engines.bounding.prf_ranks` (``AES-256_{K'}(h_u ‖ h_k)``) and
@@ -67,7 +67,7 @@ from ..errors import InputDataError
 from . import sources
 from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows, nan_key_error, numpy_to_arrow
 from .bounding import COUNT, canonical_order, draw_bounding_secret, key_fingerprints
-from .pair_ids import PairContext, PairCounts, bits_for, bound_distinct_pairs, offset_values, pack_pairs
+from .pair_ids import PairContext, PairCounts, bits_for, bound_pair_ids, offset_values, pack_pairs
 
 
 def _q(name: str) -> str:
@@ -193,7 +193,7 @@ def keys_sql(key_type_ids: list[str]) -> str:
 
 
 def pairs_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, sums: Sequence[tuple[Any, int]] = (),
-              part: tuple[int, int] | None = None) -> str:
+              part: tuple[int, int] | None = None, distinct: bool = True) -> str:
     """Step 1 of the module docstring over the relation ``__src`` and the registered key table ``keys_view``
     (the distinct keys ``__sparsedp_k{i}`` with their index ``{_KI}`` in canonical key order): the distinct
     ``(unit, key index)`` pairs, columns ``{_U}, {_KI}``.
@@ -206,12 +206,16 @@ def pairs_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, sums: 
             one's :func:`contribution_sql` as ``__sparsedp_a{j}`` (BIGINT).
         part: ``(i, passes)``: only the units with ``hash(unit) % passes = i`` (one pass of
             :attr:`DuckDBEngine.passes`; ``None``: every unit).
+        distinct: ``False``: the joined rows themselves, ``({_U}, {_KI}[, __sp_v{j}…])``, not de-duplicated
+            (the in-memory route of :meth:`DuckDBEngine._bounded`: the process de-duplicates them).
     """
     src_cols, ks = _src_cols(unit_type_id, key_type_ids)
     kl = ", ".join(ks)
-    vals = "".join(f", {_vcol(j)}" for _, j in sums)
+    vals = "".join(f", {_vcol(j)}" for j in dict.fromkeys(j for _, j in sums))  # each value column once
     where = "" if part is None else f" WHERE hash(__sp_unit) % {int(part[1])} = {int(part[0])}"
     joined = f"(SELECT {src_cols}{vals} FROM __src{where}) JOIN {keys_view} USING ({kl})"
+    if not distinct:
+        return f"SELECT {_U}, {_KI}{vals} FROM {joined}"
     if sums:
         contrib = "".join(f", {contribution_sql(a, _vcol(j))} AS {_acol(i)}" for i, (a, j) in enumerate(sums))
         return f"SELECT {_U}, {_KI}{contrib} FROM {joined} GROUP BY {_U}, {_KI}"
@@ -471,7 +475,7 @@ class DuckDBEngine(EmbeddedEngine):
             ctx = PairContext(bk=bits_for(n_keys - 1), n_keys=n_keys, l0=l0, secret=secret,
                               hk=key_fingerprints(kdf, ks) if l0 is not None else None, pos=pos,
                               unit=privacy_unit, sums=tuple(a for a, _ in sums), names=tuple(grid_names),
-                              given=bool(sums))
+                              given=bool(sums), distinct=True)
             acc: PairCounts | None = None
             with bounding_objects(con) as (view, tag):
                 # the key index is the row's position in DuckDB's order (a sorted build side made the join fail
@@ -479,7 +483,15 @@ class DuckDBEngine(EmbeddedEngine):
                 ki = np.arange(n_keys, dtype=np.int32 if n_keys < 2**31 else np.int64)
                 con.register(view, keys.append_column(_KI, numpy_to_arrow(ki)))
                 tp = f"__sparsedp_p_{tag}"
-                for i in range(self.passes):
+                if self.passes == 1 and rows <= budget:  # in memory: the rows go to the process
+                    try:
+                        with query_progress(con):
+                            t = self._run(con, pairs_sql(tid[0], tid[1:], view, sums, None, distinct=False),
+                                          fetch=True, src=proj)
+                    except duckdb.Error as e:
+                        raise _input_error("DuckDB could not group the input", e) from None
+                    acc = self._bound_rows(t, ctx, vcols)
+                for i in range(self.passes if acc is None else 0):
                     part = None if self.passes == 1 else (i, self.passes)
                     try:
                         with query_progress(con):  # the relation may start executing when it is built
@@ -499,11 +511,29 @@ class DuckDBEngine(EmbeddedEngine):
                          units_over_l0=acc.heavy if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
                          pairs_dropped_l0=int(acc.dropped.sum()))
 
+    @staticmethod
+    def _bound_rows(rows: Any, ctx: PairContext, vcols: list[str]) -> PairCounts:
+        """The in-memory route of :meth:`_bounded`: the joined rows ``({_U}, {_KI}[, values])`` (Arrow, not
+        de-duplicated) through the Polars engine's steps 2–4 (:func:`~sparsedp.engines.pair_ids.pack_pairs`,
+        :func:`~sparsedp.engines.pair_ids.bound_pair_ids` with de-duplication, and with SUM/MEAN the rows'
+        values summed per pair and gridded in the process)."""
+        import dataclasses
+
+        import polars as pl
+
+        t = pl.from_arrow(rows)  # no copy
+        assert isinstance(t, pl.DataFrame)
+        del rows
+        pid, _, value_of = pack_pairs(t[_U].alias(ctx.unit), t[_KI], ctx.bk)
+        values = {c: t[_vcol(j)].alias(c) for j, c in enumerate(vcols)}
+        del t
+        return bound_pair_ids(dataclasses.replace(ctx, given=False, distinct=False), pid, value_of, values)
+
     def _bound_pairs(self, con: Any, pairs: str, unit_type_id: str, ctx: PairContext, budget: int) -> PairCounts:
         """Steps 2–3 of the module docstring for one pass: the pairs table ``pairs`` leaves DuckDB in batches
         of whole units of at most about ``budget`` pairs (:func:`batch_sql`; pair ids packed by DuckDB for
         integer units whose offsets fit beside the key bits), each bounded by
-        :func:`~sparsedp.engines.pair_ids.bound_distinct_pairs`; the per-key results added up."""
+        :func:`~sparsedp.engines.pair_ids.bound_pair_ids`; the per-key results added up."""
         import polars as pl
 
         packable = unit_type_id in _PACKED_UNITS
@@ -523,7 +553,7 @@ class DuckDBEngine(EmbeddedEngine):
                 value_of = offset_values(ctx.unit, pack[0], getattr(pl, _PACKED_UNITS[unit_type_id]))
             else:  # dense unit ids from a hash aggregation in the process
                 pid, _, value_of = pack_pairs(t[_U].alias(ctx.unit), t[_KI], ctx.bk)
-            got = bound_distinct_pairs(ctx, pid, value_of, {n: t[_acol(j)].alias(n) for j, n in enumerate(ctx.names)})
+            got = bound_pair_ids(ctx, pid, value_of, {n: t[_acol(j)].alias(n) for j, n in enumerate(ctx.names)})
             del t, pid
             acc = got if acc is None else acc.add(got)
         assert acc is not None

@@ -6,7 +6,7 @@ fingerprint, and the keyed rank whose closure held the secret) were called by Du
 paying an Arrow conversion and a GIL hand-over, more than the work itself. The fingerprints are now computed by
 :func:`~sparsedp.engines.bounding.unit_fingerprints` / :func:`~sparsedp.engines.bounding.key_fingerprints` (the
 Polars engine's functions) and the keyed rank ``AES-256_{K'}(h_u ‖ h_k)`` in the process on the distinct pairs
-read out of DuckDB (:func:`~sparsedp.engines.pair_ids.bound_distinct_pairs`), so the secret ``K`` never
+read out of DuckDB (:func:`~sparsedp.engines.pair_ids.bound_pair_ids`), so the secret ``K`` never
 enters DuckDB: not its SQL text, its plans, its catalog or any function.
 """
 

@@ -58,7 +58,7 @@ import numpy as np
 from .bounding import (COUNT, canonical_order, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks,
                        unit_fingerprints)
 
-__all__ = ["PairContext", "PairCounts", "bound_distinct_pairs", "bounded_raw_counts"]
+__all__ = ["PairContext", "PairCounts", "bound_pair_ids", "bounded_raw_counts"]
 
 _PAIR = "__sparsedp_p"
 _ROW = "__sparsedp_i"
@@ -227,20 +227,20 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
                      pairs_dropped_l0=int(dropped.sum()))
 
 
-def bound_distinct_pairs(ctx: PairContext, p: Any, value_of: Callable[[np.ndarray], Any],
-                         contributions: dict | None = None) -> PairCounts:
-    """Steps 3–4 of the module docstring on pair ids of pairs that are already distinct (the DuckDB engine's
-    pairs table, or one batch of its units): sorted by Polars, then the slices of whole units in threads
-    (``ctx.distinct``: no de-duplication). Each unit must have all its pairs in this call (the ℓ0 choice is
-    per unit).
+def bound_pair_ids(ctx: PairContext, p: Any, value_of: Callable[[np.ndarray], Any],
+                   values: dict | None = None) -> PairCounts:
+    """Steps 3–4 of the module docstring on the pair ids ``p`` of rows or pairs computed elsewhere (the DuckDB
+    engine: its rows, or its distinct pairs, or one batch of their units): sorted by Polars, then the slices
+    of whole units in threads. Each unit must have all its rows in this call (the ℓ0 choice is per unit).
 
     Args:
-        ctx: key bits, bound, secret, key fingerprints and canonical positions by key id; with SUM/MEAN,
-            ``given=True`` and the grid column names.
+        ctx: key bits, bound, secret, key fingerprints and canonical positions by key id, the SUM/MEAN
+            aggregates and grid column names; ``distinct``: the ids are already distinct (no de-duplication);
+            ``given``: ``values`` are already each pair's Int64 contribution, by grid column name.
         p: the pair ids ``unit id · 2^ctx.bk + key id`` (a Polars UInt64 Series; :func:`pack_pairs`).
         value_of: unit ids → unit values (:func:`pack_pairs`, :func:`offset_values`).
-        contributions: with ``ctx.given``, each pair's Int64 contribution as a Polars Series per grid column
-            name (named so), aligned with ``p``.
+        values: with SUM/MEAN, Polars Series aligned with ``p``, each named by its key here: the rows' values
+            by value column name, or (``ctx.given``) the pairs' contributions by grid column name.
     Returns:
         per key id: distinct units and dropped pairs (and kept contribution sums); units, pairs, units over l0.
     """
@@ -250,8 +250,8 @@ def bound_distinct_pairs(ctx: PairContext, p: Any, value_of: Callable[[np.ndarra
         z = np.zeros(ctx.n_keys, dtype=np.int64)
         return PairCounts(upk=z, dropped=z.copy(), totals=[z.copy() for _ in ctx.names], units=0, pairs=0,
                           heavy=0)
-    srt, vals = _sorted_pairs(p.alias(_PAIR), contributions or {})
-    return _map_parts(dataclasses.replace(ctx, value_of=value_of, distinct=True), srt, vals, None)
+    srt, vals = _sorted_pairs(p.alias(_PAIR), values or {})
+    return _map_parts(dataclasses.replace(ctx, value_of=value_of), srt, vals, None)
 
 
 def _sorted_pairs(p: Any, values: dict) -> tuple[np.ndarray, dict]:
