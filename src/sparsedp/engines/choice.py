@@ -3,38 +3,40 @@
 Every engine makes the same ℓ0 choice (:mod:`sparsedp.engines.bounding`), so the choice of engine changes only
 speed and memory, never the release. Measured by ``benchmarks/release.py --choice --runs 3`` on the development
 machine (2 cores, 24 GiB; 10^7 rows of (user_id, url), 10^6 users, 85 367 urls, l0 = 10; the bounded
-histogram alone, input already loaded; medians of 3 fresh processes; idle machine, load average 0.2–1.4, on
-2026-11-24 after session 4 of issue 19; CPU seconds count all threads):
+histogram alone, input already loaded; medians of 3 fresh processes; machine otherwise idle, load average
+1.7–2.2 (the benchmark's own threads), on 2026-11-24 after session 5 of issue 19; CPU seconds count all threads):
 
 =================  =========================  =========================  ==========================================
 input              Polars engine wall / CPU   DuckDB engine wall / CPU   chosen
 =================  =========================  =========================  ==========================================
-Parquet file       0.97 s / 2.68 s            2.23 s / 5.04 s            ``polars`` (lazy scan, projected columns)
-Polars frame       0.78 s / 2.46 s            1.94 s / 4.76 s            ``polars`` (in place)
-pyarrow Table      0.83 s / 2.74 s            2.13 s / 5.29 s            ``polars`` (``pl.from_arrow``)
-pandas DataFrame   0.83 s / 3.04 s            2.07 s / 5.62 s            ``polars`` (``pl.from_pandas``)
+Parquet file       0.90 s / 2.48 s            0.96 s / 2.51 s            ``polars`` (lazy scan, projected columns)
+Polars frame       0.77 s / 2.43 s            1.02 s / 2.99 s            ``polars`` (in place)
+pyarrow Table      0.87 s / 2.77 s            1.02 s / 3.26 s            ``polars`` (``pl.from_arrow``)
+pandas DataFrame   0.87 s / 3.14 s            1.13 s / 3.93 s            ``polars`` (``pl.from_pandas``)
 SQL text           —                          only engine                ``duckdb`` (runs where the data are)
 DuckDB relation    —                          in place                   ``duckdb`` (no export of the rows)
 Spark DataFrame    —                          —                          ``spark`` (runs in the executors)
 =================  =========================  =========================  ==========================================
 
+At 5·10^7 rows from the Parquet file the two engines tie: whole process, medians of 3, 5.07 s / 8.75 CPU s
+(Polars) against 5.00 s / 8.61 CPU s (DuckDB), both about 0.6× plain DuckDB's ``COUNT(DISTINCT)``
+(``docs/engines_speed.md``, session 5). Files stay with the Polars engine.
+
 Files larger than memory: the Polars engine holds the input's columns and its group-by in memory (peak RSS
 about :data:`POLARS_MEMORY_FACTOR` × the file's uncompressed Parquet size), so a file whose estimate passes half
-the machine's RAM goes to the DuckDB engine instead, whose operators spill to disk (3·10^8 rows within 8 GiB:
-``docs/engines_speed.md``, "Session 3 -- 10^9 rows"; settings in :mod:`sparsedp.engines.duckdb_settings`).
+the machine's RAM goes to the DuckDB engine instead, whose operators spill to disk (10^9 rows within 6 GiB:
+``docs/engines_speed.md``; settings in :mod:`sparsedp.engines.duckdb_settings`).
 
-Why: DuckDB's own ``COUNT(DISTINCT)`` is cheaper than Polars' ``n_unique``, but the DuckDB engine's bounding
-adds a per-unit degree aggregation, a join for the heavy units' pairs and their export to the process for the
-keyed rank (about 1.4–1.6× the CPU of the plain query), while the Polars engine's single pass hashes the key
-once and does the rest on integer pair ids, in slices of whole units on every core
-(:mod:`sparsedp.engines.pair_ids`). Numeric Arrow/pandas buffers reach Polars without a copy; strings are
-converted once to Polars' string views (included above).
+Why they are close: since session 5 of issue 19 both engines run the same per-unit code on integer pair ids
+(:mod:`sparsedp.engines.pair_ids`). In memory, DuckDB only reads the input and maps each row's key to its
+index, and the process de-duplicates and bounds the rows. The Polars engine's single pass hashes the key into a
+Categorical instead of joining a key table. Numeric Arrow/pandas buffers reach Polars without a copy; strings
+are converted once to Polars' string views (included above).
 
-With SUM/MEAN aggregates the DuckDB engine computes the grid sums in its bounding SQL too, but it is still the
-slower one: ``benchmarks/release_aggregates.py --aggregates --source file --runs 3`` (10^7 rows, count + two
-sums, load average 14–16 on the 2 cores) measured the Polars engine at 24.65 s / 6.38 CPU s and the DuckDB
-engine at 42.20 s / 8.86 CPU s (plain Polars group-by 9.13 s / 2.26 CPU s, plain DuckDB 12.21 s / 3.17 CPU s;
-``docs/engines_speed.md``), so the choice is the same with or without aggregates.
+With SUM/MEAN aggregates the choice is the same: in memory both engines sum the values per pair with the same
+code. The last figures from before session 5 (``benchmarks/release_aggregates.py --aggregates --source file
+--runs 3``, 10^7 rows, count + two sums, load average 14–16 on the 2 cores) measured the Polars engine at
+24.65 s / 6.38 CPU s and the DuckDB engine, then summing in SQL, at 42.20 s / 8.86 CPU s.
 """
 
 from __future__ import annotations

@@ -1,55 +1,59 @@
-"""DuckDB engine: the distinct (unit, key) pairs in SQL inside DuckDB; the ℓ0 choice on them in the process.
+"""DuckDB engine: DuckDB reads the input and joins each row to its key index (and, past memory, de-duplicates
+the pairs with its spilling ``DISTINCT``); the process bounds them with the Polars engine's code.
 
 Accepts a ``DuckDBPyRelation``, SQL text (``"SELECT user_id, url, country FROM shares WHERE action = 'share'"``,
 run on ``connection`` or DuckDB's default connection), a Parquet/CSV path (``read_parquet``/``read_csv``), or
 a Polars, pandas or Arrow frame (scanned by DuckDB in place: Arrow zero-copy, Polars through its Arrow
 export, pandas through DuckDB's pandas scan).
 
-**The bounded histogram: the distinct keys, the distinct pairs, then integers in the process**
-(:meth:`DuckDBEngine.bounded_raw_counts`). After the input checks (rows, nulls, NaN keys):
+**The bounded histogram** (:meth:`DuckDBEngine.bounded_raw_counts`). After the input checks (rows, nulls, NaN
+keys, in one SQL aggregate):
 
 0. the distinct keys (``SELECT DISTINCT`` over the key columns only: 0.2 CPU s at 10^7 rows) leave DuckDB once;
    each gets its key index, its position in DuckDB's result, and the table ``(key, key index)`` is registered
    back on the connection under a random name. Then the secret is drawn. In the process the keys get their
    canonical positions (:func:`~sparsedp.engines.bounding.canonical_order`, by Polars, the definition) and
    fingerprints (``h_k``, Polars' hash of the canonical values), both by key index.
-1. ``p`` (:func:`pairs_sql`): the distinct ``(unit, key index)`` pairs — the rows joined to the key table (a
-   hash join whose build side is the small key table), de-duplicated on integers (``SELECT DISTINCT``), stored
-   in a temporary table (DuckDB spills it under a memory limit). This is the one statement as costly as the
-   plain ``COUNT(DISTINCT) GROUP BY``.
-2. the pairs leave DuckDB (:func:`batch_sql`) in batches of whole units, ``(hash(unit) // passes) % batches``,
-   as many as :meth:`DuckDBEngine.batch_budget` needs (one unless the pairs pass a 256th of the connection's
-   memory limit or :attr:`DuckDBEngine.PAIR_BATCH`). For integer units whose offsets fit beside the key bits,
-   DuckDB packs each pair into the Polars engine's pair id ``(unit − min) · 2^b + key index`` (one UBIGINT);
-   other units get dense ids in the process (:func:`~sparsedp.engines.pair_ids.pack_pairs`).
-3. each batch goes through the Polars engine's steps 3–4
-   (:func:`~sparsedp.engines.pair_ids.bound_pair_ids`): the pair ids sorted by Polars, then slices of
-   whole units on a thread pool, each giving its units' degrees, the distinct units per key index, and for
-   the units with more than ``l0`` keys their fingerprints ``h_u``, the ranks
-   :func:`~sparsedp.engines.bounding.prf_ranks` (``AES-256_{K'}(h_u ‖ h_k)``) and
-   :func:`~sparsedp.engines.bounding.keep_smallest` (the ``l0`` smallest ``(rank, canonical position)`` per
-   unit). The per-key counts are integer sums over slices, batches and passes.
+1. **in memory** (one pass, and no more rows than :meth:`DuckDBEngine.batch_budget`: a 256th of the
+   connection's memory limit, 75 million rows under DuckDB's default limit on a 24 GiB machine): the rows
+   joined to the key table, ``(unit, key index[, values])`` (:func:`pairs_sql` with ``distinct=False``),
+   leave DuckDB as Arrow. The process gives them the Polars engine's pair ids
+   (:func:`~sparsedp.engines.pair_ids.pack_pairs`), sorts them, de-duplicates and bounds them
+   (:func:`~sparsedp.engines.pair_ids.bound_pair_ids`: slices of whole units on a thread pool, each giving its
+   units' degrees, the distinct units per key index, and for the units with more than ``l0`` keys their
+   fingerprints ``h_u``, the ranks :func:`~sparsedp.engines.bounding.prf_ranks` (``AES-256_{K'}(h_u ‖ h_k)``)
+   and :func:`~sparsedp.engines.bounding.keep_smallest`, the ``l0`` smallest ``(rank, canonical position)``).
+2. **past the budget, or with** ``passes``: ``p`` (:func:`pairs_sql`), the distinct ``(unit, key index)``
+   pairs de-duplicated by DuckDB (``SELECT DISTINCT``, which spills under its memory limit) in a temporary
+   table, leave DuckDB in batches of whole units, ``(hash(unit) // passes) % batches``, of at most the budget
+   in pairs each (:func:`batch_sql`; for integer units whose offsets fit beside the key bits, DuckDB packs each
+   pair into the Polars engine's pair id ``(unit − min) · 2^b + key index``). Each batch goes through the same
+   :func:`~sparsedp.engines.pair_ids.bound_pair_ids`, without de-duplication. The per-key counts are integer
+   sums over the batches and passes.
 
-Session 5 of issue 19 (``docs/engines_speed.md``) moved steps 2–3 out of SQL. Session 4 computed each unit's
-degree, the per-key totals and the heavy units' pairs with three more statements (a hash aggregation by unit
-and a join back to the pairs), then ranked the heavy pairs in the process. A Polars sort of the packed
-integers costs less than that aggregation and join, and it shares one implementation of the per-unit work
-with the Polars engine. Session 4 had itself replaced session 3's single statement (a rank UDF called by
-DuckDB on 2 048-row batches, then a ``row_number()`` window). The temporary table and the key table have
-random names and are removed afterwards. The input is read twice (keys, then pairs), as the input checks
-already read it: a source that is not deterministic (SQL with ``random()``, a ``LIMIT`` without ``ORDER BY``)
-may give the two reads different rows; a pair whose key the first read did not see is not counted.
+Session 5 of issue 19 (``docs/engines_speed.md``) moved the per-unit work out of SQL. Session 4 computed each
+unit's degree, the per-key totals and the heavy units' pairs with three more statements (a hash aggregation by
+unit and a join back to the pairs), then ranked the heavy pairs in the process. A Polars sort of packed
+integers costs less than that aggregation and join, and less than DuckDB's own ``DISTINCT`` of the same rows.
+With the in-memory route the release costs less CPU than the plain ``COUNT(DISTINCT) GROUP BY``, and it shares
+one implementation of the per-unit work with the Polars engine. DuckDB's ``DISTINCT`` stays for inputs larger
+than memory, where it spills. The temporary table and the key table have random names and are removed
+afterwards. The input is read twice (keys, then rows or pairs), as the input checks already read it: a source
+that is not deterministic (SQL with ``random()``, a ``LIMIT`` without ``ORDER BY``) may give the two reads
+different rows; a pair whose key the first read did not see is not counted.
 
-With SUM/MEAN aggregates (:meth:`DuckDBEngine.bounded_raw_counts_with_sums`) step 1 is a ``GROUP BY unit,
-key index`` carrying each aggregate's clipped, gridded, re-centred contribution (:func:`contribution_sql`).
-The contributions leave DuckDB with the pairs, and the kept pairs' contributions are summed per key exactly
-(int64). This gives the same table as the shared Polars path for the same secret.
+With SUM/MEAN aggregates (:meth:`DuckDBEngine.bounded_raw_counts_with_sums`) the in-memory route carries the
+rows' values out and the process sums them per pair and grids them (the Polars engine's code). The other route
+makes step 2's pairs a ``GROUP BY unit, key index`` carrying each aggregate's clipped, gridded, re-centred
+contribution (:func:`contribution_sql`), and the contributions leave DuckDB with the pairs. Either way the kept
+pairs' contributions are summed per key exactly (int64), which gives the same table as the shared Polars path
+for the same secret.
 
 This is exactly the choice of :func:`sparsedp.engines.bounding.select_pairs` (module docstring there): the same
 fingerprints, the same rank, the same ``l0`` smallest ``(rank, canonical key)`` per unit. DuckDB runs the
-join and the ``DISTINCT`` with its own threads. It spills them to its temporary directory when they do not
-fit in memory (an engine-owned connection gets a private temporary directory). ``passes`` splits the units
-when even the pairs table should not be built at once.
+scan, the join and the ``DISTINCT`` with its own threads. It spills them to its temporary directory when they
+do not fit in memory (an engine-owned connection gets a private temporary directory). ``passes`` splits the
+units when even the pairs table should not be built at once.
 
 The secret never enters DuckDB: not its SQL text, plans or functions (:mod:`sparsedp.engines.duckdb_objects`);
 set :attr:`DuckDBEngine.plan_log` to a list to record the SQL and the ``EXPLAIN`` output of every statement
@@ -247,8 +251,9 @@ def batch_sql(pairs: str, n_sums: int, batch: int, batches: int, passes: int,
 
 
 class DuckDBEngine(EmbeddedEngine):
-    """Bounded histograms computed by DuckDB (the distinct pairs in SQL; degrees, counts and the ℓ0 choice in
-    this process by the Polars engine's code, in batches of whole units; see the module docstring)."""
+    """Bounded histograms of DuckDB inputs: DuckDB reads and joins (and past memory de-duplicates) the
+    (unit, key index) pairs; degrees, counts and the ℓ0 choice are computed in this process by the Polars
+    engine's code (see the module docstring)."""
 
     name = "duckdb"
 

@@ -6,8 +6,9 @@ engine opens itself (a file or frame input with no ``connection=``) it sets:
 
 - ``memory_limit``: DuckDB's buffer-manager limit (DuckDB's default is 80 % of the machine's RAM). Set it when
   the process must stay under a budget: the limit covers DuckDB's buffers, not the Python process or the
-  Arrow results; the distinct (unit, key) pairs bounded in the process are read in batches of whole units of at
-  most a 256th of the connection's limit in pairs (about a ninth of it in bytes;
+  Arrow results. An input of at most a 256th of the connection's limit in rows goes to the process whole (the
+  in-memory route); a larger one is de-duplicated by DuckDB, and its distinct (unit, key) pairs are read in
+  batches of whole units of at most that many pairs (about a ninth of the limit in bytes;
   :meth:`~sparsedp.engines.duckdb_engine.DuckDBEngine.batch_budget`).
   Before session 4 of issue 19 (ranking in DuckDB) ``"6.5GB"`` gave a peak RSS of 6.94 GiB on 3·10^8 rows (
   ``docs/engines_speed.md``, "Session 3 -- 10^9 rows"). Spilling does not make the need vanish: DuckDB's
