@@ -491,11 +491,11 @@ class DuckDBEngine(EmbeddedEngine):
                 if self.passes == 1 and rows <= budget:  # in memory: the rows go to the process
                     try:
                         with query_progress(con):
-                            t = self._run(con, pairs_sql(tid[0], tid[1:], view, sums, None, distinct=False),
-                                          fetch=True, src=proj)
+                            rows_t = self._run(con, pairs_sql(tid[0], tid[1:], view, sums, None, distinct=False),
+                                               fetch=True, src=proj)
                     except duckdb.Error as e:
                         raise _input_error("DuckDB could not group the input", e) from None
-                    acc = self._bound_rows(t, ctx, vcols)
+                    acc = self._bound_rows(rows_t, ctx, vcols)
                 for i in range(self.passes if acc is None else 0):
                     part = None if self.passes == 1 else (i, self.passes)
                     try:
@@ -509,7 +509,7 @@ class DuckDBEngine(EmbeddedEngine):
                     finally:
                         drop_tables(con, tag)  # before the next pass: DuckDB holds one slice at a time
         assert acc is not None  # at least one pass and one batch
-        grid = [pl.Series(name, t[order], dtype=pl.Int64) for name, t in zip(grid_names, acc.totals)]
+        grid = [pl.Series(name, tot[order], dtype=pl.Int64) for name, tot in zip(grid_names, acc.totals)]
         kc = kdf[order].rename(dict(zip(ks, by))).with_columns(
             pl.Series(COUNT, (acc.upk - acc.dropped)[order], dtype=pl.Int64), *grid)
         return RawCounts(rows_in=rows, units_in=acc.units, pairs_in=acc.pairs,
