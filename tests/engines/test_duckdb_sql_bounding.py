@@ -300,7 +300,7 @@ def test_bound_pair_ids_keeps_each_units_l0_smallest(unit_kind):
         pid = pl.Series((values.to_numpy() - 5).astype(np.uint64) << np.uint64(bk) | ki.astype(np.uint64))
         got = bound_pair_ids(ctx, pid, offset_values("u", 5, pl.Int64))
     else:
-        pid, _, value_of = pack_pairs(values, pl.Series(ki), bk)
+        pid, value_of = pack_pairs(values, pl.Series(ki), bk)
         got = bound_pair_ids(ctx, pid, value_of)
     from sparsedp.engines.bounding import unit_fingerprints
 

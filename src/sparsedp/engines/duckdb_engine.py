@@ -70,8 +70,8 @@ from typing import Any, Iterator, Sequence
 from ..errors import InputDataError
 from . import sources
 from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows, nan_key_error, numpy_to_arrow
-from .bounding import COUNT, canonical_order, draw_bounding_secret, key_fingerprints
-from .pair_ids import PairContext, PairCounts, bits_for, bound_pair_ids, offset_values, pack_pairs
+from .bounding import COUNT, draw_bounding_secret
+from .pair_ids import PairContext, PairCounts, bits_for, bound_pair_ids, key_context, offset_values, pack_pairs
 
 
 def _q(name: str) -> str:
@@ -470,17 +470,12 @@ class DuckDBEngine(EmbeddedEngine):
             except duckdb.Error as e:
                 raise _input_error("DuckDB could not group the input", e) from None
             secret = draw_bounding_secret(rng) if l0 is not None else None  # after validation only
-            ks = [_kcol(i) for i in range(len(by))]
             kdf = pl.from_arrow(keys)
             assert isinstance(kdf, pl.DataFrame)
-            n_keys = keys.num_rows
-            order = kdf.with_row_index("__i").sort(canonical_order(kdf.schema, ks))["__i"].to_numpy()
-            pos = np.empty(n_keys, dtype=np.int64)
-            pos[order] = np.arange(n_keys, dtype=np.int64)  # each key index's position in canonical order
-            ctx = PairContext(bk=bits_for(n_keys - 1), n_keys=n_keys, l0=l0, secret=secret,
-                              hk=key_fingerprints(kdf, ks) if l0 is not None else None, pos=pos,
-                              unit=privacy_unit, sums=tuple(a for a, _ in sums), names=tuple(grid_names),
-                              given=bool(sums), distinct=True)
+            kdf = kdf.rename({_kcol(i): c for i, c in enumerate(by)})
+            n_keys = kdf.height
+            ctx = key_context(kdf, by, bits_for(n_keys - 1), l0, secret, privacy_unit, [a for a, _ in sums],
+                              grid_names)
             acc: PairCounts | None = None
             with bounding_objects(con) as (view, tag):
                 # the key index is the row's position in DuckDB's order (a sorted build side made the join fail
@@ -509,12 +504,7 @@ class DuckDBEngine(EmbeddedEngine):
                     finally:
                         drop_tables(con, tag)  # before the next pass: DuckDB holds one slice at a time
         assert acc is not None  # at least one pass and one batch
-        grid = [pl.Series(name, tot[order], dtype=pl.Int64) for name, tot in zip(grid_names, acc.totals)]
-        kc = kdf[order].rename(dict(zip(ks, by))).with_columns(
-            pl.Series(COUNT, (acc.upk - acc.dropped)[order], dtype=pl.Int64), *grid)
-        return RawCounts(rows_in=rows, units_in=acc.units, pairs_in=acc.pairs,
-                         units_over_l0=acc.heavy if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
-                         pairs_dropped_l0=int(acc.dropped.sum()))
+        return acc.raw_counts(kdf, ctx, rows)
 
     @staticmethod
     def _bound_rows(rows: Any, ctx: PairContext, vcols: list[str]) -> PairCounts:
@@ -522,25 +512,27 @@ class DuckDBEngine(EmbeddedEngine):
         de-duplicated) through the Polars engine's steps 2–4 (:func:`~sparsedp.engines.pair_ids.pack_pairs`,
         :func:`~sparsedp.engines.pair_ids.bound_pair_ids` with de-duplication, and with SUM/MEAN the rows'
         values summed per pair and gridded in the process)."""
-        import dataclasses
-
         import polars as pl
 
         t = pl.from_arrow(rows)  # no copy
         assert isinstance(t, pl.DataFrame)
         del rows
-        pid, _, value_of = pack_pairs(t[_U].alias(ctx.unit), t[_KI], ctx.bk)
+        pid, value_of = pack_pairs(t[_U].alias(ctx.unit), t[_KI], ctx.bk)
         values = {c: t[_vcol(j)].alias(c) for j, c in enumerate(vcols)}
         del t
-        return bound_pair_ids(dataclasses.replace(ctx, given=False, distinct=False), pid, value_of, values)
+        return bound_pair_ids(ctx, pid, value_of, values)
 
     def _bound_pairs(self, con: Any, pairs: str, unit_type_id: str, ctx: PairContext, budget: int) -> PairCounts:
         """Steps 2–3 of the module docstring for one pass: the pairs table ``pairs`` leaves DuckDB in batches
         of whole units of at most about ``budget`` pairs (:func:`batch_sql`; pair ids packed by DuckDB for
         integer units whose offsets fit beside the key bits), each bounded by
         :func:`~sparsedp.engines.pair_ids.bound_pair_ids`; the per-key results added up."""
+        import dataclasses
+
         import polars as pl
 
+        # distinct pairs; with SUM/MEAN, each carries its contribution computed in SQL (contribution_sql)
+        ctx = dataclasses.replace(ctx, distinct=True, given=bool(ctx.names))
         packable = unit_type_id in _PACKED_UNITS
         info = self._run(con, "SELECT count(*) AS n" + (f", min({_U}) AS lo, max({_U}) AS hi" if packable else "")
                          + f" FROM {pairs}", fetch=True).to_pylist()[0]
@@ -557,7 +549,7 @@ class DuckDBEngine(EmbeddedEngine):
                 pid = t[_P]
                 value_of = offset_values(ctx.unit, pack[0], getattr(pl, _PACKED_UNITS[unit_type_id]))
             else:  # dense unit ids from a hash aggregation in the process
-                pid, _, value_of = pack_pairs(t[_U].alias(ctx.unit), t[_KI], ctx.bk)
+                pid, value_of = pack_pairs(t[_U].alias(ctx.unit), t[_KI], ctx.bk)
             got = bound_pair_ids(ctx, pid, value_of, {n: t[_acol(j)].alias(n) for j, n in enumerate(ctx.names)})
             del t, pid
             acc = got if acc is None else acc.add(got)

@@ -46,6 +46,7 @@ bounded histograms with those of the previous implementation, and ``tests/engine
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
@@ -58,7 +59,7 @@ import numpy as np
 from .bounding import (COUNT, canonical_order, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks,
                        unit_fingerprints)
 
-__all__ = ["PairContext", "PairCounts", "bound_pair_ids", "bounded_raw_counts"]
+__all__ = ["PairContext", "PairCounts", "bound_pair_ids", "bounded_raw_counts", "key_context", "pack_pairs"]
 
 _PAIR = "__sparsedp_p"
 _ROW = "__sparsedp_i"
@@ -71,10 +72,10 @@ def bits_for(n: int) -> int:
     return max(1, int(n).bit_length())
 
 
-def pack_pairs(units: Any, kid: Any, key_bits: int) -> tuple[Any, int, Any]:
-    """``(p, bits, value_of)``: the pair id ``p = unit id · 2^key_bits + key id`` of every row (a Polars
-    ``UInt64`` Series; unit ids below ``2^bits``, ``bits + key_bits <= 64``), and a function mapping an array
-    of unit ids to a Polars Series of those units' values (the column's dtype).
+def pack_pairs(units: Any, kid: Any, key_bits: int) -> tuple[Any, Any]:
+    """``(p, value_of)``: the pair id ``p = unit id · 2^key_bits + key id`` of every row (a Polars ``UInt64``
+    Series; ``unit id · 2^key_bits`` fits in 64 bits), and a function mapping an array of unit ids to a Polars
+    Series of those units' values (the column's dtype).
 
     Integer units whose range fits are offsets from the minimum (no hashing), computed by Polars chunk by chunk
     in its own (already touched) memory; anything else (strings, dates, integers spread too widely…) gets
@@ -83,28 +84,29 @@ def pack_pairs(units: Any, kid: Any, key_bits: int) -> tuple[Any, int, Any]:
 
     dt = units.dtype
     n = units.len()
-    k = pl.col(_KEY).cast(pl.UInt64)
+    uid, value_of = None, None
     if dt.is_integer() and n:
         lo, hi = units.min(), units.max()
-        bits = bits_for(int(hi) - int(lo))
-        if bits + key_bits <= 64:  # exact: 0 <= unit - lo < 2^bits
+        if bits_for(int(hi) - int(lo)) + key_bits <= 64:  # exact: 0 <= unit - lo < 2^bits
             u = pl.col(_ROW)
-            off = (u - pl.lit(lo, dtype=pl.UInt64)) if dt == pl.UInt64 else (u.cast(pl.Int64) - lo).cast(pl.UInt64)
-            p = pl.DataFrame({_ROW: units, _KEY: kid}).select(
-                (off * pl.lit(1 << key_bits, dtype=pl.UInt64) + k).alias(_PAIR))[_PAIR]
+            uid = (u - pl.lit(lo, dtype=pl.UInt64)) if dt == pl.UInt64 else (u.cast(pl.Int64) - lo).cast(pl.UInt64)
+            ids, value_of = units, offset_values(units.name, int(lo), dt)
+    if value_of is None:
+        groups = (pl.DataFrame({units.name: units}).lazy().with_row_index(_ROW).group_by(units.name)
+                  .agg(pl.col(_ROW)).collect())
+        values = groups[units.name]
+        if bits_for(groups.height) + key_bits > 64:
+            raise ValueError("too many keys and units for 64-bit pair ids")  # > 2^64 pairs: not reachable in memory
+        ids = np.empty(n, dtype=np.uint64)
+        ids[groups[_ROW].explode().to_numpy()] = np.repeat(np.arange(groups.height, dtype=np.uint64),
+                                                            groups[_ROW].list.len().to_numpy())
+        uid = pl.col(_ROW)
 
-            return p, bits, offset_values(units.name, int(lo), dt)
-    groups = (pl.DataFrame({units.name: units}).lazy().with_row_index(_ROW).group_by(units.name)
-              .agg(pl.col(_ROW)).collect())
-    values = groups[units.name]
-    if bits_for(groups.height) + key_bits > 64:
-        raise ValueError("too many keys and units for 64-bit pair ids")  # > 2^64 pairs: not reachable in memory
-    ids = np.empty(n, dtype=np.uint64)
-    ids[groups[_ROW].explode().to_numpy()] = np.repeat(np.arange(groups.height, dtype=np.uint64),
-                                                        groups[_ROW].list.len().to_numpy())
+        def value_of(i: np.ndarray) -> Any:
+            return values.gather(i.astype(np.int64))
     p = pl.DataFrame({_ROW: ids, _KEY: kid}).select(
-        (pl.col(_ROW) * pl.lit(1 << key_bits, dtype=pl.UInt64) + k).alias(_PAIR))[_PAIR]
-    return p, bits_for(groups.height), lambda i: values.gather(i.astype(np.int64))
+        (uid * pl.lit(1 << key_bits, dtype=pl.UInt64) + pl.col(_KEY).cast(pl.UInt64)).alias(_PAIR))[_PAIR]
+    return p, value_of
 
 
 def offset_values(name: str, lo: int, dtype: Any) -> Callable[[np.ndarray], Any]:
@@ -153,7 +155,7 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     import polars as pl
 
     from .aggregate_exprs import _sums, grid_column_name
-    from .base import RawCounts, check_nan_keys
+    from .base import check_nan_keys
 
     by = list(by)
     sums = _sums(aggregates)
@@ -195,7 +197,7 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     n_rows = units.len()
     # 2.-3. unit ids in the high bits, key ids in the low bits of one u64 pair id
     try:
-        p, bu, value_of = pack_pairs(units, kid, bk)
+        p, value_of = pack_pairs(units, kid, bk)
         del units, kid
         srt, vals = _sorted_pairs(p, values)
         del p, values
@@ -206,25 +208,26 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
         keys = future.result()
     check_nan_keys(keys, by)  # every distinct key, before the secret
     secret = draw_bounding_secret(rng) if l0 is not None else None
-    n_keys = keys.height
     # 4. numpy on the sorted pairs, per slice of whole units (each unit's pairs are one run), in threads
+    ctx = key_context(keys, by, bk, l0, secret, unit, sums, names)
+    res = _map_parts(dataclasses.replace(ctx, value_of=value_of), srt, vals, chunks)
+    del srt, vals
+    return res.raw_counts(keys, ctx, n_rows)
+
+
+def key_context(keys: Any, by: Sequence[str], bk: int, l0: int | None, secret: bytes | None, unit: str,
+                sums: Sequence[Any] = (), names: Sequence[str] = ()) -> PairContext:
+    """The :class:`PairContext` of the distinct keys ``keys`` (Polars DataFrame, columns ``by``; row ``i`` is key
+    id ``i``): each key id's canonical position (:func:`~sparsedp.engines.bounding.canonical_order`) and, when
+    ``l0`` is set, its fingerprint ``h_k``; ``bk`` key bits, the bound and secret, the unit's name, the
+    SUM/MEAN aggregates and their grid column names."""
+    by = list(by)
+    n_keys = keys.height
     order = keys.with_row_index(_ROW).sort(canonical_order(keys.schema, by))[_ROW].to_numpy()
     pos = np.empty(n_keys, dtype=np.int64)
     pos[order] = np.arange(n_keys, dtype=np.int64)
-    hk = None
-    if l0 is not None:
-        hk = key_fingerprints(keys, by)
-    ctx = PairContext(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=hk, pos=pos, unit=unit, value_of=value_of,
-                   sums=tuple(sums), names=tuple(names))
-    res = _map_parts(ctx, srt, vals, chunks)
-    del srt, vals
-    upk, dropped, totals, heavy_n = res.upk, res.dropped, res.totals, res.heavy
-    kc = keys[order] if n_keys else keys
-    kc = kc.with_columns(pl.Series(COUNT, (upk - dropped)[order], dtype=pl.Int64),
-                         *[pl.Series(n, t[order], dtype=pl.Int64) for n, t in zip(names, totals)])
-    return RawCounts(rows_in=n_rows, units_in=res.units, pairs_in=res.pairs,
-                     units_over_l0=heavy_n if l0 is not None else 0, key_counts=kc, heavy_pairs=None,
-                     pairs_dropped_l0=int(dropped.sum()))
+    return PairContext(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=key_fingerprints(keys, by) if l0 is not None
+                       else None, pos=pos, unit=unit, sums=tuple(sums), names=tuple(names))
 
 
 def bound_pair_ids(ctx: PairContext, p: Any, value_of: Callable[[np.ndarray], Any],
@@ -244,8 +247,6 @@ def bound_pair_ids(ctx: PairContext, p: Any, value_of: Callable[[np.ndarray], An
     Returns:
         per key id: distinct units and dropped pairs (and kept contribution sums); units, pairs, units over l0.
     """
-    import dataclasses
-
     if p.len() == 0:
         z = np.zeros(ctx.n_keys, dtype=np.int64)
         return PairCounts(upk=z, dropped=z.copy(), totals=[z.copy() for _ in ctx.names], units=0, pairs=0,
@@ -299,6 +300,22 @@ class PairCounts:
     units: int
     pairs: int
     heavy: int
+
+    def raw_counts(self, keys: Any, ctx: PairContext, rows_in: int) -> Any:
+        """These counts as the engines' :class:`~sparsedp.engines.base.RawCounts`: the keys ``keys`` (row ``i``
+        is key id ``i``) in canonical order (``ctx.pos``) with their bounded counts and Int64 grid sums."""
+        import polars as pl
+
+        from .base import RawCounts
+
+        order = np.empty_like(ctx.pos)
+        order[ctx.pos] = np.arange(ctx.n_keys, dtype=order.dtype)
+        kc = (keys[order] if ctx.n_keys else keys).with_columns(
+            pl.Series(COUNT, (self.upk - self.dropped)[order], dtype=pl.Int64),
+            *[pl.Series(n, t[order], dtype=pl.Int64) for n, t in zip(ctx.names, self.totals)])
+        return RawCounts(rows_in=rows_in, units_in=self.units, pairs_in=self.pairs,
+                         units_over_l0=self.heavy if ctx.l0 is not None else 0, key_counts=kc, heavy_pairs=None,
+                         pairs_dropped_l0=int(self.dropped.sum()))
 
     def add(self, o: "PairCounts") -> "PairCounts":
         """Add ``o`` in place (integer additions: exact, the order of the slices does not matter)."""
