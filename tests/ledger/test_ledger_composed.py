@@ -54,10 +54,12 @@ def test_acceptance_composed_admits_4x_basic(tmp_path, gshm_charge):
         with pytest.raises(BudgetExceededError, match="Nothing was released"):
             led.check("composed", gshm_charge)
         # spent/remaining as ε at the budget's δ
-        spent = led.spent_epsilon("composed")
-        assert spent == pytest.approx(pair.repeat(n_comp).epsilon(1e-5), rel=1e-12)
+        spent = led.spent_epsilon("composed")  # the tightest accounting: here the pair's or the PLD's
+        assert spent <= pair.repeat(n_comp).epsilon(1e-5) * (1 + 1e-12)
         assert spent <= 3.0 and led.remaining("composed") == pytest.approx(3.0 - spent)
-        assert led.spent_epsilon("basic") == pytest.approx(3.0)
+        # six basic (0.5, 1e-7) charges: basic composition says 3.0; their randomised-response pairs composed
+        # (the optimal composition of (ε, δ) guarantees) certify slightly less
+        assert 2.99 < led.spent_epsilon("basic") <= 3.0
         (rec, *_) = led.history("composed")
         assert rec.profile == gshm_charge.profile and rec.neighbours is Neighbours.ADD_REMOVE
 
@@ -70,8 +72,9 @@ def test_profiles_and_basic_charges_combine(tmp_path, gshm_charge):
         led.charge("d", epsilon=0.2, delta=1e-6)
         n = _fill(led, "d", lambda: led.charge("d", gshm_charge))
         pair = gshm_charge.profile.pair()
-        assert pair.repeat(n).delta(3.0 - 1.2) + 1e-6 <= 1e-5 < pair.repeat(n + 1).delta(3.0 - 1.2) + 1e-6
-        assert n > int((3.0 - 1.2) / 0.5)
+        n_pair = max(m for m in range(1, 80) if pair.repeat(m).delta(3.0 - 1.2) + 1e-6 <= 1e-5)
+        # the pair accounting alone admits n_pair; the PLD accounting composes the pure and basic charges too
+        assert n >= n_pair > int((3.0 - 1.2) / 0.5)
 
 
 def test_profile_must_imply_the_charge():
