@@ -179,8 +179,10 @@ def hull_pair(epsilons, deltas) -> tuple[np.ndarray, np.ndarray, float]:
     for i in range(xs.size):
         while len(hull) >= 2:
             a, b = hull[-2], hull[-1]
-            # drop b if it lies on or above the chord a → i
-            if (ys[b] - ys[a]) * (xs[i] - xs[a]) >= (ys[i] - ys[a]) * (xs[b] - xs[a]):
+            # drop b if it lies on or above the chord a → i, or below it by float rounding only (dropping a
+            # vertex only raises the curve: still an upper bound)
+            lhs, rhs = (ys[b] - ys[a]) * (xs[i] - xs[a]), (ys[i] - ys[a]) * (xs[b] - xs[a])
+            if lhs >= rhs - 1e-12 * (abs(lhs) + abs(rhs)):
                 hull.pop()
             else:
                 break
