@@ -335,6 +335,9 @@ class Ledger:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, 'charged', ?, ?, ?, ?, ?, ?)",
                 (name, c.epsilon, c.delta, c.rho, c.rho_delta if c.rho is not None else None, c.mechanism,
                  str(note), time.time(), os.getpid(), prof, c.neighbours.name, ev, smp))
+            if smp is not None:  # earlier rows of the same event, charged before its samples were needed
+                self._con.execute("UPDATE charges SET samples=? WHERE dataset=? AND event=? AND samples IS NULL",
+                                  (smp, name, ev))
             assert cur.lastrowid is not None  # an INSERT always sets it
             return int(cur.lastrowid)
 
