@@ -143,8 +143,10 @@ def test_events_and_samples_are_stored_for_a_later_process(tmp_path):
     path = tmp_path / "l.db"
     with Ledger(path) as led:
         led.set_budget("d", **BUDGET)
-        for _ in range(7):  # the 7th needs the composed accounting (basic: 3.5 > 3)
+        for _ in range(6):
             led.charge("d", Charge.from_calibration(cal))
+        assert led.spent_epsilon("d") < 3.0  # the composed accounting: this process has the event's samples now
+        led.charge("d", Charge.from_calibration(cal))  # stored with them (and the earlier rows backfilled)
         before = led.spent_epsilon("d")
     rows = sqlite3.connect(str(path)).execute("SELECT event, samples FROM charges").fetchall()
     assert len({r for r in rows}) == 1  # the samples, once computed, are stored with every row of the event
