@@ -180,6 +180,10 @@ class Charge:
             if self.event.neighbours is not self.neighbours:
                 raise InvalidParameterError(f"the charge's event holds for {self.event.neighbours.value!r}, the "
                                             f"charge for {self.neighbours.value!r}")
+            if (self.event.epsilon, self.event.delta) != (float(self.epsilon), float(self.delta)):
+                raise InvalidParameterError(
+                    f"the charge's event is charged (epsilon={self.event.epsilon:g}, delta={self.event.delta:g}), the "
+                    f"charge (epsilon={self.epsilon:g}, delta={self.delta:g}); build it with Charge.of_event")
             if self.profile is None:
                 object.__setattr__(self, "profile", self.event.profile())
         object.__setattr__(self, "epsilon", v.epsilon(self.epsilon))
@@ -200,6 +204,9 @@ class Charge:
                 raise InvalidParameterError(
                     f"the charge's profile ({self.profile.family}) gives delta={d:.6g} at epsilon={self.epsilon:g}, "
                     f"above the charged delta={self.delta:g}: the profile does not imply the charge")
+        if self.event is None:  # the event of the profile, or of the basic (ε, δ)
+            object.__setattr__(self, "event", event_from_profile(self.profile, self.epsilon, self.delta,
+                                                                 self.neighbours, self.mechanism))
 
     @classmethod
     def from_calibration(cls, calibration: Any, neighbours: Neighbours = Neighbours.ADD_REMOVE) -> "Charge":
@@ -452,10 +459,9 @@ class _Row:
 
     @staticmethod
     def of(c: Charge) -> "_Row":
-        ev = c.event if c.event is not None else event_from_profile(c.profile, c.epsilon, c.delta, c.neighbours,
-                                                                    c.mechanism)
+        assert c.event is not None  # Charge.__post_init__ fills it
         return _Row(c.epsilon, c.delta, c.rho, c.rho_delta if c.rho is not None else None, c.profile,
-                    c.neighbours, ev)
+                    c.neighbours, c.event)
 
 
 def _load_profile(text: str | None) -> PrivacyProfile | None:

@@ -159,3 +159,26 @@ def test_events_and_samples_are_stored_for_a_later_process(tmp_path):
         assert led.spent_epsilon("d") == before
         assert led.history("d")[0].event == cal.event()
     assert before <= 3.0 < 7 * 0.5 and math.isfinite(before)
+
+
+def test_sequence_event_charge_composes_its_parts(tmp_path):
+    """The automatic bound's two-part charge: a pure choice then the release, charged as one event."""
+    from sparsedp.accounting.events import PureEvent, SequenceEvent
+    from sparsedp.errors import InvalidParameterError
+
+    inner = calibrate("gshm", epsilon=0.4, delta=1e-7, l0=10).event()
+    seq = SequenceEvent([PureEvent(epsilon=0.1, delta=0.0), inner])
+    c = Charge.of_event(seq, mechanism="gshm+auto-bound")
+    assert (c.epsilon, c.delta) == (pytest.approx(0.5), 1e-7) and c.event is seq
+    with pytest.raises(InvalidParameterError, match="Charge.of_event"):
+        Charge(epsilon=0.6, delta=1e-7, neighbours=seq.neighbours, mechanism="x", event=seq)
+    with Ledger(tmp_path / "l.db") as led:
+        led.set_budget("d", **BUDGET)
+        n = _fill(led, "d", lambda: led.charge("d", c))
+        assert n > 6  # basic composition: 3 / 0.5
+        (rec, *_) = led.history("d")
+        assert rec.event == seq
+    # independent: the parts' pairs composed exactly; the ledger's n charges fit, n + 1 do not by much
+    parts = [(_envelope_atoms(*PureEvent(epsilon=0.1, delta=0.0).profile_samples()), n),
+             (_envelope_atoms(*inner.profile_samples()), n)]
+    assert _compose_exact(parts)(3.0) <= 1e-5
