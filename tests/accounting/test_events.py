@@ -121,3 +121,19 @@ def test_gshm_event_stores_fractions_exactly():
     assert event_from_dict(d).sigma2 == Fraction(424308263, 524288)
     with pytest.raises(InvalidParameterError, match="not a stored privacy event"):
         event_from_dict({"event": "nope"})
+
+
+def test_set_union_and_aggregate_events_carry_their_accountants_profiles():
+    from sparsedp.accounting.aggregates import calibrate_joint_gshm
+    from sparsedp.accounting.events import AggregateGSHMEvent, SetUnionEvent, event_of
+    from sparsedp.accounting.set_union import calibrate_weighted_gaussian
+
+    su = calibrate_weighted_gaussian(0.5, 1e-7, 5)
+    ev = su.event()
+    assert isinstance(ev, SetUnionEvent) and ev.delta_at(0.5) == pytest.approx(su.delta_achieved, rel=1e-12)
+    joint = calibrate_joint_gshm(0.5, 1e-7, 5, (1, 2))
+    ej = event_of(joint)
+    assert isinstance(ej, AggregateGSHMEvent) and ej.delta_at(0.5) == pytest.approx(joint.parts.total, rel=1e-12)
+    assert event_from_dict(json.loads(json.dumps(ej.to_dict()))) == ej
+    for e in (ev, ej):  # the composed form implies the charge up to the discretisation's slack
+        assert e.pld().hockey_stick(0.5 + 1e-4)[0] <= 1e-7 * (1 + 1e-3)

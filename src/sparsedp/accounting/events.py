@@ -482,6 +482,7 @@ def event_of(calibration: Any, neighbours: Neighbours | None = None) -> PrivacyE
     reads it); any other calibration is charged as an :class:`ApproxDPEvent` (its (ε, δ), composed optimally),
     or a :class:`PureEvent` when δ = 0.
     """
+    from . import laws
     from .aggregates import JointDiscreteCalibration
     from .profiles import profile_of
     from .set_union import SetUnionCalibration
@@ -489,14 +490,15 @@ def event_of(calibration: Any, neighbours: Neighbours | None = None) -> PrivacyE
     cal = calibration
     rel = neighbours if neighbours is not None else getattr(cal, "neighbours", Neighbours.ADD_REMOVE)
     common: dict[str, Any] = {"epsilon": float(cal.epsilon), "delta": float(cal.delta), "neighbours": rel}
-    if isinstance(cal, SetUnionCalibration):
+    if isinstance(cal, SetUnionCalibration) and isinstance(cal.noise, laws.DiscreteGaussian) and cal.l0:
         return SetUnionEvent(sigma2=cal.noise.sigma2, threshold=int(cal.threshold_int), l0=int(cal.l0),
                              grid=int(cal.grid), **common)
-    if isinstance(cal, JointDiscreteCalibration):
-        if cal.shape is None or cal.shape.diagonal:
-            return AggregateGSHMEvent(count_sigma2=cal.count_sigma2, margin=cal.margin, l0=cal.l0,
-                                      column_sigma2s=cal.column_sigma2s,
-                                      column_sensitivities=cal.column_sensitivities, **common)
+    joint = getattr(cal, "joint", None) if not isinstance(cal, JointDiscreteCalibration) else cal
+    if joint is not None:  # a count with SUM/MEAN columns: never the count-only profile (it would under-charge)
+        if isinstance(joint, JointDiscreteCalibration) and (joint.shape is None or joint.shape.diagonal):
+            return AggregateGSHMEvent(count_sigma2=joint.count_sigma2, margin=joint.margin, l0=joint.l0,
+                                      column_sigma2s=joint.column_sigma2s,
+                                      column_sensitivities=joint.column_sensitivities, **common)
         return ApproxDPEvent(mechanism="gshm-aggregates", **common)
     prof = profile_of(cal) if hasattr(cal, "noise") and hasattr(cal, "mechanism") else None
     return event_from_profile(prof, common["epsilon"], common["delta"], rel,
