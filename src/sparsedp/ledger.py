@@ -19,10 +19,12 @@ direction); no output can exist without its charge (``tests/ledger/test_ledger_r
 with SIGKILL at random points to check it). A SIGKILL during step 4 can leave a hidden ``.<name>.*.tmp``
 file next to the output, never a partial output.
 
-Composition (what "spent" means). Every charge records its (ε, δ), optionally a zCDP ρ and a privacy
-profile (:mod:`sparsedp.accounting.profiles`, stored as JSON: family + parameters), and its neighbouring
-relation. Three sound accountings of the whole sequence are kept, and a charge is admitted iff *one* of them
-puts all charges so far plus this one within the budget (each is an upper bound of the same composition):
+Composition (what "spent" means). Every charge records its (ε, δ), optionally a zCDP ρ, its typed privacy
+event (:mod:`sparsedp.accounting.events`, stored as JSON: kind + parameters, with its profile samples once
+computed), its privacy profile where it has one (:mod:`sparsedp.accounting.profiles`, stored as JSON: family +
+parameters) and its neighbouring relation. Four sound accountings of the whole sequence are kept, and a charge is
+admitted iff *one* of them puts all charges so far plus this one within the budget (each is an upper bound of the
+same composition, so certifying the tightest is sound: ``docs/proofs/ledger-composition.md`` §4):
 
 - **basic composition** (Dwork–Roth 2014, Thm 3.16): (Σεᵢ, Σδᵢ);
 - **zCDP**, when *every* charge on the dataset carries a zCDP guarantee ρᵢ (with an optional failure
@@ -37,9 +39,13 @@ puts all charges so far plus this one within the budget (each is an upper bound 
   when each release's parameters (hence its pair) do not depend on the *outputs* of earlier releases
   (e.g. a schedule of daily releases; what data or query a release uses may be adaptive). Choosing privacy
   parameters from earlier outputs is the "privacy filter" setting, in which only the basic and zCDP
-  accountings are known to stay valid (Rogers et al. 2016; Feldman–Zrnic 2021).
+  accountings are known to stay valid (Rogers et al. 2016; Feldman–Zrnic 2021);
+- **composed privacy-loss distributions** of *every* charge (``docs/proofs/ledger-composition.md``): each
+  event's pair is the lower convex hull of its sampled profile and of its charge's randomised-response curve
+  (so per charge never looser than either), the pairs' loss distributions are convolved with pessimistic
+  rounding (:func:`sparsedp.accounting.pld.compose_all`); same validity condition as the previous item.
 
-``remaining``/``spent_epsilon`` report the budget as ε at the budget's δ (the smallest ε any of the three
+``remaining``/``spent_epsilon`` report the budget as ε at the budget's δ (the smallest ε any of the four
 accountings certifies). Sums use ``math.fsum``; a relative slack of 1e-12 absorbs float representation of
 budgets split into equal parts (e.g. five charges of 0.2 against 1.0).
 
