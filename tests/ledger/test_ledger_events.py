@@ -16,7 +16,6 @@ import pytest
 
 from sparsedp.accounting import calibrate
 from sparsedp.accounting.pld import DEFAULT_STEP
-from sparsedp.errors import BudgetExceededError
 from sparsedp.ledger import Charge, Ledger
 
 BUDGET = dict(epsilon=3.0, delta=1e-5)
@@ -76,31 +75,20 @@ def _epsilon_for(delta_of, target):
     return hi
 
 
-def _fill(led, dataset, make):
-    n = 0
-    while True:
-        try:
-            make()
-        except BudgetExceededError:
-            return n
-        n += 1
-        assert n < 1000
-
-
 @pytest.fixture(scope="module")
 def topk_charge():
     return Charge.from_calibration(calibrate("topk-csh", epsilon=0.5, delta=1e-7, top_k=100, debias=True))
 
 
-def test_topk_csh_ledger_admits_15_never_past_the_composed_delta(tmp_path, topk_charge):
+def test_topk_csh_ledger_admits_15_never_past_the_composed_delta(tmp_path, topk_charge, fill):
     ev = topk_charge.event
     assert ev.kind == "csh" and ev.debias and ev.k == 100 and ev.analysis == "exact"
     with Ledger(tmp_path / "l.db") as led:
         led.set_budget("basic", **BUDGET)
         led.set_budget("csh", **BUDGET)
-        n_basic = _fill(led, "basic", lambda: led.charge("basic", epsilon=0.5, delta=1e-7, mechanism="topk-csh"))
+        n_basic = fill(led, "basic", lambda: led.charge("basic", epsilon=0.5, delta=1e-7, mechanism="topk-csh"))
         planned = led.how_many("csh", topk_charge, cap=400)
-        n = _fill(led, "csh", lambda: led.charge("csh", topk_charge))
+        n = fill(led, "csh", lambda: led.charge("csh", topk_charge))
         assert n_basic == 6 and n == planned >= 15
         eps_star = led.spent_epsilon("csh")
         assert eps_star <= 3.0
@@ -161,7 +149,7 @@ def test_events_and_samples_are_stored_for_a_later_process(tmp_path):
     assert before <= 3.0 < 7 * 0.5 and math.isfinite(before)
 
 
-def test_sequence_event_charge_composes_its_parts(tmp_path):
+def test_sequence_event_charge_composes_its_parts(tmp_path, fill):
     """The automatic bound's two-part charge: a pure choice then the release, charged as one event."""
     from sparsedp.accounting.events import PureEvent, SequenceEvent
     from sparsedp.errors import InvalidParameterError
@@ -174,7 +162,7 @@ def test_sequence_event_charge_composes_its_parts(tmp_path):
         Charge(epsilon=0.6, delta=1e-7, neighbours=seq.neighbours, mechanism="x", event=seq)
     with Ledger(tmp_path / "l.db") as led:
         led.set_budget("d", **BUDGET)
-        n = _fill(led, "d", lambda: led.charge("d", c))
+        n = fill(led, "d", lambda: led.charge("d", c))
         assert n > 6  # basic composition: 3 / 0.5
         (rec, *_) = led.history("d")
         assert rec.event == seq
