@@ -140,7 +140,7 @@ def plan_cases() -> dict[str, tuple[dict, bool]]:
                 cases[f"l0 eps={eps} delta={dlt} l0={l0}"] = (dict(epsilon=eps, delta=dlt, max_groups_per_unit=l0),
                                                               False)
     cases["l0 eps=1.0 delta=1e-08 l0=200"] = (dict(epsilon=1.0, delta=1e-8, max_groups_per_unit=200), True)
-    for (eps, dlt, k), slow in {(1.0, 1e-6, 1): False, (1.0, 1e-6, 10): False, (3.0, 1e-8, 10): False,
+    for (eps, dlt, k), slow in {(1.0, 1e-6, 1): True, (1.0, 1e-6, 10): False, (3.0, 1e-8, 10): True,
                                 (1.0, 1e-6, 100): True, (0.1, 1e-5, 10): True, (0.5, 1e-7, 1): True}.items():
         cases[f"topk eps={eps} delta={dlt} k={k}"] = (dict(epsilon=eps, delta=dlt, top_k=k), slow)
     for (eps, units), slow in {(1.0, 50): False, (0.5, 50): False, (1.0, 1000): True, (0.2, 200): True}.items():
@@ -197,7 +197,9 @@ def plan_golden(kw: dict) -> dict:
             try:
                 profiles.append(plain(p.profile_table(i)))
             except Exception as e:
-                profiles.append({"error": type(e).__name__, "message": str(e)})
+                # plan(top_k=…, aggregates=…).profile_table() raises at bd27e4f (the joint analysis names are
+                # not profile analyses): recorded, not golden, so that a fix may change it
+                profiles.append({"not_golden": True, "error": type(e).__name__, "message": str(e)})
     return {"rows": rows, "mechanisms": [m.describe() for m in p.mechanisms], "title": p.title,
             "best": p.mechanisms[0].describe() if len(p) else None, "text": str(p), "profiles": profiles}
 
@@ -578,8 +580,8 @@ def log_release(name: str, data: Any, engine: Any) -> dict:
         warnings.simplefilter("ignore")
         try:
             res = sd.release(data, **kw, engine=engine, rng=InsecureSeededRandom(sum(map(ord, name))))
-        except Exception as e:  # an engine that refuses a request: the refusal is golden
-            return {"error": type(e).__name__, "message": str(e)}
+        except Exception as e:  # an engine that refuses a request: that it refuses is golden (not the wording)
+            return {"refused": True, "error": type(e).__name__, "message": str(e)}
     return released(res)
 
 

@@ -33,11 +33,15 @@ RELEASES = json.loads(capture.RELEASE_FILE.read_text())
 CORE = ("count gshm l0=5", "count two keys l0=3", "count laplace l0=2", "sum+mean gshm l0=4", "sum signed + named",
         "top_k sums", "auto bound", "public keys auto", "two-stage")
 #: other releases that take seconds (enumerations over a domain, the Misra–Gries stream)
-SLOW_OTHER = ("keep-heavy", "kh-double-prime", "misra-gries", "misra-gries pure")
+SLOW_OTHER = ("keep-heavy", "kh-double-prime", "misra-gries", "misra-gries pure", "misra-gries no unit", "pure-sparse")
+#: embedded-engine cases that take seconds (float policy descent)
+SLOW_LOG = ("policy-gaussian float",)
 
 
 def same(got, want, where: str = "") -> None:
     """``got == want`` with types: an int is not a float, a list has its length, a dict its keys in order."""
+    if isinstance(want, dict) and want.get("not_golden"):  # recorded at capture, free to change
+        return
     assert type(got) is type(want), f"{where}: {type(got).__name__} {got!r} != {type(want).__name__} {want!r}"
     if isinstance(want, dict):
         assert list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
@@ -54,6 +58,15 @@ def same(got, want, where: str = "") -> None:
 def json_same(got, want, where: str = "") -> None:
     """Compare after the JSON round trip the golden file went through (tuples become lists)."""
     same(json.loads(json.dumps(got, ensure_ascii=False)), want, where)
+
+
+def compare_release(got, want, where: str) -> None:
+    """A release against its golden; a request refused at capture must still be refused (the refusal's
+    wording and error type are not golden: issue 29 rewrites both)."""
+    if want.get("refused"):
+        assert got.get("refused"), f"{where}: refused at capture, now {got}"
+    else:
+        json_same(got, want, where)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +89,7 @@ def test_goldens_cover_the_cases():
     used |= {r["report"]["mechanism"] for r in RELEASES["other_releases"].values()}
     assert set(registry.names()) - used <= {"auto"}  # "auto" releases as the mechanism it picks
     polars = RELEASES["releases"]["polars"]
-    assert all("error" not in r for r in polars.values())
+    assert not any("refused" in r for e in RELEASES["releases"].values() for r in e.values())
     assert sum(len(next(iter(r["table"]["values"].values()))) > 0 for r in polars.values()) >= len(polars) - 1
 
 
@@ -102,14 +115,14 @@ def log_parquet(log_frame, tmp_path_factory):
 def _release_params():
     for engine in capture.EMBEDDED:
         for name in capture._log_cases():
-            fast = engine == "polars" or name in CORE
+            fast = (engine == "polars" or name in CORE) and name not in SLOW_LOG
             yield pytest.param(engine, name, marks=() if fast else pytest.mark.slow, id=f"{engine}-{name}")
 
 
 @pytest.mark.parametrize("engine,name", list(_release_params()))
 def test_release(polars_version, log_frame, log_parquet, engine, name):
     got = capture.log_release(name, *capture.engine_input(engine, log_frame, log_parquet))
-    json_same(got, RELEASES["releases"][engine][name], f"{engine}/{name}")
+    compare_release(got, RELEASES["releases"][engine][name], f"{engine}/{name}")
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_OTHER else n
