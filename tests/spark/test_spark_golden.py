@@ -49,23 +49,4 @@ FAST = ("count gshm l0=5", "count two keys l0=3", "sum+mean gshm l0=4", "top_k s
 @pytest.mark.parametrize("name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow)
                                   for n in capture._log_cases()])
 def test_spark_release(spark_log, name):
-    got = json.loads(json.dumps(capture.log_release(name, spark_log, "spark"), ensure_ascii=False))
-    want = GOLDEN["releases"][name]
-    if want.get("refused"):  # refused at capture: still refused (the wording and error type are not golden)
-        assert got.get("refused"), f"{name}: refused at capture, now {got}"
-    else:
-        _same(got, want, name)
-
-
-def _same(got, want, where):
-    assert type(got) is type(want), f"{where}: {got!r} != {want!r}"
-    if isinstance(want, dict):
-        assert list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
-        for k in want:
-            _same(got[k], want[k], f"{where}.{k}")
-    elif isinstance(want, list):
-        assert len(got) == len(want), f"{where}: length {len(got)} != {len(want)}"
-        for i, (g, w) in enumerate(zip(got, want)):
-            _same(g, w, f"{where}[{i}]")
-    else:
-        assert got == want, f"{where}: {got!r} != {want!r}"
+    capture.compare_release(capture.log_release(name, spark_log, "spark"), GOLDEN["releases"][name], name)
