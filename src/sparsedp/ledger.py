@@ -164,8 +164,8 @@ class Charge:
     ``event`` (a typed :class:`~sparsedp.accounting.events.PrivacyEvent`) is what the ledger composes by
     privacy-loss distributions; without one the charge is the :class:`~sparsedp.accounting.events.ApproxDPEvent`
     of its (ε, δ) (or the event of its ``profile``). ``profile`` (a
-    :class:`~sparsedp.accounting.profiles.PrivacyProfile`, filled from the event when omitted) also feeds the
-    dominating-pair accounting; it must imply the stated (ε, δ), i.e. ``profile.delta(epsilon) <= delta``
+    :class:`~sparsedp.accounting.profiles.PrivacyProfile`; :meth:`of_event` fills it from the event) also feeds
+    the dominating-pair accounting and the release's report; it must imply the stated (ε, δ), i.e. ``profile.delta(epsilon) <= delta``
     (checked). ``rho``/``rho_delta``: an optional (approximate) zCDP guarantee of the whole release.
     Build one from a calibration with :meth:`from_calibration`, or from an event with :meth:`of_event`.
     """
@@ -190,8 +190,6 @@ class Charge:
                 raise InvalidParameterError(
                     f"the charge's event is charged (epsilon={self.event.epsilon:g}, delta={self.event.delta:g}), the "
                     f"charge (epsilon={self.epsilon:g}, delta={self.delta:g}); build it with Charge.of_event")
-            if self.profile is None:
-                object.__setattr__(self, "profile", self.event.profile())
         object.__setattr__(self, "epsilon", v.epsilon(self.epsilon))
         object.__setattr__(self, "delta", v.real("delta", self.delta, lo=0.0, hi=1.0, hi_open=True))
         if not isinstance(self.neighbours, Neighbours):
@@ -227,8 +225,9 @@ class Charge:
         """The charge of ``event``: its (ε, δ), relation and profile."""
         if not isinstance(event, PrivacyEvent):
             raise v.InvalidTypeError(f"event must be a PrivacyEvent, got {type(event).__name__}")
+        prof = None if isinstance(event, _events.ApproxDPEvent) else event.profile()
         return cls(epsilon=event.epsilon, delta=event.delta, neighbours=event.neighbours,
-                   mechanism=mechanism or event.kind, event=event)
+                   mechanism=mechanism or event.kind, event=event, profile=prof)
 
 
 class Ledger:
