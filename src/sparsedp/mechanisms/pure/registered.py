@@ -606,8 +606,8 @@ class PureBlanket(_Pure):
                 continue
             raw = codec.decode(lab, as_str=False)
             ok = could_be_key(raw, prep.mode, len(prep.cols))
+            not_keys += not ok
             if not ok and not self.keep_padding:
-                not_keys += 1
                 continue
             keys.append(raw.decode("utf-8", "surrogateescape"))
             values.append(val)
@@ -619,14 +619,13 @@ class PureBlanket(_Pure):
             cols["padding"] = pa.array(padding, type=pa.bool_())
         table = pa.table(cols)
         acc = blanket_accuracy(p, self.beta)
-        marked = sum(padding)
         visible = float(p.lam * utf8_fraction_bound(self.max_key_bytes))
         notes = (
             f"error bounds at beta={acc.beta:g}: a released count is within +-{acc.per_query} of the true count and "
             f"a key with count >= {acc.release_count} is released; all at once: released counts within "
             f"+-{acc.simultaneous}, every key with count >= {acc.release_all} released",
             f"padding: target length T={p.target} keys; {len(rel.labels)} released, {not_keys} of them blanket keys "
-            f"no unit can have (not valid keys), " + (f"kept and marked padding=True ({marked})" if self.keep_padding
+            f"no unit can have (not valid keys), " + ("kept and marked padding=True" if self.keep_padding
                                                        else "dropped from the table at no privacy cost")
             + f"; expected blanket keys that look like real keys: <= {visible:.2g} (they are part of the guarantee)",
             f"noise: two-sided geometric, alpha={float(p.alpha):.6g}; epsilon bound {p.epsilon_bound:.6g} "
