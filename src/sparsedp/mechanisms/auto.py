@@ -176,6 +176,10 @@ def _resolve_pure(request: ReleaseRequest):
     from .pure.registered import PureBlanket
 
     mech = PureBlanket()
+    if request.max_groups_per_unit not in (None, 1):
+        raise InvalidParameterError(
+            f"delta=0 (pure DP): auto uses mechanism='pure-blanket', one key per unit; drop max_groups_per_unit "
+            f"(or set it to 1), or pass delta > 0 to keep {request.max_groups_per_unit} keys per unit")
     mech.check(request)
     cal = mech.calibrate(request)
     reason = ("delta=0: pure-blanket is the pure epsilon-DP mechanism (linear time, optimal error; one key per "
