@@ -54,20 +54,34 @@ def _window_hi(alpha: Fraction) -> int:
     return math.ceil(_LN2_70 / -math.log(float(alpha))) + 1
 
 
-def _pow_bounds(num: int, den: int, prec: int) -> tuple[int, int]:
-    """⌊2^prec num/den⌋, ⌈2^prec num/den⌉."""
-    lo = (num << prec) // den
-    return lo, -((-(num << prec)) // den)
-
-
-@dataclass(frozen=True)
-class TwoSidedGeometricLaw:
-    """``P[X = x] = (1 − α)/(1 + α) α^{|x|}``, α a rational in (0, 1) (exact survival bounds)."""
+class _RationalLaw:
+    """Shared part of the rational-base laws: ``alpha`` checked, and exact survival bounds from ``survival(j)``
+    (a rational): ``⌊2^prec S(j)⌋ <= 2^prec S(j) <= ⌈2^prec S(j)⌉``."""
 
     alpha: Fraction
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "alpha", _alpha(self.alpha))
+
+    def survival(self, j: int) -> Fraction:  # pragma: no cover - defined by each law
+        raise NotImplementedError
+
+    def survival_bounds(self, j_lo: int, j_hi: int, prec: int) -> tuple[list[int], list[int]]:
+        prec = v.integer("prec", prec, lo=64)
+        los, his = [], []
+        for j in range(int(j_lo), int(j_hi) + 1):
+            s = self.survival(j)
+            num = s.numerator << prec
+            los.append(num // s.denominator)
+            his.append(-((-num) // s.denominator))
+        return los, his
+
+
+@dataclass(frozen=True)
+class TwoSidedGeometricLaw(_RationalLaw):
+    """``P[X = x] = (1 − α)/(1 + α) α^{|x|}``, α a rational in (0, 1) (exact survival bounds)."""
+
+    alpha: Fraction
 
     def pmf(self, x: int) -> Fraction:
         a = self.alpha
@@ -82,26 +96,12 @@ class TwoSidedGeometricLaw:
         h = _window_hi(self.alpha)
         return 1 - h, h
 
-    def survival_bounds(self, j_lo: int, j_hi: int, prec: int) -> tuple[list[int], list[int]]:
-        prec = v.integer("prec", prec, lo=64)
-        los, his = [], []
-        one = 1 << prec
-        for j in range(int(j_lo), int(j_hi) + 1):
-            s = self.survival(j)
-            lo, hi = _pow_bounds(s.numerator, s.denominator, prec)
-            los.append(lo)
-            his.append(min(hi, one))
-        return los, his
-
 
 @dataclass(frozen=True)
-class GeometricLaw:
+class GeometricLaw(_RationalLaw):
     """``P[G = g] = (1 − α) α^g`` for ``g >= 0``, α a rational in (0, 1) (exact survival bounds)."""
 
     alpha: Fraction
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "alpha", _alpha(self.alpha))
 
     def pmf(self, g: int) -> Fraction:
         return (1 - self.alpha) * self.alpha ** int(g) if g >= 0 else Fraction(0)
@@ -111,16 +111,6 @@ class GeometricLaw:
 
     def window(self) -> tuple[int, int]:
         return 0, _window_hi(self.alpha)
-
-    def survival_bounds(self, j_lo: int, j_hi: int, prec: int) -> tuple[list[int], list[int]]:
-        prec = v.integer("prec", prec, lo=64)
-        los, his = [], []
-        for j in range(int(j_lo), int(j_hi) + 1):
-            s = self.survival(j)
-            lo, hi = _pow_bounds(s.numerator, s.denominator, prec)
-            los.append(lo)
-            his.append(hi)
-        return los, his
 
 
 def truncated_poisson(lam: object, cap: int, rng=None) -> int:
