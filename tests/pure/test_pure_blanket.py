@@ -107,7 +107,8 @@ def test_exact_law_is_a_distribution_and_matches_theorem1_identity(alpha, tau, d
         k = len(counts)
         for o, pr in law.items():
             r = sum(1 for x, _ in o if x in counts)
-            B = sum(math.comb(d - k, i) * q ** i * (1 - q) ** (d - k - i) for i in range(0, min(p.target - r, d - k) + 1))
+            B = sum(math.comb(d - k, i) * q ** i * (1 - q) ** (d - k - i)
+                    for i in range(0, min(p.target - r, d - k) + 1))
             assert pr == full[o] / B
 
 

@@ -1,8 +1,9 @@
 """The pure-DP histograms as registered mechanisms of ``sparsedp.release``: the linear-time blanket histogram
 (:class:`PureBlanket`, ``docs/proofs/pure-blanket.md``; ``mechanism="auto"`` at δ = 0) and the Balcer–Vadhan ones
-(Balcer and Vadhan, "Differential Privacy on Finite Computers", 2018, arXiv 1709.05396), kept for the papers' comparisons and refused when their estimated running time exceeds
-:data:`COST_LIMIT_S` (:func:`check_cost`). Every key is checked (type, length, compact's ``query_keys``) in
-``prepare``, before the ledger charge (:func:`prepare_keys`).
+(Balcer and Vadhan, "Differential Privacy on Finite Computers", 2018, arXiv 1709.05396), kept for the papers'
+comparisons and refused when their estimated running time exceeds :data:`COST_LIMIT_S` (:func:`check_cost`).
+Every key is checked (type, length, compact's ``query_keys``) in ``prepare``, before the ledger charge
+(:func:`prepare_keys`).
 
 Their setting is "each unit contributes one item": the engine bounds every unit to ``l0 = 1`` key (uniformly at
 random, :mod:`sparsedp.engines.bounding`), so the bounded histogram's counts sum to the number of units ``n``.
