@@ -78,7 +78,7 @@ def _stamp() -> str:
 def _key(mechanism: str, kwargs: dict[str, Any]) -> str | None:
     """The exact key of a calibration request (floats by their hex form), or ``None`` when an argument is not a
     plain value (then the request is not cached)."""
-    items = []
+    items: list[list[Any]] = []
     for name in sorted(kwargs):
         x = kwargs[name]
         if isinstance(x, bool) or x is None or isinstance(x, str):
