@@ -19,7 +19,6 @@ The bounding statistics (:class:`BoundingStats`) are for the curator and are nev
 from __future__ import annotations
 
 import contextlib
-import difflib
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
@@ -454,6 +453,8 @@ def check_columns(available: Sequence[str], privacy_unit: str, by: Sequence[str]
     available = list(available)
     for role, col in [("privacy_unit", privacy_unit)] + [("by", c) for c in by]:
         if col not in available:
+            import difflib  # only for the error message (not on the path of a release that succeeds)
+
             close = ([a for a in available if a.lower() == col.lower()]
                      or difflib.get_close_matches(col, available, n=1))
             hint = f"; did you mean {close[0]!r}?" if close else ""
