@@ -256,8 +256,9 @@ class MisraGries(Mechanism):
         c = calibration
         g = c.group
         element = (f"({c.epsilon_e:.6g}, {c.delta_e:.3g})-DP per stream element, group privacy over {g} elements"
-                   if g > 1 else "add/remove one unit = one set step of the PAMG sketch"
-                   if self.unit_mode is UnitSketch.PAMG else "add/remove one stream element")
+                   if g > 1 else "add/remove one unit: one stream element, or with a privacy_unit column one "
+                   "set step of the user-level PAMG sketch" if self.unit_mode is UnitSketch.PAMG
+                   else "add/remove one stream element")
         what = {MGRelease.CSH: "CSH (seed 000, discrete) on the sketch, sparsity bound k",
                 MGRelease.PMG: "Algorithm 13 (PMG) with discrete Laplace noise",
                 MGRelease.PURE: f"the pure-DP §3.6 variant over the universe 0..{self.universe_size}-1",
