@@ -29,7 +29,7 @@ def thresholds(ks, l0s, epsilon, delta):
     print(f"Part 1: release threshold 1 + tau at (eps, delta) = ({epsilon:g}, {delta:g}), CSH on the sketch")
     print(f"{'k':>6} {'l0':>4} {'group privacy':>14} {'PAMG':>8} {'ratio':>7}")
     for k in ks:
-        pamg = MisraGries(sketch_size=k).calibrate(ReleaseRequest(epsilon=epsilon, delta=delta))
+        pamg = MisraGries(sketch_size=k, unit_sketch="pamg").calibrate(ReleaseRequest(epsilon=epsilon, delta=delta))
         t_p = 1.0 + float(pamg.csh.tau)
         for l0 in l0s:
             gp = MisraGries(sketch_size=k, unit_sketch="group-privacy").calibrate(

@@ -84,7 +84,8 @@ def test_bad_input_fails_before_any_draw():
 
     mech = sd.MisraGries(sketch_size=4)
     with pytest.raises(InvalidParameterError, match="unit_sketch='group-privacy'"):
-        sd.release(_frame(), "user", "query", 1.0, 1e-6, max_groups_per_unit=3, mechanism=mech, rng=Tripwire())
+        sd.release(_frame(), "user", "query", 1.0, 1e-6, max_groups_per_unit=3, rng=Tripwire(),
+                   mechanism=sd.MisraGries(sketch_size=4, unit_sketch="pamg"))
     with pytest.raises(InputDataError, match="null"):
         sd.release(pl.DataFrame({"user": [1, None], "query": ["a", "b"]}), "user", "query", 1.0, 1e-6,
                    mechanism=mech, rng=Tripwire())
@@ -97,8 +98,13 @@ def test_bad_input_fails_before_any_draw():
 
 
 def test_group_privacy_path_is_kept():
-    res = sd.release(_frame(), "user", "query", 1.0, 1e-6, max_groups_per_unit=2, rng=InsecureSeededRandom(0),
-                     mechanism=sd.MisraGries(sketch_size=10, unit_sketch="group-privacy"))
-    assert "at most 2 key(s) per unit" in res.report.contribution
-    pmg = sd.MisraGries(sketch_size=10, release="pmg")
-    assert pmg.unit_mode.value == "group-privacy"
+    """An explicit l0 bound (or unit_sketch='group-privacy', or a release other than csh/merged-laplace) keeps the
+    bounded route released by group privacy."""
+    for mech in (sd.MisraGries(sketch_size=10), sd.MisraGries(sketch_size=10, unit_sketch="group-privacy")):
+        res = sd.release(_frame(), "user", "query", 1.0, 1e-6, max_groups_per_unit=2, rng=InsecureSeededRandom(0),
+                         mechanism=mech)
+        assert "at most 2 key(s) per unit" in res.report.contribution
+        assert "group privacy over 2 elements" in str(res.report)
+    req = ReleaseRequest(epsilon=1.0, delta=1e-6)
+    assert sd.MisraGries(sketch_size=10, release="pmg").unit_mode(req).value == "group-privacy"
+    assert sd.MisraGries(sketch_size=10).unit_mode(req).value == "pamg"

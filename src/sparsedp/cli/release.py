@@ -245,8 +245,8 @@ def release(
                                                "sigma² x this. Default: independent columns."),
     sketch_size: Optional[int] = typer.Option(None, "--sketch-size", help="misra-gries: number of counters k."),
     unit_sketch: Optional[str] = typer.Option(None, "--unit-sketch", help="misra-gries with --unit: 'pamg' (each "
-                                              "unit's distinct keys added as one set, no --max-groups, no group "
-                                              "privacy; default for csh) or 'group-privacy'."),
+                                              "unit's distinct keys added as one set, no group privacy; the "
+                                              "default for csh without --max-groups) or 'group-privacy'."),
     max_units: Optional[int] = typer.Option(None, "--max-units", help="Pure mechanisms: public bound on the "
                                             "number of units (add/remove-one neighbours; else n is public)."),
     domain_size: Optional[int] = typer.Option(None, "--domain-size", help="basic: integer keys in "

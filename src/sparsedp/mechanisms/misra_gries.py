@@ -10,7 +10,7 @@
   batches of a frame or a DuckDB query) in O(k) memory per partition, merged with the [ACH+13] merge
   (:mod:`sparsedp.sketches.partitions`). This is the streaming path; its memory does not grow with the input.
 * ``privacy_unit="col"`` with ``unit_sketch="pamg"`` (the default for the ``csh`` and ``merged-laplace``
-  releases) — add/remove one privacy unit with all its rows, **no bound on a unit's keys and no group privacy**:
+  releases when no ``max_groups_per_unit`` is given) — add/remove one privacy unit with all its rows, **no bound on a unit's keys and no group privacy**:
   the user-level sketch of Lebeda & Tětek (arXiv 2301.02457 v2, their PAMG;
   :mod:`sparsedp.sketches.user_mg`) adds each unit's *set* of distinct keys in one step, units in increasing
   order of their id. Neighbouring sketches differ by +1 on some keys or by −1 on some keys (never both, never
@@ -19,7 +19,8 @@
   count underestimates the number of units holding the key by at most N/(k+1), N = the distinct (unit, key)
   pairs. Embedded engines only (the pairs are read through Polars).
 * ``privacy_unit="col"`` with ``unit_sketch="group-privacy"`` (the only choice for ``pmg``, ``pure`` and
-  ``threshold2``, whose analyses need one element per step) — the
+  ``threshold2``, whose analyses need one element per step, and the default when ``max_groups_per_unit`` is
+  given) — the
   engine first bounds every unit to at most ``l0 = max_groups_per_unit`` (default 1) distinct keys (a group-by:
   memory grows with the number of (unit, key) pairs); the stream is then the bounded histogram written out in a
   fixed public order (keys sorted by their public 64-bit code, each repeated ``count`` times). Adding or
@@ -152,7 +153,8 @@ class MisraGries(Mechanism):
     one sketch per partition merged, the default except for ``pmg``; "sequential" = one sketch over the
     partitions in order, identical to the sequential sketch); ``universe_size`` (``pure`` only: the public
     universe is the integers 0..universe_size−1); ``unit_sketch`` (:class:`UnitSketch`, unit-level inputs:
-    "pamg", the default for ``csh`` and ``merged-laplace``, or "group-privacy")."""
+    "pamg", the default for ``csh`` and ``merged-laplace`` without ``max_groups_per_unit``, or
+    "group-privacy")."""
 
     sketch_size: int
     release: MGRelease = MGRelease.CSH
@@ -196,19 +198,20 @@ class MisraGries(Mechanism):
             return self.combine
         return Combine.SEQUENTIAL if self.release is MGRelease.PMG else Combine.MERGE
 
-    @property
-    def unit_mode(self) -> UnitSketch:
-        """The unit-level sketch in force: ``unit_sketch``, or PAMG where the release allows it."""
+    def unit_mode(self, request: ReleaseRequest) -> UnitSketch:
+        """The unit-level sketch in force: ``unit_sketch`` if given; else PAMG where the release allows it and no
+        ``max_groups_per_unit`` is asked for (an explicit l0 bound keeps the bounded, group-privacy route)."""
         if self.unit_sketch is not None:
             return self.unit_sketch
-        return UnitSketch.PAMG if self.release in PAMG_RELEASES else UnitSketch.GROUP_PRIVACY
+        if self.release in PAMG_RELEASES and request.max_groups_per_unit is None:
+            return UnitSketch.PAMG
+        return UnitSketch.GROUP_PRIVACY
 
     def check(self, request: ReleaseRequest) -> None:
-        if self.unit_mode is UnitSketch.PAMG and request.max_groups_per_unit is not None:
+        if self.unit_sketch is UnitSketch.PAMG and request.max_groups_per_unit is not None:
             raise InvalidParameterError(
-                "max_groups_per_unit is not used by mechanism='misra-gries' with one row per unit or with "
-                "unit_sketch='pamg' (the default for release='csh'/'merged-laplace': a unit adds all its distinct "
-                "keys and still moves each counter by at most 1): drop max_groups_per_unit, or pass "
+                "max_groups_per_unit is not used by unit_sketch='pamg' (a unit adds all its distinct keys and "
+                "still moves each counter by at most 1): drop max_groups_per_unit, or pass "
                 "unit_sketch='group-privacy' to bound units to l0 keys and release by group privacy")
         if self.release is MGRelease.PURE:
             if request.delta != 0:
@@ -220,12 +223,12 @@ class MisraGries(Mechanism):
                                         "not supported")
 
     def engine_bound(self, request: ReleaseRequest) -> int | None:
-        return None if self.unit_mode is UnitSketch.PAMG else request.max_groups_per_unit or 1
+        return None if self.unit_mode(request) is UnitSketch.PAMG else request.max_groups_per_unit or 1
 
     def histogram(self, engine: Any, data: Any, privacy_unit: Any, by: list, request: ReleaseRequest, rng: Any,
                   **extra: Any) -> Any:
         if privacy_unit is not None:
-            if self.unit_mode is UnitSketch.PAMG:
+            if self.unit_mode(request) is UnitSketch.PAMG:
                 from ..sketches.user_mg import sketch_units
 
                 return sketch_units(engine, data, privacy_unit, list(by), self.sketch_size)
@@ -257,7 +260,7 @@ class MisraGries(Mechanism):
         g = c.group
         element = (f"({c.epsilon_e:.6g}, {c.delta_e:.3g})-DP per stream element, group privacy over {g} elements"
                    if g > 1 else "add/remove one unit: one stream element, or with a privacy_unit column one "
-                   "set step of the user-level PAMG sketch" if self.unit_mode is UnitSketch.PAMG
+                   "set step of the user-level PAMG sketch" if self.unit_mode(request) is UnitSketch.PAMG
                    else "add/remove one stream element")
         what = {MGRelease.CSH: "CSH (seed 000, discrete) on the sketch, sparsity bound k",
                 MGRelease.PMG: "Algorithm 13 (PMG) with discrete Laplace noise",
@@ -274,7 +277,7 @@ class MisraGries(Mechanism):
             delta=request.delta, delta_achieved=extra.pop("delta_achieved", float("nan")),
             neighbours=self.neighbours, value_column=value_column,
             contribution=("any number of distinct keys per unit (user-level PAMG sketch)"
-                          if self.unit_mode is UnitSketch.PAMG else f"at most {g} key(s) per unit"),
+                          if self.unit_mode(request) is UnitSketch.PAMG else f"at most {g} key(s) per unit"),
             pre_threshold=1, notes=(f"Misra-Gries sketch, k = {self.sketch_size} counters, {what} ({element}); "
                                     f"each sketch count underestimates the count by at most n/(k+1) before noise",),
             **extra)
