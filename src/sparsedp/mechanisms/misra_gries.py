@@ -259,9 +259,7 @@ class MisraGries(Mechanism):
         c = calibration
         g = c.group
         element = (f"({c.epsilon_e:.6g}, {c.delta_e:.3g})-DP per stream element, group privacy over {g} elements"
-                   if g > 1 else "add/remove one unit: one stream element, or with a privacy_unit column one "
-                   "set step of the user-level PAMG sketch" if self.unit_mode(request) is UnitSketch.PAMG
-                   else "add/remove one stream element")
+                   if g > 1 else "add/remove one stream element")
         what = {MGRelease.CSH: "CSH (seed 000, discrete) on the sketch, sparsity bound k",
                 MGRelease.PMG: "Algorithm 13 (PMG) with discrete Laplace noise",
                 MGRelease.PURE: f"the pure-DP §3.6 variant over the universe 0..{self.universe_size}-1",
@@ -293,6 +291,9 @@ class MisraGries(Mechanism):
             rel = _release_sketch(hist.sketch, (hist.sketch,), c, None, rng)
             table = hist.keys.take(pa.array(np.asarray(rel.keys, np.int64), pa.int64()))
             contribution = disclosure.contribution
+            disclosure = dataclasses.replace(disclosure, notes=tuple(
+                n.replace("(add/remove one stream element)", "(add/remove one unit: one set step of the user-level "
+                          "PAMG sketch)") for n in disclosure.notes))
             note = (f"user-level PAMG sketch: {hist.sketch.units} units added as sets of distinct keys",)
         elif isinstance(hist, SketchSummary):  # row units: the streaming path
             rel = _release_sketch(hist.sketch, hist.parts, c, self.universe_size, rng)
