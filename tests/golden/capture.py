@@ -405,8 +405,9 @@ def _other_cases() -> dict[str, Callable[[], Any]]:
                                seed=6),
         "sparse-histogram": rel(wide, "u", "k", epsilon=1, delta=1e-6,
                                 mechanism=sd.BVSparseHistogram(domain_size=128), seed=7),
-        "misra-gries": rel(mg, "u", "a", epsilon=1.0, delta=1e-6, mechanism=sd.MisraGries(sketch_size=10),
-                           seed=11),
+        # the bounded route of bd27e4f (l0 = 1); the default with a unit column is now the user-level PAMG sketch
+        "misra-gries": rel(mg, "u", "a", epsilon=1.0, delta=1e-6,
+                           mechanism=sd.MisraGries(sketch_size=10, unit_sketch="group-privacy"), seed=11),
         "misra-gries no unit": rel(items, None, "item", 1.0, 1e-6, mechanism=sd.MisraGries(sketch_size=12), seed=12),
         "misra-gries pure": rel(int_items, None, "item", 1.0, 0,
                                 mechanism=sd.MisraGries(sketch_size=6, release="pure",

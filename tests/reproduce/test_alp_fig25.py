@@ -186,7 +186,7 @@ def test_figure_2_5_fast(tmp_path):
     for e in grid:
         assert mae["alg10 s=inf", e] <= lemma_2_31_bound(e) + 4 * se["alg10 s=inf", e]
     assert lemma_2_31_bound(2.0) == pytest.approx(59.1124 / 40.8200, abs=1e-4)
-    assert h["alg10 s=inf MAE at eps=2 (paper: Lemma 2.31 bound)"].ours == pytest.approx(0.636, abs=0.04)
+    assert h["alg10 s=inf MAE at eps=2 (<= Lemma 2.31 bound)"].ours == pytest.approx(0.636, abs=0.04)
     # Lemma 2.32 with k/s = q, and Lemma 2.17 for Alg. 4 (y needs no rounding): ((4α+4)/α² + (4γ+4)/γ²)·α/ε
     for e in grid:
         for lab, q in (("alg10 q=0.1/e^eps", 0.1 * math.exp(-e)), ("alg10 q=min(0.1,0.1/eps)", min(0.1, 0.1 / e))):

@@ -292,7 +292,11 @@ def test_pure_and_misra_gries_run_on_spark_like_polars(spark):
     Engine.collect (bounded per-key counts, never rows, reach the driver): same table as Polars."""
     frame = pl.DataFrame({"uid": list(range(600)), "url": ["a"] * 300 + ["b"] * 200 + ["c"] * 100})
     sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string")
-    for mech, delta in ((sd.MisraGries(sketch_size=4), 1e-6), (sd.PureSparse(max_units=1000, max_key_bytes=4), 0)):
+    with pytest.raises(sd.errors.InvalidParameterError, match="unit_sketch='group-privacy'"):
+        sd.release(sdf, "uid", "url", epsilon=1.0, delta=1e-6, mechanism=sd.MisraGries(sketch_size=4),
+                   rng=InsecureSeededRandom(3))  # the user-level PAMG sketch reads the pairs in this process
+    for mech, delta in ((sd.MisraGries(sketch_size=4, unit_sketch="group-privacy"), 1e-6),
+                        (sd.PureSparse(max_units=1000, max_key_bytes=4), 0)):
         rs = sd.release(sdf, "uid", "url", epsilon=1.0, delta=delta, mechanism=mech, rng=InsecureSeededRandom(3))
         rp = sd.release(frame, "uid", "url", epsilon=1.0, delta=delta, mechanism=mech, rng=InsecureSeededRandom(3))
         assert rs.curator.engine == "spark" and rs.report.mechanism == mech.name

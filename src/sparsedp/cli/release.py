@@ -95,7 +95,8 @@ def run_release(data, *, console, err_console, head: int = 10, flags=RELEASE_FLA
 OPTION_FLAGS = {"pre_threshold": "--pre-threshold", "debias": "--shifted", "sketch_size": "--sketch-size",
                 "max_units": "--max-units", "domain_size": "--domain-size", "max_key_bytes": "--max-key-bytes",
                 "query_keys": "--query-keys", "k": "--top-k", "c": "--size-weight", "known_n": "--known-n",
-                "group": "--group", "split": "--split", "count_bound": "--count-bound", "select": "--select"}
+                "group": "--group", "split": "--split", "count_bound": "--count-bound", "select": "--select",
+                "unit_sketch": "--unit-sketch"}
 
 
 def build_mechanism(name: str, options: dict):
@@ -244,6 +245,9 @@ def release(
                                                "column and bounds share one); the noise has covariance about "
                                                "sigma² x this. Default: independent columns."),
     sketch_size: Optional[int] = typer.Option(None, "--sketch-size", help="misra-gries: number of counters k."),
+    unit_sketch: Optional[str] = typer.Option(None, "--unit-sketch", help="misra-gries with --unit: 'pamg' (each "
+                                              "unit's distinct keys added as one set, no group privacy; the "
+                                              "default for csh without --max-groups) or 'group-privacy'."),
     max_units: Optional[int] = typer.Option(None, "--max-units", help="Pure mechanisms: public bound on the "
                                             "number of units (add/remove-one neighbours; else n is public)."),
     domain_size: Optional[int] = typer.Option(None, "--domain-size", help="basic: integer keys in "
@@ -286,6 +290,7 @@ def release(
 
     err = Console(stderr=True)
     options = {k: x for k, x in (("pre_threshold", pre_threshold), ("sketch_size", sketch_size),
+                                 ("unit_sketch", unit_sketch),
                                  ("max_units", max_units), ("domain_size", domain_size),
                                  ("max_key_bytes", max_key_bytes), ("k", top_k), ("c", size_weight),
                                  ("known_n", known_n), ("group", group), ("count_bound", count_bound),

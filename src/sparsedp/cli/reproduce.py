@@ -40,20 +40,38 @@ def reproduce(
     out: Path = typer.Option(Path("reproduce-out"), "--out", help="Directory for the CSV and PNG files."),
     fast: bool = typer.Option(False, "--fast", help="Fewer Monte-Carlo runs (seconds instead of minutes)."),
     list_: bool = typer.Option(False, "--list", help="List the available targets and exit."),
+    all_: bool = typer.Option(False, "--all", help="Run every target (instead of NAME)."),
+    check: bool = typer.Option(False, "--check", help="Print each paper number's source, accepted range and "
+                               "status; exit 1 if one is missed without a documented reason "
+                               "(docs/reproduce.md)."),
 ) -> None:
     """Reproduce a figure or table of the seed papers and print our numbers next to the paper's."""
     from rich.console import Console
 
     from .. import reproduce as rp
 
-    if list_ or name is None:
+    if all_:
+        if name is not None:
+            fail("give a target NAME or --all, not both")
+        names = [t.name for t in rp.list_targets()]
+    elif name is not None:
+        names = [name]
+    if list_ or (name is None and not all_):
         for t in rp.list_targets():
             typer.echo(f"{t.name:<24} {t.description}")
         if name is None and not list_:
             raise typer.Exit(code=2)
         return
-    if name not in rp.TARGETS:
-        fail(f"unknown target {name!r}; run 'sparsedp reproduce --list'")
-    with cli_errors(REPRODUCE_FLAGS, interrupt_note=""), reproduce_progress(name, Console(stderr=True)) as progress:
-        result = rp.run(name, out, fast=fast, progress=progress)
-    typer.echo(result.format())
+    for n in names:
+        if n not in rp.TARGETS:
+            fail(f"unknown target {n!r}; run 'sparsedp reproduce --list'")
+    missed = []
+    for n in names:
+        with cli_errors(REPRODUCE_FLAGS, interrupt_note=""), reproduce_progress(n, Console(stderr=True)) as progress:
+            result = rp.run(n, out, fast=fast, progress=progress)
+        typer.echo(result.format(check=check))
+        missed += [f"{n}: {h.name}" for h in result.mismatches()]
+    if check:
+        typer.echo(rp.check_summary(missed))
+        if missed:
+            raise typer.Exit(code=1)

@@ -2,7 +2,8 @@
 
 Every row is one stream element and one privacy unit (``privacy_unit=None`` of :func:`sparsedp.release` with
 :class:`~sparsedp.mechanisms.misra_gries.MisraGries`); for unit-level privacy use
-``sparsedp release --unit COL --mechanism misra-gries --sketch-size K`` (which bounds each unit first).
+``sparsedp release --unit COL --mechanism misra-gries --sketch-size K`` (the user-level PAMG sketch:
+each unit's distinct keys are added as one set).
 """
 
 from __future__ import annotations

@@ -9,7 +9,18 @@
   are read, one Algorithm-12 sketch per partition (each file of a glob, each Spark partition, the record
   batches of a frame or a DuckDB query) in O(k) memory per partition, merged with the [ACH+13] merge
   (:mod:`sparsedp.sketches.partitions`). This is the streaming path; its memory does not grow with the input.
-* ``privacy_unit="col"`` — add/remove one privacy unit with all its rows. A unit's rows are unbounded, so the
+* ``privacy_unit="col"`` with ``unit_sketch="pamg"`` (the default for the ``csh`` and ``merged-laplace``
+  releases when no ``max_groups_per_unit`` is given) — add/remove one privacy unit with all its rows, **no bound on a unit's keys and no group privacy**:
+  the user-level sketch of Lebeda & Tětek (arXiv 2301.02457 v2, their PAMG;
+  :mod:`sparsedp.sketches.user_mg`) adds each unit's *set* of distinct keys in one step, units in increasing
+  order of their id. Neighbouring sketches differ by +1 on some keys or by −1 on some keys (never both, never
+  more than 1: ``docs/proofs/pamg-monotone.md``), the k-sparse monotonic case CSH and the merged-sketch
+  Laplace release are calibrated for, so the release runs at the full (ε, δ) as for one row per unit. Each
+  count underestimates the number of units holding the key by at most N/(k+1), N = the distinct (unit, key)
+  pairs. Embedded engines only (the pairs are read through Polars).
+* ``privacy_unit="col"`` with ``unit_sketch="group-privacy"`` (the only choice for ``pmg``, ``pure`` and
+  ``threshold2``, whose analyses need one element per step, and the default when ``max_groups_per_unit`` is
+  given) — the
   engine first bounds every unit to at most ``l0 = max_groups_per_unit`` (default 1) distinct keys (a group-by:
   memory grows with the number of (unit, key) pairs); the stream is then the bounded histogram written out in a
   fixed public order (keys sorted by their public 64-bit code, each repeated ``count`` times). Adding or
@@ -55,7 +66,7 @@ from ..errors import InvalidParameterError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
 
-__all__ = ["MisraGries", "MGRelease", "MGCalibration", "group_privacy_parameters"]
+__all__ = ["MisraGries", "MGRelease", "MGCalibration", "UnitSketch", "group_privacy_parameters"]
 
 
 class MGRelease(str, Enum):
@@ -66,6 +77,17 @@ class MGRelease(str, Enum):
     PURE = "pure"
     THRESHOLD2 = "threshold2"
     MERGED_LAPLACE = "merged-laplace"
+
+
+class UnitSketch(str, Enum):
+    """How a unit-level input (``privacy_unit`` set) becomes a sketch (module docstring)."""
+
+    PAMG = "pamg"
+    GROUP_PRIVACY = "group-privacy"
+
+
+#: the releases whose analysis covers the PAMG sketch's neighbours (k-sparse, all changes +1 or all −1)
+PAMG_RELEASES = (MGRelease.CSH, MGRelease.MERGED_LAPLACE)
 
 
 def group_privacy_parameters(epsilon: float, delta: float, group: int) -> tuple[float, float]:
@@ -130,12 +152,15 @@ class MisraGries(Mechanism):
     "merged-laplace"); ``combine`` (:class:`~sparsedp.sketches.partitions.Combine`, row units only: "merge" =
     one sketch per partition merged, the default except for ``pmg``; "sequential" = one sketch over the
     partitions in order, identical to the sequential sketch); ``universe_size`` (``pure`` only: the public
-    universe is the integers 0..universe_size−1)."""
+    universe is the integers 0..universe_size−1); ``unit_sketch`` (:class:`UnitSketch`, unit-level inputs:
+    "pamg", the default for ``csh`` and ``merged-laplace`` without ``max_groups_per_unit``, or
+    "group-privacy")."""
 
     sketch_size: int
     release: MGRelease = MGRelease.CSH
     combine: Any = None
     universe_size: int | None = None
+    unit_sketch: Any = None
     name = "misra-gries"
     row_units: ClassVar[bool] = True
 
@@ -153,6 +178,14 @@ class MisraGries(Mechanism):
         if (self.universe_size is None) != (self.release is not MGRelease.PURE):
             raise InvalidParameterError("release='pure' needs universe_size=… (integer keys 0..d−1; noise is added "
                                         "to every key of the universe) and only it takes universe_size")
+        if self.unit_sketch is not None:
+            u = self.unit_sketch.value if isinstance(self.unit_sketch, UnitSketch) else self.unit_sketch
+            object.__setattr__(self, "unit_sketch", UnitSketch(v.choice("unit_sketch", u,
+                                                                        tuple(x.value for x in UnitSketch))))
+            if self.unit_sketch is UnitSketch.PAMG and self.release not in PAMG_RELEASES:
+                raise InvalidParameterError(
+                    f"unit_sketch='pamg' is released with release='csh' or 'merged-laplace' (its neighbours differ "
+                    f"on up to k counters); release={self.release.value!r} needs unit_sketch='group-privacy'")
         if self.release is MGRelease.PMG and self.combine is Combine.MERGE:
             raise InvalidParameterError("release='pmg' (Algorithm 13) must not be applied to a merged sketch "
                                         "(thesis §3.7); use combine='sequential', or release='csh'")
@@ -165,7 +198,21 @@ class MisraGries(Mechanism):
             return self.combine
         return Combine.SEQUENTIAL if self.release is MGRelease.PMG else Combine.MERGE
 
+    def unit_mode(self, request: ReleaseRequest) -> UnitSketch:
+        """The unit-level sketch in force: ``unit_sketch`` if given; else PAMG where the release allows it and no
+        ``max_groups_per_unit`` is asked for (an explicit l0 bound keeps the bounded, group-privacy route)."""
+        if self.unit_sketch is not None:
+            return self.unit_sketch
+        if self.release in PAMG_RELEASES and request.max_groups_per_unit is None:
+            return UnitSketch.PAMG
+        return UnitSketch.GROUP_PRIVACY
+
     def check(self, request: ReleaseRequest) -> None:
+        if self.unit_sketch is UnitSketch.PAMG and request.max_groups_per_unit is not None:
+            raise InvalidParameterError(
+                "max_groups_per_unit is not used by unit_sketch='pamg' (a unit adds all its distinct keys and "
+                "still moves each counter by at most 1): drop max_groups_per_unit, or pass "
+                "unit_sketch='group-privacy' to bound units to l0 keys and release by group privacy")
         if self.release is MGRelease.PURE:
             if request.delta != 0:
                 raise InvalidParameterError("release='pure' is pure DP: pass delta=0")
@@ -176,11 +223,15 @@ class MisraGries(Mechanism):
                                         "not supported")
 
     def engine_bound(self, request: ReleaseRequest) -> int | None:
-        return request.max_groups_per_unit or 1
+        return None if self.unit_mode(request) is UnitSketch.PAMG else request.max_groups_per_unit or 1
 
     def histogram(self, engine: Any, data: Any, privacy_unit: Any, by: list, request: ReleaseRequest, rng: Any,
                   **extra: Any) -> Any:
         if privacy_unit is not None:
+            if self.unit_mode(request) is UnitSketch.PAMG:
+                from ..sketches.user_mg import sketch_units
+
+                return sketch_units(engine, data, privacy_unit, list(by), self.sketch_size)
             return super().histogram(engine, data, privacy_unit, by, request, rng, **extra)
         if request.max_groups_per_unit is not None:
             raise InvalidParameterError("max_groups_per_unit bounds a privacy unit's keys; with privacy_unit=None "
@@ -191,7 +242,7 @@ class MisraGries(Mechanism):
                            connection=getattr(engine, "connection", None))
 
     def calibrate(self, request: ReleaseRequest) -> MGCalibration:
-        group = self.engine_bound(request)
+        group = self.engine_bound(request) or 1  # PAMG and row units: one step per unit, no group privacy
         if self.release is MGRelease.PURE:
             eps_e, dlt_e = request.epsilon / group, 0.0
         else:
@@ -222,7 +273,9 @@ class MisraGries(Mechanism):
         return Disclosure(
             mechanism=self.name, analysis=f"misra-gries-{c.release.value}", epsilon=request.epsilon,
             delta=request.delta, delta_achieved=extra.pop("delta_achieved", float("nan")),
-            neighbours=self.neighbours, contribution=f"at most {g} key(s) per unit", value_column=value_column,
+            neighbours=self.neighbours, value_column=value_column,
+            contribution=("any number of distinct keys per unit (user-level PAMG sketch)"
+                          if self.unit_mode(request) is UnitSketch.PAMG else f"at most {g} key(s) per unit"),
             pre_threshold=1, notes=(f"Misra-Gries sketch, k = {self.sketch_size} counters, {what} ({element}); "
                                     f"each sketch count underestimates the count by at most n/(k+1) before noise",),
             **extra)
@@ -231,9 +284,18 @@ class MisraGries(Mechanism):
         import pyarrow as pa
 
         from ..sketches.partitions import SketchSummary
+        from ..sketches.user_mg import UnitSketchSummary
 
         c = calibration
-        if isinstance(hist, SketchSummary):  # row units: the streaming path
+        if isinstance(hist, UnitSketchSummary):  # unit level, PAMG
+            rel = _release_sketch(hist.sketch, (hist.sketch,), c, None, rng)
+            table = hist.keys.take(pa.array(np.asarray(rel.keys, np.int64), pa.int64()))
+            contribution = disclosure.contribution
+            disclosure = dataclasses.replace(disclosure, notes=tuple(
+                n.replace("(add/remove one stream element)", "(add/remove one unit: one set step of the user-level "
+                          "PAMG sketch)") for n in disclosure.notes))
+            note = (f"user-level PAMG sketch: {hist.sketch.units} units added as sets of distinct keys",)
+        elif isinstance(hist, SketchSummary):  # row units: the streaming path
             rel = _release_sketch(hist.sketch, hist.parts, c, self.universe_size, rng)
             table = _key_table(rel.keys, hist.by, hist.key_types)
             contribution = "one row = one privacy unit = one stream element (event-level)"

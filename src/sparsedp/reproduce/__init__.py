@@ -11,7 +11,10 @@ import pkgutil
 
 from ._registry import (
     TARGETS,
+    check_summary,
     Headline,
+    Kind,
+    Paper,
     ReproResult,
     Target,
     list_targets,
@@ -24,7 +27,7 @@ from ._registry import (
     write_csv,
 )
 
-__all__ = ["TARGETS", "Headline", "ReproResult", "Target", "list_targets", "new_figure", "read_csv", "run",
+__all__ = ["TARGETS", "check_summary", "Headline", "Kind", "Paper", "ReproResult", "Target", "list_targets", "new_figure", "read_csv", "run",
            "save_figure", "steps", "target", "write_csv"]
 
 for _mod in pkgutil.iter_modules(__path__):

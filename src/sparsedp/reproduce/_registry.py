@@ -15,6 +15,7 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -27,12 +28,68 @@ _PROGRESS: contextvars.ContextVar[Progress | None] = contextvars.ContextVar("spa
 from ..errors import InvalidParameterError
 
 
+class Kind(str, Enum):
+    """Where a reference number comes from. Only the first three are the paper's; ``RECOMPUTED`` numbers (a
+    re-derivation or a prototype run made while writing the specification) are shown for context and never
+    checked as the paper's."""
+
+    PUBLISHED = "printed"          # a number printed in the paper (table, text, caption)
+    FORMULA = "paper formula"      # the paper's closed form evaluated at the paper's parameters
+    CLAIM = "paper claim"          # a qualitative statement read as a range ("≈ 0.7", "more than 10×")
+    RECOMPUTED = "not the paper's"
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A paper's number for a headline: its ``value``, where it is printed (``cite``: table, figure or section),
+    the range ``[lo, hi]`` our number must fall in to count as a match (the tolerance, stated with ``why``), and,
+    for a known mismatch, the anchor of its explanation in ``docs/reproduce.md`` (``mismatch``)."""
+
+    value: float
+    cite: str
+    lo: float
+    hi: float
+    kind: Kind = Kind.PUBLISHED
+    why: str = ""
+    mismatch: str = ""
+
+    @classmethod
+    def rel(cls, value: float, cite: str, rtol: float, **kw) -> "Paper":
+        """Match when ``|ours/value − 1| <= rtol``."""
+        a, b = value * (1 - rtol), value * (1 + rtol)
+        return cls(value, cite, min(a, b), max(a, b), **kw)
+
+    @classmethod
+    def abs(cls, value: float, cite: str, atol: float, **kw) -> "Paper":
+        """Match when ``|ours − value| <= atol``."""
+        return cls(value, cite, value - atol, value + atol, **kw)
+
+    def status(self, ours: float) -> str:
+        if self.kind is Kind.RECOMPUTED:
+            return "context (not the paper's)"
+        if not math.isnan(ours) and self.lo <= ours <= self.hi:
+            return "match"
+        return f"documented mismatch (docs/reproduce.md#{self.mismatch})" if self.mismatch else "MISMATCH"
+
+
 class Headline(NamedTuple):
-    """One headline number: ours next to the paper's (``paper`` is None when the paper gives none)."""
+    """One headline number: ours next to the paper's (``paper`` is None when the paper gives none; ``ref`` says
+    where it is printed and how close ours must be, :class:`Paper`)."""
 
     name: str
     ours: float
     paper: float | None
+    ref: "Paper | None" = None
+
+    @classmethod
+    def of(cls, name: str, ours: float, ref: "Paper | None") -> "Headline":
+        return cls(name, float(ours), None if ref is None else ref.value, ref)
+
+    @property
+    def status(self) -> str:
+        if self.ref is None:
+            return "no paper number" if self.paper is None else "paper value without citation"
+        return self.ref.status(self.ours)
 
 
 @dataclass(frozen=True)
@@ -51,16 +108,28 @@ class ReproResult:
                 return h
         raise KeyError(name)
 
-    def format(self) -> str:
-        """The headline numbers side by side, one per line."""
+    def format(self, check: bool = False) -> str:
+        """The headline numbers side by side, one per line; with ``check``, also the accepted range, the
+        citation and the status of each (:meth:`Headline.status`)."""
         width = max([len(h.name) for h in self.headlines] + [8])
-        lines = [f"{self.name}: wrote {self.csv_path}" + (f" and {self.png_path}" if self.png_path else ""),
-                 f"  {'quantity':<{width}}  {'sparsedp':>14}  {'paper':>14}  {'ratio':>8}"]
+        head = f"  {'quantity':<{width}}  {'sparsedp':>14}  {'paper':>14}  {'ratio':>8}"
+        if check:
+            head += f"  {'accepted':>23}  {'source':<36}  status"
+        lines = [f"{self.name}: wrote {self.csv_path}" + (f" and {self.png_path}" if self.png_path else ""), head]
         for h in self.headlines:
             paper = "-" if h.paper is None else _num(h.paper)
             ratio = "-" if (h.paper is None or h.paper == 0) else f"{h.ours / h.paper:8.4f}"
-            lines.append(f"  {h.name:<{width}}  {_num(h.ours):>14}  {paper:>14}  {ratio:>8}")
+            line = f"  {h.name:<{width}}  {_num(h.ours):>14}  {paper:>14}  {ratio:>8}"
+            if check:
+                acc = "-" if h.ref is None else f"[{_num(h.ref.lo)}, {_num(h.ref.hi)}]"
+                src = "-" if h.ref is None else f"{h.ref.cite} ({h.ref.kind.value})"
+                line += f"  {acc:>23}  {src:<36}  {h.status}"
+            lines.append(line)
         return "\n".join(lines)
+
+    def mismatches(self) -> list[Headline]:
+        """Headlines whose paper number ours misses without a documented reason (``status == "MISMATCH"``)."""
+        return [h for h in self.headlines if h.status == "MISMATCH"]
 
 
 def _num(x: float) -> str:
@@ -91,6 +160,13 @@ def target(name: str, description: str):
         return fn
 
     return register
+
+
+def check_summary(missed: Sequence[str]) -> str:
+    """The last line of ``sparsedp reproduce --check``: the paper numbers missed without a documented reason."""
+    if not missed:
+        return "check: every paper number is matched or its mismatch is documented in docs/reproduce.md"
+    return "check: missed without a documented reason:\n  " + "\n  ".join(missed)
 
 
 def list_targets() -> list[Target]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..mechanisms.pure.accuracy import basic_accuracy, figure1, figure2, pure_sparse_accuracy
 from ..noise.clamped_geometric import GeoSample
-from ._registry import Headline, ReproResult, new_figure, save_figure, steps, target, write_csv
+from ._registry import Headline, Kind, Paper, ReproResult, new_figure, save_figure, steps, target, write_csv
 
 SPOTS = ((1.0, 2 ** 32, 0.05), (0.1, 10 ** 6, 0.01))
 N_DATA = 1000  # dataset size of the GeoSample sampler (the clamp [0, n]; it does not affect these bounds)
@@ -52,8 +52,10 @@ def figure_1(out_dir: Path, fast: bool) -> ReproResult:
     heads = []
     for (eps, mech), (pq, sim) in FIG1_PAPER.items():
         ours = next(r for r in rows if r[0] == "spot" and r[1] == eps and r[4] == mech)
-        heads += [Headline(f"eps={eps:g} {mech} per-query", ours[5], pq),
-                  Headline(f"eps={eps:g} {mech} simultaneous", ours[6], sim)]
+        cite = "Balcer & Vadhan Fig. 1 (closed forms)"
+        heads += [Headline.of(f"eps={eps:g} {mech} per-query", ours[5], Paper.rel(pq, cite, 1e-9, kind=Kind.FORMULA)),
+                  Headline.of(f"eps={eps:g} {mech} simultaneous", ours[6],
+                              Paper.rel(sim, cite, 1e-9, kind=Kind.FORMULA))]
     fig, axes = new_figure(2, 1, (10.0, 4.0))
     for ax, col, title in zip(axes[0], (5, 6), ("per-query error", "simultaneous error")):
         for mech in ("geometric", "geosample", "fastsample", "geosample-exact"):
@@ -89,7 +91,8 @@ def figure_2(out_dir: Path, fast: bool) -> ReproResult:
     for (eps, mech), vals in FIG2_PAPER.items():
         ours = next(r for r in rows if r[0] == "spot" and r[1] == eps and r[4] == mech)
         for name, o, p in zip(("a", "t", "simultaneous"), ours[5:8], vals):
-            heads.append(Headline(f"eps={eps:g} {mech} {name}", o, p))
+            heads.append(Headline.of(f"eps={eps:g} {mech} {name}", o,
+                                     Paper.rel(p, "Balcer & Vadhan Fig. 2 (closed forms)", 1e-9, kind=Kind.FORMULA)))
     fig, axes = new_figure(3, 1, (13.0, 4.0))
     for ax, col, title in zip(axes[0], (5, 6, 7), ("per-query error a", "threshold t", "simultaneous error")):
         for mech in ("geosample", "fastsample", "geosample-exact"):

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..accounting import bounded_density_noise, correlated_gaussian_calibrate, correlated_gaussian_sigma1
-from ._registry import Headline, ReproResult, new_figure, save_figure, steps, target, write_csv
+from ._registry import Headline, Kind, Paper, ReproResult, new_figure, save_figure, steps, target, write_csv
 
 EPS, DELTA = 1.0, 1e-5  # any (ε, δ): results are reported in units of σ₁²
 
@@ -46,10 +46,14 @@ def figure_2(out_dir: Path, fast: bool) -> ReproResult:
     i = int(np.argmin(arr[:, 3]))
     at100 = correlated_gaussian_calibrate(EPS, DELTA, d, c=100.0).per_query_std ** 2 / s2
     opt = correlated_gaussian_calibrate(EPS, DELTA, d)
-    heads = (Headline("argmin C (grid)", arr[i, 0], 10.0),
-             Headline("min per-query variance (C = d^1/4)", opt.per_query_std ** 2 / s2, 2550.25),
-             Headline("per-query variance at C = 100", at100, 5000.5),
-             Headline("standard mechanism variance", opt.standard_std ** 2 / s2, 10000.0))
+    cite = "Lebeda 2024, §3 text on Fig. 2"
+    lemma = "Lebeda 2024, Lemma 3.5 at d = 10^4"
+    heads = (Headline.of("argmin C (grid)", arr[i, 0], Paper.abs(10.0, cite, 0.5, why="C = d^1/4 = 10; grid step")),
+             Headline.of("min per-query variance (C = d^1/4)", opt.per_query_std ** 2 / s2,
+                         Paper.rel(2550.25, lemma, 1e-6, kind=Kind.FORMULA)),
+             Headline.of("per-query variance at C = 100", at100, Paper.rel(5000.5, cite, 1e-6)),
+             Headline.of("standard mechanism variance", opt.standard_std ** 2 / s2,
+                         Paper.rel(10000.0, lemma, 1e-6, kind=Kind.FORMULA)))
     fig, axes = new_figure(1, 1, (6.0, 4.2))
     ax = axes[0][0]
     ax.plot(arr[:, 0], arr[:, 3], label="Algorithm 1, embedding weight C")
@@ -78,9 +82,13 @@ def figure_3(out_dir: Path, fast: bool) -> ReproResult:
     csv_path = write_csv(out_dir / "correlated-fig3.csv", ("k", "standard", "jy24", "algorithm1"), rows)
     arr = np.array(rows, dtype=float)
     cross = int(min(k for k, std, _, alg in rows if alg < std))
-    heads = (Headline("Algorithm 1 per-query variance", float(arr[0, 3]), (math.sqrt(d) + 1) ** 2 / 4),
-             Headline("JY24 at k = d/2", float(arr[arr[:, 0] == 500, 2][0]), 265.803481),
-             Headline("smallest k where Algorithm 1 beats standard", cross, 267.0))
+    cite = "Lebeda 2024, Fig. 3 (closed forms at d = 1000)"
+    heads = (Headline.of("Algorithm 1 per-query variance", float(arr[0, 3]),
+                         Paper.rel((math.sqrt(d) + 1) ** 2 / 4, cite, 1e-6, kind=Kind.FORMULA)),
+             Headline.of("JY24 at k = d/2", float(arr[arr[:, 0] == 500, 2][0]),
+                         Paper.rel(265.803481, cite, 1e-6, kind=Kind.FORMULA)),
+             Headline.of("smallest k where Algorithm 1 beats standard", cross,
+                         Paper.abs(267.0, cite, 0.0, kind=Kind.FORMULA)))
     fig, axes = new_figure(2, 1, (10.0, 4.0))
     for ax, norm in zip(axes[0], (True, False)):
         den = arr[:, 1] if norm else 1.0

@@ -26,7 +26,7 @@ from scipy import optimize, special
 
 from ..accounting import gaussian_delta, gshm_calibrate, gshm_delta, gshm_delta_parts, gshm_tau
 from ..errors import InfeasibleError
-from ._registry import Headline, ReproResult, new_figure, save_figure, steps, target, write_csv
+from ._registry import Headline, Kind, Paper, ReproResult, new_figure, save_figure, steps, target, write_csv
 
 L0 = 51914
 EPS_1A, DELTA_1A = 0.349, 1e-5
@@ -60,16 +60,25 @@ def figure_1a(out_dir: Path, fast: bool) -> ReproResult:
         rows.append((s, ex, ad, (ad / ex - 1.0) * 100.0))
     x_delta = t_min / s_min                       # Δτ_exact = x_δ·σ (seed 001 §6.2)
     c1, c01 = _crossing(1.01, 2300.0, 2600.0), _crossing(1.001, 2600.0, 3000.0)
+    cite = "Karrer et al. §6.1 (Fig. 1a)"
+
+    def printed(v: float, unit: float) -> Paper:  # a printed integer: ± one unit of its last digit
+        return Paper.abs(v, cite, unit, why="the printed digits")
+
     heads = (
-        Headline("sigma_min", s_min, 2228.0),
-        Headline("tau* at sigma=2228 (exact, closed form)", PRE_THRESHOLD + 2228.0 * x_delta, 13948.0),
+        Headline.of("sigma_min", s_min, printed(2228.0, 1.0)),
+        Headline.of("tau* at sigma=2228 (exact, closed form)", PRE_THRESHOLD + 2228.0 * x_delta, printed(13948.0, 1.0)),
         Headline("dtau exact at sigma_min", t_min, None),
-        Headline("sigma at 1% crossing", c1, 2396.0),
-        Headline("dtau add at sigma=2396", _dtau(2396.0, "add"), 15148.0),
-        Headline("dtau exact at sigma=2396", _dtau(2396.0, "exact"), 14998.0),
-        Headline("sigma at 0.1% crossing", c01, 2699.0),
-        Headline("dtau add at sigma=2699", _dtau(2699.0, "add"), 16910.0),
-        Headline("dtau exact at sigma=2699", _dtau(2699.0, "exact"), 16894.0),
+        Headline.of("sigma at 1% crossing", c1, printed(2396.0, 1.0)),
+        Headline.of("dtau add at sigma=2396", _dtau(2396.0, "add"), printed(15148.0, 1.0)),
+        Headline.of("dtau exact at sigma=2396", _dtau(2396.0, "exact"), printed(14998.0, 1.0)),
+        Headline.of("sigma at 0.1% crossing", c01, printed(2699.0, 1.0)),
+        # at the 0.1 % crossing the paper prints σ rounded to the unit (ours: 2698.68) and "about" the margins:
+        # half a unit of σ moves Δτ by x_δ/2 ≈ 3.1, so ± (printed unit + 3.2)
+        Headline.of("dtau add at sigma=2699", _dtau(2699.0, "add"),
+                    Paper.abs(16910.0, cite, 13.2, why='"about 16,910"; σ rounded to the unit')),
+        Headline.of("dtau exact at sigma=2699", _dtau(2699.0, "exact"),
+                    Paper.abs(16894.0, cite, 4.2, why="σ rounded to the unit moves Δτ by up to 3.1")),
     )
     csv_path = write_csv(out_dir / "karrer-fig1a.csv",
                          ("sigma", "dtau_exact", "dtau_add", "add_over_exact_minus_1_percent"), rows)
@@ -114,13 +123,19 @@ def figure_1b(out_dir: Path, fast: bool) -> ReproResult:
         ex = gshm_delta(e, s, dtau, L0, "exact")
         ad = gshm_delta(e, s, dtau, L0, "add")
         rows.append((float(e), ex, ad, ad / ex))
-    heads = [Headline("dtau for delta_inf=1e-8", dtau, 16176.0), Headline("delta_inf at that dtau", inf_part, 1e-8),
-             Headline("eps_max (delta_G = 1e-8)", eps_max, 0.504)]
+    cite = "Karrer et al. §6.2 (Fig. 1b)"
+    heads = [Headline.of("dtau for delta_inf=1e-8", dtau, Paper.abs(16176.0, cite, 1.0, why="the printed digits")),
+             Headline.of("delta_inf at that dtau", inf_part, Paper.rel(1e-8, cite, 0.01, why="meets 1e-8")),
+             Headline.of("eps_max (delta_G = 1e-8)", eps_max,
+                         Paper(0.504, cite, 0.5035, 0.505, why="printed to 3 decimals, rounded or truncated"))]
     paper_ratio = {8: 2.0, 7: 1.1, 6: 1.01, 5: 1.001}
     for k in (8, 7, 6, 5):
         e = marks[k]
         ratio = gshm_delta(e, s, dtau, L0, "add") / gshm_delta(e, s, dtau, L0, "exact")
-        heads.append(Headline(f"delta_add/delta_exact at delta_exact=1e-{k}", ratio, paper_ratio[k]))
+        r = paper_ratio[k]  # printed in words ("double", "10 % greater", …): the excess r − 1 to one figure
+        heads.append(Headline.of(f"delta_add/delta_exact at delta_exact=1e-{k}", ratio,
+                                 Paper(r, cite, 1 + (r - 1) * 0.5, 1 + (r - 1) * 1.5,
+                                       why="the excess over 1 as worded, to one significant figure")))
     csv_path = write_csv(out_dir / "karrer-fig1b.csv", ("epsilon", "delta_exact", "delta_add", "ratio"), rows)
     fig, axes = new_figure(1, 1, (6.0, 4.5))
     ax = axes[0][0]

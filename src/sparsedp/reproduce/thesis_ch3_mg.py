@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..sketches.private_mg import merged_threshold, pmg_threshold, theorem_3_1_slack
-from ._registry import Headline, ReproResult, new_figure, save_figure, steps, target, write_csv
+from ._registry import Headline, Kind, Paper, ReproResult, new_figure, save_figure, steps, target, write_csv
 
 K = 100
 # spec seed-004b §4, "Derived example numbers": (ε, δ) -> (τ_PMG, τ_geo)
@@ -56,14 +56,20 @@ def thresholds(out_dir: Path, fast: bool) -> ReproResult:
     heads = []
     for (e, d), (t_lap, t_geo) in SPOTS.items():
         r = next(r for r in rows if r[0] == "spot" and r[1] == e and r[2] == d)
-        heads += [Headline(f"tau_PMG eps={e:g} delta={d:g}", r[3], t_lap),
-                  Headline(f"tau_geo eps={e:g} delta={d:g}", r[4], t_geo)]
+        heads += [Headline.of(f"tau_PMG eps={e:g} delta={d:g}", r[3],
+                              Paper.abs(t_lap, "thesis Theorem 3.1 threshold", 1e-3, kind=Kind.FORMULA)),
+                  Headline.of(f"tau_geo eps={e:g} delta={d:g}", r[4],
+                              Paper.abs(t_geo, "thesis §3.5.2 (geometric noise)", 1e-3, kind=Kind.FORMULA))]
     r1 = next(r for r in rows if r[0] == "spot" and r[1] == 1.0 and r[2] == 1e-6)
-    heads += [Headline("standard MG k=100 eps=1 delta=1e-6", r1[5], 36.4750),
-              Headline("sec 3.6 threshold eps=1 delta=1e-6", r1[6], 31.6310)]
+    heads += [Headline.of("standard MG k=100 eps=1 delta=1e-6", r1[5],
+                          Paper.abs(36.4750, "thesis §3.5.1 threshold", 1e-3, kind=Kind.FORMULA)),
+              Headline.of("sec 3.6 threshold eps=1 delta=1e-6", r1[6],
+                          Paper.abs(31.6310, "thesis §3.6 threshold", 1e-3, kind=Kind.FORMULA))]
     lower, upper = theorem_3_1_slack(K, 0, 1.0, 1e-6, 0.05, noise="laplace")
-    heads += [Headline("Thm 3.1 upper slack k=100 beta=0.05", upper, 15.2216),
-              Headline("Thm 3.1 lower slack (n=0)", lower, 46.0498)]
+    heads += [Headline.of("Thm 3.1 upper slack k=100 beta=0.05", upper,
+                          Paper.abs(15.2216, "thesis Theorem 3.1 interval", 1e-3, kind=Kind.FORMULA)),
+              Headline.of("Thm 3.1 lower slack (n=0)", lower,
+                          Paper.abs(46.0498, "thesis Theorem 3.1 interval", 1e-3, kind=Kind.FORMULA))]
     fig, axes = new_figure(1, 1, (6.5, 4.2))
     ax = axes[0][0]
     arr = [r for r in rows if r[0] == "curve"]
