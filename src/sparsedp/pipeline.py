@@ -83,7 +83,7 @@ def _aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tuple[Cou
     for a in sums:
         if a.column == unit or a.column in cols:
             raise InvalidParameterError(f"{type(a).__name__}({a.column!r}): the value column must not be the "
-                                        f"privacy unit or a key column")
+                                        f"privacy unit or a key column", param="aggregates")
         if a.output_name in cols or a.output_name == unit:
             raise InvalidParameterError(f"the output column {a.output_name!r} is also an input column; name it "
                                         f"otherwise: {type(a).__name__}(…, name=…)")
@@ -107,29 +107,30 @@ def _mechanism(mechanism: Any, top_k: Any, max_groups_per_unit: int | None, keys
     from .mechanisms.thresholded import TopKCSH
 
     if top_k is not None and keys:
-        raise InvalidParameterError("keys=… releases every listed key (no threshold); top_k selects keys from the "
-                                    "data: pass one of them")
+        raise InvalidParameterError("⟨keys=…⟩ releases every listed key (no threshold); ⟨top_k⟩ selects keys "
+                                    "from the data: pass one of them", param="top_k")
     if top_k is not None:
         k = v.integer("top_k", top_k, lo=1)
         if isinstance(mechanism, TopKCSH):
             if mechanism.k != k:
-                raise InvalidParameterError(f"top_k={k} contradicts mechanism={mechanism.describe()}")
+                raise InvalidParameterError(f"⟨top_k={k}⟩ contradicts mechanism={mechanism.describe()}", param="top_k")
             return mechanism
         if mechanism in ("auto", "topk-csh"):
             return TopKCSH(k=k)
         name = mechanism if isinstance(mechanism, str) else getattr(mechanism, "name", mechanism)
         if max_groups_per_unit is not None and name in ("gshm", "laplace", "auto"):
             raise InvalidParameterError(
-                "pass either max_groups_per_unit (bound each unit to l0 keys: gshm, laplace) or top_k (release "
-                "the top-k keys: topk-csh), not both")
-        raise InvalidParameterError(f"top_k selects mechanism='topk-csh'; it is not an option of mechanism={name!r}")
+                "pass either ⟨max_groups_per_unit⟩ (bound each unit to l0 keys: gshm, laplace) or ⟨top_k⟩ (release "
+                "the top-k keys: topk-csh), not both", param="top_k")
+        raise InvalidParameterError(f"⟨top_k⟩ selects ⟨mechanism='topk-csh'⟩; it is not an option of "
+                                    f"⟨mechanism={name!r}⟩", param="top_k")
     if mechanism == "topk-csh":
-        raise InvalidParameterError("mechanism='topk-csh' needs top_k=… (number of keys to keep, e.g. 100), or "
-                                    "mechanism=sd.TopKCSH(k=…)")
+        raise InvalidParameterError("⟨mechanism='topk-csh'⟩ needs ⟨top_k=…⟩ (number of keys to keep, e.g. 100)",
+                                    param="top_k", fix="or pass ⟨mechanism|mechanism=sd.TopKCSH(k=…)⟩")
     if mechanism == "auto" and max_groups_per_unit is None and not keys:
         raise InvalidParameterError(
-            "declare a contribution bound: max_groups_per_unit=… (keys per unit, e.g. 10) or top_k=… "
-            "(release the top-k keys, e.g. 100)")
+            "declare a contribution bound: ⟨max_groups_per_unit=…⟩ (keys per unit, e.g. 10) or ⟨top_k=…⟩ "
+            "(release the top-k keys, e.g. 100)", param="max_groups_per_unit")
     return registry.create(mechanism)
 
 
@@ -165,13 +166,13 @@ def _source(rng: Any) -> Any:
 def _open_ledger(ledger: Any, dataset: Any) -> tuple[Ledger | None, bool]:
     if ledger is None:
         if dataset is not None:
-            raise InvalidParameterError("dataset=… names a budget in a ledger; pass ledger=… too")
+            raise InvalidParameterError("⟨dataset=…⟩ names a budget in a ledger; pass ⟨ledger=…⟩ too", param="ledger")
         return None, False
     from .ledger import _dataset_name, open_ledger
 
     if dataset is None:
-        raise InvalidParameterError("ledger=… needs dataset=…: the name of the dataset whose budget the release "
-                                    "charges")
+        raise InvalidParameterError("⟨ledger=…⟩ needs ⟨dataset=…⟩: the name of the dataset whose budget the "
+                                    "release charges", param="dataset")
     _dataset_name(dataset)
     led, owned = open_ledger(ledger)
     try:
@@ -368,7 +369,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     if sums and not mech.supports_aggregates:
         raise InvalidParameterError(
             f"mechanism={mech.describe()} releases counts only; SUM/MEAN aggregates are released by the joint "
-            f"GSHM: mechanism='gshm' or 'auto' with max_groups_per_unit=…")
+            f"GSHM: mechanism='gshm' or 'auto' with ⟨max_groups_per_unit=…⟩", param="aggregates")
     if sums and insecure_float:
         raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
                                     "insecure_float=True")
@@ -397,7 +398,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     value_column = mech.value_column(count.output_name)
     if value_column in cols or value_column == unit:
         raise InvalidParameterError(f"the output column {value_column!r} is also an input column; name the count "
-                                    f"otherwise: aggregates=[sd.Count(name=…)]")
+                                    f"otherwise: ⟨count_name|aggregates=[sd.Count(name=…)]⟩", param="count_name")
     if value_column in {a.output_name for a in sums}:
         raise InvalidParameterError(f"the output column {value_column!r} is also a SUM/MEAN output column; give "
                                     f"them distinct names")
@@ -657,7 +658,8 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
     shape = _column_shape(column_shape, sums)
     if dlt > 0:
         if l0 is None and k is None and max_units is None:
-            raise InvalidParameterError("plan needs max_groups_per_unit=… (keys per unit) and/or top_k=…")
+            raise InvalidParameterError("plan needs ⟨max_groups_per_unit=…⟩ (keys per unit) and/or ⟨top_k=…⟩",
+                                        param="max_groups_per_unit")
         dlt = v.delta(dlt)
         req = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
                              aggregates=sums, column_shape=shape)
@@ -683,7 +685,8 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
                     continue
         rows.sort(key=lambda r: (r[1].tau, r[1].noise_std))
     elif max_units is None:
-        raise InvalidParameterError("delta=0 lists the pure-DP mechanisms: pass max_units=… (the number of units)")
+        raise InvalidParameterError("⟨delta=0⟩ lists the pure-DP mechanisms: pass ⟨max_units=…⟩ (the number of "
+                                    "units)", param="max_units")
     if max_units is not None:
         from .mechanisms.pure import plan_pure
         from .mechanisms.pure.registered import Basic, PureSparse, Stability, Compact

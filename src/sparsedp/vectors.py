@@ -221,11 +221,11 @@ def _privacy(epsilon, delta, rho, *, pure: bool, insecure_float: bool) -> tuple[
             raise InvalidParameterError("mechanism='laplace' needs epsilon")
         return v.epsilon(epsilon), 0.0, None, math.nan
     if delta is None:
-        raise InvalidParameterError("give delta (0 < delta < 1) with epsilon, or with rho (the delta at which the "
-                                    "rho-zCDP guarantee is stated and charged)")
+        raise InvalidParameterError("give ⟨delta⟩ (0 < delta < 1) with ⟨epsilon⟩, or with ⟨rho⟩ (the delta at which "
+                                    "the rho-zCDP guarantee is stated and charged)", param="delta")
     dlt = v.delta(delta)
     if (epsilon is None) == (rho is None):
-        raise InvalidParameterError("give exactly one of epsilon or rho (with delta)")
+        raise InvalidParameterError("give exactly one of ⟨epsilon⟩ or ⟨rho⟩ (with ⟨delta⟩)", param="epsilon")
     if rho is not None:
         r = v.positive("rho", rho)
         return zcdp_to_dp_epsilon(r, dlt), dlt, r, 1.0 / math.sqrt(2.0 * r)

@@ -174,16 +174,9 @@ def parse_max_groups(value: Optional[str], share: Optional[float], quantile: Opt
     from ..errors import InvalidParameterError
 
     if value is not None and value.strip().lower() == "auto":
-        from ..errors import SparsedpError
-
         opts: dict[str, Any] = {k: x for k, x in (("share", share), ("quantile", quantile),
                                                   ("objective", objective)) if x is not None}
-        try:
-            return AutoBound(**opts)
-        except SparsedpError as e:  # in the CLI's terms
-            raise type(e)(str(e).replace("AutoBound share", "--auto-share")
-                          .replace("AutoBound quantile", "--auto-quantile")
-                          .replace("AutoBound objective", "--auto-objective")) from None
+        return AutoBound(**opts)  # its errors name auto_share, auto_quantile, auto_objective: flags on the CLI
     if share is not None or quantile is not None or objective is not None:
         raise InvalidParameterError("--auto-share, --auto-quantile and --auto-objective go with --max-groups auto")
     if value is None:

@@ -135,8 +135,8 @@ class Mechanism(ABC):
 
         v.delta(request.delta)
         if request.max_groups_per_unit is None:
-            raise InvalidParameterError(f"mechanism={self.name!r} needs max_groups_per_unit=… (the number of "
-                                        f"keys kept per unit, e.g. 10)")
+            raise InvalidParameterError(f"⟨mechanism={self.name!r}⟩ needs ⟨max_groups_per_unit=…⟩ (the number of "
+                                        f"keys kept per unit, e.g. 10)", param="max_groups_per_unit")
 
     def engine_bound(self, request: ReleaseRequest) -> int | None:
         """Keys per unit the engine keeps (None: no ℓ0 bound, de-duplication only)."""

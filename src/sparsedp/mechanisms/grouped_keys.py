@@ -147,8 +147,8 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
     def _group(self, request: ReleaseRequest) -> str:
         keys = _need_keys(self.name, request)
         if self.group is None:
-            raise InvalidParameterError(f"mechanism={self.name!r} needs group=… (the column of by whose values "
-                                        f"are the groups; each unit contributes to one group)")
+            raise InvalidParameterError(f"⟨mechanism={self.name!r}⟩ needs ⟨group=…⟩ (the column of ⟨by⟩ whose "
+                                        f"values are the groups; each unit contributes to one group)", param="group")
         if self.group not in keys.columns:
             raise InvalidParameterError(f"group={self.group!r} is not one of the by columns {list(keys.columns)}; "
                                         f"the keys must be full key tuples that include the group column")

@@ -178,8 +178,9 @@ class TwoStage(Mechanism):
                                         "list (keys=…) use mechanism='correlated-gaussian' or 'auto'")
         if request.max_groups_per_unit is None and self.select.engine_bound(
                 ReleaseRequest(request.epsilon, request.delta, 1)) is not None:
-            raise InvalidParameterError("mechanism='two-stage' needs max_groups_per_unit=… (stage 1's keys per "
-                                        "unit, e.g. 5; small bounds select the most keys)")
+            raise InvalidParameterError("⟨mechanism='two-stage'⟩ needs ⟨max_groups_per_unit=…⟩ (stage 1's keys "
+                                        "per unit, e.g. 5; small bounds select the most keys)",
+                                        param="max_groups_per_unit")
 
     def calibrate(self, request: ReleaseRequest) -> TwoStageCalibration:
         from .public_keys import PublicKeys
