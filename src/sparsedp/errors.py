@@ -57,7 +57,7 @@ def render(template: str, flags: Mapping[str, str] | Callable[[str], str | None]
         if flag is None:
             shown = label if label is not None else name
             return shown if value is None else f"{shown}={value}"
-        if value is None or value == "…":
+        if value is None or value in ("…", "True"):  # a switch: the flag alone
             return flag
         return f"{flag} {value.strip(chr(39)).strip(chr(34))}"
 

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
 
 from . import _validate as v
 from .aggregates import Count
-from .errors import InvalidParameterError, InvalidTypeError
+from .engines.output import OUT_FORMATS, check_out_path
+from .errors import InvalidParameterError, InvalidTypeError, OutputWriteError
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -40,9 +41,6 @@ if TYPE_CHECKING:
     from .report import Result
 
 __all__ = ["release", "plan", "Plan", "check_out_path", "OUT_FORMATS"]
-
-OUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
-
 
 # ---------------------------------------------------------------- validation (no data, no randomness)
 
@@ -134,25 +132,6 @@ def _mechanism(mechanism: Any, top_k: Any, max_groups_per_unit: int | None, keys
     return registry.create(mechanism)
 
 
-def check_out_path(out: Any) -> tuple[str, str]:
-    """``(path, format)`` for an output file that can be written; raises before any data is touched."""
-    if not isinstance(out, (str, os.PathLike)):
-        raise InvalidTypeError(f"out must be a file path, got {type(out).__name__}")
-    path = os.path.abspath(os.fspath(out))
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in OUT_FORMATS:
-        raise InvalidParameterError(f"out must end in .parquet or .csv, got {os.fspath(out)!r}")
-    parent = os.path.dirname(path)
-    if os.path.isdir(path):
-        raise InvalidParameterError(f"out {os.fspath(out)!r} is a directory; give a file name")
-    if not os.path.isdir(parent):
-        raise InvalidParameterError(f"cannot write out={os.fspath(out)!r}: directory {parent!r} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise InvalidParameterError(f"cannot write out={os.fspath(out)!r}: permission denied; choose a "
-                                    f"writable location")
-    return path, OUT_FORMATS[ext]
-
-
 def _source(rng: Any) -> Any:
     from .noise import default_source
 
@@ -205,6 +184,7 @@ def _sorted_table(arrow: Any, value_column: str) -> Any:
 def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, delta: float,
             max_groups_per_unit: Any = None, top_k: int | None = None, mechanism: Any = "auto", *,
             aggregates: Any = None, engine: str | None = None, out: str | os.PathLike | None = None,
+            overwrite: bool = False,
             ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
             rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None, keys: Any = None,
             column_shape: Any = None) -> Result:
@@ -262,7 +242,11 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             options, e.g. ``DuckDBEngine(memory_limit="6GB", temp_directory=…)`` (out-of-core settings,
             :mod:`sparsedp.engines.duckdb_settings`).
         out: also write the table atomically to this .parquet/.csv file, with the guarantee as metadata
-            (Parquet key-value metadata; a ``<out>.json`` sidecar for CSV).
+            (Parquet key-value metadata; a ``<out>.json`` sidecar for CSV) naming the table it describes (rows,
+            content hash, ledger charge id; checked by :func:`sparsedp.engines.output.read_guarantee`). An existing
+            file is refused before anything is read or charged (:class:`~sparsedp.errors.OutputExistsError`)
+            unless ``overwrite=True``. A write that fails after the charge (a full disk) raises
+            :class:`~sparsedp.errors.OutputWriteError` with the charge id, the table and the report.
         ledger, dataset: charge the release against ``dataset``'s budget in this
             :class:`~sparsedp.ledger.Ledger` (or ledger file path): checked before the data are read, committed
             after they are counted and before any noise is drawn; refused with
@@ -393,7 +377,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         keys_plan = _keys_plan(mech_requested, lambda c: ReleaseRequest(
             epsilon=eps, delta=dlt, max_groups_per_unit=c, insecure_float=insecure_float, aggregates=sums,
             column_shape=shape), auto.candidates, eps_sel, eps)
-    out_path = check_out_path(out) if out is not None else None
+    out_path = check_out_path(out, overwrite) if out is not None else None
     source = _source(rng)
     value_column = mech.value_column(count.output_name)
     if value_column in cols or value_column == unit:
@@ -498,7 +482,11 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                 profile=charge.profile, column_errors=dict(disclosure.column_errors),
                 auto_bound=None if choice is None else choice.to_dict())
             if out_path:
-                write_atomic(arrow, *out_path, metadata=report.metadata())
+                try:
+                    write_atomic(arrow, *out_path, metadata=report.metadata(), charge_id=charge_id)
+                except OutputWriteError as e:  # the budget is spent: hand the caller what it paid for
+                    e.table, e.report = convert(arrow, OUTPUT_KIND.get(kind, "polars")), report
+                    raise
             table = native if native is not None else convert(arrow, OUTPUT_KIND.get(kind, "polars"))
             if charge_id is not None and led is not None:
                 led.mark_published(charge_id, out_path[0] if out_path else None)

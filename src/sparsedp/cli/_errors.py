@@ -57,7 +57,7 @@ AUDIT_FLAGS: Mapping[str, str] = {
 #: ``sparsedp demo``
 DEMO_FLAGS: Mapping[str, str] = {
     "epsilon": "--epsilon", "delta": "--delta", "max_groups_per_unit": "--max-groups", "out": "--out",
-    "rows": "--rows", "n_rows": "--rows", "seed": "--seed",
+    "rows": "--rows", "n_rows": "--rows", "seed": "--seed", "overwrite": "--overwrite",
 }
 #: ``sparsedp reproduce``
 REPRODUCE_FLAGS: Mapping[str, str] = {"name": "NAME", "target": "NAME", "out": "--out"}
@@ -66,7 +66,7 @@ REPRODUCE_FLAGS: Mapping[str, str] = {"name": "NAME", "target": "NAME", "out": "
 SKETCH_FLAGS: Mapping[str, str] = {
     "by": "--by", "sketch_size": "--sketch-size", "epsilon": "--epsilon", "delta": "--delta",
     "release": "--release", "combine": "--combine", "universe_size": "--universe-size", "out": "--out",
-    "ledger": "--ledger", "dataset": "--dataset",
+    "ledger": "--ledger", "dataset": "--dataset", "overwrite": "--overwrite",
 }
 #: ``sparsedp sum`` / ``sparsedp mean``
 VECTOR_FLAGS: Mapping[str, str] = {
@@ -74,7 +74,7 @@ VECTOR_FLAGS: Mapping[str, str] = {
     "coordinates": "--coordinates", "lower": "--lower", "upper": "--upper", "max_norm": "--max-norm",
     "epsilon": "--epsilon", "delta": "--delta", "rho": "--rho", "mechanism": "--mechanism",
     "neighbours": "--neighbours", "shape": "--shape", "variances": "--variances", "method": "--method",
-    "out": "--out", "ledger": "--ledger", "dataset": "--dataset",
+    "out": "--out", "ledger": "--ledger", "dataset": "--dataset", "overwrite": "--overwrite",
 }
 
 #: the lines of DuckDB's SQL errors that only point at a position (``LINE 1: …`` and its caret line)

@@ -217,6 +217,8 @@ def release(
                                                           "(column count_minus_cutoff) instead of counts."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the table to this .parquet/.csv file "
                                                            "(atomically, with the guarantee as metadata)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file (and its "
+                                   "sidecar); without it an existing file is refused before any charge."),
     engine: Optional[str] = typer.Option(None, "--engine", help="polars (default), duckdb (default for SQL), "
                                                                  "pandas, arrow or spark (a local Spark session "
                                                                  "unless a cluster is configured)."),
@@ -310,6 +312,6 @@ def release(
         fail(e, RELEASE_FLAGS)
     run_release(input, console=Console(), err_console=err, head=head, privacy_unit=unit,
                 by=[c.strip() for c in by.split(",") if c.strip()], epsilon=epsilon, delta=delta,
-                max_groups_per_unit=max_groups_per_unit, mechanism=mech, engine=engine, out=out, ledger=ledger,
+                max_groups_per_unit=max_groups_per_unit, mechanism=mech, engine=engine, out=out, overwrite=overwrite, ledger=ledger,
                 dataset=dataset, aggregates=aggregates, keys=keys,
                 **({"column_shape": shape} if shape is not None else {}))

@@ -33,6 +33,7 @@ def sketch(
     universe_size: Optional[int] = typer.Option(None, "--universe-size", help="--release pure: integer keys "
                                                 "0..universe-size-1."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the table to this .parquet/.csv file."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
     head: int = typer.Option(10, "--head", help="Rows of the table to print."),
     ledger: Optional[str] = typer.Option(None, "--ledger", help="Charge the release against a budget in this "
                                                                  "ledger file."),
@@ -62,7 +63,8 @@ def sketch(
 
             with sigterm_as_interrupt(), partition_progress(tick):
                 res = run(input, None, [c.strip() for c in by.split(",") if c.strip()], epsilon, delta,
-                          mechanism=mech, out=out, ledger=ledger, dataset=dataset)
+                          mechanism=mech, out=out, overwrite=overwrite, ledger=ledger,
+                          dataset=dataset)
     except SparsedpError as e:
         fail(e, SKETCH_FLAGS)
     except KeyboardInterrupt:
