@@ -83,7 +83,7 @@ MAX_BOUND = 10**9
 
 def _need(name: str, value, mechanism: str) -> int:
     if value is None:
-        raise InvalidParameterError(f"{name} is required for mechanism={mechanism!r}")
+        raise InvalidParameterError(f"⟨{name}⟩ is required for ⟨mechanism={mechanism!r}⟩", param=name)
     return v.integer(name, value, lo=1, hi=MAX_BOUND)
 
 
