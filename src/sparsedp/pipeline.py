@@ -363,6 +363,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     mech, cal, reason, candidates = mech.resolve(request)
     kind = sources.kind(data)
     if kind == "file":
+        data = sources.resolve_file(data)  # a directory of Parquet/CSV parts: the glob of its files
         sources.file_format(data)
     elif kind == "sql":
         sources.check_sql(data)

@@ -594,10 +594,11 @@ class DuckDBEngine(EmbeddedEngine):
         import duckdb
 
         from ..auto_bound import UnitKeyCounts
-        from .base import check_columns, check_key_values, check_unique_names
+        from .base import check_columns, check_key_values, check_mixed_types, check_unique_names
 
         by = list(by)
         check_unique_names(data)
+        check_mixed_types(data, privacy_unit, by)
         check_columns(self.columns(data), privacy_unit, by)
         cols = [privacy_unit] + by
         with self._source(data) as (con, rel):

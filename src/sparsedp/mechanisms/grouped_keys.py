@@ -199,7 +199,8 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
                   rng: Any, **extra: Any) -> Any:
         import polars as pl
 
-        from ..engines.base import EmbeddedEngine, check_columns, check_unique_names, engine_errors_as_input_errors
+        from ..engines.base import (EmbeddedEngine, check_columns, check_mixed_types, check_unique_names,
+                                    engine_errors_as_input_errors)
         from ..engines.bounding import draw_bounding_secret
 
         if not isinstance(engine, EmbeddedEngine):
@@ -210,6 +211,7 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
         groups, _, _ = group_sizes(keys, group)
         check_unique_names(data)
         with engine_errors_as_input_errors(engine.name):
+            check_mixed_types(data, privacy_unit, list(by))
             check_columns(engine.columns(data), privacy_unit, list(by))
             lf = engine.rows_lazy(data).select([privacy_unit, *by])
             schema = lf.collect_schema()

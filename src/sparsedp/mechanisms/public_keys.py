@@ -315,6 +315,7 @@ class PublicLaplace(_IndependentPublic):
     (:func:`~sparsedp.accounting.public_keys.calibrate_public_laplace`)."""
 
     name = "public-laplace"
+    pure_dp = True
 
     def check(self, request: ReleaseRequest) -> None:
         _need_keys(self.name, request)

@@ -325,7 +325,7 @@ class TopKCSH(Mechanism):
             raise v.InvalidTypeError(f"debias must be True or False, got {self.debias!r}")
 
     def check(self, request: ReleaseRequest) -> None:
-        v.delta(request.delta)
+        self.check_delta(request)
         if request.max_groups_per_unit is not None:
             raise InvalidParameterError(
                 "pass either max_groups_per_unit (bound each unit to l0 keys: gshm, laplace) or top_k (release "

@@ -169,7 +169,7 @@ class TwoStage(Mechanism):
         return r1, r2
 
     def check(self, request: ReleaseRequest) -> None:
-        v.delta(request.delta)
+        self.check_delta(request)
         if request.aggregates:
             raise InvalidParameterError("mechanism='two-stage' releases counts only; SUM/MEAN aggregates need "
                                         "mechanism='gshm' or 'auto'")

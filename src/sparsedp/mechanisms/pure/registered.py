@@ -115,6 +115,7 @@ class _Pure(Mechanism):
     max_units: int | None = None
     max_key_bytes: int = DEFAULT_MAX_KEY_BYTES
     beta: Fraction = Fraction(1, 20)
+    pure_dp = True  # not a field: a ClassVar of the base class
 
     dense: bool = field(default=False, init=False, repr=False)
 
