@@ -96,6 +96,9 @@ def plot_plan(epsilon: float, delta: float, path: str | os.PathLike, ks: Sequenc
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=120)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600: a figure is readable as any new file (umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
