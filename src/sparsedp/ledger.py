@@ -575,7 +575,7 @@ def charge_of(calibration: Any) -> dict[str, Any]:
     states a zCDP guarantee of the whole release (a ``zcdp_rho`` attribute, with an optional
     ``zcdp_delta`` for approximate zCDP; :class:`~sparsedp.accounting.calibration.Calibration` has neither). The thresholded sparse histograms (GSHM, Laplace, CSH,
     top-k CSH) do not: their guarantees are (ε, δ)-DP statements (Karrer's decomposition; for discrete CSH,
-    seed 000 Thm 7.7 proves (ε, δ_gauss + δ_inf)-DP directly rather than approximate zCDP), so they are
+    Lebeda & Retschmeier (2024) Thm 7.7 proves (ε, δ_gauss + δ_inf)-DP directly rather than approximate zCDP), so they are
     charged under basic composition only, which is always sound.
     """
     rho = getattr(calibration, "zcdp_rho", None)

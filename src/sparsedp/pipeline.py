@@ -231,7 +231,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             the columns' noise covariance, a J × J symmetric positive definite matrix in value units², one row
             and column per noisy column (a Sum and a Mean of the same column and bounds share one), in the
             order of ``aggregates``; the column noise then has covariance ≈ σ²·``column_shape`` (σ² the count's
-            noise variance, calibrated), as in seed 001 Algorithm 1 with a general Σ. Default: independent
+            noise variance, calibrated), as in Karrer et al. (2022) Algorithm 1 with a general Σ. Default: independent
             columns, ``diag((sensitivity_k · granularity_k)²)``. Sampled exactly as ``L z`` (integer unit
             lower-triangular L, independent discrete Gaussians z; :mod:`sparsedp.accounting.column_shape`); the
             report states the covariance actually used and the Mahalanobis sensitivity μ_o² (Eq. 5.1). Bad
@@ -262,7 +262,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             included; keys in the data but not in the list are dropped. The list must be fixed without looking
             at the private data (a list derived from it discloses which keys occur). Mechanisms:
             ``"auto"`` (lowest expected error per key, the report says why), ``"correlated-gaussian"``
-            (seed 002, ``sd.CorrelatedGaussian(c=…, known_n=…)``), ``"bounded-density"`` (seed 002 §4.1, for
+            (Lebeda (2024), ``sd.CorrelatedGaussian(c=…, known_n=…)``), ``"bounded-density"`` (Lebeda (2024) §4.1, for
             ``max_groups_per_unit`` below the number of keys), ``"public-gaussian"``, ``"public-laplace"``;
             ``max_groups_per_unit`` is optional (without it a unit may count in every listed key; with it the
             bound is applied to all of a unit's keys in the data, listed or not, before the list is applied:
@@ -529,7 +529,7 @@ class Plan(tuple):
     def profile(self, i: int = 0) -> Any:
         """The privacy profile of row ``i`` (default: the best): δ(ε) of the noise actually sampled
         (``.delta(eps)``), its ``.epsilon(delta)``, and the f-DP trade-off curve ``.tradeoff_curve(alpha)``
-        (seed 001 Thm 7.1 for continuous GSHM); ``None`` for mechanisms without one (basic composition)."""
+        (Karrer et al. (2022) Thm 7.1 for continuous GSHM); ``None`` for mechanisms without one (basic composition)."""
         from .accounting.profiles import profile_of
 
         cal = self[i]
@@ -613,7 +613,7 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
 
     ``keys`` (the number of public keys, or the list itself): the public-key mechanisms of
     ``release(..., keys=…)`` calibrated for that many keys (``max_groups_per_unit`` optional), lowest per-key
-    error first (the one ``auto`` uses). ``group`` (a column of a ``keys`` frame): also seed 002's grouped
+    error first (the one ``auto`` uses). ``group`` (a column of a ``keys`` frame): also Lebeda (2024)'s grouped
     mechanism on that column (:class:`~sparsedp.mechanisms.grouped_keys.GroupedCorrelatedGaussian`).
 
     ``aggregates`` (e.g. ``[sd.Count(), sd.Sum("dwell_s", 0, 600)]``): the joint calibrations of the mechanisms

@@ -1,6 +1,6 @@
 """A general (correlated) column noise covariance for the SECURE joint release: unimodular integer noise.
 
-Karrer et al. (seed 001 Algorithm 1, ``shared/specs/seed-001-exact-gshm.md`` §1.3) add ``m ~ N(0, Σ)`` to the
+Karrer et al. (2022, Algorithm 1, Karrer et al. (2022) §1.3) add ``m ~ N(0, Σ)`` to the
 aggregate columns for any positive definite Σ, with the Mahalanobis sensitivity μ_o² of Eq. 5.1. The secure
 release samples exact integer noise instead; a correlated discrete Gaussian has no exact sampler, but this
 does (``docs/proofs/aggregates.md`` §7, beyond the paper):

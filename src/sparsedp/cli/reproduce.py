@@ -41,7 +41,7 @@ def reproduce(
     fast: bool = typer.Option(False, "--fast", help="Fewer Monte-Carlo runs (seconds instead of minutes)."),
     list_: bool = typer.Option(False, "--list", help="List the available targets and exit."),
 ) -> None:
-    """Reproduce a figure or table of the seed papers and print our numbers next to the paper's."""
+    """Reproduce a figure or table of the papers and print our numbers next to the paper's."""
     from rich.console import Console
 
     from .. import reproduce as rp

@@ -2,8 +2,8 @@
 
 An engine turns user rows ``(privacy unit, key columns…)`` into a :class:`~sparsedp.mechanisms.SparseHistogram`
 of *bounded* counts: after bounding, every privacy unit adds at most 1 to each key and touches at most ``l0``
-keys. That is the contribution model every sparse-histogram accountant assumes (ℓ∞ = 1, ℓ0 = ``l0``; seed 001
-spec §1, ``C_u``; seed 000 spec §1.1); an unenforced bound voids the guarantee.
+keys. That is the contribution model every sparse-histogram accountant assumes (ℓ∞ = 1, ℓ0 = ``l0``; Karrer et al. (2022)
+spec §1, ``C_u``; Lebeda & Retschmeier (2024) spec §1.1); an unenforced bound voids the guarantee.
 
 Each engine implements :meth:`Engine.raw_counts` natively: de-duplicate ``(unit, key)`` pairs, count distinct
 units per key, find the units with more than ``l0`` keys and return their pairs. The shared

@@ -1,7 +1,7 @@
-"""Seed 002 Algorithm 2 (grouped, "disjoint" queries) on a public key list: ``release(data, unit, by=[g, k],
+"""Lebeda (2024) Algorithm 2 (grouped, "disjoint" queries) on a public key list: ``release(data, unit, by=[g, k],
 keys=[(g, k), …], mechanism=sd.GroupedCorrelatedGaussian(group="g"))``.
 
-**Setting** (spec ``seed-002-correlated-gaussian.md`` S4.1): the listed keys fall into groups (the values of the
+**Setting** (After Lebeda (2024) S4.1): the listed keys fall into groups (the values of the
 ``group`` column, one of ``by``); each unit contributes to at most ONE group (S7.2 item 2: "at most one non-zero
 row per unit"), then to at most 1 per key of that group (and, with ``max_groups_per_unit``, to at most that many
 keys of it).
@@ -123,7 +123,7 @@ class GroupedCounts(PublicCounts):
 @register
 @dataclass(frozen=True)
 class GroupedCorrelatedGaussian(PublicKeyMechanism):
-    """Seed 002 Algorithm 2 (grouped queries, add/remove: Algorithm 1 per group with the group's unit count) on
+    """Lebeda (2024) Algorithm 2 (grouped queries, add/remove: Algorithm 1 per group with the group's unit count) on
     a public key list whose ``group`` column is one of ``by`` (module docstring for the enforcement and the
     proof). Each key's error is its group's shared term ``η_j`` plus an independent ``z_{j,k}``; groups are
     independent; the per-group size estimates ``ỹ_j`` are released in the report's notes.
@@ -190,7 +190,7 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
                 f"per-unit choice), 1 per key, {per}")
 
     def _notes(self, cal: Any) -> tuple[str, ...]:
-        return (f"grouped correlated noise (seed 002 Alg. 2, add/remove = Alg. 1 per {self.group!r} group, "
+        return (f"grouped correlated noise (Lebeda (2024) Alg. 2, add/remove = Alg. 1 per {self.group!r} group, "
                 f"calibrated at D = {cal.d} keys per group, C = {cal.c:g}): per-key error std {cal.noise_std:.4g} = "
                 f"the group's shared term {cal.shared_std:.4g} + independent {cal.independent_std:.4g}; groups "
                 f"are independent; each group's size estimate has std {cal.n_noise_std:.4g}",)
