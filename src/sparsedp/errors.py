@@ -64,6 +64,19 @@ def render(template: str, flags: Mapping[str, str] | Callable[[str], str | None]
     return _MARKER.sub(one, template)
 
 
+class ParamText(str):
+    """A message (a warning, a report note) that names parameters: the string is its Python rendering, and
+    ``template`` keeps the markers so that another interface (the CLI) can render it in its own terms
+    (:func:`render`)."""
+
+    template: str
+
+    def __new__(cls, template: str) -> "ParamText":
+        obj = super().__new__(cls, render(template))
+        obj.template = template
+        return obj
+
+
 class SparsedpError(Exception):
     """Base class of every error sparsedp raises deliberately.
 

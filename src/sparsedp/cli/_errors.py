@@ -92,7 +92,12 @@ def to_cli(message: Any, flags: Mapping[str, str]) -> str:
     """
     from ..errors import SparsedpError, render
 
-    text = message.render(flags) if isinstance(message, SparsedpError) else render(str(message), flags)
+    if isinstance(message, Warning) and message.args:  # a warning's text (a ParamText keeps its template)
+        message = message.args[0]
+    if isinstance(message, SparsedpError):
+        text = message.render(flags)
+    else:
+        text = render(getattr(message, "template", str(message)), flags)
     lines = [ln.strip() for ln in text.splitlines()
              if ln.strip() and not ln.strip().startswith(_POSITION_LINES) and set(ln.strip()) != {"^"}]
     return "; ".join(lines)

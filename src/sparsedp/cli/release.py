@@ -76,7 +76,7 @@ def run_release(data, *, console, err_console, head: int = 10, flags=RELEASE_FLA
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file=None,
              line=None) -> None:  # sparsedp's warnings as one line in flag terms, when they happen
         if category.__module__.startswith("sparsedp"):
-            err_console.print(f"warning: {to_cli(str(message), flags)}", style="yellow", markup=False,
+            err_console.print(f"warning: {to_cli(message, flags)}", style="yellow", markup=False,
                               highlight=False, soft_wrap=True)
         else:
             original(message, category, filename, lineno, file, line)

@@ -82,7 +82,7 @@ def fit_shape(aggregates: tuple, column_shape: Any):
 
     cols = noise_columns(aggregates)[0]
     if not cols:
-        raise InvalidParameterError("column_shape shapes the noise of SUM/MEAN columns: pass aggregates=[…] with "
+        raise InvalidParameterError("⟨column_shape⟩ shapes the noise of SUM/MEAN columns: pass aggregates=[…] with "
                                     "sd.Sum/sd.Mean too")
     return fit_column_shape(column_shape, [c.step for c in cols], [c.sensitivity for c in cols],
                             names=[f"{c.column}[{c.lower:g}, {c.upper:g}]" for c in cols])
