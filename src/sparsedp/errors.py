@@ -104,8 +104,8 @@ class SparsedpError(Exception):
         return _rebuild, (type(self), dict(self.__dict__))
 
 
-def _rebuild(cls: type, state: dict[str, Any]) -> SparsedpError:
-    err = cls.__new__(cls)
+def _rebuild(cls: type[SparsedpError], state: dict[str, Any]) -> SparsedpError:
+    err = Exception.__new__(cls)
     err.__dict__.update(state)
     Exception.__init__(err, err.render())
     return err
