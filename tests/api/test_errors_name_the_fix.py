@@ -65,7 +65,7 @@ def files(tmp_path):
 # ---------------------------------------------------------------- δ = 0
 
 
-@pytest.mark.parametrize("mechanism", ["auto", "gshm", "laplace"])
+@pytest.mark.parametrize("mechanism", ["gshm", "laplace"])
 def test_delta_zero_names_the_pure_mechanisms(files, led, mechanism):
     frame, _, out = files
     with pytest.raises(InvalidParameterError) as e:
@@ -81,11 +81,14 @@ def test_delta_zero_names_the_pure_mechanisms(files, led, mechanism):
 
 def test_delta_zero_on_the_cli(files, led):
     _, tmp, out = files
-    line = _one_error_line(_cli("release", tmp / "parts", "--unit", "u", "--by", "k", "--epsilon", "1", "--delta",
-                                "0", "--max-groups", "2", "--out", out / "r.csv", "--ledger", led, "--dataset",
-                                "logs"))
-    assert "--delta 0 (pure DP) is not offered by --mechanism auto" in line
-    assert "choose a pure-DP --mechanism: 'pure-sparse'" in line and "--max-units" in line and "delta=" not in line
+    base = ["release", tmp / "parts", "--unit", "u", "--by", "k", "--epsilon", "1", "--delta", "0", "--max-groups", "2",
+            "--out", out / "r.csv", "--ledger", led, "--dataset", "logs"]
+    line = _one_error_line(_cli(*base, "--mechanism", "gshm"))
+    assert "--delta 0 (pure DP) is not offered by --mechanism gshm" in line
+    assert "choose a pure-DP --mechanism: " in line and "'pure-sparse'" in line and "--max-units" in line
+    assert "delta=" not in line
+    line = _one_error_line(_cli(*base))  # auto at delta 0 is the pure blanket histogram: one key per unit
+    assert "--delta 0 (pure DP): auto uses --mechanism pure-blanket" in line and "drop --max-groups" in line
     _nothing_charged(led)
     assert os.listdir(out) == []
 

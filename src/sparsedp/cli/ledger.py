@@ -119,8 +119,8 @@ def charge_details(history: list, budget_relation) -> list[str]:
             parts.append(f"output {c.output}")
         if c.note:
             parts.append(f"note: {c.note}")
-        if c.profile is not None:
-            parts.append(f"profile {c.profile.family}")
+        if c.event is not None:
+            parts.append(f"event {c.event.kind}")
         if c.rho is not None:
             parts.append(f"rho {c.rho:.4g}")
         if c.neighbours != budget_relation:
