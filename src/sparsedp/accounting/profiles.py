@@ -29,7 +29,7 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 import numpy as np
-from scipy import special
+from ._special import special
 
 from .. import _validate as v
 from ..errors import InvalidParameterError

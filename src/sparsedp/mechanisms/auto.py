@@ -62,7 +62,7 @@ def calibrate_mechanism(mechanism: str, bound: int, epsilon: float, delta: float
     Secure (default): the accountant of the discrete noise the mechanism samples; ``insecure_float``: the
     tightest continuous analysis. Delegates to :func:`sparsedp.accounting.calibrate`.
     """
-    from ..accounting import calibrate
+    from ..accounting.calibration_cache import cached_calibrate as calibrate
 
     name = {"gshm": "l0", "laplace": "l0", "csh": "k", "topk-csh": "top_k"}.get(mechanism)
     if name is None:
