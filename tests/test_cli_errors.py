@@ -115,17 +115,28 @@ def test_plan_ledger_audit_demo_reproduce_errors(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-def test_to_cli_translation_rules():
-    assert to_cli("max_groups_per_unit must be >= 1, got 0", RELEASE_FLAGS) == "--max-groups must be >= 1, got 0"
-    assert to_cli("pass either max_groups_per_unit (a) or top_k (b), not both", RELEASE_FLAGS) == \
-        "pass either --max-groups (a) or --top-k (b), not both"
-    assert to_cli("top_k selects mechanism='topk-csh'", RELEASE_FLAGS) == "--top-k selects --mechanism topk-csh"
-    assert to_cli("delta must be a real number, got NoneType None", PLAN_FLAGS) == \
-        "--delta is required (a real number)"
-    # a plain word is translated only as the subject of the message, not inside prose
+def test_errors_name_their_parameter_as_fields_and_the_cli_shows_flags():
+    """The CLI reads the error's fields and markers (no parsing of the wording): Python callers read the
+    parameter names, the CLI its flags; text without markers (a warning, DuckDB's error) is shown as it is."""
+    from sparsedp import _validate as v
+    from sparsedp.errors import InvalidParameterError, SparsedpError
+
+    with pytest.raises(InvalidParameterError) as e:
+        v.integer("max_groups_per_unit", 0, lo=1)
+    assert e.value.param == "max_groups_per_unit"
+    assert str(e.value) == "max_groups_per_unit must be >= 1, got 0"
+    assert to_cli(e.value, RELEASE_FLAGS) == "--max-groups must be >= 1, got 0"
+    err = InvalidParameterError("pass either ⟨max_groups_per_unit⟩ (a) or ⟨top_k=…⟩ (b), not both", param="top_k",
+                                fix="see ⟨mechanism='gshm'⟩")
+    assert str(err) == "pass either max_groups_per_unit (a) or top_k=… (b), not both; see mechanism='gshm'"
+    assert to_cli(err, RELEASE_FLAGS) == "pass either --max-groups (a) or --top-k (b), not both; see --mechanism gshm"
+    with pytest.raises(SparsedpError) as e:
+        v.real("delta", None)
+    assert to_cli(e.value, PLAN_FLAGS) == "--delta is required (a real number)"
     assert to_cli("the delta achieved is 1e-7", RELEASE_FLAGS) == "the delta achieved is 1e-7"
     assert to_cli('Parser Error: x\n\nLINE 1: SELEC\n        ^^^^^', RELEASE_FLAGS) == "Parser Error: x"
-    assert to_cli("l0=3 is too large", PLAN_FLAGS) == "--max-groups 3 is too large"
+    assert to_cli(InvalidParameterError("⟨l0=3⟩ is too large"), PLAN_FLAGS) == "--max-groups 3 is too large"
+    assert to_cli(InvalidParameterError("⟨no_flag⟩ is odd"), PLAN_FLAGS) == "no_flag is odd"
 
 
 def test_reproduce_reports_progress_of_its_main_loop(tmp_path):

@@ -32,7 +32,36 @@ def test_default_shows_discrete_and_continuous():
     res = runner.invoke(app, ["plan", "--epsilon", "1", "--delta", "1e-6", "--l0", "3"])
     assert res.exit_code == 0, res.output
     assert "discrete-exact" in res.output and "continuous" in res.output
-    assert "with secure discrete noise" in res.output
+    assert "a release with these arguments uses: gshm (discrete-exact, discrete noise)" in res.output
+    assert "lowest margin of any analysis: gshm (exact, continuous noise)" in res.output
+
+
+def test_plan_says_what_the_release_does_and_marks_other_outputs(tmp_path):
+    """Issue 30 item 7: plan names the mechanism a release with the same arguments uses (auto's choice, with its
+    margin), and marks the rows that publish something else (weighted-gaussian: key weights)."""
+    import re
+
+    import numpy as np
+    import polars as pl
+
+    import sparsedp as sd
+    from sparsedp.noise import InsecureSeededRandom
+
+    res = runner.invoke(app, ["plan", "--epsilon", "1", "--delta", "1e-6", "--max-groups", "10"],
+                        env={"COLUMNS": "160"})
+    assert res.exit_code == 0, res.output
+    m = re.search(r"a release with these arguments uses: (\S+) \(discrete-exact, discrete noise\), threshold "
+                  r"margin ([\d,]+\.\d+)", res.output)
+    assert m, res.output
+    g = np.random.default_rng(0)
+    data = pl.DataFrame({"u": g.integers(0, 3000, 30000), "k": g.integers(0, 300, 30000).astype(str)})
+    rel = sd.release(data, "u", "k", 1.0, 1e-6, max_groups_per_unit=10, rng=InsecureSeededRandom(1))
+    assert rel.report.mechanism == m.group(1) == "gshm"
+    assert f"{rel.report.margin:,.2f}" == m.group(2)
+    weighted = next(ln for ln in res.output.splitlines() if "weighted-gaussian" in ln)
+    assert "publishes key weights, not counts" in weighted
+    chosen = next(ln for ln in res.output.splitlines() if "release uses this" in ln)
+    assert "gshm" in chosen and "discrete-exact" in chosen
 
 
 def test_bad_arguments_exit_2_with_message():

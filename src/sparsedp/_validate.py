@@ -12,6 +12,18 @@ import numbers
 from fractions import Fraction
 
 from .errors import InvalidParameterError, InvalidTypeError
+from .errors import param_text
+
+
+def _p(name: str) -> str:
+    """The marker for parameter ``name`` (``"auto_share|AutoBound share"``: parameter ``auto_share``, called
+    ``AutoBound share`` in Python; see :mod:`sparsedp.errors`)."""
+    param, _, label = name.partition("|")
+    return param_text(param, label=label or None)
+
+
+def _param(name: str) -> str:
+    return name.partition("|")[0]
 
 
 def _is_bool(x: object) -> bool:
@@ -21,15 +33,17 @@ def _is_bool(x: object) -> bool:
 def real(name: str, x: object, *, lo: float | None = None, hi: float | None = None,
          lo_open: bool = False, hi_open: bool = False) -> float:
     """A finite real number in [lo, hi] (or open ends), returned as ``float``."""
+    if x is None:
+        raise InvalidTypeError(f"{_p(name)} is required (a real number)", param=_param(name))
     if _is_bool(x) or not isinstance(x, numbers.Real):
-        raise InvalidTypeError(f"{name} must be a real number, got {type(x).__name__} {x!r}")
+        raise InvalidTypeError(f"{_p(name)} must be a real number, got {type(x).__name__} {x!r}", param=_param(name))
     v = float(x)
     if not math.isfinite(v):
-        raise InvalidParameterError(f"{name} must be finite, got {x!r}")
+        raise InvalidParameterError(f"{_p(name)} must be finite, got {x!r}", param=_param(name))
     if lo is not None and (v < lo or (lo_open and v == lo)):
-        raise InvalidParameterError(f"{name} must be {'>' if lo_open else '>='} {lo:g}, got {x!r}")
+        raise InvalidParameterError(f"{_p(name)} must be {'>' if lo_open else '>='} {lo:g}, got {x!r}", param=_param(name))
     if hi is not None and (v > hi or (hi_open and v == hi)):
-        raise InvalidParameterError(f"{name} must be {'<' if hi_open else '<='} {hi:g}, got {x!r}")
+        raise InvalidParameterError(f"{_p(name)} must be {'<' if hi_open else '<='} {hi:g}, got {x!r}", param=_param(name))
     return v
 
 
@@ -60,13 +74,15 @@ def nonnegative(name: str, x: object) -> float:
 
 def integer(name: str, x: object, *, lo: int | None = 1, hi: int | None = None) -> int:
     """An integer in [lo, hi]; integral floats such as ``5.0`` are refused (say what you mean)."""
+    if x is None:
+        raise InvalidTypeError(f"{_p(name)} is required (an integer)", param=_param(name))
     if _is_bool(x) or not isinstance(x, numbers.Integral):
-        raise InvalidTypeError(f"{name} must be an integer, got {type(x).__name__} {x!r}")
+        raise InvalidTypeError(f"{_p(name)} must be an integer, got {type(x).__name__} {x!r}", param=_param(name))
     v = int(x)
     if lo is not None and v < lo:
-        raise InvalidParameterError(f"{name} must be >= {lo}, got {v}")
+        raise InvalidParameterError(f"{_p(name)} must be >= {lo}, got {v}", param=_param(name))
     if hi is not None and v > hi:
-        raise InvalidParameterError(f"{name} must be <= {hi}, got {v}")
+        raise InvalidParameterError(f"{_p(name)} must be <= {hi}, got {v}", param=_param(name))
     return v
 
 
@@ -78,7 +94,7 @@ def rational(name: str, x: object, *, positive_only: bool = True, allow_zero: bo
     and is what the sampler then uses. NaN/inf are refused.
     """
     if _is_bool(x):
-        raise InvalidTypeError(f"{name} must be a rational number, got bool")
+        raise InvalidTypeError(f"{_p(name)} must be a rational number, got bool", param=_param(name))
     try:
         if isinstance(x, Fraction):
             v = x
@@ -88,24 +104,24 @@ def rational(name: str, x: object, *, positive_only: bool = True, allow_zero: bo
             v = Fraction(x)
         elif isinstance(x, numbers.Real):
             if not math.isfinite(float(x)):
-                raise InvalidParameterError(f"{name} must be finite, got {x!r}")
+                raise InvalidParameterError(f"{_p(name)} must be finite, got {x!r}", param=_param(name))
             v = Fraction(float(x))
         elif isinstance(x, numbers.Rational):
             v = Fraction(x.numerator, x.denominator)
         else:
-            raise InvalidTypeError(f"{name} must be a rational number (int, Fraction, decimal string), "
-                                   f"got {type(x).__name__} {x!r}")
+            raise InvalidTypeError(f"{_p(name)} must be a rational number (int, Fraction, decimal string), "
+                                   f"got {type(x).__name__} {x!r}", param=_param(name))
     except (ValueError, ZeroDivisionError) as e:
         if isinstance(e, InvalidParameterError):
             raise
-        raise InvalidParameterError(f"{name} must be a rational number, got {x!r}") from None
+        raise InvalidParameterError(f"{_p(name)} must be a rational number, got {x!r}", param=_param(name)) from None
     if positive_only and (v < 0 or (v == 0 and not allow_zero)):
-        raise InvalidParameterError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {x!r}")
+        raise InvalidParameterError(f"{_p(name)} must be {'>= 0' if allow_zero else '> 0'}, got {x!r}", param=_param(name))
     return v
 
 
 def choice(name: str, x: object, options: tuple[str, ...]) -> str:
     """One of a fixed set of strings."""
     if not isinstance(x, str) or x not in options:
-        raise InvalidParameterError(f"{name} must be one of {', '.join(map(repr, options))}; got {x!r}")
+        raise InvalidParameterError(f"{_p(name)} must be one of {', '.join(map(repr, options))}; got {x!r}", param=_param(name))
     return x

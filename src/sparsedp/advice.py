@@ -15,6 +15,8 @@ of δ on the order of 1/‖x‖₁ are very dangerous"). Our rule, applied by :f
 
 from __future__ import annotations
 
+from .errors import ParamText
+
 __all__ = ["DELTA_CAP", "DeltaWarning", "delta_note", "delta_units_note"]
 
 #: δ above this is warned whatever the data (10⁻⁴)
@@ -28,8 +30,8 @@ class DeltaWarning(UserWarning):
 def delta_note(delta: float) -> str | None:
     """The data-independent warning for ``delta`` (δ > :data:`DELTA_CAP`), or None."""
     if delta > DELTA_CAP:
-        return (f"delta={delta:g} is above 1e-4: delta is the probability that the guarantee fails, and "
-                f"it should be far below 1/(number of privacy units); 1e-6 or smaller is usual")
+        return ParamText(f"⟨delta={delta:g}⟩ is above 1e-4: delta is the probability that the guarantee fails, "
+                         f"and it should be far below 1/(number of privacy units); 1e-6 or smaller is usual")
     return None
 
 
@@ -39,8 +41,8 @@ def delta_units_note(delta: float, units: int | None) -> str | None:
     if units is None or units <= 0 or delta <= 0 or delta_note(delta) is not None:
         return None
     if delta > 1.0 / (10 * units):
-        return (f"delta={delta:g} is not much smaller than 1/(number of privacy units) = 1/{units}: about "
-                f"delta x units = {delta * units:.2g} units could be exposed; use delta <= {1 / (10 * units):.2g} "
-                f"(1/(10 x units)) or smaller. (This warning holds the exact unit count: not private, do not publish "
-                f"it.)")
+        return ParamText(f"⟨delta={delta:g}⟩ is not much smaller than 1/(number of privacy units) = 1/{units}: about "
+                         f"delta x units = {delta * units:.2g} units could be exposed; use ⟨delta⟩ <= "
+                         f"{1 / (10 * units):.2g} (1/(10 x units)) or smaller. (This warning holds the exact unit "
+                         f"count: not private, do not publish it.)")
     return None

@@ -25,7 +25,7 @@ in ``[q(lower), q(upper)]``: the sensitivity argument is the same as for the exa
 ``q(lower), q(upper)`` in grid units. Rounding is not noise and costs no privacy; it biases a unit's value by
 at most ``g/2``.
 
-Re-centring (seed 000 §6, L346–348; spec ``shared/specs/seed-000-csh.md`` §3.5 "Sum-recentring trick"):
+Re-centring (Lebeda & Retschmeier (2024) §6, L346–348; After Lebeda & Retschmeier (2024) §3.5 "Sum-recentring trick"):
 with ``recentre=True`` (the default) the engine sums ``q(v) − c`` with the integer centre
 ``c = floor((q(lower) + q(upper))/2)``, so each unit moves the column by at most
 ``ceil((q(upper) − q(lower))/2)`` instead of ``max(|q(lower)|, |q(upper)|)``, and the release adds ``c·g``

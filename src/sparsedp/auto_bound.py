@@ -56,22 +56,23 @@ class AutoBound:
     objective: str = "quantile"
 
     def __post_init__(self) -> None:
-        share = v.real("AutoBound share", self.share, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        share = v.real("auto_share|AutoBound share", self.share, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         if not isinstance(self.candidates, (tuple, list)) or not self.candidates:
             raise InvalidTypeError(f"AutoBound candidates must be a non-empty tuple of integers, got "
                                    f"{self.candidates!r}")
         cands = tuple(v.integer("AutoBound candidates", c, lo=1) for c in self.candidates)
         if any(b <= a for a, b in zip(cands, cands[1:])):
             raise InvalidParameterError(f"AutoBound candidates must be strictly increasing, got {cands}")
-        q = v.real("AutoBound quantile", self.quantile, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        q = v.real("auto_quantile|AutoBound quantile", self.quantile, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         object.__setattr__(self, "share", float(share))
         object.__setattr__(self, "candidates", cands)
         object.__setattr__(self, "quantile", float(q))
         if self.objective not in OBJECTIVES:
-            raise InvalidParameterError(f"AutoBound objective must be one of {OBJECTIVES}, got {self.objective!r}")
+            raise InvalidParameterError(f"⟨auto_objective|AutoBound objective⟩ must be one of {OBJECTIVES}, got "
+                                        f"{self.objective!r}", param="auto_objective")
         frac = self.quantile_fraction
         if abs(float(frac) - self.quantile) > 1e-12:
-            raise InvalidParameterError(f"AutoBound quantile must be a fraction with denominator at most "
+            raise InvalidParameterError(f"⟨auto_quantile|AutoBound quantile⟩ must be a fraction with denominator at most "
                                         f"{_MAX_DENOMINATOR} (e.g. 0.9, 0.95, 0.99), got {self.quantile!r}")
 
     @property

@@ -400,11 +400,9 @@ class Ledger:
         acc = _Accounts(_effective(rows + [_Row.of(c)], rel))
         if not acc.fits(b_eps, b_dlt):
             s = _Accounts(_effective(rows, rel))
-            raise BudgetExceededError(
-                f"release refused: dataset {name!r} has spent epsilon={s.eps:g}, delta={s.dlt:g} "
-                f"(as epsilon at its delta: {s.epsilon_at(b_dlt):.6g}) of its budget (epsilon={b_eps:g}, "
-                f"delta={b_dlt:g}); this release needs epsilon={c.epsilon:g}, delta={c.delta:g}. "
-                "Nothing was released.")
+            raise BudgetExceededError(_refusal(name, b_eps, b_dlt, s, c), dataset=name, budget=(b_eps, b_dlt),
+                                      spent=s.epsilon_at(b_dlt), remaining=max(0.0, b_eps - s.epsilon_at(b_dlt)),
+                                      needed=(c.epsilon, c.delta))
 
     def _rows(self, name: str) -> list["_Row"]:
         q = ("SELECT epsilon, delta, rho, rho_delta, profile, neighbours, event, samples, mechanism FROM charges "
@@ -467,6 +465,25 @@ class _Row:
         assert c.event is not None  # Charge.__post_init__ fills it
         return _Row(c.epsilon, c.delta, c.rho, c.rho_delta if c.rho is not None else None, c.profile,
                     c.neighbours, c.event)
+
+
+def _refusal(name: str, b_eps: float, b_dlt: float, spent: "_Accounts", c: Charge) -> str:
+    """The budget refusal in plain numbers: the budget, what the recorded releases spent (ε at the budget's δ,
+    and their plain ε sum when composition certifies less), what is left, and what the refused release needs."""
+    used = spent.epsilon_at(b_dlt)
+    left = max(0.0, b_eps - used) if math.isfinite(used) else 0.0
+    n = spent.n
+    if n == 0:
+        history = "nothing spent yet"
+    else:
+        plural = "release" if n == 1 else "releases"
+        shown = f"epsilon {used:.4g}" if math.isfinite(used) else "more than the budget's delta allows"
+        composed = f"; their epsilons add up to {spent.eps:.4g}" if math.isfinite(used) and \
+            f"{spent.eps:.4g}" != f"{used:.4g}" else ""
+        history = f"{n} {plural} spent {shown} at delta {b_dlt:g} (delta used: {spent.dlt:.3g}{composed})"
+    return (f"release refused: dataset {name!r} has a budget of epsilon {b_eps:g} at delta {b_dlt:g}; {history}; "
+            f"epsilon {left:.4g} is left; this release needs epsilon {c.epsilon:.4g} at delta {c.delta:.3g}. "
+            f"Nothing was released or charged.")
 
 
 def _load_profile(text: str | None) -> PrivacyProfile | None:
@@ -666,7 +683,7 @@ def charge_of(calibration: Any) -> dict[str, Any]:
     states a zCDP guarantee of the whole release (a ``zcdp_rho`` attribute, with an optional
     ``zcdp_delta`` for approximate zCDP; :class:`~sparsedp.accounting.calibration.Calibration` has neither). The thresholded sparse histograms (GSHM, Laplace, CSH,
     top-k CSH) do not: their guarantees are (ε, δ)-DP statements (Karrer's decomposition; for discrete CSH,
-    seed 000 Thm 7.7 proves (ε, δ_gauss + δ_inf)-DP directly rather than approximate zCDP), so they are
+    Lebeda & Retschmeier (2024) Thm 7.7 proves (ε, δ_gauss + δ_inf)-DP directly rather than approximate zCDP), so they are
     charged under basic composition only, which is always sound.
     """
     rho = getattr(calibration, "zcdp_rho", None)

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
 
 from . import _validate as v
 from .aggregates import Count
-from .errors import InvalidParameterError, InvalidTypeError
+from .engines.output import OUT_FORMATS, check_out_path
+from .errors import InvalidParameterError, InvalidTypeError, OutputWriteError
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -40,9 +41,6 @@ if TYPE_CHECKING:
     from .report import Result
 
 __all__ = ["release", "plan", "Plan", "check_out_path", "OUT_FORMATS"]
-
-OUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
-
 
 # ---------------------------------------------------------------- validation (no data, no randomness)
 
@@ -83,7 +81,7 @@ def _aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tuple[Cou
     for a in sums:
         if a.column == unit or a.column in cols:
             raise InvalidParameterError(f"{type(a).__name__}({a.column!r}): the value column must not be the "
-                                        f"privacy unit or a key column")
+                                        f"privacy unit or a key column", param="aggregates")
         if a.output_name in cols or a.output_name == unit:
             raise InvalidParameterError(f"the output column {a.output_name!r} is also an input column; name it "
                                         f"otherwise: {type(a).__name__}(…, name=…)")
@@ -108,49 +106,31 @@ def _mechanism(mechanism: Any, top_k: Any, max_groups_per_unit: int | None, keys
     from .mechanisms.thresholded import TopKCSH
 
     if top_k is not None and keys:
-        raise InvalidParameterError("keys=… releases every listed key (no threshold); top_k selects keys from the "
-                                    "data: pass one of them")
+        raise InvalidParameterError("⟨keys=…⟩ releases every listed key (no threshold); ⟨top_k⟩ selects keys "
+                                    "from the data: pass one of them", param="top_k")
     if top_k is not None:
         k = v.integer("top_k", top_k, lo=1)
         if isinstance(mechanism, TopKCSH):
             if mechanism.k != k:
-                raise InvalidParameterError(f"top_k={k} contradicts mechanism={mechanism.describe()}")
+                raise InvalidParameterError(f"⟨top_k={k}⟩ contradicts mechanism={mechanism.describe()}", param="top_k")
             return mechanism
         if mechanism in ("auto", "topk-csh"):
             return TopKCSH(k=k)
         name = mechanism if isinstance(mechanism, str) else getattr(mechanism, "name", mechanism)
         if max_groups_per_unit is not None and name in ("gshm", "laplace", "auto"):
             raise InvalidParameterError(
-                "pass either max_groups_per_unit (bound each unit to l0 keys: gshm, laplace) or top_k (release "
-                "the top-k keys: topk-csh), not both")
-        raise InvalidParameterError(f"top_k selects mechanism='topk-csh'; it is not an option of mechanism={name!r}")
+                "pass either ⟨max_groups_per_unit⟩ (bound each unit to l0 keys: gshm, laplace) or ⟨top_k⟩ (release "
+                "the top-k keys: topk-csh), not both", param="top_k")
+        raise InvalidParameterError(f"⟨top_k⟩ selects ⟨mechanism='topk-csh'⟩; it is not an option of "
+                                    f"⟨mechanism={name!r}⟩", param="top_k")
     if mechanism == "topk-csh":
-        raise InvalidParameterError("mechanism='topk-csh' needs top_k=… (number of keys to keep, e.g. 100), or "
-                                    "mechanism=sd.TopKCSH(k=…)")
+        raise InvalidParameterError("⟨mechanism='topk-csh'⟩ needs ⟨top_k=…⟩ (number of keys to keep, e.g. 100)",
+                                    param="top_k", fix="or pass ⟨mechanism|mechanism=sd.TopKCSH(k=…)⟩")
     if mechanism == "auto" and max_groups_per_unit is None and not keys and not pure:  # δ = 0: one key per unit
         raise InvalidParameterError(
-            "declare a contribution bound: max_groups_per_unit=… (keys per unit, e.g. 10) or top_k=… "
-            "(release the top-k keys, e.g. 100)")
+            "declare a contribution bound: ⟨max_groups_per_unit=…⟩ (keys per unit, e.g. 10) or ⟨top_k=…⟩ "
+            "(release the top-k keys, e.g. 100)", param="max_groups_per_unit")
     return registry.create(mechanism)
-
-
-def check_out_path(out: Any) -> tuple[str, str]:
-    """``(path, format)`` for an output file that can be written; raises before any data is touched."""
-    if not isinstance(out, (str, os.PathLike)):
-        raise InvalidTypeError(f"out must be a file path, got {type(out).__name__}")
-    path = os.path.abspath(os.fspath(out))
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in OUT_FORMATS:
-        raise InvalidParameterError(f"out must end in .parquet or .csv, got {os.fspath(out)!r}")
-    parent = os.path.dirname(path)
-    if os.path.isdir(path):
-        raise InvalidParameterError(f"out {os.fspath(out)!r} is a directory; give a file name")
-    if not os.path.isdir(parent):
-        raise InvalidParameterError(f"cannot write out={os.fspath(out)!r}: directory {parent!r} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise InvalidParameterError(f"cannot write out={os.fspath(out)!r}: permission denied; choose a "
-                                    f"writable location")
-    return path, OUT_FORMATS[ext]
 
 
 def _source(rng: Any) -> Any:
@@ -166,13 +146,13 @@ def _source(rng: Any) -> Any:
 def _open_ledger(ledger: Any, dataset: Any) -> tuple[Ledger | None, bool]:
     if ledger is None:
         if dataset is not None:
-            raise InvalidParameterError("dataset=… names a budget in a ledger; pass ledger=… too")
+            raise InvalidParameterError("⟨dataset=…⟩ names a budget in a ledger; pass ⟨ledger=…⟩ too", param="ledger")
         return None, False
     from .ledger import _dataset_name, open_ledger
 
     if dataset is None:
-        raise InvalidParameterError("ledger=… needs dataset=…: the name of the dataset whose budget the release "
-                                    "charges")
+        raise InvalidParameterError("⟨ledger=…⟩ needs ⟨dataset=…⟩: the name of the dataset whose budget the "
+                                    "release charges", param="dataset")
     _dataset_name(dataset)
     led, owned = open_ledger(ledger)
     try:
@@ -205,6 +185,7 @@ def _sorted_table(arrow: Any, value_column: str) -> Any:
 def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, delta: float,
             max_groups_per_unit: Any = None, top_k: int | None = None, mechanism: Any = "auto", *,
             aggregates: Any = None, engine: str | None = None, out: str | os.PathLike | None = None,
+            overwrite: bool = False,
             ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
             rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None, keys: Any = None,
             column_shape: Any = None) -> Result:
@@ -251,7 +232,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             the columns' noise covariance, a J × J symmetric positive definite matrix in value units², one row
             and column per noisy column (a Sum and a Mean of the same column and bounds share one), in the
             order of ``aggregates``; the column noise then has covariance ≈ σ²·``column_shape`` (σ² the count's
-            noise variance, calibrated), as in seed 001 Algorithm 1 with a general Σ. Default: independent
+            noise variance, calibrated), as in Karrer et al. (2022) Algorithm 1 with a general Σ. Default: independent
             columns, ``diag((sensitivity_k · granularity_k)²)``. Sampled exactly as ``L z`` (integer unit
             lower-triangular L, independent discrete Gaussians z; :mod:`sparsedp.accounting.column_shape`); the
             report states the covariance actually used and the Mahalanobis sensitivity μ_o² (Eq. 5.1). Bad
@@ -262,7 +243,11 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             options, e.g. ``DuckDBEngine(memory_limit="6GB", temp_directory=…)`` (out-of-core settings,
             :mod:`sparsedp.engines.duckdb_settings`).
         out: also write the table atomically to this .parquet/.csv file, with the guarantee as metadata
-            (Parquet key-value metadata; a ``<out>.json`` sidecar for CSV).
+            (Parquet key-value metadata; a ``<out>.json`` sidecar for CSV) naming the table it describes (rows,
+            content hash, ledger charge id; checked by :func:`sparsedp.engines.output.read_guarantee`). An existing
+            file is refused before anything is read or charged (:class:`~sparsedp.errors.OutputExistsError`)
+            unless ``overwrite=True``. A write that fails after the charge (a full disk) raises
+            :class:`~sparsedp.errors.OutputWriteError` with the charge id, the table and the report.
         ledger, dataset: charge the release against ``dataset``'s budget in this
             :class:`~sparsedp.ledger.Ledger` (or ledger file path): checked before the data are read, committed
             after they are counted and before any noise is drawn; refused with
@@ -278,7 +263,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             included; keys in the data but not in the list are dropped. The list must be fixed without looking
             at the private data (a list derived from it discloses which keys occur). Mechanisms:
             ``"auto"`` (lowest expected error per key, the report says why), ``"correlated-gaussian"``
-            (seed 002, ``sd.CorrelatedGaussian(c=…, known_n=…)``), ``"bounded-density"`` (seed 002 §4.1, for
+            (Lebeda (2024), ``sd.CorrelatedGaussian(c=…, known_n=…)``), ``"bounded-density"`` (Lebeda (2024) §4.1, for
             ``max_groups_per_unit`` below the number of keys), ``"public-gaussian"``, ``"public-laplace"``;
             ``max_groups_per_unit`` is optional (without it a unit may count in every listed key; with it the
             bound is applied to all of a unit's keys in the data, listed or not, before the list is applied:
@@ -369,7 +354,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     if sums and not mech.supports_aggregates:
         raise InvalidParameterError(
             f"mechanism={mech.describe()} releases counts only; SUM/MEAN aggregates are released by the joint "
-            f"GSHM: mechanism='gshm' or 'auto' with max_groups_per_unit=…")
+            f"GSHM: mechanism='gshm' or 'auto' with ⟨max_groups_per_unit=…⟩", param="aggregates")
     if sums and insecure_float:
         raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
                                     "insecure_float=True")
@@ -379,6 +364,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     mech, cal, reason, candidates = mech.resolve(request)
     kind = sources.kind(data)
     if kind == "file":
+        data = sources.resolve_file(data)  # a directory of Parquet/CSV parts: the glob of its files
         sources.file_format(data)
     elif kind == "sql":
         sources.check_sql(data)
@@ -393,12 +379,12 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         keys_plan = _keys_plan(mech_requested, lambda c: ReleaseRequest(
             epsilon=eps, delta=dlt, max_groups_per_unit=c, insecure_float=insecure_float, aggregates=sums,
             column_shape=shape), auto.candidates, eps_sel, eps)
-    out_path = check_out_path(out) if out is not None else None
+    out_path = check_out_path(out, overwrite) if out is not None else None
     source = _source(rng)
     value_column = mech.value_column(count.output_name)
     if value_column in cols or value_column == unit:
         raise InvalidParameterError(f"the output column {value_column!r} is also an input column; name the count "
-                                    f"otherwise: aggregates=[sd.Count(name=…)]")
+                                    f"otherwise: ⟨count_name|aggregates=[sd.Count(name=…)]⟩", param="count_name")
     if value_column in {a.output_name for a in sums}:
         raise InvalidParameterError(f"the output column {value_column!r} is also a SUM/MEAN output column; give "
                                     f"them distinct names")
@@ -498,7 +484,11 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                 profile=charge.profile, column_errors=dict(disclosure.column_errors),
                 auto_bound=None if choice is None else choice.to_dict())
             if out_path:
-                write_atomic(arrow, *out_path, metadata=report.metadata())
+                try:
+                    write_atomic(arrow, *out_path, metadata=report.metadata(), charge_id=charge_id)
+                except OutputWriteError as e:  # the budget is spent: hand the caller what it paid for
+                    e.table, e.report = convert(arrow, OUTPUT_KIND.get(kind, "polars")), report
+                    raise
             table = native if native is not None else convert(arrow, OUTPUT_KIND.get(kind, "polars"))
             if charge_id is not None and led is not None:
                 led.mark_published(charge_id, out_path[0] if out_path else None)
@@ -540,7 +530,7 @@ class Plan(tuple):
     def profile(self, i: int = 0) -> Any:
         """The privacy profile of row ``i`` (default: the best): δ(ε) of the noise actually sampled
         (``.delta(eps)``), its ``.epsilon(delta)``, and the f-DP trade-off curve ``.tradeoff_curve(alpha)``
-        (seed 001 Thm 7.1 for continuous GSHM); ``None`` for mechanisms without one (basic composition)."""
+        (Karrer et al. (2022) Thm 7.1 for continuous GSHM); ``None`` for mechanisms without one (basic composition)."""
         from .accounting.profiles import profile_of
 
         cal = self[i]
@@ -624,7 +614,7 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
 
     ``keys`` (the number of public keys, or the list itself): the public-key mechanisms of
     ``release(..., keys=…)`` calibrated for that many keys (``max_groups_per_unit`` optional), lowest per-key
-    error first (the one ``auto`` uses). ``group`` (a column of a ``keys`` frame): also seed 002's grouped
+    error first (the one ``auto`` uses). ``group`` (a column of a ``keys`` frame): also Lebeda (2024)'s grouped
     mechanism on that column (:class:`~sparsedp.mechanisms.grouped_keys.GroupedCorrelatedGaussian`).
 
     ``aggregates`` (e.g. ``[sd.Count(), sd.Sum("dwell_s", 0, 600)]``): the joint calibrations of the mechanisms
@@ -658,7 +648,8 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
     shape = _column_shape(column_shape, sums)
     if dlt > 0:
         if l0 is None and k is None and max_units is None:
-            raise InvalidParameterError("plan needs max_groups_per_unit=… (keys per unit) and/or top_k=…")
+            raise InvalidParameterError("plan needs ⟨max_groups_per_unit=…⟩ (keys per unit) and/or ⟨top_k=…⟩",
+                                        param="max_groups_per_unit")
         dlt = v.delta(dlt)
         req = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
                              aggregates=sums, column_shape=shape)
@@ -684,7 +675,8 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
                     continue
         rows.sort(key=lambda r: (r[1].tau, r[1].noise_std))
     elif max_units is None:
-        raise InvalidParameterError("delta=0 lists the pure-DP mechanisms: pass max_units=… (the number of units)")
+        raise InvalidParameterError("⟨delta=0⟩ lists the pure-DP mechanisms: pass ⟨max_units=…⟩ (the number of "
+                                    "units)", param="max_units")
     if max_units is not None:
         from .mechanisms.pure import plan_pure
         from .mechanisms.pure.registered import Basic, PureSparse, Stability, Compact

@@ -1,6 +1,6 @@
 """Figures: release threshold against the contribution bound (like the papers' figures, for one user's choice).
 
-Seed 000 (CSH) Fig. 2/4 and seed 001 (exact GSHM) Fig. 1 plot the smallest release threshold against k at a
+Lebeda & Retschmeier (2024) (CSH) Fig. 2/4 and Karrer et al. (2022) (exact GSHM) Fig. 1 plot the smallest release threshold against k at a
 fixed (ε, δ). :func:`threshold_curves` gives every mechanism and analysis of
 :func:`sparsedp.accounting.compare` (secure discrete and/or the papers' continuous ones, for research);
 :func:`plot_plan` (``sparsedp plan --plot``) draws only what a user choosing a bound needs: the secure
@@ -96,6 +96,9 @@ def plot_plan(epsilon: float, delta: float, path: str | os.PathLike, ks: Sequenc
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=120)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600: a figure is readable as any new file (umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

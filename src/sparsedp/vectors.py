@@ -1,8 +1,8 @@
 """Private vector sums and means from a frame or a file, in one call: :func:`vector_sum` and :func:`vector_mean`.
 
 Source: Lebeda (2023) PhD thesis, Ch. 4 (elliptical Gaussian / parallelotope Laplace sums with per-coordinate
-sensitivities) and Ch. 5 (PLAN mean estimation) (``shared/seeds/004_*.txt`` L1595–2557; spec
-``seed-004b-thesis-mg-skew.md`` §2–3). The mechanisms live in :mod:`sparsedp.mechanisms.elliptical`,
+sensitivities) and Ch. 5 (PLAN mean estimation) (Lebeda (2023) L1595–2557; spec
+Lebeda (2023) §2–3). The mechanisms live in :mod:`sparsedp.mechanisms.elliptical`,
 :mod:`sparsedp.mechanisms.vector_grid` (secure grid of the sums) and :mod:`sparsedp.mechanisms.mean` (PLAN);
 this module reads the data, enforces the contribution model, charges the ledger and returns typed results.
 
@@ -221,11 +221,11 @@ def _privacy(epsilon, delta, rho, *, pure: bool, insecure_float: bool) -> tuple[
             raise InvalidParameterError("mechanism='laplace' needs epsilon")
         return v.epsilon(epsilon), 0.0, None, math.nan
     if delta is None:
-        raise InvalidParameterError("give delta (0 < delta < 1) with epsilon, or with rho (the delta at which the "
-                                    "rho-zCDP guarantee is stated and charged)")
+        raise InvalidParameterError("give ⟨delta⟩ (0 < delta < 1) with ⟨epsilon⟩, or with ⟨rho⟩ (the delta at which "
+                                    "the rho-zCDP guarantee is stated and charged)", param="delta")
     dlt = v.delta(delta)
     if (epsilon is None) == (rho is None):
-        raise InvalidParameterError("give exactly one of epsilon or rho (with delta)")
+        raise InvalidParameterError("give exactly one of ⟨epsilon⟩ or ⟨rho⟩ (with ⟨delta⟩)", param="epsilon")
     if rho is not None:
         r = v.positive("rho", rho)
         return zcdp_to_dp_epsilon(r, dlt), dlt, r, 1.0 / math.sqrt(2.0 * r)

@@ -33,6 +33,22 @@ def test_plot_writes_a_png(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["plan.png"]
 
 
+def test_plot_file_mode_follows_the_umask(tmp_path):
+    """Issue 30 item 12: the PNG was written 0600 (mkstemp's mode); it is 0666 less the umask, like any file."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        out = plot_plan(1.0, 1e-6, tmp_path / "a.png", ks=(1, 4))
+        assert stat.S_IMODE(os.stat(out).st_mode) == 0o644
+        os.umask(0o077)
+        out = plot_plan(1.0, 1e-6, tmp_path / "b.png", ks=(1, 4))
+        assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
+    finally:
+        os.umask(old)
+
+
 def test_plot_bad_path(tmp_path):
     with pytest.raises(InvalidParameterError, match="must end in"):
         plot_plan(1.0, 1e-6, tmp_path / "plan.txt", ks=(1,))

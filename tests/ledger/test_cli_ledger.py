@@ -37,9 +37,32 @@ def test_plan_and_show(tmp_path, gshm_charge):
     assert r.exit_code == 0 and r.output.startswith(f"{n_total - 10} more gshm releases")
     r = runner.invoke(app, ["ledger", "show", str(path), "--dataset", "logs"])
     assert r.exit_code == 0, r.output
-    assert f"spent: epsilon={spent:.6g} at delta=1e-05 (10 charges; basic sum epsilon=5" in r.output
-    assert f"remaining: epsilon={3 - spent:.6g} at delta=1e-05" in r.output
+    assert f"spent:      epsilon {spent:.4g} at delta 1e-05 (10 charges)" in r.output
+    assert "(plain sums: epsilon 5, delta" in r.output
+    assert f"remaining:  epsilon {3 - spent:.4g} at delta 1e-05" in r.output
     assert spent < 3.0
+
+
+def test_ledger_show_fits_80_columns(tmp_path, monkeypatch, gshm_charge):
+    """Issue 30 item 6: no header or number wraps at 80 columns (delta was cut as "1e-0" / "6")."""
+    path = tmp_path / "l.db"
+    with Ledger(path) as led:
+        led.set_budget("logs", epsilon=3, delta=1e-5)
+        for i in range(3):
+            led.charge("logs", gshm_charge, note=f"daily run {i} of a long descriptive note about the release")
+        led.charge("logs", epsilon=0.25, delta=1e-7, mechanism="gshm+auto-bound")
+    monkeypatch.setenv("COLUMNS", "80")
+    r = runner.invoke(app, ["ledger", "show", str(path)], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    print(r.output)
+    lines = r.output.splitlines()
+    assert max(map(len, lines)) <= 80
+    header = next(ln for ln in lines if "time (UTC)" in ln)
+    assert all(w in header for w in ("id", "epsilon", "delta", "mechanism", "status"))
+    rows = [ln.split() for ln in lines if re.match(r"^\s*\d+\s+20\d\d-", ln)]
+    assert [r[0] for r in rows] == ["1", "2", "3", "4"]
+    assert rows[3][3:7] == ["0.25", "1e-07", "gshm+auto-bound", "charged"]  # whole numbers, one line per charge
+    assert "  #1: note: daily run 0 of a long descriptive note about the release" in r.output.replace("\n", " ")
 
 
 def test_init_replace_one_and_plan_errors(tmp_path):

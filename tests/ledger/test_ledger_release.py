@@ -140,7 +140,7 @@ def test_cli_release_with_ledger(led_path, tmp_path):
     assert r.exit_code == 2 and "Nothing was released" in r.output
     assert not (tmp_path / "o2.csv").exists()
     r = runner.invoke(app, ["ledger", "show", str(led_path)])
-    assert r.exit_code == 0 and "spent epsilon=1/1" in r.output
+    assert r.exit_code == 0 and "spent:      epsilon 1 at delta" in r.output
 
 
 # ------------------------------------------------------------------------------------------------ SIGKILL

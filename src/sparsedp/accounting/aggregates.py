@@ -1,6 +1,6 @@
 """Accounting of the joint release "noisy count + noisy aggregate columns" per key (GSHM with aggregates).
 
-The release (seed 001 Algorithm 1 with aggregates, ``shared/specs/seed-001-exact-gshm.md`` §1.3): for every
+The release (Karrer et al. (2022) Algorithm 1 with aggregates, Karrer et al. (2022) §1.3): for every
 key with count ``c >= pre`` and ``c + Z >= pre + margin`` release ``(c + Z, A_1 + Y_1, …, A_J + Y_J)``; the
 count decides release, the columns ride along. ``A_j`` is the key's grid sum (integers,
 :mod:`sparsedp.aggregates`), each unit moves it by an integer of absolute value at most ``D_j`` (the column's
@@ -11,7 +11,7 @@ Continuous noise (reference)
     sensitivity ``μ_o² = Σ_j D_j²/σ_j²`` (Eq. 5.1, diagonal Σ), through :mod:`.gshm` (``mu_o2``).
 
 Discrete noise (what is sampled): ``Z ~ N_Z(0, s)``, ``Y_j ~ N_Z(0, s_j)`` (exact rationals ``s``, ``s_j``)
-    Karrer's decomposition (seed 001 §4.1–4.6) holds for any noise law (``docs/proofs/discrete-histograms.md``
+    Karrer's decomposition (Karrer et al. (2022) §4.1–4.6) holds for any noise law (``docs/proofs/discrete-histograms.md``
     Theorem 1); only the divergence ``H(j, ε)`` of the ``j`` above-threshold rows changes. Here each row is
     shifted by the vector ``(1, Δ_1, …, Δ_J)`` with ``|Δ_k| <= D_k``, and ``H`` is bounded by
     :func:`joint_hockey_stick` (``docs/proofs/aggregates.md`` Theorem 2):
@@ -139,7 +139,7 @@ class JointDiscreteCalibration:
 
 @dataclass(frozen=True)
 class JointContinuousCalibration:
-    """Continuous reference: count σ, margin τ, column σ_j and μ_o² = Σ D_j²/σ_j² (seed 001 Thm 5.4)."""
+    """Continuous reference: count σ, margin τ, column σ_j and μ_o² = Σ D_j²/σ_j² (Karrer et al. (2022) Thm 5.4)."""
 
     epsilon: float
     delta: float
@@ -332,7 +332,7 @@ def joint_gshm_delta(epsilon, count_sigma2, margin, l0, column_sigma2s, column_s
     """δ(ε) of the joint discrete release: count ``N_Z(0, count_sigma2)``, integer ``margin``, columns
     ``N_Z(0, column_sigma2s[k])`` of sensitivity ``column_sensitivities[k]`` (grid units), ``l0`` keys per unit.
 
-    Discrete analogue of Karrer et al. Thm 5.4 / Eq. 5.8 with aggregate columns (seed 001 §4.6, Eq. 5.1):
+    Discrete analogue of Karrer et al. Thm 5.4 / Eq. 5.8 with aggregate columns (Karrer et al. (2022) §4.6, Eq. 5.1):
     ``max(T1, max_a T2(a), max_a T3(a))`` with ``p = P[Z >= margin]`` and ``H`` of :func:`joint_hockey_stick`
     (``docs/proofs/aggregates.md``). An upper bound of the δ of exactly this sampled noise. ``parts=True``
     returns a :class:`JointDeltaParts`.
@@ -386,7 +386,7 @@ def calibrate_joint_gshm(epsilon, delta, l0, column_sensitivities: Sequence[int]
     """Discrete joint release at (ε, δ): smallest count scale ``s`` (short rational) and integer margin.
 
     Columns get :func:`column_scales` (``s_k = D_k² s / w_k``). ``s`` starts at the continuous analytic
-    optimum for per-row μ² = (1 + Σ w_k)/s (seed 001 §5.3 item 2 with μ_o² = Σ w_k / s), rounded up, and is
+    optimum for per-row μ² = (1 + Σ w_k)/s (Karrer et al. (2022) §5.3 item 2 with μ_o² = Σ w_k / s), rounded up, and is
     raised by 0.01% steps until the all-above-threshold divergence ``H(l0, ε) <= δ``; the margin is then the
     smallest integer with :func:`joint_gshm_delta` ``<= δ`` (δ is non-increasing in the margin).
     """
@@ -406,7 +406,7 @@ def calibrate_joint_gshm(epsilon, delta, l0, column_sensitivities: Sequence[int]
 def _calibrate(eps: float, dlt: float, k: int, lam: float, scales_of, hs_of):
     """The discrete joint calibration loop, for any column allocation: ``scales_of(s)`` gives the column scales
     at count scale ``s``; ``hs_of(j, ε, s, scales)`` the divergence bound. ``s`` starts at the continuous
-    analytic optimum for per-row μ² = (1 + λ)/s (seed 001 §5.3 item 2 with μ_o² = λ/s), rounded up, and is
+    analytic optimum for per-row μ² = (1 + λ)/s (Karrer et al. (2022) §5.3 item 2 with μ_o² = λ/s), rounded up, and is
     raised by 0.01% steps until ``H(l0, ε) <= δ``; the margin is the smallest integer with δ <= target.
     Returns ``(s, scales, margin, parts)``."""
     from .discrete import dgauss_sf
@@ -437,7 +437,7 @@ _VERTEX_COLUMNS = 20
 
 
 def mahalanobis_sensitivity(column_covariance, column_sensitivities) -> float:
-    """μ_o² = max over |Δ_k| <= D_k of Δᵀ Σ⁻¹ Δ (seed 001 Eq. 5.1) for a general (non-diagonal) column noise
+    """μ_o² = max over |Δ_k| <= D_k of Δᵀ Σ⁻¹ Δ (Karrer et al. (2022) Eq. 5.1) for a general (non-diagonal) column noise
     covariance Σ (symmetric positive definite, J × J) and per-column sensitivities D (value units).
 
     A unit changes column k of a key by some Δ_k with |Δ_k| <= D_k, independently per column, so the neighbours'
@@ -500,13 +500,13 @@ def joint_gshm_delta_continuous(epsilon, sigma, tau, l0, column_sigmas, column_s
 
 def calibrate_joint_gshm_continuous(epsilon, delta, l0, column_sensitivities, weights=None,
                                     analysis: str = "exact", *, column_shape=None) -> JointContinuousCalibration:
-    """Continuous reference calibration with σ_j = D_j σ / √w_j (so μ_o² = Σ w_j / σ², seed 001 Eq. 5.1).
+    """Continuous reference calibration with σ_j = D_j σ / √w_j (so μ_o² = Σ w_j / σ², Karrer et al. (2022) Eq. 5.1).
 
     General Σ: with ``column_shape`` S (J × J, positive definite; ``weights`` not used) the column noise is
     N(0, σ²·S), μ_o² = λ/σ² with λ = :func:`mahalanobis_sensitivity` (S, D), and the result carries
     ``column_covariance`` = σ²·S (``column_sigmas`` its diagonal's square roots).
 
-    σ_G solves f(√(l0 (1 + Σ w))/σ, ε) = δ (seed 001 §5.3 item 2); the margin is the smallest τ of Eq. 5.8 at
+    σ_G solves f(√(l0 (1 + Σ w))/σ, ε) = δ (Karrer et al. (2022) §5.3 item 2); the margin is the smallest τ of Eq. 5.8 at
     that σ (:func:`.gshm.gshm_tau` with μ_o² = Σ w/σ²); if that does not reach the δ_inf lower bound
     σ·Q^{-1}(q(δ)), τ(σ) is minimised over σ >= σ_G as in :func:`.gshm.gshm_calibrate`.
     """

@@ -5,23 +5,23 @@ noise std, δ parts, δ re-evaluated with the full accountant) for one mechanism
 mechanism applicable to the stated contribution model, sorted by margin. The accountants live in their own
 modules and cite their theorems:
 
-* ``"gshm"`` (needs ``l0``): continuous :mod:`.gshm` (seed 001: exact / add / fdp); discrete
+* ``"gshm"`` (needs ``l0``): continuous :mod:`.gshm` (Karrer et al. (2022): exact / add / fdp); discrete
   :mod:`.discrete_histograms` (exact, Karrer decomposition with the discrete-Gaussian law).
 * ``"csh"`` (needs ``k``): default analysis ``"exact"``, the certified privacy profile of :mod:`.csh_exact`
-  (beyond the paper: exact p_inf(m) and Gaussian part in place of seed 000 Lemma 3.2 / Thm 3.5,
-  docs/proofs/csh-exact.md); ``"tight"`` / ``"add"``: seed 000 Thm 3.5 / Thm 3.3 (:mod:`.csh`). Secure
+  (beyond the paper: exact p_inf(m) and Gaussian part in place of Lebeda & Retschmeier (2024) Lemma 3.2 / Thm 3.5,
+  docs/proofs/csh-exact.md); ``"tight"`` / ``"add"``: Lebeda & Retschmeier (2024) Thm 3.5 / Thm 3.3 (:mod:`.csh`). Secure
   default: rounded CSH (integer outputs as post-processing of Alg. 2, accounted at τ = margin − ½,
-  docs/proofs/rounded-csh.md); ``csh_noise="alg4"``: Algorithm 4 (seed 000 Thm 7.7, zCDP).
-* ``"topk-csh"`` (needs ``top_k``): as ``"csh"`` with k = top_k (seed 000 Alg. 3, Cor. 4.2); the
+  docs/proofs/rounded-csh.md); ``csh_noise="alg4"``: Algorithm 4 (Lebeda & Retschmeier (2024) Thm 7.7, zCDP).
+* ``"topk-csh"`` (needs ``top_k``): as ``"csh"`` with k = top_k (Lebeda & Retschmeier (2024) Alg. 3, Cor. 4.2); the
   de-biasing variant adds the t̃ release to the same analyses ("exact"; "add": Thm 3.3 with ½√(k+5√k)) or
   uses :mod:`.discrete_histograms` (Algorithm 4).
 * ``"laplace"`` (needs ``l0``): continuous :mod:`.laplace`; discrete :mod:`.discrete_histograms` (exact).
-* ``"correlated-gaussian"`` (needs ``d``): continuous :mod:`.correlated` (seed 002 Alg. 1, dense, no
+* ``"correlated-gaussian"`` (needs ``d``): continuous :mod:`.correlated` (Lebeda (2024) Alg. 1, dense, no
   threshold); discrete :mod:`.discrete_histograms`.
 
 Contribution models: ``l0`` = max distinct keys per privacy unit (GSHM, Laplace); ``k`` = the whole
 histogram has at most k non-zero counts and neighbours differ monotonically (CSH, e.g. a Misra–Gries
-sketch of size k); ``top_k`` = keep the top k keys (Algorithm 3 of seed 000 truncates any histogram so CSH
+sketch of size k); ``top_k`` = keep the top k keys (Algorithm 3 of Lebeda & Retschmeier (2024) truncates any histogram so CSH
 applies; outputs estimate count − H^{(k+1)} unless ``debias=True``); ``d`` = a fixed, public set of d keys
 released densely (no threshold).
 
@@ -52,7 +52,7 @@ MECHANISMS = ("gshm", "csh", "topk-csh", "laplace", "correlated-gaussian")
 _DEFAULT_ANALYSIS = {"gshm": "exact", "csh": "exact", "topk-csh": "exact", "laplace": "exact",
                      "correlated-gaussian": "exact"}
 #: CSH "exact": the certified profile of :mod:`.csh_exact` (docs/proofs/csh-exact.md), beyond the paper;
-#: "tight"/"add": seed 000 Thm 3.5 / Thm 3.3 (kept to reproduce the paper and for comparison)
+#: "tight"/"add": Lebeda & Retschmeier (2024) Thm 3.5 / Thm 3.3 (kept to reproduce the paper and for comparison)
 _CONTINUOUS_ANALYSES = {"gshm": ("exact", "add", "fdp"), "csh": ("exact", "tight", "add"),
                         "topk-csh": ("exact", "tight", "add"),
                         "laplace": ("exact",), "correlated-gaussian": ("exact",)}
@@ -83,7 +83,7 @@ MAX_BOUND = 10**9
 
 def _need(name: str, value, mechanism: str) -> int:
     if value is None:
-        raise InvalidParameterError(f"{name} is required for mechanism={mechanism!r}")
+        raise InvalidParameterError(f"⟨{name}⟩ is required for ⟨mechanism={mechanism!r}⟩", param=name)
     return v.integer(name, value, lo=1, hi=MAX_BOUND)
 
 
@@ -119,7 +119,7 @@ ROUNDED_SIGMA_MAX = 6000.0
 
 def _cal_csh_exact(mechanism, eps, dlt, k, discrete, base) -> Calibration | None:
     """CSH / top-k CSH calibrated by the certified profile of :mod:`.csh_exact` (docs/proofs/csh-exact.md:
-    exact p_inf(m) and the exact Gaussian part in place of seed 000 Lemma 3.2 / Thm 3.5), rounded (secure,
+    exact p_inf(m) and the exact Gaussian part in place of Lebeda & Retschmeier (2024) Lemma 3.2 / Thm 3.5), rounded (secure,
     integer margin, rule ``count + X >= pre + margin``) or continuous (``discrete=False``)."""
     from . import csh_exact as _ex
 
@@ -168,7 +168,7 @@ def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh
             delta_achieved=_csh.csh_rounded_delta(eps, sigma, m, k, analysis, debias=debias),
             noise=laws.RoundedCorrelatedGaussian(sigma, sigma * k ** -0.25), comparison=Comparison.GE,
             tau_continuous=m - 0.5, **base)
-    if discrete:  # Algorithm 4 (seed 000 Thm 7.7, zCDP): kept for reproducing the paper (csh_noise="alg4")
+    if discrete:  # Algorithm 4 (Lebeda & Retschmeier (2024) Thm 7.7, zCDP): kept for reproducing the paper (csh_noise="alg4")
         if debias:
             dh = _discrete_module()
             if dh is None or not hasattr(dh, "calibrate_topk_debias_discrete"):  # pragma: no cover
@@ -231,17 +231,17 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
         mechanism: one of :data:`MECHANISMS`.
         epsilon, delta: the target guarantee (ε > 0, 0 < δ < 1).
         l0: max distinct keys per privacy unit ("gshm", "laplace").
-        k: sparsity bound of a k-sparse monotonic histogram ("csh"; seed 000 Def. 3.1).
-        top_k: number of keys kept by the top-k truncation ("topk-csh"; seed 000 Alg. 3).
+        k: sparsity bound of a k-sparse monotonic histogram ("csh"; Lebeda & Retschmeier (2024) Def. 3.1).
+        top_k: number of keys kept by the top-k truncation ("topk-csh"; Lebeda & Retschmeier (2024) Alg. 3).
         d: number of fixed public keys ("correlated-gaussian").
         analysis: accountant for continuous noise (gshm: "exact" | "add" | "fdp"; csh/topk-csh: "exact"
             (certified profile) | "tight" | "add"); ``None`` = the tightest ("exact"). With ``discrete=True`` the discrete accountant is used and
             ``analysis`` must be ``None``.
-        mu_o2: extra μ² per released aggregate column (GSHM only, seed 001 Thm 5.4); forces continuous.
+        mu_o2: extra μ² per released aggregate column (GSHM only, Karrer et al. (2022) Thm 5.4); forces continuous.
         discrete: account for exact integer noise (secure default). ``Calibration.noise`` (and its
             ``discrete`` property) records what was used.
         conversion: zCDP→DP conversion of Algorithm 4 CSH, "cks" (Canonne–Kamath–Steinke) or "bs" (Lemma 7.3).
-        debias: top-k de-biasing variant (topk-csh; seed 000 §4): Thm 3.3 with ½√(k+5√k) (continuous and
+        debias: top-k de-biasing variant (topk-csh; Lebeda & Retschmeier (2024) §4): Thm 3.3 with ½√(k+5√k) (continuous and
             rounded noise); Algorithm 4 noise uses the zCDP account of
             :func:`.discrete_histograms.calibrate_topk_debias_discrete`.
         csh_noise: integer noise of "csh"/"topk-csh" when ``discrete=True``: "rounded" (default; the
@@ -269,7 +269,7 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
     if debias and mechanism != "topk-csh":
         raise InvalidParameterError(f"debias applies to mechanism='topk-csh' only, got {mechanism!r}")
     if mu_o2:
-        discrete = False  # aggregate columns are accounted for continuous noise only (seed 001 Thm 5.4)
+        discrete = False  # aggregate columns are accounted for continuous noise only (Karrer et al. (2022) Thm 5.4)
     if analysis is not None:
         if discrete and not rounded:
             raise InvalidParameterError(
@@ -280,7 +280,7 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
         analysis = _DEFAULT_ANALYSIS[mechanism]
     if debias and analysis == "tight":
         raise InvalidParameterError("debias=True is accounted by analysis='exact' (certified profile) or 'add' "
-                                    "(seed 000 Thm 3.3); Thm 3.5 ('tight') does not cover the t~ release")
+                                    "(Lebeda & Retschmeier (2024) Thm 3.3); Thm 3.5 ('tight') does not cover the t~ release")
 
     if mechanism == "gshm":
         cal = _cal_gshm(eps, dlt, _need("l0", l0, mechanism), analysis, mu_o2, discrete)
@@ -330,7 +330,7 @@ def compare(epsilon, delta, l0=None, top_k=None, *, k=None, d=None, discrete: bo
             analyses = (None,) if disc else _CONTINUOUS_ANALYSES[mech]
             for an in analyses:
                 if mech == "gshm" and an == "fdp":
-                    continue  # Thm 7.1 of seed 001 is never tighter than "exact"; keep the table short
+                    continue  # Thm 7.1 of Karrer et al. (2022) is never tighter than "exact"; keep the table short
                 try:
                     out.append(calibrate(mech, epsilon=eps, delta=dlt, analysis=an, discrete=disc,
                                          conversion=conversion, **model))

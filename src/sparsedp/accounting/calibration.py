@@ -65,8 +65,8 @@ class Calibration:
         k: sparsity bound of CSH (= top_k for top-k CSH), or the Misra–Gries sketch size.
         top_k: number of keys kept by top-k CSH.
         d: number of public keys of a dense release (the universe size for pure Misra–Gries).
-        debias: top-k CSH also releases the estimate t̃ of the (k+1)-th count (seed 000 §4).
-        mu_o2: extra μ² allowed for released aggregate columns (GSHM, seed 001 Thm 5.4).
+        debias: top-k CSH also releases the estimate t̃ of the (k+1)-th count (Lebeda & Retschmeier (2024) §4).
+        mu_o2: extra μ² allowed for released aggregate columns (GSHM, Karrer et al. (2022) Thm 5.4).
         fallback: why the calibration is not the requested default (e.g. rounded CSH beyond its sampler).
         tau_continuous: rounded CSH: the τ = margin − ½ its continuous accountant was evaluated at.
         conversion: zCDP → DP conversion of Algorithm 4 CSH ("cks" or "bs").

@@ -1,6 +1,6 @@
 """A general (correlated) column noise covariance for the SECURE joint release: unimodular integer noise.
 
-Karrer et al. (seed 001 Algorithm 1, ``shared/specs/seed-001-exact-gshm.md`` §1.3) add ``m ~ N(0, Σ)`` to the
+Karrer et al. (2022, Algorithm 1, Karrer et al. (2022) §1.3) add ``m ~ N(0, Σ)`` to the
 aggregate columns for any positive definite Σ, with the Mahalanobis sensitivity μ_o² of Eq. 5.1. The secure
 release samples exact integer noise instead; a correlated discrete Gaussian has no exact sampler, but this
 does (``docs/proofs/aggregates.md`` §7, beyond the paper):
@@ -110,20 +110,20 @@ def _matrix(shape: Any, j: int, names: Sequence[str] | None) -> list[list[Fracti
     try:
         a = np.asarray(shape, dtype=float)
     except (TypeError, ValueError):
-        raise InvalidParameterError("column_shape must be a square matrix of numbers (a list of rows)") from None
+        raise InvalidParameterError("⟨column_shape⟩ must be a square matrix of numbers (a list of rows)") from None
     cols = f" ({', '.join(names)})" if names else ""
     if a.shape != (j, j):
-        raise InvalidParameterError(f"column_shape must be {j} x {j}, one row and column per noisy SUM/MEAN "
+        raise InvalidParameterError(f"⟨column_shape⟩ must be {j} x {j}, one row and column per noisy SUM/MEAN "
                                     f"column{cols} (a Sum and a Mean of the same column and bounds share one), "
                                     f"got shape {a.shape}")
     if not np.all(np.isfinite(a)):
-        raise InvalidParameterError("column_shape must hold finite numbers")
+        raise InvalidParameterError("⟨column_shape⟩ must hold finite numbers")
     if not np.allclose(a, a.T, rtol=1e-12, atol=0.0):
-        raise InvalidParameterError("column_shape must be symmetric (a covariance matrix)")
+        raise InvalidParameterError("⟨column_shape⟩ must be symmetric (a covariance matrix)")
     try:
         np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
-        raise InvalidParameterError("column_shape must be positive definite (a covariance matrix of full "
+        raise InvalidParameterError("⟨column_shape⟩ must be positive definite (a covariance matrix of full "
                                     "rank)") from None
     return [[(Fraction(float(a[k, m])) + Fraction(float(a[m, k]))) / 2 for m in range(j)] for k in range(j)]
 
@@ -136,7 +136,7 @@ def _ldl(t: list[list[Fraction]]) -> tuple[list[list[Fraction]], list[Fraction]]
     for k in range(j):
         dk = t[k][k] - sum(lo[k][m] ** 2 * d[m] for m in range(k))
         if dk <= 0:
-            raise InvalidParameterError("column_shape must be positive definite (a covariance matrix of full rank)")
+            raise InvalidParameterError("⟨column_shape⟩ must be positive definite (a covariance matrix of full rank)")
         d.append(dk)
         for i in range(k + 1, j):
             lo[i][k] = (t[i][k] - sum(lo[i][m] * lo[k][m] * d[m] for m in range(k))) / dk
@@ -312,7 +312,7 @@ def calibrate_joint_gshm_shaped(epsilon, delta, l0, fit: ColumnShapeFit):
     def scales_of(s: Fraction) -> tuple[Fraction, ...]:
         out = tuple(max(rational_up(float(s * d0)), Fraction(1)) for d0 in fit.innovations)
         if max(out) > _MAX_SCALE:
-            raise InfeasibleError(f"column_shape needs a column noise scale {float(max(out)):.3g} > 2^80, beyond "
+            raise InfeasibleError(f"⟨column_shape⟩ needs a column noise scale {float(max(out)):.3g} > 2^80, beyond "
                                   f"the exact sampler's range; use a coarser granularity or a shape closer to "
                                   f"diagonal")
         return out

@@ -6,7 +6,7 @@ A release is described by a :class:`DominatingPair` — a *core* pair ``(C1, C0)
 symmetric shift pairs (continuous Gaussian, discrete Gaussian, discrete Laplace coordinates shifted by
 one), an *infinite-loss mass* ``p`` (the threshold event of GSHM / the Laplace stability histogram: a key
 present in only one neighbour is released) and a *total-variation slack* ``t`` (the bad event of CSH,
-seed 000 Thm 3.3, whose proof moves the output distribution by at most ``t`` in total variation). With
+Lebeda & Retschmeier (2024) Thm 3.3, whose proof moves the output distribution by at most ``t`` in total variation). With
 
     A = (1 − p)·C1 + p·⊤,      B = C0                      (⊤ an output B never produces)
 

@@ -1,7 +1,7 @@
 """Calibration of the correlated Gaussian mechanism for d known counting queries (Lebeda).
 
 Source: C. J. Lebeda, "Better Gaussian Mechanism using Correlated Noise" (arXiv 2408.06853), specified in
-``shared/specs/seed-002-correlated-gaussian.md`` (cited "spec S…").
+Lebeda (2024) (cited "spec S…").
 
 Everything in that paper is "a Gaussian mechanism with unit sensitivity" (spec S3.8, the paper's §2 Remark):
 let σ₁ be the smallest σ for which adding N(0, σ²) to a sensitivity-1 scalar is (ε, δ)-DP (Balle–Wang,
@@ -84,7 +84,7 @@ def correlated_gaussian_error_ratio(d) -> float:
 def correlated_gaussian_calibrate(epsilon, delta, d, *, c=None) -> CorrelatedGaussianNoise:
     """Noise of Algorithm 1 in its embedding form with weight C (default d^{1/4}) for d queries at (ε, δ).
 
-    Lemma 3.5 of seed 002 (spec S2.2/S3.6): with A = (d/C² + 1)σ₁², B = (d + C²)σ₁², the shared η has
+    Lemma 3.5 of Lebeda (2024) (spec S2.2/S3.6): with A = (d/C² + 1)σ₁², B = (d + C²)σ₁², the shared η has
     variance A/4, each z_i B/4, each query (A+B)/4, ñ has variance A, and the embedded coordinates get
     i.i.d. N(0, B). At C = d^{1/4} this is Theorem 3.1: η ~ N(0, σ₁²(√d+1)/4), z_i ~ N(0, σ₁²(d+√d)/4).
     Privacy is exactly that of a unit-sensitivity Gaussian with std σ₁ for every C > 0.
@@ -102,7 +102,7 @@ def correlated_gaussian_calibrate(epsilon, delta, d, *, c=None) -> CorrelatedGau
 
 def grouped_correlated_gaussian_calibrate(epsilon, delta, d, *, neighbours: str = "add-remove",
                                           paper_literal: bool = False) -> CorrelatedGaussianNoise:
-    """Noise of Algorithm 2 (m disjoint groups of d queries, each unit in at most one group), seed 002 §4.
+    """Noise of Algorithm 2 (m disjoint groups of d queries, each unit in at most one group), Lebeda (2024) §4.
 
     ``neighbours="add-remove"``: Algorithm 1 independently per row (Lemma 4.2), standard baseline dσ₁²
     (Lemma 4.1). ``neighbours="replacement"``: embedding with C = √d and noise N(0, 4dσ₁²) per embedded
@@ -167,7 +167,7 @@ def _opt_ellipse(d: int, k: int) -> tuple[float, float]:
 
 
 def bounded_density_noise(epsilon, delta, d, k) -> dict[str, CorrelatedGaussianNoise]:
-    """The three Gaussian options when each unit has at most k non-zero entries of d (seed 002 §4.1).
+    """The three Gaussian options when each unit has at most k non-zero entries of d (Lebeda (2024) §4.1).
 
     Returns ``{"standard": …, "correlated": …, "ellipse": …}``: the standard mechanism (ℓ2 sensitivity √k,
     variance kσ₁²), Algorithm 1 (variance (√d+1)²σ₁²/4, independent of k; Lemma 4.4 bounds its gap to the

@@ -1,7 +1,7 @@
 """Privacy accountants of the Correlated Stability Histogram (CSH) and their inversions.
 
 Source: Lebeda & Retschmeier, "The Correlated Gaussian Sparse Histogram Mechanism" (arXiv 2412.10357),
-specified in ``shared/specs/seed-000-csh.md`` (cited below as "spec §x").
+specified in Lebeda & Retschmeier (2024) (cited below as "spec §x").
 
 CSH (Algorithm 2) adds one shared ``Z_corr ~ N(0, σ²/√k)`` and an independent ``Z_i ~ N(0, σ²)`` to every
 non-zero count of a **k-sparse monotonic histogram** (Def. 3.1: every dataset has at most ``k`` non-zero
@@ -120,7 +120,7 @@ def _check_analysis(analysis, debias):
     if debias and analysis != "add":
         raise v.InvalidParameterError(
             "debias=True (top-k de-biasing variant) is only analysed with analysis='add' "
-            "(seed-000 §4: the paper states it for Theorem 3.3 only); got analysis='tight'")
+            "(Lebeda & Retschmeier (2024) §4: the paper states it for Theorem 3.3 only); got analysis='tight'")
     return analysis
 
 
@@ -170,7 +170,7 @@ def _nudge_up(ok, x: float) -> float:
 
 
 def csh_delta_parts(epsilon, sigma, tau, k, analysis: str = "tight", *, debias: bool = False) -> dict[str, float]:
-    """The named parts of CSH's δ (seed-000 Thm 3.3 / Thm 3.5).
+    """The named parts of CSH's δ (Lebeda & Retschmeier (2024) Thm 3.3 / Thm 3.5).
 
     ``analysis="add"`` → ``{"gaussian": BW(½√(k+√k), σ, ε), "threshold": 1 − Φ(x_C)^{k+1}}`` (Thm 3.3;
     with ``debias=True`` the Gaussian part uses ½√(k+5√k), top-k de-biasing variant of §4).
@@ -182,11 +182,11 @@ def csh_delta_parts(epsilon, sigma, tau, k, analysis: str = "tight", *, debias: 
 
 
 def csh_delta(epsilon, sigma, tau, k, analysis: str = "tight", *, debias: bool = False) -> float:
-    """δ(ε) of CSH (Algorithm 2 of seed 000) with independent std ``sigma``, margin ``tau``, sparsity ``k``.
+    """δ(ε) of CSH (Algorithm 2 of Lebeda & Retschmeier (2024)) with independent std ``sigma``, margin ``tau``, sparsity ``k``.
 
     ``analysis="tight"``: Theorem 3.5 (max of its four terms, O(k), chunked). ``analysis="add"``:
     Theorem 3.3 (δ_gauss + δ_inf, clipped to 1). ``debias=True`` (add only): the top-k de-biasing variant
-    (seed-000 §4, δ_gauss with ½√(k+5√k)). Valid only for k-sparse monotonic histograms (Def. 3.1),
+    (Lebeda & Retschmeier (2024) §4, δ_gauss with ½√(k+5√k)). Valid only for k-sparse monotonic histograms (Def. 3.1),
     add/remove neighbours. See the module docstring for the formulas.
     """
     eps, sigma, tau, k = _check_args(epsilon, sigma, tau, k)
@@ -195,7 +195,7 @@ def csh_delta(epsilon, sigma, tau, k, analysis: str = "tight", *, debias: bool =
 
 
 def csh_noise_std(sigma, k) -> float:
-    """Standard deviation of each released CSH count: σ·√(1 + 1/√k) (seed-000 §3.2)."""
+    """Standard deviation of each released CSH count: σ·√(1 + 1/√k) (Lebeda & Retschmeier (2024) §3.2)."""
     sigma = v.positive("sigma", sigma)
     k = v.integer("k", k, lo=1)
     return sigma * math.sqrt(1.0 + 1.0 / math.sqrt(k))
@@ -205,7 +205,7 @@ def csh_noise_std(sigma, k) -> float:
 
 
 def csh_sigma_star(epsilon, delta, k, *, debias: bool = False) -> float:
-    """σ*: the smallest σ whose Gaussian part alone meets δ, BW(Δ_eff, σ, ε) <= δ (seed-000 §4.9(b)1).
+    """σ*: the smallest σ whose Gaussian part alone meets δ, BW(Δ_eff, σ, ε) <= δ (Lebeda & Retschmeier (2024) §4.9(b)1).
 
     Δ_eff = ½√(k+√k) (½√(k+5√k) with ``debias``). Every CSH calibration needs σ >= σ* (tight) or σ > σ*
     (add). Identity: σ*_CSH / σ*_GSHM = ½√(1 + k^{-1/2}).
@@ -243,7 +243,7 @@ def _tau_min(eps, dlt, sigma, k, analysis, debias) -> tuple[float, bool]:
 
 
 def csh_tau(epsilon, delta, sigma, k, analysis: str = "tight", *, debias: bool = False) -> float:
-    """Smallest margin τ such that CSH with std ``sigma`` is (ε, δ)-DP (seed-000 §4.9(a)).
+    """Smallest margin τ such that CSH with std ``sigma`` is (ε, δ)-DP (Lebeda & Retschmeier (2024) §4.9(a)).
 
     ``add``: the corrected closed form of Lemma 3.4 (erratum E3),
     ``τ = σ(1+k^{-1/4})·Φ⁻¹((1 − (δ − δ_gauss))^{1/(k+1)})``. ``tight``: the T1 line
@@ -274,7 +274,7 @@ def _minimise_tau_over_sigma(tau_of_sigma, s_lo: float, s_hi: float, n: int = 16
 
 
 def csh_calibrate(epsilon, delta, k, analysis: str = "tight", *, debias: bool = False) -> tuple[float, float]:
-    """Joint calibration (σ, τ) minimising the margin τ at (ε, δ) (seed-000 §4.9(b)).
+    """Joint calibration (σ, τ) minimising the margin τ at (ε, δ) (Lebeda & Retschmeier (2024) §4.9(b)).
 
     ``tight``: σ = σ*(1+1e-9); when the threshold term T1 is what binds there (always observed), this is
     provably optimal, since for σ > σ* the margin is at least the T1 line, which increases in σ. Otherwise a
@@ -309,7 +309,7 @@ def csh_calibrate(epsilon, delta, k, analysis: str = "tight", *, debias: bool = 
 
 
 def csh_sigma(epsilon, delta, tau, k, analysis: str = "tight", *, debias: bool = False) -> float:
-    """Smallest σ such that CSH with margin ``tau`` is (ε, δ)-DP (seed-000 §4.9; not in the paper).
+    """Smallest σ such that CSH with margin ``tau`` is (ε, δ)-DP (Lebeda & Retschmeier (2024) §4.9; not in the paper).
 
     δ is not monotone in σ at fixed τ (the Gaussian part falls, the threshold part rises), so the search
     runs on [σ*, σ_opt], where σ_opt minimises the margin (:func:`csh_calibrate`) and τ_min(σ) decreases.
@@ -337,7 +337,7 @@ def csh_sigma(epsilon, delta, tau, k, analysis: str = "tight", *, debias: bool =
 
 
 def csh_epsilon(sigma, tau, delta, k, analysis: str = "tight", *, debias: bool = False) -> float:
-    """Smallest ε such that CSH with (σ, τ) is (ε, δ)-DP (seed-000 Thm 3.3/3.5; δ is non-increasing in ε).
+    """Smallest ε such that CSH with (σ, τ) is (ε, δ)-DP (Lebeda & Retschmeier (2024) Thm 3.3/3.5; δ is non-increasing in ε).
 
     The threshold term does not depend on ε, so it must fit on its own: 1 − Φ(x_C)^{k+1} < δ (add) or
     <= δ (tight); otherwise :class:`InfeasibleError`.
@@ -398,7 +398,7 @@ def _check_conversion(conversion):
 
 
 def csh_discrete_delta_parts(epsilon, sigma, tau, k, conversion: str = "cks") -> dict[str, float]:
-    """``{"gaussian": δ_gauss, "threshold": δ_inf}`` of discrete CSH (seed-000 Thm 7.7, Lemmas 7.5/7.6).
+    """``{"gaussian": δ_gauss, "threshold": δ_inf}`` of discrete CSH (Lebeda & Retschmeier (2024) Thm 7.7, Lemmas 7.5/7.6).
 
     δ_gauss converts ρ = k/(2 s_ind) + 1/(2 s_corr) (= (k+√k)/(8σ²)) zCDP to (ε, δ) by ``conversion``
     ("cks": Canonne–Kamath–Steinke, tighter; "bs": Bun–Steinke, the paper's Lemma 7.3). δ_inf is
@@ -412,13 +412,13 @@ def csh_discrete_delta_parts(epsilon, sigma, tau, k, conversion: str = "cks") ->
 
 
 def csh_discrete_delta(epsilon, sigma, tau, k, conversion: str = "cks") -> float:
-    """δ(ε) of discrete CSH (seed-000 Thm 7.7): δ_gauss + δ_inf (clipped to 1); see
+    """δ(ε) of discrete CSH (Lebeda & Retschmeier (2024) Thm 7.7): δ_gauss + δ_inf (clipped to 1); see
     :func:`csh_discrete_delta_parts`."""
     return min(1.0, sum(csh_discrete_delta_parts(epsilon, sigma, tau, k, conversion).values()))
 
 
 def csh_discrete_noise_std(sigma, k) -> float:
-    """Standard deviation of (Z_i + Z_corr)/2, the noise on each released count of discrete CSH (seed-000
+    """Standard deviation of (Z_i + Z_corr)/2, the noise on each released count of discrete CSH (Lebeda & Retschmeier (2024)
     Algorithm 4), from the exact discrete-Gaussian variances (:func:`.discrete.dgauss_variance`)."""
     from .discrete import dgauss_variance
 
@@ -453,7 +453,7 @@ def _discrete_tau_min(eps, dlt, sigma, k, conversion) -> float:
 
 
 def csh_discrete_tau(epsilon, delta, sigma, k, conversion: str = "cks") -> float:
-    """Smallest margin τ making discrete CSH (seed-000 Thm 7.7) (ε, δ)-DP at parameter σ."""
+    """Smallest margin τ making discrete CSH (Lebeda & Retschmeier (2024) Thm 7.7) (ε, δ)-DP at parameter σ."""
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     sigma = v.positive("sigma", sigma)
@@ -463,7 +463,7 @@ def csh_discrete_tau(epsilon, delta, sigma, k, conversion: str = "cks") -> float
 
 
 def csh_discrete_calibrate(epsilon, delta, k, conversion: str = "cks") -> tuple[float, float]:
-    """(σ, τ) minimising the margin of discrete CSH (seed-000 Thm 7.7; spec §5.4 gives reference optima).
+    """(σ, τ) minimising the margin of discrete CSH (Lebeda & Retschmeier (2024) Thm 7.7; spec §5.4 gives reference optima).
 
     Searches σ above the smallest σ whose zCDP part fits (log grid, then bounded Brent; τ_min(σ) is a
     step-like function, so the optimum is accurate to the grid's resolution, far below 0.1%).
@@ -510,7 +510,7 @@ def csh_rounded_delta_parts(epsilon, sigma, margin, k, analysis: str = "tight", 
 
 
 def csh_rounded_delta(epsilon, sigma, margin, k, analysis: str = "tight", *, debias: bool = False) -> float:
-    """δ(ε) of rounded CSH with integer ``margin``: :func:`csh_delta` (Thm 3.5 / 3.3, seed 000) at
+    """δ(ε) of rounded CSH with integer ``margin``: :func:`csh_delta` (Thm 3.5 / 3.3, Lebeda & Retschmeier (2024)) at
     τ = margin − ½; the rounding of released values is post-processing (docs/proofs/rounded-csh.md)."""
     m = v.integer("margin", margin, lo=1)
     return csh_delta(epsilon, sigma, m - 0.5, k, analysis, debias=debias)

@@ -1,4 +1,4 @@
-"""Top-k CSH with aggregate columns (seed 000 §6, L336–348; spec ``shared/specs/seed-000-csh.md`` §3.5).
+"""Top-k CSH with aggregate columns (Lebeda & Retschmeier (2024) §6, L336–348; After Lebeda & Retschmeier (2024) §3.5).
 
 The paper gives no formula for aggregator columns under CSH ("the same technique could be applied", L344);
 this module is the natural extension, written out in ``docs/proofs/aggregates.md`` §5. Columns get independent
@@ -91,7 +91,7 @@ def _gauss_with_columns(eps: float, mu_cnt2: float, k: int, ss: list[float], ds:
 def csh_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence, column_sensitivities: Sequence[int],
                           *, debias: bool = False) -> CshJointParts:
     """δ of CSH / top-k CSH (continuous count noise, or rounded at ``tau = margin − ½``) with discrete
-    aggregate columns: Theorem 3.3 (seed 000, spec §4.4) extended as in the module docstring."""
+    aggregate columns: Theorem 3.3 (Lebeda & Retschmeier (2024), spec §4.4) extended as in the module docstring."""
     eps = v.nonnegative("epsilon", epsilon)
     sig = v.positive("sigma", sigma)
     t = v.positive("tau", tau)
@@ -112,7 +112,7 @@ def csh_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence, colu
 def csh_discrete_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence,
                                    column_sensitivities: Sequence[int], conversion: str = "cks", *,
                                    debias: bool = False) -> CshJointParts:
-    """Discrete CSH (seed 000 Alg. 4 / Thm 7.7) with discrete aggregate columns: ρ = Lemma 7.5's ρ at the
+    """Discrete CSH (Lebeda & Retschmeier (2024) Alg. 4 / Thm 7.7) with discrete aggregate columns: ρ = Lemma 7.5's ρ at the
     sampled scales + ``k Σ D_k²/(2 s_k)``; δ_inf of Lemma 7.6 unchanged (:func:`.csh.csh_discrete_delta_parts`).
     ``debias=True``: the released t̃ adds ``4/(2 s_corr)`` more (``docs/proofs/discrete-histograms.md`` §8)."""
     from .csh import csh_discrete_delta_parts, csh_discrete_scales

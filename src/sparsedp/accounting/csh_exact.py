@@ -1,6 +1,6 @@
 """Certified privacy profile of CSH and top-k CSH by integration over the shared term (beyond the paper).
 
-Mechanism: Algorithm 2 / 3 of Lebeda & Retschmeier (seed 000, ``shared/specs/seed-000-csh.md`` §3.2–3.3):
+Mechanism: Algorithm 2 / 3 of Lebeda & Retschmeier (2024, §3.2–3.3):
 one shared ``A ~ N(0, σ_c²)``, ``σ_c = σ k^{-1/4}``, and iid ``G_i ~ N(0, σ²)`` on the non-zero counts of a
 k-sparse monotonic histogram (Def. 3.1); key ``i`` is released iff ``H_i + G_i + A > 1 + τ``. The rounded
 (secure) variant releases ``round(·)`` of the same outputs with ``τ = margin − ½`` (post-processing,

@@ -5,7 +5,7 @@ use these functions, so the distribution the accounting assumes is the one the s
 against.
 
 Discrete Gaussian ``N_Z(0, s)`` with scale parameter ``s = sigma2`` (Canonne, Kamath, Steinke 2020,
-Definition 1; notation of ``shared/specs/seed-000-csh.md`` §1, "N_Z(0, σ²)")::
+Definition 1; notation of Lebeda & Retschmeier (2024) §1, "N_Z(0, σ²)")::
 
     P[X = x] = exp(-x^2 / (2 s)) / Z(s),      Z(s) = sum_{y in Z} exp(-y^2 / (2 s)).
 

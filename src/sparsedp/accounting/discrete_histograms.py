@@ -2,11 +2,11 @@
 
 The secure mechanisms add *discrete* noise to integer counts: the discrete Gaussian ``N_Z(0, s)``
 (GSHM, dense correlated Gaussian) or the discrete Laplace / two-sided geometric distribution (stability
-histogram). The continuous analyses (Karrer et al., ``shared/specs/seed-001-exact-gshm.md`` Thm 5.4;
-Balle–Wang) do not transfer verbatim (seed 001 §8 item 5), so this module accounts the discrete noise
+histogram). The continuous analyses (Karrer et al., Karrer et al. (2022) Thm 5.4;
+Balle–Wang) do not transfer verbatim (Karrer et al. (2022) §8 item 5), so this module accounts the discrete noise
 directly. The argument is written out in ``docs/proofs/discrete-histograms.md``; in short:
 
-1. **Karrer's decomposition holds for any noise law** (seed 001 §4.1–4.6, Lemmas 5.1–5.3, Thm 5.4).
+1. **Karrer's decomposition holds for any noise law** (Karrer et al. (2022) §4.1–4.6, Lemmas 5.1–5.3, Thm 5.4).
    Its proof only uses that rows are independent, that rows with count below the pre-threshold are never
    released, and that thresholding is post-processing. With ``p = P[a row at the pre-threshold is
    released]`` and ``b = 1 - p``, ``β(a) = b^a``::
@@ -239,7 +239,7 @@ def gshm_discrete_delta(epsilon, sigma2, margin, l0, *, parts: bool = False):
 
     The mechanism (``sparsedp.mechanisms.gshm``) releases a key iff ``count >= pre_threshold`` and
     ``count + Z >= pre_threshold + margin``. Discrete analogue of Karrer et al. Thm 5.4 / Eq. 5.8
-    (``shared/specs/seed-001-exact-gshm.md`` §4.6): the module docstring gives the terms, and
+    (Karrer et al. (2022) §4.6): the module docstring gives the terms, and
     ``docs/proofs/discrete-histograms.md`` the proof. Upper bound, tight to ~1e-12 relative for
     sigma2 >= 4. With ``parts=True`` returns ``(delta, parts_dict)``.
     """
@@ -261,7 +261,7 @@ def laplace_discrete_delta(epsilon, scale, margin, l0, *, parts: bool = False):
 
     Releases a key iff ``count >= pre_threshold`` and ``count + Z >= pre_threshold + margin``,
     ``Z ~`` discrete Laplace(scale). Same decomposition as :func:`gshm_discrete_delta` (Karrer et al.
-    Thm 5.4 structure, seed 001 §4.1–4.6) with the exact binomial divergence of
+    Thm 5.4 structure, Karrer et al. (2022) §4.1–4.6) with the exact binomial divergence of
     :func:`dlaplace_shift_hockey_stick`; exact up to ~1e-11 relative rounding (upward).
     """
     eps = v.epsilon_any(epsilon)
@@ -286,17 +286,17 @@ def laplace_discrete_delta(epsilon, scale, margin, l0, *, parts: bool = False):
     return (delta, info) if parts else delta
 
 
-# ------------------------------------------------------------------ dense correlated Gaussian (seed 002)
+# ------------------------------------------------------------------ dense correlated Gaussian (Lebeda (2024))
 
 
 def correlated_discrete_delta(epsilon, sigma2, d, c):
-    """δ(ε) of seed 002's embedding form (Lemma 3.3) with i.i.d. ``N_Z(0, sigma2)`` on the d+1 coordinates.
+    """δ(ε) of Lebeda (2024)'s embedding form (Lemma 3.3) with i.i.d. ``N_Z(0, sigma2)`` on the d+1 coordinates.
 
     ``g = (2f − n·1, c·n)`` with integer ``c``; a unit changes g by ``v = (±1,…,±1, c)``, so the privacy
     loss is ``(2<v, Z> ± |v|²)/(2 s)`` and ``<v, Z>`` has the law of ``Z_1+…+Z_d + c Z_{d+1}``
     (Z symmetric). That sum is within a pointwise ratio R of ``N_Z(0, s(d + c²))`` (proof doc §3, the
     same convolution step with multiplier c), giving the same H bound as for GSHM with ``j = |v|² = d + c²``.
-    Seed 002 S2.3/S4.4 (discrete variant, [DERIVED] there); this is the exact profile, not the zCDP bound.
+    Lebeda (2024) S2.3/S4.4 (discrete variant, [DERIVED] there); this is the exact profile, not the zCDP bound.
     """
     eps = v.epsilon_any(epsilon)
     s = float(v.rational("sigma2", sigma2))
@@ -358,7 +358,7 @@ def _t1_margin(sf, l0: int, delta: float) -> int:
 def calibrate_gshm_discrete(epsilon, delta, l0) -> Calibration:
     """Discrete-Gaussian GSHM at (ε, δ): smallest sampled scale (rational) and smallest integer margin.
 
-    The scale ``s`` (parameter of ``N_Z(0, s)``) starts at the continuous optimum of seed 001 §5.3(2)
+    The scale ``s`` (parameter of ``N_Z(0, s)``) starts at the continuous optimum of Karrer et al. (2022) §5.3(2)
     (σ_G with ``f(√l0/σ, ε) = δ``), rounded up to a short rational and raised by 0.01% steps until the
     discrete Gaussian part ``H(l0, ε) <= δ``; the margin is then the smallest integer with
     :func:`gshm_discrete_delta` ``<= δ``. ``noise`` is :class:`~.laws.DiscreteGaussian` with the exact
@@ -417,14 +417,14 @@ def calibrate_laplace_discrete(epsilon, delta, l0) -> Calibration:
 
 
 def best_integer_c(d: int) -> int:
-    """Integer C minimising C² + d/C² (seed 002 S4.4)."""
+    """Integer C minimising C² + d/C² (Lebeda (2024) S4.4)."""
     r = d ** 0.25
     cands = {max(1, math.floor(r)), max(1, math.ceil(r))}
     return min(cands, key=lambda c: (c * c + d / (c * c), c))
 
 
 def calibrate_correlated_discrete(epsilon, delta, d, c=None) -> Calibration:
-    """Smallest rational ``sigma2`` of the discrete embedded correlated Gaussian (seed 002 S4.4) at (ε, δ).
+    """Smallest rational ``sigma2`` of the discrete embedded correlated Gaussian (Lebeda (2024) S4.4) at (ε, δ).
 
     Starts from the continuous scale ``σ₁²(d + c²)`` (σ₁ = Balle–Wang σ at sensitivity 1) and raises it by
     0.01% steps until :func:`correlated_discrete_delta` ``<= δ``.
@@ -470,12 +470,12 @@ def topk_debias_discrete_delta_parts(eps, sigma, tau, k, conversion):
 
 
 def calibrate_topk_debias_discrete(epsilon, delta, k, conversion: str = "cks") -> Calibration:
-    """Discrete de-biased top-k CSH (seed 000 Alg. 3 + Alg. 4, also releasing t̃ = t + Z_t/2).
+    """Discrete de-biased top-k CSH (Lebeda & Retschmeier (2024) Alg. 3 + Alg. 4, also releasing t̃ = t + Z_t/2).
 
     ``Z_t ~ N_Z(0, 4σ²/√k)`` (the shared scale). t moves by at most 1 between neighbours, i.e. by 2 in the
     doubled units of Algorithm 4, so zCDP composition over the same neighbouring pair adds
     ``2²/(2·4σ²/√k)`` to Lemma 7.5's ρ: ``ρ = k/(2 s_ind) + 5/(2 s_corr) = (k + 5√k)/(8σ²)`` (the discrete
-    counterpart of the spec's ½√(k + 5√k), seed 000 §3.3). δ_inf is Thm 7.7's (unchanged: t̃ is not
+    counterpart of the spec's ½√(k + 5√k), Lebeda & Retschmeier (2024) §3.3). δ_inf is Thm 7.7's (unchanged: t̃ is not
     thresholded). The margin is minimised over σ on a log grid above the smallest feasible σ.
     """
     eps = v.epsilon(epsilon)

@@ -1,8 +1,8 @@
 """The Gaussian mechanism's exact privacy profile and its inverse.
 
-Balle & Wang (2018), Theorem 8 (restated as Lemma 2.5 in ``shared/specs/seed-000-csh.md`` §2.1 and as
-Theorem 2.2 / Eq. 2.3 of seed 001): a mechanism adding N(0, σ²) to a query of ℓ2 sensitivity Δ satisfies
-(ε, δ)-DP, for every real ε (seed 001, Observation 2.1), iff
+Balle & Wang (2018), Theorem 8 (restated as Lemma 2.5 in Lebeda & Retschmeier (2024) §2.1 and as
+Theorem 2.2 / Eq. 2.3 of Karrer et al. (2022)): a mechanism adding N(0, σ²) to a query of ℓ2 sensitivity Δ satisfies
+(ε, δ)-DP, for every real ε (Karrer et al. (2022), Observation 2.1), iff
 
     δ ≥ f(μ, ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ),      μ = Δ/σ,
 
@@ -16,7 +16,7 @@ Numerics. With a = μ/2 − ε/μ and b = −μ/2 − ε/μ one has ε − b²/2
     b > 0:        f = −expm1(ε) + ½ e^{−a²/2} [erfcx(b/√2) − erfcx(a/√2)]
 
 Every bracketed difference is of a monotone function at two distinct points, so it is positive and no
-term e^ε ever overflows (seed 001 §5.1 items 2 and 4). In the first branch the relative error is about
+term e^ε ever overflows (Karrer et al. (2022) §5.1 items 2 and 4). In the first branch the relative error is about
 1e-16·ε/μ², far better than subtracting the two Φ terms (1e-16·ε²/μ²); the logarithm of that branch is
 formed without exponentiating, so δ far below the double range keeps full relative precision in
 :func:`_log_delta_core`. (:func:`_delta_core` floors the exponent at −700: values below ~1e-304 are
@@ -124,7 +124,7 @@ def _as_float_array(name: str, x, *, lo: float | None = None) -> np.ndarray:
 def gaussian_delta(mu, epsilon):
     """Tight δ(ε) of the Gaussian mechanism with μ = sensitivity/σ (Balle–Wang 2018, Thm 8).
 
-    Source: seed 001 Theorem 2.2 / Eq. 2.3 and Observation 2.1; seed 000 Lemma 2.5.
+    Source: Karrer et al. (2022) Theorem 2.2 / Eq. 2.3 and Observation 2.1; Lebeda & Retschmeier (2024) Lemma 2.5.
     Vectorised over ``mu`` and ``epsilon`` (numpy broadcasting); any real ε is allowed. ``mu`` must be
     >= 0; μ = 0 gives the limit max(0, 1 − e^ε). Returns a float for scalar inputs.
     """
@@ -146,7 +146,7 @@ def _gaussian_mu(eps: float, dlt: float) -> float:
     """
     log_target = math.log(dlt)
 
-    def g(log_mu: float) -> float:  # increasing in μ (∂f/∂μ = φ(μ/2 − ε/μ) > 0, seed 001 A.9)
+    def g(log_mu: float) -> float:  # increasing in μ (∂f/∂μ = φ(μ/2 − ε/μ) > 0, Karrer et al. (2022) A.9)
         return float(_log_delta_core(np.array([math.exp(log_mu)]), np.array([eps]))[0]) - log_target
 
     lo, hi = -30.0, 1.0
@@ -169,7 +169,7 @@ def _gaussian_mu(eps: float, dlt: float) -> float:
 def gaussian_sigma(epsilon, delta, sensitivity: float = 1.0) -> float:
     """Smallest σ such that the Gaussian mechanism with ℓ2 sensitivity ``sensitivity`` is (ε, δ)-DP.
 
-    Analytic Gaussian calibration (Balle–Wang 2018, Thm 8; seed 001 §5.3 item 2). Inverts
+    Analytic Gaussian calibration (Balle–Wang 2018, Thm 8; Karrer et al. (2022) §5.3 item 2). Inverts
     :func:`gaussian_delta`, which is strictly increasing in μ = Δ/σ, by root finding on log μ in log δ
     space; the result is nudged upward so that ``gaussian_delta(sensitivity/σ, ε) <= δ`` holds in
     floating point (conservative rounding). ``epsilon`` may be 0.

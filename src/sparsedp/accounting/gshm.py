@@ -1,20 +1,20 @@
 """Privacy accounting of the Gaussian Sparse Histogram Mechanism (GSHM) and its calibrations.
 
-The GSHM (seed 001 Algorithm 1; seed 000 Algorithm 1) adds N(0, σ²) to each non-empty group's count
+The GSHM (Karrer et al. (2022) Algorithm 1; Lebeda & Retschmeier (2024) Algorithm 1) adds N(0, σ²) to each non-empty group's count
 (and N(0, Σ) to optional aggregate columns) and releases the groups whose count is at least the
 pre-threshold and whose noisy count reaches pre-threshold + τ. Every analysis depends on the margin
-τ = τ* − τ_pre only (seed 001 §1, P5). Neighbours: add/remove one unit; each unit touches at most
-``l0`` groups (Karrer's C_u, seed 000's k), each by at most 1.
+τ = τ* − τ_pre only (Karrer et al. (2022) §1, P5). Neighbours: add/remove one unit; each unit touches at most
+``l0`` groups (Karrer's C_u, Lebeda & Retschmeier (2024)'s k), each by at most 1.
 
-Notation (seed 001 §0): x = τ/σ, log Φ(x) = ``log_ndtr(x)``, μ(k) = √(k/σ² + k·μ_o²) (Eq. 5.6), where
+Notation (Karrer et al. (2022) §0): x = τ/σ, log Φ(x) = ``log_ndtr(x)``, μ(k) = √(k/σ² + k·μ_o²) (Eq. 5.6), where
 ``mu_o2`` is the per-group Mahalanobis sensitivity μ_o² of the aggregate columns (Eq. 5.1; 0 for counts
 only), and f(μ, ε) is the Gaussian profile of :mod:`.gaussian`.
 
 Three analyses (``analysis=``):
 
-* ``"add"`` — add the deltas: δ = f(μ(l0), ε) + 1 − Φ(x)^{l0} (seed 001 Thm 4.1 and Cor. 5.4.1
-  Eq. 5.9; seed 000 Lemma 2.6). Clipped to 1.
-* ``"exact"`` — Karrer, Kifer, Wilkins & Zhang, Theorem 5.4 / Eq. 5.8 (seed 001 §4.6; seed 000
+* ``"add"`` — add the deltas: δ = f(μ(l0), ε) + 1 − Φ(x)^{l0} (Karrer et al. (2022) Thm 4.1 and Cor. 5.4.1
+  Eq. 5.9; Lebeda & Retschmeier (2024) Lemma 2.6). Clipped to 1.
+* ``"exact"`` — Karrer, Kifer, Wilkins & Zhang, Theorem 5.4 / Eq. 5.8 (Karrer et al. (2022) §4.6; Lebeda & Retschmeier (2024)
   Lemma 2.7): with a = number of at-threshold rows, β = Φ(x)^a,
 
       δ = max[ 1 − Φ(x)^{l0},
@@ -23,10 +23,10 @@ Three analyses (``analysis=``):
 
   The maximum is evaluated in full over all a (O(l0), vectorised, in chunks for large l0); the
   lower bound max(δ_inf, δ_G) of Cor. 5.4.1 is never assumed to be attained.
-* ``"fdp"`` — the f-DP bound of Theorem 7.1 / Eq. 7.1 (seed 001 §7.2):
+* ``"fdp"`` — the f-DP bound of Theorem 7.1 / Eq. 7.1 (Karrer et al. (2022) §7.2):
   δ = max_{a=0..l0} 1 − Φ(x)^a + Φ(x)^a·f(μ(l0−a), ε), with f(0, ε) = 0 for ε >= 0.
 
-Ordering (seed 001 P1–P3): max(δ_inf, δ_G) <= δ_exact <= δ_fdp <= δ_add.
+Ordering (Karrer et al. (2022) P1–P3): max(δ_inf, δ_G) <= δ_exact <= δ_fdp <= δ_add.
 """
 
 from __future__ import annotations
@@ -109,9 +109,9 @@ def _check(epsilon, sigma, tau, l0, analysis, mu_o2):
 def gshm_delta(epsilon, sigma, tau, l0, analysis: str = "exact", mu_o2=0.0) -> float:
     """δ(ε) of the GSHM with noise σ, margin τ and at most ``l0`` groups per unit.
 
-    ``analysis="exact"``: Karrer et al., Theorem 5.4 / Eq. 5.8 (seed 001 §4.6; seed 000 Lemma 2.7),
-    the tight profile, full O(l0) maximum. ``"add"``: add-the-deltas, seed 001 Thm 4.1 / Cor. 5.4.1
-    Eq. 5.9 (seed 000 Lemma 2.6), clipped to 1. ``"fdp"``: seed 001 Theorem 7.1 / Eq. 7.1.
+    ``analysis="exact"``: Karrer et al., Theorem 5.4 / Eq. 5.8 (Karrer et al. (2022) §4.6; Lebeda & Retschmeier (2024) Lemma 2.7),
+    the tight profile, full O(l0) maximum. ``"add"``: add-the-deltas, Karrer et al. (2022) Thm 4.1 / Cor. 5.4.1
+    Eq. 5.9 (Lebeda & Retschmeier (2024) Lemma 2.6), clipped to 1. ``"fdp"``: Karrer et al. (2022) Theorem 7.1 / Eq. 7.1.
     ``mu_o2`` is the aggregate columns' Mahalanobis sensitivity μ_o² (Eq. 5.1). ε >= 0, τ >= 0.
     """
     eps, s, t, k, an, mo = _check(epsilon, sigma, tau, l0, analysis, mu_o2)
@@ -142,7 +142,7 @@ def gshm_delta_parts(epsilon, sigma, tau, l0, analysis: str = "exact", mu_o2=0.0
 # inversions
 
 def _per_row_budget(d: float, l0: int) -> float:
-    """q(d) = 1 − (1 − d)^{1/l0}: the per-row leak that makes 1 − Φ(x)^{l0} equal d (seed 001 §3.3)."""
+    """q(d) = 1 − (1 − d)^{1/l0}: the per-row leak that makes 1 − Φ(x)^{l0} equal d (Karrer et al. (2022) §3.3)."""
     return float(-math.expm1(math.log1p(-d) / l0))
 
 
@@ -166,7 +166,7 @@ def _nudge_up(ok, x: float, what: str) -> float:
 
 
 def _sigma_g(eps: float, dlt: float, l0: int, mu_o2: float) -> float:
-    """Smallest σ with f(μ(l0), ε) <= δ (analytic Gaussian calibration, seed 001 §5.3 item 2)."""
+    """Smallest σ with f(μ(l0), ε) <= δ (analytic Gaussian calibration, Karrer et al. (2022) §5.3 item 2)."""
     mu_star = _gaussian_mu(eps, dlt)
     room = mu_star * mu_star / l0 - mu_o2
     if room <= 0:
@@ -216,7 +216,7 @@ def _smallest_tau(eps: float, dlt: float, sigma: float, l0: int, mu_o2: float, a
     if analysis == "fdp":
         cand = _tau_fdp(eps, dlt, sigma, l0, mu_o2)
         return _nudge_up(ok, cand, "threshold margin")
-    # exact: the δ_inf constraint gives a lower end that is attained in every case seen (seed 001 §5.3)
+    # exact: the δ_inf constraint gives a lower end that is attained in every case seen (Karrer et al. (2022) §5.3)
     lo = sigma * _x_for_inf(dlt, l0)
     for step in (0.0, 1e-15, 1e-14, 1e-13, 1e-12):
         cand = lo * (1.0 + step)
@@ -230,7 +230,7 @@ def _smallest_tau(eps: float, dlt: float, sigma: float, l0: int, mu_o2: float, a
 def gshm_tau(epsilon, delta, sigma, l0, analysis: str = "exact", mu_o2=0.0) -> float:
     """Smallest margin τ (threshold − pre-threshold) making the GSHM (ε, δ)-DP at noise σ.
 
-    Inverts :func:`gshm_delta` in τ, in which it is non-increasing (seed 001 §5.2, §5.3 item 1):
+    Inverts :func:`gshm_delta` in τ, in which it is non-increasing (Karrer et al. (2022) §5.2, §5.3 item 1):
     "add" in closed form σ·Q^{-1}(q(δ − δ_G)) (§3.3), "fdp" in closed form from Eq. 7.1, "exact" from
     the lower end σ·Q^{-1}(q(δ)) of Cor. 5.4.1, verified against the full Eq. 5.8 and bisected upward
     if it does not hold. The returned τ always satisfies ``gshm_delta(...) <= delta`` in floating
@@ -246,7 +246,7 @@ def gshm_tau(epsilon, delta, sigma, l0, analysis: str = "exact", mu_o2=0.0) -> f
 
 
 def gshm_sigma(epsilon, delta, tau, l0, analysis: str = "exact", mu_o2=0.0, *, grid: int = 48) -> float:
-    """Smallest σ making the GSHM with margin τ (ε, δ)-DP (seed 001 §5.3 item 3).
+    """Smallest σ making the GSHM with margin τ (ε, δ)-DP (Karrer et al. (2022) §5.3 item 3).
 
     δ is not monotone in σ at fixed τ (the Gaussian part falls, δ_inf rises), so: the feasible σ lie
     in [σ_G, τ/Q^{-1}(q(δ))] (σ_G from the Gaussian part, the right end from δ_inf); return σ_G if it
@@ -309,7 +309,7 @@ def _bisect_sigma(ok, bad: float, good: float) -> float:
 
 
 def gshm_epsilon(sigma, tau, delta, l0, analysis: str = "exact", mu_o2=0.0) -> float:
-    """Smallest ε >= 0 such that the GSHM with noise σ and margin τ is (ε, δ)-DP (seed 001 §5.3 item 4).
+    """Smallest ε >= 0 such that the GSHM with noise σ and margin τ is (ε, δ)-DP (Karrer et al. (2022) §5.3 item 4).
 
     δ(ε) is non-increasing in ε and tends to δ_inf = 1 − Φ(τ/σ)^{l0} as ε → ∞ (P9), so δ must exceed
     δ_inf. Bisection to 1e-12 relative; the returned ε satisfies ``gshm_delta(...) <= delta``.
@@ -335,7 +335,7 @@ def gshm_epsilon(sigma, tau, delta, l0, analysis: str = "exact", mu_o2=0.0) -> f
 
 
 def _minimise_over_sigma(tau_at, sg: float) -> tuple[float, float]:
-    """Minimise τ(σ) over σ > σ_G (unimodal in every case seen, seed 000 §4.9(b) item 3).
+    """Minimise τ(σ) over σ > σ_G (unimodal in every case seen, Lebeda & Retschmeier (2024) §4.9(b) item 3).
 
     σ = σ_G·(1 + e^u); coarse grid in u, then bounded Brent around the best grid point; the upper end
     doubles while the best point sits on it.
@@ -361,9 +361,9 @@ def _minimise_over_sigma(tau_at, sg: float) -> tuple[float, float]:
 def gshm_calibrate(epsilon, delta, l0, analysis: str = "exact", mu_o2=0.0) -> tuple[float, float]:
     """Joint calibration: the (σ, τ) with the smallest margin τ making the GSHM (ε, δ)-DP.
 
-    Every analysis needs σ >= σ_G, the analytic-Gaussian σ for sensitivity μ(l0) (seed 001 §5.3
+    Every analysis needs σ >= σ_G, the analytic-Gaussian σ for sensitivity μ(l0) (Karrer et al. (2022) §5.3
     item 2), and every τ satisfies τ >= σ·Q^{-1}(q(δ)) (the δ_inf part). "exact": at σ = σ_G that
-    bound is attained in every case seen (seed 001 §6.1: "no trade-off"; seed 000 §4.9(b) item 2), so
+    bound is attained in every case seen (Karrer et al. (2022) §6.1: "no trade-off"; Lebeda & Retschmeier (2024) §4.9(b) item 2), so
     it is the global minimum; this is verified with the full Eq. 5.8 and, should it ever fail, τ(σ) is
     minimised numerically instead. "add" and "fdp": τ(σ) is minimised numerically over σ > σ_G (seed
     000 §4.9(b) item 3). Returns (σ, τ); τ is the smallest margin at that σ (:func:`gshm_tau`).

@@ -14,7 +14,7 @@ neighbours, contribution bounds enforced by the engine). To every non-zero count
 discrete Laplace / two-sided geometric law P[Z = z] ∝ e^{−|z|/b} on ℤ — and release the noisy counts
 **strictly greater** than ``1 + τ`` (``tau`` is the margin over the pre-threshold 1, see DESIGN.md).
 
-Privacy (written argument; the same add-the-deltas structure as seed-001 Thm 4.1 / seed-000 Lemma 2.6, with
+Privacy (written argument; the same add-the-deltas structure as Karrer et al. (2022) Thm 4.1 / Lebeda & Retschmeier (2024) Lemma 2.6, with
 the Laplace hockey stick). Let X' = X ∪ {u}; u raises j keys present in X by 1 and creates m new keys of
 count 1, j + m <= l0. Let q = P[Z > τ] (the release probability of a count-1 key) and p = (1 − q)^m the
 probability that none of the m new keys is released (event E). On the j shared keys the noise is a product
@@ -35,7 +35,7 @@ This δ is exact for the worst pair (j = 0): the release of any new key happens 
 test; the discrete margins returned here are integers. Google's formula is the continuous threshold solved
 for δ: τ = b·ln(1/(2·(1 − (1 − δ)^{1/l0}))).
 
-(Google's Gaussian partition selection is GSHM with add-the-deltas and a fixed δ/2 + δ/2 split — seed-001
+(Google's Gaussian partition selection is GSHM with add-the-deltas and a fixed δ/2 + δ/2 split — Karrer et al. (2022)
 §3.4; ``gshm`` with ``analysis="add"`` optimises that split and ``"exact"`` dominates both.)
 """
 

@@ -16,13 +16,13 @@ The laws describe *what is sampled*; the accountant that made the calibration (n
 ==================================  ====================================================================
 law                                 used by
 ==================================  ====================================================================
-:class:`DiscreteGaussian`           discrete GSHM (seed 001, :mod:`.discrete_histograms`)
+:class:`DiscreteGaussian`           discrete GSHM (Karrer et al. (2022), :mod:`.discrete_histograms`)
 :class:`DiscreteLaplace`            discrete Laplace stability histogram; merged Misra–Gries (thesis §3.7)
 :class:`RoundedCorrelatedGaussian`  rounded CSH / top-k CSH (secure default; docs/proofs/rounded-csh.md)
-:class:`DiscreteCorrelatedGaussian` Algorithm 4 CSH / top-k CSH (seed 000 §7)
+:class:`DiscreteCorrelatedGaussian` Algorithm 4 CSH / top-k CSH (Lebeda & Retschmeier (2024) §7)
 :class:`DiscreteCorrelatedLaplace`  PMG, private Misra–Gries (thesis Alg. 13)
 :class:`ScaledDiscreteLaplace`      pure private Misra–Gries (thesis §3.6)
-:class:`DiscreteDenseCorrelatedGaussian`  dense correlated Gaussian, integer embedding (seed 002 S4.4)
+:class:`DiscreteDenseCorrelatedGaussian`  dense correlated Gaussian, integer embedding (Lebeda (2024) S4.4)
 :class:`Gaussian`, :class:`Laplace`, :class:`CorrelatedGaussian`, :class:`DenseCorrelatedGaussian`
                                     the float (insecure) versions
 ==================================  ====================================================================
@@ -124,7 +124,7 @@ class RoundedCorrelatedGaussian:
 
 @dataclass(frozen=True)
 class DiscreteCorrelatedGaussian:
-    """Algorithm 4 CSH noise (seed 000 §7): the released value of key i is ``c_i + (Z_i + Z_c)/2`` with
+    """Algorithm 4 CSH noise (Lebeda & Retschmeier (2024) §7): the released value of key i is ``c_i + (Z_i + Z_c)/2`` with
     ``Z_i ~ N_Z(0, sigma2)`` iid per key and one shared ``Z_c ~ N_Z(0, shared_sigma2)`` per release (exact
     rationals, ``4σ²`` and ``4σ²/√k``), i.e. values on the ½-lattice. Drawn by
     :func:`sparsedp.noise.sample_discrete_gaussian` / inversion."""
@@ -182,7 +182,7 @@ class ScaledDiscreteLaplace:
 
 @dataclass(frozen=True)
 class DiscreteDenseCorrelatedGaussian:
-    """Dense correlated Gaussian with an integer embedding (seed 002 Lemma 3.3/3.4, S4.4): the d + 1
+    """Dense correlated Gaussian with an integer embedding (Lebeda (2024) Lemma 3.3/3.4, S4.4): the d + 1
     coordinates of ``y = (2f − n·1, c·n)`` each get iid ``N_Z(0, sigma2)`` (exact rational), and the release
     is ``f̃ = y/2 + y_{d+1}/(2c)``, ``ñ = y_{d+1}/c`` (not integers). Drawn by
     :func:`sparsedp.noise.sample_discrete_gaussian`."""
@@ -232,8 +232,8 @@ class Laplace:
 @dataclass(frozen=True)
 class CorrelatedGaussian:
     """``X_i = G_i + A`` in double precision: ``G_i ~ N(0, sigma²)`` iid per key, one shared
-    ``A ~ N(0, shared_sigma²)`` per release (continuous CSH, Algorithm 2 of seed 000 with
-    ``shared_sigma = σ/k^{1/4}``; the bounded-density mechanism of seed 002 §4.1, where ``shared_sigma`` may
+    ``A ~ N(0, shared_sigma²)`` per release (continuous CSH, Algorithm 2 of Lebeda & Retschmeier (2024) with
+    ``shared_sigma = σ/k^{1/4}``; the bounded-density mechanism of Lebeda (2024) §4.1, where ``shared_sigma`` may
     be 0). Insecure: :func:`sparsedp.noise.sample_gaussian` with ``insecure_float=True``."""
 
     sigma: float
@@ -249,7 +249,7 @@ class CorrelatedGaussian:
 
 @dataclass(frozen=True)
 class DenseCorrelatedGaussian:
-    """Dense correlated Gaussian, Algorithm 1 of seed 002 in its embedding form (Lemma 3.3/3.4): the d + 1
+    """Dense correlated Gaussian, Algorithm 1 of Lebeda (2024) in its embedding form (Lemma 3.3/3.4): the d + 1
     coordinates of ``y = (2f − n·1, c·n)`` each get iid ``N(0, sigma²)`` in double precision and the release is
     ``f̃ = y/2 + y_{d+1}/(2c)``, ``ñ = y_{d+1}/c``. So each estimate has an independent part of std
     ``sigma/2`` and a shared part of std ``sigma/(2c)``, and ñ has std ``sigma/c`` (Lemma 3.5). Insecure:

@@ -9,7 +9,7 @@ Each profile is a frozen dataclass built from the *noise actually sampled* (expl
   total-variation slack), proved in ``docs/proofs/composition.md``; ``None`` where there is none (pure
   mechanisms, which a ledger composes exactly in ε by basic composition);
 * ``epsilon(delta)`` — the smallest ε of the single-release profile at ``delta``;
-* ``tradeoff_curve(alpha)`` — an f-DP trade-off curve: seed 001 Thm 7.1 (Eq. 7.1 and its trade-off form,
+* ``tradeoff_curve(alpha)`` — an f-DP trade-off curve: Karrer et al. (2022) Thm 7.1 (Eq. 7.1 and its trade-off form,
   spec §7.2) for continuous GSHM; for the others the curve implied by the profile,
   ``f(α) = sup_ε max(0, 1 − δ(ε) − e^ε α, e^{−ε}(1 − δ(ε) − α))`` (Dong, Roth & Su 2022, Prop. 2.12),
   with the supremum over a finite ε grid (a valid lower bound of the true curve);
@@ -143,9 +143,9 @@ class GSHMDiscreteProfile(PrivacyProfile):
 class GSHMProfile(PrivacyProfile):
     """GSHM with continuous N(0, σ²) noise, margin τ, l0 groups per unit, aggregate sensitivity μ_o².
 
-    ``delta``: :func:`.gshm.gshm_delta` with ``analysis`` (default Karrer et al. Thm 5.4, seed 001 §4.6).
+    ``delta``: :func:`.gshm.gshm_delta` with ``analysis`` (default Karrer et al. Thm 5.4, Karrer et al. (2022) §4.6).
     ``pair``: core N(μ(l0), 1) vs N(0, 1) with μ(l0)² = l0(1/σ² + μ_o²), infinite mass 1 − Φ(τ/σ)^{l0}.
-    ``tradeoff_curve``: seed 001 Thm 7.1 (spec §7.2): f(α) = min_{a=0..l0} g_a(α),
+    ``tradeoff_curve``: Karrer et al. (2022) Thm 7.1 (spec §7.2): f(α) = min_{a=0..l0} g_a(α),
     g_a(α) = (1 − p_a)·Φ(Φ⁻¹(1 − α/(1 − p_a)) − μ(l0 − a)), p_a = 1 − Φ(τ/σ)^a (0 for α > 1 − p_a).
     """
 
@@ -246,7 +246,7 @@ class LaplaceDiscreteProfile(PrivacyProfile):
 
 
 def _csh_pair(sigma: float, tau: float, k: int, debias: bool) -> DominatingPair:
-    """Seed 000 Thm 3.3's decomposition: Gaussian μ = ½√(k + √k)/σ (½√(k+5√k) de-biased), TV slack
+    """Lebeda & Retschmeier (2024) Thm 3.3's decomposition: Gaussian μ = ½√(k + √k)/σ (½√(k+5√k) de-biased), TV slack
     δ_inf = 1 − Φ(τ/(σ(1 + k^{−1/4})))^{k+1} (composition.md Lemma 4)."""
     rk = math.sqrt(k)
     mu2 = (k + (5.0 if debias else 1.0) * rk) / (4.0 * sigma * sigma) * (1.0 + 1e-12)
@@ -257,7 +257,7 @@ def _csh_pair(sigma: float, tau: float, k: int, debias: bool) -> DominatingPair:
 
 def _csh_delta(eps: float, sigma: float, t, k: int, analysis: str, debias: bool, rounded: bool) -> float:
     """δ(ε) of CSH / top-k CSH at margin ``t`` (integer if ``rounded``, else continuous τ) under ``analysis``:
-    "exact" = :func:`.csh_exact.csh_exact_delta` (certified profile), else seed 000 Thm 3.5 / 3.3 (:mod:`.csh`)."""
+    "exact" = :func:`.csh_exact.csh_exact_delta` (certified profile), else Lebeda & Retschmeier (2024) Thm 3.5 / 3.3 (:mod:`.csh`)."""
     if analysis == "exact":
         from .csh_exact import csh_exact_delta
 
@@ -271,7 +271,7 @@ def _csh_delta(eps: float, sigma: float, t, k: int, analysis: str, debias: bool,
 
 @dataclass(frozen=True)
 class CSHProfile(PrivacyProfile):
-    """CSH / top-k CSH with continuous noise (seed 000 Alg. 2/3): σ, margin τ, sparsity k.
+    """CSH / top-k CSH with continuous noise (Lebeda & Retschmeier (2024) Alg. 2/3): σ, margin τ, sparsity k.
 
     ``delta``: :func:`.csh.csh_delta` (Thm 3.5 "tight" or Thm 3.3 "add"; ``debias`` = de-biased top-k).
     ``pair``: Thm 3.3's decomposition (Gaussian part + total-variation slack δ_inf).

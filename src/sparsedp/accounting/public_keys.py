@@ -3,17 +3,17 @@
 Contribution model (enforced by the engine): each privacy unit adds at most 1 to each key and touches at most
 ``k = min(l0, d)`` listed keys (``l0 = max_groups_per_unit``; no ℓ0 bound: ``k = d``). Neighbours: add/remove
 one unit. ``n`` is the number of units in the input (each unit, listed keys or not, is one data point
-``x ∈ {0,1}^d`` of seed 002 §3, S1.1: a unit with no listed key is the zero vector and still counts in n).
+``x ∈ {0,1}^d`` of Lebeda (2024) §3, S1.1: a unit with no listed key is the zero vector and still counts in n).
 
 Three mechanisms, each with the exact δ of the integer noise actually sampled (secure default) or the
 continuous analysis (``insecure_float``):
 
 * ``public-gaussian`` — independent ``N_Z(0, s)`` per key; a neighbour shifts at most k coordinates by 1, so
   ``δ = H(k, ε)`` of ``docs/proofs/discrete-histograms.md`` §3 (the discrete analogue of the standard
-  Gaussian mechanism with ℓ2 sensitivity √k, seed 002 Lemma 2.1 / §4.1 "standard mechanism").
+  Gaussian mechanism with ℓ2 sensitivity √k, Lebeda (2024) Lemma 2.1 / §4.1 "standard mechanism").
 * ``public-laplace`` — independent discrete Laplace of scale ``t >= k/ε`` per key (ℓ1 sensitivity k): pure ε-DP
   (δ = 0) exactly, the integer noise of the peers' public-partition counts.
-* ``correlated-gaussian`` — seed 002 Algorithm 1 in its embedding form with an integer weight C (Lemmas 3.3–3.5,
+* ``correlated-gaussian`` — Lebeda (2024) Algorithm 1 in its embedding form with an integer weight C (Lemmas 3.3–3.5,
   spec S2.3/S4.4): ``y = (2f − n·1, C·n) + Z``, ``Z`` i.i.d. ``N_Z(0, s)`` on d+1 coordinates;
   ``f̃ = y_{1..d}/2 + y_{d+1}/(2C)``, ``ñ = y_{d+1}/C``. The last coordinate is the shared term (η = Z_{d+1}/(2C)),
   the first d the independent terms. Every unit changes g by ``(±1, …, ±1, C)`` (|v|² = d + C², for any k):
@@ -24,7 +24,7 @@ continuous analysis (``insecure_float``):
   ``f̃ = (2f − n·1 + Z + ñ·1)/2`` with Z i.i.d. ``N_Z(0, s)`` on d coordinates (|v|² = d): δ = H(d, ε). Its
   cost is this release only; ñ's release was charged when it was made (composition, spec S2.5).
 
-Bounded density (seed 002 §4.1, ``l0 < d``): the choice between the standard mechanism (public-gaussian at
+Bounded density (Lebeda (2024) §4.1, ``l0 < d``): the choice between the standard mechanism (public-gaussian at
 ℓ2 sensitivity √k) and Algorithm 1 (independent of k) is the spec's S4.2 decision rule "if JY24 is not
 implemented", made by ``auto`` on the exact discrete per-key errors. The optimal symmetric ellipse (JY24) is not
 offered with integer noise: its shared direction has no integer embedding whose exact δ is computed here.
@@ -169,7 +169,7 @@ def calibrate_public_laplace(epsilon, delta, d, l0=None, *, insecure_float: bool
 
 def calibrate_correlated_public(epsilon, delta, d, l0=None, *, c=None, known_n=None,
                                 insecure_float: bool = False) -> PublicKeysCalibration:
-    """Seed 002's correlated Gaussian over d public keys (module docstring).
+    """Lebeda (2024)'s correlated Gaussian over d public keys (module docstring).
 
     ``c``: the embedding weight C (integer for secure noise; default :func:`~.discrete_histograms.best_integer_c`,
     or ``d^{1/4}`` with float noise). Per-key error variance ``Var(Z)/4 + Var(Z)/(4C²)`` (Lemma 3.5), of which
@@ -187,7 +187,7 @@ def calibrate_correlated_public(epsilon, delta, d, l0=None, *, c=None, known_n=N
         kn = v.real("known_n", known_n)
         if c is not None:
             raise InvalidParameterError("c (the size weight) and known_n exclude each other: with a known estimate "
-                                        "of n no size coordinate is released (seed 002 Lemma 3.6)")
+                                        "of n no size coordinate is released (Lebeda (2024) Lemma 3.6)")
         if insecure_float:  # Z ~ N(0, d σ₁²) on 2f − n (ℓ2 sensitivity √d); f̃ = (y + ñ)/2
             sd = math.sqrt(dd) * s1
             return PublicKeysCalibration("correlated-gaussian", "continuous", eps, dlt, dd, k, "known-n", sd,
@@ -208,7 +208,7 @@ def calibrate_correlated_public(epsilon, delta, d, l0=None, *, c=None, known_n=N
                                      n_noise_std=math.sqrt(b) / cc, shared_std=math.sqrt(b) / (2 * cc),
                                      independent_std=math.sqrt(b) / 2)
     if c is not None and (isinstance(c, bool) or not isinstance(c, int)):
-        raise InvalidParameterError(f"c must be an integer >= 1 with secure (integer) noise, got {c!r} (seed 002 "
+        raise InvalidParameterError(f"c must be an integer >= 1 with secure (integer) noise, got {c!r} (Lebeda (2024) "
                                     f"S4.4: the embedding (2f − n, C·n) must be integer)")
     cc = best_integer_c(dd) if c is None else v.integer("c", c, lo=1)
     s = _smallest_scale(lambda s: correlated_discrete_delta(eps, s, dd, cc), s1 * s1 * (dd + cc * cc), dlt,
@@ -315,7 +315,7 @@ def centred_embedding_choice(d: int, k: int, q_max: int = 24) -> tuple[int, int,
 
 def calibrate_bounded_density(epsilon, delta, d, l0=None, *, insecure_float: bool = False,
                               choice: tuple[int, int, int] | None = None) -> PublicKeysCalibration:
-    """Seed 002 §4.1 (bounded density, each unit with at most k = min(l0, d) listed keys) with integer noise: the
+    """Lebeda (2024) §4.1 (bounded density, each unit with at most k = min(l0, d) listed keys) with integer noise: the
     centred embedding ``(q·x − p·1, c)`` of :func:`centred_embedding_choice` plus i.i.d. ``N_Z(0, s)``, released
     ``f̃_j = (y_j + (p/c) y_{d+1})/q`` and ``ñ = y_{d+1}/c``. Per-key error ``Z_j/q`` (independent) plus
     ``p Z_{d+1}/(c q)`` (shared): variance ``Var(Z)(1 + p²/c²)/q²``. [Beyond the paper: its optimal ellipse, JY24,
@@ -359,7 +359,7 @@ def calibrate_bounded_density(epsilon, delta, d, l0=None, *, insecure_float: boo
 
 
 def grouped_replacement_discrete_delta(epsilon, sigma2, d, c) -> float:
-    """δ(ε) of seed 002 Algorithm 2 under **replacement** with integer noise (docs/proofs/public-keys.md §9): each
+    """δ(ε) of Lebeda (2024) Algorithm 2 under **replacement** with integer noise (docs/proofs/public-keys.md §9): each
     unit in at most one row, embedded there as ``(2x − 1, c)`` (zero elsewhere), i.i.d. ``N_Z(0, s)`` on every
     embedded coordinate. Replacing a unit either changes its row's block by ``2(x − x')`` (entries in {−2, 0, 2},
     at most d non-zero; worst all d) or moves it: ``(2x − 1, c)`` in one row and ``−(2x' − 1, c)`` in another

@@ -16,7 +16,7 @@ the per-key sums are integers, the noise is ``Z ~ N_Z(0, s)`` and the rule is ``
 ``T`` (:class:`~sparsedp.accounting.calibration.Comparison` GE). Adding one unit that kept ``t`` keys adds
 exactly ``W_t`` to each of them and changes nothing else (the ℓ0 choice is per unit, so the other units'
 weights do not move). That is the contribution shape of GSHM with a per-key step ``W_t`` instead of 1, so
-Karrer et al.'s decomposition (seed 001 Thm 5.4; its discrete form ``docs/proofs/discrete-histograms.md``
+Karrer et al.'s decomposition (Karrer et al. (2022) Thm 5.4; its discrete form ``docs/proofs/discrete-histograms.md``
 Theorem 1, which holds for any per-key noise law) applies per ``t``, and the profile is the maximum over
 ``t`` (``docs/proofs/set-union.md`` §2):
 
@@ -213,12 +213,12 @@ class SetUnionCalibration(Calibration):
 
 def calibrate_weighted_gaussian(epsilon, delta, l0, grid: int = DEFAULT_GRID) -> SetUnionCalibration:
     """The discrete Weighted Gaussian at (ε, δ): smallest rational scale ``s`` (grid units) with the Gaussian
-    part ``max_t H_t(t, ε) <= δ`` (every touched key held by both neighbours; Karrer's choice of σ, seed 001
+    part ``max_t H_t(t, ε) <= δ`` (every touched key held by both neighbours; Karrer's choice of σ, Karrer et al. (2022)
     §5.3(2), as :func:`~.discrete_histograms.calibrate_gshm_discrete`), then the smallest integer threshold
     ``T`` with :func:`weighted_gaussian_delta` ``<= δ``.
 
     δ(ε) is non-increasing in T: every ``b_t`` increases with T and the terms are monotone in ``b`` as in
-    seed 001 §5.2 (``docs/proofs/set-union.md`` §3).
+    Karrer et al. (2022) §5.2 (``docs/proofs/set-union.md`` §3).
     """
     from .gaussian import gaussian_sigma
 
@@ -274,7 +274,7 @@ def policy_gaussian_delta(epsilon: float, sigma: float, rho: float, l0: int) -> 
     Adding a unit whose kept keys include ``m`` keys no other unit holds: its ℓ2-descent step gives each of
     them ``Γ/‖g‖ <= 1/√m`` (``‖g‖ >= √m Γ > 1``), later steps never touch them, and the final weight vector
     on the other keys moves by at most 1 in ℓ2 (every step is the proximal map of the distance to a convex
-    set, hence 1-Lipschitz). Karrer's decomposition (seed 001 Lemma 5.2) with ``β_m = Φ((ρ − 1/√m)/σ)^m``
+    set, hence 1-Lipschitz). Karrer's decomposition (Karrer et al. (2022) Lemma 5.2) with ``β_m = Φ((ρ − 1/√m)/σ)^m``
     and the Gaussian mechanism's divergence at sensitivity 1 (Balle–Wang, :func:`~.gaussian.gaussian_delta`):
 
         δ = max_{0<=m<=Δ0} max(1 − β_m,  1 − β_m + β_m H(ε − ln β_m),  H(ε + ln β_m)),   H(e) = δ_G(1/σ, e).

@@ -2,10 +2,10 @@
 
 Two conversions are offered (``conversion=``):
 
-* ``"bs"`` — Bun & Steinke (TCC 2016), Proposition 1.3; seed 000 Lemma 7.3: ρ-zCDP implies
+* ``"bs"`` — Bun & Steinke (TCC 2016), Proposition 1.3; Lebeda & Retschmeier (2024) Lemma 7.3: ρ-zCDP implies
   (ρ + 2√(ρ log(1/δ)), δ)-DP. Inverted: δ = exp(−(ε − ρ)²/(4ρ)) for ε > ρ, and 1 otherwise.
 * ``"cks"`` (default, tighter) — Canonne, Kamath & Steinke, "The Discrete Gaussian for Differential
-  Privacy" (NeurIPS 2020, arXiv 2004.00010), Corollary 13 (from their Proposition 12); seed 000 §3.6:
+  Privacy" (NeurIPS 2020, arXiv 2004.00010), Corollary 13 (from their Proposition 12); Lebeda & Retschmeier (2024) §3.6:
 
       δ = inf_{α>1}  exp((α−1)(αρ − ε)) / (α−1) · (1 − 1/α)^α.
 
@@ -71,7 +71,7 @@ def zcdp_to_dp_delta(rho, epsilon, conversion: str = "cks") -> float:
     """δ such that ρ-zCDP implies (ε, δ)-DP.
 
     ``conversion="cks"``: Canonne–Kamath–Steinke 2020, Corollary 13 (optimal over α, see module doc).
-    ``conversion="bs"``: Bun–Steinke 2016, Proposition 1.3 inverted (seed 000 Lemma 7.3).
+    ``conversion="bs"``: Bun–Steinke 2016, Proposition 1.3 inverted (Lebeda & Retschmeier (2024) Lemma 7.3).
     ``epsilon`` >= 0; ``rho`` >= 0 (ρ = 0 gives δ = 0). Result clipped to [0, 1].
     """
     r = v.nonnegative("rho", rho)
@@ -90,7 +90,7 @@ def zcdp_to_dp_delta(rho, epsilon, conversion: str = "cks") -> float:
 def zcdp_to_dp_epsilon(rho, delta, conversion: str = "cks") -> float:
     """Smallest ε (>= 0) such that ρ-zCDP implies (ε, δ)-DP under the chosen conversion.
 
-    ``conversion="bs"``: ε = ρ + 2√(ρ log(1/δ)) (Bun–Steinke 2016, Proposition 1.3; seed 000 Lemma 7.3).
+    ``conversion="bs"``: ε = ρ + 2√(ρ log(1/δ)) (Bun–Steinke 2016, Proposition 1.3; Lebeda & Retschmeier (2024) Lemma 7.3).
     ``conversion="cks"``: the root of δ_cks(ε) = δ (Canonne–Kamath–Steinke 2020, Corollary 13),
     equivalently inf_{α>1} αρ + (log(1/δ) + (α−1) log(1−1/α) − log α)/(α−1); the result is checked
     against :func:`zcdp_to_dp_delta` and nudged up if rounding requires.

@@ -8,21 +8,21 @@ these shapes, so a mechanism that leaks more than it claims leaks it here.
 =============  ==================================================================================
 ``shared``     The unit adds 1 to ``l0`` (GSHM, Laplace) or all ``k`` (CSH) keys whose counts are far
                above the threshold, so they are released with probability ≈ 1: what is left is the noise
-               part of the accountant (Karrer et al., seed 001 Thm 5.4 term a = 0 in the reverse
+               part of the accountant (Karrer et al., Karrer et al. (2022) Thm 5.4 term a = 0 in the reverse
                direction; discrete: ``H(l0, ε)`` of :mod:`sparsedp.accounting.discrete_histograms`;
-               CSH: the Gaussian part of seed 000 Thm 3.5 term T2). The statistic is the likelihood-ratio
+               CSH: the Gaussian part of Lebeda & Retschmeier (2024) Thm 3.5 term T2). The statistic is the likelihood-ratio
                statistic of the noise: the sum of the noisy counts (Gaussian, also correlated: 𝟏 is an
                eigenvector of the CSH covariance ``s_ind·I + s_corr·𝟏𝟏ᵀ``), or for the discrete Laplace the
                number of keys at or above their D' count (the per-key privacy loss is ±1/scale by that
                indicator).
 ``new``        The unit's ``l0`` / ``k`` keys are new with count 1 (the pre-threshold): D never shows them,
-               D' shows one with the accountant's "infinite" probability ``1 − (1 − p)^{l0}`` (seed 001
-               Thm 5.4 term T1; seed 000 Thm 3.5 T1). Event: "any of them is released".
-``mixed``      New and shifted keys together (seed 000 Thm 3.5 T3/T4; Karrer's a₌ > 0 terms): the unit adds 1
+               D' shows one with the accountant's "infinite" probability ``1 − (1 − p)^{l0}`` (Karrer et al. (2022)
+               Thm 5.4 term T1; Lebeda & Retschmeier (2024) Thm 3.5 T1). Event: "any of them is released".
+``mixed``      New and shifted keys together (Lebeda & Retschmeier (2024) Thm 3.5 T3/T4; Karrer's a₌ > 0 terms): the unit adds 1
                to ``⌈b/2⌉`` keys far above the threshold and brings ``⌊b/2⌋`` new keys at count 1. Statistic:
                "a new key is released" (an infinite value) or else the sum of the shifted keys' values, so
                its threshold events are the union events the mixed terms bound.
-``topk-shift`` Top-k CSH only (seed 000 Alg. 3, Cor. 4.2): D has ``k`` large counts and a (k+1)-th count
+``topk-shift`` Top-k CSH only (Lebeda & Retschmeier (2024) Alg. 3, Cor. 4.2): D has ``k`` large counts and a (k+1)-th count
                m; the unit adds 1 to the (k+1)-th key only, so the truncation level rises and every one
                of the k truncated counts drops by 1 (a monotonic neighbour of the truncated histograms).
 =============  ==================================================================================
@@ -32,7 +32,7 @@ listed key at count 2 and 4 units, D' adds one unit touching ``a`` listed keys, 
 Mahalanobis norm of the shift under the calibrated covariance. The statistic is the likelihood-ratio statistic
 ``⟨v, y⟩`` ("projection"): ``y`` the released noisy vector in the coordinates where the noise is i.i.d. and ``v``
 the shift. Independent noise (public-gaussian): ``y`` = the counts, ``v`` = 1 on the ``a = k = min(l0, d)``
-touched keys. Embedding (correlated-gaussian, bounded-density; seed 002 Alg. 1 / §4.1): ``y = (q·f̃ − p·ñ, c·ñ)``
+touched keys. Embedding (correlated-gaussian, bounded-density; Lebeda (2024) Alg. 1 / §4.1): ``y = (q·f̃ − p·ñ, c·ñ)``
 (the released counts and size estimate ñ mapped back to ``(q·f − p·n·1, c·n) + Z``), ``v = (q·x − p·1, c)`` with
 ``|v|² = a(q − p)² + (d − a)p² + c²``, maximised at ``a = k`` or ``a = 0`` (a unit with no listed key still
 moves n), as in :mod:`sparsedp.accounting.public_keys`. Discrete Laplace (public-laplace): "above" on the k

@@ -48,13 +48,13 @@ AUDITABLE = ("gshm", "laplace", "csh", "topk-csh", "topk-csh-shifted", "pure-spa
              "stability", "misra-gries", "auto", "public-gaussian", "public-laplace", "correlated-gaussian",
              "bounded-density", "grouped-correlated-gaussian", "keep-heavy", "kh-prime", "kh-double-prime",
              "sparse-histogram")
-#: the grouped correlated Gaussian (seed 002 Algorithm 2): audited on group 0 of two groups of ``d`` keys each
+#: the grouped correlated Gaussian (Lebeda (2024) Algorithm 2): audited on group 0 of two groups of ``d`` keys each
 GROUPED = "grouped-correlated-gaussian"
 #: public-key mechanisms (every listed key released, no threshold; σ scale applies)
 PUBLIC = ("public-gaussian", "public-laplace", "correlated-gaussian", "bounded-density", GROUPED)
-#: public-key mechanisms releasing the size estimate ñ (the embedding ``(q·x − p·1, c)`` of seed 002)
+#: public-key mechanisms releasing the size estimate ñ (the embedding ``(q·x − p·1, c)`` of Lebeda (2024))
 EMBEDDING = ("correlated-gaussian", "bounded-density", GROUPED)
-#: the Balcer–Vadhan stepping stones (seed 003 §6): replace-one, one key per unit, run on a small integer domain
+#: the Balcer–Vadhan stepping stones (Balcer & Vadhan (2019) §6): replace-one, one key per unit, run on a small integer domain
 STONES = ("keep-heavy", "kh-prime", "kh-double-prime", "sparse-histogram")
 _PURE = ("pure-sparse", "compact", "basic", "stability") + STONES
 #: mechanisms with a thresholded per-key kernel (σ scale and margin shift apply; exact release laws known)

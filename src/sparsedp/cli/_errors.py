@@ -1,8 +1,9 @@
 """The one place where the library's errors become the CLI's: parameter names → flag names, one line, exit codes.
 
-The library words its errors for Python callers (``max_groups_per_unit=…``, ``delta must be …``); every command
-runs its library calls inside :func:`cli_errors` with a table ``{parameter name: flag}`` for that command, so the
-user reads ``--max-groups …`` and ``--delta is required``. Usage errors exit with code 2, an interrupt (Ctrl-C,
+The library's errors carry the parameters they name as fields (:mod:`sparsedp.errors`: ``param``, and markers in
+the message); every command runs its library calls inside :func:`cli_errors` with a table ``{parameter name:
+flag}`` for that command, so the user reads ``--max-groups must be >= 1`` where a Python caller reads
+``max_groups_per_unit must be >= 1``. No message is parsed. Usage errors exit with code 2, an interrupt (Ctrl-C,
 or SIGTERM turned into one by :func:`sigterm_as_interrupt`) with 130; both print one line on stderr and no
 traceback. Whatever was interrupted wrote nothing: outputs are written atomically
 (:func:`sparsedp.engines.output.write_atomic`) and the ledger charge is committed only after the data are counted.
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 import signal
 import sys
 from typing import Any, Callable, Iterator, Mapping, NoReturn, TypeVar
@@ -35,7 +35,9 @@ RELEASE_FLAGS: Mapping[str, str] = {
     "domain_size": "--domain-size",
     "max_key_bytes": "--max-key-bytes", "query_keys": "--query-keys", "debias": "--shifted",
     "column_shape": "--column-shape",
-    "split": "--split", "count_bound": "--count-bound",
+    "split": "--split", "count_bound": "--count-bound", "auto_share": "--auto-share",
+    "auto_quantile": "--auto-quantile", "auto_objective": "--auto-objective", "overwrite": "--overwrite",
+    "aggregates": "--sum/--mean", "count_name": "--count-column", "keys": "--keys", "group": "--group",
 }
 #: ``sparsedp plan``
 PLAN_FLAGS: Mapping[str, str] = {
@@ -56,7 +58,7 @@ AUDIT_FLAGS: Mapping[str, str] = {
 #: ``sparsedp demo``
 DEMO_FLAGS: Mapping[str, str] = {
     "epsilon": "--epsilon", "delta": "--delta", "max_groups_per_unit": "--max-groups", "out": "--out",
-    "rows": "--rows", "n_rows": "--rows", "seed": "--seed",
+    "rows": "--rows", "n_rows": "--rows", "seed": "--seed", "overwrite": "--overwrite",
 }
 #: ``sparsedp reproduce``
 REPRODUCE_FLAGS: Mapping[str, str] = {"name": "NAME", "target": "NAME", "out": "--out"}
@@ -65,7 +67,7 @@ REPRODUCE_FLAGS: Mapping[str, str] = {"name": "NAME", "target": "NAME", "out": "
 SKETCH_FLAGS: Mapping[str, str] = {
     "by": "--by", "sketch_size": "--sketch-size", "epsilon": "--epsilon", "delta": "--delta",
     "release": "--release", "combine": "--combine", "universe_size": "--universe-size", "out": "--out",
-    "ledger": "--ledger", "dataset": "--dataset",
+    "ledger": "--ledger", "dataset": "--dataset", "overwrite": "--overwrite",
 }
 #: ``sparsedp sum`` / ``sparsedp mean``
 VECTOR_FLAGS: Mapping[str, str] = {
@@ -73,52 +75,38 @@ VECTOR_FLAGS: Mapping[str, str] = {
     "coordinates": "--coordinates", "lower": "--lower", "upper": "--upper", "max_norm": "--max-norm",
     "epsilon": "--epsilon", "delta": "--delta", "rho": "--rho", "mechanism": "--mechanism",
     "neighbours": "--neighbours", "shape": "--shape", "variances": "--variances", "method": "--method",
-    "out": "--out", "ledger": "--ledger", "dataset": "--dataset",
+    "out": "--out", "ledger": "--ledger", "dataset": "--dataset", "overwrite": "--overwrite",
 }
 
-#: Python idioms in library advice and what a CLI user types instead
-_IDIOMS = (
-    (re.compile(r"aggregates=\[sd\.Count\(name=…\)\]"), "--count-column NAME"),
-    (re.compile(r"sd\.Count\(name=…\)"), "--count-column NAME"),
-    (re.compile(r",? or mechanism=sd\.TopKCSH\(k=…\)"), ""),
-)
-_LINE_MARK = re.compile(r"^\s*(LINE \d+:.*|\^+\s*)$")
-_NONE = re.compile(r"^(?P<flag>--[\w-]+) must be (?P<what>.+?), got (NoneType )?None$")
+#: the lines of DuckDB's SQL errors that only point at a position (``LINE 1: …`` and its caret line)
+_POSITION_LINES = ("LINE ",)
 
 
-def to_cli(message: str, flags: Mapping[str, str]) -> str:
-    """``message`` (a library error) in the command's terms, on one line.
+def to_cli(message: Any, flags: Mapping[str, str]) -> str:
+    """``message`` in the command's terms, on one line.
 
-    For each ``parameter → flag`` of ``flags``: ``parameter=value`` and ``parameter=…`` become ``flag value`` /
-    ``flag`` (quotes around a simple value dropped); a parameter name with an underscore (unambiguous) is
-    replaced wherever it stands as a word; a plain word (``delta``, ``dataset``) only where it opens the
-    message as its subject (``delta must be …``) or is the object of "give", "pass" or "with". A required value that is missing (``… got None``) reads
-    ``flag is required (…)``. Multi-line messages (DuckDB's SQL errors with a caret line) are joined into one
-    line without the position marks.
+    A :class:`~sparsedp.errors.SparsedpError` knows the parameters it names (its ``param`` field and the
+    markers of its template, :mod:`sparsedp.errors`): each is shown as its flag in ``flags`` (``{parameter
+    name: flag}``), so nothing is guessed from the wording. Other text (a warning, a third-party error) is shown
+    as it is. Multi-line messages (DuckDB's SQL errors with a caret line) are joined into one line without the
+    position marks.
     """
-    lines = [ln.strip() for ln in str(message).splitlines() if ln.strip() and not _LINE_MARK.match(ln)]
-    text = "; ".join(lines)
-    for pattern, repl in _IDIOMS:
-        text = pattern.sub(repl, text)
-    for name in sorted(flags, key=len, reverse=True):
-        flag = flags[name]
-        text = re.sub(rf"(?<![\w.-]){re.escape(name)}=(['\"]?)([\w.-]+)\1(?![\w(-]|\.[\w(])",
-                      lambda m: f"{flag} {m.group(2)}", text)
-        text = re.sub(rf"(?<![\w.-]){re.escape(name)}=…", flag, text)
-        if "_" in name:
-            text = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w=(])", flag, text)
-        else:
-            text = re.sub(rf"^{re.escape(name)}(?= (must|is|has|needs|=))", flag, text)
-            text = re.sub(rf"(?<=\b(give|pass|with) ){re.escape(name)}(?=[ ,;:)]|$)", flag, text)
-    m = _NONE.match(text)
-    if m:
-        text = f"{m.group('flag')} is required ({m.group('what')})"
-    return text
+    from ..errors import SparsedpError, render
+
+    if isinstance(message, Warning) and message.args:  # a warning's text (a ParamText keeps its template)
+        message = message.args[0]
+    if isinstance(message, SparsedpError):
+        text = message.render(flags)
+    else:
+        text = render(getattr(message, "template", str(message)), flags)
+    lines = [ln.strip() for ln in text.splitlines()
+             if ln.strip() and not ln.strip().startswith(_POSITION_LINES) and set(ln.strip()) != {"^"}]
+    return "; ".join(lines)
 
 
 def fail(message: Any, flags: Mapping[str, str] = {}, code: int = USAGE) -> NoReturn:
     """Print ``error: <message in flag terms>`` on stderr (one line) and exit with ``code``."""
-    typer.echo(f"error: {to_cli(str(message), flags)}", err=True)
+    typer.echo(f"error: {to_cli(message, flags)}", err=True)
     raise typer.Exit(code=code)
 
 

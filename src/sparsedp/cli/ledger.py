@@ -53,7 +53,6 @@ def show(
 ) -> None:
     """Budgets, spent and remaining epsilon at the budget's delta, and every charge."""
     from rich.console import Console
-    from rich.table import Table
 
     from ..errors import SparsedpError
     from ..ledger import Ledger
@@ -69,25 +68,66 @@ def show(
                 s = led.spent(name)
                 spent = s.epsilon_at_budget_delta
                 rel = led.budget_neighbours(name)
-                typer.echo(f"dataset {name!r} ({rel.value}): budget epsilon={b_eps:g}, delta={b_dlt:g}")
-                typer.echo(f"  spent: epsilon={spent:.6g} at delta={b_dlt:g} ({s.n_charges} charges; basic sum "
-                           f"epsilon={s.epsilon:.6g}, delta={s.delta:.3g}"
-                           + (f", rho={s.rho:.6g}" if s.rho is not None else "") + ")")
-                typer.echo(f"  remaining: epsilon={max(0.0, b_eps - spent):.6g} at delta={b_dlt:g}")
-                t = Table(title=f"{name}: spent epsilon={s.epsilon:.6g}/{b_eps:g}, delta={s.delta:.3g}/{b_dlt:g}"
-                          + (f", rho={s.rho:.6g}" if s.rho is not None else "") + " (basic sums)")
-                for col in ("id", "time (UTC)", "epsilon", "delta", "rho", "mechanism", "event", "relation",
-                            "status", "output", "note"):
-                    t.add_column(col, overflow="fold")
-                for c in led.history(name):
-                    when = _dt.datetime.fromtimestamp(c.created, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-                    t.add_row(str(c.id), when, f"{c.epsilon:.6g}", f"{c.delta:.3g}",
-                              "" if c.rho is None else f"{c.rho:.6g}", c.mechanism,
-                              "" if c.event is None else c.event.kind,
-                              c.neighbours.name.lower().replace("_", "-"), c.status, c.output or "", c.note)
-                console.print(t)
+                history = led.history(name)
+                for line in summary_lines(name, rel.value, (b_eps, b_dlt), s):
+                    console.print(line, markup=False, highlight=False)
+                console.print(charges_table(name, history, rel))
+                for line in charge_details(history, rel):
+                    console.print(line, markup=False, highlight=False)
     except SparsedpError as e:
         fail(e, LEDGER_FLAGS)
+
+
+def summary_lines(name: str, relation: str, budget: tuple[float, float], s) -> list[str]:
+    """A dataset's budget, spent and remaining, each on a line shorter than 80 columns (the dataset's name
+    aside)."""
+    b_eps, b_dlt = budget
+    spent = s.epsilon_at_budget_delta
+    basic = f"epsilon {s.epsilon:.4g}, delta {s.delta:.2g}" + (f", rho {s.rho:.4g}" if s.rho is not None else "")
+    return [f"dataset {name!r}: budget epsilon {b_eps:g} at delta {b_dlt:g}",
+            f"  neighbours: {relation}",
+            f"  spent:      epsilon {spent:.4g} at delta {b_dlt:g} ({s.n_charges} charges)",
+            f"              (plain sums: {basic})",
+            f"  remaining:  epsilon {max(0.0, b_eps - spent):.4g} at delta {b_dlt:g}"]
+
+
+def charges_table(name: str, history: list, budget_relation):
+    """The charges of a dataset as a table that fits 80 columns: id, time, epsilon, delta, mechanism, status
+    (the numbers never wrap; the other details follow the table, :func:`charge_details`)."""
+    from rich import box
+    from rich.table import Table
+
+    t = Table(title=f"{name}: charges", box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
+    for col, kw in (("id", {"justify": "right"}), ("time (UTC)", {}), ("epsilon", {"justify": "right"}),
+                    ("delta", {"justify": "right"})):
+        t.add_column(col, no_wrap=True, **kw)
+    t.add_column("mechanism", overflow="fold", min_width=10)
+    t.add_column("status", no_wrap=True)
+    for c in history:
+        when = _dt.datetime.fromtimestamp(c.created, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+        t.add_row(str(c.id), when, f"{c.epsilon:.4g}", f"{c.delta:.2g}", c.mechanism, c.status)
+    return t
+
+
+def charge_details(history: list, budget_relation) -> list[str]:
+    """One line per charge with more to say than the table: its output file, note, privacy profile, zCDP rho,
+    and its neighbouring relation when it differs from the budget's."""
+    lines = []
+    for c in history:
+        parts = []
+        if c.output:
+            parts.append(f"output {c.output}")
+        if c.note:
+            parts.append(f"note: {c.note}")
+        if c.event is not None:
+            parts.append(f"event {c.event.kind}")
+        if c.rho is not None:
+            parts.append(f"rho {c.rho:.4g}")
+        if c.neighbours != budget_relation:
+            parts.append(f"relation {c.neighbours.name.lower().replace('_', '-')}")
+        if parts:
+            lines.append(f"  #{c.id}: " + "; ".join(parts))
+    return lines
 
 
 @ledger_app.command("plan")

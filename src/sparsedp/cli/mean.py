@@ -81,7 +81,7 @@ def _layout(columns, coordinate, value, coordinates, lower, upper, bounds):
     return kw
 
 
-def _run(fn, input: str, console, err, out: Optional[str], head: int, **kw):
+def _run(fn, input: str, console, err, out: Optional[str], head: int, overwrite: bool = False, **kw):
     from ..errors import SparsedpError
     from .release import progress_stages, sigterm_as_interrupt
 
@@ -90,7 +90,7 @@ def _run(fn, input: str, console, err, out: Optional[str], head: int, **kw):
         if out is not None:
             from ..pipeline import check_out_path
 
-            out_path = check_out_path(out)
+            out_path = check_out_path(out, overwrite)
         with sigterm_as_interrupt():
             res = fn(input, progress=progress_stages(err), **kw)
         frame = res.to_frame()
@@ -144,6 +144,7 @@ def sum_(
     shape: str = typer.Option("optimal", "--shape", help="optimal, spherical or proportional."),
     out: Optional[str] = typer.Option(None, "--out", help="Write coordinate,estimate,noise_std to this "
                                       ".parquet/.csv file (with the guarantee as metadata)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
     head: int = typer.Option(10, "--head", help="Coordinates to print."),
     ledger: Optional[str] = typer.Option(None, "--ledger", help="Charge the release against this ledger file."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset whose budget --ledger charges."),
@@ -161,7 +162,7 @@ def sum_(
         fail(e, VECTOR_FLAGS)
     if max_norm is not None:
         kw.pop("lower", None), kw.pop("upper", None)
-    _run(vector_sum, input, Console(), err, out, head, privacy_unit=unit, max_norm=max_norm, epsilon=epsilon,
+    _run(vector_sum, input, Console(), err, out, head, overwrite, privacy_unit=unit, max_norm=max_norm, epsilon=epsilon,
          delta=delta, rho=rho, mechanism=mechanism, neighbours=neighbours, p=p, shape=shape, ledger=ledger,
          dataset=dataset, **kw)
 
@@ -188,6 +189,7 @@ def mean(
                                "(noisy sum / noisy count; add-remove, for add-remove budgets)."),
     out: Optional[str] = typer.Option(None, "--out", help="Write coordinate,estimate,noise_std to this "
                                       ".parquet/.csv file (with the guarantee as metadata)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
     head: int = typer.Option(10, "--head", help="Coordinates to print."),
     ledger: Optional[str] = typer.Option(None, "--ledger", help="Charge the release against this ledger file "
                                          "(--method plan needs a replace-one budget)."),
@@ -208,5 +210,5 @@ def mean(
             var = [var]
     except SparsedpError as e:
         fail(e, VECTOR_FLAGS)
-    _run(vector_mean, input, Console(), err, out, head, privacy_unit=unit, epsilon=epsilon, delta=delta, rho=rho,
+    _run(vector_mean, input, Console(), err, out, head, overwrite, privacy_unit=unit, epsilon=epsilon, delta=delta, rho=rho,
          variances=var, p=p, method=method, ledger=ledger, dataset=dataset, **kw)

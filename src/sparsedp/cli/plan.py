@@ -20,8 +20,22 @@ def _fmt(x: float) -> str:
     return f"{x:,.4f}" if abs(x) < 1e6 else f"{x:.6g}"
 
 
-def render_table(cals, *, title: str) -> None:
-    """Print calibrations as a rich table (also used by other commands that show plans)."""
+def row_use(mech, chosen: bool) -> str:
+    """What a secure plan row is to a release: the one ``auto`` uses, another count mechanism (blank), or one
+    that publishes something else than counts (its output column: key weights, count minus the cut-off)."""
+    column = mech.value_column("count")
+    if chosen:
+        return "release uses this"
+    if column == "weight":
+        return "publishes key weights, not counts"
+    if column != "count":
+        return f"publishes {column.replace('_', ' ')}"
+    return ""
+
+
+def render_table(cals, *, title: str, uses=None) -> None:
+    """Print calibrations as a rich table (also used by other commands that show plans). ``uses``: the text of
+    the "use" column for each row (:func:`row_use`; paper analyses say so)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -29,12 +43,17 @@ def render_table(cals, *, title: str) -> None:
     for col, justify in (("mechanism", "left"), ("analysis", "left"), ("noise", "left"), ("sigma", "right"),
                          ("noise std", "right"), ("threshold margin tau", "right"), ("delta achieved", "right")):
         table.add_column(col, justify=justify)
-    for c in cals:
+    if uses is not None:
+        table.add_column("use", justify="left")
+    for i, c in enumerate(cals):
         name = c.mechanism + ((" (de-biased counts)" if c.debias else " (shifted: count - cutoff)")
                               if c.mechanism == "topk-csh" else "")
-        table.add_row(name, c.analysis, "discrete" if c.discrete else "continuous",
-                      _fmt(c.sigma), _fmt(c.noise_std), _fmt(c.tau), f"{c.delta_achieved:.4g}")
-    Console(width=max(100, Console().width)).print(table)
+        cells = [name, c.analysis, "discrete" if c.discrete else "continuous",
+                 _fmt(c.sigma), _fmt(c.noise_std), _fmt(c.tau), f"{c.delta_achieved:.4g}"]
+        if uses is not None:
+            cells.append(uses[i])
+        table.add_row(*cells, style="bold" if uses is not None and uses[i] == "release uses this" else None)
+    Console(width=max(100 if uses is None else 135, Console().width)).print(table)
 
 
 def render_pure_table(epsilon: float, delta: float, max_units: int) -> None:
@@ -59,25 +78,35 @@ def render_pure_table(epsilon: float, delta: float, max_units: int) -> None:
     Console(width=max(100, Console().width)).print(table)
 
 
-def summary_line(cals) -> str:
-    """'best: …' sentence: the smallest margin overall, the best with discrete noise if both are listed,
-    and the gain over the Laplace stability histogram (the peers' default) when it is listed."""
-    from ..accounting import best
+def _name(c) -> str:
+    return f"{c.mechanism} ({c.analysis}, {'discrete' if c.discrete else 'continuous'} noise)"
 
-    def name(c) -> str:
-        return f"{c.mechanism} ({c.analysis}, {'discrete' if c.discrete else 'continuous'} noise)"
 
-    top = best(cals)
-    line = f"best: {name(top)} with threshold margin {top.tau:,.2f} and noise std {top.noise_std:,.2f}"
-    discrete = [c for c in cals if c.discrete]
-    if discrete and len(discrete) < len(cals) and not top.discrete:
-        d = best(discrete)
-        line += f"; with secure discrete noise: {name(d)}, margin {d.tau:,.2f}"
+def _vs_laplace(top, cals) -> str:
     lap = [c for c in cals if c.mechanism == "laplace"]
     if lap and top.mechanism != "laplace" and min(c.tau for c in lap) > 0:
         ref = min(lap, key=lambda c: c.tau)
-        line += f"; {100 * (1 - top.tau / ref.tau):.1f}% below the Laplace baseline ({ref.tau:,.2f})"
-    return line
+        return f"; {100 * (1 - top.tau / ref.tau):.1f}% below the Laplace baseline ({ref.tau:,.2f})"
+    return ""
+
+
+def release_line(chosen, secure) -> str:
+    """What a release with the same arguments does: the mechanism ``auto`` picks (the first row of
+    :func:`sparsedp.plan`), with its margin and noise, compared with Laplace among the secure rows."""
+    return (f"a release with these arguments uses: {_name(chosen)}, threshold margin {chosen.tau:,.2f}, noise "
+            f"std {chosen.noise_std:,.2f} (auto: the lowest margin among the mechanisms that publish counts)"
+            + _vs_laplace(chosen, secure))
+
+
+def summary_line(cals) -> str:
+    """'best analysis: …' sentence over every listed row, paper analyses included: the smallest margin
+    overall, and the gain over the Laplace stability histogram (the peers' default) when it is listed."""
+    from ..accounting import best
+
+    top = best(cals)
+    label = "best" if all(not c.discrete for c in cals) else "lowest margin of any analysis"
+    return (f"{label}: {_name(top)} with threshold margin {top.tau:,.2f} and noise std {top.noise_std:,.2f}"
+            + _vs_laplace(top, cals))
 
 
 def _print_profile(p) -> None:
@@ -146,18 +175,27 @@ def plan(
     if l0 is None and top_k is None and k is None:
         l0 = 1
     try:
-        # the secure rows are the registered mechanisms (sparsedp.plan); the paper analyses are listed for research
-        cals = list(plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k)) if noise != "continuous" and (
-            l0 is not None or top_k is not None) else []
+        # the secure rows are the registered mechanisms, as a release samples them (sparsedp.plan: the first is
+        # auto's choice); the paper analyses (continuous noise) are listed for research
+        secure = plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k) if noise != "continuous" and (
+            l0 is not None or top_k is not None) else None
+        cals = list(secure) if secure is not None else []
+        uses = [row_use(m, i == 0) for i, m in enumerate(secure.mechanisms)] if secure is not None else []
         if noise != "discrete" or k is not None:
-            cals += compare(epsilon, delta, l0=l0, top_k=top_k, k=k,
-                            discrete=False if noise != "discrete" else True) if noise != "discrete" else \
+            papers = compare(epsilon, delta, l0=l0, top_k=top_k, k=k,
+                             discrete=False if noise != "discrete" else True) if noise != "discrete" else \
                 compare(epsilon, delta, k=k, discrete=True)
+            cals += papers
+            uses += ["paper analysis" if not c.discrete else "k-sparse histogram (analysis)" for c in papers]
     except SparsedpError as e:
         fail(e, PLAN_FLAGS)
     model = ", ".join(f"{n}={x}" for n, x in (("l0", l0), ("top_k", top_k), ("k", k)) if x is not None)
-    render_table(cals, title=f"sparsedp plan: epsilon={epsilon:g}, delta={delta:g}, {model}")
-    typer.echo(summary_line(cals))
+    render_table(cals, title=f"sparsedp plan: epsilon={epsilon:g}, delta={delta:g}, {model}",
+                 uses=uses if secure is not None else None)
+    if secure is not None and len(secure):
+        typer.echo(release_line(secure.best, list(secure)))
+    if len(cals) > (len(secure) if secure is not None else 0):
+        typer.echo(summary_line(cals))
     if profile and (l0 is not None or top_k is not None):
         _print_profile(plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k))
     if plot:

@@ -6,6 +6,7 @@ import contextlib
 from typing import Any, Iterator, List, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from . import app
 from ._errors import (RELEASE_FLAGS, cli_errors, fail, interruptible,  # noqa: F401 (sigterm_as_interrupt:
@@ -75,7 +76,7 @@ def run_release(data, *, console, err_console, head: int = 10, flags=RELEASE_FLA
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file=None,
              line=None) -> None:  # sparsedp's warnings as one line in flag terms, when they happen
         if category.__module__.startswith("sparsedp"):
-            err_console.print(f"warning: {to_cli(str(message), flags)}", style="yellow", markup=False,
+            err_console.print(f"warning: {to_cli(message, flags)}", style="yellow", markup=False,
                               highlight=False, soft_wrap=True)
         else:
             original(message, category, filename, lineno, file, line)
@@ -175,16 +176,9 @@ def parse_max_groups(value: Optional[str], share: Optional[float], quantile: Opt
     from ..errors import InvalidParameterError
 
     if value is not None and value.strip().lower() == "auto":
-        from ..errors import SparsedpError
-
         opts: dict[str, Any] = {k: x for k, x in (("share", share), ("quantile", quantile),
                                                   ("objective", objective)) if x is not None}
-        try:
-            return AutoBound(**opts)
-        except SparsedpError as e:  # in the CLI's terms
-            raise type(e)(str(e).replace("AutoBound share", "--auto-share")
-                          .replace("AutoBound quantile", "--auto-quantile")
-                          .replace("AutoBound objective", "--auto-objective")) from None
+        return AutoBound(**opts)  # its errors name auto_share, auto_quantile, auto_objective: flags on the CLI
     if share is not None or quantile is not None or objective is not None:
         raise InvalidParameterError("--auto-share, --auto-quantile and --auto-objective go with --max-groups auto")
     if value is None:
@@ -198,88 +192,109 @@ def parse_max_groups(value: Optional[str], share: Optional[float], quantile: Opt
     return n
 
 
-@app.command()
+def mechanism_help() -> str:
+    """``--mechanism``'s help, from the registry (every registered name, grouped by what it needs)."""
+    from ..mechanisms import registry
+
+    names = [n for n in registry.names() if n != "auto"]
+    pure = {n for n, _ in registry.pure_names()}
+    keyed = [n for n in names if registry.get(n).public_keys]
+    rows = [n for n in names if registry.get(n).row_units]
+    plain = [n for n in names if n not in pure and n not in keyed and n not in rows]
+    return (f"auto (default: the lowest threshold among the count mechanisms), {', '.join(plain)}; pure DP (delta "
+            f"0): {', '.join(n for n in names if n in pure and n not in keyed)}; with --keys: {', '.join(keyed)}; "
+            f"sketch: {', '.join(rows)}.")
+
+
+class _ReleaseCommand(TyperCommand):
+    """``sparsedp release``: ``--mechanism``'s help is read from the registry when help is shown (importing
+    every mechanism at start-up would slow every command)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        for param in self.params:
+            if param.name == "mechanism":
+                param.help = mechanism_help()  # type: ignore[attr-defined]
+        return super().format_help(ctx, formatter)
+
+
+_MECH = "Mechanism options"
+_AUTO = "Automatic bound (--max-groups auto)"
+_AGG = "SUM and MEAN"
+_OUT = "Output and budget"
+
+
+@app.command(cls=_ReleaseCommand, epilog=(
+    "Example: sparsedp release searches.parquet --unit user_id --by query --epsilon 1 --delta 1e-7 "
+    "--max-groups 10 --out counts.csv   (see `sparsedp plan` to choose the parameters)"))
 @interruptible
 def release(
-    input: str = typer.Argument(..., help="Parquet/CSV file (or glob), or SQL text run by DuckDB "
-                                          "(e.g. \"SELECT user_id, url FROM 'shares.parquet'\")."),
+    input: str = typer.Argument(..., help="Parquet/CSV file, glob or directory of parts, or SQL text run by DuckDB "
+                                          "(\"SELECT user_id, url FROM 'shares.parquet'\")."),
     unit: str = typer.Option(..., "--unit", "--privacy-unit", help="Privacy unit column (whom the guarantee "
                                                                    "protects)."),
     by: str = typer.Option(..., "--by", help="Key column(s), comma-separated."),
-    epsilon: float = typer.Option(..., "--epsilon", help="Privacy parameter epsilon (> 0)."),
-    delta: Optional[float] = typer.Option(None, "--delta", help="Privacy parameter delta (0 < delta < 1; "
-                                                                 "0 for the pure mechanisms)."),
+    epsilon: float = typer.Option(..., "--epsilon", help="Epsilon (> 0)."),
+    delta: Optional[float] = typer.Option(None, "--delta", help="Delta (0 < delta < 1; 0 for pure DP)."),
     max_groups: Optional[str] = typer.Option(None, "--max-groups", "--max-groups-per-unit",
-                                             help="Keep at most this many keys per unit (GSHM, Laplace); 'auto': "
-                                                  "choose it privately from the data with --auto-share of epsilon."),
-    auto_share: Optional[float] = typer.Option(None, "--auto-share", help="With --max-groups auto: the share "
-                                               "of epsilon spent choosing the bound (default 0.1)."),
-    auto_quantile: Optional[float] = typer.Option(None, "--auto-quantile", help="With --max-groups auto: the "
-                                                  "target fraction of units keeping all their keys (default 0.9)."),
-    auto_objective: Optional[str] = typer.Option(None, "--auto-objective", help="With --max-groups auto: "
-                                                 "'quantile' (default: the --auto-quantile rule) or 'keys' (the "
-                                                 "bound with the most expected released keys)."),
-    top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys (top-k CSH; de-biased "
-                                                              "counts)."),
-    shifted: bool = typer.Option(False, "--shifted", help="Top-k: release count minus the (k+1)-th count "
-                                                          "(column count_minus_cutoff) instead of counts."),
-    out: Optional[str] = typer.Option(None, "--out", help="Write the table to this .parquet/.csv file "
-                                                           "(atomically, with the guarantee as metadata)."),
-    engine: Optional[str] = typer.Option(None, "--engine", help="polars (default), duckdb (default for SQL), "
-                                                                 "pandas, arrow or spark (a local Spark session "
-                                                                 "unless a cluster is configured)."),
-    mechanism: str = typer.Option("auto", "--mechanism", help="auto, gshm, laplace, topk-csh, two-stage; pure DP "
-                                  "(one key per unit): pure-blanket (auto at --delta 0), pure-sparse, compact, basic, "
-                                  "stability, keep-heavy, kh-prime, "
-                                  "kh-double-prime, sparse-histogram; misra-gries."),
-    count_column: str = typer.Option("count", "--count-column", help="Name of the noisy count column."),
-    sums: Optional[List[str]] = typer.Option(None, "--sum", help="Also release a private SUM per key: "
-                                             "COLUMN:LOWER:UPPER[:NAME] (each unit's per-key total clipped to "
-                                             "[LOWER, UPPER]); repeatable. GSHM/auto or --top-k."),
-    means: Optional[List[str]] = typer.Option(None, "--mean", help="Also release a private MEAN per key: "
-                                              "COLUMN:LOWER:UPPER[:NAME]; repeatable."),
-    column_shape: Optional[str] = typer.Option(None, "--column-shape", help="With --sum/--mean (GSHM): the "
-                                               "shape of the columns' noise covariance in value units², rows "
-                                               "separated by ';' (e.g. '90000,750;750,25'), one row per noisy "
-                                               "column in --sum, --mean order (a --sum and --mean of the same "
-                                               "column and bounds share one); the noise has covariance about "
-                                               "sigma² x this. Default: independent columns."),
-    sketch_size: Optional[int] = typer.Option(None, "--sketch-size", help="misra-gries: number of counters k."),
-    unit_sketch: Optional[str] = typer.Option(None, "--unit-sketch", help="misra-gries with --unit: 'pamg' (each "
-                                              "unit's distinct keys added as one set, no group privacy; the "
-                                              "default for csh without --max-groups) or 'group-privacy'."),
-    max_units: Optional[int] = typer.Option(None, "--max-units", help="Pure mechanisms: public bound on the "
-                                            "number of units (add/remove-one neighbours; else n is public)."),
-    domain_size: Optional[int] = typer.Option(None, "--domain-size", help="basic: integer keys in "
-                                              "[0, domain-size)."),
-    max_key_bytes: Optional[int] = typer.Option(None, "--max-key-bytes", help="Pure mechanisms: keys are strings "
-                                                "of at most this many UTF-8 bytes (public domain bound; default "
-                                                "16)."),
-    query_keys: Optional[str] = typer.Option(None, "--query-keys", help="compact: comma-separated public keys "
-                                             "whose noisy counts to print."),
-    pre_threshold: Optional[int] = typer.Option(None, "--pre-threshold", help="GSHM/Laplace: never release keys "
-                                                "with fewer units."),
-    keys_file: Optional[str] = typer.Option(None, "--keys", help="Public key list: every listed key gets a noisy "
-                                            "count, no threshold (a text file with one key per line, or a .csv/"
-                                            ".parquet with the --by columns). Must not be derived from the data."),
-    size_weight: Optional[int] = typer.Option(None, "--size-weight", help="correlated-gaussian: the weight C of "
-                                              "the size coordinate (seed 002 §3.1)."),
-    known_n: Optional[float] = typer.Option(None, "--known-n", help="correlated-gaussian: a previously released "
-                                            "estimate of the number of units (seed 002 Lemma 3.6)."),
-    group: Optional[str] = typer.Option(None, "--group", help="With --keys: the --by column whose values group the "
-                                        "keys; each unit counts in one group only (seed 002 Algorithm 2, "
-                                        "grouped-correlated-gaussian; auto compares it with the others)."),
-    split: Optional[float] = typer.Option(None, "--split", help="two-stage: share of epsilon spent "
-                                          "selecting the keys (default 0.5; delta is split in half)."),
-    count_bound: Optional[int] = typer.Option(None, "--count-bound", help="two-stage: keys per unit counted "
-                                              "in stage 2 (default: no bound)."),
-    select: Optional[str] = typer.Option(None, "--select", help="two-stage: the selecting mechanism (gshm, "
-                                         "laplace; default gshm)."),
-    head: int = typer.Option(10, "--head", help="Rows of the table to print."),
-    ledger: Optional[str] = typer.Option(None, "--ledger", help="Charge the release against a budget in "
-                                                                 "this ledger file (see `sparsedp ledger`)."),
-    dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset name whose budget --ledger "
-                                                                   "charges."),
+                                             help="Keys kept per unit (an integer, or 'auto')."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys instead (top-k CSH)."),
+    mechanism: str = typer.Option("auto", "--mechanism", help="auto or a registered mechanism."),
+    auto_share: Optional[float] = typer.Option(None, "--auto-share", rich_help_panel=_AUTO,
+                                               help="Share of epsilon spent choosing the bound (0.1)."),
+    auto_quantile: Optional[float] = typer.Option(None, "--auto-quantile", rich_help_panel=_AUTO,
+                                                  help="Fraction of units keeping all their keys (0.9)."),
+    auto_objective: Optional[str] = typer.Option(None, "--auto-objective", rich_help_panel=_AUTO,
+                                                 help="'quantile' (default) or 'keys' (most released keys)."),
+    shifted: bool = typer.Option(False, "--shifted", rich_help_panel=_MECH,
+                                 help="Top-k: release count minus the (k+1)-th count."),
+    sketch_size: Optional[int] = typer.Option(None, "--sketch-size", rich_help_panel=_MECH,
+                                              help="misra-gries: number of counters."),
+    unit_sketch: Optional[str] = typer.Option(None, "--unit-sketch", rich_help_panel=_MECH,
+                                              help="misra-gries with --unit: 'pamg' (default) or 'group-privacy'."),
+    max_units: Optional[int] = typer.Option(None, "--max-units", rich_help_panel=_MECH,
+                                            help="Pure DP: public bound on the number of units."),
+    domain_size: Optional[int] = typer.Option(None, "--domain-size", rich_help_panel=_MECH,
+                                              help="basic: integer keys in [0, domain-size)."),
+    max_key_bytes: Optional[int] = typer.Option(None, "--max-key-bytes", rich_help_panel=_MECH,
+                                                help="Pure DP: keys of at most this many UTF-8 bytes (16)."),
+    query_keys: Optional[str] = typer.Option(None, "--query-keys", rich_help_panel=_MECH,
+                                             help="compact: comma-separated keys to print."),
+    pre_threshold: Optional[int] = typer.Option(None, "--pre-threshold", rich_help_panel=_MECH,
+                                                help="Never release keys with fewer units."),
+    keys_file: Optional[str] = typer.Option(None, "--keys", rich_help_panel=_MECH,
+                                            help="Public key list (file): every listed key gets a count."),
+    size_weight: Optional[int] = typer.Option(None, "--size-weight", rich_help_panel=_MECH,
+                                              help="correlated-gaussian: weight C of the size coordinate."),
+    known_n: Optional[float] = typer.Option(None, "--known-n", rich_help_panel=_MECH,
+                                            help="correlated-gaussian: a released estimate of the unit count."),
+    group: Optional[str] = typer.Option(None, "--group", rich_help_panel=_MECH,
+                                        help="With --keys: the --by column grouping the keys."),
+    split: Optional[float] = typer.Option(None, "--split", rich_help_panel=_MECH,
+                                          help="two-stage: share of epsilon selecting keys (0.5)."),
+    count_bound: Optional[int] = typer.Option(None, "--count-bound", rich_help_panel=_MECH,
+                                              help="two-stage: keys per unit counted in stage 2."),
+    select: Optional[str] = typer.Option(None, "--select", rich_help_panel=_MECH,
+                                         help="two-stage: selecting mechanism (gshm, laplace)."),
+    count_column: str = typer.Option("count", "--count-column", rich_help_panel=_AGG,
+                                     help="Name of the noisy count column."),
+    sums: Optional[List[str]] = typer.Option(None, "--sum", rich_help_panel=_AGG,
+                                             help="Private SUM per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
+    means: Optional[List[str]] = typer.Option(None, "--mean", rich_help_panel=_AGG,
+                                              help="Private MEAN per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
+    column_shape: Optional[str] = typer.Option(None, "--column-shape", rich_help_panel=_AGG,
+                                               help="Noise covariance shape of the columns, e.g. "
+                                                    "'90000,750;750,25'."),
+    out: Optional[str] = typer.Option(None, "--out", rich_help_panel=_OUT,
+                                      help="Write the table (.parquet/.csv, atomically, with its guarantee)."),
+    overwrite: bool = typer.Option(False, "--overwrite", rich_help_panel=_OUT,
+                                   help="Replace an existing --out file."),
+    ledger: Optional[str] = typer.Option(None, "--ledger", rich_help_panel=_OUT,
+                                         help="Charge a budget in this ledger file."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", rich_help_panel=_OUT,
+                                          help="Dataset whose budget --ledger charges."),
+    engine: Optional[str] = typer.Option(None, "--engine", rich_help_panel=_OUT,
+                                         help="polars, duckdb, pandas, arrow or spark (default: chosen)."),
+    head: int = typer.Option(10, "--head", rich_help_panel=_OUT, help="Rows of the table to print."),
 ) -> None:
     """Release noisy distinct-unit counts per key (and, with --sum/--mean, private sums and means), with
     contribution bounding and a printed report."""
@@ -323,6 +338,6 @@ def release(
         fail(e, RELEASE_FLAGS)
     run_release(input, console=Console(), err_console=err, head=head, privacy_unit=unit,
                 by=[c.strip() for c in by.split(",") if c.strip()], epsilon=epsilon, delta=delta,
-                max_groups_per_unit=max_groups_per_unit, mechanism=mech, engine=engine, out=out, ledger=ledger,
+                max_groups_per_unit=max_groups_per_unit, mechanism=mech, engine=engine, out=out, overwrite=overwrite, ledger=ledger,
                 dataset=dataset, aggregates=aggregates, keys=keys,
                 **({"column_shape": shape} if shape is not None else {}))

@@ -45,7 +45,7 @@ def reproduce(
                                "status; exit 1 if one is missed without a documented reason "
                                "(docs/reproduce.md)."),
 ) -> None:
-    """Reproduce a figure or table of the seed papers and print our numbers next to the paper's."""
+    """Reproduce a figure or table of the papers and print our numbers next to the paper's."""
     from rich.console import Console
 
     from .. import reproduce as rp

@@ -26,7 +26,7 @@ def sketch(
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy parameter epsilon (> 0)."),
     delta: float = typer.Option(0.0, "--delta", help="Privacy parameter delta (0 < delta < 1; 0 with "
                                                       "--release pure)."),
-    release: str = typer.Option("csh", "--release", help="csh (default; seed 000 CSH on the merged sketch), pmg "
+    release: str = typer.Option("csh", "--release", help="csh (default; Lebeda & Retschmeier (2024) CSH on the merged sketch), pmg "
                                 "(thesis Algorithm 13; one sequential sketch), pure (§3.6, needs --universe-size), "
                                 "threshold2 (the (eps, delta) §3.6 variant), merged-laplace."),
     combine: Optional[str] = typer.Option(None, "--combine", help="merge (one sketch per file, merged; default) or "
@@ -34,6 +34,7 @@ def sketch(
     universe_size: Optional[int] = typer.Option(None, "--universe-size", help="--release pure: integer keys "
                                                 "0..universe-size-1."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the table to this .parquet/.csv file."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
     head: int = typer.Option(10, "--head", help="Rows of the table to print."),
     ledger: Optional[str] = typer.Option(None, "--ledger", help="Charge the release against a budget in this "
                                                                  "ledger file."),
@@ -63,7 +64,8 @@ def sketch(
 
             with sigterm_as_interrupt(), partition_progress(tick):
                 res = run(input, None, [c.strip() for c in by.split(",") if c.strip()], epsilon, delta,
-                          mechanism=mech, out=out, ledger=ledger, dataset=dataset)
+                          mechanism=mech, out=out, overwrite=overwrite, ledger=ledger,
+                          dataset=dataset)
     except SparsedpError as e:
         fail(e, SKETCH_FLAGS)
     except KeyboardInterrupt:

@@ -2,8 +2,8 @@
 
 An engine turns user rows ``(privacy unit, key columns…)`` into a :class:`~sparsedp.mechanisms.SparseHistogram`
 of *bounded* counts: after bounding, every privacy unit adds at most 1 to each key and touches at most ``l0``
-keys. That is the contribution model every sparse-histogram accountant assumes (ℓ∞ = 1, ℓ0 = ``l0``; seed 001
-spec §1, ``C_u``; seed 000 spec §1.1); an unenforced bound voids the guarantee.
+keys. That is the contribution model every sparse-histogram accountant assumes (ℓ∞ = 1, ℓ0 = ``l0``; Karrer et al. (2022)
+spec §1, ``C_u``; Lebeda & Retschmeier (2024) spec §1.1); an unenforced bound voids the guarantee.
 
 Each engine implements :meth:`Engine.raw_counts` natively: de-duplicate ``(unit, key)`` pairs, count distinct
 units per key, find the units with more than ``l0`` keys and return their pairs. The shared
@@ -25,7 +25,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InputDataError, SparsedpError
+from ..errors import ColumnNotFoundError, ColumnTypeError, InputDataError, SparsedpError
 from ..mechanisms.histogram import SparseHistogram
 
 
@@ -239,7 +239,8 @@ class EmbeddedEngine(Engine):
 
         by = list(by)
         check_unique_names(data)
-        with engine_errors_as_input_errors(self.name):
+        check_mixed_types(data, privacy_unit, by)
+        with engine_errors_as_input_errors(self.name, data):
             check_columns(self.columns(data), privacy_unit, by)
             check_pandas_nan_keys(data, by)  # before pandas' NaN turns into a null on the way to Polars
             if aggregates:
@@ -276,7 +277,8 @@ class EmbeddedEngine(Engine):
         by = list(by)
         check_unique_names(data)
         cols = [privacy_unit] + by
-        with engine_errors_as_input_errors(self.name):
+        check_mixed_types(data, privacy_unit, by)
+        with engine_errors_as_input_errors(self.name, data):
             check_columns(self.columns(data), privacy_unit, by)
             lf = self.rows_lazy(data).select(cols)
             floats = [c for c, t in lf.collect_schema().items() if c in by and t.is_float()]
@@ -427,39 +429,84 @@ def check_unique_names(data: Any) -> None:
 
 
 @contextlib.contextmanager
-def engine_errors_as_input_errors(engine: str) -> Iterator[None]:
+def engine_errors_as_input_errors(engine: str, data: Any = None) -> Iterator[None]:
     """Errors the data libraries raise on inputs they cannot process (unsupported column types, values out
     of range, unreadable files) become :class:`InputDataError`, so no library traceback reaches the user.
     Our own errors pass through unchanged, and so does an interrupt (DuckDB's ``InterruptException`` becomes
-    :class:`KeyboardInterrupt` again)."""
+    :class:`KeyboardInterrupt` again). With ``data`` (the input), a CSV that is not UTF-8 or is ragged is
+    explained with its line and how to read it (:func:`~sparsedp.engines.sources.explain_read_error`)."""
+    from .sources import explain_read_error
+
     try:
         yield
+    except InputDataError as e:
+        better = explain_read_error(data, e) if data is not None else e
+        if better is e:
+            raise
+        raise better from None
     except SparsedpError:
         raise
     except (ValueError, TypeError, OverflowError, KeyError, IndexError, NotImplementedError, OSError) as e:
-        raise InputDataError(f"the {engine} engine could not process the input: {type(e).__name__}: {e}") from e
+        err = InputDataError(f"the {engine} engine could not process the input: {type(e).__name__}: {e}")
+        raise (explain_read_error(data, err) if data is not None else err) from e
     except Exception as e:
         if type(e).__name__ == "InterruptException":  # DuckDB's Ctrl-C: still an interrupt (CLI exit 130)
             raise KeyboardInterrupt from None
         # library base classes outside the builtin hierarchy (polars/pyarrow/duckdb errors)
         if type(e).__module__.split(".")[0] in ("polars", "pyarrow", "duckdb", "pandas", "numpy", "_duckdb"):
-            raise InputDataError(f"the {engine} engine could not process the input: {type(e).__name__}: "
-                                 f"{e}") from e
+            err = InputDataError(f"the {engine} engine could not process the input: {type(e).__name__}: {e}")
+            raise (explain_read_error(data, err) if data is not None else err) from e
         raise
 
 
-def check_columns(available: Sequence[str], privacy_unit: str, by: Sequence[str]) -> None:
-    """Raise :class:`InputDataError` naming any missing column and its closest match."""
+def check_columns(available: Sequence[str], privacy_unit: str | None, by: Sequence[str]) -> None:
+    """Raise :class:`~sparsedp.errors.ColumnNotFoundError` naming any missing column (its ``param``: the argument
+    that named it) and its closest match."""
     available = list(available)
-    for role, col in [("privacy_unit", privacy_unit)] + [("by", c) for c in by]:
+    roles = ([("privacy_unit", privacy_unit)] if privacy_unit is not None else []) + [("by", c) for c in by]
+    for role, col in roles:
         if col not in available:
             import difflib  # only for the error message (not on the path of a release that succeeds)
 
             close = ([a for a in available if a.lower() == col.lower()]
                      or difflib.get_close_matches(col, available, n=1))
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InputDataError(f"{role} column {col!r} is not in the data (columns: "
-                                 f"{', '.join(map(repr, available[:20]))}{'…' if len(available) > 20 else ''}){hint}")
+            raise ColumnNotFoundError(f"⟨{role}⟩ column {col!r} is not in the data (columns: "
+                                      f"{', '.join(map(repr, available[:20]))}{'…' if len(available) > 20 else ''})"
+                                      f"{hint}", param=role)
+
+
+#: pandas' names (``pandas.api.types.infer_dtype``) of object columns mixing values of different kinds
+_MIXED = ("mixed", "mixed-integer")
+
+
+def check_mixed_types(data: Any, privacy_unit: str | None, by: Sequence[str]) -> None:
+    """The one rule on every engine for a unit or key column holding values of different kinds (a pandas
+    object column with ``1`` and ``"1"``): refused with :class:`~sparsedp.errors.ColumnTypeError` naming the
+    column, before any budget is charged. Engines would otherwise disagree: Polars and pandas fail on it, and
+    DuckDB casts it to VARCHAR, where ``1`` and ``"1"`` become one unit (removing one person would then not
+    remove one unit: the guarantee would not hold as stated) or one key. Only pandas frames can hold such a
+    column (Polars, Arrow, DuckDB, Spark and files are typed per column). Called before the engine converts or
+    scans the frame; a missing column is left to :func:`check_columns`."""
+    if type(data).__module__.split(".")[0] != "pandas":
+        return
+    from pandas.api.types import infer_dtype
+
+    for role, col in ([("privacy_unit", privacy_unit)] if privacy_unit is not None else []) + [("by", c)
+                                                                                               for c in by]:
+        if col not in data.columns:
+            continue
+        series = data[col]
+        if getattr(series.dtype, "kind", "") != "O":
+            continue
+        kind = infer_dtype(series, skipna=True)
+        if kind in _MIXED:
+            kinds = sorted({type(x).__name__ for x in series.dropna().head(10_000)})
+            raise ColumnTypeError(
+                f"⟨{role}⟩ column {col!r} mixes values of different types ({', '.join(kinds)}): 1 and '1' would be "
+                f"one {'unit' if role == 'privacy_unit' else 'key'} on some engines and two on others",
+                column=col, param=role, fix=f"cast the column to one type first (e.g. "
+                f"df[{col!r}] = df[{col!r}].astype(str))")
 
 
 def check_nulls_and_rows(rows: int, null_counts: dict[str, int]) -> None:

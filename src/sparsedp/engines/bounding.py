@@ -19,7 +19,7 @@ distinct keys keeps its ``l0`` pairs of smallest ``(r, key)`` in the canonical k
   its own distinct keys, its own value and ``K`` only (the rank of a pair involves no other unit's data and no
   global order). So for every fixed ``K``, adding or removing one unit changes the bounded histogram by that
   unit's at most ``l0`` contributions of 1 and nothing else: the contribution model every accountant assumes
-  (ℓ∞ = 1, ℓ0 = ``l0``; seed 001 spec §1 ``C_u``, which also asks for the choice to be "per user and
+  (ℓ∞ = 1, ℓ0 = ``l0``; Karrer et al. (2022) spec §1 ``C_u``, which also asks for the choice to be "per user and
   independently of other users' data"). ``K`` is independent of the data, so the guarantee holds for the
   randomised release as a whole. This part uses no cryptographic assumption at all.
 - *Uniform (computational).* Assume ``x ↦ AES-256_{K'}(x)`` with ``K' = SHA-256(tag ‖ K)`` for a uniform

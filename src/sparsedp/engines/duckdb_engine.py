@@ -111,10 +111,12 @@ def _input_error(what: str, e: BaseException) -> BaseException:
 
 
 @contextmanager
-def query_progress(con: Any) -> Iterator[None]:
+def query_progress(con: Any, lo: float = 0.0, hi: float = 100.0) -> Iterator[None]:
     """While the block runs a query on ``con``, report DuckDB's own estimate of its progress (percent,
-    ``query_progress()``) to the display (:mod:`sparsedp.progress`); nothing when no display listens. DuckDB's
-    progress bar is enabled for the block (not printed) and the connection's settings restored after."""
+    ``query_progress()``) to the display (:mod:`sparsedp.progress`), mapped onto ``[lo, hi]`` percent of the
+    stage (the bounding stage runs several queries and in-process work: each gets its share of the bar, so
+    the bar advances through the whole stage); nothing when no display listens. DuckDB's progress bar is
+    enabled for the block (not printed) and the connection's settings restored after."""
     from ..progress import listening, polling, report
 
     if not listening():
@@ -130,10 +132,10 @@ def query_progress(con: Any) -> Iterator[None]:
 
     def sample() -> tuple[float, float, str] | None:
         pct = float(con.query_progress())
-        return (max(0.0, min(pct, 100.0)), 100.0, "%") if pct >= 0 else None
+        return (lo + (hi - lo) * max(0.0, min(pct, 100.0)) / 100.0, 100.0, "%") if pct >= 0 else None
 
     try:
-        report(0.0, 100.0, "%")  # the stage shows as a percentage from its start (DuckDB estimates only some plans)
+        report(lo, 100.0, "%")  # the stage shows as a percentage from its start (DuckDB estimates only some plans)
         with polling(sample):
             yield
     finally:
@@ -414,6 +416,7 @@ class DuckDBEngine(EmbeddedEngine):
 
         import numpy as np
 
+        from ..progress import report
         from .duckdb_objects import bounding_objects, drop_tables
 
         cols = [privacy_unit] + by
@@ -448,10 +451,12 @@ class DuckDBEngine(EmbeddedEngine):
                     [f"{_q(privacy_unit)} AS __sp_unit"] + [f"{_q(c)} AS __sp_key{i}" for i, c in enumerate(by)]
                     + [f"{_q(c)} AS {_vcol(j)}" for j, c in enumerate(vcols)]) + " FROM __in")
                 floats = [i for i, c in enumerate(by) if types[c].id in ("float", "double")]
-                check = proj.query("__src", "SELECT count(*), " + ", ".join(
-                    ["count(*) - count(__sp_unit)"] + [f"count(*) - count(__sp_key{i})" for i in range(len(by))]
-                    + [e for _, _, e in vchecks]
-                    + [f"count(*) FILTER (WHERE isnan(__sp_key{i}))" for i in floats]) + " FROM __src").fetchall()[0]
+                with query_progress(con, 0.0, 30.0):  # the input checks: the first read of the rows
+                    check = proj.query("__src", "SELECT count(*), " + ", ".join(
+                        ["count(*) - count(__sp_unit)"] + [f"count(*) - count(__sp_key{i})" for i in range(len(by))]
+                        + [e for _, _, e in vchecks]
+                        + [f"count(*) FILTER (WHERE isnan(__sp_key{i}))" for i in floats]) + " FROM __src"
+                    ).fetchall()[0]
             except duckdb.Error as e:
                 raise _input_error("DuckDB could not read the input", e) from None
             n_v = 1 + len(cols)
@@ -466,7 +471,8 @@ class DuckDBEngine(EmbeddedEngine):
             tid = [types[c].id for c in cols]
             budget = self.batch_budget(con, len(sums))
             try:  # the distinct keys (no randomness), each with its index in DuckDB's order
-                keys = to_arrow_table(proj.query("__src", keys_sql(tid[1:])))
+                with query_progress(con, 30.0, 50.0):
+                    keys = to_arrow_table(proj.query("__src", keys_sql(tid[1:])))
             except duckdb.Error as e:
                 raise _input_error("DuckDB could not group the input", e) from None
             secret = draw_bounding_secret(rng) if l0 is not None else None  # after validation only
@@ -485,18 +491,21 @@ class DuckDBEngine(EmbeddedEngine):
                 tp = f"__sparsedp_p_{tag}"
                 if self.passes == 1 and rows <= budget:  # in memory: the rows go to the process
                     try:
-                        with query_progress(con):
+                        with query_progress(con, 50.0, 70.0):
                             rows_t = self._run(con, pairs_sql(tid[0], tid[1:], view, sums, None, distinct=False),
                                                fetch=True, src=proj)
                     except duckdb.Error as e:
                         raise _input_error("DuckDB could not group the input", e) from None
+                    report(70.0, 100.0, "%")  # the bound and the counts, in the process
                     acc = self._bound_rows(rows_t, ctx, vcols)
                 for i in range(self.passes if acc is None else 0):
                     part = None if self.passes == 1 else (i, self.passes)
                     try:
-                        with query_progress(con):  # the relation may start executing when it is built
+                        step = 50.0 / self.passes
+                        with query_progress(con, 50.0 + i * step, 50.0 + (i + 0.7) * step):  # runs when built
                             self._run(con, f"CREATE TEMP TABLE {tp} AS "
                                       + pairs_sql(tid[0], tid[1:], view, sums, part), src=proj)
+                        report(50.0 + (i + 0.7) * step, 100.0, "%")
                         got = self._bound_pairs(con, tp, tid[0], ctx, budget)
                         acc = got if acc is None else acc.add(got)
                     except duckdb.Error as e:
@@ -594,10 +603,11 @@ class DuckDBEngine(EmbeddedEngine):
         import duckdb
 
         from ..auto_bound import UnitKeyCounts
-        from .base import check_columns, check_key_values, check_unique_names
+        from .base import check_columns, check_key_values, check_mixed_types, check_unique_names
 
         by = list(by)
         check_unique_names(data)
+        check_mixed_types(data, privacy_unit, by)
         check_columns(self.columns(data), privacy_unit, by)
         cols = [privacy_unit] + by
         with self._source(data) as (con, rel):

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputDataError, InvalidTypeError
+from ..errors import InputDataError, InputFormatError, InvalidTypeError
 
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 CSV_SUFFIXES = (".csv",)
@@ -103,9 +103,94 @@ def file_format(path: str | os.PathLike) -> str:
 
 
 def expand(path: str | os.PathLike) -> list[str]:
-    """The files a path or glob names (sorted)."""
+    """The files a path or glob names (sorted; ``**`` matches any depth)."""
     p = os.fspath(path)
-    return sorted(glob.glob(p)) if glob.has_magic(p) else [p]
+    return sorted(glob.glob(p, recursive=True)) if glob.has_magic(p) else [p]
+
+
+def resolve_file(path: Any) -> Any:
+    """A directory of Parquet (or CSV) parts, as Spark, DuckDB and Hive-partitioned datasets write them, as the
+    glob of its data files (``dir/*.parquet``, or ``dir/**/*.parquet`` when they sit in subdirectories); any
+    other input unchanged. Every engine reads the glob; files that are not data (``_SUCCESS``, ``.crc``) are
+    left out. A directory with no data file, or with both Parquet and CSV files, is refused naming what it
+    holds."""
+    if not isinstance(path, (str, os.PathLike)) or not os.path.isdir(path):
+        return path
+    p = os.fspath(path).rstrip("/\\") or os.fspath(path)
+    found = {}
+    for suffixes in (PARQUET_SUFFIXES, CSV_SUFFIXES):
+        for suffix in suffixes:
+            flat = glob.glob(os.path.join(glob.escape(p), f"*{suffix}"))
+            deep = glob.glob(os.path.join(glob.escape(p), "**", f"*{suffix}"), recursive=True)
+            if deep:
+                found[suffix] = (flat, deep)
+    kinds = {"parquet" if s in PARQUET_SUFFIXES else "csv" for s in found}
+    if not found:
+        raise InputFormatError(f"directory {p!r} holds no Parquet or CSV file (expected names ending in "
+                               f"{', '.join(PARQUET_SUFFIXES + CSV_SUFFIXES)})")
+    if len(kinds) > 1 or len(found) > 1:
+        raise InputFormatError(f"directory {p!r} mixes data files ({', '.join(sorted('*' + s for s in found))}); "
+                               f"pass a glob naming one kind, e.g. {os.path.join(p, '*' + next(iter(found)))!r}")
+    (suffix, (flat, deep)), = found.items()
+    return os.path.join(p, f"*{suffix}") if len(flat) == len(deep) else os.path.join(p, "**", f"*{suffix}")
+
+
+def explain_read_error(data: Any, err: InputDataError) -> InputDataError:
+    """A read error on a CSV input, explained: a file that is not UTF-8 (the line of the first bad byte and how
+    to read it), or a ragged file (the first line whose field count differs from the header's). The file is
+    scanned only here, after a reader failed. Any other error is returned as it is."""
+    if type(err) is not InputDataError or kind(data) != "file" or not os.fspath(data).lower().endswith(
+            CSV_SUFFIXES):
+        return err
+    text = str(err).lower()
+    files = expand(data)
+    if "utf-8" in text or "utf8" in text or "unicode" in text or "encod" in text:
+        for f in files:
+            line = _first_non_utf8_line(f)
+            if line is not None:
+                return InputFormatError(
+                    f"{f!r} is not UTF-8 text: line {line} holds a byte that is not UTF-8 (the file is probably "
+                    f"Latin-1 or Windows-1252)", fix=f"convert it (iconv -f latin1 -t utf-8 {f} > utf8.csv), or "
+                    f"read it with its encoding through DuckDB: pass the SQL text "
+                    f"\"SELECT * FROM read_csv('{f}', encoding='latin-1')\" as the input")
+    if "ragged" in text or "more fields" in text or ("expected" in text and "columns" in text) or "fields" in text:
+        for f in files:
+            bad = _first_ragged_line(f)
+            if bad is not None:
+                line, got, want = bad
+                return InputFormatError(
+                    f"{f!r} is ragged: line {line} has {got} fields, the header has {want} (an unquoted comma in a "
+                    f"value, or a missing/extra field)",
+                    fix=f"fix the file (quote values holding the delimiter), or read it leniently through DuckDB: "
+                    f"pass the SQL text \"SELECT * FROM read_csv('{f}', null_padding=true, ignore_errors=true)\" "
+                    f"as the input (DuckDB then pads short rows with nulls and skips rows it cannot parse: check the row "
+                    f"count)")
+    return err
+
+
+def _first_non_utf8_line(path: str) -> int | None:
+    with open(path, "rb") as fh:
+        for i, raw in enumerate(fh, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return i
+    return None
+
+
+def _first_ragged_line(path: str) -> tuple[int, int, int] | None:
+    """(line, fields, header fields) of the first record whose field count differs from the header's."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            return None
+        for row in reader:
+            if row and len(row) != len(header):
+                return reader.line_num, len(row), len(header)
+    return None
 
 
 def file_columns(path: str | os.PathLike) -> list[str]:

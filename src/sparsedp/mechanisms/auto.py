@@ -9,16 +9,16 @@ declared                                    valid mechanisms
 ``l0`` (keys per unit, engine-enforced)     ``gshm`` (l0), ``laplace`` (l0)
 ``k`` (k-sparse monotonic histogram, e.g.   ``csh`` (k); also ``gshm`` / ``laplace`` with l0 = k,
 a merged Misra–Gries sketch of size k)      since neighbours then differ in at most k counts by 1
-                                            (seed 000 §1.5)
+                                            (Lebeda & Retschmeier (2024) §1.5)
 ``top_k`` (one contribution per key per     ``topk-csh`` (top_k)
 unit; keep the top_k keys)
 ==========================================  =====================================================
 
 Each valid mechanism is calibrated (secure discrete noise by default), and the one with the smallest
 margin τ (threshold minus pre-threshold) wins; ties go to the lower noise. The margins are comparable:
-every analysis charges only τ (seed 001 §1, seed 000 §1.6; for top-k, the margin above the truncation
+every analysis charges only τ (Karrer et al. (2022) §1, Lebeda & Retschmeier (2024) §1.6; for top-k, the margin above the truncation
 level, Cor. 4.2). The report lists every candidate with its threshold and noise and says why the winner
-won. Seed 000 §6.2 (19): at (0.35, 1e-5) continuous CSH-tight beats GSHM-exact iff k >= 6. Secure CSH is
+won. Lebeda & Retschmeier (2024) §6.2 (19): at (0.35, 1e-5) continuous CSH-tight beats GSHM-exact iff k >= 6. Secure CSH is
 the rounded mechanism (integer margin, rule ``count + X >= pre + margin``, accounted by Thm 3.5 at
 τ = margin − ½; docs/proofs/rounded-csh.md), compared on the same footing as discrete GSHM / Laplace,
 whose margins are integers with ``>=`` too; its crossover stays at k = 6 there.
@@ -121,7 +121,7 @@ def _pick(tried: dict[str, Any], epsilon: float, delta: float) -> tuple[str, str
 def _resolve_public(request: ReleaseRequest, group: str | None = None):
     """``auto`` with ``keys=``: every public-key mechanism (default options) calibrated, the lowest per-key error
     std wins (no threshold to compare: each listed key is released). With δ = 0 only the Laplace one is pure.
-    ``group``: also seed 002's grouped mechanism on that column
+    ``group``: also Lebeda (2024)'s grouped mechanism on that column
     (:class:`~sparsedp.mechanisms.grouped_keys.GroupedCorrelatedGaussian`, each unit kept in one group)."""
     from .public_keys import public_candidates
 
@@ -178,8 +178,9 @@ def _resolve_pure(request: ReleaseRequest):
     mech = PureBlanket()
     if request.max_groups_per_unit not in (None, 1):
         raise InvalidParameterError(
-            f"delta=0 (pure DP): auto uses mechanism='pure-blanket', one key per unit; drop max_groups_per_unit "
-            f"(or set it to 1), or pass delta > 0 to keep {request.max_groups_per_unit} keys per unit")
+            f"⟨delta=0⟩ (pure DP): auto uses ⟨mechanism='pure-blanket'⟩, one key per unit; drop "
+            f"⟨max_groups_per_unit⟩ (or set it to 1), or pass ⟨delta⟩ > 0 to keep {request.max_groups_per_unit} keys "
+            f"per unit", param="max_groups_per_unit")
     mech.check(request)
     cal = mech.calibrate(request)
     reason = ("delta=0: pure-blanket is the pure epsilon-DP mechanism (linear time, optimal error; one key per "
@@ -195,7 +196,7 @@ class Auto(Mechanism):
     the lowest release threshold at the requested (ε, δ); ties go to the lower noise. See the module
     docstring for why the margins are comparable. The report names the winner, every candidate and why.
 
-    ``group`` (with ``keys=``): a column of ``by`` whose values group the listed keys; seed 002's grouped
+    ``group`` (with ``keys=``): a column of ``by`` whose values group the listed keys; Lebeda (2024)'s grouped
     mechanism (each unit kept in one group) then joins the public-key candidates.
 
     ``discover=True`` (key discovery: the values may be key weights rather than counts): the Weighted Gaussian

@@ -118,6 +118,8 @@ class Mechanism(ABC):
     #: releases every key of a public list (``release(..., keys=…)``, no threshold); the others are refused
     #: with ``keys=`` and these without it
     public_keys: ClassVar[bool] = False
+    #: accepts δ = 0 (a pure ε-DP mechanism); the others refuse it naming these (:meth:`check_delta`)
+    pure_dp: ClassVar[bool] = False
 
     def options(self) -> dict[str, Any]:
         """The mechanism's options (its dataclass fields) and their values."""
@@ -128,15 +130,29 @@ class Mechanism(ABC):
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
         return f"{self.name}({opts})" if opts else self.name
 
+    def check_delta(self, request: ReleaseRequest) -> None:
+        """0 < δ < 1; δ = 0 asked of an (ε, δ) mechanism is refused naming the registered pure-DP ones."""
+        from .. import _validate as v
+
+        if request.delta == 0 and not self.pure_dp:
+            from .registry import pure_names
+
+            listed = ", ".join(repr(n) for n, keys in pure_names() if not keys)
+            with_keys = ", ".join(repr(n) for n, keys in pure_names() if keys)
+            raise InvalidParameterError(
+                f"⟨delta=0⟩ (pure DP) is not offered by ⟨mechanism={self.name!r}⟩, an (epsilon, delta) mechanism",
+                param="delta", fix=f"give ⟨delta⟩ > 0 (e.g. 1e-6), or choose a pure-DP ⟨mechanism⟩: {listed} (one "
+                f"key per unit; see ⟨max_units⟩)" + (f", or {with_keys} with a public key list (⟨keys⟩)"
+                                                    if with_keys else ""))
+        v.delta(request.delta)
+
     def check(self, request: ReleaseRequest) -> None:
         """Refuse a request this mechanism cannot serve (no data read). Default: 0 < δ < 1 and
         ``max_groups_per_unit``."""
-        from .. import _validate as v
-
-        v.delta(request.delta)
+        self.check_delta(request)
         if request.max_groups_per_unit is None:
-            raise InvalidParameterError(f"mechanism={self.name!r} needs max_groups_per_unit=… (the number of "
-                                        f"keys kept per unit, e.g. 10)")
+            raise InvalidParameterError(f"⟨mechanism={self.name!r}⟩ needs ⟨max_groups_per_unit=…⟩ (the number of "
+                                        f"keys kept per unit, e.g. 10)", param="max_groups_per_unit")
 
     def engine_bound(self, request: ReleaseRequest) -> int | None:
         """Keys per unit the engine keeps (None: no ℓ0 bound, de-duplication only)."""

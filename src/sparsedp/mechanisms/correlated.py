@@ -1,6 +1,6 @@
-"""Dense correlated Gaussian mechanisms for a known, public key domain (Lebeda, seed 002).
+"""Dense correlated Gaussian mechanisms for a known, public key domain (Lebeda, Lebeda (2024)).
 
-Source: ``shared/specs/seed-002-correlated-gaussian.md``. Unlike the sparse histograms these release
+Source: Lebeda (2024). Unlike the sparse histograms these release
 *every* key of a public domain of size d (zeros included) and no threshold is needed. Each privacy unit
 adds at most 1 to each key (any number of keys); add/remove neighbours; ``n_units`` counts every unit,
 including units with no key in the domain.
@@ -171,7 +171,7 @@ def grouped_correlated_histogram(counts, row_counts, *, epsilon, delta, neighbou
 
 def bounded_density_histogram(hist: SparseHistogram, domain, k, *, epsilon, delta, rng=None,
                               insecure_float: bool = False, n_units=None) -> Release:
-    """Release the public domain when each unit has at most ``k`` non-zero keys (seed 002 §4.1).
+    """Release the public domain when each unit has at most ``k`` non-zero keys (Lebeda (2024) §4.1).
 
     Secure (default), exact integer noise: with ``n_units`` (every unit counted, as for
     :func:`correlated_histogram`) the centred embedding ``(q·x − p, c)`` that reaches the optimal ellipse

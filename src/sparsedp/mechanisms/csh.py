@@ -1,6 +1,6 @@
 """The Correlated Stability Histogram (CSH): Lebeda & Retschmeier, Algorithm 2 (rounded, or Algorithm 4).
 
-Source: ``shared/specs/seed-000-csh.md`` §3.2 (continuous) and §3.6 (discrete, Thm 7.7). One shared term
+Source: Lebeda & Retschmeier (2024) §3.2 (continuous) and §3.6 (discrete, Thm 7.7). One shared term
 ``Z_corr`` is drawn once per release and added to every noisy count, together with independent ``Z_i``::
 
     secure (rounded):  H̃_i = H_i + round(Z_i + Z_corr),  Z_i ~ N(0, σ²), Z_corr ~ N(0, σ²/√k)  (exact integers)
@@ -10,7 +10,7 @@ Source: ``shared/specs/seed-000-csh.md`` §3.2 (continuous) and §3.6 (discrete,
 and a key is released iff ``H_i >= pre_threshold`` and ``H̃_i > pre_threshold + τ`` (strict, as in the
 paper); the rounded default releases iff ``H̃_i >= pre_threshold + margin`` (integer margin), which is
 Algorithm 2's rule at τ = margin − ½ followed by rounding: a post-processing, so Thms 3.3/3.5 hold as
-stated (docs/proofs/rounded-csh.md; sampling: :mod:`sparsedp.noise.rounded`). The pre-threshold substitution is seed 000 §3.4: after filtering, a key present in only one of two
+stated (docs/proofs/rounded-csh.md; sampling: :mod:`sparsedp.noise.rounded`). The pre-threshold substitution is Lebeda & Retschmeier (2024) §3.4: after filtering, a key present in only one of two
 neighbouring histograms has value exactly ``pre_threshold`` there (so it is released iff ``Z_i + Z_corr >
 τ``, the event the δ_inf terms charge), keys present in both still differ by 0 or 1 in one direction, and
 the filtered histogram stays k-sparse; the proofs of Thms 3.3/3.5/7.7 use nothing else. Per-key noise variance σ²(1 + 1/√k), pairwise

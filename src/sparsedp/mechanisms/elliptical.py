@@ -1,7 +1,7 @@
 """Vector sums whose coordinates have different sensitivities: elliptical Gaussian and parallelotope Laplace.
 
-Source: Lebeda (2023) PhD thesis, Chapter 4 (``shared/seeds/004_*.txt`` L1595–1856; implementation spec
-``shared/specs/seed-004b-thesis-mg-skew.md`` §2). Replacement neighbours, n public.
+Source: Lebeda (2023) PhD thesis, Chapter 4 (Lebeda (2023) L1595–1856; implementation spec
+Lebeda (2023) §2). Replacement neighbours, n public.
 
 Setting. Each of n rows lies in a public box ``[lower_i, upper_i]``; the sum f(x) = Σ_j x_j then has
 per-coordinate sensitivity Δ⃗_i = upper_i − lower_i, and because a replaced row can move every

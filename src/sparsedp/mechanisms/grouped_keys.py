@@ -1,7 +1,7 @@
-"""Seed 002 Algorithm 2 (grouped, "disjoint" queries) on a public key list: ``release(data, unit, by=[g, k],
+"""Lebeda (2024) Algorithm 2 (grouped, "disjoint" queries) on a public key list: ``release(data, unit, by=[g, k],
 keys=[(g, k), …], mechanism=sd.GroupedCorrelatedGaussian(group="g"))``.
 
-**Setting** (spec ``seed-002-correlated-gaussian.md`` S4.1): the listed keys fall into groups (the values of the
+**Setting** (After Lebeda (2024) S4.1): the listed keys fall into groups (the values of the
 ``group`` column, one of ``by``); each unit contributes to at most ONE group (S7.2 item 2: "at most one non-zero
 row per unit"), then to at most 1 per key of that group (and, with ``max_groups_per_unit``, to at most that many
 keys of it).
@@ -123,7 +123,7 @@ class GroupedCounts(PublicCounts):
 @register
 @dataclass(frozen=True)
 class GroupedCorrelatedGaussian(PublicKeyMechanism):
-    """Seed 002 Algorithm 2 (grouped queries, add/remove: Algorithm 1 per group with the group's unit count) on
+    """Lebeda (2024) Algorithm 2 (grouped queries, add/remove: Algorithm 1 per group with the group's unit count) on
     a public key list whose ``group`` column is one of ``by`` (module docstring for the enforcement and the
     proof). Each key's error is its group's shared term ``η_j`` plus an independent ``z_{j,k}``; groups are
     independent; the per-group size estimates ``ỹ_j`` are released in the report's notes.
@@ -147,8 +147,8 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
     def _group(self, request: ReleaseRequest) -> str:
         keys = _need_keys(self.name, request)
         if self.group is None:
-            raise InvalidParameterError(f"mechanism={self.name!r} needs group=… (the column of by whose values "
-                                        f"are the groups; each unit contributes to one group)")
+            raise InvalidParameterError(f"⟨mechanism={self.name!r}⟩ needs ⟨group=…⟩ (the column of ⟨by⟩ whose "
+                                        f"values are the groups; each unit contributes to one group)", param="group")
         if self.group not in keys.columns:
             raise InvalidParameterError(f"group={self.group!r} is not one of the by columns {list(keys.columns)}; "
                                         f"the keys must be full key tuples that include the group column")
@@ -190,7 +190,7 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
                 f"per-unit choice), 1 per key, {per}")
 
     def _notes(self, cal: Any) -> tuple[str, ...]:
-        return (f"grouped correlated noise (seed 002 Alg. 2, add/remove = Alg. 1 per {self.group!r} group, "
+        return (f"grouped correlated noise (Lebeda (2024) Alg. 2, add/remove = Alg. 1 per {self.group!r} group, "
                 f"calibrated at D = {cal.d} keys per group, C = {cal.c:g}): per-key error std {cal.noise_std:.4g} = "
                 f"the group's shared term {cal.shared_std:.4g} + independent {cal.independent_std:.4g}; groups "
                 f"are independent; each group's size estimate has std {cal.n_noise_std:.4g}",)
@@ -199,7 +199,8 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
                   rng: Any, **extra: Any) -> Any:
         import polars as pl
 
-        from ..engines.base import EmbeddedEngine, check_columns, check_unique_names, engine_errors_as_input_errors
+        from ..engines.base import (EmbeddedEngine, check_columns, check_mixed_types, check_unique_names,
+                                    engine_errors_as_input_errors)
         from ..engines.bounding import draw_bounding_secret
 
         if not isinstance(engine, EmbeddedEngine):
@@ -210,6 +211,7 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
         groups, _, _ = group_sizes(keys, group)
         check_unique_names(data)
         with engine_errors_as_input_errors(engine.name):
+            check_mixed_types(data, privacy_unit, list(by))
             check_columns(engine.columns(data), privacy_unit, list(by))
             lf = engine.rows_lazy(data).select([privacy_unit, *by])
             schema = lf.collect_schema()

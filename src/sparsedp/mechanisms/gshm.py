@@ -1,6 +1,6 @@
 """The Gaussian Sparse Histogram Mechanism (GSHM): Karrer, Kifer, Wilkins & Zhang, Algorithm 1.
 
-Source: ``shared/specs/seed-001-exact-gshm.md`` §1.3. For every key with a non-zero count ``c``::
+Source: Karrer et al. (2022) §1.3. For every key with a non-zero count ``c``::
 
     release (key, c + Z)   iff   c >= pre_threshold  and  c + Z >= pre_threshold + margin
 
@@ -35,7 +35,7 @@ __all__ = ["gshm"]
 def gshm(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int = 1, rng=None,
          insecure_float: bool = False, aggregates=None, aggregate_sigmas=None,
          aggregate_sensitivities=None) -> Release:
-    """Release ``hist`` with GSHM (seed 001 Algorithm 1) under ``calibration`` (``sparsedp.accounting.calibrate("gshm", ...)``).
+    """Release ``hist`` with GSHM (Karrer et al. (2022) Algorithm 1) under ``calibration`` (``sparsedp.accounting.calibrate("gshm", ...)``).
 
     ``aggregates``: optional float array of shape (len(hist), m−1), one row per key (e.g. SUM(likes)); each
     released key also gets ``aggregates[i] + N(0, diag(aggregate_sigmas²))``, drawn independently of the

@@ -33,7 +33,7 @@ rejection samplers and compared instead; the law of the output is the same.
 The discrete GSHM / Laplace rules use ``>=`` with an integer margin: the accountants
 (:mod:`sparsedp.accounting.discrete_histograms`) take ``P[Z >= margin]`` as the release probability of a
 count at the pre-threshold. Rounded CSH uses ``>=`` with an integer margin too (Algorithm 2's strict rule
-at τ = margin − ½, then rounding: docs/proofs/rounded-csh.md); Algorithm 4 follows seed 000 (strict ``>``). With
+at τ = margin − ½, then rounding: docs/proofs/rounded-csh.md); Algorithm 4 follows Lebeda & Retschmeier (2024) (strict ``>``). With
 ``insecure_float=True`` and a continuous calibration (laws ``Gaussian``, ``CorrelatedGaussian``, ``Laplace``)
 the same rules apply to float noise (``N(0, σ²)``, shared ``N(0, σ²/√k)``, ``Lap(b)``); ties have probability
 zero there.

@@ -28,7 +28,7 @@ class KeyNoise:
         plan: what to sample and compare (:class:`~sparsedp.mechanisms.kernel.NoisePlan` of the calibration).
         pre: the pre-threshold (counts below it are never noised or released).
         cutoff: top-k's (k+1)-th largest count ``t``: counts become ``max(0, c − t)`` first (Algorithm 3 of
-            seed 000); 0 for the other mechanisms.
+            Lebeda & Retschmeier (2024)); 0 for the other mechanisms.
         offset: added to every released value after thresholding (de-biased top-k's released ``t̃``).
         shared: the release's shared term of CSH / top-k CSH (drawn once on the driver), else ``None``.
         insecure_float: float noise was requested by name.

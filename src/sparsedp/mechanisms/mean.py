@@ -1,7 +1,7 @@
 """PLAN (Private Limit Adapted Noise): variance-aware private mean estimation, ρ-zCDP.
 
 Source: Lebeda (2023) PhD thesis, Chapter 5 = Aumüller, Lebeda, Nelson, Pagh 2023 (arXiv 2306.08745);
-``shared/seeds/004_*.txt`` L1857–2557; implementation spec ``shared/specs/seed-004b-thesis-mg-skew.md`` §3.
+Lebeda (2023) L1857–2557; implementation After Lebeda (2023) §3.
 Replacement neighbours, n public, every row clipped into [−M, M]^d.
 
 Algorithm 17 (PLAN), as implemented by :func:`plan_mean`:
@@ -82,7 +82,7 @@ def quantile_rank_error(steps: int, rho: float, beta: float) -> float:
     """Bound on the rank error of :func:`private_quantile` for one column with budget ρ, w.p. ≥ 1 − β.
 
     Each of the T steps adds N(0, T/(2ρ)); P[|N| > t] <= 2exp(−t²ρ/T), and a union bound over T steps
-    gives t = √(T ln(2T/β)/ρ) (spec seed-004b §3.2, in place of the thesis's Lemma 5.4 constant).
+    gives t = √(T ln(2T/β)/ρ) (after Lebeda (2023) §3.2, in place of the thesis's Lemma 5.4 constant).
     """
     t = v.integer("steps", steps, lo=1)
     r = v.positive("rho", rho)

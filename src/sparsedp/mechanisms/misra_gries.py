@@ -1,4 +1,4 @@
-"""Private Misra–Gries from data (Lebeda thesis Ch. 3 = seed 004b; CSH of seed 000) as a registered mechanism.
+"""Private Misra–Gries from data (Lebeda thesis Ch. 3 = Lebeda (2023); CSH of Lebeda & Retschmeier (2024)) as a registered mechanism.
 
 ``sd.release(data, privacy_unit, by, ε, δ, mechanism=sd.MisraGries(sketch_size=k, release=…))``.
 
@@ -31,11 +31,11 @@
 
 **Releases** (:class:`MGRelease`, the ``release`` option):
 
-* ``csh`` (default) — CSH (seed 000 Alg. 2, its exact discrete variant, calibrated by
+* ``csh`` (default) — CSH (Lebeda & Retschmeier (2024) Alg. 2, its exact discrete variant, calibrated by
   :func:`sparsedp.accounting.calibrate` with sparsity bound k) on the sketch's positive counters. Valid because
   both a single Algorithm-12 sketch (Lemma 3.1: all counters −1, or one +1) and a merged sketch
-  (Corollary 3.2: all ±1 on ≤ k keys, supports nested) are k-sparse monotonic histograms (seed 000 Def. 3.1,
-  "merged Misra–Gries sketches … exactly match Definition 3.1", seed 000 L163).
+  (Corollary 3.2: all ±1 on ≤ k keys, supports nested) are k-sparse monotonic histograms (Lebeda & Retschmeier (2024) Def. 3.1,
+  "merged Misra–Gries sketches … exactly match Definition 3.1", Lebeda & Retschmeier (2024) L163).
 * ``pmg`` — Algorithm 13 (Theorem 3.1, discrete Laplace, τ_geo of §3.5.2). Needs the Algorithm-12 sketch of
   one stream: ``combine="sequential"`` (the default for ``pmg``), never a merged sketch (§3.7).
 * ``pure`` — the pure ε-DP variant of §3.6 (δ = 0): c̄ = c + γ − n/(k+1), ℓ1 sensitivity < 2, discrete
@@ -260,7 +260,7 @@ class MisraGries(Mechanism):
         g = c.group
         element = (f"({c.epsilon_e:.6g}, {c.delta_e:.3g})-DP per stream element, group privacy over {g} elements"
                    if g > 1 else "add/remove one stream element")
-        what = {MGRelease.CSH: "CSH (seed 000, discrete) on the sketch, sparsity bound k",
+        what = {MGRelease.CSH: "CSH (Lebeda & Retschmeier (2024), discrete) on the sketch, sparsity bound k",
                 MGRelease.PMG: "Algorithm 13 (PMG) with discrete Laplace noise",
                 MGRelease.PURE: f"the pure-DP §3.6 variant over the universe 0..{self.universe_size}-1",
                 MGRelease.THRESHOLD2: "the (eps, delta) §3.6 variant: Threshold2 on the post-processed sketch",

@@ -1,11 +1,11 @@
-"""Public key domain (seed 002; the peers' "public partitions"): ``release(..., keys=…)`` gives every listed key a
+"""Public key domain (Lebeda (2024); the peers' "public partitions"): ``release(..., keys=…)`` gives every listed key a
 noisy count, with no threshold. Keys absent from the data get noise too; keys in the data but not in the list are
 dropped. The list is public: it must not be derived from the private data (a list built from the data's own keys
 would disclose which keys occur).
 
 Mechanisms (registered; calibrations in :mod:`sparsedp.accounting.public_keys`, whose docstring cites the
-lemmas): ``correlated-gaussian`` (seed 002 Algorithm 1 in its embedding form, trade-off weight ``c``, known-n
-variant ``known_n``), ``public-gaussian`` (independent Gaussian), ``public-laplace`` (independent Laplace); seed 002
+lemmas): ``correlated-gaussian`` (Lebeda (2024) Algorithm 1 in its embedding form, trade-off weight ``c``, known-n
+variant ``known_n``), ``public-gaussian`` (independent Gaussian), ``public-laplace`` (independent Laplace); Lebeda (2024)
 Algorithm 2 (keys in groups, one group per unit): ``grouped-correlated-gaussian`` in :mod:`.grouped_keys`.
 ``auto`` with ``keys=`` picks the one with the lowest per-key error std.
 
@@ -18,7 +18,7 @@ independent terms of chunk ``c`` of the key list (:mod:`sparsedp.engines.noise_c
 key order) come from ``SecretKeyedStream(K_noise, chunk_label(c))``, so a key's noise depends only on
 ``K_noise`` and the public list: every engine gives the same table for the same seeded source.
 
-Each unit is one data point of seed 002: its bounded keys restricted to the list, ``x ∈ {0,1}^d``; ``n`` is the
+Each unit is one data point of Lebeda (2024): its bounded keys restricted to the list, ``x ∈ {0,1}^d``; ``n`` is the
 number of distinct units in the input (a unit with no listed key is the zero vector, S1.1).
 """
 
@@ -315,6 +315,7 @@ class PublicLaplace(_IndependentPublic):
     (:func:`~sparsedp.accounting.public_keys.calibrate_public_laplace`)."""
 
     name = "public-laplace"
+    pure_dp = True
 
     def check(self, request: ReleaseRequest) -> None:
         _need_keys(self.name, request)
@@ -332,7 +333,7 @@ class PublicLaplace(_IndependentPublic):
 @register
 @dataclass(frozen=True)
 class CorrelatedGaussian(PublicKeyMechanism):
-    """Seed 002's correlated Gaussian mechanism on the listed keys (Lebeda, Algorithm 1 in the embedding form
+    """Lebeda (2024)'s correlated Gaussian mechanism on the listed keys (Lebeda, Algorithm 1 in the embedding form
     of Lemma 3.3–3.5 with exact integer noise; :func:`~sparsedp.accounting.public_keys.calibrate_correlated_public`).
 
     Each key's error is a shared term (the size coordinate's noise, ``Z_{d+1}/(2C)``) plus an independent one
@@ -343,7 +344,7 @@ class CorrelatedGaussian(PublicKeyMechanism):
         c: the trade-off weight C of the size coordinate (integer; default the one minimising the per-key
             error, ≈ d^{1/4}); larger C (up to √d) gives a better ñ and better sums of counts (spec S2.6).
         known_n: a previously released estimate ñ of the number of units (public; e.g. from an earlier
-            release): seed 002 Lemma 3.6, per-key fresh noise std ≈ σ₁√d/2 plus the shared ``(ñ − n)/2``.
+            release): Lebeda (2024) Lemma 3.6, per-key fresh noise std ≈ σ₁√d/2 plus the shared ``(ñ − n)/2``.
     """
 
     c: int | None = None
@@ -359,7 +360,7 @@ class CorrelatedGaussian(PublicKeyMechanism):
             v.real("known_n", self.known_n)
             if self.c is not None:
                 raise InvalidParameterError("c (the size weight) and known_n exclude each other: with a known "
-                                            "estimate of n no size coordinate is released (seed 002 Lemma 3.6)")
+                                            "estimate of n no size coordinate is released (Lebeda (2024) Lemma 3.6)")
 
     def calibrate(self, request: ReleaseRequest) -> Any:
         from ..accounting.public_keys import calibrate_correlated_public
@@ -376,9 +377,9 @@ class CorrelatedGaussian(PublicKeyMechanism):
 
     def _notes(self, cal: Any) -> tuple[str, ...]:
         if cal.family == "known-n":
-            return (f"known-n variant (seed 002 Lemma 3.6) with the public estimate n~ = {cal.known_n:g}: each "
+            return (f"known-n variant (Lebeda (2024) Lemma 3.6) with the public estimate n~ = {cal.known_n:g}: each "
                     f"count's error is the fresh noise (std {cal.noise_std:.4g}) plus (n~ − n)/2, shared by all keys",)
-        return (f"correlated noise (seed 002 Alg. 1, embedding weight C = {cal.c:g}): per-key error std "
+        return (f"correlated noise (Lebeda (2024) Alg. 1, embedding weight C = {cal.c:g}): per-key error std "
                 f"{cal.noise_std:.4g} = shared term {cal.shared_std:.4g} (the same for every key) + independent "
                 f"{cal.independent_std:.4g}; the size estimate n~ has std {cal.n_noise_std:.4g}",)
 
@@ -412,7 +413,7 @@ class CorrelatedGaussian(PublicKeyMechanism):
 @register
 @dataclass(frozen=True)
 class BoundedDensity(PublicKeyMechanism):
-    """Seed 002 §4.1 (bounded density: each unit counts in at most ``k = min(max_groups_per_unit, number of keys)``
+    """Lebeda (2024) §4.1 (bounded density: each unit counts in at most ``k = min(max_groups_per_unit, number of keys)``
     listed keys) with exact integer noise: the centred embedding ``(q·x − p·1, c)`` with the integers of
     :func:`~sparsedp.accounting.public_keys.centred_embedding_choice` and i.i.d. ``N_Z(0, s)``
     (:func:`~sparsedp.accounting.public_keys.calibrate_bounded_density`). Its per-key error is within 0.1% of the
@@ -431,7 +432,7 @@ class BoundedDensity(PublicKeyMechanism):
                                          insecure_float=request.insecure_float)
 
     def _notes(self, cal: Any) -> tuple[str, ...]:
-        return (f"bounded density (seed 002 §4.1): centred embedding (q·x − p, c) with p/q = {cal.p}/{cal.q}, "
+        return (f"bounded density (Lebeda (2024) §4.1): centred embedding (q·x − p, c) with p/q = {cal.p}/{cal.q}, "
                 f"c = {cal.c}; per-key error std {cal.noise_std:.4g} = shared {cal.shared_std:.4g} + independent "
                 f"{cal.independent_std:.4g}; the size estimate n~ has std {cal.n_noise_std:.4g}",)
 

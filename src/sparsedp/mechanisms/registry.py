@@ -111,6 +111,11 @@ def create(spec: Any, **options: Any) -> Mechanism:
     return cls(**options)
 
 
+def pure_names() -> tuple[tuple[str, bool], ...]:
+    """``(name, needs a public key list)`` of every registered mechanism that accepts δ = 0 (pure ε-DP)."""
+    return tuple((n, get(n).public_keys) for n in names() if get(n).pure_dp)
+
+
 def auto_candidates() -> tuple[type[Mechanism], ...]:
     """The classes ``mechanism="auto"`` chooses among (every built-in one is registered by the first ``_CORE``
     modules of ``_BUILTIN``: tested)."""

@@ -48,8 +48,8 @@ def unit_pairs(engine: Any, data: Any, unit: str, by: list[str]):
     anything is charged."""
     import polars as pl
 
-    from ..engines.base import (check_columns, check_nan_keys, check_nulls_and_rows, check_pandas_nan_keys,
-                                check_unique_names, engine_errors_as_input_errors)
+    from ..engines.base import (check_columns, check_mixed_types, check_nan_keys, check_nulls_and_rows,
+                                check_pandas_nan_keys, check_unique_names, engine_errors_as_input_errors)
 
     if not hasattr(engine, "rows_lazy"):
         raise InvalidParameterError(f"the set-union mechanisms run on the embedded engines (polars, duckdb, pandas, "
@@ -57,6 +57,7 @@ def unit_pairs(engine: Any, data: Any, unit: str, by: list[str]):
     cols = [unit] + list(by)
     check_unique_names(data)
     with engine_errors_as_input_errors(engine.name):
+        check_mixed_types(data, unit, list(by))
         check_columns(engine.columns(data), unit, list(by))
         check_pandas_nan_keys(data, list(by))
         lf = engine.rows_lazy(data).select(cols)

@@ -82,7 +82,7 @@ def fit_shape(aggregates: tuple, column_shape: Any):
 
     cols = noise_columns(aggregates)[0]
     if not cols:
-        raise InvalidParameterError("column_shape shapes the noise of SUM/MEAN columns: pass aggregates=[…] with "
+        raise InvalidParameterError("⟨column_shape⟩ shapes the noise of SUM/MEAN columns: pass aggregates=[…] with "
                                     "sd.Sum/sd.Mean too")
     return fit_column_shape(column_shape, [c.step for c in cols], [c.sensitivity for c in cols],
                             names=[f"{c.column}[{c.lower:g}, {c.upper:g}]" for c in cols])
@@ -107,7 +107,7 @@ def _shape_notes(j: Any) -> tuple[str, ...]:
             f"{fit.deviation:.3g}); noise = L z with the integer unit lower-triangular L = {fmt(fit.lower)}, "
             f"independent exact z_k, on grids {list(fit.refine)} times finer than the aggregates' "
             f"(docs/proofs/aggregates.md §7)",
-            f"per-key Mahalanobis sensitivity of the columns mu_o^2 = {mu2:.6g} (seed 001 Eq. 5.1, vertex "
+            f"per-key Mahalanobis sensitivity of the columns mu_o^2 = {mu2:.6g} (Karrer et al. (2022) Eq. 5.1, vertex "
             f"maximum over the contribution box), count 1/sigma^2 = {1 / s:.6g}")
 
 
@@ -133,7 +133,7 @@ def _key_task(cal: Any, pre: int, rng: Any, insecure_float: bool, *, cutoff: int
 
 
 def topk_joint_calibration(request: ReleaseRequest, k: int) -> JointCalibration:
-    """De-biased rounded top-k CSH with SUM/MEAN columns (seed 000 §6; ``docs/proofs/aggregates.md`` §5):
+    """De-biased rounded top-k CSH with SUM/MEAN columns (Lebeda & Retschmeier (2024) §6; ``docs/proofs/aggregates.md`` §5):
     :func:`sparsedp.accounting.csh_aggregates.calibrate_csh_joint_rounded` (Thm 3.3 add-the-deltas with the
     columns' μ² and the de-biasing ½√(k + 5√k)); count noise as the count-only rounded CSH (law
     :class:`~sparsedp.accounting.laws.RoundedCorrelatedGaussian`, rule ``c − t + X >= pre + margin``). Secure noise
@@ -253,7 +253,7 @@ class _PerKeyThresholded(Mechanism):
         errors = expected_errors(aggs, j, pre_threshold=self.pre_threshold)
         correlated = j.shape is not None and not j.shape.diagonal
         notes = _column_notes(aggs, errors, j.column_noise_stds,
-                              "seed 001 Thm 5.4, discrete analogue docs/proofs/aggregates.md", correlated)
+                              "Karrer et al. (2022) Thm 5.4, discrete analogue docs/proofs/aggregates.md", correlated)
         notes += _shape_notes(j)
         d = _disclosure(self, request, calibration, value_column, contribution, pre=self.pre_threshold, notes=notes)
         return dataclasses.replace(d, column_errors={a.output_name: float(errors[a.output_name]) for a in aggs})
@@ -274,8 +274,8 @@ class _PerKeyThresholded(Mechanism):
 @register
 @dataclass(frozen=True)
 class GSHM(_PerKeyThresholded):
-    """The Gaussian sparse histogram mechanism (Karrer et al., seed 001 Alg. 1) with exact discrete-Gaussian
-    noise, calibrated by the exact analysis (seed 001 Thm 5.4; discrete analogue in
+    """The Gaussian sparse histogram mechanism (Karrer et al., Karrer et al. (2022) Alg. 1) with exact discrete-Gaussian
+    noise, calibrated by the exact analysis (Karrer et al. (2022) Thm 5.4; discrete analogue in
     ``docs/proofs/discrete-histograms.md``). Needs ``max_groups_per_unit``.
 
     Option: ``pre_threshold`` (default 1): keys with a smaller bounded count are never released."""
@@ -301,14 +301,14 @@ class Laplace(_PerKeyThresholded):
 @register
 @dataclass(frozen=True)
 class TopKCSH(Mechanism):
-    """Top-k CSH (Lebeda & Retschmeier, seed 000 Alg. 3): truncate the histogram at its (k+1)-th largest count
+    """Top-k CSH (Lebeda & Retschmeier, Lebeda & Retschmeier (2024) Alg. 3): truncate the histogram at its (k+1)-th largest count
     ``t`` (``max(0, c − t)``: at most k keys survive), then the correlated-noise CSH (rounded, exact integer
     outputs; Thm 3.5 / 3.3, ``docs/proofs/rounded-csh.md``). No per-unit key bound is needed, only one
     contribution per key per unit (Lemma 4.1, Cor. 4.2): the engine de-duplicates and enforces nothing else.
 
     Options:
         k: the number of keys kept by the truncation (>= 1).
-        debias: ``True`` (default) releases **counts**: seed 000's de-biasing variant also releases
+        debias: ``True`` (default) releases **counts**: Lebeda & Retschmeier (2024)'s de-biasing variant also releases
             ``t̃ = t + noise`` and adds it to every value (accounted by Thm 3.3 with ½√(k + 5√k)); ``False``
             releases the shifted values ``count − t + noise`` in a column named ``count_minus_cutoff`` (a smaller
             threshold, but the values are not counts).
@@ -325,7 +325,7 @@ class TopKCSH(Mechanism):
             raise v.InvalidTypeError(f"debias must be True or False, got {self.debias!r}")
 
     def check(self, request: ReleaseRequest) -> None:
-        v.delta(request.delta)
+        self.check_delta(request)
         if request.max_groups_per_unit is not None:
             raise InvalidParameterError(
                 "pass either max_groups_per_unit (bound each unit to l0 keys: gshm, laplace) or top_k (release "
@@ -354,7 +354,7 @@ class TopKCSH(Mechanism):
             # each released value is c + X_i + (t̃ − t): the shared variance σ²/√k of t̃'s noise adds to the count noise
             std = math.sqrt(float(cal.noise_std) ** 2 + float(cal.sigma) ** 2 / math.sqrt(self.k))
             notes = ("values are de-biased counts: count − t + noise + t̃, with t the (k+1)-th largest count and "
-                     "t̃ = t + noise released with them (seed 000 §4)",)
+                     "t̃ = t + noise released with them (Lebeda & Retschmeier (2024) §4)",)
         else:
             std = float(cal.noise_std)
             notes = ("values estimate count minus the (k+1)-th largest count t (not counts: opt-in shifted "
@@ -368,7 +368,7 @@ class TopKCSH(Mechanism):
         aggs = cal.aggregates
         errors = topk_expected_errors(aggs, j, std, 1 + j.margin)
         notes += _column_notes(aggs, errors, tuple(math.sqrt(float(x)) for x in j.column_sigma2s),
-                               "seed 000 §6 with docs/proofs/aggregates.md §5: Thm 3.3 with the columns' μ²")
+                               "Lebeda & Retschmeier (2024) §6 with docs/proofs/aggregates.md §5: Thm 3.3 with the columns' μ²")
         d = _disclosure(self, request, cal, value_column, contribution + _clipping(aggs), pre=1, noise_std=std,
                         notes=notes)
         return dataclasses.replace(d, column_errors={a.output_name: float(errors[a.output_name]) for a in aggs})

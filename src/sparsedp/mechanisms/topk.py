@@ -1,6 +1,6 @@
 """Top-k CSH: Lebeda & Retschmeier, Algorithm 3 (truncate at the (k+1)-th largest count, then CSH).
 
-Source: ``shared/specs/seed-000-csh.md`` §3.3. With ``t = H^{(k+1)}`` (the (k+1)-th largest count; 0 when
+Source: Lebeda & Retschmeier (2024) §3.3. With ``t = H^{(k+1)}`` (the (k+1)-th largest count; 0 when
 there are at most k non-zero counts) the truncated histogram ``H̃_i = max(0, H_i − t)`` has at most ``k``
 non-zeros (only counts strictly above ``t`` survive, ties at ``t`` all drop) and, by Lemma 4.1, is a
 k-sparse monotonic histogram for add/remove neighbours, whatever the data: so CSH applies (Cor. 4.2) and

@@ -6,11 +6,11 @@ selected keys as a public key list with a larger bound (or none).
 
 Stage 1 (selection) is a thresholded release (``select``, default GSHM) at ``(split·ε, delta_split·δ)`` of the
 histogram bounded to ``max_groups_per_unit`` keys per unit; only its **key set** K is used (its counts are
-neither published nor combined). Stage 2 (counting) is a public-key mechanism (``count``, default seed 002's
+neither published nor combined). Stage 2 (counting) is a public-key mechanism (``count``, default Lebeda (2024)'s
 correlated Gaussian, :class:`~sparsedp.mechanisms.public_keys.CorrelatedGaussian`) at the rest of (ε, δ) on
 the histogram bounded to ``count_bound`` keys per unit (``None``: no ℓ0 bound, every (unit, key) pair counts
 once: the correlated Gaussian's embedding shift ``(±1, …, ±1, C)`` has ``|v|² = d + C²`` whatever the number of
-listed keys a unit touches, seed 002 §3, so it needs no bound), with K as the list. The table is K with the
+listed keys a unit touches, Lebeda (2024) §3, so it needs no bound), with K as the list. The table is K with the
 stage-2 counts.
 
 Privacy (``docs/proofs/two-stage.md``): for every fixed list K, stage 2 is ``(ε₂, δ₂)``-DP under add/remove one
@@ -21,7 +21,7 @@ Dwork–Rothblum–Vadhan 2010). The ledger is charged once, ``(ε, δ)`` with `
 before any noise is drawn. The reported ``delta_achieved`` is ``δ̂₁ + δ₂``: the δ of stage 1's noise actually
 sampled plus stage 2's target, which bounds the δ of stage 2's integer noise at every d (d is chosen by stage 1,
 so the guarantee takes the bound over d; the value at the released d is in the notes).
-[Beyond the papers: the composition of seed 001's GSHM with seed 002's mechanism on a DP-selected list.]
+[Beyond the papers: the composition of Karrer et al. (2022)'s GSHM with Lebeda (2024)'s mechanism on a DP-selected list.]
 
 Secrets, in order, from the release's source: stage 1's bounding secret, stage 2's bounding secret (with a
 ``count_bound``), stage 1's noise (``K_noise`` …), stage 2's noise (``K_noise``, the shared coordinate).
@@ -169,7 +169,7 @@ class TwoStage(Mechanism):
         return r1, r2
 
     def check(self, request: ReleaseRequest) -> None:
-        v.delta(request.delta)
+        self.check_delta(request)
         if request.aggregates:
             raise InvalidParameterError("mechanism='two-stage' releases counts only; SUM/MEAN aggregates need "
                                         "mechanism='gshm' or 'auto'")
@@ -178,8 +178,9 @@ class TwoStage(Mechanism):
                                         "list (keys=…) use mechanism='correlated-gaussian' or 'auto'")
         if request.max_groups_per_unit is None and self.select.engine_bound(
                 ReleaseRequest(request.epsilon, request.delta, 1)) is not None:
-            raise InvalidParameterError("mechanism='two-stage' needs max_groups_per_unit=… (stage 1's keys per "
-                                        "unit, e.g. 5; small bounds select the most keys)")
+            raise InvalidParameterError("⟨mechanism='two-stage'⟩ needs ⟨max_groups_per_unit=…⟩ (stage 1's keys "
+                                        "per unit, e.g. 5; small bounds select the most keys)",
+                                        param="max_groups_per_unit")
 
     def calibrate(self, request: ReleaseRequest) -> TwoStageCalibration:
         from .public_keys import PublicKeys

@@ -1,7 +1,7 @@
 """The public integer grid and exact noise of a secure vector sum (elliptical / spherical Gaussian, parallelotope
 Laplace), for both neighbouring relations.
 
-Source: Lebeda (2023) thesis Ch. 4 (``shared/seeds/004_*.txt`` L1595–1856; spec ``seed-004b-thesis-mg-skew.md``
+Source: Lebeda (2023) thesis Ch. 4 (L1595–1856; After Lebeda (2023)
 §2): Algorithm 15 (elliptical Gaussian), 14 (spherical), 16 (parallelotope Laplace). The thesis analyses
 continuous noise under replace-one neighbours; the discrete-noise argument and the add/remove variant are in
 ``docs/proofs/vector-sums.md`` (summarised here).

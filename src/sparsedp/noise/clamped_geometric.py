@@ -1,10 +1,10 @@
 """Exact clamped two-sided geometric noise for one count (Balcer & Vadhan, ITCS 2018, §4).
 
-Both samplers are *counting-query algorithms* ``M : [n] × [d]₊ → [n]`` (seed 003, Defs 4.1–4.3): given the
+Both samplers are *counting-query algorithms* ``M : [n] × [d]₊ → [n]`` (Balcer & Vadhan (2019), Defs 4.1–4.3): given the
 true count ``c ∈ {0..n}`` and a uniform integer ``u ∈ {1..d}`` they return the least ``z`` with
 ``cdf(c, z) >= u`` (inverse transform, Lemma 2.7). Every quantity is an integer; no float enters a decision.
 
-ε handling (spec seed-003 §3 P3, erratum E6): the requested ε ∈ (0, 1] is rounded down to ``1/k``,
+ε handling (after Balcer & Vadhan (2019) §3 P3, erratum E6): the requested ε ∈ (0, 1] is rounded down to ``1/k``,
 ``k = ⌈1/ε⌉``; ``K = ⌈log₂(2k)⌉`` (base-2 log, E6), ``a = 2^K``, ``b = 2^K + 1`` and the *realised*
 per-count parameter is ``ε̃/2 = ln(b/a)``, i.e. ``ε̃ = 2·ln(1 + 2^{−K}) ∈ (4ε/9, ε]`` (Thm 4.5).
 
@@ -164,7 +164,7 @@ class _CountingSampler:
 
 
 class GeoSample(_CountingSampler):
-    """GeoSample_{n,ε} (seed 003, Thm 4.5; construction spec §5.3).
+    """GeoSample_{n,ε} (Balcer & Vadhan (2019), Thm 4.5; construction spec §5.3).
 
     ``d = (2a+1)·b^{n−1}`` and for ``0 <= z < n``::
 
@@ -278,7 +278,7 @@ def fast_sample_t_ref(n: int, epsilon: object, gamma: object) -> int:
 
 
 class FastSample(_CountingSampler):
-    """FastSample_{n,ε,γ} (seed 003, Thm 4.6; construction spec §5.4).
+    """FastSample_{n,ε,γ} (Balcer & Vadhan (2019), Thm 4.6; construction spec §5.4).
 
     Truncated noise ``Y_t`` on ``{−t..t}`` with weights ``a^{|y|}·b^{t−|y|}`` (``|y| >= 1``) and
     ``b^t + 2a^{t+1}`` at 0 (total ``d′ = (2a+1)·b^t``); ``M′(c) = clamp(c + Y_t, 0, n)``; the released

@@ -1,7 +1,7 @@
 """Floating-point Gaussian and Laplace noise: research reproduction ONLY.
 
 Textbook float samplers leak information through the set of representable outputs (Mironov 2012;
-``shared/specs/seed-003-finite-computers.md`` §1), so no guarantee of sparsedp covers them. They exist
+Balcer & Vadhan (2019) §1), so no guarantee of sparsedp covers them. They exist
 to reproduce papers that assume ideal continuous noise, and refuse to run unless the caller passes
 ``insecure_float=True``. Released integer counts should use :func:`sample_discrete_gaussian` /
 :func:`sample_discrete_laplace` instead.

@@ -1,4 +1,4 @@
-"""Regenerate the seed papers' figures and tables: ``sparsedp reproduce NAME`` or :func:`run`.
+"""Regenerate the papers' figures and tables: ``sparsedp reproduce NAME`` or :func:`run`.
 
 Targets live in one module per paper in this package and register themselves with
 ``@target("name", "description")``; every module here not starting with ``_`` is imported below.

@@ -1,7 +1,7 @@
 """Exact fast simulation of the ALP1-Estimator's error (Alg. 3) for any ε: the random-walk view.
 
 Used by the thesis Figure 2.5 target (``alp-fig2.5`` in :mod:`.thesis_ch2_alp`). Spec
-``shared/specs/seed-004a-thesis-alp.md`` §6.1 (model), §6.4 (Fig. 2.5), §9 A11 (collision probability).
+Lebeda (2023) §6.1 (model), §6.4 (Fig. 2.5), §9 A11 (collision probability).
 
 Model (spec §6.1, A11). An entry with true unary value y ∈ {0..m} is read from m noisy bits. The bits
 b ≤ y were 1 before randomized response, so each reads 1 with probability 1 − p₁ (p₁ = RR probability:

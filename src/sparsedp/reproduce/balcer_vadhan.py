@@ -1,6 +1,6 @@
 """Balcer & Vadhan, "Differential Privacy on Finite Computers": Figures 1 and 2 (tables of error bounds).
 
-Spec ``shared/specs/seed-003-finite-computers.md`` §7. The paper's figures are tables of closed forms
+After Balcer & Vadhan (2019) §7. The paper's figures are tables of closed forms
 ⌈(c/ε)·ln(·)⌉; §7.3 evaluates them at (ε = 1, |X| = 2³², β = 0.05) and (ε = 0.1, |X| = 10⁶, β = 0.01),
 which are the reproduction targets. Next to the printed formulas (:func:`~sparsedp.mechanisms.pure.accuracy.figure1`,
 :func:`~sparsedp.mechanisms.pure.accuracy.figure2`) we plot what sparsedp reports: the exact error of the

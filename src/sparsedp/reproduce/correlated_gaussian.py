@@ -1,6 +1,6 @@
 """Lebeda, "Better Gaussian Mechanism using Correlated Noise": Figures 2 and 3.
 
-Spec ``shared/specs/seed-002-correlated-gaussian.md`` S5 (reconstructed figure data there). No data, no
+After Lebeda (2024) S5 (reconstructed figure data there). No data, no
 randomness: everything is in units of σ₁² (the variance of the unit-sensitivity Gaussian, μ = 1), so each
 variance from :mod:`sparsedp.accounting.correlated` is divided by σ₁² of the (ε, δ) it was computed at.
 

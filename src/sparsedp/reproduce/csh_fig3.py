@@ -1,6 +1,6 @@
 """Lebeda & Retschmeier, the Correlated Gaussian Sparse Histogram mechanism (CSH): Figure 3a and 3b.
 
-Spec ``shared/specs/seed-000-csh.md`` §5 (numbers in §5.3). No data: for k-sparse monotonic histograms
+After Lebeda & Retschmeier (2024) §5 (numbers in §5.3). No data: for k-sparse monotonic histograms
 at δ = 1e−5, the smallest margin τ making each mechanism (ε, δ)-DP at a given *total* noise magnitude —
 σ for the GSHM, σ·√(1 + 1/√k) for CSH (:func:`sparsedp.accounting.csh_noise_std`) — for GSHM
 add-the-deltas and exact (:func:`~sparsedp.accounting.gshm_tau`) and CSH Theorems 3.3 ("add") and 3.5

@@ -1,6 +1,6 @@
 """Karrer et al. (exact GSHM accounting), Figure 1a and 1b: the Facebook URL-shares case study.
 
-Spec ``shared/specs/seed-001-exact-gshm.md`` §6 (numbers) and §9.4 (targets). No data: the figures
+After Karrer et al. (2022) §6 (numbers) and §9.4 (targets). No data: the figures
 are evaluations of the accountants (:func:`sparsedp.accounting.gshm_tau` / ``gshm_delta``) at the
 paper's parameters C_u = l0 = 51914, μ_o = 0, pre-threshold τ = 1.
 
@@ -58,7 +58,7 @@ def figure_1a(out_dir: Path, fast: bool) -> ReproResult:
     for s in steps(grid, "threshold along the sigma grid"):
         ex, ad = _dtau(s, "exact"), _dtau(s, "add")
         rows.append((s, ex, ad, (ad / ex - 1.0) * 100.0))
-    x_delta = t_min / s_min                       # Δτ_exact = x_δ·σ (seed 001 §6.2)
+    x_delta = t_min / s_min                       # Δτ_exact = x_δ·σ (Karrer et al. (2022) §6.2)
     c1, c01 = _crossing(1.01, 2300.0, 2600.0), _crossing(1.001, 2600.0, 3000.0)
     cite = "Karrer et al. §6.1 (Fig. 1a)"
 
@@ -98,7 +98,7 @@ def figure_1a(out_dir: Path, fast: bool) -> ReproResult:
 
 
 def _dtau_for_inf(delta_inf: float, sigma: float) -> float:
-    """Δτ with 1 − Φ(Δτ/σ)^{l0} = δ_inf: σ·Q^{-1}(1 − (1 − δ_inf)^{1/l0}) (seed 001 §6.3)."""
+    """Δτ with 1 − Φ(Δτ/σ)^{l0} = δ_inf: σ·Q^{-1}(1 − (1 − δ_inf)^{1/l0}) (Karrer et al. (2022) §6.3)."""
     q = -math.expm1(math.log1p(-delta_inf) / L0)
     return sigma * float(-special.ndtri(q))
 

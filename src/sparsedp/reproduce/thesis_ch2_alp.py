@@ -1,6 +1,6 @@
 """Lebeda's thesis, Chapter 2 (ALP), §2.9 experiments: Figures 2.3, 2.4 and 2.5.
 
-Spec ``shared/specs/seed-004a-thesis-alp.md`` §6. The figures are images absent from the text; the
+After Lebeda (2023) §6. The figures are images absent from the text; the
 reproduction targets are the numbers the thesis prints in the text (Fig. 2.4: MAE 6.4, std 11, mean error
 2.33, 90th percentile of |error| 15.78 at ε = 1, α = 3, collision probability 0.1; MAE 4.8, std 7.8, mean
 0.18, 90th percentile 11.5 at collision probability 0.01; Fig. 2.5: Alg. 10 preferred from ε ≈ 0.7 on, by

@@ -1,6 +1,6 @@
 """Lebeda's thesis, Chapter 3 (private Misra–Gries): the release thresholds and error slack it prints.
 
-Spec ``shared/specs/seed-004b-thesis-mg-skew.md`` §4 (N3, N10, N11, N14, N7 and the derived example
+After Lebeda (2023) §4 (N3, N10, N11, N14, N7 and the derived example
 numbers below the table). Chapter 3 has no figure; this target plots the thresholds of the variants against
 ε at δ = 1e−6 and prints the spec's spot values next to sparsedp's:
 
@@ -26,7 +26,7 @@ from ..sketches.private_mg import merged_threshold, pmg_threshold, theorem_3_1_s
 from ._registry import Headline, Kind, Paper, ReproResult, new_figure, save_figure, steps, target, write_csv
 
 K = 100
-# spec seed-004b §4, "Derived example numbers": (ε, δ) -> (τ_PMG, τ_geo)
+# after Lebeda (2023) §4, "Derived example numbers": (ε, δ) -> (τ_PMG, τ_geo)
 SPOTS = {(1.0, 1e-6): (30.8282, 33.0), (0.1, 1e-6): (299.2825, 301.0), (1.0, 1e-9): (44.6438, 47.0),
          (0.5, 1e-5): (51.4462, 53.0)}
 

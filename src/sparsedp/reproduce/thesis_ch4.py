@@ -1,4 +1,4 @@
-"""Lebeda (2023) thesis, Chapter 4: Figure 4.1 (spec ``seed-004b-thesis-mg-skew.md`` §2.5, target N26).
+"""Lebeda (2023) thesis, Chapter 4: Figure 4.1 (After Lebeda (2023) §2.5, target N26).
 
 Δ⃗ = (4, 1), d = 2. (a) Gaussian, p = 2: spherical and noise-proportional-to-sensitivity give
 E‖η‖₂² = 17/ρ, the optimal shape (b ∝ √Δ⃗) 12.5/ρ. (b) Laplace, p = 1: standard and proportional give

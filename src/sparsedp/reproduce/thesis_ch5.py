@@ -1,6 +1,6 @@
 """Lebeda (2023) thesis, Chapter 5 (PLAN): Table 5.1 and the skew benefit of PLAN.
 
-Spec ``seed-004b-thesis-mg-skew.md`` §3.9 (Table 5.1, target N40) and §5.0/§5.3(d).
+After Lebeda (2023) §3.9 (Table 5.1, target N40) and §5.0/§5.3(d).
 
 * ``thesis-table5.1``: variance estimation on n = 4000 samples of N(10, σ²), ρ ∈ {0.001, 0.01},
   σ² ∈ {0.001, 1}, 100 runs (10 with ``fast``), for the direct estimates σ̃ = Q_q − μ̃

@@ -1,6 +1,6 @@
 """Lebeda (2023) thesis, Chapter 5: Figures 5.2–5.4 — PLAN against its baseline IOME.
 
-Spec ``seed-004b-thesis-mg-skew.md`` §3.8–3.9 (settings: Table 5.2, L2546–2553; text L2322–2390). The thesis
+After Lebeda (2023) §3.8–3.9 (settings: Table 5.2, L2546–2553; text L2322–2390). The thesis
 prints no numbers for these figures (spec §7.18): we reproduce the settings and the orderings it reports, at
 reduced size so that each target runs in about a minute (the sizes are in each CSV).
 

@@ -1,7 +1,7 @@
 """ALP: private representations of sparse vectors with Laplace-like error, optimal space and fast access.
 
 Source: Lebeda thesis Chapter 2 = Aumüller, Lebeda, Pagh (CCS 2021, JPC 2022); spec
-``shared/specs/seed-004a-thesis-alp.md`` (its §3 holds the pseudocode followed here line by line).
+Lebeda (2023) (its §3 holds the pseudocode followed here line by line).
 Neighbours (§2.2, Def. 2.1): non-negative k-sparse vectors with ‖x − x′‖₁ ≤ 1 (histograms: one count
 changes by one).
 

@@ -1,4 +1,4 @@
-"""``sparsedp.alp``: an ALP structure (Lebeda thesis Ch. 2, spec seed-004a) built from a frame in one call.
+"""``sparsedp.alp``: an ALP structure (Lebeda thesis Ch. 2, after Lebeda (2023)) built from a frame in one call.
 
 The result is a queryable private sparse vector (:class:`~sparsedp.sketches.alp.ALP`): ``obj[key]`` /
 ``obj.query(key)`` answers any key (absent keys read noise around 0), ``obj.save(path)`` /
@@ -31,7 +31,7 @@ Laplace(Δ/ε_k) and ``t`` the smallest integer with ``P[Z ≤ −t] = q^t/(1+q)
 probability ≤ ``k_failure``; the thesis's ``ln(d/2)/ε`` is the continuous version with failure 1/d), where
 Δ = l0 (2·l0 for the signed reduction: a key may switch between ``(key,+)`` and ``(key,−)``) is the support's
 sensitivity, using ``ε_k = k_epsilon_fraction · ε``; the ALP gets ``ε_alp = ε − ε_k`` (basic composition).
-k is never checked against the data (a data-dependent refusal would leak, seed 000 §1.5): a too-small k only
+k is never checked against the data (a data-dependent refusal would leak, Lebeda & Retschmeier (2024) §1.5): a too-small k only
 costs accuracy (more collisions), never privacy.
 
 The ledger (``ledger=``, ``dataset=``) is charged (ε, δ) for add/remove one unit before any noise is drawn.

@@ -1,7 +1,7 @@
 """The Misra–Gries sketch in the exact variant the privacy analysis needs (thesis Algorithm 12).
 
 Source: Lebeda, *Differentially Private Release of Sparse and Skewed Data* (PhD thesis, 2023), Chapter 3
-= Lebeda & Tětek, PODS 2023; spec ``shared/specs/seed-004b-thesis-mg-skew.md`` §1.2. The update rule::
+= Lebeda & Tětek, PODS 2023; After Lebeda (2023) §1.2. The update rule::
 
     T <- {d+1, ..., d+k}, c <- 0                      # k dummy keys outside the universe U
     for x in S:
@@ -499,7 +499,7 @@ class MisraGries:
         [f(x) - N/(k+1), f(x)] with N the total stream length, for any merge order.
 
         The result is a *merged* sketch: neighbouring datasets give counters that differ by +1 (or by -1)
-        on at most k keys (Corollary 3.2, Lemma 3.6), a k-sparse monotonic histogram (seed 000 Def. 3.1).
+        on at most k keys (Corollary 3.2, Lemma 3.6), a k-sparse monotonic histogram (Lebeda & Retschmeier (2024) Def. 3.1).
         """
         if not isinstance(other, MisraGries):
             raise InvalidTypeError(f"can only merge with a MisraGries sketch, got {type(other).__name__}")

@@ -25,7 +25,7 @@ partitions (:mod:`sparsedp.sketches.spark_sketch`).
 * ``MERGE`` — one Algorithm-12 sketch per partition, combined by the [ACH+13] merge (thesis §3.7) as a left
   fold in partition order. The result is identical to ``MisraGries.merge_all([sequential sketch of
   partition i for i in order])`` (deterministic: no dependence on batch sizes, on the number of batches, or on
-  which worker built which partition). A merged sketch is a k-sparse monotonic histogram (Corollary 3.2, seed 000
+  which worker built which partition). A merged sketch is a k-sparse monotonic histogram (Corollary 3.2, Lebeda & Retschmeier (2024)
   Def. 3.1): release it with CSH or the merged-sketch Laplace, never with Algorithm 13. The per-partition sketches
   are also kept (k counters and γ each) for the §3.6 post-processing of several streams (option A).
 * ``SEQUENTIAL`` — one sketch fed every partition in order: *identical to the sequential Algorithm-12 sketch

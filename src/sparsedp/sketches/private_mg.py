@@ -1,6 +1,6 @@
 """Private Misra–Gries releases (thesis Chapter 3 = Lebeda & Tětek, PODS 2023).
 
-Spec: ``shared/specs/seed-004b-thesis-mg-skew.md`` §1.4–§1.8. Neighbours: add/remove one stream element
+After Lebeda (2023) §1.4–§1.8. Neighbours: add/remove one stream element
 (Def. 3.1); the stream length is not public. All noise is exact discrete noise from
 :mod:`sparsedp.noise` (the thesis's continuous Laplace is replaced by the two-sided geometric /
 discrete Laplace mechanism as its §3.5.2 recommends, with the matching threshold).
@@ -19,8 +19,8 @@ Releases offered (``variant`` of :func:`misra_gries_release`):
 ``"merged-laplace"`` — merged sketches (§3.7, Corollary 3.2: counters change by +1 or by −1 on at most k
     keys, supports nested): discrete Laplace(k/ε) on the stored counters and a threshold hiding the ≤ k
     count-1 keys on one side only (spec §1.8 τ_merge, [DERIVED], discretised).
-``"csh"`` — the correlated-noise release of seed 000 (CSH) on the sketch, which is a k-sparse monotonic
-    histogram (seed 000 Def. 3.1) both for a single Algorithm-12 sketch (Lemma 3.1: all changes −1 or one
+``"csh"`` — the correlated-noise release of Lebeda & Retschmeier (2024) (CSH) on the sketch, which is a k-sparse monotonic
+    histogram (Lebeda & Retschmeier (2024) Def. 3.1) both for a single Algorithm-12 sketch (Lemma 3.1: all changes −1 or one
     +1) and for merged sketches (Corollary 3.2); delegated to
     ``sparsedp.mechanisms.release_histogram(..., mechanism="csh")`` with sparsity bound k.
 """
@@ -341,9 +341,9 @@ def merged_private_misra_gries(sketch: MisraGries, *, epsilon: float, delta: flo
 
 
 def csh_misra_gries(sketch: MisraGries, *, epsilon: float, delta: float, rng=None) -> Release:
-    """CSH (seed 000, Alg. 2 / its discrete variant) on the sketch's positive counters, sparsity bound k.
+    """CSH (Lebeda & Retschmeier (2024), Alg. 2 / its discrete variant) on the sketch's positive counters, sparsity bound k.
 
-    Valid because the sketch is a k-sparse monotonic histogram (seed 000 Def. 3.1): always ≤ k positive
+    Valid because the sketch is a k-sparse monotonic histogram (Lebeda & Retschmeier (2024) Def. 3.1): always ≤ k positive
     counters, and between neighbours all counters move by −1 or one by +1 (Lemma 3.1) — or, for merged
     sketches, all by +1 or all by −1 on ≤ k keys (Corollary 3.2). Calibration and noise are those of
     ``sparsedp.mechanisms.release_histogram(..., mechanism="csh")``.

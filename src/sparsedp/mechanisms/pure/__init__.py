@@ -1,4 +1,4 @@
-"""Pure ε-DP histograms on finite computers (Balcer & Vadhan, ITCS 2018; spec seed-003).
+"""Pure ε-DP histograms on finite computers (Balcer & Vadhan, ITCS 2018; after Balcer & Vadhan (2019)).
 
 Integer/rational arithmetic only, randomness from :mod:`sparsedp.noise`, running time polylogarithmic
 in the domain size for the sparse and compact mechanisms. Numbering follows the paper (ITCS version):

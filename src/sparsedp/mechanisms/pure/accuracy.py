@@ -1,4 +1,4 @@
-"""Error bounds of the pure-DP histograms (seed 003 Figures 1 and 2, Cor 7.3; spec §7.1–§7.5).
+"""Error bounds of the pure-DP histograms (Balcer & Vadhan (2019) Figures 1 and 2, Cor 7.3; spec §7.1–§7.5).
 
 Two kinds of helpers:
 

@@ -1,4 +1,4 @@
-"""CompactHistogram (seed 003, §7: Lemma 7.1, Alg 9, Thm 7.2, Cor 7.3): a pure-DP histogram over a huge
+"""CompactHistogram (Balcer & Vadhan (2019), §7: Lemma 7.1, Alg 9, Thm 7.2, Cor 7.3): a pure-DP histogram over a huge
 domain with per-query error O(1/ε) on **every** bin, released as a polynomial.
 
 Construction (spec §5.12). The counting sampler ``M`` (``(ε₁/2, 0)``-DP) is matched to the field size
@@ -157,7 +157,7 @@ class CompactHistogram:
 
 def compact_histogram(sampler, counts: Mapping[int, int], domain_size: int, rng=None, *,
                       q_min: int | None = None, ell: int | None = None) -> CompactHistogram:
-    """CompactHistogram_{M,M₀} (seed 003, Alg 9, Thm 7.2).
+    """CompactHistogram_{M,M₀} (Balcer & Vadhan (2019), Alg 9, Thm 7.2).
 
     ``q_min`` (default ``⌈20/ε⌉`` for the sampler's ε = 1/k, i.e. ``ε₂+ε₃ <= ε/10``) sets the least block
     size, hence the field: ``ℓ`` = :func:`choose_ell` unless given explicitly (it must still give

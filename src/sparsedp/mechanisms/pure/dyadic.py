@@ -1,4 +1,4 @@
-"""Round-down dyadic arithmetic with ``P`` significant bits (spec seed-003 §3 P4).
+"""Round-down dyadic arithmetic with ``P`` significant bits (after Balcer & Vadhan (2019) §3 P4).
 
 A nonnegative real is held as ``(m, e)`` meaning ``m·2^e`` with ``m = 0`` or ``2^{P−1} <= m < 2^P``.
 Every operation rounds *down*, so errors are one-sided: writing the computed value as ``x·e^{−λ}``,

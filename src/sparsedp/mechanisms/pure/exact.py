@@ -1,4 +1,4 @@
-"""Exact output distributions of the pure-DP histograms and an exact DP checker (spec seed-003 §8).
+"""Exact output distributions of the pure-DP histograms and an exact DP checker (after Balcer & Vadhan (2019) §8).
 
 For tiny instances every mechanism's complete output law is computed with ``fractions.Fraction`` by
 composing the exact laws of its parts (the counting sampler's pmf from its integer CDF, the level-wise

@@ -1,4 +1,4 @@
-"""The finite field GF(2^k), ``k = 2·3^ℓ``, as ``F₂[x]/(x^k + x^{k/2} + 1)`` (seed 003 §2.3, spec P8).
+"""The finite field GF(2^k), ``k = 2·3^ℓ``, as ``F₂[x]/(x^k + x^{k/2} + 1)`` (Balcer & Vadhan (2019) §2.3, spec P8).
 
 The trinomial is the cyclotomic polynomial ``Φ_{3^{ℓ+1}}``, irreducible over F₂ because 2 is a primitive
 root modulo every power of 3 (van Lint), so this is an explicit, deterministic field of size ``2^{2·3^ℓ}``.

@@ -1,4 +1,4 @@
-"""Dense and "keep the n+1 heaviest" histograms of seed 003 (Balcer & Vadhan), §5 and §6.1–6.2.
+"""Dense and "keep the n+1 heaviest" histograms of Balcer & Vadhan (2019) (Balcer & Vadhan), §5 and §6.1–6.2.
 
 Data model (paper §2): a dataset is ``n`` rows, each a label of the public finite domain
 ``X = {0, …, |X|−1}``; ``n`` is public and neighbours *replace* one row (bounded DP), so two bins change
@@ -66,7 +66,7 @@ def _require_domain(domain_size: int, need: int, what: str) -> None:
 
 
 def basic_histogram(sampler, counts: Mapping[int, int], labels: Iterable[int], rng=None) -> Histogram:
-    """BasicHistogram_{M,A} (seed 003, Alg 3, Thm 5.1): a noisy count for every label of ``labels``.
+    """BasicHistogram_{M,A} (Balcer & Vadhan (2019), Alg 3, Thm 5.1): a noisy count for every label of ``labels``.
 
     ``labels`` (the set A) must not depend on the data: then the release is ``(2·ε_count, 0)``-DP, and
     each count is within the sampler's ``(a, β)`` accuracy. Zeros are included (a dense partial vector).
@@ -83,7 +83,7 @@ def release_heaviest(noisy: Mapping[int, int], n: int) -> Histogram:
 
 
 def keep_heavy(sampler, counts: Mapping[int, int], domain_size: int, rng=None) -> Histogram:
-    """KeepHeavy_M (seed 003, Alg 4, Thm 6.1): BasicHistogram over all of X, keep bins above the
+    """KeepHeavy_M (Balcer & Vadhan (2019), Alg 4, Thm 6.1): BasicHistogram over all of X, keep bins above the
     ``(n+1)``-th largest noisy count. ``(ε, 0)``-DP. Time linear in ``|X|``: the reference semantics."""
     n = sampler.n
     _require_domain(domain_size, n + 1, "KeepHeavy")
@@ -103,7 +103,7 @@ def _F0(sampler):
 
 
 def kh_prime(sampler, counts: Mapping[int, int], domain_size: int, rng=None) -> Histogram:
-    """KH′_M (seed 003, Alg 5, Prop 6.2), identically distributed to :func:`keep_heavy`.
+    """KH′_M (Balcer & Vadhan (2019), Alg 5, Prop 6.2), identically distributed to :func:`keep_heavy`.
 
     Occupied bins get ``M(c_x)``; ``n+1`` uniformly chosen distinct empty labels (P7) get the exact top
     ``n+1`` order statistics of the ``m = |X| − |A|`` empty-bin values, sampled level-wise with exact
@@ -136,7 +136,7 @@ def _kh2(sampler, counts, domain_size, g1, binom, rng) -> Histogram:
 
 def kh_double_prime(sampler, counts: Mapping[int, int], domain_size: int, beta1: object | None,
                     rng=None) -> Histogram:
-    """KH″_{M,β₁} (seed 003, Alg 7, Thm 6.4) with exact level-wise order statistics.
+    """KH″_{M,β₁} (Balcer & Vadhan (2019), Alg 7, Thm 6.4) with exact level-wise order statistics.
 
     Step 1 draws ``(4n+2)/β₁`` iid labels and releases the empty histogram if fewer than ``2n+1`` are
     distinct (probability ``<= β₁``, independent of the data). ``beta1=None`` samples the distinct labels
@@ -150,7 +150,7 @@ def kh_double_prime(sampler, counts: Mapping[int, int], domain_size: int, beta1:
 
 def sparse_histogram(sampler, counts: Mapping[int, int], domain_size: int, beta1: object | None,
                      delta: object, rng=None) -> Histogram:
-    """SparseHistogram_{M,β₁,δ} (seed 003, Thm 6.5; construction spec §5.10).
+    """SparseHistogram_{M,β₁,δ} (Balcer & Vadhan (2019), Thm 6.5; construction spec §5.10).
 
     KH″ with the order statistics sampled by the dyadic round-down binomial walk at precision
     ``P = max(4, ⌈log₂((n+1)(16|X| + 9n + 9)/δ)⌉)`` (computed from ``|X|``, not the data-dependent ``m``),

@@ -1,4 +1,4 @@
-"""Uniform labels of the public domain ``X = {0, …, |X|−1}`` (spec seed-003 §5.9 step 1, P7).
+"""Uniform labels of the public domain ``X = {0, …, |X|−1}`` (after Balcer & Vadhan (2019) §5.9 step 1, P7).
 
 Empty bins of KH′/KH″ get their labels here; the labels never depend on the data beyond the exclusion
 of the occupied set ``A`` (and, for :func:`coupon_labels`, not even the number of draws does).
@@ -51,7 +51,7 @@ def coupon_draws(n: int, g1: int) -> int:
 
 
 def coupon_labels(domain_size: int, occupied: set[int], n: int, g1: int, rng=None) -> list[int] | None:
-    """KH″ steps 1 and 4 (seed 003, Alg 7): draw up to ``(4n+2)·g₁`` iid uniform labels; if fewer than
+    """KH″ steps 1 and 4 (Balcer & Vadhan (2019), Alg 7): draw up to ``(4n+2)·g₁`` iid uniform labels; if fewer than
     ``2n+1`` distinct labels appear return ``None`` (release the empty histogram), else return the first
     ``n+1`` distinct labels not in ``occupied``, in order of appearance.
 

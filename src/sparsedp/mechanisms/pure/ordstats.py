@@ -1,6 +1,6 @@
-"""Top order statistics of ``m`` iid copies of a counting sampler's noise at count 0 (spec seed-003 §5.8).
+"""Top order statistics of ``m`` iid copies of a counting sampler's noise at count 0 (after Balcer & Vadhan (2019) §5.8).
 
-KH′/KH″ (seed 003, Algs 5 and 7) need the joint law of the ``n+1`` largest of ``m`` iid values
+KH′/KH″ (Balcer & Vadhan (2019), Algs 5 and 7) need the joint law of the ``n+1`` largest of ``m`` iid values
 ``Z_i ~ M(0, U)`` without drawing ``m ≈ |X|`` values. The paper's OrdSample (Alg 6, Lemma 2.9) is **wrong**
 for integer-valued Z (ties; erratum E1, see docs/proofs/balcer-vadhan-errata.md). This module implements
 the corrected *level-wise binomial* sampler: going down from the top value ``v = n``, given how many of

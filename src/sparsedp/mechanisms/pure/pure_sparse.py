@@ -1,4 +1,4 @@
-"""PureSparseHistogram (seed 003, Alg 8, Thm 6.6): pure ε-DP sparse histogram in time polylog |X|.
+"""PureSparseHistogram (Balcer & Vadhan (2019), Alg 8, Thm 6.6): pure ε-DP sparse histogram in time polylog |X|.
 
 With probability ``1 − β₂`` run :func:`~.keep_heavy.sparse_histogram` at statistical distance
 ``δ = (ε/3)·β₂·(6|X|)^{−n}`` (exponent **n**: erratum E4), otherwise release a histogram from the
@@ -41,7 +41,7 @@ def uniform_sparse_histogram(domain_size: int, n: int, rng=None) -> Histogram:
 
 def pure_sparse_histogram(sampler, counts: Mapping[int, int], domain_size: int, beta1: object | None,
                           beta2: object, rng=None) -> Histogram:
-    """PureSparseHistogram_{M,ε,β₁,β₂} (seed 003, Alg 8, Thm 6.6).
+    """PureSparseHistogram_{M,ε,β₁,β₂} (Balcer & Vadhan (2019), Alg 8, Thm 6.6).
 
     ``sampler`` must be ``(ε/2, 0)``-DP for counting queries with ``ε = 1/sampler.params.k``
     (``GeoSample``/``FastSample`` at that ε); the release is ``(ε, 0)``-DP. Needs ``|X| >= 4n``.

@@ -11,7 +11,7 @@ Neighbours:
 
 * with ``max_units=N`` (a public bound on the number of units): add/remove one unit. The items are padded to
   ``N`` with a dummy label that is never released, so adding/removing a unit is a replacement in the padded
-  data (seed 003 §2, :func:`~sparsedp.mechanisms.pure.release_pure`); the release is ε-DP (δ = 0;
+  data (Balcer & Vadhan (2019) §2, :func:`~sparsedp.mechanisms.pure.release_pure`); the release is ε-DP (δ = 0;
   ``Stability``: (ε, δ)-DP) for add/remove one unit;
 * without it: **replace one unit, with n public** (the paper's bounded DP). The report, the output metadata and
   the ledger record that relation (:class:`~sparsedp.accounting.calibration.Neighbours`); a ledger never adds it
@@ -24,7 +24,7 @@ such strings; released empty bins carry random labels of that domain, as the mec
 dense and needs a public ``domain_size`` (one integer key column in ``[0, domain_size)``, ``domain_size <= 2^20``).
 ``Compact`` releases a queryable :class:`~sparsedp.mechanisms.pure.CompactHistogram` (``result.query(key)``), and
 its table lists the public ``query_keys`` only (releasing the keys present in the data would not be private).
-ε is rounded down to ``1/⌈1/ε⌉`` (seed 003 §1.5), so ε must be in (0, 1].
+ε is rounded down to ``1/⌈1/ε⌉`` (Balcer & Vadhan (2019) §1.5), so ε must be in (0, 1].
 """
 
 from __future__ import annotations
@@ -195,6 +195,7 @@ class _Pure(Mechanism):
     max_units: int | None = None
     max_key_bytes: int = DEFAULT_MAX_KEY_BYTES
     beta: Fraction = Fraction(1, 20)
+    pure_dp = True  # not a field: a ClassVar of the base class
 
     dense: bool = field(default=False, init=False, repr=False)
 
@@ -341,7 +342,7 @@ def _threshold_check(mech: "_Pure", n: int, epsilon: float) -> None:
 @register
 @dataclass(frozen=True)
 class PureSparse(_Pure):
-    """Pure ε-DP sparse histogram (Balcer–Vadhan Alg. 8, seed 003): released counts of heavy keys plus random
+    """Pure ε-DP sparse histogram (Balcer–Vadhan Alg. 8, Balcer & Vadhan (2019)): released counts of heavy keys plus random
     labels of empty bins, δ = 0. One key per unit. A key-length bound too large for the number of units (no
     real key could pass the empty bins' noise) is refused before any charge (:func:`_threshold_check`)."""
 
@@ -366,7 +367,7 @@ class PureSparse(_Pure):
 
 @dataclass(frozen=True)
 class _Stone(_Pure):
-    """The Balcer–Vadhan stepping stones (seed 003 §6): release the bins whose noisy count is above the
+    """The Balcer–Vadhan stepping stones (Balcer & Vadhan (2019) §6): release the bins whose noisy count is above the
     (n+1)-th largest. ``domain_size`` (optional): integer keys in ``[0, domain_size)``; else strings of at most
     ``max_key_bytes`` bytes (|X| = (256^(L+1) − 1)/255, so small L only: 1 → 257, 2 → 65793 keys)."""
 

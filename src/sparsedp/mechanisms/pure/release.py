@@ -4,7 +4,7 @@
 >>> rel.to_dict()      # released keys with noisy counts; rel.calibration says what was guaranteed
 
 Neighbouring relation. By default the number of items ``n`` is treated as **public** and neighbours
-replace one item (the paper's bounded DP, seed 003 §2). Pass ``max_items=N`` (a public bound on the
+replace one item (the paper's bounded DP, Balcer & Vadhan (2019) §2). Pass ``max_items=N`` (a public bound on the
 number of items) for add/remove-one-unit neighbours: the items are padded to ``N`` with a dummy label
 that is never released, so adding or removing a unit is a replacement with the dummy in the padded data
 and the same ε holds.
@@ -44,7 +44,7 @@ MECHANISMS = ("pure-sparse", "compact", "basic", "keep-heavy", "stability", "kh-
 DENSE_LIMIT = 1 << 20
 #: KH′ and KH″ sample order statistics with exact binomials whose cost grows with |X| (ordstats, spec P5)
 EXACT_ORDSTATS_LIMIT = 1 << 9
-#: the Balcer–Vadhan stepping stones (seed 003 §6): KeepHeavy (Alg 4), KH′ (Alg 5), KH″ (Alg 7),
+#: the Balcer–Vadhan stepping stones (Balcer & Vadhan (2019) §6): KeepHeavy (Alg 4), KH′ (Alg 5), KH″ (Alg 7),
 #: SparseHistogram (Thm 6.5); all release the bins above the (n+1)-th largest noisy count
 STEPPING_STONES = ("keep-heavy", "kh-prime", "kh-double-prime", "sparse-histogram")
 
@@ -260,7 +260,7 @@ def _release(counts: Counter, N: int, decode, epsilon, beta, mechanism, rng, max
 @dataclass(frozen=True)
 class PureOptions:
     """The public parameters of one configured mechanism: ``k`` (ε = 1/k), ``sampler`` (repr of the counting
-    sampler, seed 003 §5), and, where the mechanism has them, ``beta1``/``beta2`` (pure-sparse, Figure 2),
+    sampler, Balcer & Vadhan (2019) §5), and, where the mechanism has them, ``beta1``/``beta2`` (pure-sparse, Figure 2),
     ``tau`` (the stability threshold), ``q_min``/``ell`` (compact, Cor. 7.3), ``gamma``/``t`` (FastSample's
     uniform weight and window)."""
 

@@ -1,4 +1,4 @@
-"""Stability-based histogram (seed 003, Thm 1.3; algorithm spec §5.13): ``(ε, δ)``-DP, time independent
+"""Stability-based histogram (Balcer & Vadhan (2019), Thm 1.3; algorithm spec §5.13): ``(ε, δ)``-DP, time independent
 of |X|.
 
 Noise only the occupied bins with the exact counting sampler and release those above the integer
