@@ -32,6 +32,8 @@ def render_table(cals, *, title: str) -> None:
     for c in cals:
         name = c.mechanism + ((" (de-biased counts)" if c.debias else " (shifted: count - cutoff)")
                               if c.mechanism == "topk-csh" else "")
+        if c.mechanism in ("topk-csh", "csh") and str(c.analysis).startswith("discrete-"):
+            name += ", Algorithm 4 noise"
         table.add_row(name, c.analysis, "discrete" if c.discrete else "continuous",
                       _fmt(c.sigma), _fmt(c.noise_std), _fmt(c.tau), f"{c.delta_achieved:.4g}")
     Console(width=max(100, Console().width)).print(table)

@@ -95,7 +95,8 @@ def run_release(data, *, console, err_console, head: int = 10, flags=RELEASE_FLA
 OPTION_FLAGS = {"pre_threshold": "--pre-threshold", "debias": "--shifted", "sketch_size": "--sketch-size",
                 "max_units": "--max-units", "domain_size": "--domain-size", "max_key_bytes": "--max-key-bytes",
                 "query_keys": "--query-keys", "k": "--top-k", "c": "--size-weight", "known_n": "--known-n",
-                "group": "--group", "split": "--split", "count_bound": "--count-bound", "select": "--select"}
+                "group": "--group", "split": "--split", "count_bound": "--count-bound", "select": "--select",
+                "noise": "--csh-noise"}
 
 
 def build_mechanism(name: str, options: dict):
@@ -104,7 +105,7 @@ def build_mechanism(name: str, options: dict):
     from ..errors import InvalidParameterError
     from ..mechanisms import registry
 
-    if name == "auto" and set(options) <= {"k", "debias"} and "k" in options:
+    if name == "auto" and set(options) <= {"k", "debias", "noise"} and "k" in options:
         name = "topk-csh"
     if name == "auto" and not options:
         return "auto"
@@ -222,6 +223,9 @@ def release(
                                                               "counts)."),
     shifted: bool = typer.Option(False, "--shifted", help="Top-k: release count minus the (k+1)-th count "
                                                           "(column count_minus_cutoff) instead of counts."),
+    csh_noise: Optional[str] = typer.Option(None, "--csh-noise", help="Top-k: the exact integer noise, 'rounded' "
+                                            "(default: rounded Gaussian) or 'alg4' (Algorithm 4 of Lebeda & Retschmeier 2024, "
+                                            "discrete Gaussians on the half-integer lattice, zCDP account)."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the table to this .parquet/.csv file "
                                                            "(atomically, with the guarantee as metadata)."),
     engine: Optional[str] = typer.Option(None, "--engine", help="polars (default), duckdb (default for SQL), "
@@ -288,7 +292,7 @@ def release(
                                  ("max_units", max_units), ("domain_size", domain_size),
                                  ("max_key_bytes", max_key_bytes), ("k", top_k), ("c", size_weight),
                                  ("known_n", known_n), ("group", group), ("count_bound", count_bound),
-                                 ("select", select))
+                                 ("select", select), ("noise", csh_noise))
                if x is not None}
     if split is not None:
         options["split"] = split
@@ -297,6 +301,8 @@ def release(
     if shifted:
         options["debias"] = False
     try:
+        if csh_noise is not None and csh_noise not in ("rounded", "alg4"):
+            raise InvalidParameterError(f"--csh-noise must be 'rounded' or 'alg4', got {csh_noise!r}")
         by_cols = [c.strip() for c in by.split(",") if c.strip()]
         if group is not None and keys_file is None:
             raise InvalidParameterError("--group groups a public key list: pass --keys FILE too")
