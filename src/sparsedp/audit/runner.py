@@ -59,16 +59,18 @@ _LEVELS = np.geomspace(1e-5, 0.5, 40)
 
 def default_runs(target: Target) -> tuple[int, int]:
     """``(runs, law_runs)`` by default: tiled mechanisms (GSHM, Laplace) are cheap per release (200 000 each);
-    CSH / top-k CSH cost 5–60 ms per release (the exact shared-term tables; machine load): 200 per neighbour (the
-    privacy scenarios then catch only gross breaks) and 600 for the law (margin −1 of top-k CSH, k = 4: ~570
-    needed for power 0.9, :func:`law_runs_needed`); the pure and Misra–Gries mechanisms (a sketch or a noisy
-    domain per release) 100."""
+    CSH / top-k CSH cost 5–60 ms per release (the exact shared-term tables; machine load): 100 per neighbour (the
+    privacy scenarios then catch only gross breaks) and 300 for the law, so an audit stays within 60 s on a
+    loaded 2-core machine (at 200/600 csh took 67 s there); σ/2 is refuted by the law check at p ~ 1e-35 with
+    600 releases, far inside this budget, while margin −1 of top-k CSH (k = 4) needs ~570 law runs for power
+    0.9 (:func:`law_runs_needed`: pass ``law_runs=600``); the pure and Misra–Gries mechanisms (a sketch or a
+    noisy domain per release) 100."""
     if target.tiled:
         return 200_000, 200_000
     if target.embedding:  # ~0.5 ms per release (d + 1 exact draws)
         return 20_000, 20_000
     if target.correlated:
-        return 200, 600
+        return 100, 300
     return 100, 0
 
 
