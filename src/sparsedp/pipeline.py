@@ -676,9 +676,11 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
         if k is not None:
             kreq = ReleaseRequest(epsilon=eps, delta=dlt, insecure_float=insecure_float, aggregates=sums,
                                   column_shape=shape)
-            variants = ((TopKCSH(k=k), rows),) if sums else ((TopKCSH(k=k), rows), (TopKCSH(k=k, debias=False), extra))
+            variants: list[tuple[TopKCSH, list]] = [(TopKCSH(k=k), rows)]
+            if not sums:
+                variants.append((TopKCSH(k=k, debias=False), extra))
             if not (sums or insecure_float):  # Algorithm 4's exact discrete noise (the paper's own), both outputs
-                variants += ((TopKCSH(k=k, noise="alg4"), extra), (TopKCSH(k=k, debias=False, noise="alg4"), extra))
+                variants += [(TopKCSH(k=k, noise="alg4"), extra), (TopKCSH(k=k, debias=False, noise="alg4"), extra)]
             for m, target in variants:
                 try:
                     target.append((m, m.calibrate(kreq)))
