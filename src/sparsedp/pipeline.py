@@ -100,7 +100,8 @@ def _column_shape(column_shape: Any, sums: tuple) -> Any:
     return fit_shape(sums, column_shape).requested
 
 
-def _mechanism(mechanism: Any, top_k: Any, max_groups_per_unit: int | None, keys: bool = False) -> Mechanism:
+def _mechanism(mechanism: Any, top_k: Any, max_groups_per_unit: int | None, keys: bool = False,
+               pure: bool = False) -> Mechanism:
     """The mechanism object for the arguments: a registered name or object; ``top_k=…`` is the shorthand for
     ``mechanism=sd.TopKCSH(k=top_k)``."""
     from .mechanisms import registry
@@ -126,7 +127,7 @@ def _mechanism(mechanism: Any, top_k: Any, max_groups_per_unit: int | None, keys
     if mechanism == "topk-csh":
         raise InvalidParameterError("mechanism='topk-csh' needs top_k=… (number of keys to keep, e.g. 100), or "
                                     "mechanism=sd.TopKCSH(k=…)")
-    if mechanism == "auto" and max_groups_per_unit is None and not keys:
+    if mechanism == "auto" and max_groups_per_unit is None and not keys and not pure:  # δ = 0: one key per unit
         raise InvalidParameterError(
             "declare a contribution bound: max_groups_per_unit=… (keys per unit, e.g. 10) or top_k=… "
             "(release the top-k keys, e.g. 100)")
@@ -342,7 +343,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         pub = keys if isinstance(keys, PublicKeys) else public_keys(keys, cols)
         if list(pub.columns) != cols:
             raise InvalidParameterError(f"keys has the columns {list(pub.columns)}, not the by columns {cols}")
-    mech = _mechanism(mechanism, top_k, l0, keys=pub is not None)
+    mech = _mechanism(mechanism, top_k, l0, keys=pub is not None, pure=dlt == 0)
     if auto is not None and mech.name not in ("auto", "gshm", "laplace") and not (
             auto.objective == "keys" and mech.name == "weighted-gaussian"):
         raise InvalidParameterError(f"max_groups_per_unit='auto' chooses l0 for mechanism 'auto', 'gshm' or "
