@@ -1,6 +1,7 @@
 """Benchmark: streaming Misra–Gries and ALP space / access time.
 
 Run:  python benchmarks/sketches.py [--items 1e8] [--k 10000] [--repeats 3]
+      python benchmarks/sketches.py --alp-memory-only [--alp-u 2e4,2e5,1e6] [--baseline-src OLD/src]
 
 Part 1 (issue 8 acceptance): a lazily generated stream (Pareto-skewed integer keys, chunks of 2^20) is
 sketched with k = 10^4 by the exact Algorithm-12 kernel. Prints items/s of the sketch update (median of
@@ -11,6 +12,13 @@ sketch's memory is O(k): the two must agree).
 Part 2: ALP (thesis Ch. 2) space in bits against the stated sizes (s·m bits for z̃ with s = 10k and
 m = ⌈ψε/α⌉ or ⌈tε₂/α⌉, 2·61 bits per hash function, 125 bits per threshold-map entry) and query time
 against m (a query reads exactly m bits; Lemma 2.6: time O(m), independent of d and k).
+
+Part 3 (issue 32): ALP memory at large u. Each size runs in a fresh subprocess (so its peak RSS,
+``ru_maxrss``, is its own): ``ALP.build`` of k = 1000 keys (Zipf values capped at u) with the projection variant
+at ε = 0.9 (what ``sd.alp`` gives the structure at ε = 1), u = 2·10^4, 2·10^5 and 10^6, then 50 point queries.
+Prints s, m, s·m, build time, peak RSS and the packed structure's size. ``--baseline-src`` runs the same build
+under another source tree (e.g. a worktree of an older commit) at the sizes listed in ``--baseline-u``, for a
+before/after in the same run. Target: u = 10^6 within 4 GiB of RSS.
 """
 
 from __future__ import annotations
@@ -18,8 +26,11 @@ from __future__ import annotations
 import argparse
 import collections
 import math
+import os
 import resource
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -141,16 +152,66 @@ def part2(repeats: int) -> None:
               f"({alp.size_in_bits() / kk:.1f} bits/key)")
 
 
+_ALP_CHILD = """
+import resource, sys, time
+import numpy as np
+from sparsedp.noise import InsecureSeededRandom
+from sparsedp.sketches import ALP
+u, k = float(sys.argv[1]), int(sys.argv[2])
+keys = np.arange(k)
+vals = np.minimum(np.random.default_rng(0).zipf(1.3, k), int(u)).astype(np.int64)
+t = time.perf_counter()
+a = ALP.build((keys, vals), epsilon=0.9, k=k, u=u, variant="projection", rng=InsecureSeededRandom(1))
+build = time.perf_counter() - t
+t = time.perf_counter()
+a.estimate_many(keys[:50])
+query = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+print(a.s, a.m, build, query, rss, a.s * a.m / 8 / 2 ** 30)
+"""
+
+
+def part3(sizes: list[float], k: int, baseline_src: str | None, baseline_sizes: list[float]) -> None:
+    print("\n== ALP memory (projection, k = %d keys, eps = 0.9; one fresh process per row) ==" % k)
+    print(f"{'code':<10}{'u':>10}{'s':>8}{'m':>9}{'s*m':>10}{'build s':>9}{'50 queries s':>14}{'peak RSS GiB':>14}"
+          f"{'packed GiB':>12}")
+    runs = [("this tree", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"), sizes)]
+    if baseline_src:
+        runs.insert(0, ("baseline", baseline_src, baseline_sizes))
+    for label, src, us in runs:
+        for u in us:
+            env = dict(os.environ, PYTHONPATH=os.path.abspath(src))
+            out = subprocess.run([sys.executable, "-c", _ALP_CHILD, str(u), str(k)], env=env, capture_output=True,
+                                 text=True)
+            if out.returncode != 0:
+                print(f"{label:<10}{u:>10.3g}  failed: {out.stderr.strip().splitlines()[-1:]}")
+                continue
+            s_, m_, build, query, rss, packed = out.stdout.split()
+            print(f"{label:<10}{u:>10.3g}{int(s_):>8}{int(m_):>9}{int(s_) * int(m_):>10.3g}{float(build):>9.1f}"
+                  f"{float(query):>14.2f}{float(rss):>14.2f}{float(packed):>12.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--items", type=float, default=1e8)
     ap.add_argument("--k", type=int, default=10_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-alp", action="store_true")
+    ap.add_argument("--alp-memory-only", action="store_true", help="run part 3 only")
+    ap.add_argument("--alp-u", default="2e4,2e5,1e6", help="part 3: the values of u (comma-separated)")
+    ap.add_argument("--alp-k", type=int, default=1000, help="part 3: keys")
+    ap.add_argument("--baseline-src", default=None, help="part 3: another source tree to run at --baseline-u")
+    ap.add_argument("--baseline-u", default="2e4", help="part 3: the baseline's values of u")
     a = ap.parse_args()
+    sizes = [float(x) for x in a.alp_u.split(",") if x]
+    base_sizes = [float(x) for x in a.baseline_u.split(",") if x]
+    if a.alp_memory_only:
+        part3(sizes, a.alp_k, a.baseline_src, base_sizes)
+        return
     part1(int(a.items), a.k, a.repeats)
     if not a.skip_alp:
         part2(a.repeats)
+        part3(sizes, a.alp_k, a.baseline_src, base_sizes)
 
 
 if __name__ == "__main__":

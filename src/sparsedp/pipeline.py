@@ -608,7 +608,8 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
     ``auto`` chooses among (best first), then the opt-in variants.
 
     ``max_groups_per_unit`` (l0) lists GSHM and the Laplace stability histogram; ``top_k`` lists top-k CSH
-    (de-biased counts, the default) and its shifted variant. With ``max_units`` (n units, one key each) the
+    (de-biased counts, the default) and its shifted variant, each with the rounded noise and (secure noise, no
+    aggregates) with Algorithm 4's noise (``sd.TopKCSH(k, noise="alg4")``). With ``max_units`` (n units, one key each) the
     pure-DP mechanisms follow with their exact error bounds at ``beta`` (default 1/20); ``delta=0`` lists the pure
     ones only. Secure (discrete noise) accountants unless ``insecure_float=True``.
 
@@ -667,7 +668,11 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
         if k is not None:
             kreq = ReleaseRequest(epsilon=eps, delta=dlt, insecure_float=insecure_float, aggregates=sums,
                                   column_shape=shape)
-            variants = ((TopKCSH(k=k), rows),) if sums else ((TopKCSH(k=k), rows), (TopKCSH(k=k, debias=False), extra))
+            variants: list[tuple[TopKCSH, list]] = [(TopKCSH(k=k), rows)]
+            if not sums:
+                variants.append((TopKCSH(k=k, debias=False), extra))
+            if not (sums or insecure_float):  # Algorithm 4's exact discrete noise (the paper's own), both outputs
+                variants += [(TopKCSH(k=k, noise="alg4"), extra), (TopKCSH(k=k, debias=False, noise="alg4"), extra)]
             for m, target in variants:
                 try:
                     target.append((m, m.calibrate(kreq)))

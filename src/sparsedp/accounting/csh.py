@@ -51,6 +51,7 @@ small tail, ``e^ε Φ(·)`` in log space. Every rounding errs toward more privac
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -468,10 +469,14 @@ def csh_discrete_calibrate(epsilon, delta, k, conversion: str = "cks") -> tuple[
     Searches σ above the smallest σ whose zCDP part fits (log grid, then bounded Brent; τ_min(σ) is a
     step-like function, so the optimum is accurate to the grid's resolution, far below 0.1%).
     """
-    eps = v.epsilon(epsilon)
-    dlt = v.delta(delta)
-    k = v.integer("k", k, lo=1)
-    conversion = _check_conversion(conversion)
+    return _csh_discrete_calibrate(v.epsilon(epsilon), v.delta(delta), v.integer("k", k, lo=1),
+                                   _check_conversion(conversion))
+
+
+@functools.lru_cache(maxsize=256)
+def _csh_discrete_calibrate(eps: float, dlt: float, k: int, conversion: str) -> tuple[float, float]:
+    """:func:`csh_discrete_calibrate` on validated arguments, cached (a pure function of them: repeated releases
+    and plans at one (ε, δ, k) search once)."""
     s_lo = _discrete_sigma_star(eps, dlt, k, conversion)
 
     def tau_at(s: float) -> float:

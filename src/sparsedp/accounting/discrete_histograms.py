@@ -478,9 +478,13 @@ def calibrate_topk_debias_discrete(epsilon, delta, k, conversion: str = "cks") -
     counterpart of the spec's ½√(k + 5√k), Lebeda & Retschmeier (2024) §3.3). δ_inf is Thm 7.7's (unchanged: t̃ is not
     thresholded). The margin is minimised over σ on a log grid above the smallest feasible σ.
     """
-    eps = v.epsilon(epsilon)
-    dlt = v.delta(delta)
-    k = v.integer("k", k, lo=1)
+    if conversion not in ("cks", "bs"):
+        raise v.InvalidParameterError(f"conversion must be 'cks' or 'bs', got {conversion!r}")
+    return _calibrate_topk_debias_discrete(v.epsilon(epsilon), v.delta(delta), v.integer("k", k, lo=1), conversion)
+
+
+@lru_cache(maxsize=256)  # a pure function of validated arguments (repeated releases at one point search once)
+def _calibrate_topk_debias_discrete(eps: float, dlt: float, k: int, conversion: str) -> Calibration:
     from ._invert import smallest_ok
     from .csh import csh_discrete_noise_std, csh_discrete_scales
     from .zcdp import zcdp_to_dp_delta

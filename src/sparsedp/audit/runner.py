@@ -49,22 +49,28 @@ __all__ = ["AuditResult", "LawCheck", "VarianceCheck", "audit", "AUDITABLE", "de
 #: cost grow fast with n (1.5 s per release at n = 80, ~10 ms at n = 24): 12 keeps n = 24 (the keys are released
 #: about half the time, which the "diff" statistic's events see; any neighbouring pair gives a valid lower bound)
 _STONE_HIGH = 12
+#: pure-sparse's count of the two keys of its replace-one pairs: its release time grows like n² (n = 2·this), and
+#: with the target's 4-byte keys (:func:`.targets._mechanism`) its threshold at ε = 1 is below 40, so 64 is far
+#: above it (released with probability ≈ 1, as the "shared" scenario wants) at ~0.3 s per release
+_PURE_SPARSE_HIGH = 64
 #: tail probabilities at which threshold events of continuous statistics are placed
 _LEVELS = np.geomspace(1e-5, 0.5, 40)
 
 
 def default_runs(target: Target) -> tuple[int, int]:
     """``(runs, law_runs)`` by default: tiled mechanisms (GSHM, Laplace) are cheap per release (200 000 each);
-    CSH / top-k CSH cost 5–60 ms per release (the exact shared-term tables; machine load): 200 per neighbour (the
-    privacy scenarios then catch only gross breaks) and 600 for the law (margin −1 of top-k CSH, k = 4: ~570
-    needed for power 0.9, :func:`law_runs_needed`); the pure and Misra–Gries mechanisms (a sketch or a noisy
-    domain per release) 100."""
+    CSH / top-k CSH cost 5–60 ms per release (the exact shared-term tables; machine load): 100 per neighbour (the
+    privacy scenarios then catch only gross breaks) and 300 for the law, so an audit stays within 60 s on a
+    loaded 2-core machine (at 200/600 csh took 67 s there); σ/2 is refuted by the law check at p ~ 1e-35 with
+    600 releases, far inside this budget, while margin −1 of top-k CSH (k = 4) needs ~570 law runs for power
+    0.9 (:func:`law_runs_needed`: pass ``law_runs=600``); the pure and Misra–Gries mechanisms (a sketch or a
+    noisy domain per release) 100."""
     if target.tiled:
         return 200_000, 200_000
     if target.embedding:  # ~0.5 ms per release (d + 1 exact draws)
         return 20_000, 20_000
     if target.correlated:
-        return 200, 600
+        return 100, 300
     return 100, 0
 
 
@@ -157,9 +163,11 @@ class AuditResult:
         lines = [
             f"sparsedp audit: {self.mechanism}{picked} claimed ({self.epsilon:g}, {self.delta:g})-DP, "
             f"{name}={self.bound}",
-            f"  mechanism built with noise scale {self.sigma:.6g}"
-            + (f" (= {self.sigma_scale:g} x calibrated)" if self.sigma_scale != 1 else " (calibrated)")
-            + f", threshold margin {self.threshold_margin:g}"
+            (f"  mechanism built with noise scale {self.sigma:.6g}" if math.isfinite(self.sigma) else
+             "  mechanism built as calibrated (its noise has no single scale: see its calibration)")
+            + (f" (= {self.sigma_scale:g} x calibrated)" if self.sigma_scale != 1 else
+               (" (calibrated)" if math.isfinite(self.sigma) else ""))
+            + (f", threshold margin {self.threshold_margin:g}" if math.isfinite(self.threshold_margin) else "")
             + (f" (calibrated {self.margin_shift:+d})" if self.margin_shift else ""),
             f"  {self.runs} runs on each neighbour per scenario, real release path (Mechanism.run); confidence "
             f"{self.confidence:.4g} (simultaneous over {len(self.bounds) + (self.law is not None)} checks)",
@@ -316,7 +324,7 @@ def law_runs_needed(target: Target, alternative: Target, *, confidence: float = 
     return hi
 
 
-def audit(mechanism: str, *, epsilon, delta, bound: int = 2, runs: int | None = None,
+def audit(mechanism: str, *, epsilon, delta, bound: int | None = None, runs: int | None = None,
           law_runs: int | None = None, sigma_scale: float = 1.0, margin_shift: int = 0,
           confidence: float = 0.95, scenarios: Sequence[str] | None = None, rng=None, **options) -> AuditResult:
     """Audit ``mechanism`` (calibrated by its registered ``Mechanism.calibrate`` at (ε, δ)) on its worst-case
@@ -326,7 +334,7 @@ def audit(mechanism: str, *, epsilon, delta, bound: int = 2, runs: int | None = 
         mechanism: an audit name of :data:`AUDITABLE` (every registered mechanism, "csh", "topk-csh-shifted").
         epsilon, delta: the claim to test.
         bound: l0 (gshm, laplace, misra-gries; 1 for the pure mechanisms) or k (csh, topk-csh). Small values give
-            the most power.
+            the most power. Default :func:`.targets.default_bound`: 1 for the pure mechanisms, else 2.
         runs: releases on each neighbour in each scenario (half select the event, half bound it); default
             :func:`default_runs`.
         law_runs: releases for the conformance check (thresholded mechanisms; 0 skips it); default
@@ -357,7 +365,8 @@ def audit(mechanism: str, *, epsilon, delta, bound: int = 2, runs: int | None = 
         scs = public_scenarios(target.picked, target.calibration)
     else:
         scs = scenarios_for(target.picked, target.calibration, target.bound, target.pre, replace_one=replace_one,
-                            high=_STONE_HIGH if target.picked in STONES else None)
+                            high=_STONE_HIGH if target.picked in STONES else
+                            _PURE_SPARSE_HIGH if target.picked == "pure-sparse" else None)
     if scenarios is not None:
         wanted = set(scenarios)
         unknown = wanted - {s.name for s in scs}
@@ -387,5 +396,18 @@ def audit(mechanism: str, *, epsilon, delta, bound: int = 2, runs: int | None = 
     return AuditResult(mechanism=target.name, picked=target.picked, epsilon=float(target.request.epsilon),
                        delta=dlt, bound=target.bound, runs=n_runs, confidence=conf,
                        sigma_scale=target.sigma_scale, margin_shift=target.margin_shift,
-                       sigma=float(getattr(cal, "sigma", float("nan")) or float("nan")),
-                       threshold_margin=float(getattr(cal, "tau", float("nan")) or 0.0), bounds=bounds, law=law)
+                       sigma=noise_figures(cal)[0], threshold_margin=noise_figures(cal)[1], bounds=bounds, law=law)
+
+
+def noise_figures(cal) -> tuple[float, float]:
+    """``(noise scale, threshold margin)`` of a calibration for the audit's report: its own ``sigma``/``tau``, or
+    those of the calibration it wraps (Misra–Gries: the CSH that releases the sketch); NaN where the mechanism has
+    none (the pure mechanisms' calibration is their ε; a public-key one has no threshold: margin 0)."""
+    inner = getattr(cal, "csh", None)
+    src = cal if getattr(cal, "sigma", None) is not None else inner
+    if src is None:
+        eps_e = getattr(cal, "epsilon_e", None)  # Misra–Gries released without CSH: Laplace-type noise 1/ε'
+        return (1.0 / float(eps_e), float("nan")) if eps_e else (float("nan"), float("nan"))
+    sigma = float(src.sigma) if src.sigma is not None else float("nan")
+    tau = getattr(src, "tau", None)
+    return sigma, float(tau) if tau is not None else 0.0

@@ -39,7 +39,7 @@ import numpy as np
 from .. import _validate as v
 from ..errors import InvalidParameterError
 
-__all__ = ["AUDITABLE", "Target", "build_target", "release_many", "shifted_calibration", "scaled_calibration",
+__all__ = ["AUDITABLE", "NO_TARGET_YET", "Target", "build_target", "default_bound", "release_many", "shifted_calibration", "scaled_calibration",
            "scaled_law"]
 
 #: audit names: every registered mechanism (``registry.names()``), the shifted top-k variant, and "csh" (CSH on a
@@ -48,6 +48,12 @@ AUDITABLE = ("gshm", "laplace", "csh", "topk-csh", "topk-csh-shifted", "pure-spa
              "stability", "misra-gries", "auto", "public-gaussian", "public-laplace", "correlated-gaussian",
              "bounded-density", "grouped-correlated-gaussian", "keep-heavy", "kh-prime", "kh-double-prime",
              "sparse-histogram")
+#: registered mechanisms without an audit target yet (``tests/audit/test_audit_coverage.py`` fails for any other
+#: registered name missing from :data:`AUDITABLE`, and for a name listed here that gets one or leaves the
+#: registry): the two-stage release (a thresholded selection then public-key counts), the set-union key
+#: discoveries (their output is a key set, not counts), and the linear-time pure-DP blanket histogram (registered
+#: after this list was written)
+NO_TARGET_YET = ("two-stage", "weighted-gaussian", "policy-gaussian", "pure-blanket")
 #: the grouped correlated Gaussian (Lebeda (2024) Algorithm 2): audited on group 0 of two groups of ``d`` keys each
 GROUPED = "grouped-correlated-gaussian"
 #: public-key mechanisms (every listed key released, no threshold; σ scale applies)
@@ -177,6 +183,8 @@ def _mechanism(name: str, bound: int, options: dict):
         return registry.create("misra-gries", sketch_size=options.get("sketch_size", 4))
     if name == "basic":
         return registry.create("basic", domain_size=options.get("domain_size", 64))
+    if name == "pure-sparse":  # short keys: a small domain, so a low threshold and small n (the time is ~n²)
+        return registry.create("pure-sparse", max_key_bytes=options.get("max_key_bytes", 4))
     if name == "compact":
         return registry.create("compact", query_keys=tuple((i,) for i in range(8)))
     if name in STONES:
@@ -186,7 +194,13 @@ def _mechanism(name: str, bound: int, options: dict):
     return registry.create(name)
 
 
-def build_target(mechanism: str, *, epsilon, delta, bound: int = 2, sigma_scale: float = 1.0,
+def default_bound(mechanism: str) -> int:
+    """The bound an audit uses when none is given: 1 for the pure mechanisms (one key per unit: their model),
+    2 otherwise (l0, or k for CSH / top-k; small bounds give the most power)."""
+    return 1 if mechanism in _PURE else 2
+
+
+def build_target(mechanism: str, *, epsilon, delta, bound: int | None = None, sigma_scale: float = 1.0,
                  margin_shift: int = 0, **options) -> Target:
     """The :class:`Target` of an audit (see the module docstring). ``bound``: l0 for the per-unit-bounded
     mechanisms (gshm, laplace, misra-gries; 1 for the pure ones), k for csh / top-k. ``options``: ``sketch_size``
@@ -194,7 +208,7 @@ def build_target(mechanism: str, *, epsilon, delta, bound: int = 2, sigma_scale:
     from ..mechanisms.base import ReleaseRequest
 
     name = v.choice("mechanism", mechanism, AUDITABLE)
-    b = v.integer("bound", bound, lo=1, hi=10_000)
+    b = v.integer("bound", default_bound(name) if bound is None else bound, lo=1, hi=10_000)
     scale = v.real("sigma_scale", sigma_scale, lo=0.0, hi=100.0, lo_open=True)
     shift = v.integer("margin_shift", margin_shift, lo=-10_000, hi=10_000)
     pure = name in _PURE
@@ -220,6 +234,11 @@ def build_target(mechanism: str, *, epsilon, delta, bound: int = 2, sigma_scale:
         ref = mech.calibrate(request)
     if picked in PUBLIC and shift != 0:
         raise InvalidParameterError(f"margin_shift does not apply to {picked!r} (no threshold)")
+    if picked == "misra-gries" and shift == 0 and getattr(ref, "csh", None) is not None:
+        # the sketch is released by CSH: σ scale applies to that CSH (the σ/2 mutant of the acceptance test)
+        cal = dataclasses.replace(ref, csh=scaled_calibration(ref.csh, scale))
+        return Target(name=name, picked=picked, mechanism=mech, request=request, reference=ref, calibration=cal,
+                      bound=b, sigma_scale=scale, margin_shift=shift, tiled=False)
     if picked not in THRESHOLDED + PUBLIC and (scale != 1.0 or shift != 0):
         raise InvalidParameterError(f"sigma_scale and margin_shift apply to the thresholded mechanisms "
                                     f"({', '.join(THRESHOLDED)}), sigma_scale also to {', '.join(PUBLIC)}; "

@@ -24,11 +24,13 @@ def audit(
                                                             "200000 for gshm/laplace, 200 for csh/top-k, ...)."),
     law_runs: Optional[int] = typer.Option(None, "--law-runs", help="Releases for the check of the released law "
                                                                     "against the calibrated one (0: skip)."),
-    l0: int = typer.Option(2, "--l0", help="Contribution bound: l0 (gshm, laplace, misra-gries; 1 for the pure "
-                                           "mechanisms) or k (csh, topk-csh)."),
+    l0: Optional[int] = typer.Option(None, "--l0", help="Contribution bound: l0 (gshm, laplace, misra-gries) or "
+                                                        "k (csh, topk-csh); default 2, and 1 for the pure "
+                                                        "mechanisms (one key per unit)."),
     sigma_scale: float = typer.Option(1.0, "--sigma-scale",
                                       help="Multiply the noise scale (0.5 builds a deliberately broken "
-                                           "mechanism the audit must flag)."),
+                                           "mechanism the audit must flag; thresholded, public-key and "
+                                           "misra-gries mechanisms)."),
     margin_shift: int = typer.Option(0, "--margin-shift",
                                      help="Add this integer to the threshold margin (-3 builds a deliberately "
                                           "broken mechanism the audit must flag)."),

@@ -48,6 +48,8 @@ def render_table(cals, *, title: str, uses=None) -> None:
     for i, c in enumerate(cals):
         name = c.mechanism + ((" (de-biased counts)" if c.debias else " (shifted: count - cutoff)")
                               if c.mechanism == "topk-csh" else "")
+        if c.mechanism in ("topk-csh", "csh") and str(c.analysis).startswith("discrete-"):
+            name += ", Algorithm 4 noise"
         cells = [name, c.analysis, "discrete" if c.discrete else "continuous",
                  _fmt(c.sigma), _fmt(c.noise_std), _fmt(c.tau), f"{c.delta_achieved:.4g}"]
         if uses is not None:

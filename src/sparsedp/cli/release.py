@@ -97,7 +97,8 @@ OPTION_FLAGS = {"pre_threshold": "--pre-threshold", "debias": "--shifted", "sket
                 "max_units": "--max-units", "domain_size": "--domain-size", "max_key_bytes": "--max-key-bytes",
                 "query_keys": "--query-keys", "k": "--top-k", "c": "--size-weight", "known_n": "--known-n",
                 "group": "--group", "split": "--split", "count_bound": "--count-bound", "select": "--select",
-                "unit_sketch": "--unit-sketch"}
+                "unit_sketch": "--unit-sketch",
+                "noise": "--csh-noise"}
 
 
 def build_mechanism(name: str, options: dict):
@@ -106,7 +107,7 @@ def build_mechanism(name: str, options: dict):
     from ..errors import InvalidParameterError
     from ..mechanisms import registry
 
-    if name == "auto" and set(options) <= {"k", "debias"} and "k" in options:
+    if name == "auto" and set(options) <= {"k", "debias", "noise"} and "k" in options:
         name = "topk-csh"
     if name == "auto" and not options:
         return "auto"
@@ -247,6 +248,8 @@ def release(
                                                  help="'quantile' (default) or 'keys' (most released keys)."),
     shifted: bool = typer.Option(False, "--shifted", rich_help_panel=_MECH,
                                  help="Top-k: release count minus the (k+1)-th count."),
+    csh_noise: Optional[str] = typer.Option(None, "--csh-noise", rich_help_panel=_MECH,
+                                            help="Top-k: 'rounded' (default) or 'alg4' (Algorithm 4 discrete noise)."),
     sketch_size: Optional[int] = typer.Option(None, "--sketch-size", rich_help_panel=_MECH,
                                               help="misra-gries: number of counters."),
     unit_sketch: Optional[str] = typer.Option(None, "--unit-sketch", rich_help_panel=_MECH,
@@ -309,7 +312,7 @@ def release(
                                  ("max_units", max_units), ("domain_size", domain_size),
                                  ("max_key_bytes", max_key_bytes), ("k", top_k), ("c", size_weight),
                                  ("known_n", known_n), ("group", group), ("count_bound", count_bound),
-                                 ("select", select))
+                                 ("select", select), ("noise", csh_noise))
                if x is not None}
     if split is not None:
         options["split"] = split
@@ -318,6 +321,8 @@ def release(
     if shifted:
         options["debias"] = False
     try:
+        if csh_noise is not None and csh_noise not in ("rounded", "alg4"):
+            raise InvalidParameterError(f"--csh-noise must be 'rounded' or 'alg4', got {csh_noise!r}")
         by_cols = [c.strip() for c in by.split(",") if c.strip()]
         if group is not None and keys_file is None:
             raise InvalidParameterError("--group groups a public key list: pass --keys FILE too")

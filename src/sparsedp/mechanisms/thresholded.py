@@ -312,17 +312,34 @@ class TopKCSH(Mechanism):
             ``t̃ = t + noise`` and adds it to every value (accounted by Thm 3.3 with ½√(k + 5√k)); ``False``
             releases the shifted values ``count − t + noise`` in a column named ``count_minus_cutoff`` (a smaller
             threshold, but the values are not counts).
+        noise: the exact integer noise. ``"rounded"`` (default): the rounded continuous CSH (Gaussian noise
+            rounded to integers, accounted by Thm 3.5 / 3.3 at τ = margin − ½, ``docs/proofs/rounded-csh.md``).
+            ``"alg4"``: Algorithm 4 of Lebeda & Retschmeier, "The Correlated Gaussian Sparse Histogram
+            Mechanism" (arXiv 2412.10357, 2024): ``Z_i ~ N_Z(0, 4σ²)`` per key plus a
+            shared ``Z_c ~ N_Z(0, 4σ²/√k)``, released value ``c + (Z_i + Z_c)/2`` (on the ½-lattice), rule
+            ``> pre + τ``, accounted in zCDP (Thm 7.7, Canonne–Kamath–Steinke conversion); de-biased: the zCDP
+            account of the released t̃ as well. Looser than ``"rounded"`` (a larger margin at the same (ε, δ)), it
+            is the paper's own discrete mechanism. Secure noise only (not with ``insecure_float=True``), counts only.
     """
 
     k: int
     debias: bool = True
+    noise: str = "rounded"
     name = "topk-csh"
-    supports_aggregates = True  # de-biased only (checked in calibrate)
+    supports_aggregates = True  # de-biased rounded only (checked in calibrate)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", v.integer("k", self.k, lo=1, hi=10**9))
         if not isinstance(self.debias, bool):
             raise v.InvalidTypeError(f"debias must be True or False, got {self.debias!r}")
+        object.__setattr__(self, "noise", v.choice("noise", self.noise, ("rounded", "alg4")))
+
+    def options(self) -> dict[str, Any]:
+        """The options, without ``noise`` when it is the default (reports and plans stay as before)."""
+        out = super().options()
+        if out["noise"] == "rounded":
+            del out["noise"]
+        return out
 
     def check(self, request: ReleaseRequest) -> None:
         self.check_delta(request)
@@ -340,13 +357,19 @@ class TopKCSH(Mechanism):
     def calibrate(self, request: ReleaseRequest) -> Any:
         from ..accounting.calibration_cache import cached_calibrate as calibrate
 
+        if self.noise == "alg4" and not _secure(request):
+            raise InvalidParameterError("noise='alg4' is Algorithm 4's exact integer noise; insecure_float=True asks "
+                                        "for float noise: drop one of them")
         if request.aggregates:
+            if self.noise == "alg4":
+                raise InvalidParameterError("SUM/MEAN with top-k CSH are accounted for the rounded noise only: drop "
+                                            "noise='alg4' (or the aggregates)")
             if not self.debias:
                 raise InvalidParameterError("SUM/MEAN with top-k CSH need the de-biased counts (debias=True): the "
                                             "re-centred sums add centre × count estimate")
             return topk_joint_calibration(request, self.k)
         return calibrate("topk-csh", epsilon=request.epsilon, delta=request.delta, top_k=self.k,
-                         debias=self.debias, discrete=_secure(request))
+                         debias=self.debias, discrete=_secure(request), csh_noise=self.noise)
 
     def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
         cal = calibration

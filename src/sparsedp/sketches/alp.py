@@ -22,8 +22,11 @@ What is here, by algorithm number:
 * §2.6 logarithmic ALP (multiplicative error): ``variant="log"`` (ẋ = max(log_B(x ln B), 0), B from
   Lemma 2.29, decode B^ẍ / ln B).
 
-Not implemented: the signed-value variants of §2.10 (use the §2.2 reduction: one ALP over keys (i, +)
-and (i, −)).
+* §2.10 signed values with 2m columns: ``variant="signed"`` (or the §2.2 reduction: one ALP over keys
+  (i, +) and (i, −), which :func:`sparsedp.alp` uses by default for signed sums).
+
+Memory: the s × m noisy bits are built in streamed blocks of columns and stored packed (s·m/8 bytes,
+:func:`memory_bytes`); :meth:`ALP.build` refuses a structure above ``max_memory`` before drawing anything.
 
 Secure by default: RandRound and randomized response draw 64-bit uniforms from the ``sparsedp.noise``
 source; Laplace noise on integer data is the exact discrete Laplace; continuous Laplace (real-valued
@@ -50,7 +53,8 @@ from ._noise import discrete_laplace, laplace
 from .misra_gries import _canon
 
 __all__ = [
-    "ALP", "HashFamily", "MaxProjection", "bucket_max", "rand_round", "alp_projection", "alp1_estimate", "alp1_estimate_definition",
+    "ALP", "HashFamily", "MaxProjection", "bucket_max", "rand_round", "alp_projection", "alp_projection_packed",
+    "memory_bytes", "check_memory", "alp1_estimate", "alp1_estimate_definition",
     "laplace_mechanism", "cell_probabilities", "log_base", "projection_max_privacy_loss", "error_bound",
     "experiment_2_9", "P61",
 ]
@@ -87,6 +91,19 @@ def _mulmod61(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.where(s >= _M61, s - _M61, s)
 
 
+def _uniform_below(n: int, size: int, src) -> np.ndarray:
+    """``size`` independent uniform integers on [0, n) for 2^60 < n <= 2^61 (uint64), exactly: 61-bit words by
+    rejection (each word is kept with probability n / 2^61 > 1/2)."""
+    out = np.empty(size, dtype=np.uint64)
+    done = 0
+    while done < size:
+        w = src.uint64(size - done) >> np.uint64(3)
+        w = w[w < np.uint64(n)]
+        out[done:done + w.size] = w
+        done += w.size
+    return out
+
+
 class HashFamily:
     """m independent Carter–Wegman universal hash functions into [s] (keys drawn from a secure source)."""
 
@@ -95,18 +112,22 @@ class HashFamily:
         self.s = int(s)
         if a is None:
             src = rng if rng is not None else default_source()
-            a = np.array([1 + src.randbelow(P61 - 1) for _ in range(self.m)], dtype=np.uint64)
-            c = np.array([src.randbelow(P61) for _ in range(self.m)], dtype=np.uint64)
+            a = 1 + _uniform_below(P61 - 1, self.m, src)
+            c = _uniform_below(P61, self.m, src)
         self.a = np.asarray(a, dtype=np.uint64)
         self.c = np.asarray(c, dtype=np.uint64)
         self._a_py = [int(x) for x in self.a]
         self._c_py = [int(x) for x in self.c]
 
-    def rows(self, codes: np.ndarray) -> np.ndarray:
-        """Row index h_b(i) for every code (shape len(codes) × m), vectorised."""
+    def rows(self, codes: np.ndarray, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Row index h_b(i) for every code and every column b in ``lo..hi−1`` (default all m; shape
+        len(codes) × (hi − lo)), vectorised."""
+        hi = self.m if hi is None else hi
+        a, c = self.a[lo:hi], self.c[lo:hi]
         x = np.asarray(codes, dtype=np.uint64)[:, None]
-        r = _mulmod61(np.broadcast_to(self.a, (x.shape[0], self.m)), np.broadcast_to(x, (x.shape[0], self.m)))
-        r = r + self.c
+        shape = (x.shape[0], hi - lo)
+        r = _mulmod61(np.broadcast_to(a, shape), np.broadcast_to(x, shape))
+        r = r + c
         r = np.where(r >= _M61, r - _M61, r)
         return (r % np.uint64(self.s)).astype(np.int64)
 
@@ -133,10 +154,24 @@ def _prob_up(p: Fraction) -> int:
 
 
 def _bernoulli(num: int, size: int, rng) -> np.ndarray:
-    """Bernoulli(num / 2^64) bits."""
+    """Bernoulli(num / 2^64) bits, exactly, from one random byte per bit on average.
+
+    With U = 2^56·H + L uniform on [0, 2^64) (H a uniform byte, L uniform on [0, 2^56), independent) and
+    num = 2^56·n_H + n_L: U < num iff H < n_H, or H = n_H and L < n_L. So a uniform byte H decides each bit,
+    except with probability 1/256 (H = n_H), when 56 more uniform bits L are drawn (the top 56 bits of a 64-bit
+    word). The law is exactly that of ``uint64 < num`` at ~1/7 of the random bytes."""
     if num >= _TWO64:
         return np.ones(size, dtype=bool)
-    return _uniform64(size, rng) < np.uint64(num)
+    if size == 0:
+        return np.zeros(0, dtype=bool)
+    src = rng if rng is not None else default_source()
+    n_hi, n_lo = num >> 56, num & ((1 << 56) - 1)
+    h = src.uint64((int(size) + 7) // 8).view(np.uint8)[: int(size)]  # uniform bytes, no copy
+    out = h < n_hi
+    tie = np.flatnonzero(h == n_hi)
+    if tie.size:
+        out[tie] = (src.uint64(tie.size) >> np.uint64(8)) < np.uint64(n_lo)
+    return out
 
 
 def rand_round(r: np.ndarray, rng=None) -> np.ndarray:
@@ -191,8 +226,8 @@ def _estimate_matrix(bits: np.ndarray) -> np.ndarray:
 # Projection (Alg. 2 / 4 / 10)
 # ------------------------------------------------------------------------------------------------
 
-def _as_sparse(data: Any) -> tuple[list, np.ndarray]:
-    """(keys, values) from a mapping, a (keys, values) pair or a SparseHistogram; values >= 0."""
+def _as_sparse(data: Any, signed: bool = False) -> tuple[list, np.ndarray]:
+    """(keys, values) from a mapping, a (keys, values) pair or a SparseHistogram; values >= 0 unless ``signed``."""
     if isinstance(data, Mapping):
         keys, vals = list(data.keys()), list(data.values())
     elif hasattr(data, "keys") and hasattr(data, "counts"):
@@ -208,8 +243,11 @@ def _as_sparse(data: Any) -> tuple[list, np.ndarray]:
         raise InputDataError("data must give one value per key")
     if vals.dtype.kind not in "iuf":
         raise InputDataError(f"values must be numbers, got dtype {vals.dtype}")
-    if vals.size and (not np.all(np.isfinite(vals)) or vals.min() < 0):
-        raise InputDataError("values must be finite and >= 0 (use the signed reduction of spec §2.2 for negatives)")
+    if vals.size and not np.all(np.isfinite(vals)):
+        raise InputDataError("values must be finite")
+    if vals.size and not signed and vals.min() < 0:
+        raise InputDataError("values must be >= 0 (for negative values use variant='signed', thesis §2.10, or "
+                             "the §2.2 reduction: keys (i, +) and (i, −))")
     keep = vals != 0
     return [k for k, kp in zip(keys, keep.tolist()) if kp], vals[keep]
 
@@ -224,18 +262,95 @@ def _set_bits(z: np.ndarray, rows: np.ndarray, y: np.ndarray, m: int) -> None:
         z[b, rows[sel, b]] = 1
 
 
-def _randomized_response(z: np.ndarray, p_num: int, rng) -> np.ndarray:
-    flip = _bernoulli(p_num, z.size, rng).reshape(z.shape)
-    return z ^ flip
+#: cells of the bit matrix built (and randomised) at a time: bounds the working memory of a build to a few
+#: times this many bytes on top of the packed result (s·m/8 bytes)
+_BLOCK_CELLS = 1 << 24
+#: (key, column) hash evaluations at a time (the modular arithmetic's temporaries: ~100 bytes each)
+_HASH_CELLS = 1 << 20
 
 
-def alp_projection(codes: np.ndarray, y: np.ndarray, hashes: HashFamily, p: Fraction, rng=None) -> np.ndarray:
-    """Alg. 2 steps 2–3 on already rounded integers y (Alg. 4 passes y = RandRound(ε·x/α)): the noisy
-    bit matrix, column-major (m × s), RR with probability ⌈p·2^64⌉/2^64 on every cell."""
-    z = np.zeros((hashes.m, hashes.s), dtype=np.uint8)
-    if len(codes):
-        _set_bits(z, hashes.rows(np.asarray(codes)), np.asarray(y, dtype=np.int64), hashes.m)
-    return _randomized_response(z, _prob_up(p), rng)
+def memory_bytes(s: int, m: int) -> int:
+    """Bytes a built structure of ``s`` rows and ``m`` columns holds (its packed noisy bits, ⌈s/8⌉ per column,
+    plus the two 8-byte hash keys per column); the build adds at most ~``16·2^24`` bytes of working memory
+    (it streams :data:`_BLOCK_CELLS` cells at a time) and the input's keys."""
+    return int(m) * ((int(s) + 7) // 8 + 16)
+
+
+def check_memory(s: int, m: int, max_memory: float, variant: str) -> None:
+    """Refuse (before anything is drawn) a structure of ``s`` rows and ``m`` columns above ``max_memory`` bytes,
+    naming its size and what shrinks it."""
+    need = memory_bytes(s, m)
+    if need > max_memory:
+        raise InvalidParameterError(
+            f"the ALP structure would hold s·m = {s:,} x {m:,} bits = {need / 2 ** 30:.3g} GiB, above "
+            f"max_memory={max_memory / 2 ** 30:.3g} GiB: m = ceil(u·epsilon/alpha) grows with the value bound u, "
+            f"s = ceil(k/collision) with k. Lower u, raise alpha or collision, use delta > 0 (the threshold "
+            f"variant: m from the threshold, not u){'' if variant != 'signed' else ', or the §2.2 reduction'}; or "
+            f"pass max_memory= if the machine has the memory")
+
+
+def alp_projection_packed(codes: np.ndarray, y: np.ndarray, hashes: HashFamily, p: Fraction, rng=None, *,
+                          signed: bool = False) -> np.ndarray:
+    """Alg. 2 steps 2–3 on already rounded integers y (Alg. 4 passes y = RandRound(ε·x/α)): the noisy bit
+    matrix, column-major (m × s) and bit-packed along s (``np.packbits`` order), RR with probability
+    ⌈p·2^64⌉/2^64 on every cell.
+
+    Streamed over blocks of columns (:data:`_BLOCK_CELLS` cells): each block's pre-noise bits are set from the
+    keys still active in it (those with y > the block's first column, hashed for its columns only), randomised
+    and packed, so memory is the packed result plus one block, and hashing costs Σ_i min(y_i, m), not k·m.
+
+    ``signed`` (thesis §2.10, 2m columns with ``hashes.m = 2m``): y ∈ [−m, m] and key i's code is
+    1^{m+y_i} 0^{m−y_i}; columns 0..m−1 (the negative region) are 1 by default and a key with y_i < 0 clears
+    columns m + y_i .. m − 1 (AND over colliding keys), columns m..2m−1 are 0 by default and a key with y_i > 0
+    sets columns m .. m + y_i − 1 (OR)."""
+    m_all, s = hashes.m, hashes.s
+    codes = np.asarray(codes, dtype=np.uint64)
+    y = np.asarray(y, dtype=np.int64)
+    half = m_all // 2 if signed else 0
+    # per key: its columns to write are [start, end) with value `val` (1 = set, 0 = clear)
+    if signed:
+        if m_all % 2:
+            raise InvalidParameterError("the signed embedding needs an even number of columns (2m)")
+        y = np.clip(y, -half, half)
+        start = np.where(y > 0, half, half + y)
+        end = np.where(y > 0, half + y, half)
+    else:
+        y = np.minimum(y, m_all)
+        start, end = np.zeros_like(y), y
+    live = end > start
+    codes, start, end, y = codes[live], start[live], end[live], y[live]
+    nb = (s + 7) // 8
+    packed = np.empty((m_all, nb), dtype=np.uint8)
+    p_num = _prob_up(p)
+    block = max(1, _BLOCK_CELLS // max(s, 1))
+    for b0 in range(0, m_all, block):
+        b1 = min(m_all, b0 + block)
+        z = np.zeros((b1 - b0, s), dtype=np.uint8)
+        if signed and b0 < half:
+            z[: min(b1, half) - b0] = 1
+        act = np.flatnonzero((start < b1) & (end > b0))
+        cols = np.arange(b0, b1, dtype=np.int64)[None, :]
+        chunk = max(1, _HASH_CELLS // (b1 - b0))
+        for c0 in range(0, act.size, chunk):  # the active keys, a bounded number of hash evaluations at a time
+            a = act[c0:c0 + chunk]
+            rows = hashes.rows(codes[a], b0, b1)
+            hit = (start[a, None] <= cols) & (end[a, None] > cols)
+            kk, jj = np.nonzero(hit)
+            if signed:
+                neg = jj + b0 < half
+                z[jj[neg], rows[kk[neg], jj[neg]]] = 0
+                z[jj[~neg], rows[kk[~neg], jj[~neg]]] = 1
+            else:
+                z[jj, rows[kk, jj]] = 1
+        z ^= _bernoulli(p_num, z.size, rng).reshape(z.shape)
+        packed[b0:b1] = np.packbits(z, axis=1)
+    return packed
+
+
+def alp_projection(codes: np.ndarray, y: np.ndarray, hashes: HashFamily, p: Fraction, rng=None, *,
+                   signed: bool = False) -> np.ndarray:
+    """:func:`alp_projection_packed`, unpacked to an (m × s) uint8 matrix (for small structures and tests)."""
+    return np.unpackbits(alp_projection_packed(codes, y, hashes, p, rng, signed=signed), axis=1)[:, : hashes.s]
 
 
 def laplace_mechanism(data: Any, d: int, *, epsilon: float, rng=None, insecure_float: bool = False) -> np.ndarray:
@@ -272,8 +387,8 @@ class ALP:
     """
 
     def __init__(self, *, variant: str, epsilon: float, epsilon_proj: float, alpha: float, psi: float,
-                 u: float, hashes: HashFamily, bits: np.ndarray, p: Fraction, scale: float,
-                 threshold_map: dict | None, params: dict):
+                 u: float, hashes: HashFamily, bits: np.ndarray | None = None, p: Fraction, scale: float,
+                 threshold_map: dict | None, params: dict, packed: np.ndarray | None = None):
         self.variant = variant
         self.epsilon = epsilon
         self.epsilon_proj = epsilon_proj
@@ -284,7 +399,13 @@ class ALP:
         self.m, self.s = hashes.m, hashes.s
         self.p = p
         self._scale = scale  # estimate = ỹ · scale  (α/ε for ALP, 1 for Alg. 10)
-        self._packed = np.packbits(bits.astype(np.uint8), axis=1)  # (m, ⌈s/8⌉) bytes
+        if (bits is None) == (packed is None):
+            raise InvalidParameterError("pass the noisy bits either unpacked (bits=, m × s) or packed (packed=)")
+        #: (m, ⌈s/8⌉) bytes, np.packbits order along s
+        self._packed = np.packbits(np.asarray(bits, dtype=np.uint8), axis=1) if packed is None else packed
+        #: the signed §2.10 embedding has 2m columns and decodes (ỹ − m)·scale, clamped to [−u, u]
+        self._offset = self.m // 2 if variant == "signed" else 0
+        self._lower = -u if variant == "signed" else 0.0
         self.threshold_map = threshold_map
         self.params = params
         self.probes = _Counters()
@@ -360,10 +481,9 @@ class ALP:
         m, s = int(meta["m"]), int(meta["s"])
         if packed.shape != (m, (s + 7) // 8) or a.shape != (m,) or c.shape != (m,):
             raise InputDataError(f"{path!s}: corrupt ALP structure (shapes do not match m={m}, s={s})")
-        bits = np.unpackbits(packed, axis=1)[:, :s]
         out = cls(variant=meta["variant"], epsilon=meta["epsilon"], epsilon_proj=meta["epsilon_proj"],
                   alpha=meta["alpha"], psi=meta["psi"], u=math.inf if meta["u"] is None else meta["u"],
-                  hashes=HashFamily(m, s, a=a, c=c), bits=bits, p=Fraction(*meta["p"]), scale=meta["scale"],
+                  hashes=HashFamily(m, s, a=a, c=c), packed=packed, p=Fraction(*meta["p"]), scale=meta["scale"],
                   threshold_map=dict(zip(tcodes.tolist(), tvals.tolist())) if has_tmap else None,
                   params=meta["params"])
         out.signed, out.value_scale, out.guarantee = bool(meta["signed"]), float(meta["value_scale"]), \
@@ -371,7 +491,7 @@ class ALP:
         return out
 
     def _decode(self, y):
-        x = y * self._scale
+        x = (y - self._offset) * self._scale
         if self._base is not None:
             x = np.power(self._base, x) / math.log(self._base)
         return x
@@ -381,7 +501,7 @@ class ALP:
     def build(cls, data: Any, *, epsilon: float, k: int, delta: float | None = None, u: float | None = None,
               d: int | None = None, variant: str = "auto", alpha: float = 3.0, collision: float = 0.1,
               s: int | None = None, epsilon_split: float = 0.5, rng=None, insecure_float: bool = False,
-              enforce_k: bool = True) -> "ALP":
+              enforce_k: bool = True, max_memory: float = 4 * 2 ** 30) -> "ALP":
         """Build a private ALP structure of ``data`` (a {key: value ≥ 0} mapping, (keys, values), or a
         SparseHistogram).
 
@@ -396,12 +516,24 @@ class ALP:
             Threshold (Alg. 6, t = 2 ln d/ε₁, needs d, noise on all d keys 0..d−1; ε-DP, Lemma 2.21).
           ``"histogram"``: Alg. 10 for integer data (ψ = u columns, p = 1/(e^ε + 1)); ε-DP for histograms.
           ``"log"``: §2.6 logarithmic ALP (multiplicative error for entries ≥ 1/ln B; ψ = u); ε-DP (Lemma 2.28).
+          ``"signed"``: thesis §2.10, signed values with 2m columns (m = ⌈u ε/α⌉, ψ = u bounds |x|): key i's
+            code is 1^{m+ŷ_i} 0^{m−ŷ_i} with ŷ_i = RandRound(ε x_i/α) clipped to [−m, m] (columns 1..m, the
+            negative region, are 1 by default and AND colliding keys; columns m+1..2m are 0 by default and OR
+            them), RR(1/(α+2)) on all 2sm cells; Alg. 3 over the 2m bits, minus m, times α/ε, clamped to
+            [−u, u]. ε-DP for ‖x − x′‖₁ ≤ 1 on signed vectors: the argument of Lemma 2.4 holds cell by cell
+            (``docs/proofs/alp-signed.md``). Error as the non-negative ALP's (not doubled as by the §2.2
+            reduction), access time 2m bits.
           ``"auto"``: ``"threshold"`` when delta is given, else ``"projection"``.
+
+        Memory: the released bits are stored packed, s·m/8 bytes (:func:`memory_bytes`), and built in
+        streamed blocks of columns; a structure above ``max_memory`` bytes (default 4 GiB) is refused before
+        anything is drawn, with its size and the parameters that shrink it (m grows with u·ε/α, s with k).
         """
         eps = v.epsilon(epsilon)
         k = v.integer("k", k)
         alpha = v.positive("alpha", alpha)
-        v.choice("variant", variant, ("auto", "projection", "threshold", "histogram", "log"))
+        max_memory = v.positive("max_memory", max_memory)
+        v.choice("variant", variant, ("auto", "projection", "threshold", "histogram", "log", "signed"))
         if variant == "auto":
             variant = "threshold" if delta is not None else "projection"
         if s is None:
@@ -410,7 +542,7 @@ class ALP:
         s = v.integer("s", s)
         if s <= 2 * k:
             raise InvalidParameterError(f"s must be > 2k for the error bound (Lemma 2.10); got s={s}, k={k}")
-        keys, vals = _as_sparse(data)
+        keys, vals = _as_sparse(data, signed=variant == "signed")
         if enforce_k and len(keys) > k:  # from data (sd.alp), k only sizes the embedding: never a data check
             raise InputDataError(f"data has {len(keys)} non-zero entries, more than the declared sparsity k={k}")
         codes = np.fromiter((key_code(x) for x in keys), dtype=np.uint64, count=len(keys))
@@ -424,11 +556,12 @@ class ALP:
             if u is None:
                 raise InvalidParameterError("variant='histogram' needs u (the largest value represented, ψ)")
             m = int(u)
+            check_memory(s, m, max_memory, variant)
             hashes = HashFamily(m, s, rng)
             p = Fraction(1) / (Fraction(math.nextafter(math.exp(eps), 0.0)) + 1)  # e^eps rounded down
-            bits = alp_projection(codes, vals.astype(np.int64), hashes, p, rng)
+            packed = alp_projection_packed(codes, vals.astype(np.int64), hashes, p, rng)
             return cls(variant=variant, epsilon=eps, epsilon_proj=eps, alpha=1.0, psi=float(m), u=float(u),
-                       hashes=hashes, bits=bits, p=p, scale=1.0, threshold_map=None,
+                       hashes=hashes, packed=packed, p=p, scale=1.0, threshold_map=None,
                        params={"k": k, "s": s, "m": m, "source": "Lebeda thesis Alg. 10, Lemma 2.30"})
 
         tmap = None
@@ -453,20 +586,24 @@ class ALP:
             params.update(base=base)
         else:
             if u is None:
-                raise InvalidParameterError("variant='projection' needs u (the value bound ψ = u)")
+                raise InvalidParameterError(f"variant={variant!r} needs u (the value bound ψ = u)")
             psi = u
         m = math.ceil(psi * eps_proj / alpha)
-        hashes = HashFamily(m, s, rng)
+        columns = 2 * m if variant == "signed" else m
+        check_memory(s, columns, max_memory, variant)
+        hashes = HashFamily(columns, s, rng)
         p = Fraction(1) / (Fraction(alpha) + 2)
         # Alg. 4: x̂ = εx, then Alg. 2 with α: y = RandRound(x̂/α); ε/α is rounded down (spec A17)
         ratio = math.nextafter(eps_proj / alpha, 0.0)
         y = rand_round(vals.astype(np.float64) * ratio, rng)
-        bits = alp_projection(codes, y, hashes, p, rng)
+        packed = alp_projection_packed(codes, y, hashes, p, rng, signed=variant == "signed")
         params.update(m=m, psi=psi, epsilon_projection=eps_proj)
+        if variant == "signed":
+            params.update(columns=columns, source="Lebeda thesis §2.10 (signed values, 2m columns)")
         if variant == "log":
             psi = u
         return cls(variant=variant, epsilon=eps, epsilon_proj=eps_proj, alpha=alpha, psi=float(psi),
-                   u=float(u) if u is not None else math.inf, hashes=hashes, bits=bits, p=p,
+                   u=float(u) if u is not None else math.inf, hashes=hashes, packed=packed, p=p,
                    scale=alpha / eps_proj, threshold_map=tmap, params=params)
 
     # -- queries -------------------------------------------------------------------------------
@@ -486,7 +623,7 @@ class ALP:
         bits = [self._bit(b, h(code, b)) for b in range(self.m)]
         self.probes.hash_evals += self.m
         self.probes.bits_read += self.m
-        return float(min(max(self._decode(alp1_estimate(bits)), 0.0), self.u))
+        return float(min(max(self._decode(alp1_estimate(bits)), self._lower), self.u))
 
     def estimate_many(self, keys: Any) -> np.ndarray:
         """Vectorised :meth:`estimate` for many keys (same values)."""
@@ -495,16 +632,19 @@ class ALP:
         out = np.empty(len(keys), dtype=np.float64)
         if not len(keys):
             return out
-        rows = self.hashes.rows(codes)
-        bits = np.unpackbits(self._packed, axis=1)[:, : self.s]
-        mat = bits[np.arange(self.m)[None, :], rows] if self.m else np.zeros((len(keys), 0), np.uint8)
-        out[:] = self._decode(_estimate_matrix(mat))
+        step = max(1, _HASH_CELLS // max(self.m, 1))  # keys at a time: bounded memory at any m
+        col = np.arange(self.m)[None, :]
+        for i0 in range(0, len(keys), step):
+            rows = self.hashes.rows(codes[i0:i0 + step])
+            mat = (self._packed[col, rows >> 3] >> (7 - (rows & 7)).astype(np.uint8)) & 1 if self.m else \
+                np.zeros((rows.shape[0], 0), np.uint8)
+            out[i0:i0 + step] = self._decode(_estimate_matrix(mat))
         if self.threshold_map is not None:
             for i, c in enumerate(codes.tolist()):
                 val = self.threshold_map.get(c)
                 if val is not None:
                     out[i] = val
-        return np.clip(out, 0.0, self.u)
+        return np.clip(out, self._lower, self.u)
 
     def size_in_bits(self) -> int:
         """Bits of the released structure: s·m for z̃, 2·61 per hash function, and for the threshold map
@@ -604,25 +744,36 @@ class MaxProjection:
 # ------------------------------------------------------------------------------------------------
 
 def cell_probabilities(rows: Mapping[Any, list[int]], xhat: Mapping[Any, float], alpha: float, m: int, s: int,
-                       p: float) -> np.ndarray:
+                       p: float, *, signed: bool = False) -> np.ndarray:
     """P[z̃_{a,b} = 1] for every cell (s × m) of Alg. 2 on the (already ε-scaled) input ``xhat``, for a
     fixed hash given as ``rows[key] = [h_1(key), …, h_m(key)]`` (0-based rows). The cells are independent:
-    q_ab = 1 − Π_{i: h_b(i)=a}(1 − clip(x̂_i/α − b + 1, 0, 1)),  P_ab = q_ab(1 − p) + (1 − q_ab)p."""
-    miss = np.ones((s, m))
+    q_ab = 1 − Π_{i: h_b(i)=a}(1 − clip(x̂_i/α − b + 1, 0, 1)),  P_ab = q_ab(1 − p) + (1 − q_ab)p.
+
+    ``signed`` (§2.10 embedding, ``m`` = 2m' columns): key i's bit in column b (1-based) is 1 with probability
+    P_ib = P[ŷ_i ≥ b − m'] = clip(x̂_i/α − b + m' + 1, 0, 1); the negative region b ≤ m' ANDs the keys
+    hashed to a cell (q_ab = Π P_ib, 1 for an empty cell), the positive region ORs them as above."""
+    half = m // 2 if signed else 0
+    miss = np.ones((s, m))   # Π (1 − P_ib): OR cells
+    hit = np.ones((s, m))    # Π P_ib: AND cells
     for key, xv in xhat.items():
         for b in range(m):
-            miss[rows[key][b], b] *= 1.0 - min(max(xv / alpha - b, 0.0), 1.0)
+            pb = min(max(xv / alpha - b + half, 0.0), 1.0)
+            miss[rows[key][b], b] *= 1.0 - pb
+            hit[rows[key][b], b] *= pb
     q = 1.0 - miss
+    if signed:
+        q[:, :half] = hit[:, :half]
     return q * (1.0 - p) + (1.0 - q) * p
 
 
 def projection_max_privacy_loss(x: Mapping, x_prime: Mapping, rows: Mapping, *, epsilon: float, alpha: float,
-                                m: int, s: int) -> float:
+                                m: int, s: int, signed: bool = False) -> float:
     """The exact worst-case privacy loss max_z ln(P[z̃ = z | x] / P[z̃ = z | x′]) of Alg. 4 for a fixed hash
-    (spec §8.1): Σ_cells max(ln P/P′, ln (1−P)/(1−P′)). Lemma 2.15: ≤ ε‖x − x′‖₁."""
+    (spec §8.1): Σ_cells max(ln P/P′, ln (1−P)/(1−P′)). Lemma 2.15: ≤ ε‖x − x′‖₁; the same bound for the
+    ``signed`` §2.10 embedding (``m`` = 2m' columns; ``docs/proofs/alp-signed.md``)."""
     p = float(Fraction(_prob_up(Fraction(1) / (Fraction(alpha) + 2)), _TWO64))
-    P = cell_probabilities(rows, {i: epsilon * xv for i, xv in x.items()}, alpha, m, s, p)
-    Q = cell_probabilities(rows, {i: epsilon * xv for i, xv in x_prime.items()}, alpha, m, s, p)
+    P = cell_probabilities(rows, {i: epsilon * xv for i, xv in x.items()}, alpha, m, s, p, signed=signed)
+    Q = cell_probabilities(rows, {i: epsilon * xv for i, xv in x_prime.items()}, alpha, m, s, p, signed=signed)
     return float(np.maximum(np.log(P / Q), np.log((1 - P) / (1 - Q))).sum())
 
 

@@ -13,12 +13,17 @@ keys (the same uniform keyed choice as :func:`sparsedp.release`), then
   ``D`` = the grid sensitivity, so each unit moves each of its keys by at most 1. Signed when ``lower < 0``:
   the spec §2.2 reduction (thesis L471–473) releases one ALP over the keys ``(key, "+")`` and ``(key, "−")``
   holding ``max(x, 0)`` and ``max(−x, 0)`` (the ℓ1 distance is preserved; error at most doubled); a query
-  reads the difference. (The §2.10 2m-column variant is not implemented.)
+  reads the difference. ``signed_embedding="columns"`` instead uses the thesis §2.10 embedding: one ALP of 2m
+  columns holding the signed values (error not doubled; a query reads 2m bits), :meth:`ALP.build`
+  ``variant="signed"``.
 
 Adding or removing one unit changes ``x`` by at most 1 in each of at most ``l0`` keys: ‖x − x′‖₁ ≤ l0, a
 chain of ``l0`` neighbours of the thesis relation (§2.2 Def. 2.1, one entry by at most 1). The structure is
 built at ``(ε', δ') = (ε_alp / l0, δ / Σ_{i<l0} e^{iε'})`` (group privacy; for ALP-Projection directly, since
 its ratio is ≤ e^{ε'‖x−x′‖₁}, Lemma 2.15), so it is (ε_alp, δ)-DP for add/remove one unit.
+
+**Memory**: the structure holds s·m/8 bytes (s = ⌈k̃/collision⌉ rows, m = ⌈u·ε'/α⌉ columns, 2m for the signed
+embedding), built in streamed blocks; above ``max_memory`` it is refused with its size and the fix.
 
 **Variants** (:meth:`ALP.build`): ``delta > 0`` with counts: ``"threshold"`` (Alg. 7/8 with the integer
 Threshold2 of Alg. 9: exact discrete Laplace, then ALP-Projection of the full vector, ψ = t); ``delta = 0`` or
@@ -68,7 +73,8 @@ def estimate_k(k: int, *, epsilon: float, sensitivity: int, failure: float, rng)
 def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, delta: float = 0.0, *,
         max_groups_per_unit: int = 1, value: Any = None, k: int | None = None, k_epsilon_fraction: float = 0.1,
         k_failure: float = 1e-6, u: float | None = None, alpha: float = 3.0, collision: float = 0.1,
-        epsilon_split: float = 0.5, engine: str | None = None, ledger: Any = None, dataset: str | None = None,
+        epsilon_split: float = 0.5, signed_embedding: str = "reduction", max_memory: float = 4 * 2 ** 30,
+        engine: str | None = None, ledger: Any = None, dataset: str | None = None,
         connection: Any = None, rng: Any = None):
     """A private ALP sparse vector of ``data`` grouped by ``by`` (module docstring), (ε, δ)-DP for add/remove
     one ``privacy_unit``. Returns a :class:`~sparsedp.sketches.alp.ALP` with ``.query(key)`` / ``[key]``,
@@ -81,6 +87,11 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
         k: public sparsity used to size the embedding; ``None``: estimated privately (§2.10).
         u: public bound of one entry (counts: units per key; sums: |sum|), needed by the projection variant.
         alpha, collision, epsilon_split: ALP parameters (α = 3, s = 10k, ε₁ = ε/2 for the threshold; §2.10).
+        signed_embedding: signed sums (``lower < 0``): ``"reduction"`` (default; §2.2, keys (key, ±), error at
+            most doubled) or ``"columns"`` (§2.10, one embedding of 2m columns, ALP's error, 2m bits per query).
+        max_memory: refuse (naming the size and the fix) a structure above this many bytes (default 4 GiB):
+            checked before anything is charged where the size is known (public ``k``; else its lower bound at
+            k̃ = 1), and again once the private k̃ is drawn, before the structure's noise.
     """
     from ..accounting.calibration import Neighbours
     from ..aggregates import Sum
@@ -102,7 +113,10 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
         if value.column == unit or value.column in cols:
             raise InvalidParameterError("the value column must not be the privacy unit or a key column")
         value = Sum(value.column, value.lower, value.upper, value.granularity, recentre=False)
-    signed = value is not None and value.lower < 0
+    emb = v.choice("signed_embedding", signed_embedding, ("reduction", "columns"))
+    max_memory = v.positive("max_memory", max_memory)
+    signed_columns = value is not None and value.lower < 0 and emb == "columns"
+    signed = value is not None and value.lower < 0 and not signed_columns
     if k is None:
         frac = v.real("k_epsilon_fraction", k_epsilon_fraction, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         failure = v.real("k_failure", k_failure, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -124,6 +138,16 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
                                         "units per key for counts, |sum| for sums); or pass delta > 0")
         eps_e, dlt_e = eps_alp / l0, None
     u = None if u is None else v.positive("u", u)
+    if variant == "projection":  # the structure's size before anything is charged (s at least its k̃ = 1 value)
+        from .alp import check_memory
+
+        coll = v.real("collision", collision, lo=0.0, hi=0.5, lo_open=True, hi_open=True)
+        scale_u = value.sensitivity * value.granularity if value is not None else 1.0
+        m = math.ceil(u / scale_u * eps_e / v.positive("alpha", alpha))
+        check_memory(math.ceil((1 if k is None else k) / coll), 2 * m if signed_columns else m, max_memory,
+                     "signed" if signed_columns else variant)
+        if signed_columns:
+            variant = "signed"
     kind = sources.kind(data)
     if kind == "file":
         sources.file_format(data)
@@ -163,7 +187,8 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
             k_used = k
         u_x = None if u is None else u / value_scale
         obj = ALP.build((keys, vals), epsilon=eps_e, k=k_used, delta=dlt_e, u=u_x, variant=variant, alpha=alpha,
-                        collision=collision, epsilon_split=epsilon_split, rng=source, enforce_k=False)
+                        collision=collision, epsilon_split=epsilon_split, rng=source, enforce_k=False,
+                        max_memory=max_memory)
         obj.params.update(params_k)
         obj.signed = signed
         obj.value_scale = float(value_scale)
@@ -172,7 +197,8 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
             "contribution": f"at most {l0} key(s) per unit" + (
                 f", value clipped to [{value.lower:g}, {value.upper:g}] per (unit, key)" if value is not None else ""),
             "epsilon_structure": eps_alp, "epsilon_per_entry_change": eps_e, "epsilon_k": eps_k,
-            "variant": variant, "source": "Lebeda thesis ch. 2 (ALP), §2.10 k estimate and signed reduction"}
+            "variant": variant, "source": "Lebeda thesis ch. 2 (ALP), §2.10 k estimate, signed values by "
+            + ("the §2.10 2m-column embedding" if signed_columns else "the §2.2 reduction")}
         if charge_id is not None:
             led.mark_published(charge_id, None)
         return obj
