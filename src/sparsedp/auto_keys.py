@@ -197,7 +197,7 @@ def candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidate
 
     # weights[i]: None (counts) or the W_t table of candidate i (the key's statistic is Σ W_{min(d_u, c)})
 
-    if not hasattr(engine, "rows_lazy"):
+    if not engine.embedded:
         raise InvalidParameterError(f"AutoBound(objective='keys') runs on the embedded engines (polars, duckdb, "
                                     f"pandas, arrow), not on {engine.name!r}; use objective='quantile'")
     by = list(by)

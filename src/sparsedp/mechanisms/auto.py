@@ -192,6 +192,25 @@ class Auto(Mechanism):
     def options(self) -> dict[str, Any]:
         return {k: x for k, x in (("group", self.group), ("discover", self.discover)) if x}
     supports_aggregates = True  # resolves among the candidates that support them
+    bounded = True
+    resolves_public_keys = True
+    auto_bound_objectives = ("quantile", "keys")
+
+    @classmethod
+    def with_top_k(cls, spec: Mechanism | None, k: int, bound_given: bool) -> Mechanism:
+        """``top_k=k`` with ``auto``: the top-k mechanism (the one registered mechanism ``top_k`` configures)."""
+        if spec is not None and spec != cls():
+            return super().with_top_k(spec, k, bound_given)
+        from .thresholded import TopKCSH
+
+        return TopKCSH(k=k)
+
+    def validate(self, request: Any) -> None:
+        if request.bound is None and request.auto_bound is None and request.keys is None:
+            raise InvalidParameterError(
+                "declare a contribution bound: max_groups_per_unit=… (keys per unit, e.g. 10) or top_k=… "
+                "(release the top-k keys, e.g. 100)")
+        super().validate(request)
 
     def resolve(self, request: ReleaseRequest):
         """``(chosen mechanism, its calibration, reason, candidates)``: calibrates every candidate."""

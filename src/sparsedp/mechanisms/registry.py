@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import InvalidParameterError, InvalidTypeError
 from .base import Mechanism
 
-__all__ = ["register", "get", "names", "create", "auto_candidates"]
+__all__ = ["register", "get", "names", "classes", "create", "auto_candidates"]
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 #: modules whose import registers the built-in mechanisms (imported on first registry use: light core import).
@@ -58,6 +58,12 @@ def names() -> tuple[str, ...]:
     """Registered mechanism names, in registration order."""
     _load()
     return tuple(_REGISTRY)
+
+
+def classes() -> tuple[type[Mechanism], ...]:
+    """Registered mechanism classes, in registration order (what the CLI, ``plan`` and the audit read)."""
+    _load()
+    return tuple(_REGISTRY.values())
 
 
 def get(name: str) -> type[Mechanism]:

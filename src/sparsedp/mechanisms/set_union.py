@@ -51,7 +51,7 @@ def unit_pairs(engine: Any, data: Any, unit: str, by: list[str]):
     from ..engines.base import (check_columns, check_nan_keys, check_nulls_and_rows, check_pandas_nan_keys,
                                 check_unique_names, engine_errors_as_input_errors)
 
-    if not hasattr(engine, "rows_lazy"):
+    if not engine.embedded:
         raise InvalidParameterError(f"the set-union mechanisms run on the embedded engines (polars, duckdb, pandas, "
                                     f"arrow), not on {engine.name!r}")
     cols = [unit] + list(by)
@@ -179,6 +179,8 @@ class WeightedGaussian(_SetUnion):
     name = "weighted-gaussian"
     #: releases key weights, not counts: considered by ``sd.Auto(discover=True)`` only (never by plain ``auto``)
     discovery = True
+    #: ``max_groups_per_unit=sd.AutoBound(objective="keys")`` may choose its Δ0 (the expected released keys)
+    auto_bound_objectives = ("keys",)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "grid", v.integer("grid", self.grid, lo=1, hi=1 << 20))

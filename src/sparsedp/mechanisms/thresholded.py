@@ -222,6 +222,8 @@ class _PerKeyThresholded(Mechanism):
     ``pre_threshold``: keys whose bounded count is below it are never released (>= 1)."""
 
     pre_threshold: int = 1
+    bounded = True
+    auto_bound_objectives = ("quantile", "keys")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pre_threshold", v.integer("pre_threshold", self.pre_threshold, lo=1))
@@ -318,6 +320,21 @@ class TopKCSH(Mechanism):
     debias: bool = True
     name = "topk-csh"
     supports_aggregates = True  # de-biased only (checked in calibrate)
+
+    @classmethod
+    def with_top_k(cls, spec: "Mechanism | None", k: int, bound_given: bool) -> "TopKCSH":
+        """``top_k=k`` is this mechanism's ``k``: ``TopKCSH(k)``, or ``spec`` when it already says ``k``."""
+        if spec is None:
+            return cls(k=k)
+        assert isinstance(spec, TopKCSH)
+        if spec.k != k:
+            raise InvalidParameterError(f"top_k={k} contradicts mechanism={spec.describe()}")
+        return spec
+
+    @classmethod
+    def default(cls) -> "TopKCSH":
+        raise InvalidParameterError(f"mechanism={cls.name!r} needs top_k=… (number of keys to keep, e.g. 100), or "
+                                    f"mechanism=sd.TopKCSH(k=…)")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", v.integer("k", self.k, lo=1, hi=10**9))
