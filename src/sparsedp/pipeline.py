@@ -34,7 +34,8 @@ from .engines import sources
 from .errors import InvalidParameterError
 from .execution import (LedgerSession, ReleaseContext, check_output_columns, open_engine, publish, result,
                         warn_before)
-from .request import OUT_FORMATS, build_request, check_out_path, columns, fit_column_shape, source, \
+from .mechanisms import registry
+from .request import OUT_FORMATS, build_plan_request, build_request, check_out_path, columns, source, \
     split_aggregates
 
 if TYPE_CHECKING:
@@ -304,106 +305,10 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
     also gives every column's expected error (``err_<output name>``, value units). ``column_shape``: the columns'
     noise covariance shape, as in :func:`release` (GSHM only).
     """
-    from fractions import Fraction
-
-    from .errors import InfeasibleError
-    from .mechanisms import registry
-    from .mechanisms.base import ReleaseRequest
-    from .mechanisms.thresholded import TopKCSH
-
-    eps = v.epsilon(epsilon)
-    dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
-    l0 = None if max_groups_per_unit is None else v.integer("max_groups_per_unit", max_groups_per_unit, lo=1)
-    k = None if top_k is None else v.integer("top_k", top_k, lo=1)
-    if keys is not None:
-        return _plan_public(eps, dlt, l0, keys, k, aggregates, max_units, insecure_float, group)
-    if group is not None:
-        raise InvalidParameterError("plan(group=…) groups a public key list: pass keys=<frame with that column>")
-    rows: list = []
-    extra: list = []
-    sums: tuple = ()
-    if aggregates is not None:
-        _, sums = _aggregates(aggregates, "", [])
-        if sums and (max_units is not None or dlt == 0):
-            raise InvalidParameterError("SUM/MEAN are released by GSHM and top-k CSH only (delta > 0, "
-                                        "max_groups_per_unit or top_k), not by the pure mechanisms")
-    shape = fit_column_shape(column_shape, sums)
-    if dlt > 0:
-        if l0 is None and k is None and max_units is None:
-            raise InvalidParameterError("plan needs max_groups_per_unit=… (keys per unit) and/or top_k=…")
-        dlt = v.delta(dlt)
-        req = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
-                             aggregates=sums, column_shape=shape)
-        if l0 is not None:
-            for cls in registry.auto_candidates():
-                if sums and not cls.supports_aggregates:
-                    continue
-                try:
-                    rows.append((cls(), cls().calibrate(req)))
-                except InfeasibleError:
-                    continue
-            from .mechanisms.set_union import plan_rows
-
-            extra += plan_rows(req)  # key discovery (weights, not counts): listed after the count mechanisms
-        if k is not None:
-            kreq = ReleaseRequest(epsilon=eps, delta=dlt, insecure_float=insecure_float, aggregates=sums,
-                                  column_shape=shape)
-            variants = ((TopKCSH(k=k), rows),) if sums else ((TopKCSH(k=k), rows), (TopKCSH(k=k, debias=False), extra))
-            for m, target in variants:
-                try:
-                    target.append((m, m.calibrate(kreq)))
-                except InfeasibleError:
-                    continue
-        rows.sort(key=lambda r: (r[1].tau, r[1].noise_std))
-    elif max_units is None:
-        raise InvalidParameterError("delta=0 lists the pure-DP mechanisms: pass max_units=… (the number of units)")
-    if max_units is not None:
-        from .mechanisms.pure import plan_pure
-        from .mechanisms.pure.registered import Basic, PureSparse, Stability, Compact
-
-        if eps > 1:
-            raise InvalidParameterError(f"pure mechanisms need epsilon in (0, 1], got {eps}")
-        n = v.integer("max_units", max_units, lo=1)
-        wanted = [m for m in ("pure-sparse", "compact", "stability")]
-        pure = plan_pure(n, eps, Fraction(1, 20) if beta is None else beta, None, delta=dlt or None,
-                         mechanisms=wanted)
-        objs = {"pure-sparse": PureSparse(max_units=n), "compact": Compact(max_units=n),
-                "stability": Stability(max_units=n), "basic": Basic}
-        extra += [(objs[c.mechanism], c) for c in pure]
-    model = ", ".join(f"{name}={x}" for name, x in (("max_groups_per_unit", l0), ("top_k", k), ("max_units", max_units))
-                      if x is not None)
-    return Plan(rows + extra, title=f"sparsedp plan: epsilon={eps:g}, delta={dlt:g}, {model}")
-
-
-def _plan_public(eps: float, dlt: float, l0: int | None, keys: Any, top_k: Any, aggregates: Any, max_units: Any,
-                 insecure_float: bool, group: str | None = None) -> Plan:
-    """``plan(..., keys=…)``: every public-key mechanism at d keys, lowest per-key error std first."""
-    from .errors import InfeasibleError
-    from .mechanisms.base import ReleaseRequest
-    from .mechanisms.public_keys import PublicKeys, public_candidates
-
-    if top_k is not None or aggregates is not None or max_units is not None:
-        raise InvalidParameterError("plan(keys=…) lists the public-key mechanisms; top_k, aggregates and max_units "
-                                    "do not apply to them")
-    d = v.integer("keys", keys, lo=1) if isinstance(keys, int) else len(keys)
-    if d < 1:
-        raise InvalidParameterError("keys is empty: list at least one key to release")
-    req = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
-                         keys=PublicKeys(table=None, d=d, columns=()))
-    rows = []
-    for cls in public_candidates():
-        if dlt == 0 and cls.name != "public-laplace":
-            continue
-        if cls.name == "bounded-density" and (l0 is None or l0 >= d):
-            continue  # units may touch every key: that is correlated-gaussian
-        try:
-            rows.append((cls(), cls().calibrate(req)))
-        except (InfeasibleError, InvalidParameterError):
-            continue
-    if group is not None and dlt > 0:
-        from .mechanisms.grouped_keys import plan_grouped
-
-        rows.append(plan_grouped(keys, group, req))
-    rows.sort(key=lambda r: r[1].noise_std)
-    bound = "" if l0 is None else f", max_groups_per_unit={l0}"
-    return Plan(rows, title=f"sparsedp plan: epsilon={eps:g}, delta={dlt:g}, keys={d}{bound}")
+    query = build_plan_request(epsilon, delta, max_groups_per_unit, top_k, insecure_float=insecure_float,
+                               max_units=max_units, beta=beta, aggregates=aggregates, keys=keys, group=group,
+                               column_shape=column_shape)
+    rows = [row for plan_rows in registry.planners() for row in plan_rows(query)]
+    ranked = sorted((r for r in rows if r[2] == 0), key=lambda r: query.sort_key(r[1]))
+    after = sorted((r for r in rows if r[2] > 0), key=lambda r: r[2])  # stable: registration order within
+    return Plan([(m, cal) for m, cal, _ in ranked + after], title=query.title())

@@ -20,7 +20,7 @@ from . import _validate as v
 from .aggregates import Count
 from .errors import InvalidParameterError, InvalidTypeError
 
-__all__ = ["Request", "build_request", "check_out_path", "columns", "split_aggregates", "OUT_FORMATS"]
+__all__ = ["Request", "PlanRequest", "build_request", "build_plan_request", "check_out_path", "columns", "split_aggregates", "OUT_FORMATS"]
 
 OUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 
@@ -110,7 +110,7 @@ def split_aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tupl
     return (counts[0] if counts else Count()), sums
 
 
-def fit_column_shape(shape: Any, sums: tuple) -> Any:
+def check_column_shape(shape: Any, sums: tuple) -> Any:
     """``column_shape`` checked and fitted once before anything is read (errors in the user's terms), kept as a
     tuple of tuples for the request (:func:`sparsedp.mechanisms.thresholded.fit_shape`)."""
     if shape is None:
@@ -222,5 +222,81 @@ def build_request(data: Any, privacy_unit: Any, by: Any, epsilon: Any, delta: An
     if sums and insecure_float:
         raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
                                     "insecure_float=True")
-    return replace(req, column_shape=fit_column_shape(column_shape, sums),
+    return replace(req, column_shape=check_column_shape(column_shape, sums),
                    out=None if out is None else check_out_path(out), source=source(rng))
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """``sd.plan``'s arguments checked once (no data): the guarantee, the contribution model (``l0`` keys per
+    unit, ``top_k``, ``max_units`` for the pure mechanisms), the SUM/MEAN aggregates, and for public key lists
+    their number ``d`` (``keys``: the list or frame itself, ``group``: its grouping column)."""
+
+    epsilon: float
+    delta: float
+    l0: int | None
+    top_k: int | None
+    max_units: int | None
+    beta: Any
+    sums: tuple
+    column_shape: Any
+    insecure_float: bool
+    keys: Any = None
+    d: int | None = None
+    group: str | None = None
+
+    def request(self, **changes: Any) -> Any:
+        """The :class:`~sparsedp.mechanisms.base.ReleaseRequest` the mechanisms calibrate (``changes`` applied)."""
+        from .mechanisms.base import ReleaseRequest
+
+        base = ReleaseRequest(epsilon=self.epsilon, delta=self.delta, max_groups_per_unit=self.l0,
+                              insecure_float=self.insecure_float, aggregates=self.sums,
+                              column_shape=self.column_shape)
+        return replace(base, **changes)
+
+    def sort_key(self, calibration: Any) -> Any:
+        """How the ranked rows are ordered: per-key error for public key lists, else margin then noise."""
+        if self.d is not None:
+            return calibration.noise_std
+        return (calibration.tau, calibration.noise_std)
+
+    def title(self) -> str:
+        if self.d is not None:
+            bound = "" if self.l0 is None else f", max_groups_per_unit={self.l0}"
+            return f"sparsedp plan: epsilon={self.epsilon:g}, delta={self.delta:g}, keys={self.d}{bound}"
+        model = ", ".join(f"{name}={x}" for name, x in (("max_groups_per_unit", self.l0), ("top_k", self.top_k),
+                                                         ("max_units", self.max_units)) if x is not None)
+        return f"sparsedp plan: epsilon={self.epsilon:g}, delta={self.delta:g}, {model}"
+
+
+def build_plan_request(epsilon: Any, delta: Any, max_groups_per_unit: Any, top_k: Any, *, insecure_float: bool,
+                       max_units: Any, beta: Any, aggregates: Any, keys: Any, group: Any,
+                       column_shape: Any) -> PlanRequest:
+    """The :class:`PlanRequest` of ``sd.plan``'s arguments, the combinations no mechanism lists refused."""
+    eps = v.epsilon(epsilon)
+    dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+    l0 = None if max_groups_per_unit is None else v.integer("max_groups_per_unit", max_groups_per_unit, lo=1)
+    k = None if top_k is None else v.integer("top_k", top_k, lo=1)
+    common = dict(epsilon=eps, l0=l0, top_k=k, max_units=max_units, beta=beta, insecure_float=insecure_float)
+    if keys is not None:
+        if top_k is not None or aggregates is not None or max_units is not None:
+            raise InvalidParameterError("plan(keys=…) lists the public-key mechanisms; top_k, aggregates and "
+                                        "max_units do not apply to them")
+        d = v.integer("keys", keys, lo=1) if isinstance(keys, int) else len(keys)
+        if d < 1:
+            raise InvalidParameterError("keys is empty: list at least one key to release")
+        return PlanRequest(delta=dlt, sums=(), column_shape=None, keys=keys, d=d, group=group, **common)
+    if group is not None:
+        raise InvalidParameterError("plan(group=…) groups a public key list: pass keys=<frame with that column>")
+    sums: tuple = () if aggregates is None else split_aggregates(aggregates, "", [])[1]
+    if sums and (max_units is not None or dlt == 0):
+        raise InvalidParameterError("SUM/MEAN are released by GSHM and top-k CSH only (delta > 0, "
+                                    "max_groups_per_unit or top_k), not by the pure mechanisms")
+    shape = check_column_shape(column_shape, sums)
+    if dlt > 0:
+        if l0 is None and k is None and max_units is None:
+            raise InvalidParameterError("plan needs max_groups_per_unit=… (keys per unit) and/or top_k=…")
+        dlt = v.delta(dlt)
+    elif max_units is None:
+        raise InvalidParameterError("delta=0 lists the pure-DP mechanisms: pass max_units=… (the number of units)")
+    return PlanRequest(delta=dlt, sums=sums, column_shape=shape, **common)

@@ -220,6 +220,27 @@ class Mechanism(ABC):
         """Refuse an engine that lacks a primitive this mechanism needs (before the ledger is touched).
         Default: every engine serves it."""
 
+    @classmethod
+    def plan_rows(cls, query: Any) -> list[tuple["Mechanism", Any, int]]:
+        """``sd.plan``'s rows of this class's family (``query``: :class:`sparsedp.request.PlanRequest`), as
+        ``(mechanism, calibration, plan_group)``. ``plan`` calls each distinct implementation once, so a family
+        sharing one (a base class's) lists itself once. This default is the count mechanisms ``auto`` chooses
+        among, at the declared ``max_groups_per_unit`` (infeasible ones left out)."""
+        from ..errors import InfeasibleError
+        from .registry import auto_candidates
+
+        if query.d is not None or query.delta == 0 or query.l0 is None:
+            return []
+        request, rows = query.request(), []
+        for c in auto_candidates():
+            if query.sums and not c.supports_aggregates:
+                continue
+            try:
+                rows.append((c(), c().calibrate(request), c.plan_group))
+            except InfeasibleError:
+                continue
+        return rows
+
     # ------------------------------------------------------------ the stages the pipeline runs
 
     def plan_release(self, request: ReleaseRequest, count_name: str) -> Planned:

@@ -243,6 +243,36 @@ class PublicKeyMechanism(Mechanism):
     """Common part of the public-key mechanisms: no threshold, every listed key released, add/remove units."""
 
     public_keys: ClassVar[bool] = True
+    #: pure ε-DP (δ = 0 accepted): the one listed by ``plan`` and chosen by ``auto`` at δ = 0
+    pure_dp: ClassVar[bool] = False
+
+    @classmethod
+    def plannable(cls, request: ReleaseRequest) -> bool:
+        """Listed by ``plan`` and tried by ``auto`` for ``request``: δ > 0, or a pure mechanism."""
+        return request.delta > 0 or cls.pure_dp
+
+    @classmethod
+    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+        """With ``keys``: every public-key mechanism at d keys (ranked by per-key error), and with ``group`` the
+        grouped mechanism (:func:`~sparsedp.mechanisms.grouped_keys.plan_grouped`)."""
+        from ..errors import InfeasibleError
+
+        if query.d is None:
+            return []
+        request = query.request(keys=PublicKeys(table=None, d=query.d, columns=()))
+        rows = []
+        for c in public_candidates():
+            if not c.plannable(request):
+                continue
+            try:
+                rows.append((c(), c().calibrate(request), 0))
+            except (InfeasibleError, InvalidParameterError):
+                continue
+        if query.group is not None and query.delta > 0:
+            from .grouped_keys import plan_grouped
+
+            rows.append((*plan_grouped(query.keys, query.group, request), 0))
+        return rows
 
     def check(self, request: ReleaseRequest) -> None:
         _need_keys(self.name, request)
@@ -315,6 +345,7 @@ class PublicLaplace(_IndependentPublic):
     (:func:`~sparsedp.accounting.public_keys.calibrate_public_laplace`)."""
 
     name = "public-laplace"
+    pure_dp = True
 
     def check(self, request: ReleaseRequest) -> None:
         _need_keys(self.name, request)
@@ -422,6 +453,12 @@ class BoundedDensity(PublicKeyMechanism):
 
     name = "bounded-density"
     run = CorrelatedGaussian.run  # the same embedding release, with this calibration's (p, q, c)
+
+    @classmethod
+    def plannable(cls, request: ReleaseRequest) -> bool:
+        """Only below the number of keys: a unit that may touch every key is the correlated Gaussian."""
+        l0, d = request.max_groups_per_unit, request.keys.d
+        return super().plannable(request) and l0 is not None and l0 < d
 
     def calibrate(self, request: ReleaseRequest) -> Any:
         from ..accounting.public_keys import calibrate_bounded_density

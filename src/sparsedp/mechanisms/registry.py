@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import InvalidParameterError, InvalidTypeError
 from .base import Mechanism
 
-__all__ = ["register", "get", "names", "classes", "create", "auto_candidates"]
+__all__ = ["register", "unregister", "planners", "get", "names", "classes", "create", "auto_candidates"]
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 #: modules whose import registers the built-in mechanisms (imported on first registry use: light core import).
@@ -64,6 +64,25 @@ def classes() -> tuple[type[Mechanism], ...]:
     """Registered mechanism classes, in registration order (what the CLI, ``plan`` and the audit read)."""
     _load()
     return tuple(_REGISTRY.values())
+
+
+def unregister(name: str) -> None:
+    """Remove ``name`` (a mechanism registered by a test or a plug-in; the built-in ones stay registered)."""
+    _load()
+    _REGISTRY.pop(name, None)
+
+
+def planners() -> tuple[Any, ...]:
+    """Each distinct ``plan_rows`` of the registered classes, once, in registration order (a family of
+    mechanisms that shares one implementation is planned once: :meth:`Mechanism.plan_rows`)."""
+    seen: list[Any] = []
+    out = []
+    for cls in classes():
+        impl = cls.plan_rows.__func__  # type: ignore[attr-defined]
+        if impl not in seen:
+            seen.append(impl)
+            out.append(cls.plan_rows)
+    return tuple(out)
 
 
 def get(name: str) -> type[Mechanism]:

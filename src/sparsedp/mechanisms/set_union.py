@@ -145,6 +145,14 @@ class _SetUnion(Mechanism):
     """What the two set-union mechanisms share: they discover keys from a privacy unit's rows (no public key
     list, no SUM/MEAN columns) and release noisy key weights in the column ``weight``, not counts."""
 
+    plan_group = 1  # listed after the count mechanisms: key weights, count-equivalent margins
+
+    @classmethod
+    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+        if query.d is not None or query.delta == 0 or query.l0 is None:
+            return []
+        return [(m, cal, cls.plan_group) for m, cal in plan_rows(query.request())]
+
     def check(self, request: ReleaseRequest) -> None:
         super().check(request)
         if request.aggregates:

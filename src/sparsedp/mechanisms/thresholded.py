@@ -331,6 +331,27 @@ class TopKCSH(Mechanism):
             raise InvalidParameterError(f"top_k={k} contradicts mechanism={spec.describe()}")
         return spec
 
+    plan_group = 2  # the shifted variant (the de-biased one is ranked with the count mechanisms)
+
+    @classmethod
+    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+        """With ``top_k``: the de-biased counts (ranked) and, without SUM/MEAN, the shifted variant after them."""
+        from ..errors import InfeasibleError
+
+        if query.d is not None or query.top_k is None or query.delta == 0:
+            return []
+        request = query.request(max_groups_per_unit=None)
+        variants = [(cls(k=query.top_k), 0)]
+        if not query.sums:
+            variants.append((cls(k=query.top_k, debias=False), cls.plan_group))
+        rows = []
+        for m, group in variants:
+            try:
+                rows.append((m, m.calibrate(request), group))
+            except InfeasibleError:
+                continue
+        return rows
+
     @classmethod
     def default(cls) -> "TopKCSH":
         raise InvalidParameterError(f"mechanism={cls.name!r} needs top_k=… (number of keys to keep, e.g. 100), or "
