@@ -38,31 +38,33 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import InvalidParameterError
+from ..mechanisms.public_keys import CorrelatedGaussian
+from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 
 __all__ = ["AUDITABLE", "Target", "build_target", "release_many", "shifted_calibration", "scaled_calibration",
            "scaled_law"]
 
 #: audit names: every registered mechanism (``registry.names()``), the shifted top-k variant, and "csh" (CSH on a
 #: k-sparse histogram: top-k CSH with at most k keys has cut-off 0, so it IS Algorithm 2 / rounded CSH)
-AUDITABLE = ("gshm", "laplace", "csh", "topk-csh", "topk-csh-shifted", "pure-sparse", "compact", "basic",
-             "stability", "misra-gries", "auto", "public-gaussian", "public-laplace", "correlated-gaussian",
+AUDITABLE = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted", "pure-sparse", "compact", "basic",
+             "stability", "misra-gries", "auto", "public-gaussian", "public-laplace", CorrelatedGaussian.name,
              "bounded-density", "grouped-correlated-gaussian", "keep-heavy", "kh-prime", "kh-double-prime",
              "sparse-histogram")
 #: the grouped correlated Gaussian (seed 002 Algorithm 2): audited on group 0 of two groups of ``d`` keys each
 GROUPED = "grouped-correlated-gaussian"
 #: public-key mechanisms (every listed key released, no threshold; σ scale applies)
-PUBLIC = ("public-gaussian", "public-laplace", "correlated-gaussian", "bounded-density", GROUPED)
+PUBLIC = ("public-gaussian", "public-laplace", CorrelatedGaussian.name, "bounded-density", GROUPED)
 #: public-key mechanisms releasing the size estimate ñ (the embedding ``(q·x − p·1, c)`` of seed 002)
-EMBEDDING = ("correlated-gaussian", "bounded-density", GROUPED)
+EMBEDDING = (CorrelatedGaussian.name, "bounded-density", GROUPED)
 #: the Balcer–Vadhan stepping stones (seed 003 §6): replace-one, one key per unit, run on a small integer domain
 STONES = ("keep-heavy", "kh-prime", "kh-double-prime", "sparse-histogram")
 _PURE = ("pure-sparse", "compact", "basic", "stability") + STONES
 #: mechanisms with a thresholded per-key kernel (σ scale and margin shift apply; exact release laws known)
-THRESHOLDED = ("gshm", "laplace", "csh", "topk-csh", "topk-csh-shifted")
-_TILED = ("gshm", "laplace", "public-gaussian", "public-laplace")
+THRESHOLDED = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted")
+_TILED = (GSHM.name, Laplace.name, "public-gaussian", "public-laplace")
 _CHUNK = 1 << 18  # keys per tiled release (bounds memory)
 #: the bound each mechanism's contribution model is stated with, and its name in the report
-BOUND_NAME = {"gshm": "l0", "laplace": "l0", "csh": "k", "topk-csh": "top_k", "topk-csh-shifted": "top_k",
+BOUND_NAME = {GSHM.name: "l0", Laplace.name: "l0", "csh": "k", TopKCSH.name: "top_k", "topk-csh-shifted": "top_k",
               "pure-sparse": "l0", "compact": "l0", "basic": "l0", "stability": "l0", "misra-gries": "l0",
               "auto": "l0", **{m: "l0" for m in PUBLIC + STONES}}
 
@@ -94,7 +96,7 @@ class Target:
 
     @property
     def correlated(self) -> bool:
-        return self.picked in ("csh", "topk-csh", "topk-csh-shifted")
+        return self.picked in ("csh", TopKCSH.name, "topk-csh-shifted")
 
     @property
     def public(self) -> bool:
@@ -144,7 +146,7 @@ def scaled_public(cal, factor: float):
     if factor == 1.0:
         return cal
     f = Fraction(factor)
-    power = 2 if (cal.secure and cal.family != "laplace") else 1
+    power = 2 if (cal.secure and cal.family != Laplace.name) else 1
     scale = cal.scale * f ** power if isinstance(cal.scale, Fraction) else float(cal.scale) * factor ** power
     return dataclasses.replace(
         cal, scale=scale, noise_std=cal.noise_std * factor, shared_std=cal.shared_std * factor,
@@ -168,11 +170,11 @@ def _mechanism(name: str, bound: int, options: dict):
     from ..mechanisms import registry
 
     if name == "csh":
-        return registry.create("topk-csh", k=bound, debias=False)
-    if name == "topk-csh":
-        return registry.create("topk-csh", k=bound, debias=True)
+        return registry.create(TopKCSH.name, k=bound, debias=False)
+    if name == TopKCSH.name:
+        return registry.create(TopKCSH.name, k=bound, debias=True)
     if name == "topk-csh-shifted":
-        return registry.create("topk-csh", k=bound, debias=False)
+        return registry.create(TopKCSH.name, k=bound, debias=False)
     if name == "misra-gries":
         return registry.create("misra-gries", sketch_size=options.get("sketch_size", 4))
     if name == "basic":
@@ -201,7 +203,7 @@ def build_target(mechanism: str, *, epsilon, delta, bound: int = 2, sigma_scale:
     if pure and b != 1:
         raise InvalidParameterError(f"mechanism {name!r} assumes one key per unit: bound must be 1, got {b}")
     mech = _mechanism(name, b, options)
-    l0 = None if name in ("csh", "topk-csh", "topk-csh-shifted") else b
+    l0 = None if name in ("csh", TopKCSH.name, "topk-csh-shifted") else b
     keys = None
     if name in PUBLIC:
         from ..mechanisms.public_keys import public_keys

@@ -12,6 +12,7 @@ import typer
 
 from . import app
 from ._errors import PLAN_FLAGS, fail, interruptible
+from ..mechanisms.thresholded import Laplace, TopKCSH
 
 _NOISE = {"discrete": True, "continuous": False, "both": None}
 
@@ -31,7 +32,7 @@ def render_table(cals, *, title: str) -> None:
         table.add_column(col, justify=justify)
     for c in cals:
         name = c.mechanism + ((" (de-biased counts)" if c.debias else " (shifted: count - cutoff)")
-                              if c.mechanism == "topk-csh" else "")
+                              if c.mechanism == TopKCSH.name else "")
         table.add_row(name, c.analysis, "discrete" if c.discrete else "continuous",
                       _fmt(c.sigma), _fmt(c.noise_std), _fmt(c.tau), f"{c.delta_achieved:.4g}")
     Console(width=max(100, Console().width)).print(table)
@@ -73,8 +74,8 @@ def summary_line(cals) -> str:
     if discrete and len(discrete) < len(cals) and not top.discrete:
         d = best(discrete)
         line += f"; with secure discrete noise: {name(d)}, margin {d.tau:,.2f}"
-    lap = [c for c in cals if c.mechanism == "laplace"]
-    if lap and top.mechanism != "laplace" and min(c.tau for c in lap) > 0:
+    lap = [c for c in cals if c.mechanism == Laplace.name]
+    if lap and top.mechanism != Laplace.name and min(c.tau for c in lap) > 0:
         ref = min(lap, key=lambda c: c.tau)
         line += f"; {100 * (1 - top.tau / ref.tau):.1f}% below the Laplace baseline ({ref.tau:,.2f})"
     return line

@@ -33,25 +33,26 @@ from ..accounting.calibration import Calibration
 from ..errors import InfeasibleError, InvalidParameterError
 from .base import Mechanism, ReleaseRequest
 from .registry import auto_candidates, register
+from ..accounting.names import GSHM, LAPLACE, TOPK_CSH
 
 __all__ = ["Auto", "valid_mechanisms", "calibrate_mechanism", "choose_mechanism", "MECHANISMS"]
 
-MECHANISMS = ("gshm", "csh", "topk-csh", "laplace")
+MECHANISMS = (GSHM, "csh", TOPK_CSH, LAPLACE)
 
 
 def valid_mechanisms(l0: int | None, k: int | None, top_k: int | None) -> dict[str, int]:
     """``{mechanism: its bound}`` valid for the declared contribution model (see the module table)."""
     out: dict[str, int] = {}
     if l0 is not None:
-        out["gshm"] = l0
-        out["laplace"] = l0
+        out[GSHM] = l0
+        out[LAPLACE] = l0
     if k is not None:
         out["csh"] = k
         if l0 is None or k < l0:  # the k-sparse structure gives l0 = k for free
-            out["gshm"] = k
-            out["laplace"] = k
+            out[GSHM] = k
+            out[LAPLACE] = k
     if top_k is not None:
-        out["topk-csh"] = top_k
+        out[TOPK_CSH] = top_k
     return out
 
 
@@ -64,7 +65,7 @@ def calibrate_mechanism(mechanism: str, bound: int, epsilon: float, delta: float
     """
     from ..accounting import calibrate
 
-    name = {"gshm": "l0", "laplace": "l0", "csh": "k", "topk-csh": "top_k"}.get(mechanism)
+    name = {GSHM: "l0", LAPLACE: "l0", "csh": "k", TOPK_CSH: "top_k"}.get(mechanism)
     if name is None:
         raise InvalidParameterError(f"mechanism must be one of {', '.join(map(repr, MECHANISMS))}; got {mechanism!r}")
     return calibrate(mechanism, epsilon=epsilon, delta=delta, discrete=not insecure_float, **{name: bound})

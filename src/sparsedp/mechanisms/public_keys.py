@@ -33,6 +33,7 @@ from .. import _validate as v
 from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
+from ..accounting.names import CORRELATED_GAUSSIAN, LAPLACE
 
 __all__ = ["PublicKeys", "public_keys", "CorrelatedGaussian", "BoundedDensity", "PublicGaussian", "PublicLaplace",
            "PublicCounts", "public_candidates"]
@@ -197,12 +198,12 @@ def _draws(cal: Any, size: int, rng: Any, insecure_float: bool, std: float | Non
     from .. import noise
 
     if cal.secure:
-        if cal.family == "laplace":
+        if cal.family == LAPLACE:
             return noise.sample_discrete_laplace(cal.scale, size, rng=rng)
         return noise.sample_discrete_gaussian(cal.scale, size, rng=rng)
     if not insecure_float:
         raise InvalidParameterError("this calibration is for float noise; pass insecure_float=True")
-    if cal.family == "laplace":
+    if cal.family == LAPLACE:
         return noise.sample_laplace(cal.scale, size, rng=rng, insecure_float=True)
     return noise.sample_gaussian(cal.scale if std is None else std, size, rng=rng, insecure_float=True)
 
@@ -296,7 +297,7 @@ class PublicKeyMechanism(Mechanism):
                  f"the list must not be derived from the private data",) + self._notes(cal)
         return Disclosure(
             mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon,
-            delta=0.0 if cal.family == "laplace" else cal.delta, delta_achieved=float(cal.delta_achieved),
+            delta=0.0 if cal.family == LAPLACE else cal.delta, delta_achieved=float(cal.delta_achieved),
             neighbours=Neighbours.ADD_REMOVE, contribution=self._contribution(cal), value_column=value_column,
             delta_parts=dict(cal.delta_parts), sigma=float(cal.sigma), noise_std=float(cal.noise_std),
             threshold=None, margin=None, pre_threshold=None, comparison="none", notes=notes)
@@ -379,7 +380,7 @@ class CorrelatedGaussian(PublicKeyMechanism):
 
     c: int | None = None
     known_n: float | None = None
-    name = "correlated-gaussian"
+    name = CORRELATED_GAUSSIAN
 
     def __post_init__(self) -> None:
         if self.c is not None and (isinstance(self.c, bool) or not isinstance(self.c, (int, float))):

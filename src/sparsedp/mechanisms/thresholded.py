@@ -21,6 +21,7 @@ from ..accounting.calibration import Calibration, Comparison
 from ..errors import InvalidParameterError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
+from ..accounting.names import GSHM, LAPLACE, TOPK_CSH
 
 __all__ = ["GSHM", "Laplace", "TopKCSH", "JointCalibration", "joint_calibration"]
 
@@ -66,7 +67,7 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
                                         fit_shape(aggs, request.column_shape))
     p = j.parts
     return JointCalibration(
-        mechanism="gshm", analysis="discrete-exact-joint", epsilon=j.epsilon, delta=j.delta,
+        mechanism=GSHM, analysis="discrete-exact-joint", epsilon=j.epsilon, delta=j.delta,
         sigma=math.sqrt(float(j.count_sigma2)), tau=float(j.margin),
         noise_std=math.sqrt(dgauss_variance(j.count_sigma2)),
         noise=DiscreteGaussian(j.count_sigma2), comparison=Comparison.GE,
@@ -158,7 +159,7 @@ def topk_joint_calibration(request: ReleaseRequest, k: int) -> JointCalibration:
                               f"the rounded sampler's range; use max_groups_per_unit (GSHM) instead")
     p = j.parts
     return JointCalibration(
-        mechanism="topk-csh", analysis="rounded-add-joint", epsilon=j.epsilon, delta=j.delta, sigma=j.sigma,
+        mechanism=TOPK_CSH, analysis="rounded-add-joint", epsilon=j.epsilon, delta=j.delta, sigma=j.sigma,
         tau=float(j.margin), noise_std=csh_rounded_noise_std(j.sigma, k),
         noise=laws.RoundedCorrelatedGaussian(j.sigma, j.sigma * k ** -0.25), comparison=Comparison.GE,
         delta_parts={"gaussian": p.gaussian, "threshold": p.threshold}, delta_achieved=float(p.total),
@@ -282,7 +283,7 @@ class GSHM(_PerKeyThresholded):
 
     Option: ``pre_threshold`` (default 1): keys with a smaller bounded count are never released."""
 
-    name = "gshm"
+    name = GSHM
     auto_candidate = True
     supports_aggregates = True
 
@@ -296,7 +297,7 @@ class Laplace(_PerKeyThresholded):
 
     Option: ``pre_threshold`` (default 1)."""
 
-    name = "laplace"
+    name = LAPLACE
     auto_candidate = True
 
 
@@ -318,7 +319,7 @@ class TopKCSH(Mechanism):
 
     k: int
     debias: bool = True
-    name = "topk-csh"
+    name = TOPK_CSH
     supports_aggregates = True  # de-biased only (checked in calibrate)
 
     @classmethod
@@ -383,7 +384,7 @@ class TopKCSH(Mechanism):
                 raise InvalidParameterError("SUM/MEAN with top-k CSH need the de-biased counts (debias=True): the "
                                             "re-centred sums add centre × count estimate")
             return topk_joint_calibration(request, self.k)
-        return calibrate("topk-csh", epsilon=request.epsilon, delta=request.delta, top_k=self.k,
+        return calibrate(TOPK_CSH, epsilon=request.epsilon, delta=request.delta, top_k=self.k,
                          debias=self.debias, discrete=_secure(request))
 
     def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
