@@ -42,7 +42,7 @@ from ..mechanisms.public_keys import CorrelatedGaussian
 from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 
 __all__ = ["AUDITABLE", "Target", "build_target", "release_many", "shifted_calibration", "scaled_calibration",
-           "scaled_law"]
+           "scaled_law", "auditable"]
 
 #: audit names: every registered mechanism (``registry.names()``), the shifted top-k variant, and "csh" (CSH on a
 #: k-sparse histogram: top-k CSH with at most k keys has cut-off 0, so it IS Algorithm 2 / rounded CSH)
@@ -67,6 +67,15 @@ _CHUNK = 1 << 18  # keys per tiled release (bounds memory)
 BOUND_NAME = {GSHM.name: "l0", Laplace.name: "l0", "csh": "k", TopKCSH.name: "top_k", "topk-csh-shifted": "top_k",
               "pure-sparse": "l0", "compact": "l0", "basic": "l0", "stability": "l0", "misra-gries": "l0",
               "auto": "l0", **{m: "l0" for m in PUBLIC + STONES}}
+
+
+def auditable() -> tuple[str, ...]:
+    """The audit names: :data:`AUDITABLE` (the built-in ones, with their audit variants) and every other
+    registered mechanism (a plug-in's, audited with its default options through the generic path: the
+    worst-case count scenarios, released by its own ``run``)."""
+    from ..mechanisms import registry
+
+    return AUDITABLE + tuple(n for n in registry.names() if n not in AUDITABLE)
 
 
 @dataclass(frozen=True)
@@ -195,7 +204,7 @@ def build_target(mechanism: str, *, epsilon, delta, bound: int = 2, sigma_scale:
     (misra-gries, default 4), ``domain_size`` (basic, default 64)."""
     from ..mechanisms.base import ReleaseRequest
 
-    name = v.choice("mechanism", mechanism, AUDITABLE)
+    name = v.choice("mechanism", mechanism, auditable())
     b = v.integer("bound", bound, lo=1, hi=10_000)
     scale = v.real("sigma_scale", sigma_scale, lo=0.0, hi=100.0, lo_open=True)
     shift = v.integer("margin_shift", margin_shift, lo=-10_000, hi=10_000)

@@ -134,18 +134,9 @@ def _resolve_public(request: ReleaseRequest, group: str | None = None):
         mechs[GroupedCorrelatedGaussian.name] = GroupedCorrelatedGaussian(group=group)
     for name, mech in mechs.items():
         try:
-            if request.delta == 0 and name != "public-laplace":
-                raise InvalidParameterError("needs delta > 0")
-            if name == "bounded-density":
-                from .public_keys import BOUNDED_DENSITY_MAX_K
-
-                k = request.keys.d if request.max_groups_per_unit is None else min(request.keys.d,
-                                                                                     request.max_groups_per_unit)
-                if k >= request.keys.d:
-                    raise InvalidParameterError("units may touch every key: it is correlated-gaussian")
-                if k > BOUNDED_DENSITY_MAX_K:
-                    raise InvalidParameterError(f"not calibrated above {BOUNDED_DENSITY_MAX_K} keys per unit "
-                                                f"(its exact delta costs O(k)); request it by name")
+            refusal = mech.auto_refusal(request)
+            if refusal is not None:
+                raise InvalidParameterError(refusal)
             mech.check(request)
             tried[name] = mech.calibrate(request)
         except (InfeasibleError, InvalidParameterError) as e:

@@ -253,6 +253,11 @@ class PublicKeyMechanism(Mechanism):
         return request.delta > 0 or cls.pure_dp
 
     @classmethod
+    def auto_refusal(cls, request: ReleaseRequest) -> str | None:
+        """Why ``auto`` does not try this class for ``request`` (listed with the candidates), or None."""
+        return None if cls.plannable(request) else "needs delta > 0"
+
+    @classmethod
     def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
         """With ``keys``: every public-key mechanism at d keys (ranked by per-key error), and with ``group`` the
         grouped mechanism (:func:`~sparsedp.mechanisms.grouped_keys.plan_grouped`)."""
@@ -460,6 +465,18 @@ class BoundedDensity(PublicKeyMechanism):
         """Only below the number of keys: a unit that may touch every key is the correlated Gaussian."""
         l0, d = request.max_groups_per_unit, request.keys.d
         return super().plannable(request) and l0 is not None and l0 < d
+
+    @classmethod
+    def auto_refusal(cls, request: ReleaseRequest) -> str | None:
+        if request.delta == 0:
+            return "needs delta > 0"
+        d, l0 = request.keys.d, request.max_groups_per_unit
+        if l0 is None or l0 >= d:
+            return "units may touch every key: it is correlated-gaussian"
+        if l0 > BOUNDED_DENSITY_MAX_K:
+            return (f"not calibrated above {BOUNDED_DENSITY_MAX_K} keys per unit (its exact delta costs O(k)); "
+                    f"request it by name")
+        return None
 
     def calibrate(self, request: ReleaseRequest) -> Any:
         from ..accounting.public_keys import calibrate_bounded_density

@@ -102,6 +102,11 @@ def option_names(cls: type[Mechanism]) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
 
 
+def option_fields(cls: type[Mechanism]) -> dict[str, Any]:
+    """``{option: its type annotation}`` of ``cls`` (its init fields: what the CLI's ``--option`` parses)."""
+    return {f.name: f.type for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+
+
 def required_options(cls: type[Mechanism]) -> tuple[str, ...]:
     """The options of ``cls`` that have no default."""
     return tuple(f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
