@@ -134,9 +134,9 @@ class LedgerSession:
         if self.ledger is not None:
             self.ledger.check(self.dataset, charge)
 
-    def charge(self, charge: Any, source_name: str) -> None:
+    def charge(self, charge: Any, source_name: str, what: str = "release") -> None:
         if self.ledger is not None:
-            self.charge_id = self.ledger.charge(self.dataset, charge, note=f"release {source_name}")
+            self.charge_id = self.ledger.charge(self.dataset, charge, note=f"{what} {source_name}")
 
     def published(self, output: str | None) -> None:
         if self.ledger is not None and self.charge_id is not None:

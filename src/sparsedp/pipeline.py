@@ -29,43 +29,19 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
 
 from . import _validate as v
-from .aggregates import Count
 from .engines import sources
 from .errors import InvalidParameterError
 from .execution import (LedgerSession, ReleaseContext, check_output_columns, open_engine, publish, result,
                         warn_before)
 from .mechanisms import registry
-from .request import OUT_FORMATS, build_plan_request, build_request, check_out_path, columns, source, \
-    split_aggregates
+from .request import OUT_FORMATS, build_plan_request, build_request, check_out_path
 
 if TYPE_CHECKING:
-    from .ledger import Ledger
     from .mechanisms.base import ReleaseRequest
     from .report import Result
 
 __all__ = ["release", "plan", "Plan", "check_out_path", "OUT_FORMATS"]
 
-
-
-# ---------------------------------------------------------------- helpers shared with the other query kinds
-
-
-def _columns(privacy_unit: Any, by: Any) -> tuple[str | None, list[str]]:
-    return columns(privacy_unit, by)
-
-
-def _aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tuple[Count, tuple]:
-    return split_aggregates(aggregates, unit, cols)
-
-
-def _source(rng: Any) -> Any:
-    return source(rng)
-
-
-def _open_ledger(ledger: Any, dataset: Any) -> tuple[Ledger | None, bool]:
-    """``(ledger, owned)`` for ``ledger=``/``dataset=`` (:class:`~sparsedp.execution.LedgerSession`)."""
-    session = LedgerSession(ledger, dataset)
-    return session.ledger, session.owned
 
 
 # ---------------------------------------------------------------- public

@@ -417,9 +417,10 @@ def _dense(frame, long: bool, n_units: int, d: int) -> np.ndarray:
 
 
 def _open(ledger, dataset):
-    from .pipeline import _open_ledger
+    from .execution import LedgerSession
 
-    return _open_ledger(ledger, dataset)
+    session = LedgerSession(ledger, dataset)
+    return session.ledger, session.owned
 
 
 @contextlib.contextmanager
@@ -458,9 +459,9 @@ def _check_relation(led, dataset, charge, what: str) -> None:
 
 
 def _source(rng):
-    from .pipeline import _source as src
+    from .request import source
 
-    return src(rng)
+    return source(rng)
 
 
 def _stage(progress):

@@ -85,12 +85,13 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
     from ..accounting.calibration import Neighbours
     from ..engines import get_engine, sources
     from ..ledger import Charge
-    from ..pipeline import _columns, _open_ledger, _source
+    from ..execution import LedgerSession
+    from ..request import columns, source as release_source
     from .alp import ALP
 
     eps = v.epsilon(epsilon)
     dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
-    unit, cols = _columns(privacy_unit, by)
+    unit, cols = columns(privacy_unit, by)
     if unit is None:
         raise InvalidTypeError("privacy_unit must be a column name (str)")
     l0 = v.integer("max_groups_per_unit", max_groups_per_unit, lo=1)
@@ -103,13 +104,12 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
     if kind == "file":
         sources.file_format(data)
     eng = get_engine(engine, data, connection)
-    source = _source(rng)
+    source = release_source(rng)
     charge = Charge(epsilon=eps, delta=dlt, neighbours=Neighbours.ADD_REMOVE, mechanism="alp")
-    led, own = _open_ledger(ledger, dataset)
+    led = LedgerSession(ledger, dataset)
     hist = None
     try:
-        if led is not None:
-            led.check(dataset, charge)
+        led.check(charge)
         extra = {"aggregates": (value,)} if value is not None else {}
         hist = eng.histogram(data, unit, cols, l0, source, 1, **extra)
         h = eng.collect(hist)
@@ -127,7 +127,7 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
             pos, neg = np.maximum(vals, 0.0), np.maximum(-vals, 0.0)
             keys = [(x, "+") for x in keys] + [(x, "-") for x in keys]
             vals = np.concatenate([pos, neg])
-        charge_id = led.charge(dataset, charge, note=f"alp {sources.display(data)}") if led is not None else None
+        led.charge(charge, sources.display(data), what="alp")
         params_k: dict = {}
         if k is None:
             support = int(np.count_nonzero(vals))
@@ -148,14 +148,12 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
                 f", value clipped to [{value.lower:g}, {value.upper:g}] per (unit, key)" if value is not None else ""),
             "epsilon_structure": eps_alp, "epsilon_per_entry_change": eps_e, "epsilon_k": eps_k,
             "variant": variant, "source": "Lebeda thesis ch. 2 (ALP), §2.10 k estimate and signed reduction"}
-        if charge_id is not None:
-            led.mark_published(charge_id, None)
+        led.published(None)
         return obj
     finally:
         if hist is not None:
             eng.release_resources(hist)
-        if own:
-            led.close()
+        led.close()
 
 
 def _value(value: Any, unit: str, cols: list[str]) -> Any:
