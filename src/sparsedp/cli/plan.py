@@ -100,6 +100,22 @@ def _print_profile(p) -> None:
         typer.echo(f"  alpha {a:8.2g}  ->  beta {float(b):.6g}")
 
 
+def _calibrations(epsilon: float, delta: float, l0: Optional[int], top_k: Optional[int], k: Optional[int],
+                  noise: str) -> list:
+    """The secure rows are the registered mechanisms (:func:`sparsedp.plan`); the paper analyses are listed for
+    research (:func:`sparsedp.accounting.compare`)."""
+    from ..accounting import compare
+    from ..pipeline import plan
+
+    cals = list(plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k)) if noise != "continuous" and (
+        l0 is not None or top_k is not None) else []
+    if noise != "discrete" or k is not None:
+        cals += compare(epsilon, delta, l0=l0, top_k=top_k, k=k,
+                        discrete=False if noise != "discrete" else True) if noise != "discrete" else \
+            compare(epsilon, delta, k=k, discrete=True)
+    return cals
+
+
 @app.command()
 @interruptible
 def plan(
@@ -124,7 +140,6 @@ def plan(
                                  "profile delta(epsilon) and its f-DP trade-off curve."),
 ) -> None:
     """Print the calibration (sigma, threshold) of every applicable mechanism and say which is best."""
-    from ..accounting import compare
     from ..errors import SparsedpError
     from ..pipeline import plan
 
@@ -147,13 +162,7 @@ def plan(
     if l0 is None and top_k is None and k is None:
         l0 = 1
     try:
-        # the secure rows are the registered mechanisms (sparsedp.plan); the paper analyses are listed for research
-        cals = list(plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k)) if noise != "continuous" and (
-            l0 is not None or top_k is not None) else []
-        if noise != "discrete" or k is not None:
-            cals += compare(epsilon, delta, l0=l0, top_k=top_k, k=k,
-                            discrete=False if noise != "discrete" else True) if noise != "discrete" else \
-                compare(epsilon, delta, k=k, discrete=True)
+        cals = _calibrations(epsilon, delta, l0, top_k, k, noise)
     except SparsedpError as e:
         fail(e, PLAN_FLAGS)
     model = ", ".join(f"{n}={x}" for n, x in (("l0", l0), ("top_k", top_k), ("k", k)) if x is not None)

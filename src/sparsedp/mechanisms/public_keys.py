@@ -51,25 +51,34 @@ class PublicKeys:
     from_text: bool = False
 
 
+def _as_polars(keys: Any, by: list[str]) -> Any:
+    """An Arrow or pandas table/column of keys as Polars (a column needs one key column: else None); anything
+    else as it is."""
+    import polars as pl
+
+    mod = type(keys).__module__.split(".")[0]
+    if mod == "pyarrow":
+        import pyarrow as pa
+        if isinstance(keys, pa.Table):
+            return pl.from_arrow(keys)
+        if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+            return pl.Series(by[0], keys) if len(by) == 1 else None
+    elif mod == "pandas":
+        import pandas as pd
+        if isinstance(keys, pd.DataFrame):
+            return pl.from_pandas(keys)
+        if isinstance(keys, pd.Series):
+            return pl.from_pandas(keys.rename(by[0])) if len(by) == 1 else None
+    return keys
+
+
 def _frame(keys: Any, by: list[str]):
     """``keys`` as a Polars DataFrame with exactly the columns ``by``."""
     import polars as pl
 
-    mod = type(keys).__module__.split(".")[0]
     if isinstance(keys, (str, bytes)) or isinstance(keys, dict):
         raise InvalidTypeError(f"keys must be a list, Series or frame of keys, got {type(keys).__name__}")
-    if mod == "pyarrow":
-        import pyarrow as pa
-        if isinstance(keys, pa.Table):
-            keys = pl.from_arrow(keys)
-        elif isinstance(keys, (pa.Array, pa.ChunkedArray)):
-            keys = pl.Series(by[0], keys) if len(by) == 1 else None
-    elif mod == "pandas":
-        import pandas as pd
-        if isinstance(keys, pd.DataFrame):
-            keys = pl.from_pandas(keys)
-        elif isinstance(keys, pd.Series):
-            keys = pl.from_pandas(keys.rename(by[0])) if len(by) == 1 else None
+    keys = _as_polars(keys, by)
     if isinstance(keys, pl.LazyFrame):
         keys = keys.collect()
     if isinstance(keys, np.ndarray):
