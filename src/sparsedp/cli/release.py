@@ -93,6 +93,8 @@ def run_release(data, *, console, err_console, head: int = 10, flags=RELEASE_FLA
 #: the flags of mechanism options whose flag is not ``--<field name>`` (kept from before the flags were derived);
 #: every other option of a registered mechanism is ``--option NAME=VALUE`` (or its historical ``--<name>`` flag)
 _FLAG_ALIASES = {"k": "--top-k", "c": "--size-weight", "debias": "--shifted"}
+#: ``--mechanism``'s default: options given without naming a mechanism are refused as needing ``--mechanism``
+DEFAULT_MECHANISM = "auto"
 
 
 def option_flag(name: str) -> str:
@@ -165,18 +167,19 @@ def build_mechanism(name: str, options: dict):
         shorthand = cls.with_top_k(None, options.pop("k"), False)
         cls, options = type(shorthand), {**registry.create(shorthand).options(), **options}
         name = cls.name
-    if not options and not registry.required_options(cls):
+    needed = registry.required_options(cls) + cls.needs_options
+    if not options and not needed:
         return name
     known = registry.option_names(cls)
     bad = [o for o in options if o not in known]
-    if bad and not any(o in known for o in options) and not registry.required_options(cls):
+    if bad and name == DEFAULT_MECHANISM:
         raise InvalidParameterError(f"{', '.join(map(option_flag, bad))} needs --mechanism ({name} has "
                                     f"{'no options' if not known else 'the options ' + ', '.join(map(option_flag, known))})")
     if bad:
         own = ", ".join(map(option_flag, known)) or "none"
         raise InvalidParameterError(f"{', '.join(map(option_flag, bad))} is not an option of --mechanism {name} "
                                     f"(its options: {own})")
-    missing = [f for f in registry.required_options(cls) if f not in options]
+    missing = [f for f in needed if f not in options]
     if missing:
         raise InvalidParameterError(f"--mechanism {name} needs {', '.join(map(option_flag, missing))}")
     return registry.create(cls, **options)
@@ -289,7 +292,7 @@ def release(
     engine: Optional[str] = typer.Option(None, "--engine", help="polars (default), duckdb (default for SQL), "
                                                                  "pandas, arrow or spark (a local Spark session "
                                                                  "unless a cluster is configured)."),
-    mechanism: str = typer.Option("auto", "--mechanism", help="auto, gshm, laplace, topk-csh, two-stage; pure DP "
+    mechanism: str = typer.Option(DEFAULT_MECHANISM, "--mechanism", help="auto, gshm, laplace, topk-csh, two-stage; pure DP "
                                   "(one key per unit): pure-sparse, compact, basic, stability, keep-heavy, kh-prime, "
                                   "kh-double-prime, sparse-histogram; misra-gries."),
     count_column: str = typer.Option("count", "--count-column", help="Name of the noisy count column."),

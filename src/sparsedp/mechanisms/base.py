@@ -161,6 +161,8 @@ class Mechanism(ABC):
     auto_bound_objectives: ClassVar[tuple[str, ...]] = ()
     #: a mechanism ``auto`` may resolve to on a public key list (``release(..., keys=…)``) although it is not one
     resolves_public_keys: ClassVar[bool] = False
+    #: options a release needs although their field has a default (the CLI asks for them by flag)
+    needs_options: ClassVar[tuple[str, ...]] = ()
     #: how :meth:`plan` rows of this class are listed: 0 ranked with the other count mechanisms (by margin),
     #: larger numbers after them, in this order (key discovery, shifted top-k, pure DP)
     plan_group: ClassVar[int] = 0
