@@ -21,7 +21,7 @@ from ..accounting.calibration import Calibration, Comparison
 from ..errors import InvalidParameterError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
-from ..accounting.names import GSHM, LAPLACE, TOPK_CSH
+from ..accounting.names import GSHM as GSHM_NAME, LAPLACE, TOPK_CSH
 
 __all__ = ["GSHM", "Laplace", "TopKCSH", "JointCalibration", "joint_calibration"]
 
@@ -67,7 +67,7 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
                                         fit_shape(aggs, request.column_shape))
     p = j.parts
     return JointCalibration(
-        mechanism=GSHM, analysis="discrete-exact-joint", epsilon=j.epsilon, delta=j.delta,
+        mechanism=GSHM_NAME, analysis="discrete-exact-joint", epsilon=j.epsilon, delta=j.delta,
         sigma=math.sqrt(float(j.count_sigma2)), tau=float(j.margin),
         noise_std=math.sqrt(dgauss_variance(j.count_sigma2)),
         noise=DiscreteGaussian(j.count_sigma2), comparison=Comparison.GE,
@@ -283,7 +283,7 @@ class GSHM(_PerKeyThresholded):
 
     Option: ``pre_threshold`` (default 1): keys with a smaller bounded count are never released."""
 
-    name = GSHM
+    name = GSHM_NAME
     auto_candidate = True
     supports_aggregates = True
 
