@@ -19,10 +19,12 @@ direction); no output can exist without its charge (``tests/ledger/test_ledger_r
 with SIGKILL at random points to check it). A SIGKILL during step 4 can leave a hidden ``.<name>.*.tmp``
 file next to the output, never a partial output.
 
-Composition (what "spent" means). Every charge records its (ε, δ), optionally a zCDP ρ and a privacy
-profile (:mod:`sparsedp.accounting.profiles`, stored as JSON: family + parameters), and its neighbouring
-relation. Three sound accountings of the whole sequence are kept, and a charge is admitted iff *one* of them
-puts all charges so far plus this one within the budget (each is an upper bound of the same composition):
+Composition (what "spent" means). Every charge records its (ε, δ), optionally a zCDP ρ, its typed privacy
+event (:mod:`sparsedp.accounting.events`, stored as JSON: kind + parameters, with its profile samples once
+computed), its privacy profile where it has one (:mod:`sparsedp.accounting.profiles`, stored as JSON: family +
+parameters) and its neighbouring relation. Four sound accountings of the whole sequence are kept, and a charge is
+admitted iff *one* of them puts all charges so far plus this one within the budget (each is an upper bound of the
+same composition, so certifying the tightest is sound: ``docs/proofs/ledger-composition.md`` §4):
 
 - **basic composition** (Dwork–Roth 2014, Thm 3.16): (Σεᵢ, Σδᵢ);
 - **zCDP**, when *every* charge on the dataset carries a zCDP guarantee ρᵢ (with an optional failure
@@ -37,9 +39,13 @@ puts all charges so far plus this one within the budget (each is an upper bound 
   when each release's parameters (hence its pair) do not depend on the *outputs* of earlier releases
   (e.g. a schedule of daily releases; what data or query a release uses may be adaptive). Choosing privacy
   parameters from earlier outputs is the "privacy filter" setting, in which only the basic and zCDP
-  accountings are known to stay valid (Rogers et al. 2016; Feldman–Zrnic 2021).
+  accountings are known to stay valid (Rogers et al. 2016; Feldman–Zrnic 2021);
+- **composed privacy-loss distributions** of *every* charge (``docs/proofs/ledger-composition.md``): each
+  event's pair is the lower convex hull of its sampled profile and of its charge's randomised-response curve
+  (so per charge never looser than either), the pairs' loss distributions are convolved with pessimistic
+  rounding (:func:`sparsedp.accounting.pld.compose_all`); same validity condition as the previous item.
 
-``remaining``/``spent_epsilon`` report the budget as ε at the budget's δ (the smallest ε any of the three
+``remaining``/``spent_epsilon`` report the budget as ε at the budget's δ (the smallest ε any of the four
 accountings certifies). Sums use ``math.fsum``; a relative slack of 1e-12 absorbs float representation of
 budgets split into equal parts (e.g. five charges of 0.2 against 1.0).
 
@@ -64,13 +70,16 @@ import math
 import os
 import sqlite3
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 from pathlib import Path
 
 from . import _validate as v
+from .accounting import events as _events
 from .accounting.calibration import Neighbours
-from .accounting.profiles import PrivacyProfile, profile_from_dict, profile_of
+from .accounting.events import PrivacyEvent, event_from_dict, event_from_profile
+from .accounting.profiles import PrivacyProfile, epsilon_from_delta, profile_from_dict, profile_of
 from .errors import BudgetExceededError, InfeasibleError, InvalidParameterError
 
 _SLACK = 1e-12
@@ -98,15 +107,20 @@ CREATE TABLE IF NOT EXISTS charges (
     published REAL,
     pid INTEGER NOT NULL,
     profile TEXT,
-    neighbours TEXT NOT NULL DEFAULT 'ADD_REMOVE'
+    neighbours TEXT NOT NULL DEFAULT 'ADD_REMOVE',
+    event TEXT,
+    samples TEXT
 );
 """
 
 #: columns added after the first release of the ledger format: (table, column, declaration); files that
-#: lack them are migrated on open (rows without a profile are basic (ε, δ) charges; relation add/remove)
+#: lack them are migrated on open (rows without a profile or event are basic (ε, δ) charges, composed as their
+#: randomised-response pair; rows with a profile but no event get the event of that profile; relation add/remove)
 _MIGRATIONS = (("datasets", "neighbours", "TEXT NOT NULL DEFAULT 'ADD_REMOVE'"),
                ("charges", "profile", "TEXT"),
-               ("charges", "neighbours", "TEXT NOT NULL DEFAULT 'ADD_REMOVE'"))
+               ("charges", "neighbours", "TEXT NOT NULL DEFAULT 'ADD_REMOVE'"),
+               ("charges", "event", "TEXT"),
+               ("charges", "samples", "TEXT"))
 
 
 @dataclass(frozen=True)
@@ -140,16 +154,20 @@ class ChargeRecord:
     created: float
     neighbours: Neighbours = Neighbours.ADD_REMOVE
     profile: PrivacyProfile | None = None
+    event: PrivacyEvent | None = None
 
 
 @dataclass(frozen=True)
 class Charge:
     """What one release costs: its (ε, δ) guarantee, the relation it holds for, and optionally its profile.
 
-    ``profile`` (a :class:`~sparsedp.accounting.profiles.PrivacyProfile`) lets the ledger compose the
-    release tightly with others; it must imply the stated (ε, δ), i.e. ``profile.delta(epsilon) <= delta``
+    ``event`` (a typed :class:`~sparsedp.accounting.events.PrivacyEvent`) is what the ledger composes by
+    privacy-loss distributions; without one the charge is the :class:`~sparsedp.accounting.events.ApproxDPEvent`
+    of its (ε, δ) (or the event of its ``profile``). ``profile`` (a
+    :class:`~sparsedp.accounting.profiles.PrivacyProfile`; :meth:`of_event` fills it from the event) also feeds
+    the dominating-pair accounting and the release's report; it must imply the stated (ε, δ), i.e. ``profile.delta(epsilon) <= delta``
     (checked). ``rho``/``rho_delta``: an optional (approximate) zCDP guarantee of the whole release.
-    Build one from a calibration with :meth:`from_calibration`.
+    Build one from a calibration with :meth:`from_calibration`, or from an event with :meth:`of_event`.
     """
 
     epsilon: float
@@ -159,8 +177,19 @@ class Charge:
     profile: PrivacyProfile | None = None
     rho: float | None = None
     rho_delta: float = 0.0
+    event: PrivacyEvent | None = None
 
     def __post_init__(self) -> None:
+        if self.event is not None:
+            if not isinstance(self.event, PrivacyEvent):
+                raise v.InvalidTypeError(f"event must be a PrivacyEvent or None, got {type(self.event).__name__}")
+            if self.event.neighbours is not self.neighbours:
+                raise InvalidParameterError(f"the charge's event holds for {self.event.neighbours.value!r}, the "
+                                            f"charge for {self.neighbours.value!r}")
+            if (self.event.epsilon, self.event.delta) != (float(self.epsilon), float(self.delta)):
+                raise InvalidParameterError(
+                    f"the charge's event is charged (epsilon={self.event.epsilon:g}, delta={self.event.delta:g}), the "
+                    f"charge (epsilon={self.epsilon:g}, delta={self.delta:g}); build it with Charge.of_event")
         object.__setattr__(self, "epsilon", v.epsilon(self.epsilon))
         object.__setattr__(self, "delta", v.real("delta", self.delta, lo=0.0, hi=1.0, hi_open=True))
         if not isinstance(self.neighbours, Neighbours):
@@ -179,6 +208,9 @@ class Charge:
                 raise InvalidParameterError(
                     f"the charge's profile ({self.profile.family}) gives delta={d:.6g} at epsilon={self.epsilon:g}, "
                     f"above the charged delta={self.delta:g}: the profile does not imply the charge")
+        if self.event is None:  # the event of the profile, or of the basic (ε, δ)
+            object.__setattr__(self, "event", event_from_profile(self.profile, self.epsilon, self.delta,
+                                                                 self.neighbours, self.mechanism))
 
     @classmethod
     def from_calibration(cls, calibration: Any, neighbours: Neighbours = Neighbours.ADD_REMOVE) -> "Charge":
@@ -186,7 +218,16 @@ class Charge:
         c = charge_of(calibration)
         return cls(epsilon=c["epsilon"], delta=c["delta"], neighbours=neighbours,
                    mechanism=str(calibration.mechanism), profile=profile_of(calibration), rho=c["rho"],
-                   rho_delta=c["rho_delta"])
+                   rho_delta=c["rho_delta"], event=_events.event_of(calibration, neighbours))
+
+    @classmethod
+    def of_event(cls, event: PrivacyEvent, mechanism: str = "") -> "Charge":
+        """The charge of ``event``: its (ε, δ), relation and profile."""
+        if not isinstance(event, PrivacyEvent):
+            raise v.InvalidTypeError(f"event must be a PrivacyEvent, got {type(event).__name__}")
+        prof = None if isinstance(event, _events.ApproxDPEvent) else event.profile()
+        return cls(epsilon=event.epsilon, delta=event.delta, neighbours=event.neighbours,
+                   mechanism=mechanism or event.kind, event=event, profile=prof)
 
 
 class Ledger:
@@ -299,11 +340,16 @@ class Ledger:
         prof = None if c.profile is None else json.dumps(c.profile.to_dict(), sort_keys=True)
         with self._immediate():
             self._check_fits(name, c)
+            ev, smp = _stored_event(c)
             cur = self._con.execute(
                 "INSERT INTO charges (dataset, epsilon, delta, rho, rho_delta, mechanism, note, status, "
-                "created, pid, profile, neighbours) VALUES (?, ?, ?, ?, ?, ?, ?, 'charged', ?, ?, ?, ?)",
+                "created, pid, profile, neighbours, event, samples) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 'charged', ?, ?, ?, ?, ?, ?)",
                 (name, c.epsilon, c.delta, c.rho, c.rho_delta if c.rho is not None else None, c.mechanism,
-                 str(note), time.time(), os.getpid(), prof, c.neighbours.name))
+                 str(note), time.time(), os.getpid(), prof, c.neighbours.name, ev, smp))
+            if smp is not None:  # earlier rows of the same event, charged before its samples were needed
+                self._con.execute("UPDATE charges SET samples=? WHERE dataset=? AND event=? AND samples IS NULL",
+                                  (smp, name, ev))
             assert cur.lastrowid is not None  # an INSERT always sets it
             return int(cur.lastrowid)
 
@@ -361,10 +407,14 @@ class Ledger:
                 "Nothing was released.")
 
     def _rows(self, name: str) -> list["_Row"]:
-        q = ("SELECT epsilon, delta, rho, rho_delta, profile, neighbours FROM charges WHERE dataset=? "
-             "ORDER BY id")
-        return [_Row(float(r[0]), float(r[1]), r[2], r[3], _load_profile(r[4]), Neighbours[r[5]])
-                for r in self._con.execute(q, (name,))]
+        q = ("SELECT epsilon, delta, rho, rho_delta, profile, neighbours, event, samples, mechanism FROM charges "
+             "WHERE dataset=? ORDER BY id")
+        out = []
+        for r in self._con.execute(q, (name,)):
+            prof, rel = _load_profile(r[4]), Neighbours[r[5]]
+            out.append(_Row(float(r[0]), float(r[1]), r[2], r[3], prof, rel,
+                            _load_event(r[6], r[7], prof, float(r[0]), float(r[1]), rel, r[8])))
+        return out
 
     def mark_published(self, charge_id: int, output: str | None = None) -> None:
         """Record that the release charged as ``charge_id`` was published (to ``output``, if a file)."""
@@ -380,14 +430,18 @@ class Ledger:
 
     def history(self, dataset: str | None = None) -> list[ChargeRecord]:
         q = ("SELECT id, dataset, epsilon, delta, rho, mechanism, note, status, output, created, neighbours, "
-             "profile FROM charges")
+             "profile, event, samples FROM charges")
         args: tuple = ()
         if dataset is not None:
             q += " WHERE dataset=?"
             args = (_dataset_name(dataset),)
-        return [ChargeRecord(*row[:10], neighbours=Neighbours[row[10]],  # type: ignore[misc]  # 10 fields first
-                             profile=_load_profile(row[11]))
-                for row in self._con.execute(q + " ORDER BY id", args)]
+        out = []
+        for row in self._con.execute(q + " ORDER BY id", args):
+            prof, rel = _load_profile(row[11]), Neighbours[row[10]]
+            out.append(ChargeRecord(*row[:10], neighbours=rel, profile=prof,  # type: ignore[misc]  # 10 fields first
+                                    event=_load_event(row[12], row[13], prof, float(row[2]), float(row[3]), rel,
+                                                      row[5])))
+        return out
 
     def datasets(self) -> list[str]:
         return [r[0] for r in self._con.execute("SELECT name FROM datasets ORDER BY name")]
@@ -406,11 +460,13 @@ class _Row:
     rho_delta: float | None
     profile: PrivacyProfile | None
     neighbours: Neighbours
+    event: PrivacyEvent
 
     @staticmethod
     def of(c: Charge) -> "_Row":
+        assert c.event is not None  # Charge.__post_init__ fills it
         return _Row(c.epsilon, c.delta, c.rho, c.rho_delta if c.rho is not None else None, c.profile,
-                    c.neighbours)
+                    c.neighbours, c.event)
 
 
 def _load_profile(text: str | None) -> PrivacyProfile | None:
@@ -422,6 +478,32 @@ def _load_profile(text: str | None) -> PrivacyProfile | None:
         return profile_from_dict(json.loads(text))
     except (ValueError, TypeError):
         return None
+
+
+def _load_event(text: str | None, samples: str | None, profile: PrivacyProfile | None, epsilon: float,
+                delta: float, rel: Neighbours, mechanism: str) -> PrivacyEvent:
+    """The stored event (with its stored profile samples, if any); for rows written before events, or with an
+    event this version cannot read, the event of the stored profile, else the row's basic (ε, δ)."""
+    if text is not None:
+        try:
+            ev = event_from_dict(json.loads(text))
+            if ev.epsilon == epsilon and ev.delta == delta and ev.neighbours is rel:
+                if samples is not None:
+                    eps, dlt = json.loads(samples)
+                    _events.remember_samples(ev, eps, dlt)
+                return ev
+        except (ValueError, TypeError, KeyError):
+            pass
+    return event_from_profile(profile, epsilon, delta, rel, mechanism)
+
+
+def _stored_event(c: Charge) -> tuple[str | None, str | None]:
+    """The JSON of the charge's event and of its profile samples when this process has computed them."""
+    if c.event is None:
+        return None, None
+    smp = _events.known_samples(c.event)
+    return (json.dumps(c.event.to_dict(), sort_keys=True),
+            None if smp is None else json.dumps([smp[0].tolist(), smp[1].tolist()]))
 
 
 def _check_relation(name: str, c: Charge, rel: Neighbours) -> None:
@@ -439,18 +521,21 @@ def _effective(rows: list[_Row], rel: Neighbours) -> list[_Row]:
     out = []
     for r in rows:
         if r.neighbours is Neighbours.ADD_REMOVE:  # group privacy: (2ε, (1 + e^ε)δ), basic only
-            out.append(_Row(2.0 * r.epsilon, min(1.0, (1.0 + math.exp(r.epsilon)) * r.delta), None, None, None,
-                            Neighbours.REPLACE_ONE))
+            e2, d2 = 2.0 * r.epsilon, min(1.0, (1.0 + math.exp(r.epsilon)) * r.delta)
+            out.append(_Row(e2, d2, None, None, None, Neighbours.REPLACE_ONE,
+                            _events.ApproxDPEvent(epsilon=e2, delta=d2, neighbours=Neighbours.REPLACE_ONE)))
         else:
-            out.append(_Row(r.epsilon, r.delta, r.rho, r.rho_delta, None, r.neighbours))
+            out.append(_Row(r.epsilon, r.delta, r.rho, r.rho_delta, None, r.neighbours, r.event))
     return out
 
 
 class _Accounts:
-    """The three accountings of a list of charges (module docstring)."""
+    """The four accountings of a list of charges (module docstring)."""
 
     def __init__(self, rows: list[_Row]):
         self.n = len(rows)
+        self.events = Counter(r.event for r in rows)
+        self._pld: Any = None
         self.eps = math.fsum(r.epsilon for r in rows)
         self.dlt = math.fsum(r.delta for r in rows)
         all_zcdp = bool(rows) and all(r.rho is not None for r in rows)
@@ -476,14 +561,35 @@ class _Accounts:
         except InfeasibleError:  # numeric table too large: this accounting is unavailable
             return math.inf
 
+    @property
+    def pld(self) -> Any:
+        """The privacy-loss distribution of all the charges composed (every charge by its event's PLD), or
+        ``None`` when its table would be too large (then this accounting is unavailable)."""
+        if self._pld is None:
+            from .accounting.pld import compose_all
+
+            try:
+                self._pld = compose_all([(ev.pld(), n) for ev, n in self.events.items()])
+            except InfeasibleError:
+                self._pld = False
+        return self._pld or None
+
+    def pld_delta(self, eps: float) -> float:
+        """δ at ``eps`` of the composed privacy-loss distributions (1 if unavailable)."""
+        if self.n == 0:
+            return 0.0
+        p = self.pld
+        return 1.0 if p is None else float(p.hockey_stick(eps)[0])
+
     def fits(self, b_eps: float, b_dlt: float) -> bool:
         if self._basic_ok(b_eps, b_dlt):
             return True
         if self.rho is not None and _zcdp_fits(self.rho, self.rho_delta, b_eps, b_dlt):
             return True
         if self.pair is not None and self.eps_o <= b_eps and self.dlt_o < b_dlt:
-            return self._composed_delta(b_eps - self.eps_o) + self.dlt_o <= b_dlt
-        return False
+            if self._composed_delta(b_eps - self.eps_o) + self.dlt_o <= b_dlt:
+                return True
+        return self.pld_delta(b_eps) <= b_dlt
 
     def epsilon_at(self, b_dlt: float) -> float:
         """Smallest ε at δ = b_dlt certified by any accounting (0 with no charges, inf if none applies)."""
@@ -499,6 +605,8 @@ class _Accounts:
                 best = min(best, self.eps_o + self.pair.epsilon(b_dlt - self.dlt_o))
             except InfeasibleError:
                 pass
+        if self.pld is not None:
+            best = min(best, epsilon_from_delta(self.pld_delta, b_dlt))
         return best
 
 

@@ -170,6 +170,11 @@ def test_joint_delta_is_reported_and_charged_once(df, tmp_path):
     with Ledger(path) as led:
         h = led.history("d")
     assert len(h) == 1
+    # charged as the joint event (never the count-only profile, which would under-charge the columns)
+    from sparsedp.accounting.events import AggregateGSHMEvent
+
+    assert isinstance(h[0].event, AggregateGSHMEvent) and h[0].profile is None
+    assert h[0].event.margin == j.margin and h[0].event.delta_at(1.0) == pytest.approx(j.parts.total)
 
 
 @pytest.mark.parametrize("mutate,exc,msg", [

@@ -181,6 +181,14 @@ def test_ledger_charged_once_for_the_whole_release(mixed, tmp_path):
         h = led.history("d")
     assert [(c.mechanism, c.epsilon, c.delta, c.neighbours, c.status) for c in h] == [
         ("two-stage", EPS, DELTA, Neighbours.ADD_REMOVE, "published")]
+    # charged as the sequence of its stages: stage 1's own event, stage 2 by its (ε₂, δ₂)
+    from sparsedp.accounting.events import ApproxDPEvent, SequenceEvent
+
+    ev = h[0].event
+    assert isinstance(ev, SequenceEvent) and (ev.epsilon, ev.delta) == (EPS, DELTA)
+    first, second = ev.events
+    assert first.kind != "approx-dp" and isinstance(second, ApproxDPEvent)
+    assert first.epsilon + second.epsilon <= EPS and first.delta + second.delta <= DELTA
 
 
 @pytest.mark.parametrize("kw,exc,msg", [

@@ -142,3 +142,133 @@ def core_distribution(pair, step: float = DEFAULT_STEP) -> GridPLD:
         if out.mass.size > MAX_POINTS:
             raise InfeasibleError("composed privacy-loss table too large")
     return out
+
+
+# ------------------------------------------------------------------ profile-derived pairs (any mechanism)
+
+#: tail mass moved to the table's ends after each composition (lower tail up to the lowest kept loss,
+#: upper tail to +∞: both pessimistic, docs/proofs/ledger-composition.md §3)
+TRUNCATION = 1e-14
+
+
+def hull_pair(epsilons, deltas) -> tuple[np.ndarray, np.ndarray, float]:
+    """The discrete pair whose hockey-stick curve is the lower convex hull of a sampled privacy profile.
+
+    ``deltas[i]`` must bound ``H_{e^ε}(M(D)‖M(D'))`` at ``epsilons[i] >= 0`` for every *ordered* neighbouring
+    pair (a profile of an (ε, δ(ε))-DP statement). With ``g(x) = sup_{D,D'} H_x(M(D)‖M(D'))`` (x = e^ε), g is
+    convex and non-increasing, g(0) = 1, and ``g(x) = 1 − x + x·g(1/x)`` (swap of the pair); so g lies below the
+    lower convex hull G of the points ``(0, 1)``, ``(e^{ε_i}, δ_i)``, ``(e^{−ε_i}, 1 − e^{−ε_i} + e^{−ε_i}δ_i)``,
+    extended flat beyond the last point (docs/proofs/ledger-composition.md, Lemma 1). G is the hockey-stick
+    curve of the pair with likelihood ratios at the hull's vertices b_j: ``Q(ratio = b_j) = s_j − s_{j−1}``
+    (slope increase), ``P(ratio = b_j) = b_j·Q(ratio = b_j)``, ``P(+∞) = G(last vertex)``.
+
+    Returns ``(losses, masses, infinity)``: the privacy loss ln b_j under P with its masses, and P(+∞).
+    """
+    eps = np.asarray(epsilons, dtype=float)
+    dl = np.minimum.accumulate(np.clip(np.asarray(deltas, dtype=float), 0.0, 1.0)[np.argsort(eps)])
+    eps = np.sort(eps)
+    if eps.size == 0 or eps[0] < 0 or not np.all(np.isfinite(eps)):
+        raise ValueError("hull_pair needs finite epsilons >= 0")
+    x_hi = np.exp(eps)
+    x_lo = np.exp(-eps)
+    xs = np.concatenate([[0.0], x_lo[::-1], x_hi])
+    ys = np.concatenate([[1.0], (1.0 - x_lo + x_lo * dl)[::-1], dl])
+    order = np.argsort(xs, kind="stable")
+    xs, ys = xs[order], ys[order]
+    hull: list[int] = []  # lower convex hull (Andrew's monotone chain), points sorted by x
+    for i in range(xs.size):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            # drop b if it lies on or above the chord a → i, or below it by float rounding only (dropping a
+            # vertex only raises the curve: still an upper bound)
+            lhs, rhs = (ys[b] - ys[a]) * (xs[i] - xs[a]), (ys[i] - ys[a]) * (xs[b] - xs[a])
+            if lhs >= rhs - 1e-12 * (abs(lhs) + abs(rhs)):
+                hull.pop()
+            else:
+                break
+        if hull and xs[i] == xs[hull[-1]]:  # same abscissa: keep the lower point
+            if ys[i] < ys[hull[-1]]:
+                hull[-1] = i
+            continue
+        hull.append(i)
+    hx, hy = xs[hull], ys[hull]
+    slopes = np.append(np.diff(hy) / np.diff(hx), 0.0)  # s_j: the slope right of vertex j (0 after the last)
+    q = np.maximum(np.diff(slopes), 0.0)  # Q-mass at vertices 1.. (vertex 0 is x = 0: P never there)
+    b = hx[1:]
+    p = b * q
+    keep = p > 0
+    return np.log(b[keep]), p[keep], float(hy[-1])
+
+
+#: a loss within this many grid steps above a grid point is put on that point (exact ε samples are multiples of
+#: the step, so their losses ±m·step come back from exp/log a few ulps off); the shift is covered by _SNAP_MASS
+_SNAP = 1e-9
+_SNAP_MASS = 1e-13
+
+
+def snap_grid(epsilons, step: float = DEFAULT_STEP) -> np.ndarray:
+    """ε sample points moved *up* to multiples of ``step`` (a profile is non-increasing, so the δ sampled there is
+    still a valid bound at the moved point; the hull pair's losses then fall on the grid)."""
+    return np.unique(np.ceil(np.asarray(epsilons, dtype=float) / step - _SNAP) * step)
+
+
+def from_profile(epsilons, deltas, step: float = DEFAULT_STEP) -> GridPLD:
+    """The pessimistically discretised privacy-loss law of :func:`hull_pair`: each loss goes to the grid point
+    at or above it (a loss at most ``_SNAP·step`` above a grid point goes to that point, a shift of the hockey
+    stick by at most ``_SNAP·step`` < ``_SNAP_MASS``, which is added to the mass at +∞)."""
+    losses, mass, inf = hull_pair(epsilons, deltas)
+    idx = np.ceil(losses / step - _SNAP).astype(np.int64)
+    lo = int(idx.min())
+    size = int(idx.max()) - lo + 1
+    if size > MAX_POINTS:
+        raise InfeasibleError(f"privacy-loss table of {size} points exceeds {MAX_POINTS}")
+    out = np.bincount(idx - lo, weights=mass, minlength=size).astype(float)
+    return GridPLD(lo, out, min(1.0, inf + _SNAP_MASS), step)
+
+
+def truncate(pld: GridPLD, tail: float = TRUNCATION) -> GridPLD:
+    """Move the lowest losses' mass (≤ ``tail`` in all) up to the lowest kept loss and the highest losses'
+    mass (≤ ``tail``) to +∞: both only raise losses, so every hockey-stick value can only grow."""
+    m = pld.mass
+    if m.size <= 2:
+        return pld
+    c = np.cumsum(m)
+    lo = int(np.searchsorted(c, tail, side="right"))  # indices < lo carry <= tail in all
+    rc = np.cumsum(m[::-1])
+    hi = m.size - int(np.searchsorted(rc, tail, side="right"))  # indices >= hi carry <= tail in all
+    lo = min(lo, m.size - 1)
+    hi = max(hi, lo + 1)
+    if lo == 0 and hi == m.size:
+        return pld
+    kept = m[lo:hi].copy()
+    kept[0] += float(c[lo - 1]) if lo > 0 else 0.0
+    up = float(m[hi:].sum())
+    inf = min(1.0, pld.infinity + up)
+    return GridPLD(pld.offset + lo, kept, inf, pld.step)
+
+
+def compose_all(parts: list[tuple[GridPLD, int]]) -> GridPLD:
+    """Loss law of the composition of ``count`` copies of each ``pld`` (FFT convolutions, binary powering,
+    truncated after each step); raises :class:`~sparsedp.errors.InfeasibleError` if a table grows past
+    :data:`MAX_POINTS`."""
+    out: GridPLD | None = None
+    for pld, count in parts:
+        if count <= 0:
+            continue
+        base, n = pld, int(count)
+        while n:
+            if n & 1:
+                out = base if out is None else truncate(out.convolve(base))
+                _check_size(out)
+            n >>= 1
+            if n:
+                base = truncate(base.convolve(base))
+                _check_size(base)
+    if out is None:
+        return GridPLD(0, np.array([1.0]), 0.0, DEFAULT_STEP)
+    return out
+
+
+def _check_size(pld: GridPLD) -> None:
+    if pld.mass.size > MAX_POINTS:
+        raise InfeasibleError(f"composed privacy-loss table of {pld.mass.size} points exceeds {MAX_POINTS}")

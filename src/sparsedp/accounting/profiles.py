@@ -37,7 +37,7 @@ from .composition import DominatingPair
 from .names import CORRELATED_GAUSSIAN, GSHM, LAPLACE, TOPK_CSH
 
 __all__ = ["PrivacyProfile", "GSHMDiscreteProfile", "GSHMProfile", "LaplaceDiscreteProfile", "CSHProfile",
-           "RoundedCSHProfile", "GaussianProfile", "PureProfile", "profile_of", "profile_from_dict",
+           "RoundedCSHProfile", "GaussianProfile", "PureProfile", "ApproxDPProfile", "profile_of", "profile_from_dict",
            "tradeoff_from_profile"]
 
 _EPS_GRID = np.concatenate([[0.0], np.geomspace(1e-4, 30.0, 400)])
@@ -391,9 +391,37 @@ class PureProfile(PrivacyProfile):
         return {"family": self.family, "epsilon0": self.epsilon0}
 
 
+@dataclass(frozen=True)
+class ApproxDPProfile(PrivacyProfile):
+    """An (ε₀, δ₀)-DP release known only by its guarantee: the profile of the randomised-response pair that
+    dominates every (ε₀, δ₀)-DP mechanism (Kairouz, Oh & Viswanath, "The composition theorem for differential
+    privacy", ICML 2015, arXiv:1311.0776; docs/proofs/composition.md F5):
+    δ(ε) = δ₀ + (1 − δ₀)·(e^{ε₀} − e^ε)_+ / (1 + e^{ε₀}) for ε >= 0 (and 1 − e^ε + e^ε·δ(−ε) below 0).
+    :class:`PureProfile` is the case δ₀ = 0."""
+
+    epsilon0: float
+    delta0: float
+    family = "approx-dp"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon0", v.nonnegative("epsilon0", self.epsilon0))
+        object.__setattr__(self, "delta0", v.real("delta0", self.delta0, lo=0.0, hi=1.0))
+
+    def delta(self, epsilon):
+        eps, scalar = _eps_array(epsilon)
+        e0, d0 = self.epsilon0, self.delta0
+        a = np.abs(eps)
+        pos = d0 + (1.0 - d0) * np.exp(e0 - np.logaddexp(0.0, e0)) * -np.expm1(np.minimum(a - e0, 0.0))
+        out = np.where(eps >= 0, pos, -np.expm1(eps) + np.exp(eps) * pos)  # swap identity below 0
+        return _out(np.minimum(out, 1.0), scalar)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "epsilon0": self.epsilon0, "delta0": self.delta0}
+
+
 _FAMILIES = {"gshm-discrete": GSHMDiscreteProfile, GSHM: GSHMProfile, "laplace-discrete": LaplaceDiscreteProfile,
              "csh": CSHProfile, "csh-rounded": RoundedCSHProfile, "gaussian": GaussianProfile,
-             "pure": PureProfile}
+             "pure": PureProfile, "approx-dp": ApproxDPProfile}
 
 
 def profile_from_dict(d: Mapping[str, Any]) -> PrivacyProfile:

@@ -77,14 +77,14 @@ def show(
                 typer.echo(f"  remaining: epsilon={max(0.0, b_eps - spent):.6g} at delta={b_dlt:g}")
                 t = Table(title=f"{name}: spent epsilon={s.epsilon:.6g}/{b_eps:g}, delta={s.delta:.3g}/{b_dlt:g}"
                           + (f", rho={s.rho:.6g}" if s.rho is not None else "") + " (basic sums)")
-                for col in ("id", "time (UTC)", "epsilon", "delta", "rho", "mechanism", "profile", "relation",
+                for col in ("id", "time (UTC)", "epsilon", "delta", "rho", "mechanism", "event", "relation",
                             "status", "output", "note"):
                     t.add_column(col, overflow="fold")
                 for c in led.history(name):
                     when = _dt.datetime.fromtimestamp(c.created, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
                     t.add_row(str(c.id), when, f"{c.epsilon:.6g}", f"{c.delta:.3g}",
                               "" if c.rho is None else f"{c.rho:.6g}", c.mechanism,
-                              "" if c.profile is None else c.profile.family,
+                              "" if c.event is None else c.event.kind,
                               c.neighbours.name.lower().replace("_", "-"), c.status, c.output or "", c.note)
                 console.print(t)
     except SparsedpError as e:

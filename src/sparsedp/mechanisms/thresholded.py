@@ -194,14 +194,14 @@ def _disclosure(self: Mechanism, request: ReleaseRequest, cal: Any, value_column
 
 
 def _charge(self: Mechanism, calibration: Any, disclosure: Disclosure) -> Any:
-    """The charge with the calibration's privacy profile (:func:`sparsedp.accounting.profiles.profile_of`), so the
-    ledger composes repeated releases tightly (docs/proofs/composition.md). A joint release with SUM/MEAN
-    columns has no profile here (the count-only profile would under-charge it): its (ε, δ) is charged once,
-    basic composition (:meth:`Mechanism.charge`)."""
+    """The charge with the calibration's privacy event (:meth:`~sparsedp.accounting.calibration.Calibration.event`),
+    so the ledger composes repeated releases tightly (docs/proofs/ledger-composition.md). A joint release with
+    SUM/MEAN columns is charged as its joint event (:class:`~sparsedp.accounting.events.AggregateGSHMEvent`), never
+    with the count-only profile (which would under-charge it)."""
     from ..ledger import Charge
 
     if isinstance(calibration, JointCalibration):
-        return Mechanism.charge(self, calibration, disclosure)
+        return Charge.of_event(calibration.event(disclosure.neighbours), self.name)
     return Charge.from_calibration(calibration, disclosure.neighbours)
 
 

@@ -217,6 +217,25 @@ class TwoStage(Mechanism):
             noise_std=None, threshold=d1.threshold, margin=d1.margin, pre_threshold=d1.pre_threshold,
             comparison=d1.comparison, notes=notes)
 
+    def charge(self, calibration: Any, disclosure: Disclosure) -> Any:
+        """One charge of the whole (ε, δ), as the sequence of its two stages' events
+        (:class:`~sparsedp.accounting.events.SequenceEvent`): stage 1's own event (its parameters are fixed
+        before any output), stage 2 by its (ε₂, δ₂) guarantee only (its calibration depends on stage 1's key
+        count d, and (ε₂, δ₂) holds at every d), so the ledger composes it as a fixed randomised-response pair
+        (docs/proofs/ledger-composition.md §0)."""
+        from ..accounting.events import ApproxDPEvent, SequenceEvent
+        from ..ledger import Charge
+
+        cal: TwoStageCalibration = calibration
+        rel = disclosure.neighbours
+        r1, r2 = cal.select_request, cal.count_request
+        event_of = getattr(cal.select_cal, "event", None)
+        first = (event_of(rel) if event_of is not None
+                 else ApproxDPEvent(epsilon=r1.epsilon, delta=r1.delta, neighbours=rel, mechanism=cal.select.name))
+        second = ApproxDPEvent(epsilon=r2.epsilon, delta=r2.delta, neighbours=rel, mechanism=self.count.name)
+        seq = SequenceEvent([first, second], epsilon=disclosure.epsilon, delta=disclosure.delta)
+        return Charge.of_event(seq, self.name)
+
     # ---------------------------------------------------------------- data
 
     def histogram(self, engine: Any, data: Any, privacy_unit: str | None, by: list, request: ReleaseRequest,
