@@ -4,13 +4,22 @@ Claim checked (Thm 6.6, Thm 7.2): PureSparseHistogram and CompactHistogram do no
 its bit length, while the dense BasicHistogram grows linearly in |X|. Prints medians of several runs
 and ratios against the smallest configuration measured in the same run.
 
-    python benchmarks/pure.py            # default sizes (about a minute)
+    python benchmarks/pure.py            # default sizes (a few minutes)
     python benchmarks/pure.py --quick    # fewer repeats and sizes
+    python benchmarks/pure.py --blanket  # only the linear-time pure-blanket tables and the acceptance run
+
+pure-blanket (linear time, docs/proofs/pure-blanket.md): its core against n (ratios to the smallest n, with
+pure-sparse at the small n as the quadratic baseline), then the acceptance run of issue 32: ``sd.release`` at
+δ = 0 (``mechanism="auto"``) on 10^6 units with 10^5 distinct Zipf keys, against the approximate-DP Laplace
+release of the same data in the same run; it prints the machine load, checks that every key whose true count is at
+least the reported bound is released, and counts released keys that are not in the data (blanket keys: 1/1000
+expected) and padding rows (none: blanket keys that cannot be keys are dropped).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import time
@@ -42,11 +51,81 @@ def table(title: str, rows: list[tuple[str, float]]) -> None:
         print(f"  {label:>14} {t:10.4f} {t / base:8.2f}")
 
 
+def blanket_vs_n(reps: int, quick: bool) -> None:
+    from collections import Counter
+    from fractions import Fraction
+
+    from sparsedp.accounting.blanket import calibrate_blanket
+    from sparsedp.mechanisms.pure.blanket import blanket_histogram
+    from sparsedp.mechanisms.pure.release import StringCodec
+
+    d = StringCodec(16).domain_size
+    ns = [1000, 10_000, 100_000] if quick else [1000, 10_000, 100_000, 1_000_000]
+    rows = []
+    warm = calibrate_blanket(1.0, 10, d, Fraction(1, 2))
+    blanket_histogram({1: 5}, warm, InsecureSeededRandom(0))  # the noise table is built once per law
+    for n in ns:
+        rnd = random.Random(n)  # n items over n/10 labels, Zipf-like: about n/10 distinct keys (the support)
+        counts = Counter(int(rnd.paretovariate(0.6)) % (n // 10) for _ in range(n))
+        p = calibrate_blanket(1.0, n, d, Fraction(1, 2))
+        rows.append((f"n={n}", timed(lambda r: blanket_histogram(counts, p, InsecureSeededRandom(r)), reps)))
+    for n in (1000, 2000):
+        data = items_for(n, 2 ** 32)
+        rows.append((f"pure-sparse n={n}", timed(lambda r: pure_histogram(data, 1, beta=0.05, domain_size=2 ** 32,
+                                                                          rng=InsecureSeededRandom(r)), 1)))
+    table("pure-blanket core (keys of <= 16 bytes, eps=1, about n/10 distinct keys) vs n; pure-sparse (Alg 8) at "
+          "small n for scale", rows)
+
+
+def zipf_units(n_units: int, n_keys: int, seed: int = 0):
+    """n_units units, one key each: every one of n_keys keys once, the rest Zipf(1.1) over the keys."""
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(seed)
+    w = 1.0 / np.arange(1, n_keys + 1) ** 1.1
+    rest = rng.choice(n_keys, size=n_units - n_keys, p=w / w.sum())
+    ids = np.concatenate([np.arange(n_keys), rest])
+    return pl.DataFrame({"user_id": np.arange(n_units), "query": pl.Series(ids).cast(pl.Utf8).str.zfill(6)})
+
+
+def acceptance(reps: int) -> None:
+    import sparsedp as sd
+
+    df = zipf_units(1_000_000, 100_000)
+    true = df.group_by("query").len()
+    truth = dict(zip(true["query"].to_list(), true["len"].to_list()))
+    print(f"\nacceptance: 10^6 units, {len(truth)} distinct keys (Zipf 1.1), eps=1; load average before: "
+          f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    base = timed(lambda r: sd.release(df, privacy_unit="user_id", by="query", epsilon=1, delta=1e-7,
+                                      mechanism="laplace", max_groups_per_unit=1, rng=InsecureSeededRandom(r)), reps)
+    results = []
+    t = timed(lambda r: results.append(sd.release(df, privacy_unit="user_id", by="query", epsilon=1, delta=0,
+                                                  rng=InsecureSeededRandom(r))), reps)
+    print(f"  laplace (delta=1e-7, baseline)  median {base:8.3f} s")
+    print(f"  auto at delta=0 (pure-blanket)  median {t:8.3f} s   ratio {t / base:.2f}   "
+          f"load average after: {os.getloadavg()[0]:.2f}")
+    for res in results:
+        rep = res.report
+        bound = int([s.split("every key with count >= ")[1].split()[0] for s in rep.notes if "every key with" in s][0])
+        released = set(res.table["query"].to_list())
+        missed = [k for k, c in truth.items() if c >= bound and k not in released]
+        fake = [k for k in released if k not in truth]
+        print(f"  {rep.mechanism}: threshold {rep.threshold:g}, bound {bound}: {len(released)} keys released, "
+              f"{sum(c >= bound for c in truth.values())} keys at or above the bound, {len(missed)} of them missed; "
+              f"{len(fake)} released keys not in the data; columns {res.table.columns}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--blanket", action="store_true")
     args = ap.parse_args()
     reps = 3 if args.quick else 5
+    blanket_vs_n(3, args.quick)
+    acceptance(3)
+    if args.blanket:
+        return
     exps = [10, 20, 32, 60] if args.quick else [10, 16, 24, 32, 40, 48, 60]
 
     def run(mech, n, X, **kw):

@@ -8,6 +8,12 @@ the modes alternating run by run:
 - ``import polars``   what any Polars user pays before calling sparsedp
 - ``small release``   ``import polars, sparsedp``; ``sd.release`` of a 3 000-row frame (default mechanism,
   i.e. ``auto``: GSHM and Laplace calibrated, exact discrete noise)
+- ``first release (10 rows)``  issue 31's measure: ``python -X importtime -c "import sparsedp as sd;
+  sd.release"`` and then the first release of a 10-row Polars frame, in one fresh process (target ≤ 0.35 s);
+  twice: with the calibration cache cold (an empty ``SPARSEDP_CACHE_DIR``: the accountant runs, importing
+  ``scipy.special``) and warm (the calibrations on disk from an earlier process:
+  :mod:`sparsedp.accounting.calibration_cache`). The ``-X importtime`` lines of the last warm run are summed
+  by top-level package and printed (the imports a first release pays).
 - ``CLI release``     ``python -m sparsedp release small.csv --unit … --by … --epsilon 1 --delta 1e-6
   --max-groups 3 --out …`` (typer, the report printed)
 
@@ -17,6 +23,9 @@ has its ``.pyc`` files), and one unmeasured round warms the file cache.
 
     python benchmarks/start_up.py --runs 7
     python benchmarks/start_up.py --runs 7 --baseline /tmp/checkout-of-main
+
+(``first release (10 rows)`` runs under ``-X importtime``, as issue 31 states the measure; its output goes to a
+file, not the terminal.)
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 SMALL = r"""
 import polars as pl
@@ -37,19 +47,31 @@ res = sd.release(df, "user_id", "url", epsilon=1.0, delta=1e-6, max_groups_per_u
 assert res.report.released_keys == 10, res.report.released_keys
 """
 
+#: issue 31: ``import sparsedp as sd; sd.release`` then the first release of a 10-row frame
+FIRST = r"""
+import sparsedp as sd
+sd.release
+import polars as pl
+df = pl.DataFrame({"user_id": list(range(10)), "url": ["a", "b"] * 5})
+res = sd.release(df, "user_id", "url", epsilon=1.0, delta=1e-6, max_groups_per_unit=3)
+"""
 
-def child_env(src: str | None) -> dict:
+
+def child_env(src: str | None, cache: str | None = None) -> dict:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if src is not None:
         env["PYTHONPATH"] = src
+    if cache is not None:
+        env["SPARSEDP_CACHE_DIR"] = cache
     return env
 
 
-def run(args: list[str], src: str | None) -> tuple[float, float]:
+def run(args: list[str], src: str | None, cache: str | None = None, stderr: Any = subprocess.DEVNULL,
+        ) -> tuple[float, float]:
     t = time.perf_counter()
-    p = subprocess.Popen([sys.executable, *args], env=child_env(src), stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+    p = subprocess.Popen([sys.executable, *args], env=child_env(src, cache), stdout=subprocess.DEVNULL,
+                         stderr=stderr)
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status) != 0:
@@ -78,25 +100,55 @@ def main() -> None:
         csv = os.path.join(d, "small.csv")
         with open(csv, "w") as fh:
             fh.write("user_id,url\n" + "".join(f"{i // 10},u{i % 10}\n" for i in range(3000)))
-        modes: dict[str, tuple[list[str], str | None]] = {
-            "python": (["-c", "pass"], None), "import polars": (["-c", "import polars"], None)}
+        warm = os.path.join(d, "cache-warm")
+        modes: dict[str, tuple[list[str], str | None, str | None]] = {
+            "python": (["-c", "pass"], None, None), "import polars": (["-c", "import polars"], None, None)}
         for tag, src in trees.items():
-            modes["small release" + tag] = (["-c", SMALL], src)
+            modes["first release (10 rows), cache cold" + tag] = (["-X", "importtime", "-c", FIRST], src, "cold")
+            modes["first release (10 rows), cache warm" + tag] = (["-X", "importtime", "-c", FIRST], src, warm)
+            modes["small release" + tag] = (["-c", SMALL], src, None)
             modes["CLI release" + tag] = (["-m", "sparsedp", "release", csv, "--unit", "user_id", "--by", "url",
                                            "--epsilon", "1", "--delta", "1e-6", "--max-groups", "3", "--out",
-                                           os.path.join(d, "out.csv")], src)
+                                           os.path.join(d, "out.csv")], src, None)
         print(f"before: {_uptime()}", flush=True)
         res: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
+        importtime = os.path.join(d, "importtime.txt")
         for i in range(args.runs + 1):
-            for m, (cmd, src) in modes.items():
-                r = run(cmd, src)
-                if i:  # round 0 warms the file cache
+            for m, (cmd, src, cache) in modes.items():
+                if cache == "cold":  # a fresh, empty cache directory for every cold run
+                    cache = tempfile.mkdtemp(dir=d)
+                with open(importtime, "w") as err:
+                    r = run(cmd, src, cache, stderr=err if cache == warm and not m.endswith("@before") else
+                            subprocess.DEVNULL)
+                if i:  # round 0 warms the file cache (and the calibration cache of the warm runs)
                     res[m].append(r)
-        print(f"{'whole process':24s} {'wall s':>7s} {'CPU s':>7s}  runs (wall s)")
+                if cache == warm and not m.endswith("@before"):
+                    with open(importtime) as fh:
+                        last_imports = fh.read()
+        print(f"{'whole process':44s} {'wall s':>7s} {'CPU s':>7s}  runs (wall s)")
         for m, rs in res.items():
-            print(f"{m:24s} {statistics.median(r[0] for r in rs):7.3f} {statistics.median(r[1] for r in rs):7.3f}  "
+            print(f"{m:44s} {statistics.median(r[0] for r in rs):7.3f} {statistics.median(r[1] for r in rs):7.3f}  "
                   + ", ".join(f"{r[0]:.2f}" for r in rs), flush=True)
+        print("imports of the last warm first release (-X importtime, top-level packages, cumulative s): "
+              + ", ".join(f"{k} {v:.3f}" for k, v in top_imports(last_imports)[:8]))
+        print("issue 31 target: first release (10 rows) <= 0.35 s in a fresh process")
         print(f"after: {_uptime()}")
+
+
+def top_imports(text: str) -> list[tuple[str, float]]:
+    """The cumulative seconds of each top-level import (no indentation) in ``-X importtime`` output, summed by
+    top-level package, largest first."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[0].startswith("import time:") and not parts[2].startswith("  "):
+            try:
+                us = int(parts[1])
+            except ValueError:
+                continue
+            pkg = parts[2].strip().split(".")[0]
+            out[pkg] = out.get(pkg, 0.0) + us / 1e6
+    return sorted(out.items(), key=lambda kv: -kv[1])
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
 ...                  max_groups_per_unit=10)                                     # doctest: +SKIP
 
 The public API (``dir(sparsedp)`` lists it): :func:`release`, :func:`plan`, :class:`Result` / :class:`Report` /
-:class:`Curator`, the mechanisms (:class:`GSHM`, :class:`Laplace`, :class:`TopKCSH`, :class:`PureSparse`,
+:class:`Curator`, the mechanisms (:class:`GSHM`, :class:`Laplace`, :class:`TopKCSH`, :class:`PureBlanket`, :class:`PureSparse`,
 :class:`Compact`, :class:`Basic`, :class:`Stability`, :class:`MisraGries`), the aggregates (:class:`Count`, :class:`Sum`, :class:`Mean`) and
 :class:`Ledger`. The top-level import stays light: everything loads on first use.
 """
@@ -28,6 +28,7 @@ _API = {
     "TopKCSH": "sparsedp.mechanisms.thresholded", "Auto": "sparsedp.mechanisms.auto",
     "WeightedGaussian": "sparsedp.mechanisms.set_union", "PolicyGaussian": "sparsedp.mechanisms.set_union",
     "AutoBound": "sparsedp.auto_bound",
+    "PureBlanket": "sparsedp.mechanisms.pure.registered",
     "PureSparse": "sparsedp.mechanisms.pure.registered", "Compact": "sparsedp.mechanisms.pure.registered",
     "Basic": "sparsedp.mechanisms.pure.registered", "Stability": "sparsedp.mechanisms.pure.registered",
     "KeepHeavy": "sparsedp.mechanisms.pure.registered", "KHPrime": "sparsedp.mechanisms.pure.registered",

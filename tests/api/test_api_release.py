@@ -117,7 +117,7 @@ def test_explicit_mechanism_and_out(df, tmp_path, rng):
 @pytest.mark.parametrize("kw,exc,msg", [
     (dict(epsilon=0), InvalidParameterError, "epsilon must be > 0"),
     (dict(epsilon=-1), InvalidParameterError, "epsilon must be > 0"),
-    (dict(delta=0), InvalidParameterError, "delta must be > 0"),
+    (dict(delta=0), InvalidParameterError, "delta=0 .pure DP.: auto uses mechanism='pure-blanket', one key per unit"),
     (dict(delta=1), InvalidParameterError, "delta must be < 1"),
     (dict(delta=1.5), InvalidParameterError, "delta must be < 1"),
     (dict(max_groups_per_unit=None), InvalidParameterError, "declare a contribution bound"),

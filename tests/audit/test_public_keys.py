@@ -103,4 +103,7 @@ def test_every_registered_mechanism_but_two_stage_and_set_union_has_an_audit_tar
 
     # the set-union mechanisms add a per-unit weight W_t (not 1) to each kept key, which the audit's neighbour
     # scenarios do not model; their profile is checked by exact enumeration (tests/mechanisms/test_set_union.py)
-    assert set(registry.names()) - set(AUDITABLE) == {"two-stage", "weighted-gaussian", "policy-gaussian"}
+    # pure-blanket (issue 32) has no audit target yet: its privacy is checked by exact enumeration of its output law
+    # on tiny domains (tests/pure/test_pure_blanket.py); its audit target belongs to the audit package's owner
+    assert set(registry.names()) - set(AUDITABLE) == {"two-stage", "weighted-gaussian", "policy-gaussian",
+                                                      "pure-blanket"}

@@ -194,3 +194,31 @@ def test_keep_smallest_with_ties_in_the_packed_words_only():
         want = np.zeros(group.size, dtype=bool)
         want[order[pos < l0]] = True
         assert np.array_equal(keep, want)
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+@pytest.mark.parametrize("unit_kind", ["narrow", "string"])
+@pytest.mark.parametrize("with_sums", [False, True])
+def test_key_strings_by_group_by_or_by_the_loop_give_the_same_result(monkeypatch, bulk, unit_kind, with_sums):
+    """The distinct key strings of the Categorical ids, read by Polars' group-by on the ids or by the Python loop
+    over the namespace (:func:`pair_ids._category_strings`): the same counts, sums and statistics as the per-key
+    lists either way."""
+    calls = []
+
+    def choose(n_ids, rows, threads):
+        calls.append((n_ids, rows))
+        return bulk
+
+    monkeypatch.setattr(pair_ids, "_bulk_strings", choose)
+    df = _rows(unit_kind)
+    aggs = AGGS if with_sums else ()
+    want, stats = _old(df, ["url"], 2, aggs)
+    got = pair_ids.bounded_raw_counts(df.lazy(), "uid", ["url"], 2, InsecureSeededRandom(4), aggs)
+    assert calls == [(150, df.height)]
+    assert got.key_counts.equals(want)
+    assert (got.units_in, got.pairs_in, got.units_over_l0, got.pairs_dropped_l0) == stats
+
+
+def test_bulk_key_strings_are_chosen_with_many_keys_per_row_and_thread():
+    assert not pair_ids._bulk_strings(88_000, 50_000_000, 2)  # search log, 2 cores: the loop
+    assert pair_ids._bulk_strings(1_000_000, 50_000_000, 16)  # wide keys, 16 cores: the group-by

@@ -121,7 +121,8 @@ def released(res: Any) -> dict:
 
 
 def same(got, want, where: str = "") -> None:
-    """``got == want`` with types: an int is not a float, a list has its length, a dict its keys in order."""
+    """``got == want`` with types: an int is not a float, a list has its length, a dict its keys in order; floats
+    as :func:`float_same`."""
     if isinstance(want, dict) and want.get("not_golden"):  # recorded at capture, free to change
         return
     assert type(got) is type(want), f"{where}: {type(got).__name__} {got!r} != {type(want).__name__} {want!r}"
@@ -133,8 +134,22 @@ def same(got, want, where: str = "") -> None:
         assert len(got) == len(want), f"{where}: length {len(got)} != {len(want)}"
         for i, (g, w) in enumerate(zip(got, want)):
             same(g, w, f"{where}[{i}]")
+    elif isinstance(want, float):
+        assert float_same(got, want), f"{where}: {got!r} != {want!r}"
     else:
         assert got == want, f"{where}: {got!r} != {want!r}"
+
+
+#: floats from accountants (σ, δ achieved, profiles) go through libm/SIMD transcendental functions whose last bits
+#: differ between CPUs and numpy builds; any change a refactor could make is many orders of magnitude larger
+FLOAT_REL = 1e-9
+
+
+def float_same(got: float, want: float) -> bool:
+    """Equal, both NaN, or within :data:`FLOAT_REL` relative (a few ULPs of a CPU's math library)."""
+    if math.isnan(want):
+        return math.isnan(got)
+    return got == want or abs(got - want) <= FLOAT_REL * max(abs(got), abs(want))
 
 
 def json_same(got, want, where: str = "") -> None:

@@ -4,7 +4,7 @@ commit c337870, before the typed-calibration and pipeline refactors) is recomput
 ``sd.plan(eps, delta, max_groups_per_unit=l0)`` / ``sd.plan(eps, delta, top_k=k)`` call
 ``accounting.compare(eps, delta, l0=…/top_k=…, discrete=True)`` (variants "default" and "shifted"); the
 "debiased" rows are ``accounting.calibrate("topk-csh", …, top_k=k, debias=True)``. Same mechanisms and
-analyses in the same order, and σ, τ, noise std and δ achieved to a relative 1e-12.
+analyses in the same order, and σ, τ, noise std to a relative 1e-12, δ achieved to 1e-9 (CPU math libraries).
 
 Top-k CSH is now calibrated by default with the certified profile (analysis "rounded-exact", issue 22,
 docs/proofs/csh-exact.md): the golden rows are recomputed with the analysis they were captured with
@@ -53,4 +53,7 @@ def test_plan_rows_unchanged(key, rows):
     assert [(c.mechanism, c.analysis) for c in cals] == [(r["mechanism"], r["analysis"]) for r in rows]
     for c, r in zip(cals, rows):
         for f in FIELDS:
-            assert getattr(c, f) == pytest.approx(r[f], rel=1e-12, abs=0.0), (c.mechanism, c.analysis, f)
+            # δ achieved is a sum of transcendental terms whose last bits depend on the CPU's math library
+            # (1.7e-12 relative between two x86 machines): the tolerance is that, far below any real change
+            rel = 1e-9 if f == "delta_achieved" else 1e-12
+            assert getattr(c, f) == pytest.approx(r[f], rel=rel, abs=0.0), (c.mechanism, c.analysis, f)

@@ -239,7 +239,7 @@ def test_sigkill_at_random_points_keeps_ledger_consistent(tmp_path):
     try:
         assert wait_for(("ready",), 60) is not None, "zygote did not start"
         trials = []
-        for i in range(n_trials):
+        for i in range(n_trials + 2):  # the last two are killed at chosen stages
             d = tmp_path / f"t{i}"
             d.mkdir()
             with Ledger(d / "budget.db") as led:
@@ -276,10 +276,36 @@ def test_sigkill_at_random_points_keeps_ledger_consistent(tmp_path):
                     pass
             for i in ids:
                 assert wait_for(("exit", str(i)), 60) is not None
+        # two kills at chosen stages, so that the stages covered do not depend on the machine's load:
+        # (a) while the test holds the ledger's write lock (the release cannot have charged), (b) during a long
+        # pause before the rename, once the temporary output exists (the release has charged)
+        lock_path, _ = trials[n_trials]
+        holder = sqlite3.connect(str(lock_path), timeout=5, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            pid = launch(n_trials, 0)
+            time.sleep(0.5)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # gave up waiting for the lock on its own: still nothing charged
+                pass
+            assert wait_for(("exit", str(n_trials)), 60) is not None
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        _, paused_out = trials[n_trials + 1]
+        pid = launch(n_trials + 1, 60)
+        deadline = time.monotonic() + 60
+        while not [f for f in os.listdir(paused_out.parent) if f.startswith(f".{paused_out.name}.")]:
+            assert time.monotonic() < deadline, "the paused release never wrote its temporary file"
+            time.sleep(0.02)
+        os.kill(pid, signal.SIGKILL)
+        assert wait_for(("exit", str(n_trials + 1)), 60) is not None
         states = [_check_trial(*t) for t in trials]
     finally:
         z.stdin.close()
         z.wait(timeout=30)
     assert states[0] == "published"
-    # the kills landed at different stages (the test is not vacuous)
-    assert "killed before charge" in states and len(set(states)) >= 3, states
+    # the kills landed at different stages (the test is not vacuous); the chosen ones at theirs
+    assert states[n_trials] == "killed before charge" and states[n_trials + 1] == "charged, temp left", states
+    assert len(set(states)) >= 3, states

@@ -52,7 +52,7 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
-from scipy import special
+from ._special import special
 
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError

@@ -55,7 +55,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from scipy import special
+from ._special import special
 
 from .. import _validate as v
 from ..errors import InfeasibleError

@@ -50,7 +50,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
+from ._special import special
 
 from .. import _validate as v
 from ..errors import InfeasibleError

@@ -53,7 +53,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy import special
+from ._special import special
 
 from .. import _validate as v
 

@@ -49,7 +49,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
-from scipy import special
+from ._special import special
 
 from .. import _validate as v
 from ..errors import InfeasibleError

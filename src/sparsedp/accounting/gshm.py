@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
+from ._special import special
 
 from .. import _validate as v
 from ..errors import InfeasibleError

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
+from ._special import special
 
 from ..errors import InfeasibleError
 

@@ -29,7 +29,7 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 import numpy as np
-from scipy import special
+from ._special import special
 
 from .. import _validate as v
 from ..errors import InvalidParameterError
@@ -385,7 +385,7 @@ class PureProfile(PrivacyProfile):
         e0 = self.epsilon0
         out = np.maximum(0.0, (np.exp(e0 - np.logaddexp(0.0, e0))) * -np.expm1(np.minimum(eps - e0, 0.0)))
         out = np.maximum(out, -np.expm1(np.minimum(eps, 0.0)))  # S = everything: 1 − e^ε for ε < 0
-        return _out(out, scalar)
+        return _out(out + 0.0, scalar)  # + 0.0: no −0 (x·(−expm1(0)) is −0.0, printed "-0")
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "epsilon0": self.epsilon0}

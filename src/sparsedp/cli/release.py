@@ -293,7 +293,8 @@ def release(
                                                                  "pandas, arrow or spark (a local Spark session "
                                                                  "unless a cluster is configured)."),
     mechanism: str = typer.Option(DEFAULT_MECHANISM, "--mechanism", help="auto, gshm, laplace, topk-csh, two-stage; pure DP "
-                                  "(one key per unit): pure-sparse, compact, basic, stability, keep-heavy, kh-prime, "
+                                  "(one key per unit): pure-blanket (auto at --delta 0), pure-sparse, compact, basic, "
+                                  "stability, keep-heavy, kh-prime, "
                                   "kh-double-prime, sparse-histogram; misra-gries."),
     count_column: str = typer.Option("count", "--count-column", help="Name of the noisy count column."),
     sums: Optional[List[str]] = typer.Option(None, "--sum", help="Also release a private SUM per key: "

@@ -63,7 +63,7 @@ def calibrate_mechanism(mechanism: str, bound: int, epsilon: float, delta: float
     Secure (default): the accountant of the discrete noise the mechanism samples; ``insecure_float``: the
     tightest continuous analysis. Delegates to :func:`sparsedp.accounting.calibrate`.
     """
-    from ..accounting import calibrate
+    from ..accounting.calibration_cache import cached_calibrate as calibrate
 
     name = {GSHM: "l0", LAPLACE: "l0", "csh": "k", TOPK_CSH: "top_k"}.get(mechanism)
     if name is None:
@@ -162,6 +162,23 @@ def _resolve_public(request: ReleaseRequest, group: str | None = None):
 
 
 
+def _resolve_pure(request: ReleaseRequest):
+    """``auto`` at δ = 0: the pure blanket histogram (linear time, the lowest threshold of the pure mechanisms;
+    the Balcer–Vadhan ones are quadratic and only by name)."""
+    from .pure.registered import PureBlanket
+
+    mech = PureBlanket()
+    if request.max_groups_per_unit not in (None, 1):
+        raise InvalidParameterError(
+            f"delta=0 (pure DP): auto uses mechanism='pure-blanket', one key per unit; drop max_groups_per_unit "
+            f"(or set it to 1), or pass delta > 0 to keep {request.max_groups_per_unit} keys per unit")
+    mech.check(request)
+    cal = mech.calibrate(request)
+    reason = ("delta=0: pure-blanket is the pure epsilon-DP mechanism (linear time, optimal error; one key per "
+              "unit); the Balcer–Vadhan ones (pure-sparse, compact) are quadratic and run only by name")
+    return mech, cal, reason, ({"mechanism": mech.name, "analysis": "blanket"},)
+
+
 @register
 @dataclass(frozen=True)
 class Auto(Mechanism):
@@ -198,7 +215,8 @@ class Auto(Mechanism):
         return TopKCSH(k=k)
 
     def validate(self, request: Any) -> None:
-        if request.bound is None and request.auto_bound is None and request.keys is None:
+        if request.bound is None and request.auto_bound is None and request.keys is None and request.delta != 0:
+            # δ = 0: the pure mechanisms, one key per unit
             raise InvalidParameterError(
                 "declare a contribution bound: max_groups_per_unit=… (keys per unit, e.g. 10) or top_k=… "
                 "(release the top-k keys, e.g. 100)")
@@ -210,6 +228,8 @@ class Auto(Mechanism):
             return _resolve_public(request, self.group)
         if self.group is not None:
             raise InvalidParameterError("auto's group=… groups a public key list: pass keys=[…] too")
+        if request.delta == 0 and not self.discover:
+            return _resolve_pure(request)
         self.check(request)
         mechs = {cls.name: cls() for cls in auto_candidates()
                  if cls.supports_aggregates or not request.aggregates}  # SUM/MEAN: only those releasing them

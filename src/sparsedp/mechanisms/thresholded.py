@@ -233,7 +233,7 @@ class _PerKeyThresholded(Mechanism):
         return self.pre_threshold
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting import calibrate
+        from ..accounting.calibration_cache import cached_calibrate as calibrate
 
         assert request.max_groups_per_unit is not None
         if request.aggregates:
@@ -377,7 +377,7 @@ class TopKCSH(Mechanism):
         return default if self.debias else "count_minus_cutoff"
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting import calibrate
+        from ..accounting.calibration_cache import cached_calibrate as calibrate
 
         if request.aggregates:
             if not self.debias:
