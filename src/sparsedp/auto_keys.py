@@ -51,10 +51,8 @@ import numpy as np
 from .errors import InvalidParameterError
 
 __all__ = ["SCALE", "KeysTable", "KeysPlan", "CandidateCounts", "KeysChoice", "release_table", "keys_plan",
-           "candidate_counts", "key_utilities", "select_by_keys", "COUNT_MECHANISMS"]
+           "candidate_counts", "key_utilities", "select_by_keys"]
 
-#: the mechanisms whose release probability is that of a thresholded count (what :func:`release_table` models)
-COUNT_MECHANISMS = ("gshm", "laplace")
 #: the Weighted Gaussian (mechanisms/set_union.py): its statistic is the key's weight sum in grid units
 WEIGHTED = "weighted-gaussian"
 #: M: the public integer scale of the utilities (one key released with certainty is worth M)
@@ -151,7 +149,7 @@ def keys_plan(mechanism: Any, make_request: Any, candidates: Sequence[int], epsi
         mech, cal, reason, _ = mechanism.resolve(make_request(c))
         if mech.name == WEIGHTED and mechanism.name == WEIGHTED:  # requested by name: its weight sums in grid units
             table = release_table(cal.kernel(), 1, utility_scale, cal.weights)
-        elif mech.name in COUNT_MECHANISMS:
+        elif mech.bounded and "keys" in mech.auto_bound_objectives:  # a thresholded count (what the tables model)
             table = release_table(cal, mech.count_floor(), utility_scale)
         else:  # the tables model a thresholded count or a requested weighted-gaussian, nothing else
             raise InvalidParameterError(f"AutoBound(objective='keys') chooses l0 for gshm, laplace or "
@@ -197,7 +195,7 @@ def candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidate
 
     # weights[i]: None (counts) or the W_t table of candidate i (the key's statistic is Σ W_{min(d_u, c)})
 
-    if not hasattr(engine, "rows_lazy"):
+    if not engine.embedded:
         raise InvalidParameterError(f"AutoBound(objective='keys') runs on the embedded engines (polars, duckdb, "
                                     f"pandas, arrow), not on {engine.name!r}; use objective='quantile'")
     by = list(by)

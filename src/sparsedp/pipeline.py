@@ -24,159 +24,24 @@ mechanism's accountant assumes.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-import warnings
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
 
 from . import _validate as v
-from .aggregates import Count
-from .engines.output import OUT_FORMATS, check_out_path
-from .errors import InvalidParameterError, InvalidTypeError, OutputWriteError
+from .engines import sources
+from .errors import InvalidParameterError
+from .execution import (LedgerSession, ReleaseContext, check_output_columns, open_engine, publish, result,
+                        warn_before)
+from .mechanisms import registry
+from .request import OUT_FORMATS, build_plan_request, build_request, check_out_path
 
 if TYPE_CHECKING:
-    from .ledger import Ledger
-    from .mechanisms.base import Mechanism, ReleaseRequest
+    from .mechanisms.base import ReleaseRequest
     from .report import Result
 
 __all__ = ["release", "plan", "Plan", "check_out_path", "OUT_FORMATS"]
 
-# ---------------------------------------------------------------- validation (no data, no randomness)
-
-
-def _columns(privacy_unit: Any, by: Any) -> tuple[str | None, list[str]]:
-    if privacy_unit is not None and (not isinstance(privacy_unit, str) or not privacy_unit):
-        raise InvalidTypeError(f"privacy_unit must be a column name (str), got {privacy_unit!r}")
-    cols = [by] if isinstance(by, str) else by
-    if not isinstance(cols, (list, tuple)) or not cols or not all(isinstance(c, str) and c for c in cols):
-        raise InvalidTypeError(f"by must be a column name or a non-empty list of column names, got {by!r}")
-    cols = list(cols)
-    if len(set(cols)) != len(cols):
-        raise InvalidParameterError(f"by lists a column twice: {cols}")
-    if privacy_unit in cols:
-        raise InvalidParameterError(f"privacy_unit {privacy_unit!r} is also in by; grouping by the unit would "
-                                    f"release per-person counts")
-    return privacy_unit, cols
-
-
-def _aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tuple[Count, tuple]:
-    """``(count, sums)``: the count aggregate of ``aggregates`` (default ``Count()``; at most one) and the
-    SUM/MEAN aggregates (:class:`~sparsedp.aggregates.Sum`, :class:`~sparsedp.aggregates.Mean`) in the given
-    order. Types, duplicate output names, output names that are input columns, and value columns that are the
-    unit or a key are refused here (no data read). The SUM/MEAN columns are released with the count by the
-    joint GSHM (:mod:`sparsedp.accounting.aggregates`)."""
-    from .aggregates import Sum, output_names
-
-    if aggregates is None:
-        return Count(), ()
-    aggs = list(aggregates) if isinstance(aggregates, (list, tuple)) else [aggregates]
-    if not aggs:
-        raise InvalidParameterError("aggregates must list at least one aggregate (e.g. [sd.Count()])")
-    output_names(aggs)  # Count/Sum/Mean objects only, distinct output names
-    counts = [a for a in aggs if isinstance(a, Count)]
-    if len(counts) > 1:
-        raise InvalidParameterError(f"aggregates lists Count more than once: {counts!r}")
-    sums = tuple(a for a in aggs if isinstance(a, Sum))
-    for a in sums:
-        if a.column == unit or a.column in cols:
-            raise InvalidParameterError(f"{type(a).__name__}({a.column!r}): the value column must not be the "
-                                        f"privacy unit or a key column", param="aggregates")
-        if a.output_name in cols or a.output_name == unit:
-            raise InvalidParameterError(f"the output column {a.output_name!r} is also an input column; name it "
-                                        f"otherwise: {type(a).__name__}(…, name=…)")
-    return (counts[0] if counts else Count()), sums
-
-
-def _column_shape(column_shape: Any, sums: tuple) -> Any:
-    """``column_shape`` checked and fitted once before anything is read (errors in the user's terms), kept as a
-    tuple of tuples for the request (:func:`sparsedp.mechanisms.thresholded.fit_shape`)."""
-    if column_shape is None:
-        return None
-    from .mechanisms.thresholded import fit_shape
-
-    return fit_shape(sums, column_shape).requested
-
-
-def _mechanism(mechanism: Any, top_k: Any, max_groups_per_unit: int | None, keys: bool = False,
-               pure: bool = False) -> Mechanism:
-    """The mechanism object for the arguments: a registered name or object; ``top_k=…`` is the shorthand for
-    ``mechanism=sd.TopKCSH(k=top_k)``."""
-    from .mechanisms import registry
-    from .mechanisms.thresholded import TopKCSH
-
-    if top_k is not None and keys:
-        raise InvalidParameterError("⟨keys=…⟩ releases every listed key (no threshold); ⟨top_k⟩ selects keys "
-                                    "from the data: pass one of them", param="top_k")
-    if top_k is not None:
-        k = v.integer("top_k", top_k, lo=1)
-        if isinstance(mechanism, TopKCSH):
-            if mechanism.k != k:
-                raise InvalidParameterError(f"⟨top_k={k}⟩ contradicts mechanism={mechanism.describe()}", param="top_k")
-            return mechanism
-        if mechanism in ("auto", "topk-csh"):
-            return TopKCSH(k=k)
-        name = mechanism if isinstance(mechanism, str) else getattr(mechanism, "name", mechanism)
-        if max_groups_per_unit is not None and name in ("gshm", "laplace", "auto"):
-            raise InvalidParameterError(
-                "pass either ⟨max_groups_per_unit⟩ (bound each unit to l0 keys: gshm, laplace) or ⟨top_k⟩ (release "
-                "the top-k keys: topk-csh), not both", param="top_k")
-        raise InvalidParameterError(f"⟨top_k⟩ selects ⟨mechanism='topk-csh'⟩; it is not an option of "
-                                    f"⟨mechanism={name!r}⟩", param="top_k")
-    if mechanism == "topk-csh":
-        raise InvalidParameterError("⟨mechanism='topk-csh'⟩ needs ⟨top_k=…⟩ (number of keys to keep, e.g. 100)",
-                                    param="top_k", fix="or pass ⟨mechanism|mechanism=sd.TopKCSH(k=…)⟩")
-    if mechanism == "auto" and max_groups_per_unit is None and not keys and not pure:  # δ = 0: one key per unit
-        raise InvalidParameterError(
-            "declare a contribution bound: ⟨max_groups_per_unit=…⟩ (keys per unit, e.g. 10) or ⟨top_k=…⟩ "
-            "(release the top-k keys, e.g. 100)", param="max_groups_per_unit")
-    return registry.create(mechanism)
-
-
-def _source(rng: Any) -> Any:
-    from .noise import default_source
-
-    if rng is None:
-        return default_source()
-    if not callable(getattr(rng, "uint64", None)) or not callable(getattr(rng, "random_bytes", None)):
-        raise InvalidTypeError("rng must be a sparsedp.noise source (SecureRandom); leave it None in production")
-    return rng
-
-
-def _open_ledger(ledger: Any, dataset: Any) -> tuple[Ledger | None, bool]:
-    if ledger is None:
-        if dataset is not None:
-            raise InvalidParameterError("⟨dataset=…⟩ names a budget in a ledger; pass ⟨ledger=…⟩ too", param="ledger")
-        return None, False
-    from .ledger import _dataset_name, open_ledger
-
-    if dataset is None:
-        raise InvalidParameterError("⟨ledger=…⟩ needs ⟨dataset=…⟩: the name of the dataset whose budget the "
-                                    "release charges", param="dataset")
-    _dataset_name(dataset)
-    led, owned = open_ledger(ledger)
-    try:
-        led.budget(dataset)  # the dataset must have a budget (raises with the fix otherwise)
-    except BaseException:
-        if owned:
-            led.close()
-        raise
-    return led, owned
-
-
-def _sorted_table(arrow: Any, value_column: str) -> Any:
-    """Largest value first (stable: ties keep the engine's canonical key order)."""
-    import numpy as np
-    import polars as pl
-
-    from .engines.base import numpy_to_arrow
-
-    # through a Polars frame: pyarrow's to_numpy imports pandas, Polars' Series-from-Arrow pyarrow.compute
-    frame = pl.from_arrow(arrow.select([value_column]))
-    assert isinstance(frame, pl.DataFrame)  # a Table converts to a DataFrame
-    values = frame[value_column].to_numpy()
-    order = np.argsort(-values, kind="stable")
-    return arrow.take(numpy_to_arrow(order))
 
 
 # ---------------------------------------------------------------- public
@@ -284,230 +149,29 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             frame's NaN is refused the same way). Replace it by null and drop, or by a sentinel value.
         BudgetExceededError: the ledger's budget for ``dataset`` does not admit this release.
     """
-    from . import __version__
-    from .engines import get_engine, sources
-    from .engines.output import OUTPUT_KIND, convert, write_atomic
-    from .advice import DeltaWarning, delta_note, delta_units_note
-    from .progress import reporting
-    from .mechanisms.base import ReleaseRequest
-    from .report import Curator, Report, Result, warn_insecure
-
     t_start = time.perf_counter()
-    display = progress or (lambda name: contextlib.nullcontext())
-
-    @contextlib.contextmanager
-    def stage(name: str) -> Any:  # the display's context; what it yields reports the stage's progress
-        with display(name) as reporter, reporting(reporter):
-            yield
     # 1. Validate and calibrate: no data read, no noise drawn.
-    eps = eps_total = v.epsilon(epsilon)
-    dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
-    unit, cols = _columns(privacy_unit, by)
-    count, sums = _aggregates(aggregates, unit, cols)
-    delta_warning = delta_note(dlt)  # public (depends on δ only): warned below, once the arguments are valid
-    from .auto_bound import parse_auto
-
-    auto = parse_auto(max_groups_per_unit)  # max_groups_per_unit="auto": l0 chosen privately (auto_bound.py)
-    if auto is not None:
-        from .auto_bound import split_epsilon
-
-        if top_k is not None:
-            raise InvalidParameterError("pass either max_groups_per_unit='auto' (choose l0 from the data: gshm, "
-                                        "laplace) or top_k (release the top-k keys: topk-csh), not both")
-        if keys is not None:
-            raise InvalidParameterError("max_groups_per_unit='auto' chooses the bound of a thresholded release; with "
-                                        "keys=… give max_groups_per_unit as a number (or leave it out)")
-        eps_sel, eps = split_epsilon(eps, auto.share)  # eps: the release's share from here on
-        l0: int | None = auto.candidates[-1]  # feasibility at the largest candidate, before any data is read
-    else:
-        l0 = None if max_groups_per_unit is None else v.integer("max_groups_per_unit", max_groups_per_unit, lo=1)
-    pub = None
-    if keys is not None:
-        from .mechanisms.public_keys import PublicKeys, public_keys
-
-        pub = keys if isinstance(keys, PublicKeys) else public_keys(keys, cols)
-        if list(pub.columns) != cols:
-            raise InvalidParameterError(f"keys has the columns {list(pub.columns)}, not the by columns {cols}")
-    mech = _mechanism(mechanism, top_k, l0, keys=pub is not None, pure=dlt == 0)
-    if auto is not None and mech.name not in ("auto", "gshm", "laplace") and not (
-            auto.objective == "keys" and mech.name == "weighted-gaussian"):
-        raise InvalidParameterError(f"max_groups_per_unit='auto' chooses l0 for mechanism 'auto', 'gshm' or "
-                                    f"'laplace', not {mech.describe()}")
-    mech_requested = mech
-    if unit is None and not mech.row_units:
-        raise InvalidTypeError(f"privacy_unit must be a column name (str); privacy_unit=None (every row is its own "
-                               f"unit) is accepted by mechanism='misra-gries' only, not {mech.describe()}")
-    if pub is not None and not mech.public_keys and mech.name != "auto":
-        raise InvalidParameterError(
-            f"keys=… releases every listed key without a threshold; mechanism={mech.describe()} selects keys by a "
-            f"threshold. Use mechanism='auto', 'correlated-gaussian', 'bounded-density', "
-            f"'grouped-correlated-gaussian', 'public-gaussian' or 'public-laplace', or drop keys= (CLI: --keys)")
-    if pub is None and mech.public_keys:
-        raise InvalidParameterError(f"mechanism={mech.describe()} releases counts for a public key list: pass "
-                                    f"keys=[…] (CLI: --keys FILE; the keys to release, fixed without looking at the "
-                                    f"data)")
-    if pub is not None and sums:
-        raise InvalidParameterError("SUM/MEAN aggregates are not offered with keys= (public key lists release "
-                                    "counts)")
-    if not isinstance(insecure_float, bool):
-        raise InvalidTypeError(f"insecure_float must be a bool, got {insecure_float!r}")
-    if sums and not mech.supports_aggregates:
-        raise InvalidParameterError(
-            f"mechanism={mech.describe()} releases counts only; SUM/MEAN aggregates are released by the joint "
-            f"GSHM: mechanism='gshm' or 'auto' with ⟨max_groups_per_unit=…⟩", param="aggregates")
-    if sums and insecure_float:
-        raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
-                                    "insecure_float=True")
-    shape = _column_shape(column_shape, sums)
-    request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
-                             aggregates=sums, keys=pub, column_shape=shape)
-    mech, cal, reason, candidates = mech.resolve(request)
-    kind = sources.kind(data)
-    if kind == "file":
-        data = sources.resolve_file(data)  # a directory of Parquet/CSV parts: the glob of its files
-        sources.file_format(data)
-    elif kind == "sql":
-        sources.check_sql(data)
-    eng = get_engine(engine, data, connection)
-    keys_plan = None
-    if auto is not None and auto.objective == "keys":  # public: every candidate calibrated (auto_keys.py)
-        from .auto_keys import keys_plan as _keys_plan
-
-        if not hasattr(eng, "rows_lazy"):
-            raise InvalidParameterError(f"AutoBound(objective='keys') runs on the embedded engines (polars, duckdb, "
-                                        f"pandas, arrow), not on {eng.name!r}; use objective='quantile'")
-        keys_plan = _keys_plan(mech_requested, lambda c: ReleaseRequest(
-            epsilon=eps, delta=dlt, max_groups_per_unit=c, insecure_float=insecure_float, aggregates=sums,
-            column_shape=shape), auto.candidates, eps_sel, eps)
-    out_path = check_out_path(out, overwrite) if out is not None else None
-    source = _source(rng)
-    value_column = mech.value_column(count.output_name)
-    if value_column in cols or value_column == unit:
-        raise InvalidParameterError(f"the output column {value_column!r} is also an input column; name the count "
-                                    f"otherwise: ⟨count_name|aggregates=[sd.Count(name=…)]⟩", param="count_name")
-    if value_column in {a.output_name for a in sums}:
-        raise InvalidParameterError(f"the output column {value_column!r} is also a SUM/MEAN output column; give "
-                                    f"them distinct names")
-    disclosure = mech.disclosure(request, cal, value_column)
-    if insecure_float:
-        warn_insecure()
-    if delta_warning:
-        warnings.warn(delta_warning, DeltaWarning, stacklevel=2)
-    charge = mech.charge(cal, disclosure)
-    if auto is not None:  # basic composition: ε₁ (pure) + the release's (ε₂, δ) = the user's (ε, δ), charged once
-        from .ledger import Charge
-
-        charge = Charge(epsilon=eps_total, delta=dlt, neighbours=disclosure.neighbours,
-                        mechanism=f"{mech.name}+auto-bound")
-    led, own_ledger = _open_ledger(ledger, dataset)
-    hist = None
+    request = build_request(data, privacy_unit, by, epsilon, delta, max_groups_per_unit, top_k, mechanism,
+                            aggregates=aggregates, keys=keys, column_shape=column_shape,
+                            insecure_float=insecure_float, engine=engine, connection=connection, out=out,
+                            overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress)
+    mech = request.mechanism
+    planned = mech.plan_release(request.mechanism_request(), request.count.output_name)
+    check_output_columns(request, planned.value_column)
+    ctx = ReleaseContext(request, open_engine(request, mech), t_start)
+    delta_note = warn_before(request)
+    led = LedgerSession(request.ledger, request.dataset)
     try:
-        # 2. Ledger pre-check (advisory; the charge below repeats it atomically).
-        if led is not None:
-            assert dataset is not None  # _open_ledger refuses a ledger without a dataset
-            led.check(dataset, charge)
-        timings = {"validate": time.perf_counter() - t_start}
-        charge_id = None
-        choice: Any = None  # auto_bound.BoundChoice or auto_keys.KeysChoice
-        unit_counts: Any = None
-        if auto is not None:
-            # keys per unit (input checked here), ONE charge of (ε, δ), then the private choice of l0
-            from .auto_bound import select_bound
-
-            assert unit is not None  # privacy_unit=None is refused above for every mechanism auto can pick
-
-            t = time.perf_counter()
-            with stage("choosing max_groups_per_unit"):
-                if keys_plan is not None:
-                    from .auto_keys import candidate_counts, select_by_keys
-
-                    unit_counts = candidate_counts(eng, data, unit, cols, auto.candidates, source,
-                                                   keys_plan.statistic_weights)
-                else:
-                    unit_counts = eng.keys_per_unit_counts(data, unit, cols, auto.candidates)
-                if led is not None and dataset is not None:
-                    charge_id = led.charge(dataset, charge, note=f"release {sources.display(data)}")
-                if keys_plan is not None:
-                    choice, unit_counts = select_by_keys(unit_counts, keys_plan, auto, source)
-                else:
-                    choice = select_bound(unit_counts, auto, eps_sel, eps, source)
-                request = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=choice.bound,
-                                         insecure_float=insecure_float, aggregates=sums, column_shape=shape)
-                mech, cal, reason, candidates = mech_requested.resolve(request)
-                disclosure = mech.disclosure(request, cal, value_column)
-            timings["choose l0"] = time.perf_counter() - t
-        # 3. Bounded histogram where the data live (every input check happens here, before the charge).
-        t = time.perf_counter()
-        with stage("bounding contributions and counting"):
-            extra = {"aggregates": sums} if sums else {}
-            hist = mech.histogram(eng, data, unit, cols, request, source, **extra)
-        prepared = mech.prepare(eng, hist, request)  # data-dependent checks before the charge
-        timings["bound+count"] = time.perf_counter() - t
-        units_warning = delta_units_note(dlt, eng.stats(hist).units_in)  # curator only (exact unit count)
-        if units_warning:
-            warnings.warn(units_warning, DeltaWarning, stacklevel=2)
-        # 4. Charge (committed, or refused with BudgetExceededError), then 5. one private draw.
-        if led is not None and dataset is not None and auto is None:
-            charge_id = led.charge(dataset, charge, note=f"release {sources.display(data)}")
-        t = time.perf_counter()
-        with stage(f"adding noise ({mech.name})"):
-            released = mech.run(eng, prepared, cal, disclosure, source, request)
-        timings["noise"] = time.perf_counter() - t
-        disclosure = released.disclosure
-        # 6. Publish: only released rows leave the engine.
-        t = time.perf_counter()
-        with stage("writing the output" if out_path else "building the table"):
-            if released.in_process:
-                arrow, native = _sorted_table(released.rows, value_column), None
-                n_rows = arrow.num_rows
-                if kind == "spark":  # Spark in, Spark out (the released rows only)
-                    native = eng.from_arrow(arrow)  # type: ignore[attr-defined]  # kind spark: SparkEngine
-            elif kind == "spark":
-                native, n_rows = eng.native(released.rows, cols, value_column)  # type: ignore[attr-defined]
-                arrow = _sorted_table(eng.to_arrow(released.rows, cols, value_column), value_column) \
-                    if out_path else None
-            else:
-                arrow = _sorted_table(eng.to_arrow(released.rows, cols, value_column), value_column)
-                native, n_rows = None, arrow.num_rows
-            notes = disclosure.notes
-            if choice is not None and auto is not None:
-                notes = notes + (choice.describe(),)
-            report = Report(
-                mechanism=mech.name, options=mech.options(), reason=reason, analysis=disclosure.analysis,
-                epsilon=eps_total if choice is not None else disclosure.epsilon, delta=disclosure.delta, neighbours=disclosure.neighbours,
-                delta_achieved=disclosure.delta_achieved, delta_parts=dict(disclosure.delta_parts),
-                sigma=disclosure.sigma, noise_std=disclosure.noise_std, threshold=disclosure.threshold,
-                margin=disclosure.margin, pre_threshold=disclosure.pre_threshold, comparison=disclosure.comparison,
-                contribution=disclosure.contribution, value_column=value_column, released_keys=int(n_rows),
-                insecure_float=insecure_float, notes=notes + ((delta_warning,) if delta_warning else ()),
-                candidates=candidates, version=__version__,
-                profile=charge.profile, column_errors=dict(disclosure.column_errors),
-                auto_bound=None if choice is None else choice.to_dict())
-            if out_path:
-                try:
-                    write_atomic(arrow, *out_path, metadata=report.metadata(), charge_id=charge_id)
-                except OutputWriteError as e:  # the budget is spent: hand the caller what it paid for
-                    e.table, e.report = convert(arrow, OUTPUT_KIND.get(kind, "polars")), report
-                    raise
-            table = native if native is not None else convert(arrow, OUTPUT_KIND.get(kind, "polars"))
-            if charge_id is not None and led is not None:
-                led.mark_published(charge_id, out_path[0] if out_path else None)
-        timings["output"] = time.perf_counter() - t
-        timings["total"] = time.perf_counter() - t_start
+        led.check(planned.charge)  # 2. ledger pre-check (advisory; the charge repeats it atomically)
+        read = mech.read(ctx, planned)  # 3. the engine's pass: every input check happens here
+        ctx.warn_units(read.units)
+        led.charge(planned.charge, sources.display(request.data))  # 4. committed before any noise is drawn
+        released = mech.draw(ctx, planned, read)  # 5. one private draw
+        table, report = publish(ctx, planned, released, led, delta_note)  # 6. only released rows leave
     finally:
-        if hist is not None:
-            eng.release_resources(hist)
-        if own_ledger and led is not None:
-            led.close()
-    engine_choice = None
-    if engine is None:
-        from .engines.choice import choose_engine
-
-        engine_choice = choose_engine(data).describe()
-    curator = Curator(engine=eng.name, source=sources.display(data), bounding=eng.stats(hist), timings=timings,
-                      output=out_path[0] if out_path else None, engine_choice=engine_choice,
-                      warnings=(units_warning,) if units_warning else (), auto_bound=unit_counts)
-    return Result(table=table, report=report, curator=curator, query=released.query)
+        ctx.close()
+        led.close()
+    return result(ctx, table, report, released, t_start)  # 7. the public report and the curator's figures
 
 
 class Plan(tuple):
@@ -623,112 +287,10 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
     also gives every column's expected error (``err_<output name>``, value units). ``column_shape``: the columns'
     noise covariance shape, as in :func:`release` (GSHM only).
     """
-    from fractions import Fraction
-
-    from .errors import InfeasibleError
-    from .mechanisms import registry
-    from .mechanisms.base import ReleaseRequest
-    from .mechanisms.thresholded import TopKCSH
-
-    eps = v.epsilon(epsilon)
-    dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
-    l0 = None if max_groups_per_unit is None else v.integer("max_groups_per_unit", max_groups_per_unit, lo=1)
-    k = None if top_k is None else v.integer("top_k", top_k, lo=1)
-    if keys is not None:
-        return _plan_public(eps, dlt, l0, keys, k, aggregates, max_units, insecure_float, group)
-    if group is not None:
-        raise InvalidParameterError("plan(group=…) groups a public key list: pass keys=<frame with that column>")
-    rows: list = []
-    extra: list = []
-    sums: tuple = ()
-    if aggregates is not None:
-        _, sums = _aggregates(aggregates, "", [])
-        if sums and (max_units is not None or dlt == 0):
-            raise InvalidParameterError("SUM/MEAN are released by GSHM and top-k CSH only (delta > 0, "
-                                        "max_groups_per_unit or top_k), not by the pure mechanisms")
-    shape = _column_shape(column_shape, sums)
-    if dlt > 0:
-        if l0 is None and k is None and max_units is None:
-            raise InvalidParameterError("plan needs ⟨max_groups_per_unit=…⟩ (keys per unit) and/or ⟨top_k=…⟩",
-                                        param="max_groups_per_unit")
-        dlt = v.delta(dlt)
-        req = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
-                             aggregates=sums, column_shape=shape)
-        if l0 is not None:
-            for cls in registry.auto_candidates():
-                if sums and not cls.supports_aggregates:
-                    continue
-                try:
-                    rows.append((cls(), cls().calibrate(req)))
-                except InfeasibleError:
-                    continue
-            from .mechanisms.set_union import plan_rows
-
-            extra += plan_rows(req)  # key discovery (weights, not counts): listed after the count mechanisms
-        if k is not None:
-            kreq = ReleaseRequest(epsilon=eps, delta=dlt, insecure_float=insecure_float, aggregates=sums,
-                                  column_shape=shape)
-            variants: list[tuple[TopKCSH, list]] = [(TopKCSH(k=k), rows)]
-            if not sums:
-                variants.append((TopKCSH(k=k, debias=False), extra))
-            if not (sums or insecure_float):  # Algorithm 4's exact discrete noise (the paper's own), both outputs
-                variants += [(TopKCSH(k=k, noise="alg4"), extra), (TopKCSH(k=k, debias=False, noise="alg4"), extra)]
-            for m, target in variants:
-                try:
-                    target.append((m, m.calibrate(kreq)))
-                except InfeasibleError:
-                    continue
-        rows.sort(key=lambda r: (r[1].tau, r[1].noise_std))
-    elif max_units is None:
-        raise InvalidParameterError("⟨delta=0⟩ lists the pure-DP mechanisms: pass ⟨max_units=…⟩ (the number of "
-                                    "units)", param="max_units")
-    if max_units is not None:
-        from .mechanisms.pure import plan_pure
-        from .mechanisms.pure.registered import Basic, PureSparse, Stability, Compact
-
-        if eps > 1:
-            raise InvalidParameterError(f"pure mechanisms need epsilon in (0, 1], got {eps}")
-        n = v.integer("max_units", max_units, lo=1)
-        wanted = [m for m in ("pure-sparse", "compact", "stability")]
-        pure = plan_pure(n, eps, Fraction(1, 20) if beta is None else beta, None, delta=dlt or None,
-                         mechanisms=wanted)
-        objs = {"pure-sparse": PureSparse(max_units=n), "compact": Compact(max_units=n),
-                "stability": Stability(max_units=n), "basic": Basic}
-        extra += [(objs[c.mechanism], c) for c in pure]
-    model = ", ".join(f"{name}={x}" for name, x in (("max_groups_per_unit", l0), ("top_k", k), ("max_units", max_units))
-                      if x is not None)
-    return Plan(rows + extra, title=f"sparsedp plan: epsilon={eps:g}, delta={dlt:g}, {model}")
-
-
-def _plan_public(eps: float, dlt: float, l0: int | None, keys: Any, top_k: Any, aggregates: Any, max_units: Any,
-                 insecure_float: bool, group: str | None = None) -> Plan:
-    """``plan(..., keys=…)``: every public-key mechanism at d keys, lowest per-key error std first."""
-    from .errors import InfeasibleError
-    from .mechanisms.base import ReleaseRequest
-    from .mechanisms.public_keys import PublicKeys, public_candidates
-
-    if top_k is not None or aggregates is not None or max_units is not None:
-        raise InvalidParameterError("plan(keys=…) lists the public-key mechanisms; top_k, aggregates and max_units "
-                                    "do not apply to them")
-    d = v.integer("keys", keys, lo=1) if isinstance(keys, int) else len(keys)
-    if d < 1:
-        raise InvalidParameterError("keys is empty: list at least one key to release")
-    req = ReleaseRequest(epsilon=eps, delta=dlt, max_groups_per_unit=l0, insecure_float=insecure_float,
-                         keys=PublicKeys(table=None, d=d, columns=()))
-    rows = []
-    for cls in public_candidates():
-        if dlt == 0 and cls.name != "public-laplace":
-            continue
-        if cls.name == "bounded-density" and (l0 is None or l0 >= d):
-            continue  # units may touch every key: that is correlated-gaussian
-        try:
-            rows.append((cls(), cls().calibrate(req)))
-        except (InfeasibleError, InvalidParameterError):
-            continue
-    if group is not None and dlt > 0:
-        from .mechanisms.grouped_keys import plan_grouped
-
-        rows.append(plan_grouped(keys, group, req))
-    rows.sort(key=lambda r: r[1].noise_std)
-    bound = "" if l0 is None else f", max_groups_per_unit={l0}"
-    return Plan(rows, title=f"sparsedp plan: epsilon={eps:g}, delta={dlt:g}, keys={d}{bound}")
+    query = build_plan_request(epsilon, delta, max_groups_per_unit, top_k, insecure_float=insecure_float,
+                               max_units=max_units, beta=beta, aggregates=aggregates, keys=keys, group=group,
+                               column_shape=column_shape)
+    rows = [row for plan_rows in registry.planners() for row in plan_rows(query)]
+    ranked = sorted((r for r in rows if r[2] == 0), key=lambda r: query.sort_key(r[1]))
+    after = sorted((r for r in rows if r[2] > 0), key=lambda r: r[2])  # stable: registration order within
+    return Plan([(m, cal) for m, cal, _ in ranked + after], title=query.title())

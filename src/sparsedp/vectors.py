@@ -312,56 +312,10 @@ def _per_unit(data: Any, unit: str, coords: tuple[str, ...], long: bool, coordin
     """
     import polars as pl
 
-    from .engines import sources
-    from .engines.polars_engine import to_lazy
-
     if not isinstance(unit, str) or not unit:
         raise InvalidParameterError(f"privacy_unit must be a column name, got {unit!r}")
-    k = sources.kind(data)
-    if k == "file":
-        sources.file_format(data)
-    if k == "spark":
-        raise InputDataError("vector releases read frames, DuckDB relations/SQL and Parquet/CSV files; convert the "
-                             "Spark DataFrame first (e.g. write it to Parquet)")
-    try:
-        if k == "sql":
-            import duckdb
-
-            data = (connection if connection is not None else duckdb).sql(data)
-        lf = to_lazy(data)
-        schema = lf.collect_schema()
-    except Exception as e:  # noqa: BLE001 - Polars' and DuckDB's read errors, reported in the user's terms
-        if isinstance(e, pl.exceptions.PolarsError) or type(e).__module__.split(".")[0] in ("duckdb", "_duckdb"):
-            raise InputDataError(f"could not read the input: {e}") from None
-        raise
-    value_cols = list(coords) if not long else [value]
-    needed = [unit] + ([coordinate] if long else []) + value_cols
-    missing = [c for c in needed if c not in schema]
-    if missing:
-        raise InputDataError(f"column(s) {missing!r} not in the data (columns: {list(schema.names())})")
-    for c in value_cols:
-        dt = schema[c]
-        if not dt.is_numeric() or dt == pl.Boolean:
-            raise InvalidTypeError(f"value column {c!r} must be numeric, got {dt}")
-    checks = [pl.len().alias("rows"), pl.col(unit).null_count().alias(f"null|{unit}")]
-    if long:
-        checks.append(pl.col(coordinate).null_count().alias(f"null|{coordinate}"))
-    for c in value_cols:
-        checks.append(pl.col(c).null_count().alias(f"null|{c}"))
-        if schema[c].is_float():
-            checks.append((~pl.col(c).is_finite()).sum().alias(f"nonfinite|{c}"))
-    try:
-        row = lf.select(checks).collect().row(0, named=True)
-    except pl.exceptions.PolarsError as e:
-        raise InputDataError(f"could not read the input: {e}") from None
-    rows = int(row.pop("rows"))
-    if rows == 0:
-        raise InputDataError("the input has no rows; nothing to release")
-    bad = [(key.split("|", 1)[1], key.split("|", 1)[0], int(n)) for key, n in row.items() if n]
-    if bad:
-        what = "; ".join(f"{c!r}: {n} {'null' if kind == 'null' else 'NaN or infinite'} value(s)" for c, kind, n in bad)
-        raise InputDataError(f"the unit, coordinate and value columns must be free of nulls, NaN and infinities: "
-                             f"{what}. Nothing was released.")
+    lf, schema = _lazy_input(data, connection)
+    rows = _checked_rows(lf, schema, unit, coords, long, coordinate, value)
     if not long:
         # wide: one group-by over the units, per-unit sums of every coordinate column (named __c0, __c1, …)
         wide = lf.group_by(pl.col(unit).alias("__u"), maintain_order=index_units).agg(
@@ -390,6 +344,69 @@ def _per_unit(data: Any, unit: str, coords: tuple[str, ...], long: bool, coordin
     return agg_df.drop("__rows"), rows, int(n_df["n"][0]), rows - used
 
 
+def _lazy_input(data: Any, connection: Any) -> tuple[Any, Any]:
+    """``(LazyFrame, schema)`` of a vector release's input (frames, DuckDB relations/SQL, files; not Spark)."""
+    import polars as pl
+
+    from .engines import sources
+    from .engines.polars_engine import to_lazy
+
+    k = sources.kind(data)
+    if k == "file":
+        sources.file_format(data)
+    if k == "spark":
+        raise InputDataError("vector releases read frames, DuckDB relations/SQL and Parquet/CSV files; convert the "
+                             "Spark DataFrame first (e.g. write it to Parquet)")
+    try:
+        if k == "sql":
+            import duckdb
+
+            data = (connection if connection is not None else duckdb).sql(data)
+        lf = to_lazy(data)
+        return lf, lf.collect_schema()
+    except Exception as e:  # noqa: BLE001 - Polars' and DuckDB's read errors, reported in the user's terms
+        if isinstance(e, pl.exceptions.PolarsError) or type(e).__module__.split(".")[0] in ("duckdb", "_duckdb"):
+            raise InputDataError(f"could not read the input: {e}") from None
+        raise
+
+
+def _checked_rows(lf: Any, schema: Any, unit: str, coords: tuple[str, ...], long: bool, coordinate: Any,
+                  value: Any) -> int:
+    """The number of input rows, after checking the columns exist, the values are numeric, and the unit,
+    coordinate and value columns hold no null, NaN or infinity (one pass over the data)."""
+    import polars as pl
+
+    value_cols = list(coords) if not long else [value]
+    needed = [unit] + ([coordinate] if long else []) + value_cols
+    missing = [c for c in needed if c not in schema]
+    if missing:
+        raise InputDataError(f"column(s) {missing!r} not in the data (columns: {list(schema.names())})")
+    for c in value_cols:
+        dt = schema[c]
+        if not dt.is_numeric() or dt == pl.Boolean:
+            raise InvalidTypeError(f"value column {c!r} must be numeric, got {dt}")
+    checks = [pl.len().alias("rows"), pl.col(unit).null_count().alias(f"null|{unit}")]
+    if long:
+        checks.append(pl.col(coordinate).null_count().alias(f"null|{coordinate}"))
+    for c in value_cols:
+        checks.append(pl.col(c).null_count().alias(f"null|{c}"))
+        if schema[c].is_float():
+            checks.append((~pl.col(c).is_finite()).sum().alias(f"nonfinite|{c}"))
+    try:
+        row = lf.select(checks).collect().row(0, named=True)
+    except pl.exceptions.PolarsError as e:
+        raise InputDataError(f"could not read the input: {e}") from None
+    rows = int(row.pop("rows"))
+    if rows == 0:
+        raise InputDataError("the input has no rows; nothing to release")
+    bad = [(key.split("|", 1)[1], key.split("|", 1)[0], int(n)) for key, n in row.items() if n]
+    if bad:
+        what = "; ".join(f"{c!r}: {n} {'null' if kind == 'null' else 'NaN or infinite'} value(s)" for c, kind, n in bad)
+        raise InputDataError(f"the unit, coordinate and value columns must be free of nulls, NaN and infinities: "
+                             f"{what}. Nothing was released.")
+    return rows
+
+
 def _dense(frame, long: bool, n_units: int, d: int) -> np.ndarray:
     """The units × coordinates matrix (units in order of first appearance; missing coordinates 0)."""
     if not long:
@@ -400,9 +417,10 @@ def _dense(frame, long: bool, n_units: int, d: int) -> np.ndarray:
 
 
 def _open(ledger, dataset):
-    from .pipeline import _open_ledger
+    from .execution import LedgerSession
 
-    return _open_ledger(ledger, dataset)
+    session = LedgerSession(ledger, dataset)
+    return session.ledger, session.owned
 
 
 @contextlib.contextmanager
@@ -441,9 +459,9 @@ def _check_relation(led, dataset, charge, what: str) -> None:
 
 
 def _source(rng):
-    from .pipeline import _source as src
+    from .request import source
 
-    return src(rng)
+    return source(rng)
 
 
 def _stage(progress):
@@ -488,67 +506,16 @@ def vector_sum(data: Any, privacy_unit: str, *, columns: Sequence[str] | None = 
     Returns:
         :class:`VectorSum` (estimate, noise std per coordinate, expected error, guarantee; ``curator`` not private).
     """
-    from .ledger import Charge
     from .mechanisms import elliptical as ell
     from .mechanisms.vector_grid import box_grid, l2_grid
 
     t0 = time.perf_counter()
     stage = _stage(progress)
-    rel = _relation(neighbours)
-    v.choice("mechanism", mechanism, ("gaussian", "laplace"))
-    pure = mechanism == "laplace"
-    if not isinstance(insecure_float, bool):
-        raise InvalidTypeError(f"insecure_float must be a bool, got {insecure_float!r}")
-    coords, long = _layout(columns, coordinate, value, coordinates, lower, upper)
-    d = len(coords)
-    eps, dlt, zrho, s_opt = _privacy(epsilon, delta, rho, pure=pure, insecure_float=insecure_float)
-    pp = v.positive("p", p)
-    if max_norm is not None:
-        if lower is not None or upper is not None:
-            raise InvalidParameterError("give either lower=/upper= (box) or max_norm= (l2 ball), not both")
-        if pure:
-            raise InvalidParameterError("max_norm (l2 ball) goes with the Gaussian mechanism; the Laplace mechanism "
-                                        "needs a box (lower=, upper=)")
-        c = v.positive("max_norm", max_norm)
-        sens = np.full(d, (2.0 if rel is Neighbours.REPLACE_ONE else 1.0) * c)
-        sigma = s_opt * (2.0 if rel is Neighbours.REPLACE_ONE else 1.0) * c
-        scales = np.full(d, sigma)
-        mp = ell.gaussian_moment(pp)
-        expected = spherical = mp * d * sigma ** pp
-        contribution = (f"each unit's vector (the per-coordinate sum of its rows) scaled into the l2 ball of radius "
-                        f"{c:g}")
-        mech_name, lo, hi = "spherical-gaussian", None, None
-    else:
-        lo, hi = _box(lower, upper, coords)
-        sens = (hi - lo) if rel is Neighbours.REPLACE_ONE else np.maximum(np.abs(lo), np.abs(hi))
-        if not np.any(sens > 0):
-            raise InvalidParameterError("every coordinate has sensitivity 0 (lower == upper"
-                                        + ("" if rel is Neighbours.REPLACE_ONE else " == 0") + "): nothing to release")
-        if pure:
-            cal = ell.calibrate_laplace(sens, epsilon=eps, p=pp, shape=shape)
-        elif zrho is not None and not insecure_float:
-            cal = ell.calibrate_gaussian(sens, rho=zrho, p=pp, shape=shape)
-        else:
-            cal = ell.calibrate_gaussian(sens, epsilon=eps, delta=dlt, p=pp, shape=shape, insecure_float=True)
-        scales = np.array(cal.scales)
-        expected, spherical = cal.expected_error, cal.spherical_error
-        contribution = "each unit's vector (the per-coordinate sum of its rows) clipped to [lower_i, upper_i] per " \
-                       "coordinate"
-        mech_name = "parallelotope-laplace" if pure else ("spherical-gaussian" if shape == "spherical"
-                                                          else f"elliptical-gaussian ({shape} shape, p={pp:g})")
-    grid = None
-    if not insecure_float:
-        if max_norm is not None:
-            grid = l2_grid(c, d, zrho, rel)
-        else:
-            grid = box_grid(lo, hi, scales, rel, rho=None if pure else zrho, epsilon=eps if pure else None)
-        scales = np.array(grid.noise_std) / (math.sqrt(2.0) if pure else 1.0)
-    noise_name = ("float " + ("Laplace" if pure else "Gaussian") + " (INSECURE)") if insecure_float else \
-        ("discrete Laplace" if pure else "discrete Gaussian") + " per coordinate"
-    guarantee = VectorGuarantee(epsilon=eps, delta=dlt, rho=None if (pure or insecure_float) else zrho,
-                                neighbours=rel, mechanism=mech_name, noise=noise_name, contribution=contribution)
-    charge = Charge(epsilon=eps, delta=dlt, neighbours=rel, mechanism=mech_name.split(" ")[0],
-                    rho=guarantee.rho)
+    sp = _plan_sum(columns, coordinate, value, coordinates, lower, upper, max_norm, epsilon, delta, rho, mechanism,
+                   neighbours, p, shape, insecure_float)
+    rel, pure, coords, long, d, eps, dlt, pp = sp.rel, sp.pure, sp.coords, sp.long, sp.d, sp.eps, sp.dlt, sp.pp
+    lo, hi, sens, scales, expected, spherical = sp.lo, sp.hi, sp.sens, sp.scales, sp.expected, sp.spherical
+    grid, noise_name, guarantee, charge = sp.grid, sp.noise_name, sp.guarantee, sp.charge
     with _checked_ledger(ledger, dataset, charge, "this vector sum", insecure_float) as led:
         timings = {"validate": time.perf_counter() - t0}
         t = time.perf_counter()
@@ -590,6 +557,112 @@ def vector_sum(data: Any, privacy_unit: str, *, columns: Sequence[str] | None = 
                      spherical_error=float(spherical), p=pp, sensitivity=sens,
                      guarantee=guarantee, n_units=n_units if rel is Neighbours.REPLACE_ONE else None,
                      grid=grid, curator=curator)
+
+
+@dataclass(frozen=True, eq=False)
+class _SumPlan:
+    """What :func:`vector_sum` fixes before reading any data: the relation, the layout, the guarantee, the box
+    (or ball) and its sensitivities, the noise scales and grid, the public description and the ledger charge."""
+
+    rel: Neighbours
+    pure: bool
+    coords: tuple
+    long: bool
+    d: int
+    eps: float
+    dlt: float
+    pp: float
+    lo: Any
+    hi: Any
+    sens: Any
+    scales: Any
+    expected: float
+    spherical: float
+    grid: Any
+    noise_name: str
+    guarantee: Any
+    charge: Any
+
+
+def _plan_sum(columns, coordinate, value, coordinates, lower, upper, max_norm, epsilon, delta, rho, mechanism,
+              neighbours, p, shape, insecure_float) -> _SumPlan:
+    """The data-independent part of :func:`vector_sum` (its arguments checked, calibrated, priced)."""
+    from .ledger import Charge
+    from .mechanisms.vector_grid import box_grid, l2_grid
+
+    rel = _relation(neighbours)
+    v.choice("mechanism", mechanism, ("gaussian", "laplace"))
+    pure = mechanism == "laplace"
+    if not isinstance(insecure_float, bool):
+        raise InvalidTypeError(f"insecure_float must be a bool, got {insecure_float!r}")
+    coords, long = _layout(columns, coordinate, value, coordinates, lower, upper)
+    d = len(coords)
+    eps, dlt, zrho, s_opt = _privacy(epsilon, delta, rho, pure=pure, insecure_float=insecure_float)
+    pp = v.positive("p", p)
+    if max_norm is not None:
+        sens, scales, expected, spherical, contribution, mech_name = _ball(max_norm, lower, upper, pure, d, rel,
+                                                                           s_opt, pp)
+        c, lo, hi = v.positive("max_norm", max_norm), None, None
+    else:
+        lo, hi = _box(lower, upper, coords)
+        sens, scales, expected, spherical, contribution, mech_name = _box_calibration(lo, hi, rel, pure, eps, dlt,
+                                                                                      zrho, pp, shape,
+                                                                                      insecure_float)
+    grid = None
+    if not insecure_float:
+        if max_norm is not None:
+            grid = l2_grid(c, d, zrho, rel)
+        else:
+            grid = box_grid(lo, hi, scales, rel, rho=None if pure else zrho, epsilon=eps if pure else None)
+        scales = np.array(grid.noise_std) / (math.sqrt(2.0) if pure else 1.0)
+    noise_name = ("float " + ("Laplace" if pure else "Gaussian") + " (INSECURE)") if insecure_float else \
+        ("discrete Laplace" if pure else "discrete Gaussian") + " per coordinate"
+    guarantee = VectorGuarantee(epsilon=eps, delta=dlt, rho=None if (pure or insecure_float) else zrho,
+                                neighbours=rel, mechanism=mech_name, noise=noise_name, contribution=contribution)
+    charge = Charge(epsilon=eps, delta=dlt, neighbours=rel, mechanism=mech_name.split(" ")[0],
+                    rho=guarantee.rho)
+    return _SumPlan(rel=rel, pure=pure, coords=coords, long=long, d=d, eps=eps, dlt=dlt, pp=pp, lo=lo, hi=hi,
+                    sens=sens, scales=scales, expected=expected, spherical=spherical, grid=grid,
+                    noise_name=noise_name, guarantee=guarantee, charge=charge)
+
+
+def _ball(max_norm, lower, upper, pure, d, rel, s_opt, pp) -> tuple:
+    """The ℓ2-ball sum: sensitivities 2C (replace-one) or C, isotropic σ, its expected errors and description."""
+    from .mechanisms import elliptical as ell
+
+    if lower is not None or upper is not None:
+        raise InvalidParameterError("give either lower=/upper= (box) or max_norm= (l2 ball), not both")
+    if pure:
+        raise InvalidParameterError("max_norm (l2 ball) goes with the Gaussian mechanism; the Laplace mechanism "
+                                    "needs a box (lower=, upper=)")
+    c = v.positive("max_norm", max_norm)
+    sens = np.full(d, (2.0 if rel is Neighbours.REPLACE_ONE else 1.0) * c)
+    sigma = s_opt * (2.0 if rel is Neighbours.REPLACE_ONE else 1.0) * c
+    expected = ell.gaussian_moment(pp) * d * sigma ** pp
+    contribution = f"each unit's vector (the per-coordinate sum of its rows) scaled into the l2 ball of radius {c:g}"
+    return sens, np.full(d, sigma), expected, expected, contribution, "spherical-gaussian"
+
+
+def _box_calibration(lo, hi, rel, pure, eps, dlt, zrho, pp, shape, insecure_float) -> tuple:
+    """The box sum: per-coordinate sensitivities, the calibrated scales (Laplace, zCDP Gaussian or float
+    Gaussian), their expected errors and description."""
+    from .mechanisms import elliptical as ell
+
+    sens = (hi - lo) if rel is Neighbours.REPLACE_ONE else np.maximum(np.abs(lo), np.abs(hi))
+    if not np.any(sens > 0):
+        raise InvalidParameterError("every coordinate has sensitivity 0 (lower == upper"
+                                    + ("" if rel is Neighbours.REPLACE_ONE else " == 0") + "): nothing to release")
+    if pure:
+        cal = ell.calibrate_laplace(sens, epsilon=eps, p=pp, shape=shape)
+    elif zrho is not None and not insecure_float:
+        cal = ell.calibrate_gaussian(sens, rho=zrho, p=pp, shape=shape)
+    else:
+        cal = ell.calibrate_gaussian(sens, epsilon=eps, delta=dlt, p=pp, shape=shape, insecure_float=True)
+    contribution = "each unit's vector (the per-coordinate sum of its rows) clipped to [lower_i, upper_i] per " \
+                   "coordinate"
+    mech_name = "parallelotope-laplace" if pure else ("spherical-gaussian" if shape == "spherical"
+                                                      else f"elliptical-gaussian ({shape} shape, p={pp:g})")
+    return sens, np.array(cal.scales), cal.expected_error, cal.spherical_error, contribution, mech_name
 
 
 def _display(data) -> str:

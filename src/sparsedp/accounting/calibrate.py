@@ -45,17 +45,18 @@ from . import laplace as _lap
 from . import laws
 from .calibration import Calibration, Comparison
 from .gaussian import gaussian_delta
+from .names import CORRELATED_GAUSSIAN, GSHM, LAPLACE, TOPK_CSH
 
 __all__ = ["calibrate", "compare", "best", "MECHANISMS"]
 
-MECHANISMS = ("gshm", "csh", "topk-csh", "laplace", "correlated-gaussian")
-_DEFAULT_ANALYSIS = {"gshm": "exact", "csh": "exact", "topk-csh": "exact", "laplace": "exact",
-                     "correlated-gaussian": "exact"}
+MECHANISMS = (GSHM, "csh", TOPK_CSH, LAPLACE, CORRELATED_GAUSSIAN)
+_DEFAULT_ANALYSIS = {GSHM: "exact", "csh": "exact", TOPK_CSH: "exact", LAPLACE: "exact",
+                     CORRELATED_GAUSSIAN: "exact"}
 #: CSH "exact": the certified profile of :mod:`.csh_exact` (docs/proofs/csh-exact.md), beyond the paper;
 #: "tight"/"add": Lebeda & Retschmeier (2024) Thm 3.5 / Thm 3.3 (kept to reproduce the paper and for comparison)
-_CONTINUOUS_ANALYSES = {"gshm": ("exact", "add", "fdp"), "csh": ("exact", "tight", "add"),
-                        "topk-csh": ("exact", "tight", "add"),
-                        "laplace": ("exact",), "correlated-gaussian": ("exact",)}
+_CONTINUOUS_ANALYSES = {GSHM: ("exact", "add", "fdp"), "csh": ("exact", "tight", "add"),
+                        TOPK_CSH: ("exact", "tight", "add"),
+                        LAPLACE: ("exact",), CORRELATED_GAUSSIAN: ("exact",)}
 
 
 def _discrete_module():
@@ -105,7 +106,7 @@ def _cal_gshm(eps, dlt, l0, analysis, mu_o2, discrete) -> Calibration:
     sigma, tau = _gshm.gshm_calibrate(eps, dlt, l0, analysis, mu_o2)
     parts = _gshm.gshm_delta_parts(eps, sigma, tau, l0, analysis, mu_o2)
     return Calibration(
-        mechanism="gshm", analysis=analysis, epsilon=eps, delta=dlt, sigma=sigma, tau=tau, noise_std=sigma,
+        mechanism=GSHM, analysis=analysis, epsilon=eps, delta=dlt, sigma=sigma, tau=tau, noise_std=sigma,
         delta_parts={"gaussian": parts["gaussian"], "threshold": parts["threshold"]},
         delta_achieved=_gshm.gshm_delta(eps, sigma, tau, l0, analysis, mu_o2),
         noise=laws.Gaussian(sigma), comparison=Comparison.GT, l0=l0, mu_o2=mu_o2)
@@ -123,7 +124,7 @@ def _cal_csh_exact(mechanism, eps, dlt, k, discrete, base) -> Calibration | None
     integer margin, rule ``count + X >= pre + margin``) or continuous (``discrete=False``)."""
     from . import csh_exact as _ex
 
-    topk, debias = mechanism == "topk-csh", bool(base.get("debias", False))
+    topk, debias = mechanism == TOPK_CSH, bool(base.get("debias", False))
     sigma, t = _ex.csh_exact_calibrate(eps, dlt, k, rounded=discrete, topk=topk, debias=debias)
     if discrete and sigma > ROUNDED_SIGMA_MAX:  # no exact sampler for it: the caller falls back to Algorithm 4
         base["fallback"] = (f"rounded CSH needs sigma={sigma:.6g} > {ROUNDED_SIGMA_MAX:g}, beyond its exact "
@@ -145,7 +146,7 @@ def _cal_csh_exact(mechanism, eps, dlt, k, discrete, base) -> Calibration | None
 
 def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh_noise) -> Calibration:
     base = {"k": k}
-    if mechanism == "topk-csh":
+    if mechanism == TOPK_CSH:
         base.update(top_k=k, debias=debias)
     rounded = None
     if analysis == "exact" and not (discrete and csh_noise == "alg4"):
@@ -201,7 +202,7 @@ def _cal_laplace(eps, dlt, l0, discrete) -> Calibration:
     scale, tau = _lap.laplace_calibrate(eps, dlt, l0)
     achieved = _lap.laplace_delta(eps, scale, tau, l0)
     return Calibration(
-        mechanism="laplace", analysis="exact", epsilon=eps, delta=dlt, sigma=scale, tau=tau,
+        mechanism=LAPLACE, analysis="exact", epsilon=eps, delta=dlt, sigma=scale, tau=tau,
         noise_std=_lap.laplace_noise_std(scale), delta_parts={"threshold": achieved}, delta_achieved=achieved,
         noise=laws.Laplace(scale), comparison=Comparison.GT, l0=l0)
 
@@ -213,7 +214,7 @@ def _cal_correlated(eps, dlt, d, discrete) -> Calibration:
     noise = _cg.correlated_gaussian_calibrate(eps, dlt, d)
     achieved = gaussian_delta(1.0 / noise.sigma1, eps)
     return Calibration(
-        mechanism="correlated-gaussian", analysis="exact", epsilon=eps, delta=dlt, sigma=noise.sigma1, tau=0.0,
+        mechanism=CORRELATED_GAUSSIAN, analysis="exact", epsilon=eps, delta=dlt, sigma=noise.sigma1, tau=0.0,
         noise_std=noise.per_query_std, delta_parts={"gaussian": achieved}, delta_achieved=achieved,
         noise=laws.DenseCorrelatedGaussian(noise.embedding_std, noise.embedding_c), comparison=Comparison.NONE,
         d=d)
@@ -260,13 +261,13 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
     mu_o2 = v.nonnegative("mu_o2", mu_o2)
     conversion = v.choice("conversion", conversion, ("cks", "bs"))
     csh_noise = v.choice("csh_noise", csh_noise, ("rounded", "alg4"))
-    rounded = discrete and csh_noise == "rounded" and mechanism in ("csh", "topk-csh")
+    rounded = discrete and csh_noise == "rounded" and mechanism in ("csh", TOPK_CSH)
     for name, flag in (("discrete", discrete), ("debias", debias)):
         if not isinstance(flag, bool):
             raise v.InvalidTypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
-    if mu_o2 and mechanism != "gshm":
+    if mu_o2 and mechanism != GSHM:
         raise InvalidParameterError(f"mu_o2 is only supported by mechanism='gshm', got mechanism={mechanism!r}")
-    if debias and mechanism != "topk-csh":
+    if debias and mechanism != TOPK_CSH:
         raise InvalidParameterError(f"debias applies to mechanism='topk-csh' only, got {mechanism!r}")
     if mu_o2:
         discrete = False  # aggregate columns are accounted for continuous noise only (Karrer et al. (2022) Thm 5.4)
@@ -282,15 +283,15 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
         raise InvalidParameterError("debias=True is accounted by analysis='exact' (certified profile) or 'add' "
                                     "(Lebeda & Retschmeier (2024) Thm 3.3); Thm 3.5 ('tight') does not cover the t~ release")
 
-    if mechanism == "gshm":
+    if mechanism == GSHM:
         cal = _cal_gshm(eps, dlt, _need("l0", l0, mechanism), analysis, mu_o2, discrete)
     elif mechanism == "csh":
         cal = _cal_csh(mechanism, eps, dlt, _need("k", k, mechanism), analysis, discrete, conversion, debias,
                        csh_noise)
-    elif mechanism == "topk-csh":
+    elif mechanism == TOPK_CSH:
         cal = _cal_csh(mechanism, eps, dlt, _need("top_k", top_k, mechanism), analysis, discrete, conversion, debias,
                        csh_noise)
-    elif mechanism == "laplace":
+    elif mechanism == LAPLACE:
         cal = _cal_laplace(eps, dlt, _need("l0", l0, mechanism), discrete)
     else:
         cal = _cal_correlated(eps, dlt, _need("d", d, mechanism), discrete)
@@ -316,20 +317,20 @@ def compare(epsilon, delta, l0=None, top_k=None, *, k=None, d=None, discrete: bo
         raise v.InvalidTypeError(f"discrete must be True, False or None, got {discrete!r}")
     models: dict[str, dict[str, Any]] = {}
     if l0 is not None:
-        models["gshm"] = models["laplace"] = {"l0": v.integer("l0", l0, lo=1, hi=MAX_BOUND)}
+        models[GSHM] = models[LAPLACE] = {"l0": v.integer("l0", l0, lo=1, hi=MAX_BOUND)}
     if top_k is not None:
-        models["topk-csh"] = {"top_k": v.integer("top_k", top_k, lo=1, hi=MAX_BOUND)}
+        models[TOPK_CSH] = {"top_k": v.integer("top_k", top_k, lo=1, hi=MAX_BOUND)}
     if k is not None:
         models["csh"] = {"k": v.integer("k", k, lo=1, hi=MAX_BOUND)}
     if d is not None:
-        models["correlated-gaussian"] = {"d": v.integer("d", d, lo=1, hi=MAX_BOUND)}
+        models[CORRELATED_GAUSSIAN] = {"d": v.integer("d", d, lo=1, hi=MAX_BOUND)}
     flags = (True, False) if discrete is None else (discrete,)
     out: list[Calibration] = []
     for mech, model in models.items():
         for disc in flags:
             analyses = (None,) if disc else _CONTINUOUS_ANALYSES[mech]
             for an in analyses:
-                if mech == "gshm" and an == "fdp":
+                if mech == GSHM and an == "fdp":
                     continue  # Thm 7.1 of Karrer et al. (2022) is never tighter than "exact"; keep the table short
                 try:
                     out.append(calibrate(mech, epsilon=eps, delta=dlt, analysis=an, discrete=disc,

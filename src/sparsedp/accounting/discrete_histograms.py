@@ -56,6 +56,7 @@ from ..errors import InfeasibleError
 from .calibration import Calibration, Comparison
 from .laws import DiscreteCorrelatedGaussian, DiscreteDenseCorrelatedGaussian, DiscreteGaussian, DiscreteLaplace
 from .discrete import _dgauss_logsf_float, dgauss_sf, dgauss_variance, dlaplace_sf, dlaplace_variance
+from .names import CORRELATED_GAUSSIAN, GSHM, LAPLACE, TOPK_CSH
 
 __all__ = [
     "dgauss_shift_hockey_stick", "dlaplace_shift_hockey_stick",
@@ -382,7 +383,7 @@ def calibrate_gshm_discrete(epsilon, delta, l0) -> Calibration:
     margin = _smallest_margin(lambda m: gshm_discrete_delta(eps, s, m, k), dlt, start)
     achieved, info = gshm_discrete_delta(eps, s, margin, k, parts=True)
     return Calibration(
-        mechanism="gshm", analysis="discrete-exact", epsilon=eps, delta=dlt,
+        mechanism=GSHM, analysis="discrete-exact", epsilon=eps, delta=dlt,
         sigma=math.sqrt(float(s)), tau=float(margin), noise_std=math.sqrt(dgauss_variance(s)),
         delta_parts={"infinite": info["infinite"], "forward": info["forward"], "reverse": info["reverse"]},
         delta_achieved=achieved,
@@ -408,7 +409,7 @@ def calibrate_laplace_discrete(epsilon, delta, l0) -> Calibration:
     margin = _smallest_margin(lambda m: laplace_discrete_delta(eps, t, m, k), dlt, start)
     achieved, info = laplace_discrete_delta(eps, t, margin, k, parts=True)
     return Calibration(
-        mechanism="laplace", analysis="discrete-exact", epsilon=eps, delta=dlt,
+        mechanism=LAPLACE, analysis="discrete-exact", epsilon=eps, delta=dlt,
         sigma=float(t), tau=float(margin), noise_std=math.sqrt(dlaplace_variance(t)),
         delta_parts={"infinite": info["infinite"], "forward": info["forward"], "reverse": info["reverse"]},
         delta_achieved=achieved,
@@ -447,7 +448,7 @@ def calibrate_correlated_discrete(epsilon, delta, d, c=None) -> Calibration:
     per_query = var / 4.0 + var / (4.0 * cc * cc)
     achieved = correlated_discrete_delta(eps, s, dd, cc)
     return Calibration(
-        mechanism="correlated-gaussian", analysis="discrete-exact", epsilon=eps, delta=dlt,
+        mechanism=CORRELATED_GAUSSIAN, analysis="discrete-exact", epsilon=eps, delta=dlt,
         sigma=math.sqrt(float(s)), tau=0.0, noise_std=math.sqrt(per_query),
         delta_parts={"gaussian": achieved}, delta_achieved=achieved,
         noise=DiscreteDenseCorrelatedGaussian(s, cc), comparison=Comparison.NONE, d=dd,
@@ -512,7 +513,7 @@ def _calibrate_topk_debias_discrete(eps: float, dlt: float, k: int, conversion: 
     s_ind, s_corr = csh_discrete_scales(sigma, k)
     parts = topk_debias_discrete_delta_parts(eps, sigma, tau, k, conversion)
     return Calibration(
-        mechanism="topk-csh", analysis=f"discrete-zcdp-{conversion}", epsilon=eps, delta=dlt, sigma=sigma,
+        mechanism=TOPK_CSH, analysis=f"discrete-zcdp-{conversion}", epsilon=eps, delta=dlt, sigma=sigma,
         tau=tau, noise_std=csh_discrete_noise_std(sigma, k), delta_parts=parts,
         delta_achieved=min(1.0, sum(parts.values())),
         noise=DiscreteCorrelatedGaussian(s_ind, s_corr), comparison=Comparison.GT, k=k, top_k=k, debias=True,

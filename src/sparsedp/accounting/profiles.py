@@ -34,6 +34,7 @@ from ._special import special
 from .. import _validate as v
 from ..errors import InvalidParameterError
 from .composition import DominatingPair
+from .names import CORRELATED_GAUSSIAN, GSHM, LAPLACE, TOPK_CSH
 
 __all__ = ["PrivacyProfile", "GSHMDiscreteProfile", "GSHMProfile", "LaplaceDiscreteProfile", "CSHProfile",
            "RoundedCSHProfile", "GaussianProfile", "PureProfile", "ApproxDPProfile", "profile_of", "profile_from_dict",
@@ -154,7 +155,7 @@ class GSHMProfile(PrivacyProfile):
     l0: int
     mu_o2: float = 0.0
     analysis: str = "exact"
-    family = "gshm"
+    family = GSHM
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", v.positive("sigma", self.sigma))
@@ -418,7 +419,7 @@ class ApproxDPProfile(PrivacyProfile):
         return {"family": self.family, "epsilon0": self.epsilon0, "delta0": self.delta0}
 
 
-_FAMILIES = {"gshm-discrete": GSHMDiscreteProfile, "gshm": GSHMProfile, "laplace-discrete": LaplaceDiscreteProfile,
+_FAMILIES = {"gshm-discrete": GSHMDiscreteProfile, GSHM: GSHMProfile, "laplace-discrete": LaplaceDiscreteProfile,
              "csh": CSHProfile, "csh-rounded": RoundedCSHProfile, "gaussian": GaussianProfile,
              "pure": PureProfile, "approx-dp": ApproxDPProfile}
 
@@ -459,13 +460,13 @@ def profile_of(calibration) -> PrivacyProfile | None:
     from . import laws
 
     cal, law, mech = calibration, calibration.noise, calibration.mechanism
-    if mech == "gshm" and isinstance(law, laws.DiscreteGaussian):
+    if mech == GSHM and isinstance(law, laws.DiscreteGaussian):
         return GSHMDiscreteProfile(Fraction(law.sigma2), int(cal.tau), int(cal.l0))
-    if mech == "gshm" and isinstance(law, laws.Gaussian):
+    if mech == GSHM and isinstance(law, laws.Gaussian):
         return GSHMProfile(float(cal.sigma), float(cal.tau), int(cal.l0), float(cal.mu_o2), cal.analysis)
-    if mech == "laplace" and isinstance(law, laws.DiscreteLaplace):
+    if mech == LAPLACE and isinstance(law, laws.DiscreteLaplace):
         return LaplaceDiscreteProfile(Fraction(law.scale), int(cal.tau), int(cal.l0))
-    if mech in ("csh", "topk-csh"):
+    if mech in ("csh", TOPK_CSH):
         k = int(cal.k if cal.k is not None else cal.top_k)
         if isinstance(law, laws.RoundedCorrelatedGaussian):
             return RoundedCSHProfile(float(cal.sigma), int(cal.tau), k, cal.analysis.removeprefix("rounded-"),
@@ -473,6 +474,6 @@ def profile_of(calibration) -> PrivacyProfile | None:
         if isinstance(law, laws.CorrelatedGaussian):
             return CSHProfile(float(cal.sigma), float(cal.tau), k, cal.analysis, bool(cal.debias))
         return None
-    if mech == "correlated-gaussian" and isinstance(law, laws.DenseCorrelatedGaussian):
+    if mech == CORRELATED_GAUSSIAN and isinstance(law, laws.DenseCorrelatedGaussian):
         return GaussianProfile(1.0 / float(cal.sigma))
     return None

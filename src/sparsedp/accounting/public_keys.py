@@ -39,6 +39,7 @@ from typing import Mapping
 
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
+from .names import CORRELATED_GAUSSIAN, LAPLACE
 
 __all__ = ["PublicKeysCalibration", "calibrate_public_gaussian", "calibrate_public_laplace",
            "calibrate_correlated_public", "centred_embedding_delta", "centred_embedding_choice",
@@ -92,7 +93,7 @@ class PublicKeysCalibration:
     @property
     def sigma(self) -> float:
         """Std of one sampled coordinate (Laplace: the scale)."""
-        if self.family == "laplace":
+        if self.family == LAPLACE:
             return float(self.scale)
         return math.sqrt(float(self.scale)) if self.secure else float(self.scale)
 
@@ -157,13 +158,13 @@ def calibrate_public_laplace(epsilon, delta, d, l0=None, *, insecure_float: bool
     dd, k = _k(d, l0)
     if insecure_float:
         b = k / eps
-        return PublicKeysCalibration("public-laplace", "continuous", eps, dlt, dd, k, "laplace", b,
+        return PublicKeysCalibration("public-laplace", "continuous", eps, dlt, dd, k, LAPLACE, b,
                                      math.sqrt(2) * b, 0.0, False, independent_std=math.sqrt(2) * b)
     t = rational_up(k / eps)
     while Fraction(k) / t > Fraction(eps):  # exact: the rational scale must give loss <= ε
         t += Fraction(1, 1 << 20)
     std = math.sqrt(dlaplace_variance(t))
-    return PublicKeysCalibration("public-laplace", "pure", eps, dlt, dd, k, "laplace", t, std, 0.0, True,
+    return PublicKeysCalibration("public-laplace", "pure", eps, dlt, dd, k, LAPLACE, t, std, 0.0, True,
                                  independent_std=std)
 
 
@@ -190,20 +191,20 @@ def calibrate_correlated_public(epsilon, delta, d, l0=None, *, c=None, known_n=N
                                         "of n no size coordinate is released (Lebeda (2024) Lemma 3.6)")
         if insecure_float:  # Z ~ N(0, d σ₁²) on 2f − n (ℓ2 sensitivity √d); f̃ = (y + ñ)/2
             sd = math.sqrt(dd) * s1
-            return PublicKeysCalibration("correlated-gaussian", "continuous", eps, dlt, dd, k, "known-n", sd,
+            return PublicKeysCalibration(CORRELATED_GAUSSIAN, "continuous", eps, dlt, dd, k, "known-n", sd,
                                          sd / 2, dlt, False, known_n=kn, independent_std=sd / 2)
         s = _smallest_scale(lambda s: dgauss_shift_hockey_stick(dd, eps, s), dd * s1 * s1, dlt,
                             f"epsilon={eps}, delta={dlt}, d={dd}")
         achieved = dgauss_shift_hockey_stick(dd, eps, s)
         std = math.sqrt(dgauss_variance(s)) / 2
-        return PublicKeysCalibration("correlated-gaussian", "discrete-exact", eps, dlt, dd, k, "known-n", s, std,
+        return PublicKeysCalibration(CORRELATED_GAUSSIAN, "discrete-exact", eps, dlt, dd, k, "known-n", s, std,
                                      achieved, True, known_n=kn, independent_std=std,
                                      delta_parts={"gaussian": achieved})
     if insecure_float:
         cc = dd ** 0.25 if c is None else v.positive("c", c)
         b = (dd + cc * cc) * s1 * s1
         var = b / 4 + b / (4 * cc * cc)
-        return PublicKeysCalibration("correlated-gaussian", "continuous", eps, dlt, dd, k, "embedding",
+        return PublicKeysCalibration(CORRELATED_GAUSSIAN, "continuous", eps, dlt, dd, k, "embedding",
                                      math.sqrt(b), math.sqrt(var), dlt, False, c=cc,
                                      n_noise_std=math.sqrt(b) / cc, shared_std=math.sqrt(b) / (2 * cc),
                                      independent_std=math.sqrt(b) / 2)
@@ -215,7 +216,7 @@ def calibrate_correlated_public(epsilon, delta, d, l0=None, *, c=None, known_n=N
                         f"epsilon={eps}, delta={dlt}, d={dd}, c={cc}")
     achieved = correlated_discrete_delta(eps, s, dd, cc)
     var = dgauss_variance(s)
-    return PublicKeysCalibration("correlated-gaussian", "discrete-exact", eps, dlt, dd, k, "embedding", s,
+    return PublicKeysCalibration(CORRELATED_GAUSSIAN, "discrete-exact", eps, dlt, dd, k, "embedding", s,
                                  math.sqrt(var / 4 + var / (4 * cc * cc)), achieved, True, c=cc,
                                  n_noise_std=math.sqrt(var) / cc, shared_std=math.sqrt(var) / (2 * cc),
                                  independent_std=math.sqrt(var) / 2, delta_parts={"gaussian": achieved})

@@ -32,6 +32,7 @@ import numpy as np
 from scipy import stats
 
 from .. import _validate as v
+from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 
 __all__ = ["EndToEndAudit", "audit_release", "audit_dataset", "ENGINES"]
 
@@ -116,10 +117,10 @@ def _total(tab) -> float:
 
 #: per-mechanism ε of the audit dataset: noise of std ~1 per key (GSHM's discrete σ² is floored at 1; the
 #: discrete Laplace scale is l0/ε)
-DEFAULT_EPSILON = {"gshm": 16.0, "laplace": 2.0, "topk-csh": 8.0, "misra-gries": 2.0}
+DEFAULT_EPSILON = {GSHM.name: 16.0, Laplace.name: 2.0, TopKCSH.name: 8.0, "misra-gries": 2.0}
 
 
-def audit_release(engine: str, mechanism: str = "gshm", *, epsilon: float | None = None, delta: float = 1e-3, l0: int = 2,
+def audit_release(engine: str, mechanism: str = GSHM.name, *, epsilon: float | None = None, delta: float = 1e-3, l0: int = 2,
                   keys: int = 4, base: int = 40, heavy: int = 20, runs: int = 20, confidence: float = 0.99,
                   rng=None) -> EndToEndAudit:
     """Run :func:`sparsedp.release` ``runs`` times on :func:`audit_dataset` with ``engine`` and test the released
@@ -129,7 +130,7 @@ def audit_release(engine: str, mechanism: str = "gshm", *, epsilon: float | None
     from ..pipeline import release
 
     eng = v.choice("engine", engine, ENGINES)
-    mech = v.choice("mechanism", mechanism, ("gshm", "laplace", "topk-csh", "misra-gries"))
+    mech = v.choice("mechanism", mechanism, (GSHM.name, Laplace.name, TopKCSH.name, "misra-gries"))
     n = v.integer("runs", runs, lo=5)
     conf = v.real("confidence", confidence, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     if epsilon is None:
@@ -139,8 +140,8 @@ def audit_release(engine: str, mechanism: str = "gshm", *, epsilon: float | None
 
         rng = default_source()
     table = audit_dataset(keys, base, heavy)
-    topk = mech == "topk-csh"
-    t_test = mech in ("topk-csh", "misra-gries")  # no closed-form variance of the total: a t-test
+    topk = mech == TopKCSH.name
+    t_test = mech in (TopKCSH.name, "misra-gries")  # no closed-form variance of the total: a t-test
     kept = keys if topk else min(l0, keys)
     expected = keys * base + heavy * kept
     totals = []
@@ -172,7 +173,7 @@ def audit_release(engine: str, mechanism: str = "gshm", *, epsilon: float | None
         from ..accounting import calibrate
 
         c = calibrate(mech, epsilon=epsilon, delta=delta, l0=l0)
-        per = dgauss_variance(c.noise.sigma2) if mech == "gshm" else dlaplace_variance(c.noise.scale)
+        per = dgauss_variance(c.noise.sigma2) if mech == GSHM.name else dlaplace_variance(c.noise.scale)
         var = keys * float(per)
         z = (s.mean() - expected) / math.sqrt(var / n)
         p_mean = float(2 * stats.norm.sf(abs(z)))

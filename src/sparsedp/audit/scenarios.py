@@ -47,6 +47,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from ..mechanisms.public_keys import CorrelatedGaussian
+from ..mechanisms.thresholded import Laplace, TopKCSH
 
 __all__ = ["Scenario", "scenarios_for", "public_scenarios", "MIXED_SENTINEL"]
 
@@ -127,7 +129,7 @@ def scenarios_for(mechanism: str, calibration, bound: int, pre: int = 1, *,
             Scenario("new", np.array([0, c], np.int64), np.array([pre, c - pre], np.int64), "diff",
                      f"one unit moves from key 1 (count {c}) to a new key 0 (replace-one, threshold part)"),
         ]
-    shared_stat = "above" if mechanism == "laplace" else "sum"
+    shared_stat = "above" if mechanism == Laplace.name else "sum"
     dense = mechanism in ("compact", "basic")  # every queried key has a value: "any" says nothing, the sum does
     out = [
         Scenario("shared", np.full(n, c, np.int64), np.full(n, c + 1, np.int64), shared_stat,
@@ -141,7 +143,7 @@ def scenarios_for(mechanism: str, calibration, bound: int, pre: int = 1, *,
         c1 = np.concatenate([np.full(j, c + 1, np.int64), np.full(n - j, pre, np.int64)])
         out.append(Scenario("mixed", c0, c1, "mixed",
                             f"{j} keys at {c} -> {c + 1} and {n - j} new keys at {pre} (mixed terms)"))
-    if mechanism in ("topk-csh", "topk-csh-shifted"):
+    if mechanism in (TopKCSH.name, "topk-csh-shifted"):
         m = 3
         out.append(Scenario(
             "topk-shift", np.append(np.full(n, c + m, np.int64), m), np.append(np.full(n, c + m, np.int64), m + 1),
@@ -155,7 +157,7 @@ def public_scenarios(mechanism: str, calibration) -> list[Scenario]:
     ``(p, q, c)``)."""
     d, k = int(calibration.d), int(calibration.k)
     c0 = np.full(d, 2, np.int64)
-    if mechanism in ("correlated-gaussian", "bounded-density", "grouped-correlated-gaussian"):
+    if mechanism in (CorrelatedGaussian.name, "bounded-density", "grouped-correlated-gaussian"):
         p, q, c = int(calibration.p), int(calibration.q), int(calibration.c)
         a = max((0, k), key=lambda a: (a * (q - p) ** 2 + (d - a) * p * p, a))
         x = (np.arange(d) < a).astype(np.int64)

@@ -38,14 +38,16 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import InvalidParameterError
+from ..mechanisms.public_keys import CorrelatedGaussian
+from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 
-__all__ = ["AUDITABLE", "NO_TARGET_YET", "Target", "build_target", "default_bound", "release_many", "shifted_calibration", "scaled_calibration",
-           "scaled_law"]
+__all__ = ["AUDITABLE", "NO_TARGET_YET", "Target", "auditable", "build_target", "default_bound", "release_many",
+           "shifted_calibration", "scaled_calibration", "scaled_law"]
 
 #: audit names: every registered mechanism (``registry.names()``), the shifted top-k variant, and "csh" (CSH on a
 #: k-sparse histogram: top-k CSH with at most k keys has cut-off 0, so it IS Algorithm 2 / rounded CSH)
-AUDITABLE = ("gshm", "laplace", "csh", "topk-csh", "topk-csh-shifted", "pure-sparse", "compact", "basic",
-             "stability", "misra-gries", "auto", "public-gaussian", "public-laplace", "correlated-gaussian",
+AUDITABLE = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted", "pure-sparse", "compact", "basic",
+             "stability", "misra-gries", "auto", "public-gaussian", "public-laplace", CorrelatedGaussian.name,
              "bounded-density", "grouped-correlated-gaussian", "keep-heavy", "kh-prime", "kh-double-prime",
              "sparse-histogram")
 #: registered mechanisms without an audit target yet (``tests/audit/test_audit_coverage.py`` fails for any other
@@ -57,20 +59,30 @@ NO_TARGET_YET = ("two-stage", "weighted-gaussian", "policy-gaussian", "pure-blan
 #: the grouped correlated Gaussian (Lebeda (2024) Algorithm 2): audited on group 0 of two groups of ``d`` keys each
 GROUPED = "grouped-correlated-gaussian"
 #: public-key mechanisms (every listed key released, no threshold; σ scale applies)
-PUBLIC = ("public-gaussian", "public-laplace", "correlated-gaussian", "bounded-density", GROUPED)
+PUBLIC = ("public-gaussian", "public-laplace", CorrelatedGaussian.name, "bounded-density", GROUPED)
 #: public-key mechanisms releasing the size estimate ñ (the embedding ``(q·x − p·1, c)`` of Lebeda (2024))
-EMBEDDING = ("correlated-gaussian", "bounded-density", GROUPED)
+EMBEDDING = (CorrelatedGaussian.name, "bounded-density", GROUPED)
 #: the Balcer–Vadhan stepping stones (Balcer & Vadhan (2019) §6): replace-one, one key per unit, run on a small integer domain
 STONES = ("keep-heavy", "kh-prime", "kh-double-prime", "sparse-histogram")
 _PURE = ("pure-sparse", "compact", "basic", "stability") + STONES
 #: mechanisms with a thresholded per-key kernel (σ scale and margin shift apply; exact release laws known)
-THRESHOLDED = ("gshm", "laplace", "csh", "topk-csh", "topk-csh-shifted")
-_TILED = ("gshm", "laplace", "public-gaussian", "public-laplace")
+THRESHOLDED = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted")
+_TILED = (GSHM.name, Laplace.name, "public-gaussian", "public-laplace")
 _CHUNK = 1 << 18  # keys per tiled release (bounds memory)
 #: the bound each mechanism's contribution model is stated with, and its name in the report
-BOUND_NAME = {"gshm": "l0", "laplace": "l0", "csh": "k", "topk-csh": "top_k", "topk-csh-shifted": "top_k",
+BOUND_NAME = {GSHM.name: "l0", Laplace.name: "l0", "csh": "k", TopKCSH.name: "top_k", "topk-csh-shifted": "top_k",
               "pure-sparse": "l0", "compact": "l0", "basic": "l0", "stability": "l0", "misra-gries": "l0",
               "auto": "l0", **{m: "l0" for m in PUBLIC + STONES}}
+
+
+def auditable() -> tuple[str, ...]:
+    """The audit names: :data:`AUDITABLE` (the built-in ones, with their audit variants) and every other
+    registered mechanism (a plug-in's, audited with its default options through the generic path: the
+    worst-case count scenarios, released by its own ``run``) except :data:`NO_TARGET_YET`, whose output is not a
+    per-key count the generic scenarios fit."""
+    from ..mechanisms import registry
+
+    return AUDITABLE + tuple(n for n in registry.names() if n not in AUDITABLE and n not in NO_TARGET_YET)
 
 
 @dataclass(frozen=True)
@@ -100,7 +112,7 @@ class Target:
 
     @property
     def correlated(self) -> bool:
-        return self.picked in ("csh", "topk-csh", "topk-csh-shifted")
+        return self.picked in ("csh", TopKCSH.name, "topk-csh-shifted")
 
     @property
     def public(self) -> bool:
@@ -150,7 +162,7 @@ def scaled_public(cal, factor: float):
     if factor == 1.0:
         return cal
     f = Fraction(factor)
-    power = 2 if (cal.secure and cal.family != "laplace") else 1
+    power = 2 if (cal.secure and cal.family != Laplace.name) else 1
     scale = cal.scale * f ** power if isinstance(cal.scale, Fraction) else float(cal.scale) * factor ** power
     return dataclasses.replace(
         cal, scale=scale, noise_std=cal.noise_std * factor, shared_std=cal.shared_std * factor,
@@ -174,11 +186,11 @@ def _mechanism(name: str, bound: int, options: dict):
     from ..mechanisms import registry
 
     if name == "csh":
-        return registry.create("topk-csh", k=bound, debias=False)
-    if name == "topk-csh":
-        return registry.create("topk-csh", k=bound, debias=True)
+        return registry.create(TopKCSH.name, k=bound, debias=False)
+    if name == TopKCSH.name:
+        return registry.create(TopKCSH.name, k=bound, debias=True)
     if name == "topk-csh-shifted":
-        return registry.create("topk-csh", k=bound, debias=False)
+        return registry.create(TopKCSH.name, k=bound, debias=False)
     if name == "misra-gries":
         return registry.create("misra-gries", sketch_size=options.get("sketch_size", 4))
     if name == "basic":
@@ -207,7 +219,7 @@ def build_target(mechanism: str, *, epsilon, delta, bound: int | None = None, si
     (misra-gries, default 4), ``domain_size`` (basic, default 64)."""
     from ..mechanisms.base import ReleaseRequest
 
-    name = v.choice("mechanism", mechanism, AUDITABLE)
+    name = v.choice("mechanism", mechanism, auditable())
     b = v.integer("bound", default_bound(name) if bound is None else bound, lo=1, hi=10_000)
     scale = v.real("sigma_scale", sigma_scale, lo=0.0, hi=100.0, lo_open=True)
     shift = v.integer("margin_shift", margin_shift, lo=-10_000, hi=10_000)
@@ -215,7 +227,7 @@ def build_target(mechanism: str, *, epsilon, delta, bound: int | None = None, si
     if pure and b != 1:
         raise InvalidParameterError(f"mechanism {name!r} assumes one key per unit: bound must be 1, got {b}")
     mech = _mechanism(name, b, options)
-    l0 = None if name in ("csh", "topk-csh", "topk-csh-shifted") else b
+    l0 = None if name in ("csh", TopKCSH.name, "topk-csh-shifted") else b
     keys = None
     if name in PUBLIC:
         from ..mechanisms.public_keys import public_keys

@@ -13,6 +13,7 @@ import typer
 
 from . import app
 from ._errors import LEDGER_FLAGS, fail, interruptible
+from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 
 ledger_app = typer.Typer(help="Privacy-budget ledger: set budgets, list releases, plan more.", no_args_is_help=True)
 
@@ -138,7 +139,7 @@ def plan(
     epsilon: float = typer.Option(..., "--epsilon", help="Epsilon of each planned release."),
     delta: float = typer.Option(..., "--delta", help="Delta of each planned release."),
     max_groups: int | None = typer.Option(None, "--max-groups", help="Max groups per privacy unit (l0)."),
-    mechanism: str = typer.Option("gshm", "--mechanism", help="gshm, laplace or topk-csh."),
+    mechanism: str = typer.Option(GSHM.name, "--mechanism", help="gshm, laplace or topk-csh."),
     top_k: int | None = typer.Option(None, "--top-k", help="k of topk-csh."),
 ) -> None:
     """How many more releases of one kind fit the remaining budget (composed vs basic composition)."""
@@ -151,10 +152,10 @@ def plan(
 
     if not path.exists():
         fail(f"no ledger at {path}")
-    if mechanism not in ("gshm", "laplace", "topk-csh"):
+    if mechanism not in (GSHM.name, Laplace.name, TopKCSH.name):
         fail(f"--mechanism must be gshm, laplace or topk-csh, got {mechanism!r}")
     try:
-        kw = {"top_k": top_k} if mechanism == "topk-csh" else {"l0": max_groups}
+        kw = {"top_k": top_k} if mechanism == TopKCSH.name else {"l0": max_groups}
         cal = calibrate(mechanism, epsilon=epsilon, delta=delta, **kw)
         charge = Charge.from_calibration(cal)
         with Ledger(path) as led:

@@ -12,6 +12,7 @@ import typer
 
 from . import app
 from ._errors import PLAN_FLAGS, fail, interruptible
+from ..mechanisms.thresholded import Laplace, TopKCSH
 
 _NOISE = {"discrete": True, "continuous": False, "both": None}
 
@@ -47,8 +48,8 @@ def render_table(cals, *, title: str, uses=None) -> None:
         table.add_column("use", justify="left")
     for i, c in enumerate(cals):
         name = c.mechanism + ((" (de-biased counts)" if c.debias else " (shifted: count - cutoff)")
-                              if c.mechanism == "topk-csh" else "")
-        if c.mechanism in ("topk-csh", "csh") and str(c.analysis).startswith("discrete-"):
+                              if c.mechanism == TopKCSH.name else "")
+        if c.mechanism in (TopKCSH.name, "csh") and str(c.analysis).startswith("discrete-"):
             name += ", Algorithm 4 noise"
         cells = [name, c.analysis, "discrete" if c.discrete else "continuous",
                  _fmt(c.sigma), _fmt(c.noise_std), _fmt(c.tau), f"{c.delta_achieved:.4g}"]
@@ -85,8 +86,8 @@ def _name(c) -> str:
 
 
 def _vs_laplace(top, cals) -> str:
-    lap = [c for c in cals if c.mechanism == "laplace"]
-    if lap and top.mechanism != "laplace" and min(c.tau for c in lap) > 0:
+    lap = [c for c in cals if c.mechanism == Laplace.name]
+    if lap and top.mechanism != Laplace.name and min(c.tau for c in lap) > 0:
         ref = min(lap, key=lambda c: c.tau)
         return f"; {100 * (1 - top.tau / ref.tau):.1f}% below the Laplace baseline ({ref.tau:,.2f})"
     return ""
@@ -98,6 +99,27 @@ def release_line(chosen, secure) -> str:
     return (f"a release with these arguments uses: {_name(chosen)}, threshold margin {chosen.tau:,.2f}, noise "
             f"std {chosen.noise_std:,.2f} (auto: the lowest margin among the mechanisms that publish counts)"
             + _vs_laplace(chosen, secure))
+
+
+def _calibrations(epsilon: float, delta: float, l0: Optional[int], top_k: Optional[int], k: Optional[int],
+                  noise: str) -> tuple:
+    """``(secure plan or None, rows, their "use" texts)``: the secure rows are the registered mechanisms, as a
+    release samples them (:func:`sparsedp.plan`: the first is auto's choice); the paper analyses (continuous
+    noise) are listed for research (:func:`sparsedp.accounting.compare`)."""
+    from ..accounting import compare
+    from ..pipeline import plan
+
+    secure = plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k) if noise != "continuous" and (
+        l0 is not None or top_k is not None) else None
+    cals = list(secure) if secure is not None else []
+    uses = [row_use(m, i == 0) for i, m in enumerate(secure.mechanisms)] if secure is not None else []
+    if noise != "discrete" or k is not None:
+        papers = compare(epsilon, delta, l0=l0, top_k=top_k, k=k,
+                         discrete=False if noise != "discrete" else True) if noise != "discrete" else \
+            compare(epsilon, delta, k=k, discrete=True)
+        cals += papers
+        uses += ["paper analysis" if not c.discrete else "k-sparse histogram (analysis)" for c in papers]
+    return secure, cals, uses
 
 
 def summary_line(cals) -> str:
@@ -154,7 +176,6 @@ def plan(
                                  "profile delta(epsilon) and its f-DP trade-off curve."),
 ) -> None:
     """Print the calibration (sigma, threshold) of every applicable mechanism and say which is best."""
-    from ..accounting import compare
     from ..errors import SparsedpError
     from ..pipeline import plan
 
@@ -177,18 +198,7 @@ def plan(
     if l0 is None and top_k is None and k is None:
         l0 = 1
     try:
-        # the secure rows are the registered mechanisms, as a release samples them (sparsedp.plan: the first is
-        # auto's choice); the paper analyses (continuous noise) are listed for research
-        secure = plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k) if noise != "continuous" and (
-            l0 is not None or top_k is not None) else None
-        cals = list(secure) if secure is not None else []
-        uses = [row_use(m, i == 0) for i, m in enumerate(secure.mechanisms)] if secure is not None else []
-        if noise != "discrete" or k is not None:
-            papers = compare(epsilon, delta, l0=l0, top_k=top_k, k=k,
-                             discrete=False if noise != "discrete" else True) if noise != "discrete" else \
-                compare(epsilon, delta, k=k, discrete=True)
-            cals += papers
-            uses += ["paper analysis" if not c.discrete else "k-sparse histogram (analysis)" for c in papers]
+        secure, cals, uses = _calibrations(epsilon, delta, l0, top_k, k, noise)
     except SparsedpError as e:
         fail(e, PLAN_FLAGS)
     model = ", ".join(f"{n}={x}" for n, x in (("l0", l0), ("top_k", top_k), ("k", k)) if x is not None)

@@ -91,49 +91,112 @@ def run_release(data, *, console, err_console, head: int = 10, flags=RELEASE_FLA
     return res
 
 
-#: CLI flag of each mechanism option (the registry's typed fields); a flag the chosen mechanism does not have is
-#: refused in flag terms
-OPTION_FLAGS = {"pre_threshold": "--pre-threshold", "debias": "--shifted", "sketch_size": "--sketch-size",
-                "max_units": "--max-units", "domain_size": "--domain-size", "max_key_bytes": "--max-key-bytes",
-                "query_keys": "--query-keys", "k": "--top-k", "c": "--size-weight", "known_n": "--known-n",
-                "group": "--group", "split": "--split", "count_bound": "--count-bound", "select": "--select",
-                "unit_sketch": "--unit-sketch",
-                "noise": "--csh-noise"}
+#: the flags of mechanism options whose flag is not ``--<field name>`` (kept from before the flags were derived);
+#: every other option of a registered mechanism is ``--option NAME=VALUE`` (or its historical ``--<name>`` flag)
+_FLAG_ALIASES = {"k": "--top-k", "c": "--size-weight", "debias": "--shifted", "noise": "--csh-noise"}
+#: ``--mechanism``'s default: options given without naming a mechanism are refused as needing ``--mechanism``
+DEFAULT_MECHANISM = "auto"
 
 
-def build_mechanism(name: str, options: dict):
-    """The mechanism object for ``--mechanism NAME`` and the mechanism flags the user set (``options``: option
-    name -> value). Raises :class:`~sparsedp.errors.InvalidParameterError` in CLI terms."""
+def option_flag(name: str) -> str:
+    """The CLI flag of the mechanism option ``name`` (a field of a registered mechanism class)."""
+    return _FLAG_ALIASES.get(name, "--" + name.replace("_", "-"))
+
+
+def parse_options(specs: Optional[List[str]], mechanism: str, top_k: Optional[int] = None) -> dict:
+    """``--option NAME=VALUE`` (repeatable) → ``{name: value}``, each value parsed by the type of the mechanism
+    class's field (``int``, ``float``, ``bool``, ``str``, a tuple of strings as ``a,b,c``; ``none`` for an
+    optional one). The options are the registered class's typed fields, so a new mechanism's options reach the
+    CLI without a new flag."""
     from ..errors import InvalidParameterError
     from ..mechanisms import registry
 
-    if name == "auto" and set(options) <= {"k", "debias", "noise"} and "k" in options:
-        name = "topk-csh"
-    if name == "auto" and not options:
-        return "auto"
-    if name == "auto" and set(options) == {"group"}:  # auto with a group column: the grouped mechanism competes
-        from ..mechanisms.auto import Auto
+    if not specs:
+        return {}
+    cls = registry.get(mechanism)
+    if top_k is not None and "k" not in registry.option_names(cls):  # the class --top-k configures
+        cls = type(cls.with_top_k(None, top_k, False))
+    fields = registry.option_fields(cls)
+    out = {}
+    for spec in specs:
+        name, sep, text = spec.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name:
+            raise InvalidParameterError(f"--option takes NAME=VALUE (e.g. --option pre_threshold=5), got {spec!r}")
+        if name not in fields:
+            own = ", ".join(fields) or "none"
+            raise InvalidParameterError(f"--option {name} is not an option of --mechanism {cls.name} (its "
+                                        f"options: {own})")
+        out[name] = _parse_value(name, text.strip(), fields[name])
+    return out
 
-        return Auto(group=options["group"])
-    if name == "grouped-correlated-gaussian" and "group" not in options:
-        raise InvalidParameterError("--mechanism grouped-correlated-gaussian needs --group COL (the --by column "
-                                    "whose values are the groups)")
-    if name == "auto":
-        bad = ", ".join(OPTION_FLAGS.get(o, o) for o in options)
-        raise InvalidParameterError(f"{bad} needs --mechanism (auto chooses among mechanisms without options)")
+
+def _parse_value(name: str, text: str, annotation: Any) -> Any:
+    from ..errors import InvalidParameterError
+
+    kind = str(annotation)
+    if text.lower() == "none" and ("None" in kind or "Any" in kind):
+        return None
+    try:
+        if kind.startswith("bool"):
+            if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1", "yes")
+        if kind.startswith("int"):
+            return int(text)
+        if kind.startswith("float") or kind.startswith("Fraction"):
+            return float(text) if kind.startswith("float") else text
+        if kind.startswith("tuple"):
+            return tuple(x for x in text.split(",") if x)
+    except ValueError:
+        raise InvalidParameterError(f"--option {name}={text!r}: expected {kind}") from None
+    return text
+
+
+def build_mechanism(name: str, options: dict):
+    """The mechanism object for ``--mechanism NAME`` and the mechanism options the user set (``options``: option
+    name -> value, from ``--option`` or the historical flags), checked against the registered class's typed
+    fields. ``--top-k`` with a mechanism that has no ``k`` is the top-k shorthand
+    (:meth:`~sparsedp.mechanisms.base.Mechanism.with_top_k`). Raises
+    :class:`~sparsedp.errors.InvalidParameterError` in CLI terms."""
+    from ..errors import InvalidParameterError
+    from ..mechanisms import registry
+
     cls = registry.get(name)
+    options = dict(options)
+    if "k" in options and "k" not in registry.option_names(cls):  # --top-k K: the class that k configures
+        shorthand = cls.with_top_k(None, options.pop("k"), False)
+        cls, options = type(shorthand), {**registry.create(shorthand).options(), **options}
+        name = cls.name
+    needed = registry.required_options(cls) + cls.needs_options
+    if not options and not needed:
+        return name
     known = registry.option_names(cls)
     bad = [o for o in options if o not in known]
+    if bad and name == DEFAULT_MECHANISM:
+        raise InvalidParameterError(f"{', '.join(map(option_flag, bad))} needs --mechanism ({name} has "
+                                    f"{'no options' if not known else 'the options ' + ', '.join(map(option_flag, known))})")
     if bad:
-        flags = ", ".join(OPTION_FLAGS.get(o, o) for o in bad)
-        own = ", ".join(OPTION_FLAGS.get(o, o) for o in known if o in OPTION_FLAGS) or "none"
-        raise InvalidParameterError(f"{flags} is not an option of --mechanism {name} (its options: {own})")
-    if name == "topk-csh" and "k" not in options:
-        raise InvalidParameterError("--mechanism topk-csh needs --top-k K (the number of keys to keep)")
-    missing = [f for f in registry.required_options(cls) if f not in options]
+        own = ", ".join(map(option_flag, known)) or "none"
+        raise InvalidParameterError(f"{', '.join(map(option_flag, bad))} is not an option of --mechanism {name} "
+                                    f"(its options: {own})")
+    missing = [f for f in needed if f not in options]
     if missing:
-        raise InvalidParameterError(f"--mechanism {name} needs {', '.join(OPTION_FLAGS[f] for f in missing)}")
-    return registry.create(name, **options)
+        raise InvalidParameterError(f"--mechanism {name} needs {', '.join(map(option_flag, missing))}")
+    return registry.create(cls, **options)
+
+
+def mechanism_from_flags(mechanism: str, flags: dict, option: Optional[List[str]], top_k: Optional[int]):
+    """The mechanism object of ``--mechanism``, its shorthand flags (``flags``: option name -> value or None) and
+    its ``--option NAME=VALUE`` settings; an option given both ways is refused."""
+    from ..errors import InvalidParameterError
+
+    options = {k: x for k, x in flags.items() if x is not None}
+    extra = parse_options(option, mechanism, top_k)
+    twice = sorted(set(extra) & set(options))
+    if twice:
+        raise InvalidParameterError(f"{', '.join(map(option_flag, twice))} is given twice (flag and --option)")
+    return build_mechanism(mechanism, {**options, **extra})
 
 
 def parse_aggregate(flag: str, spec: str):
@@ -239,7 +302,7 @@ def release(
     max_groups: Optional[str] = typer.Option(None, "--max-groups", "--max-groups-per-unit",
                                              help="Keys kept per unit (an integer, or 'auto')."),
     top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys instead (top-k CSH)."),
-    mechanism: str = typer.Option("auto", "--mechanism", help="auto or a registered mechanism."),
+    mechanism: str = typer.Option(DEFAULT_MECHANISM, "--mechanism", help="auto or a registered mechanism."),
     auto_share: Optional[float] = typer.Option(None, "--auto-share", rich_help_panel=_AUTO,
                                                help="Share of epsilon spent choosing the bound (0.1)."),
     auto_quantile: Optional[float] = typer.Option(None, "--auto-quantile", rich_help_panel=_AUTO,
@@ -278,6 +341,10 @@ def release(
                                               help="two-stage: keys per unit counted in stage 2."),
     select: Optional[str] = typer.Option(None, "--select", rich_help_panel=_MECH,
                                          help="two-stage: selecting mechanism (gshm, laplace)."),
+    option: Optional[List[str]] = typer.Option(None, "--option", rich_help_panel=_MECH,
+                                               help="A mechanism option as NAME=VALUE, repeatable (the mechanism "
+                                                    "class's typed fields, e.g. --option pre_threshold=5); the "
+                                                    "flags above are shorthands for some of them."),
     count_column: str = typer.Option("count", "--count-column", rich_help_panel=_AGG,
                                      help="Name of the noisy count column."),
     sums: Optional[List[str]] = typer.Option(None, "--sum", rich_help_panel=_AGG,
@@ -307,19 +374,11 @@ def release(
     from ..errors import InvalidParameterError, SparsedpError
 
     err = Console(stderr=True)
-    options = {k: x for k, x in (("pre_threshold", pre_threshold), ("sketch_size", sketch_size),
-                                 ("unit_sketch", unit_sketch),
-                                 ("max_units", max_units), ("domain_size", domain_size),
-                                 ("max_key_bytes", max_key_bytes), ("k", top_k), ("c", size_weight),
-                                 ("known_n", known_n), ("group", group), ("count_bound", count_bound),
-                                 ("select", select), ("noise", csh_noise))
-               if x is not None}
-    if split is not None:
-        options["split"] = split
-    if query_keys is not None:
-        options["query_keys"] = tuple(q for q in query_keys.split(",") if q)
-    if shifted:
-        options["debias"] = False
+    flags = {"pre_threshold": pre_threshold, "sketch_size": sketch_size, "max_units": max_units,
+             "domain_size": domain_size, "max_key_bytes": max_key_bytes, "k": top_k, "c": size_weight,
+             "known_n": known_n, "group": group, "count_bound": count_bound, "select": select, "split": split,
+             "query_keys": None if query_keys is None else tuple(q for q in query_keys.split(",") if q),
+             "debias": False if shifted else None, "unit_sketch": unit_sketch, "noise": csh_noise}
     try:
         if csh_noise is not None and csh_noise not in ("rounded", "alg4"):
             raise InvalidParameterError(f"--csh-noise must be 'rounded' or 'alg4', got {csh_noise!r}")
@@ -328,7 +387,7 @@ def release(
             raise InvalidParameterError("--group groups a public key list: pass --keys FILE too")
         if group is not None and group not in by_cols:
             raise InvalidParameterError(f"--group {group!r} must be one of the --by columns ({', '.join(by_cols)})")
-        mech = build_mechanism(mechanism, options)
+        mech = mechanism_from_flags(mechanism, flags, option, top_k)
         max_groups_per_unit = parse_max_groups(max_groups, auto_share, auto_quantile, auto_objective)
         aggregates = [Count(name=count_column)]
         aggregates += [parse_aggregate("--sum", x) for x in sums or ()]

@@ -43,20 +43,28 @@ class EngineEntry:
 _ENGINES: dict[str, EngineEntry] = {}
 
 
-def register(name: str, target: str, kinds: set[str], needs: tuple[str, str] | None = None) -> None:
-    """Register engine ``name``: ``target`` = "module:Class" (imported on first use), the class taking the
-    optional DuckDB ``connection``; ``kinds`` = the input kinds it reads; ``needs`` = (module, extra) when the
-    engine needs an optional dependency (a missing one is refused naming ``pip install 'sparsedp[extra]'``).
-    Refuses duplicates."""
+def register(name: str, target: "str | type[Engine]", kinds: set[str], needs: tuple[str, str] | None = None) -> None:
+    """Register engine ``name``: ``target`` = "module:Class" (imported on first use) or the class itself, the
+    class taking the optional DuckDB ``connection`` when it declares ``takes_connection``; ``kinds`` = the input
+    kinds it reads (:func:`sources.kind`); ``needs`` = (module, extra) when the engine needs an optional
+    dependency (a missing one is refused naming ``pip install 'sparsedp[extra]'``). Refuses duplicates."""
     if name in _ENGINES:
         raise ValueError(f"engine {name!r} is already registered")
-    mod, cls = target.split(":")
 
     def factory(connection: Any) -> Engine:
-        klass = getattr(importlib.import_module(mod, __name__), cls)
-        return klass(connection) if name == "duckdb" else klass()
+        if isinstance(target, str):
+            mod, cls = target.split(":")
+            klass = getattr(importlib.import_module(mod, __name__), cls)
+        else:
+            klass = target
+        return klass(connection) if getattr(klass, "takes_connection", name == "duckdb") else klass()
 
     _ENGINES[name] = EngineEntry(name, factory, frozenset(kinds), needs)
+
+
+def unregister(name: str) -> None:
+    """Remove engine ``name`` (one registered by a test or a plug-in)."""
+    _ENGINES.pop(name, None)
 
 
 _FRAMES = {"polars", "polars-lazy", "pandas", "arrow", "file"}
@@ -121,4 +129,4 @@ def _configured(engine: Engine, kind: str | None, data: Any, connection: Any) ->
 
 __all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundingStats", "EmbeddedEngine", "Engine", "LocalHistogram",
            "RawCounts", "bound", "check_columns", "default_engine", "draw_bounding_secret", "get_engine", "names",
-           "register", "select_pairs"]
+           "register", "select_pairs", "unregister"]

@@ -139,6 +139,9 @@ class Engine(ABC):
 
     #: engine name as accepted by ``sparsedp.release(engine=…)``
     name: str = ""
+    #: the capability "holds its rows in this process as a Polars LazyFrame" (:meth:`EmbeddedEngine.rows_lazy`),
+    #: which the set-union mechanisms and the keys objective of the automatic bound need
+    embedded: bool = False
 
     @abstractmethod
     def columns(self, data: Any) -> list[str]:
@@ -200,6 +203,8 @@ class EmbeddedEngine(Engine):
     applies the random ℓ0 choice (:func:`~sparsedp.engines.bounding.bound`), so every embedded engine bounds
     identically, and implements the primitives on numpy arrays.
     """
+
+    embedded = True
 
     @abstractmethod
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:

@@ -33,25 +33,26 @@ from ..accounting.calibration import Calibration
 from ..errors import InfeasibleError, InvalidParameterError
 from .base import Mechanism, ReleaseRequest
 from .registry import auto_candidates, register
+from ..accounting.names import GSHM, LAPLACE, TOPK_CSH
 
 __all__ = ["Auto", "valid_mechanisms", "calibrate_mechanism", "choose_mechanism", "MECHANISMS"]
 
-MECHANISMS = ("gshm", "csh", "topk-csh", "laplace")
+MECHANISMS = (GSHM, "csh", TOPK_CSH, LAPLACE)
 
 
 def valid_mechanisms(l0: int | None, k: int | None, top_k: int | None) -> dict[str, int]:
     """``{mechanism: its bound}`` valid for the declared contribution model (see the module table)."""
     out: dict[str, int] = {}
     if l0 is not None:
-        out["gshm"] = l0
-        out["laplace"] = l0
+        out[GSHM] = l0
+        out[LAPLACE] = l0
     if k is not None:
         out["csh"] = k
         if l0 is None or k < l0:  # the k-sparse structure gives l0 = k for free
-            out["gshm"] = k
-            out["laplace"] = k
+            out[GSHM] = k
+            out[LAPLACE] = k
     if top_k is not None:
-        out["topk-csh"] = top_k
+        out[TOPK_CSH] = top_k
     return out
 
 
@@ -64,7 +65,7 @@ def calibrate_mechanism(mechanism: str, bound: int, epsilon: float, delta: float
     """
     from ..accounting.calibration_cache import cached_calibrate as calibrate
 
-    name = {"gshm": "l0", "laplace": "l0", "csh": "k", "topk-csh": "top_k"}.get(mechanism)
+    name = {GSHM: "l0", LAPLACE: "l0", "csh": "k", TOPK_CSH: "top_k"}.get(mechanism)
     if name is None:
         raise InvalidParameterError(f"mechanism must be one of {', '.join(map(repr, MECHANISMS))}; got {mechanism!r}")
     return calibrate(mechanism, epsilon=epsilon, delta=delta, discrete=not insecure_float, **{name: bound})
@@ -133,18 +134,9 @@ def _resolve_public(request: ReleaseRequest, group: str | None = None):
         mechs[GroupedCorrelatedGaussian.name] = GroupedCorrelatedGaussian(group=group)
     for name, mech in mechs.items():
         try:
-            if request.delta == 0 and name != "public-laplace":
-                raise InvalidParameterError("needs delta > 0")
-            if name == "bounded-density":
-                from .public_keys import BOUNDED_DENSITY_MAX_K
-
-                k = request.keys.d if request.max_groups_per_unit is None else min(request.keys.d,
-                                                                                     request.max_groups_per_unit)
-                if k >= request.keys.d:
-                    raise InvalidParameterError("units may touch every key: it is correlated-gaussian")
-                if k > BOUNDED_DENSITY_MAX_K:
-                    raise InvalidParameterError(f"not calibrated above {BOUNDED_DENSITY_MAX_K} keys per unit "
-                                                f"(its exact delta costs O(k)); request it by name")
+            refusal = mech.auto_refusal(request)
+            if refusal is not None:
+                raise InvalidParameterError(refusal)
             mech.check(request)
             tried[name] = mech.calibrate(request)
         except (InfeasibleError, InvalidParameterError) as e:
@@ -210,6 +202,26 @@ class Auto(Mechanism):
     def options(self) -> dict[str, Any]:
         return {k: x for k, x in (("group", self.group), ("discover", self.discover)) if x}
     supports_aggregates = True  # resolves among the candidates that support them
+    bounded = True
+    resolves_public_keys = True
+    auto_bound_objectives = ("quantile", "keys")
+
+    @classmethod
+    def with_top_k(cls, spec: Mechanism | None, k: int, bound_given: bool) -> Mechanism:
+        """``top_k=k`` with ``auto``: the top-k mechanism (the one registered mechanism ``top_k`` configures)."""
+        if spec is not None and spec != cls():
+            return super().with_top_k(spec, k, bound_given)
+        from .thresholded import TopKCSH
+
+        return TopKCSH(k=k)
+
+    def validate(self, request: Any) -> None:
+        if request.bound is None and request.auto_bound is None and request.keys is None and request.delta != 0:
+            # δ = 0: the pure mechanisms, one key per unit
+            raise InvalidParameterError(
+                "declare a contribution bound: max_groups_per_unit=… (keys per unit, e.g. 10) or top_k=… "
+                "(release the top-k keys, e.g. 100)")
+        super().validate(request)
 
     def resolve(self, request: ReleaseRequest):
         """``(chosen mechanism, its calibration, reason, candidates)``: calibrates every candidate."""

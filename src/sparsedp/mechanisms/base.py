@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from ..accounting.calibration import Neighbours
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, InvalidTypeError
 
-__all__ = ["Mechanism", "ReleaseRequest", "Disclosure", "Released"]
+__all__ = ["Mechanism", "ReleaseRequest", "Disclosure", "Released", "Planned", "Read"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,42 @@ class Released:
     disclosure: Disclosure
     in_process: bool = False
     query: Any = None
+    #: the plan the rows were released under when the run re-planned (the automatic bound chooses l0 from the
+    #: data, then resolves the inner mechanism again); ``None``: the plan the pipeline made
+    planned: Any = None
+    #: extra public fields of the :class:`~sparsedp.report.Report` (e.g. ``auto_bound``) and curator-only fields
+    #: of the :class:`~sparsedp.report.Curator` set by the run
+    report_fields: Mapping[str, Any] = field(default_factory=dict)
+    curator_fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """Stage 1 of the pipeline for one request (no data read, no noise drawn): the concrete mechanism the
+    request resolved to (``auto`` picks one), its calibration, why it was chosen and the other candidates, the
+    public disclosure, the ledger charge, and the released value column's name."""
+
+    mechanism: "Mechanism"
+    request: ReleaseRequest
+    calibration: Any
+    reason: str
+    candidates: tuple
+    disclosure: Disclosure
+    charge: Any
+    value_column: str
+    #: what a wrapping mechanism keeps between its stages (e.g. the automatic bound's split of ε); else None
+    detail: Any = None
+
+
+@dataclass(frozen=True, eq=False)
+class Read:
+    """Stage 3 (the engine's pass over the data, before the ledger charge): ``hist`` is the engine's result
+    (its resources are released by the pipeline), ``prepared`` what :meth:`Mechanism.run` gets, ``units`` the
+    number of privacy units in the input (curator only)."""
+
+    hist: Any
+    prepared: Any
+    units: int | None
 
 
 class Mechanism(ABC):
@@ -120,6 +156,18 @@ class Mechanism(ABC):
     public_keys: ClassVar[bool] = False
     #: accepts δ = 0 (a pure ε-DP mechanism); the others refuse it naming these (:meth:`check_delta`)
     pure_dp: ClassVar[bool] = False
+    #: takes ``max_groups_per_unit`` (l0) as its contribution bound; ``top_k`` is then refused as a second one
+    bounded: ClassVar[bool] = False
+    #: the :class:`~sparsedp.auto_bound.AutoBound` objectives that may choose this mechanism's l0 from the data
+    #: (``max_groups_per_unit="auto"``); empty: the automatic bound is refused
+    auto_bound_objectives: ClassVar[tuple[str, ...]] = ()
+    #: a mechanism ``auto`` may resolve to on a public key list (``release(..., keys=…)``) although it is not one
+    resolves_public_keys: ClassVar[bool] = False
+    #: options a release needs although their field has a default (the CLI asks for them by flag)
+    needs_options: ClassVar[tuple[str, ...]] = ()
+    #: how :meth:`plan` rows of this class are listed: 0 ranked with the other count mechanisms (by margin),
+    #: larger numbers after them, in this order (key discovery, shifted top-k, pure DP)
+    plan_group: ClassVar[int] = 0
 
     def options(self) -> dict[str, Any]:
         """The mechanism's options (its dataclass fields) and their values."""
@@ -145,6 +193,104 @@ class Mechanism(ABC):
                 f"key per unit; see ⟨max_units⟩)" + (f", or {with_keys} with a public key list (⟨keys⟩)"
                                                     if with_keys else ""))
         v.delta(request.delta)
+
+    # ------------------------------------------------------------ the user's request (no data read)
+
+    @classmethod
+    def with_top_k(cls, spec: "Mechanism | None", k: int, bound_given: bool) -> "Mechanism":
+        """The mechanism for ``release(..., top_k=k, mechanism=spec)`` (``spec``: this class's object, or
+        ``None`` for its registered name). Default: refused (``top_k`` is an option of a top-k mechanism only)."""
+        if bound_given and cls.bounded:
+            raise InvalidParameterError(
+                "pass either max_groups_per_unit (bound each unit to l0 keys: gshm, laplace) or top_k (release "
+                "the top-k keys: topk-csh), not both")
+        raise InvalidParameterError(f"top_k selects mechanism='topk-csh'; it is not an option of "
+                                    f"mechanism={cls.name!r}")
+
+    @classmethod
+    def default(cls) -> "Mechanism":
+        """The object for ``mechanism="<name>"`` with no options (refused when an option has no default)."""
+        from .registry import create
+
+        return create(cls)
+
+    def validate(self, request: Any) -> None:
+        """Refuse a user request (:class:`sparsedp.request.Request`) this mechanism cannot serve, before any
+        data is read, from the class's declared capabilities (``row_units``, ``public_keys``,
+        ``supports_aggregates``, ``auto_bound_objectives``). Subclasses add their own rules."""
+        if request.unit is None and not self.row_units:
+            raise InvalidTypeError(f"privacy_unit must be a column name (str); privacy_unit=None (every row is its "
+                                   f"own unit) is accepted by mechanism={_names_with('row_units', ' or ')} only, not "
+                                   f"{self.describe()}")
+        if request.keys is not None and not (self.public_keys or self.resolves_public_keys):
+            raise InvalidParameterError(
+                f"keys=… releases every listed key without a threshold; mechanism={self.describe()} selects keys "
+                f"by a threshold. Use mechanism='auto', {_names_with('public_keys', ' or ')}, or drop keys= "
+                f"(CLI: --keys)")
+        if request.keys is None and self.public_keys:
+            raise InvalidParameterError(f"mechanism={self.describe()} releases counts for a public key list: pass "
+                                        f"keys=[…] (CLI: --keys FILE; the keys to release, fixed without looking "
+                                        f"at the data)")
+        if request.sums and not self.supports_aggregates:
+            raise InvalidParameterError(
+                f"mechanism={self.describe()} releases counts only; SUM/MEAN aggregates are released by the joint "
+                f"GSHM: mechanism='gshm' or 'auto' with max_groups_per_unit=…")
+
+    def check_engine(self, engine: Any) -> None:
+        """Refuse an engine that lacks a primitive this mechanism needs (before the ledger is touched).
+        Default: every engine serves it."""
+
+    @classmethod
+    def plan_rows(cls, query: Any) -> list[tuple["Mechanism", Any, int]]:
+        """``sd.plan``'s rows of this class's family (``query``: :class:`sparsedp.request.PlanRequest`), as
+        ``(mechanism, calibration, plan_group)``. ``plan`` calls each distinct implementation once, so a family
+        sharing one (a base class's) lists itself once. This default is the count mechanisms ``auto`` chooses
+        among, at the declared ``max_groups_per_unit`` (infeasible ones left out)."""
+        from ..errors import InfeasibleError
+        from .registry import auto_candidates
+
+        if query.d is not None or query.delta == 0 or query.l0 is None:
+            return []
+        request, rows = query.request(), []
+        for c in auto_candidates():
+            if query.sums and not c.supports_aggregates:
+                continue
+            try:
+                rows.append((c(), c().calibrate(request), c.plan_group))
+            except InfeasibleError:
+                continue
+        return rows
+
+    # ------------------------------------------------------------ the stages the pipeline runs
+
+    def plan_release(self, request: ReleaseRequest, count_name: str) -> Planned:
+        """Stage 1: resolve (``auto`` chooses), calibrate, describe, and price the release (no data)."""
+        mech, cal, reason, candidates = self.resolve(request)
+        value_column = mech.value_column(count_name)
+        disclosure = mech.disclosure(request, cal, value_column)
+        return Planned(mechanism=mech, request=request, calibration=cal, reason=reason, candidates=candidates,
+                       disclosure=disclosure, charge=mech.charge(cal, disclosure), value_column=value_column)
+
+    def read(self, ctx: Any, planned: Planned) -> Read:
+        """Stage 3 (before the charge): the resolved mechanism's bounded histogram on ``ctx.engine``
+        (:meth:`histogram`) and :meth:`prepare`'s data-dependent checks. ``ctx``:
+        :class:`sparsedp.execution.ReleaseContext`."""
+        mech, request = planned.mechanism, planned.request
+        with ctx.stage("bounding contributions and counting", "bound+count"):
+            extra = {"aggregates": request.aggregates} if request.aggregates else {}
+            hist = ctx.track(mech.histogram(ctx.engine, ctx.data, ctx.unit, list(ctx.by), request, ctx.source,
+                                            **extra))
+            prepared = mech.prepare(ctx.engine, hist, request)
+        return Read(hist=hist, prepared=prepared, units=ctx.engine.stats(hist).units_in)
+
+    def draw(self, ctx: Any, planned: Planned, read: Read) -> Released:
+        """Stage 5 (after the charge): the resolved mechanism's private :meth:`run`."""
+        mech = planned.mechanism
+        with ctx.stage(f"adding noise ({mech.name})", "noise"):
+            return mech.run(ctx.engine, read.prepared, planned.calibration, planned.disclosure, ctx.source,
+                            planned.request)
+
+    # ------------------------------------------------------------ the mechanism's math and run
 
     def check(self, request: ReleaseRequest) -> None:
         """Refuse a request this mechanism cannot serve (no data read). Default: 0 < δ < 1 and
@@ -208,3 +354,11 @@ class Mechanism(ABC):
         """Name of the released value column (the count aggregate's name unless the mechanism releases
         something else, e.g. shifted top-k's ``count − cut-off``)."""
         return default
+
+
+def _names_with(capability: str, last: str = ", ") -> str:
+    """The registered names of the mechanisms with ``capability`` (quoted, in registration order)."""
+    from .registry import classes
+
+    names = [repr(c.name) for c in classes() if getattr(c, capability)]
+    return ", ".join(names[:-1]) + last + names[-1] if len(names) > 1 else "".join(names)

@@ -34,6 +34,7 @@ from ..accounting.calibration import Calibration, Comparison, Neighbours
 from ..accounting.laws import CorrelatedGaussian, DenseCorrelatedGaussian, DiscreteDenseCorrelatedGaussian
 from ..errors import InputDataError, InvalidParameterError
 from .histogram import Release, SparseHistogram
+from ..accounting.names import CORRELATED_GAUSSIAN
 
 __all__ = ["calibrate_correlated", "correlated_histogram", "grouped_correlated_histogram",
            "bounded_density_histogram", "domain_counts"]
@@ -66,7 +67,7 @@ def calibrate_correlated(epsilon, delta, d, *, insecure_float: bool = False) -> 
     """
     from ..accounting import calibrate
 
-    return calibrate("correlated-gaussian", epsilon=epsilon, delta=delta, d=d, discrete=not insecure_float)
+    return calibrate(CORRELATED_GAUSSIAN, epsilon=epsilon, delta=delta, d=d, discrete=not insecure_float)
 
 
 def _embedded_noise(law: DenseLaw, size: int, rng, insecure_float: bool) -> np.ndarray:
@@ -130,7 +131,7 @@ def correlated_histogram(hist: SparseHistogram, domain, n_units, *, epsilon, del
     dom = list(domain)
     keys = np.asarray(dom) if isinstance(domain, np.ndarray) else dom
     return Release(keys=keys, counts=est, calibration=cal, n_keys_in=len(hist), n_keys_out=len(dom),
-                   extra={"mechanism": "correlated-gaussian", "n_estimate": n_tilde})
+                   extra={"mechanism": CORRELATED_GAUSSIAN, "n_estimate": n_tilde})
 
 
 def grouped_correlated_histogram(counts, row_counts, *, epsilon, delta, neighbours: str = "add-remove",

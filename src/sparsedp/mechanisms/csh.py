@@ -35,6 +35,7 @@ from ..errors import InputDataError, InvalidParameterError
 from ._common import check_histogram, check_pre_threshold, make_release
 from .histogram import Release, SparseHistogram
 from .kernel import draw_shared_noise, noise_and_filter
+from ..accounting.names import TOPK_CSH
 
 __all__ = ["csh", "check_k_sparse"]
 
@@ -60,7 +61,7 @@ def csh(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int =
     """
     hist = check_histogram(hist)
     pre = check_pre_threshold(pre_threshold)
-    if calibration.mechanism not in ("csh", "topk-csh"):
+    if calibration.mechanism not in ("csh", TOPK_CSH):
         raise InvalidParameterError(f"calibration is for {calibration.mechanism!r}, not 'csh'")
     if calibration.k is None:
         raise InvalidParameterError("a CSH calibration must carry k (the sparsity bound)")

@@ -137,6 +137,8 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
     group: str | None = None
     c: int | None = None
     name = "grouped-correlated-gaussian"
+    #: ``group`` defaults to None (the object can be built before the key list is known) but a release needs it
+    needs_options = ("group",)
 
     def __post_init__(self) -> None:
         if self.group is not None and not isinstance(self.group, str):

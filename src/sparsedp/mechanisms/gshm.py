@@ -28,6 +28,7 @@ from ..errors import InputDataError, InvalidParameterError
 from ._common import check_histogram, check_pre_threshold, make_release
 from .histogram import Release, SparseHistogram
 from .kernel import noise_and_filter
+from ..accounting.names import GSHM
 
 __all__ = ["gshm"]
 
@@ -45,7 +46,7 @@ def gshm(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int 
     """
     hist = check_histogram(hist)
     pre = check_pre_threshold(pre_threshold)
-    if calibration.mechanism != "gshm":
+    if calibration.mechanism != GSHM:
         raise InvalidParameterError(f"calibration is for {calibration.mechanism!r}, not 'gshm'")
     agg = None
     if aggregates is not None:
@@ -66,7 +67,7 @@ def gshm(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int 
                 f"the aggregate columns have mu_o2={mu_o2:.6g} but the calibration allows "
                 f"{calibration.mu_o2!r}; calibrate with mu_o2 >= {mu_o2:.6g}")
     pos, noisy = noise_and_filter(hist.counts, calibration, pre, rng, insecure_float=insecure_float)
-    extra: dict[str, Any] = {"mechanism": "gshm", "pre_threshold": pre,
+    extra: dict[str, Any] = {"mechanism": GSHM, "pre_threshold": pre,
                              "threshold": pre + calibration.tau}
     if agg is not None:
         from ..noise import sample_gaussian

@@ -33,6 +33,7 @@ from .. import _validate as v
 from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
+from ..accounting.names import CORRELATED_GAUSSIAN, LAPLACE
 
 __all__ = ["PublicKeys", "public_keys", "CorrelatedGaussian", "BoundedDensity", "PublicGaussian", "PublicLaplace",
            "PublicCounts", "public_candidates"]
@@ -50,25 +51,34 @@ class PublicKeys:
     from_text: bool = False
 
 
+def _as_polars(keys: Any, by: list[str]) -> Any:
+    """An Arrow or pandas table/column of keys as Polars (a column needs one key column: else None); anything
+    else as it is."""
+    import polars as pl
+
+    mod = type(keys).__module__.split(".")[0]
+    if mod == "pyarrow":
+        import pyarrow as pa
+        if isinstance(keys, pa.Table):
+            return pl.from_arrow(keys)
+        if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+            return pl.Series(by[0], keys) if len(by) == 1 else None
+    elif mod == "pandas":
+        import pandas as pd
+        if isinstance(keys, pd.DataFrame):
+            return pl.from_pandas(keys)
+        if isinstance(keys, pd.Series):
+            return pl.from_pandas(keys.rename(by[0])) if len(by) == 1 else None
+    return keys
+
+
 def _frame(keys: Any, by: list[str]):
     """``keys`` as a Polars DataFrame with exactly the columns ``by``."""
     import polars as pl
 
-    mod = type(keys).__module__.split(".")[0]
     if isinstance(keys, (str, bytes)) or isinstance(keys, dict):
         raise InvalidTypeError(f"keys must be a list, Series or frame of keys, got {type(keys).__name__}")
-    if mod == "pyarrow":
-        import pyarrow as pa
-        if isinstance(keys, pa.Table):
-            keys = pl.from_arrow(keys)
-        elif isinstance(keys, (pa.Array, pa.ChunkedArray)):
-            keys = pl.Series(by[0], keys) if len(by) == 1 else None
-    elif mod == "pandas":
-        import pandas as pd
-        if isinstance(keys, pd.DataFrame):
-            keys = pl.from_pandas(keys)
-        elif isinstance(keys, pd.Series):
-            keys = pl.from_pandas(keys.rename(by[0])) if len(by) == 1 else None
+    keys = _as_polars(keys, by)
     if isinstance(keys, pl.LazyFrame):
         keys = keys.collect()
     if isinstance(keys, np.ndarray):
@@ -197,12 +207,12 @@ def _draws(cal: Any, size: int, rng: Any, insecure_float: bool, std: float | Non
     from .. import noise
 
     if cal.secure:
-        if cal.family == "laplace":
+        if cal.family == LAPLACE:
             return noise.sample_discrete_laplace(cal.scale, size, rng=rng)
         return noise.sample_discrete_gaussian(cal.scale, size, rng=rng)
     if not insecure_float:
         raise InvalidParameterError("this calibration is for float noise; pass insecure_float=True")
-    if cal.family == "laplace":
+    if cal.family == LAPLACE:
         return noise.sample_laplace(cal.scale, size, rng=rng, insecure_float=True)
     return noise.sample_gaussian(cal.scale if std is None else std, size, rng=rng, insecure_float=True)
 
@@ -243,6 +253,41 @@ class PublicKeyMechanism(Mechanism):
     """Common part of the public-key mechanisms: no threshold, every listed key released, add/remove units."""
 
     public_keys: ClassVar[bool] = True
+    #: pure ε-DP (δ = 0 accepted): the one listed by ``plan`` and chosen by ``auto`` at δ = 0
+    pure_dp: ClassVar[bool] = False
+
+    @classmethod
+    def plannable(cls, request: ReleaseRequest) -> bool:
+        """Listed by ``plan`` and tried by ``auto`` for ``request``: δ > 0, or a pure mechanism."""
+        return request.delta > 0 or cls.pure_dp
+
+    @classmethod
+    def auto_refusal(cls, request: ReleaseRequest) -> str | None:
+        """Why ``auto`` does not try this class for ``request`` (listed with the candidates), or None."""
+        return None if cls.plannable(request) else "needs delta > 0"
+
+    @classmethod
+    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+        """With ``keys``: every public-key mechanism at d keys (ranked by per-key error), and with ``group`` the
+        grouped mechanism (:func:`~sparsedp.mechanisms.grouped_keys.plan_grouped`)."""
+        from ..errors import InfeasibleError
+
+        if query.d is None:
+            return []
+        request = query.request(keys=PublicKeys(table=None, d=query.d, columns=()))
+        rows = []
+        for c in public_candidates():
+            if not c.plannable(request):
+                continue
+            try:
+                rows.append((c(), c().calibrate(request), 0))
+            except (InfeasibleError, InvalidParameterError):
+                continue
+        if query.group is not None and query.delta > 0:
+            from .grouped_keys import plan_grouped
+
+            rows.append((*plan_grouped(query.keys, query.group, request), 0))
+        return rows
 
     def check(self, request: ReleaseRequest) -> None:
         _need_keys(self.name, request)
@@ -266,7 +311,7 @@ class PublicKeyMechanism(Mechanism):
                  f"the list must not be derived from the private data",) + self._notes(cal)
         return Disclosure(
             mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon,
-            delta=0.0 if cal.family == "laplace" else cal.delta, delta_achieved=float(cal.delta_achieved),
+            delta=0.0 if cal.family == LAPLACE else cal.delta, delta_achieved=float(cal.delta_achieved),
             neighbours=Neighbours.ADD_REMOVE, contribution=self._contribution(cal), value_column=value_column,
             delta_parts=dict(cal.delta_parts), sigma=float(cal.sigma), noise_std=float(cal.noise_std),
             threshold=None, margin=None, pre_threshold=None, comparison="none", notes=notes)
@@ -349,7 +394,7 @@ class CorrelatedGaussian(PublicKeyMechanism):
 
     c: int | None = None
     known_n: float | None = None
-    name = "correlated-gaussian"
+    name = CORRELATED_GAUSSIAN
 
     def __post_init__(self) -> None:
         if self.c is not None and (isinstance(self.c, bool) or not isinstance(self.c, (int, float))):
@@ -423,6 +468,24 @@ class BoundedDensity(PublicKeyMechanism):
 
     name = "bounded-density"
     run = CorrelatedGaussian.run  # the same embedding release, with this calibration's (p, q, c)
+
+    @classmethod
+    def plannable(cls, request: ReleaseRequest) -> bool:
+        """Only below the number of keys: a unit that may touch every key is the correlated Gaussian."""
+        l0, d = request.max_groups_per_unit, request.keys.d
+        return super().plannable(request) and l0 is not None and l0 < d
+
+    @classmethod
+    def auto_refusal(cls, request: ReleaseRequest) -> str | None:
+        if request.delta == 0:
+            return "needs delta > 0"
+        d, l0 = request.keys.d, request.max_groups_per_unit
+        if l0 is None or l0 >= d:
+            return "units may touch every key: it is correlated-gaussian"
+        if l0 > BOUNDED_DENSITY_MAX_K:
+            return (f"not calibrated above {BOUNDED_DENSITY_MAX_K} keys per unit (its exact delta costs O(k)); "
+                    f"request it by name")
+        return None
 
     def calibrate(self, request: ReleaseRequest) -> Any:
         from ..accounting.public_keys import calibrate_bounded_density

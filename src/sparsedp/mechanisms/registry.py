@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import InvalidParameterError, InvalidTypeError
 from .base import Mechanism
 
-__all__ = ["register", "get", "names", "create", "auto_candidates"]
+__all__ = ["register", "unregister", "planners", "get", "names", "classes", "create", "auto_candidates"]
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 #: modules whose import registers the built-in mechanisms (imported on first registry use: light core import).
@@ -60,6 +60,31 @@ def names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
+def classes() -> tuple[type[Mechanism], ...]:
+    """Registered mechanism classes, in registration order (what the CLI, ``plan`` and the audit read)."""
+    _load()
+    return tuple(_REGISTRY.values())
+
+
+def unregister(name: str) -> None:
+    """Remove ``name`` (a mechanism registered by a test or a plug-in; the built-in ones stay registered)."""
+    _load()
+    _REGISTRY.pop(name, None)
+
+
+def planners() -> tuple[Any, ...]:
+    """Each distinct ``plan_rows`` of the registered classes, once, in registration order (a family of
+    mechanisms that shares one implementation is planned once: :meth:`Mechanism.plan_rows`)."""
+    seen: list[Any] = []
+    out = []
+    for cls in classes():
+        impl = cls.plan_rows.__func__  # type: ignore[attr-defined]
+        if impl not in seen:
+            seen.append(impl)
+            out.append(cls.plan_rows)
+    return tuple(out)
+
+
 def get(name: str) -> type[Mechanism]:
     """The class registered as ``name``."""
     _load(_CORE)
@@ -75,6 +100,11 @@ def get(name: str) -> type[Mechanism]:
 
 def option_names(cls: type[Mechanism]) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+
+def option_fields(cls: type[Mechanism]) -> dict[str, Any]:
+    """``{option: its type annotation}`` of ``cls`` (its init fields: what the CLI's ``--option`` parses)."""
+    return {f.name: f.type for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
 
 
 def required_options(cls: type[Mechanism]) -> tuple[str, ...]:

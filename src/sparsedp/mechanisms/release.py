@@ -7,6 +7,7 @@ from ..errors import InvalidParameterError
 from ._common import check_histogram, check_pre_threshold
 from .auto import MECHANISMS, calibrate_mechanism, choose_mechanism, valid_mechanisms
 from .histogram import Release, SparseHistogram
+from ..accounting.names import GSHM, LAPLACE, TOPK_CSH
 
 __all__ = ["release_histogram"]
 
@@ -48,16 +49,16 @@ def release_histogram(hist: SparseHistogram, *, epsilon, delta, l0=None, k=None,
         cal, report = choose_mechanism(eps, dlt, l0=l0, k=k, top_k=top_k, insecure_float=insecure_float)
     else:
         if mech not in valid:
-            need = {"gshm": "l0 (or k)", "laplace": "l0 (or k)", "csh": "k", "topk-csh": "top_k"}[mech]
+            need = {GSHM: "l0 (or k)", LAPLACE: "l0 (or k)", "csh": "k", TOPK_CSH: "top_k"}[mech]
             raise InvalidParameterError(f"mechanism={mech!r} needs {need} to be declared; got l0={l0}, k={k}, "
                                         f"top_k={top_k}")
         cal = calibrate_mechanism(mech, valid[mech], eps, dlt, insecure_float=insecure_float)
         report = {"chosen": mech, "reason": "requested explicitly", "candidates": []}
-    if cal.mechanism == "gshm":
+    if cal.mechanism == GSHM:
         from .gshm import gshm
 
         rel = gshm(hist, cal, pre_threshold=pre, rng=rng, insecure_float=insecure_float)
-    elif cal.mechanism == "laplace":
+    elif cal.mechanism == LAPLACE:
         from .laplace import laplace_histogram
 
         rel = laplace_histogram(hist, cal, pre_threshold=pre, rng=rng, insecure_float=insecure_float)

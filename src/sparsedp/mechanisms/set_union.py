@@ -51,7 +51,7 @@ def unit_pairs(engine: Any, data: Any, unit: str, by: list[str]):
     from ..engines.base import (check_columns, check_mixed_types, check_nan_keys, check_nulls_and_rows,
                                 check_pandas_nan_keys, check_unique_names, engine_errors_as_input_errors)
 
-    if not hasattr(engine, "rows_lazy"):
+    if not engine.embedded:
         raise InvalidParameterError(f"the set-union mechanisms run on the embedded engines (polars, duckdb, pandas, "
                                     f"arrow), not on {engine.name!r}")
     cols = [unit] + list(by)
@@ -146,6 +146,14 @@ class _SetUnion(Mechanism):
     """What the two set-union mechanisms share: they discover keys from a privacy unit's rows (no public key
     list, no SUM/MEAN columns) and release noisy key weights in the column ``weight``, not counts."""
 
+    plan_group = 1  # listed after the count mechanisms: key weights, count-equivalent margins
+
+    @classmethod
+    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+        if query.d is not None or query.delta == 0 or query.l0 is None:
+            return []
+        return [(m, cal, cls.plan_group) for m, cal in plan_rows(query.request())]
+
     def check(self, request: ReleaseRequest) -> None:
         super().check(request)
         if request.aggregates:
@@ -180,6 +188,8 @@ class WeightedGaussian(_SetUnion):
     name = "weighted-gaussian"
     #: releases key weights, not counts: considered by ``sd.Auto(discover=True)`` only (never by plain ``auto``)
     discovery = True
+    #: ``max_groups_per_unit=sd.AutoBound(objective="keys")`` may choose its Δ0 (the expected released keys)
+    auto_bound_objectives = ("keys",)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "grid", v.integer("grid", self.grid, lo=1, hi=1 << 20))

@@ -21,6 +21,7 @@ from ..accounting.calibration import Calibration, Comparison
 from ..errors import InvalidParameterError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
+from ..accounting.names import GSHM as GSHM_NAME, LAPLACE, TOPK_CSH
 
 __all__ = ["GSHM", "Laplace", "TopKCSH", "JointCalibration", "joint_calibration"]
 
@@ -66,7 +67,7 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
                                         fit_shape(aggs, request.column_shape))
     p = j.parts
     return JointCalibration(
-        mechanism="gshm", analysis="discrete-exact-joint", epsilon=j.epsilon, delta=j.delta,
+        mechanism=GSHM_NAME, analysis="discrete-exact-joint", epsilon=j.epsilon, delta=j.delta,
         sigma=math.sqrt(float(j.count_sigma2)), tau=float(j.margin),
         noise_std=math.sqrt(dgauss_variance(j.count_sigma2)),
         noise=DiscreteGaussian(j.count_sigma2), comparison=Comparison.GE,
@@ -158,7 +159,7 @@ def topk_joint_calibration(request: ReleaseRequest, k: int) -> JointCalibration:
                               f"the rounded sampler's range; use max_groups_per_unit (GSHM) instead")
     p = j.parts
     return JointCalibration(
-        mechanism="topk-csh", analysis="rounded-add-joint", epsilon=j.epsilon, delta=j.delta, sigma=j.sigma,
+        mechanism=TOPK_CSH, analysis="rounded-add-joint", epsilon=j.epsilon, delta=j.delta, sigma=j.sigma,
         tau=float(j.margin), noise_std=csh_rounded_noise_std(j.sigma, k),
         noise=laws.RoundedCorrelatedGaussian(j.sigma, j.sigma * k ** -0.25), comparison=Comparison.GE,
         delta_parts={"gaussian": p.gaussian, "threshold": p.threshold}, delta_achieved=float(p.total),
@@ -222,6 +223,8 @@ class _PerKeyThresholded(Mechanism):
     ``pre_threshold``: keys whose bounded count is below it are never released (>= 1)."""
 
     pre_threshold: int = 1
+    bounded = True
+    auto_bound_objectives = ("quantile", "keys")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pre_threshold", v.integer("pre_threshold", self.pre_threshold, lo=1))
@@ -280,7 +283,7 @@ class GSHM(_PerKeyThresholded):
 
     Option: ``pre_threshold`` (default 1): keys with a smaller bounded count are never released."""
 
-    name = "gshm"
+    name = GSHM_NAME
     auto_candidate = True
     supports_aggregates = True
 
@@ -294,7 +297,7 @@ class Laplace(_PerKeyThresholded):
 
     Option: ``pre_threshold`` (default 1)."""
 
-    name = "laplace"
+    name = LAPLACE
     auto_candidate = True
 
 
@@ -325,8 +328,44 @@ class TopKCSH(Mechanism):
     k: int
     debias: bool = True
     noise: str = "rounded"
-    name = "topk-csh"
+    name = TOPK_CSH
     supports_aggregates = True  # de-biased rounded only (checked in calibrate)
+
+    @classmethod
+    def with_top_k(cls, spec: "Mechanism | None", k: int, bound_given: bool) -> "TopKCSH":
+        """``top_k=k`` is this mechanism's ``k``: ``TopKCSH(k)``, or ``spec`` when it already says ``k``."""
+        if spec is None:
+            return cls(k=k)
+        assert isinstance(spec, TopKCSH)
+        if spec.k != k:
+            raise InvalidParameterError(f"top_k={k} contradicts mechanism={spec.describe()}")
+        return spec
+
+    plan_group = 2  # the shifted variant (the de-biased one is ranked with the count mechanisms)
+
+    @classmethod
+    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+        """With ``top_k``: the de-biased counts (ranked) and, without SUM/MEAN, the shifted variant after them."""
+        from ..errors import InfeasibleError
+
+        if query.d is not None or query.top_k is None or query.delta == 0:
+            return []
+        request = query.request(max_groups_per_unit=None)
+        variants = [(cls(k=query.top_k), 0)]
+        if not query.sums:
+            variants.append((cls(k=query.top_k, debias=False), cls.plan_group))
+        rows = []
+        for m, group in variants:
+            try:
+                rows.append((m, m.calibrate(request), group))
+            except InfeasibleError:
+                continue
+        return rows
+
+    @classmethod
+    def default(cls) -> "TopKCSH":
+        raise InvalidParameterError(f"mechanism={cls.name!r} needs top_k=… (number of keys to keep, e.g. 100), or "
+                                    f"mechanism=sd.TopKCSH(k=…)")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", v.integer("k", self.k, lo=1, hi=10**9))
@@ -368,7 +407,7 @@ class TopKCSH(Mechanism):
                 raise InvalidParameterError("SUM/MEAN with top-k CSH need the de-biased counts (debias=True): the "
                                             "re-centred sums add centre × count estimate")
             return topk_joint_calibration(request, self.k)
-        return calibrate("topk-csh", epsilon=request.epsilon, delta=request.delta, top_k=self.k,
+        return calibrate(TOPK_CSH, epsilon=request.epsilon, delta=request.delta, top_k=self.k,
                          debias=self.debias, discrete=_secure(request), csh_noise=self.noise)
 
     def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:

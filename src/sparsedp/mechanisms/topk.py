@@ -27,6 +27,7 @@ from ..errors import InvalidParameterError
 from ._common import check_histogram, make_release
 from .histogram import Release, SparseHistogram
 from .kernel import draw_shared_noise, noise_and_filter, noise_plan
+from ..accounting.names import TOPK_CSH
 
 __all__ = ["truncate_top_k", "topk_csh", "debias_noise"]
 
@@ -75,7 +76,7 @@ def topk_csh(hist: SparseHistogram, calibration: Calibration, *, rng=None, insec
     (Algorithm 3's data-dependent pre-threshold is ``1 + t``).
     """
     hist = check_histogram(hist)
-    if calibration.mechanism != "topk-csh":
+    if calibration.mechanism != TOPK_CSH:
         raise InvalidParameterError(f"calibration is for {calibration.mechanism!r}, not 'topk-csh'")
     if calibration.k is None:
         raise InvalidParameterError("a top-k CSH calibration must carry k (the number of keys kept)")
@@ -88,7 +89,7 @@ def topk_csh(hist: SparseHistogram, calibration: Calibration, *, rng=None, insec
         shared_noise = draw_shared_noise(plan, rng, insecure_float=insecure_float)
     t, trunc = truncate_top_k(hist.counts, k)
     pos, noisy = noise_and_filter(trunc, plan, 1, rng, shared_noise, insecure_float=insecure_float)
-    extra = {"mechanism": "topk-csh", "pre_threshold": 1, "threshold": 1 + calibration.tau, "k": k}
+    extra = {"mechanism": TOPK_CSH, "pre_threshold": 1, "threshold": 1 + calibration.tau, "k": k}
     if cal_debias:
         t_tilde = t + debias_noise(plan, rng)
         noisy = noisy + t_tilde

@@ -38,6 +38,8 @@ from ..accounting.calibration import Neighbours
 from ..errors import InvalidParameterError, InvalidTypeError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
+from .public_keys import CorrelatedGaussian
+from .thresholded import GSHM
 
 __all__ = ["TwoStage", "TwoStageCalibration", "TwoStageHistogram"]
 
@@ -117,8 +119,8 @@ class TwoStage(Mechanism):
     published). Privacy: adaptive basic composition (module docstring, ``docs/proofs/two-stage.md``).
     """
 
-    select: Any = "gshm"
-    count: Any = "correlated-gaussian"
+    select: Any = GSHM.name
+    count: Any = CorrelatedGaussian.name
     count_bound: int | None = None
     split: float = 0.5
     delta_split: float = 0.5

@@ -94,49 +94,25 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
             k̃ = 1), and again once the private k̃ is drawn, before the structure's noise.
     """
     from ..accounting.calibration import Neighbours
-    from ..aggregates import Sum
     from ..engines import get_engine, sources
     from ..ledger import Charge
-    from ..mechanisms.misra_gries import group_privacy_parameters
-    from ..pipeline import _columns, _open_ledger, _source
+    from ..execution import LedgerSession
+    from ..request import columns, source as release_source
     from .alp import ALP
 
     eps = v.epsilon(epsilon)
     dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
-    unit, cols = _columns(privacy_unit, by)
+    unit, cols = columns(privacy_unit, by)
     if unit is None:
         raise InvalidTypeError("privacy_unit must be a column name (str)")
     l0 = v.integer("max_groups_per_unit", max_groups_per_unit, lo=1)
-    if value is not None:
-        if not isinstance(value, Sum) or type(value).__name__ != "Sum":
-            raise InvalidTypeError(f"value must be sd.Sum(column, lower, upper), got {value!r}")
-        if value.column == unit or value.column in cols:
-            raise InvalidParameterError("the value column must not be the privacy unit or a key column")
-        value = Sum(value.column, value.lower, value.upper, value.granularity, recentre=False)
+    value = _value(value, unit, cols)
     emb = v.choice("signed_embedding", signed_embedding, ("reduction", "columns"))
     max_memory = v.positive("max_memory", max_memory)
     signed_columns = value is not None and value.lower < 0 and emb == "columns"
     signed = value is not None and value.lower < 0 and not signed_columns
-    if k is None:
-        frac = v.real("k_epsilon_fraction", k_epsilon_fraction, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-        failure = v.real("k_failure", k_failure, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-        eps_k = eps * frac
-    else:
-        k = v.integer("k", k, lo=1)
-        eps_k = 0.0
-    eps_alp = eps - eps_k
-    if dlt > 0:
-        if value is not None:
-            raise InvalidParameterError("sums are real-valued: their threshold variant needs continuous Laplace "
-                                        "noise; use delta=0 (the projection variant, with u=…)")
-        variant = "threshold"
-        eps_e, dlt_e = group_privacy_parameters(eps_alp, dlt, l0)
-    else:
-        variant = "projection"
-        if u is None:
-            raise InvalidParameterError("delta=0 (ALP-Projection, pure DP) needs u=… (public bound of one entry: "
-                                        "units per key for counts, |sum| for sums); or pass delta > 0")
-        eps_e, dlt_e = eps_alp / l0, None
+    p = _split(eps, dlt, l0, value, k, k_epsilon_fraction, k_failure, u)
+    k, failure, eps_k, eps_alp, variant, eps_e, dlt_e = p
     u = None if u is None else v.positive("u", u)
     if variant == "projection":  # the structure's size before anything is charged (s at least its k̃ = 1 value)
         from .alp import check_memory
@@ -152,13 +128,12 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
     if kind == "file":
         sources.file_format(data)
     eng = get_engine(engine, data, connection)
-    source = _source(rng)
+    source = release_source(rng)
     charge = Charge(epsilon=eps, delta=dlt, neighbours=Neighbours.ADD_REMOVE, mechanism="alp")
-    led, own = _open_ledger(ledger, dataset)
+    led = LedgerSession(ledger, dataset)
     hist = None
     try:
-        if led is not None:
-            led.check(dataset, charge)
+        led.check(charge)
         extra = {"aggregates": (value,)} if value is not None else {}
         hist = eng.histogram(data, unit, cols, l0, source, 1, **extra)
         h = eng.collect(hist)
@@ -176,7 +151,7 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
             pos, neg = np.maximum(vals, 0.0), np.maximum(-vals, 0.0)
             keys = [(x, "+") for x in keys] + [(x, "-") for x in keys]
             vals = np.concatenate([pos, neg])
-        charge_id = led.charge(dataset, charge, note=f"alp {sources.display(data)}") if led is not None else None
+        led.charge(charge, sources.display(data), what="alp")
         params_k: dict = {}
         if k is None:
             support = int(np.count_nonzero(vals))
@@ -199,14 +174,53 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
             "epsilon_structure": eps_alp, "epsilon_per_entry_change": eps_e, "epsilon_k": eps_k,
             "variant": variant, "source": "Lebeda thesis ch. 2 (ALP), §2.10 k estimate, signed values by "
             + ("the §2.10 2m-column embedding" if signed_columns else "the §2.2 reduction")}
-        if charge_id is not None:
-            led.mark_published(charge_id, None)
+        led.published(None)
         return obj
     finally:
         if hist is not None:
             eng.release_resources(hist)
-        if own:
-            led.close()
+        led.close()
+
+
+def _value(value: Any, unit: str, cols: list[str]) -> Any:
+    """``value=`` checked: a ``sd.Sum`` on a column that is neither the unit nor a key (not recentred)."""
+    from ..aggregates import Sum
+
+    if value is None:
+        return None
+    if not isinstance(value, Sum) or type(value).__name__ != "Sum":
+        raise InvalidTypeError(f"value must be sd.Sum(column, lower, upper), got {value!r}")
+    if value.column == unit or value.column in cols:
+        raise InvalidParameterError("the value column must not be the privacy unit or a key column")
+    return Sum(value.column, value.lower, value.upper, value.granularity, recentre=False)
+
+
+def _split(eps: float, dlt: float, l0: int, value: Any, k: Any, k_epsilon_fraction: Any, k_failure: Any,
+           u: Any) -> tuple:
+    """``(k, failure, ε_k, ε_ALP, variant, ε per entry change, δ per entry change)``: the budget split of
+    :func:`alp` (k estimated with a share of ε unless given; the threshold variant with δ > 0, group privacy over
+    l0 keys; the projection variant with δ = 0 and ``u``)."""
+    from ..mechanisms.misra_gries import group_privacy_parameters
+
+    failure = None
+    if k is None:
+        frac = v.real("k_epsilon_fraction", k_epsilon_fraction, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        failure = v.real("k_failure", k_failure, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        eps_k = eps * frac
+    else:
+        k = v.integer("k", k, lo=1)
+        eps_k = 0.0
+    eps_alp = eps - eps_k
+    if dlt > 0:
+        if value is not None:
+            raise InvalidParameterError("sums are real-valued: their threshold variant needs continuous Laplace "
+                                        "noise; use delta=0 (the projection variant, with u=…)")
+        eps_e, dlt_e = group_privacy_parameters(eps_alp, dlt, l0)
+        return k, failure, eps_k, eps_alp, "threshold", eps_e, dlt_e
+    if u is None:
+        raise InvalidParameterError("delta=0 (ALP-Projection, pure DP) needs u=… (public bound of one entry: "
+                                    "units per key for counts, |sum| for sums); or pass delta > 0")
+    return k, failure, eps_k, eps_alp, "projection", eps_alp / l0, None
 
 
 def _key_list(keys: Any, cols: list[str]) -> list:

@@ -182,52 +182,15 @@ def pure_private_misra_gries(sketch: MisraGries, *, epsilon: float, universe: An
     aggregator option A): their post-processed counters are added; neighbours change one stream by one
     element, so the sensitivity bound is unchanged.
     """
-    sketches = list(sketch) if isinstance(sketch, (list, tuple)) else [sketch]
-    if not sketches or not all(isinstance(sk, MisraGries) for sk in sketches):
-        raise InvalidTypeError("sketch must be a MisraGries or a non-empty list of them")
-    if any(sk.merged for sk in sketches):
-        raise InvalidParameterError("the §3.6 post-processing needs Algorithm-12 sketches (it uses gamma); "
-                                    "for merged sketches use variant='merged-laplace' or 'csh'")
-    if len({sk.k for sk in sketches}) > 1 or len({sk.key_type for sk in sketches if sk.key_type}) > 1:
-        raise InvalidParameterError("all sketches must have the same k and key type")
+    sketches = _algorithm_12(sketch)
     eps = v.epsilon(epsilon)
     chunk_size = v.integer("chunk_size", chunk_size)
     sketch = next((sk for sk in sketches if sk.key_type), sketches[0])  # decodes keys
     k = sketch.k
-    stored: dict[int, int] = {}
-    for sk in sketches:  # §3.7 option A: add the post-processed counters of every stream's sketch
-        for c, x in sk._state().items():
-            val = (k + 1) * (x + sk.gamma) - sk.n
-            if val > 0:
-                stored[c] = stored.get(c, 0) + val
-    if isinstance(universe, (int, np.integer)) and not isinstance(universe, bool):
-        d = v.integer("universe", universe)
-        if any(sk.key_type == "hashed" for sk in sketches):
-            raise InvalidParameterError("universe=int means keys 0..d-1; this sketch holds hashed keys: "
-                                        "pass the universe as a sequence of keys")
-        chunks = (np.arange(s, min(s + chunk_size, d), dtype=np.int64) for s in range(0, d, chunk_size))
-        to_codes = lambda c: c  # noqa: E731
-    else:
-        keys = list(universe)
-        if not keys:
-            raise InvalidParameterError("universe must not be empty")
-        chunks = (keys[s:s + chunk_size] for s in range(0, len(keys), chunk_size))
-        to_codes = lambda c: np.fromiter((sketch._code(x) for x in c), np.int64, len(c))  # noqa: E731
+    stored = _post_processed(sketches)  # §3.7 option A: the post-processed counters of every stream's sketch
+    chunks, to_codes = _universe_chunks(universe, sketches, sketch, chunk_size)
     scale = _scale(2 * k + 1, eps)
-    best_v = np.zeros(0, np.int64)
-    best_c = np.zeros(0, np.int64)
-    n_u = 0
-    for ch in chunks:
-        codes = to_codes(ch)
-        if np.unique(codes).size != codes.size:
-            raise InvalidParameterError("universe keys must be distinct")
-        n_u += codes.size
-        base = np.fromiter((stored.get(c, 0) for c in codes.tolist()), np.int64, codes.size)
-        noisy = base + _dlap(scale, codes.size, rng)
-        allv = np.concatenate([best_v, noisy])
-        allc = np.concatenate([best_c, codes])
-        order = np.lexsort((allc, -allv))[:k]  # top-k by noisy value, ties by key code
-        best_v, best_c = allv[order], allc[order]
+    best_v, best_c, n_u = _noisy_top_k(chunks, to_codes, stored, scale, k, rng)
     q = math.exp(-eps / (2 * k + 1))
     std = math.sqrt(2.0 * q / (1.0 - q) ** 2) / (k + 1)
     cal = Calibration(mechanism="misra-gries", analysis="pure-dp", epsilon=eps, delta=0.0,
@@ -245,6 +208,56 @@ def pure_private_misra_gries(sketch: MisraGries, *, epsilon: float, universe: An
         keys = out_codes
     return Release(keys=keys, counts=counts[order], calibration=cal, n_keys_in=n_u, n_keys_out=len(keys),
                    extra={"universe_size": n_u})
+
+
+def _algorithm_12(sketch: Any) -> list[MisraGries]:
+    """``sketch`` (one or a list) checked: Algorithm-12 sketches (not merged) with one k and one key type."""
+    sketches = list(sketch) if isinstance(sketch, (list, tuple)) else [sketch]
+    if not sketches or not all(isinstance(sk, MisraGries) for sk in sketches):
+        raise InvalidTypeError("sketch must be a MisraGries or a non-empty list of them")
+    if any(sk.merged for sk in sketches):
+        raise InvalidParameterError("the §3.6 post-processing needs Algorithm-12 sketches (it uses gamma); "
+                                    "for merged sketches use variant='merged-laplace' or 'csh'")
+    if len({sk.k for sk in sketches}) > 1 or len({sk.key_type for sk in sketches if sk.key_type}) > 1:
+        raise InvalidParameterError("all sketches must have the same k and key type")
+    return sketches
+
+
+def _universe_chunks(universe: Any, sketches: list[MisraGries], sketch: MisraGries, chunk_size: int) -> tuple:
+    """``(chunks, to_codes)``: the universe (an int d: keys 0..d−1, or a sequence of keys) in chunks of
+    ``chunk_size``, and the map of a chunk to the sketch's key codes."""
+    if isinstance(universe, (int, np.integer)) and not isinstance(universe, bool):
+        d = v.integer("universe", universe)
+        if any(sk.key_type == "hashed" for sk in sketches):
+            raise InvalidParameterError("universe=int means keys 0..d-1; this sketch holds hashed keys: "
+                                        "pass the universe as a sequence of keys")
+        chunks = (np.arange(s, min(s + chunk_size, d), dtype=np.int64) for s in range(0, d, chunk_size))
+        return chunks, (lambda c: c)
+    keys = list(universe)
+    if not keys:
+        raise InvalidParameterError("universe must not be empty")
+    chunks = (keys[s:s + chunk_size] for s in range(0, len(keys), chunk_size))
+    return chunks, (lambda c: np.fromiter((sketch._code(x) for x in c), np.int64, len(c)))
+
+
+def _noisy_top_k(chunks: Any, to_codes: Any, stored: dict[int, int], scale: Any, k: int, rng: Any) -> tuple:
+    """``(values, codes, universe size)``: the k largest of C_x + discrete Laplace noise over the universe, chunk
+    by chunk (ties by key code), O(k + chunk) memory."""
+    best_v = np.zeros(0, np.int64)
+    best_c = np.zeros(0, np.int64)
+    n_u = 0
+    for ch in chunks:
+        codes = to_codes(ch)
+        if np.unique(codes).size != codes.size:
+            raise InvalidParameterError("universe keys must be distinct")
+        n_u += codes.size
+        base = np.fromiter((stored.get(c, 0) for c in codes.tolist()), np.int64, codes.size)
+        noisy = base + _dlap(scale, codes.size, rng)
+        allv = np.concatenate([best_v, noisy])
+        allc = np.concatenate([best_c, codes])
+        order = np.lexsort((allc, -allv))[:k]  # top-k by noisy value, ties by key code
+        best_v, best_c = allv[order], allc[order]
+    return best_v, best_c, n_u
 
 
 def _post_processed(sketches: list[MisraGries]) -> dict[int, int]:

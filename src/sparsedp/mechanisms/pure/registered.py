@@ -211,6 +211,25 @@ class _Pure(Mechanism):
     def options(self) -> dict[str, Any]:
         return {k: val for k, val in super().options().items() if k != "dense"}
 
+    plan_group = 3  # listed last by ``plan``, with their exact error bounds
+
+    @classmethod
+    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+        """With ``max_units`` (n units, one key each): the pure mechanisms ``plan_pure`` configures, by their
+        error bound at ``beta`` (default 1/20)."""
+        from ..registry import get
+        from .release import plan_pure
+
+        if query.d is not None or query.max_units is None:
+            return []
+        if query.epsilon > 1:
+            raise InvalidParameterError(f"pure mechanisms need epsilon in (0, 1], got {query.epsilon}")
+        n = v.integer("max_units", query.max_units, lo=1)
+        wanted = [c.name for c in (PureSparse, Compact, Stability)]
+        pure = plan_pure(n, query.epsilon, Fraction(1, 20) if query.beta is None else query.beta, None,
+                         delta=query.delta or None, mechanisms=wanted)
+        return [(get(c.mechanism)(max_units=n), c, cls.plan_group) for c in pure]
+
     @property
     def neighbours(self) -> Neighbours:  # type: ignore[override]
         return Neighbours.ADD_REMOVE if self.max_units is not None else Neighbours.REPLACE_ONE

@@ -1,0 +1,250 @@
+"""The stages of one release after its plan: the engine, the ledger, the publication and the report.
+
+:func:`sparsedp.release` builds a :class:`~sparsedp.request.Request`, asks its mechanism for a plan
+(:meth:`Mechanism.plan_release <sparsedp.mechanisms.base.Mechanism.plan_release>`) and runs it here:
+:func:`open_engine` → ledger pre-check (:class:`LedgerSession`) → the mechanism's ``read`` on a
+:class:`ReleaseContext` → the charge → the mechanism's ``draw`` → :func:`publish` (the table, written atomically
+with its guarantee) → :func:`result` (the public report and the curator's figures). Nothing here names a
+mechanism; the only engine distinction is the input's own kind (a Spark DataFrame in, a Spark DataFrame out).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from .errors import InvalidParameterError, OutputWriteError
+
+__all__ = ["ReleaseContext", "LedgerSession", "Published", "open_engine", "check_output_columns", "warn_before",
+           "publish", "result"]
+
+
+class ReleaseContext:
+    """What a mechanism's ``read`` and ``draw`` stages run on: the engine, the input, the key columns, the
+    release's random source, the stage display (``stage(label, timing)``: the progress display's context, its
+    seconds added to ``timings[timing]``) and the engine results to release at the end (``track``)."""
+
+    def __init__(self, request: Any, engine: Any, t_start: float) -> None:
+        self.request, self.engine = request, engine
+        self.data, self.unit, self.by, self.source = request.data, request.unit, request.by, request.source
+        self.timings: dict[str, float] = {"validate": time.perf_counter() - t_start}
+        self.hists: list[Any] = []
+        self.units_warning: str | None = None
+        self._display = request.progress or (lambda name: contextlib.nullcontext())
+
+    @contextlib.contextmanager
+    def stage(self, label: str | None, timing: str) -> Iterator[None]:
+        from .progress import reporting
+
+        t = time.perf_counter()
+        try:
+            if label is None:
+                yield
+            else:
+                with self._display(label) as reporter, reporting(reporter):
+                    yield
+        finally:
+            self.timings[timing] = self.timings.get(timing, 0.0) + time.perf_counter() - t
+
+    def track(self, hist: Any) -> Any:
+        """Keep ``hist`` (an engine result) to release its resources when the release ends."""
+        self.hists.append(hist)
+        return hist
+
+    def warn_units(self, units: int | None) -> None:
+        """The curator-only δ advice once the number of units is known (:func:`sparsedp.advice.delta_units_note`)."""
+        from .advice import DeltaWarning, delta_units_note
+
+        if units is None:
+            return
+        self.units_warning = delta_units_note(self.request.delta, units)
+        if self.units_warning:
+            warnings.warn(self.units_warning, DeltaWarning, stacklevel=4)
+
+    def close(self) -> None:
+        for hist in self.hists:
+            self.engine.release_resources(hist)
+
+
+def open_engine(request: Any, mechanism: Any) -> Any:
+    """The engine for the request's input (``engine=`` or the default for the input's kind), refused if the
+    mechanism lacks a primitive on it (:meth:`Mechanism.check_engine`); file formats and SQL are checked here."""
+    from .engines import get_engine, sources
+
+    kind = sources.kind(request.data)
+    if kind == "file":
+        sources.file_format(request.data)
+    elif kind == "sql":
+        sources.check_sql(request.data)
+    engine = get_engine(request.engine, request.data, request.connection)
+    mechanism.check_engine(engine)
+    return engine
+
+
+def check_output_columns(request: Any, value_column: str) -> None:
+    """The released value column must not collide with an input column or a SUM/MEAN output column."""
+    if value_column in request.by or value_column == request.unit:
+        raise InvalidParameterError(f"the output column {value_column!r} is also an input column; name the count "
+                                    f"otherwise: aggregates=[sd.Count(name=…)]")
+    if value_column in {a.output_name for a in request.sums}:
+        raise InvalidParameterError(f"the output column {value_column!r} is also a SUM/MEAN output column; give "
+                                    f"them distinct names")
+
+
+def warn_before(request: Any) -> str | None:
+    """The warnings known before any data is read (float noise, a risky δ); returns the δ note for the report."""
+    from .advice import DeltaWarning, delta_note
+    from .report import warn_insecure
+
+    note = delta_note(request.delta)
+    if request.insecure_float:
+        warn_insecure()
+    if note:
+        warnings.warn(note, DeltaWarning, stacklevel=3)
+    return note
+
+
+class LedgerSession:
+    """The ledger side of one release: opened from ``ledger=``/``dataset=`` (checked: the dataset must have a
+    budget), pre-checked, charged once (before any noise), marked published, closed if this release opened it."""
+
+    def __init__(self, ledger: Any, dataset: str | None) -> None:
+        self.ledger, self.dataset, self.owned, self.charge_id = None, dataset, False, None
+        if ledger is None:
+            if dataset is not None:
+                raise InvalidParameterError("dataset=… names a budget in a ledger; pass ledger=… too")
+            return
+        from .ledger import _dataset_name, open_ledger
+
+        if dataset is None:
+            raise InvalidParameterError("ledger=… needs dataset=…: the name of the dataset whose budget the "
+                                        "release charges")
+        _dataset_name(dataset)
+        self.ledger, self.owned = open_ledger(ledger)
+        try:
+            self.ledger.budget(dataset)  # the dataset must have a budget (raises with the fix otherwise)
+        except BaseException:
+            self.close()
+            raise
+
+    def check(self, charge: Any) -> None:
+        if self.ledger is not None:
+            self.ledger.check(self.dataset, charge)
+
+    def charge(self, charge: Any, source_name: str, what: str = "release") -> None:
+        if self.ledger is not None:
+            self.charge_id = self.ledger.charge(self.dataset, charge, note=f"{what} {source_name}")
+
+    def published(self, output: str | None) -> None:
+        if self.ledger is not None and self.charge_id is not None:
+            self.ledger.mark_published(self.charge_id, output)
+
+    def close(self) -> None:
+        if self.owned and self.ledger is not None:
+            self.ledger.close()
+        self.ledger = None
+
+
+def _sorted_table(arrow: Any, value_column: str) -> Any:
+    """Largest value first (stable: ties keep the engine's canonical key order)."""
+    import numpy as np
+    import polars as pl
+
+    from .engines.base import numpy_to_arrow
+
+    # through a Polars frame: pyarrow's to_numpy imports pandas, Polars' Series-from-Arrow pyarrow.compute
+    frame = pl.from_arrow(arrow.select([value_column]))
+    assert isinstance(frame, pl.DataFrame)  # a Table converts to a DataFrame
+    values = frame[value_column].to_numpy()
+    order = np.argsort(-values, kind="stable")
+    return arrow.take(numpy_to_arrow(order))
+
+
+@dataclass(frozen=True)
+class Published:
+    """The released table as Arrow (``None``: a Spark result not written to a file) and in the caller's frame
+    type (``native``: the Spark DataFrame for Spark input), with its row count."""
+
+    arrow: Any
+    native: Any
+    rows: int
+
+
+def _tables(ctx: ReleaseContext, released: Any, value_column: str) -> Published:
+    """The released rows as a sorted Arrow table (and a Spark DataFrame for Spark input: Spark in, Spark out)."""
+    from .engines import sources
+
+    eng, by, spark = ctx.engine, list(ctx.by), sources.kind(ctx.data) == "spark"
+    if released.in_process:
+        arrow = _sorted_table(released.rows, value_column)
+        return Published(arrow, eng.from_arrow(arrow) if spark else None, arrow.num_rows)
+    if spark:
+        native, n_rows = eng.native(released.rows, by, value_column)
+        arrow = _sorted_table(eng.to_arrow(released.rows, by, value_column), value_column) \
+            if ctx.request.out else None
+        return Published(arrow, native, n_rows)
+    arrow = _sorted_table(eng.to_arrow(released.rows, by, value_column), value_column)
+    return Published(arrow, None, arrow.num_rows)
+
+
+def _report(request: Any, planned: Any, released: Any, rows: int, delta_note: str | None) -> Any:
+    """The public report: the plan (or the run's re-plan) and the disclosure of the run."""
+    from . import __version__
+    from .report import Report
+
+    final = released.planned or planned
+    d, mech = released.disclosure, final.mechanism
+    return Report(
+        mechanism=mech.name, options=mech.options(), reason=final.reason, analysis=d.analysis, epsilon=d.epsilon,
+        delta=d.delta, neighbours=d.neighbours, delta_achieved=d.delta_achieved, delta_parts=dict(d.delta_parts),
+        sigma=d.sigma, noise_std=d.noise_std, threshold=d.threshold, margin=d.margin,
+        pre_threshold=d.pre_threshold, comparison=d.comparison, contribution=d.contribution,
+        value_column=final.value_column, released_keys=int(rows), insecure_float=request.insecure_float,
+        notes=d.notes + ((delta_note,) if delta_note else ()), candidates=final.candidates, version=__version__,
+        profile=planned.charge.profile, column_errors=dict(d.column_errors), **released.report_fields)
+
+
+def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSession,
+            delta_note: str | None) -> tuple[Any, Any]:
+    """Stage 6: ``(table, report)``; only released rows leave the engine, the file is written atomically with the
+    report as metadata, then the charge is marked published."""
+    from .engines.output import OUTPUT_KIND, convert, write_atomic
+    from .engines import sources
+
+    request = ctx.request
+    with ctx.stage("writing the output" if request.out else "building the table", "output"):
+        tables = _tables(ctx, released, planned.value_column)
+        report = _report(request, planned, released, tables.rows, delta_note)
+        table = tables.native if tables.native is not None else convert(
+            tables.arrow, OUTPUT_KIND.get(sources.kind(request.data), "polars"))
+        if request.out:
+            try:
+                write_atomic(tables.arrow, *request.out, metadata=report.metadata(), charge_id=ledger.charge_id)
+            except OutputWriteError as e:  # the budget is spent: hand the caller what it paid for
+                e.table, e.report = table, report
+                raise
+        ledger.published(request.out[0] if request.out else None)
+    return table, report
+
+
+def result(ctx: ReleaseContext, table: Any, report: Any, released: Any, t_start: float) -> Any:
+    """Stage 7: the :class:`~sparsedp.report.Result` with the curator-only figures."""
+    from .engines import sources
+    from .report import Curator, Result
+
+    request = ctx.request
+    ctx.timings["total"] = time.perf_counter() - t_start
+    engine_choice = None
+    if request.engine is None:
+        from .engines.choice import choose_engine
+
+        engine_choice = choose_engine(request.data).describe()
+    fields = {"auto_bound": None, **released.curator_fields}
+    curator = Curator(engine=ctx.engine.name, source=sources.display(request.data),
+                      bounding=ctx.engine.stats(ctx.hists[-1] if ctx.hists else None), timings=ctx.timings,
+                      output=request.out[0] if request.out else None, engine_choice=engine_choice,
+                      warnings=(ctx.units_warning,) if ctx.units_warning else (), **fields)
+    return Result(table=table, report=report, curator=curator, query=released.query)
