@@ -88,7 +88,7 @@ def check_output_columns(request: Any, value_column: str) -> None:
     """The released value column must not collide with an input column or a SUM/MEAN output column."""
     if value_column in request.by or value_column == request.unit:
         raise InvalidParameterError(f"the output column {value_column!r} is also an input column; name the count "
-                                    f"otherwise: aggregates=[sd.Count(name=…)]")
+                                    f"otherwise: ⟨count_name|aggregates=[sd.Count(name=…)]⟩", param="count_name")
     if value_column in {a.output_name for a in request.sums}:
         raise InvalidParameterError(f"the output column {value_column!r} is also a SUM/MEAN output column; give "
                                     f"them distinct names")
@@ -115,13 +115,14 @@ class LedgerSession:
         self.ledger, self.dataset, self.owned, self.charge_id = None, dataset, False, None
         if ledger is None:
             if dataset is not None:
-                raise InvalidParameterError("dataset=… names a budget in a ledger; pass ledger=… too")
+                raise InvalidParameterError("⟨dataset=…⟩ names a budget in a ledger; pass ⟨ledger=…⟩ too",
+                                            param="ledger")
             return
         from .ledger import _dataset_name, open_ledger
 
         if dataset is None:
-            raise InvalidParameterError("ledger=… needs dataset=…: the name of the dataset whose budget the "
-                                        "release charges")
+            raise InvalidParameterError("⟨ledger=…⟩ needs ⟨dataset=…⟩: the name of the dataset whose budget the "
+                                        "release charges", param="dataset")
         _dataset_name(dataset)
         self.ledger, self.owned = open_ledger(ledger)
         try:

@@ -127,8 +127,8 @@ def mechanism_object(spec: Any, top_k: Any, bound_given: bool, keys: bool) -> An
     from .mechanisms.base import Mechanism
 
     if top_k is not None and keys:
-        raise InvalidParameterError("keys=… releases every listed key (no threshold); top_k selects keys from the "
-                                    "data: pass one of them")
+        raise InvalidParameterError("⟨keys=…⟩ releases every listed key (no threshold); ⟨top_k⟩ selects keys "
+                                    "from the data: pass one of them", param="top_k")
     if isinstance(spec, str):
         cls, obj = registry.get(spec), None
     elif isinstance(spec, Mechanism):

@@ -219,8 +219,8 @@ class Auto(Mechanism):
         if request.bound is None and request.auto_bound is None and request.keys is None and request.delta != 0:
             # δ = 0: the pure mechanisms, one key per unit
             raise InvalidParameterError(
-                "declare a contribution bound: max_groups_per_unit=… (keys per unit, e.g. 10) or top_k=… "
-                "(release the top-k keys, e.g. 100)")
+                "declare a contribution bound: ⟨max_groups_per_unit=…⟩ (keys per unit, e.g. 10) or ⟨top_k=…⟩ "
+                "(release the top-k keys, e.g. 100)", param="max_groups_per_unit")
         super().validate(request)
 
     def resolve(self, request: ReleaseRequest):

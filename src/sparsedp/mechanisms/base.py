@@ -202,10 +202,10 @@ class Mechanism(ABC):
         ``None`` for its registered name). Default: refused (``top_k`` is an option of a top-k mechanism only)."""
         if bound_given and cls.bounded:
             raise InvalidParameterError(
-                "pass either max_groups_per_unit (bound each unit to l0 keys: gshm, laplace) or top_k (release "
-                "the top-k keys: topk-csh), not both")
-        raise InvalidParameterError(f"top_k selects mechanism='topk-csh'; it is not an option of "
-                                    f"mechanism={cls.name!r}")
+                "pass either ⟨max_groups_per_unit⟩ (bound each unit to l0 keys: gshm, laplace) or ⟨top_k⟩ (release "
+                "the top-k keys: topk-csh), not both", param="top_k")
+        raise InvalidParameterError(f"⟨top_k⟩ selects ⟨mechanism='topk-csh'⟩; it is not an option of "
+                                    f"⟨mechanism={cls.name!r}⟩", param="top_k")
 
     @classmethod
     def default(cls) -> "Mechanism":

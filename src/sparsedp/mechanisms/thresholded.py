@@ -338,14 +338,15 @@ class TopKCSH(Mechanism):
             return cls(k=k)
         assert isinstance(spec, TopKCSH)
         if spec.k != k:
-            raise InvalidParameterError(f"top_k={k} contradicts mechanism={spec.describe()}")
+            raise InvalidParameterError(f"⟨top_k={k}⟩ contradicts mechanism={spec.describe()}", param="top_k")
         return spec
 
     plan_group = 2  # the shifted variant (the de-biased one is ranked with the count mechanisms)
 
     @classmethod
     def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
-        """With ``top_k``: the de-biased counts (ranked) and, without SUM/MEAN, the shifted variant after them."""
+        """With ``top_k``: the de-biased counts (ranked) and, without SUM/MEAN, the shifted variant after them;
+        with secure noise and no SUM/MEAN, both again with Algorithm 4's noise (``noise="alg4"``)."""
         from ..errors import InfeasibleError
 
         if query.d is not None or query.top_k is None or query.delta == 0:
@@ -354,6 +355,9 @@ class TopKCSH(Mechanism):
         variants = [(cls(k=query.top_k), 0)]
         if not query.sums:
             variants.append((cls(k=query.top_k, debias=False), cls.plan_group))
+        if not (query.sums or query.insecure_float):  # Algorithm 4's exact discrete noise (the paper's own)
+            variants += [(cls(k=query.top_k, noise="alg4"), cls.plan_group),
+                         (cls(k=query.top_k, debias=False, noise="alg4"), cls.plan_group)]
         rows = []
         for m, group in variants:
             try:
@@ -364,8 +368,8 @@ class TopKCSH(Mechanism):
 
     @classmethod
     def default(cls) -> "TopKCSH":
-        raise InvalidParameterError(f"mechanism={cls.name!r} needs top_k=… (number of keys to keep, e.g. 100), or "
-                                    f"mechanism=sd.TopKCSH(k=…)")
+        raise InvalidParameterError(f"⟨mechanism={cls.name!r}⟩ needs ⟨top_k=…⟩ (number of keys to keep, e.g. 100)",
+                                    param="top_k", fix="or pass ⟨mechanism|mechanism=sd.TopKCSH(k=…)⟩")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", v.integer("k", self.k, lo=1, hi=10**9))
@@ -384,8 +388,8 @@ class TopKCSH(Mechanism):
         self.check_delta(request)
         if request.max_groups_per_unit is not None:
             raise InvalidParameterError(
-                "pass either max_groups_per_unit (bound each unit to l0 keys: gshm, laplace) or top_k (release "
-                "the top-k keys: topk-csh), not both")
+                "pass either ⟨max_groups_per_unit⟩ (bound each unit to l0 keys: gshm, laplace) or ⟨top_k⟩ (release "
+                "the top-k keys: topk-csh), not both", param="top_k")
 
     def engine_bound(self, request: ReleaseRequest) -> int | None:
         return None
