@@ -177,8 +177,8 @@ def shifted_calibration(cal, shift: int):
         return cal
     tau = cal.tau + shift
     if tau < 0:
-        raise InvalidParameterError(f"margin_shift={shift} would make the margin {tau:g} negative "
-                                    f"(calibrated margin {cal.tau:g})")
+        raise InvalidParameterError(f"⟨margin_shift={shift}⟩ would make the margin {tau:g} negative "
+                                    f"(calibrated margin {cal.tau:g})", param="margin_shift")
     return dataclasses.replace(cal, tau=float(tau) if isinstance(cal.tau, float) else tau)
 
 
@@ -447,11 +447,12 @@ def release_many(target: Target, counts, runs: int, rng, units: int | None = Non
             r = min(per, runs - done)
             ids = (np.arange(r)[:, None] * n + live[None, :]).reshape(-1)
             hist = _histogram(np.tile(c[live], r), ids)
-            keys, vals = _rows(t.mechanism.run(engine, hist, t.calibration, disclosure, rng, t.request))
+            prepared = t.mechanism.prepare(engine, hist, t.request)  # as the pipeline hands it to run
+            keys, vals = _rows(t.mechanism.run(engine, prepared, t.calibration, disclosure, rng, t.request))
             out.reshape(-1)[done * n + keys] = vals
             done += r
         return out
-    hist = _histogram(c[live], live.astype(np.int64))
+    hist = t.mechanism.prepare(engine, _histogram(c[live], live.astype(np.int64)), t.request)
     for i in range(runs):
         keys, vals = _rows(t.mechanism.run(engine, hist, t.calibration, disclosure, rng, t.request))
         ok = (keys >= 0) & (keys < n)

@@ -176,8 +176,9 @@ class MisraGries(Mechanism):
         if self.universe_size is not None:
             object.__setattr__(self, "universe_size", v.integer("universe_size", self.universe_size, lo=1))
         if (self.universe_size is None) != (self.release is not MGRelease.PURE):
-            raise InvalidParameterError("release='pure' needs universe_size=… (integer keys 0..d−1; noise is added "
-                                        "to every key of the universe) and only it takes universe_size")
+            raise InvalidParameterError("⟨release='pure'⟩ needs ⟨universe_size=…⟩ (integer keys 0..d−1; noise is "
+                                        "added to every key of the universe) and only it takes ⟨universe_size⟩",
+                                        param="universe_size")
         if self.unit_sketch is not None:
             u = self.unit_sketch.value if isinstance(self.unit_sketch, UnitSketch) else self.unit_sketch
             object.__setattr__(self, "unit_sketch", UnitSketch(v.choice("unit_sketch", u,
