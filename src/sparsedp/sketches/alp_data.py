@@ -114,14 +114,8 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
     p = _split(eps, dlt, l0, value, k, k_epsilon_fraction, k_failure, u)
     k, failure, eps_k, eps_alp, variant, eps_e, dlt_e = p
     u = None if u is None else v.positive("u", u)
-    if variant == "projection":  # the structure's size before anything is charged (s at least its k̃ = 1 value)
-        from .alp import check_memory
-
-        coll = v.real("collision", collision, lo=0.0, hi=0.5, lo_open=True, hi_open=True)
-        scale_u = value.sensitivity * value.granularity if value is not None else 1.0
-        m = math.ceil(u / scale_u * eps_e / v.positive("alpha", alpha))
-        check_memory(math.ceil((1 if k is None else k) / coll), 2 * m if signed_columns else m, max_memory,
-                     "signed" if signed_columns else variant)
+    if variant == "projection":
+        _check_size(value, u, eps_e, alpha, collision, k, max_memory, signed_columns)
         if signed_columns:
             variant = "signed"
     kind = sources.kind(data)
@@ -180,6 +174,19 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
         if hist is not None:
             eng.release_resources(hist)
         led.close()
+
+
+def _check_size(value: Any, u: float, eps_e: float, alpha: float, collision: float, k: int | None,
+                max_memory: float, signed_columns: bool) -> None:
+    """The projection structure's size before anything is charged (s at least its k̃ = 1 value): refused above
+    ``max_memory`` naming the size and the fix (:func:`sparsedp.sketches.alp.check_memory`)."""
+    from .alp import check_memory
+
+    coll = v.real("collision", collision, lo=0.0, hi=0.5, lo_open=True, hi_open=True)
+    scale_u = value.sensitivity * value.granularity if value is not None else 1.0
+    m = math.ceil(u / scale_u * eps_e / v.positive("alpha", alpha))
+    check_memory(math.ceil((1 if k is None else k) / coll), 2 * m if signed_columns else m, max_memory,
+                 "signed" if signed_columns else "projection")
 
 
 def _value(value: Any, unit: str, cols: list[str]) -> Any:
