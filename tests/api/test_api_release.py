@@ -204,7 +204,7 @@ def test_plan_needs_no_data():
 def test_release_uses_the_plan_calibration(df, rng):
     res = sd.release(df, **KW, rng=rng)
     best = sd.plan(1.0, 1e-6, max_groups_per_unit=4)[0]
-    assert (res.report.mechanism, res.report.tau, res.report.sigma) == (best.mechanism, best.tau, best.sigma)
+    assert (res.report.mechanism, res.report.margin, res.report.sigma) == (best.mechanism, best.tau, best.sigma)
 
 
 def test_import_stays_light():
