@@ -45,7 +45,8 @@ from .errors import InvalidParameterError, InvalidTypeError
 from .execution import LedgerSession
 from .ledger import Charge
 from .mechanisms.misra_gries import group_privacy_parameters
-from .query import QueryKind, Stages, run_query
+from .progress import Stages
+from .query import QueryKind, run_query
 from .report import Curator, Result
 from .request import columns, source as release_source
 from .sketches.alp import ALP

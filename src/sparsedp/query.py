@@ -22,17 +22,15 @@ subclasses :class:`QueryKind` and calls :func:`run_query`; nothing here changes.
 
 from __future__ import annotations
 
-import contextlib
-import time
 from abc import ABC, abstractmethod
-from typing import Any, Callable, ContextManager, Iterator, Protocol
+from typing import Any, Protocol
 
 from .engines import sources
 from .execution import (LedgerSession, ReleaseContext, check_output_columns, open_engine, publish, result,
                         warn_before)
-from .progress import reporting
+from .progress import Stages
 
-__all__ = ["QueryKind", "Priced", "Stages", "HistogramQuery", "run_query"]
+__all__ = ["QueryKind", "Priced", "HistogramQuery", "run_query"]
 
 
 class Priced(Protocol):
@@ -40,33 +38,6 @@ class Priced(Protocol):
 
     @property
     def charge(self) -> Any: ...
-
-
-class Stages:
-    """The stage display and timings of one release: ``stage(label, timing)`` wraps a stage in the progress
-    display's context (``progress(label)``, its reporter made current) and adds its seconds to
-    ``timings[timing]``."""
-
-    def __init__(self, progress: Callable[[str], ContextManager[Any]] | None, t_start: float) -> None:
-        self.t_start = t_start
-        self.timings: dict[str, float] = {}
-        self._display = progress or (lambda name: contextlib.nullcontext())
-
-    def mark(self, timing: str) -> None:
-        """``timings[timing]`` = seconds since the release started."""
-        self.timings[timing] = time.perf_counter() - self.t_start
-
-    @contextlib.contextmanager
-    def stage(self, label: str | None, timing: str) -> Iterator[None]:
-        t = time.perf_counter()
-        try:
-            if label is None:
-                yield
-            else:
-                with self._display(label) as reporter, reporting(reporter):
-                    yield
-        finally:
-            self.timings[timing] = self.timings.get(timing, 0.0) + time.perf_counter() - t
 
 
 class QueryKind(ABC):

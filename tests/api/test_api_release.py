@@ -82,7 +82,7 @@ def test_report_contents(df, rng):
     r = res.report
     assert r.mechanism in ("gshm", "laplace") and r.reason
     assert r.epsilon == 1.0 and r.delta == 1e-6 and 0 < r.delta_achieved <= 1e-6
-    assert r.sigma > 0 and r.noise_std > 0 and r.threshold == r.pre_threshold + r.tau
+    assert r.sigma > 0 and r.noise_std > 0 and r.threshold == r.pre_threshold + r.margin
     assert r.delta_parts and r.released_keys == len(res.table)
     b = res.curator.bounding
     assert b.rows_in == df.height and b.units_in == 400 and b.duplicate_rows_removed >= 400

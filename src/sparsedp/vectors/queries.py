@@ -45,7 +45,8 @@ from ..ledger import Charge
 from ..mechanisms import elliptical as ell
 from ..mechanisms.mean import MeanEstimate, plan_mean
 from ..mechanisms.vector_grid import box_grid
-from ..query import QueryKind, Stages, run_query
+from ..progress import Stages
+from ..query import QueryKind, run_query
 from ..report import warn_insecure
 from ..request import source as release_source
 from .arguments import Privacy, VectorInput, bound_vector, box, privacy, relation, secure_flag, vector_input
@@ -86,21 +87,38 @@ class _VectorQuery(QueryKind):
 
     #: the release's name in the replace-one refusal; ``None``: add/remove, always admitted
     refusal: str | None = None
+    #: the release's name in the ledger's note (with the number of coordinates)
+    label = "vector release"
 
-    def __init__(self, spec: VectorInput, rng: Any, insecure_float: bool,
+    def __init__(self, spec: VectorInput, plan: Any, *, rng: Any, insecure_float: bool,
                  progress: Callable[[str], ContextManager[Any]] | None, t_start: float) -> None:
-        self.spec, self.data, self.insecure_float = spec, spec.data, insecure_float
+        self.spec, self.data, self.planned, self.insecure_float = spec, spec.data, plan, insecure_float
+        self.what = f"{self.label} ({spec.d} coordinates)"
         self.source = release_source(rng)
         self.stages = Stages(progress, t_start)
 
-    def warn(self) -> None:
+    def plan(self) -> Any:
+        """The plan fixed when the query was built; float noise is warned here, before anything is read."""
         if self.insecure_float:
             warn_insecure()
+        return self.planned
 
     def pre_check(self, ledger: LedgerSession, planned: Any) -> None:
         if self.refusal is not None:
             _check_relation(ledger, planned.charge, self.refusal)
         ledger.check(planned.charge)
+
+    def read_sums(self, lo: Any, hi: Any, max_norm: float | None, grid: Any) -> ClippedSums:
+        """The clipped (with a grid: gridded) per-coordinate sums; every input check happens first, and the grid
+        refuses a number of units its integers cannot hold."""
+        self.stages.mark("validate")
+        with self.stages.stage("reading and clipping each unit's vector", "read+clip"):
+            read = per_unit(self.spec)
+            if grid is not None:
+                grid.check_units(read.n_units)
+            sums, values, units = clipped_sums(read.frame, self.spec.long, self.spec.d, read.n_units, lo, hi,
+                                               max_norm, grid)
+        return ClippedSums(read, sums, values, units)
 
     def curator(self, read: PerUnit, values_clipped: int, units_clipped: int,
                 rounding_bound: np.ndarray | None) -> VectorCurator:
@@ -140,23 +158,10 @@ class VectorSumQuery(_VectorQuery):
 
     refusal = "this vector sum"
 
-    def __init__(self, spec: VectorInput, plan: SumPlan, **rest: Any) -> None:
-        super().__init__(spec, **rest)
-        self.sum_plan, self.what = plan, f"vector sum ({spec.d} coordinates)"
-
-    def plan(self) -> SumPlan:
-        self.warn()
-        return self.sum_plan
+    label = "vector sum"
 
     def read(self, planned: SumPlan) -> ClippedSums:
-        self.stages.mark("validate")
-        with self.stages.stage("reading and clipping each unit's vector", "read+clip"):
-            read = per_unit(self.spec)
-            if planned.grid is not None:
-                planned.grid.check_units(read.n_units)
-            sums, values, units = clipped_sums(read.frame, self.spec.long, self.spec.d, read.n_units, planned.lo,
-                                               planned.hi, planned.max_norm, planned.grid)
-        return ClippedSums(read, sums, values, units)
+        return self.read_sums(planned.lo, planned.hi, planned.max_norm, planned.grid)
 
     def draw(self, planned: SumPlan, read: ClippedSums) -> Noisy:
         """The grid's exact noise, or float Laplace/Gaussian at the scales."""
@@ -266,13 +271,7 @@ class PlanMeanQuery(_VectorQuery):
 
     refusal = "PLAN (thesis Ch. 5)"
 
-    def __init__(self, spec: VectorInput, plan: MeanPlan, **rest: Any) -> None:
-        super().__init__(spec, **rest)
-        self.mean_plan, self.what = plan, f"vector mean PLAN ({spec.d} coordinates)"
-
-    def plan(self) -> MeanPlan:
-        self.warn()
-        return self.mean_plan
+    label = "vector mean PLAN"
 
     def read(self, planned: MeanPlan) -> Centred:
         """The matrix, and PLAN's input checks (sample size, binary data) run dry before the charge."""
@@ -364,21 +363,10 @@ class SumCountMeanQuery(_VectorQuery):
     """:func:`vector_mean`'s query kind with ``method="sum-count"``: the add/remove elliptical Gaussian sum over a
     noisy unit count (zCDP composition of the two)."""
 
-    def __init__(self, spec: VectorInput, plan: SumCountPlan, **rest: Any) -> None:
-        super().__init__(spec, **rest)
-        self.count_plan, self.what = plan, f"vector mean sum/count ({spec.d} coordinates)"
-
-    def plan(self) -> SumCountPlan:
-        return self.count_plan
+    label = "vector mean sum/count"
 
     def read(self, planned: SumCountPlan) -> ClippedSums:
-        self.stages.mark("validate")
-        with self.stages.stage("reading and clipping each unit's vector", "read+clip"):
-            read = per_unit(self.spec)
-            planned.grid.check_units(read.n_units)
-            sums, values, units = clipped_sums(read.frame, self.spec.long, self.spec.d, read.n_units, planned.lo,
-                                               planned.hi, None, planned.grid)
-        return ClippedSums(read, sums, values, units)
+        return self.read_sums(planned.lo, planned.hi, None, planned.grid)
 
     def draw(self, planned: SumCountPlan, read: ClippedSums) -> SumCountDrawn:
         with self.stages.stage("adding noise (discrete Gaussian)", "noise"):
