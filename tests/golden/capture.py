@@ -536,7 +536,7 @@ def sketches_golden() -> dict:
 
 def histogram_golden() -> dict:
     """The function-level ``release_histogram`` (``mechanisms/release.py``) on a fixed histogram."""
-    from sparsedp.mechanisms.histogram import SparseHistogram
+    from sparsedp.core.histogram import SparseHistogram
     from sparsedp.mechanisms.release import release_histogram
     from sparsedp.noise import InsecureSeededRandom as R
 

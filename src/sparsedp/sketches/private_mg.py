@@ -36,8 +36,8 @@ import numpy as np
 from .. import _validate as v
 from ..accounting.calibration import Calibration, Comparison
 from ..accounting.laws import DiscreteCorrelatedLaplace, DiscreteLaplace, ScaledDiscreteLaplace
+from ..core.histogram import Release
 from ..errors import InvalidParameterError, InvalidTypeError
-from ..mechanisms.histogram import Release
 from ._noise import discrete_laplace
 from .misra_gries import MisraGries
 
