@@ -40,10 +40,11 @@ import numpy as np
 from . import _validate as v
 from .accounting.calibration import Neighbours
 from .aggregates import Sum
-from .engines import get_engine, sources
+from .core import sources
+from .engines import get_engine
 from .errors import InvalidParameterError, InvalidTypeError
 from .execution import LedgerSession
-from .ledger import Charge
+from .accounting.charge import Charge
 from .mechanisms.misra_gries import group_privacy_parameters
 from .progress import Stages
 from .query import QueryKind, run_query

@@ -25,7 +25,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Protocol
 
-from .engines import sources
+from .core import sources
 from .execution import (LedgerSession, ReleaseContext, check_output_columns, open_engine, publish, result,
                         warn_before)
 from .progress import Stages

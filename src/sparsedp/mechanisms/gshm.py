@@ -29,7 +29,7 @@ from .. import noise
 from ..accounting.calibration import Calibration
 from ..errors import InputDataError, InvalidParameterError
 from ._common import check_histogram, make_release
-from .histogram import Release, SparseHistogram
+from ..core.histogram import Release, SparseHistogram
 from .thresholded import GSHM
 
 __all__ = ["gshm"]

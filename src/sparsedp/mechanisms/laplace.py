@@ -13,7 +13,7 @@ from typing import Any
 
 from ..accounting.calibration import Calibration
 from ._common import check_histogram
-from .histogram import Release, SparseHistogram
+from ..core.histogram import Release, SparseHistogram
 from .thresholded import Laplace
 
 __all__ = ["laplace_histogram"]

@@ -12,7 +12,7 @@ from ..errors import InvalidParameterError
 from ._common import check_histogram, check_pre_threshold
 from .auto import MECHANISMS, calibrate_mechanism, choose_mechanism, valid_mechanisms
 from .csh import check_k_sparse, csh
-from .histogram import Release, SparseHistogram
+from ..core.histogram import Release, SparseHistogram
 from .thresholded import GSHM as GSHMMechanism, Laplace, TopKCSH
 
 __all__ = ["release_histogram"]

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..accounting.calibration import Calibration
 from ._common import check_histogram
-from .histogram import Release, SparseHistogram
+from ..core.histogram import Release, SparseHistogram
 from .kernel import debias_noise, truncate_top_k
 from .thresholded import TopKCSH
 

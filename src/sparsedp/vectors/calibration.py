@@ -21,7 +21,7 @@ import numpy as np
 from .. import _validate as v
 from ..accounting.calibration import Neighbours
 from ..errors import InvalidParameterError
-from ..ledger import Charge
+from ..accounting.charge import Charge
 from ..mechanisms import elliptical as ell
 from ..mechanisms.vector_grid import box_grid, l2_grid
 from .arguments import Privacy, box

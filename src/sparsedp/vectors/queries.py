@@ -38,10 +38,10 @@ import numpy as np
 from .. import _validate as v
 from .. import noise
 from ..accounting.calibration import Neighbours
-from ..engines import sources
+from ..core import sources
 from ..errors import InputDataError, InvalidParameterError
 from ..execution import LedgerSession
-from ..ledger import Charge
+from ..accounting.charge import Charge
 from ..mechanisms import elliptical as ell
 from ..mechanisms.mean import MeanEstimate, plan_mean
 from ..mechanisms.vector_grid import box_grid

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ..engines import sources
+from ..core import sources
 from ..engines.polars_engine import to_lazy
 from ..errors import InputDataError, InvalidTypeError
 from .arguments import VectorInput
