@@ -147,12 +147,12 @@ class ALPPlan:
 class ALPInput:
     """An ALP's read: the vector it is built on (keys, entries, the value scale a query multiplies back)."""
 
-    keys: list
+    keys: list[Any]
     values: np.ndarray
     value_scale: float
 
 
-class ALPQuery(QueryKind):
+class ALPQuery(QueryKind[ALPPlan, ALPInput, ALP, Result]):
     """:func:`alp`'s query kind: the engine's bounded histogram (counts or grid sums) → the ALP structure."""
 
     what = "alp"
@@ -249,7 +249,8 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
                                  alpha=alpha, collision=collision, epsilon_split=epsilon_split,
                                  signed_embedding=signed_embedding, max_memory=max_memory, engine=engine,
                                  connection=connection, rng=rng), ledger, dataset)
-    return result.query
+    structure: ALP = result.query
+    return structure
 
 
 def alp_query(data: Any, privacy_unit: Any, by: Any, epsilon: Any, delta: Any, *, max_groups_per_unit: Any,

@@ -23,7 +23,7 @@ subclasses :class:`QueryKind` and calls :func:`run_query`; nothing here changes.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from .core import sources
 from .execution import (LedgerSession, ReleaseContext, check_output_columns, open_engine, publish, result,
@@ -40,33 +40,40 @@ class Priced(Protocol):
     def charge(self) -> Any: ...
 
 
-class QueryKind(ABC):
+PlanT = TypeVar("PlanT", bound=Priced)
+ReadT = TypeVar("ReadT")
+DrawnT = TypeVar("DrawnT")
+ResultT = TypeVar("ResultT")
+
+
+class QueryKind(ABC, Generic[PlanT, ReadT, DrawnT, ResultT]):
     """One query, its arguments already checked (the constructor's job: no data read, no randomness drawn).
 
-    ``what`` names the query in the ledger's note; ``data`` is the input (its display name goes with the
-    charge)."""
+    Typed by what its stages hand on: the plan (``PlanT``, with the ledger ``charge``), the read (``ReadT``), the
+    private draw (``DrawnT``) and the result (``ResultT``). ``what`` names the query in the ledger's note;
+    ``data`` is the input (its display name goes with the charge)."""
 
     what: str = "release"
     data: Any
 
     @abstractmethod
-    def plan(self) -> Priced:
+    def plan(self) -> PlanT:
         """Stage 1: calibrate and price the release (no data read)."""
 
-    def pre_check(self, ledger: LedgerSession, planned: Priced) -> None:
+    def pre_check(self, ledger: LedgerSession, planned: PlanT) -> None:
         """Stage 2: refuse a release the budget cannot admit, before any data is read."""
         ledger.check(planned.charge)
 
     @abstractmethod
-    def read(self, planned: Priced) -> Any:
+    def read(self, planned: PlanT) -> ReadT:
         """Stage 3: the engine's pass over the data; every input check happens here, before the charge."""
 
     @abstractmethod
-    def draw(self, planned: Priced, read: Any) -> Any:
+    def draw(self, planned: PlanT, read: ReadT) -> DrawnT:
         """Stage 5 (after the charge): the private draw, every secret and noise word from the release's source."""
 
     @abstractmethod
-    def publish(self, planned: Priced, drawn: Any, ledger: LedgerSession) -> Any:
+    def publish(self, planned: PlanT, drawn: DrawnT, ledger: LedgerSession) -> ResultT:
         """Stages 6-7: the result (table, public report, curator-only figures), written by the one output
         writer where an output was asked for, then the charge marked published."""
 
@@ -74,7 +81,7 @@ class QueryKind(ABC):
         """Release what the engine holds (always called, also after an error)."""
 
 
-def run_query(query: QueryKind, ledger: Any, dataset: str | None) -> Any:
+def run_query(query: QueryKind[Any, Any, Any, ResultT], ledger: Any, dataset: str | None) -> ResultT:
     """Run ``query``'s stages in the one order of the module docstring, charging ``dataset``'s budget in
     ``ledger`` (a :class:`~sparsedp.ledger.Ledger`, a ledger file, or ``None``) once, before any noise."""
     planned = query.plan()
@@ -90,7 +97,7 @@ def run_query(query: QueryKind, ledger: Any, dataset: str | None) -> Any:
         session.close()
 
 
-class HistogramQuery(QueryKind):
+class HistogramQuery(QueryKind[Any, Any, Any, Any]):
     """:func:`sparsedp.release`'s query kind: a sparse histogram (counts, SUM/MEAN, public key lists) by the
     request's mechanism, on the request's engine. The stages are the mechanism's own; the pipeline names no
     mechanism and no engine."""

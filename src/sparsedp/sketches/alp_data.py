@@ -68,21 +68,21 @@ def check_size(value: Sum | None, u: float, eps_e: float, alpha: float, collisio
     """The projection structure's size before anything is charged (s at least its k̃ = 1 value): refused above
     ``max_memory`` naming the size and the fix (:func:`sparsedp.sketches.alp.check_memory`)."""
     coll = v.real("collision", collision, lo=0.0, hi=0.5, lo_open=True, hi_open=True)
-    scale_u = value.sensitivity * value.granularity if value is not None else 1.0
+    scale_u = _value_scale(value)
     m = math.ceil(u / scale_u * eps_e / v.positive("alpha", alpha))
     check_memory(math.ceil((1 if k is None else k) / coll), 2 * m if signed_columns else m, max_memory,
                  "signed" if signed_columns else "projection")
 
 
-def entry_vector(keys: list, counts: np.ndarray, grid_sums: np.ndarray | None, value: Sum | None,
-                 signed: bool) -> tuple[list, np.ndarray, float]:
+def entry_vector(keys: list[Any], counts: np.ndarray, grid_sums: np.ndarray | None, value: Sum | None,
+                 signed: bool) -> tuple[list[Any], np.ndarray, float]:
     """``(keys, x, value scale)``: the vector the ALP is built on (module docstring): the counts, or the grid sums
     over the grid sensitivity D (each unit moves each of its keys by ≤ 1; a query multiplies back by the value
     scale D·granularity); with ``signed``, the §2.2 reduction to the keys ``(key, "+")``, ``(key, "-")``."""
     if value is not None:
         assert grid_sums is not None
         vals = np.asarray(grid_sums, dtype=np.float64) / value.sensitivity
-        value_scale = value.sensitivity * value.granularity
+        value_scale = _value_scale(value)
     else:
         vals = np.asarray(counts, dtype=np.int64)
         value_scale = 1.0
@@ -92,7 +92,15 @@ def entry_vector(keys: list, counts: np.ndarray, grid_sums: np.ndarray | None, v
     return keys, vals, float(value_scale)
 
 
-def key_list(keys: Any, cols: list[str]) -> list:
+def _value_scale(value: Sum | None) -> float:
+    """What one unit of the ALP's entries is worth in value units: D·granularity for sums (1 for counts)."""
+    if value is None:
+        return 1.0
+    assert value.granularity is not None  # set when the Sum is built
+    return value.sensitivity * value.granularity
+
+
+def key_list(keys: Any, cols: list[str]) -> list[Any]:
     """The keys of an Arrow table of key columns, as values (one column) or tuples."""
     columns = [keys.column(c).to_pylist() for c in cols]
     return columns[0] if len(cols) == 1 else [tuple(r) for r in zip(*columns)]

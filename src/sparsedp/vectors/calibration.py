@@ -71,8 +71,10 @@ def plan_sum(coords: tuple[str, ...], lower: Any, upper: Any, max_norm: Any, pri
     grid = None
     if not insecure_float:
         if c is not None:
+            assert privacy.rho is not None  # the ball goes with the Gaussian
             grid = l2_grid(c, d, privacy.rho, rel)
         else:
+            assert lo is not None and hi is not None
             grid = box_grid(lo, hi, scales, rel, rho=None if pure else privacy.rho,
                             epsilon=privacy.epsilon if pure else None)
         scales = np.array(grid.noise_std) / (math.sqrt(2.0) if pure else 1.0)
@@ -97,7 +99,7 @@ def grid_expected_error(grid: Any, pure: bool, p: float) -> float:
 
 
 def _ball(max_norm: Any, lower: Any, upper: Any, pure: bool, d: int, rel: Neighbours, s_opt: float,
-          p: float) -> tuple:
+          p: float) -> tuple[np.ndarray, np.ndarray, float, float, str, str]:
     """The ℓ2-ball sum: sensitivities 2C (replace-one) or C, isotropic σ, its expected errors and description."""
     if lower is not None or upper is not None:
         raise InvalidParameterError("give either lower=/upper= (box) or max_norm= (l2 ball), not both")
@@ -113,7 +115,7 @@ def _ball(max_norm: Any, lower: Any, upper: Any, pure: bool, d: int, rel: Neighb
 
 
 def _box_calibration(lo: np.ndarray, hi: np.ndarray, rel: Neighbours, pure: bool, privacy: Privacy, p: float,
-                     shape: str, insecure_float: bool) -> tuple:
+                     shape: str, insecure_float: bool) -> tuple[np.ndarray, np.ndarray, float, float, str, str]:
     """The box sum: per-coordinate sensitivities, the calibrated scales (Laplace, zCDP Gaussian or float
     Gaussian), their expected errors and description."""
     sens = (hi - lo) if rel is Neighbours.REPLACE_ONE else np.maximum(np.abs(lo), np.abs(hi))

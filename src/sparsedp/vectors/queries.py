@@ -31,7 +31,7 @@ import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, ContextManager, Sequence
+from typing import Any, Callable, ContextManager, Generic, Sequence, TypeVar
 
 import numpy as np
 
@@ -81,7 +81,13 @@ class Noisy:
     noise_std: np.ndarray
 
 
-class _VectorQuery(QueryKind):
+PlanT = TypeVar("PlanT", "SumPlan", "MeanPlan", "SumCountPlan")
+ReadT = TypeVar("ReadT")
+DrawnT = TypeVar("DrawnT")
+ResultT = TypeVar("ResultT")
+
+
+class _VectorQuery(QueryKind[PlanT, ReadT, DrawnT, ResultT], Generic[PlanT, ReadT, DrawnT, ResultT]):
     """The stages every vector release shares: the insecure-noise warning, the relation check against the
     budget's, the stage display and timings, the release's source, and the curator's figures."""
 
@@ -90,20 +96,21 @@ class _VectorQuery(QueryKind):
     #: the release's name in the ledger's note (with the number of coordinates)
     label = "vector release"
 
-    def __init__(self, spec: VectorInput, plan: Any, *, rng: Any, insecure_float: bool,
+    def __init__(self, spec: VectorInput, plan: PlanT, *, rng: Any, insecure_float: bool,
                  progress: Callable[[str], ContextManager[Any]] | None, t_start: float) -> None:
-        self.spec, self.data, self.planned, self.insecure_float = spec, spec.data, plan, insecure_float
+        self.spec, self.data, self.insecure_float = spec, spec.data, insecure_float
+        self.planned: PlanT = plan
         self.what = f"{self.label} ({spec.d} coordinates)"
         self.source = release_source(rng)
         self.stages = Stages(progress, t_start)
 
-    def plan(self) -> Any:
+    def plan(self) -> PlanT:
         """The plan fixed when the query was built; float noise is warned here, before anything is read."""
         if self.insecure_float:
             warn_insecure()
         return self.planned
 
-    def pre_check(self, ledger: LedgerSession, planned: Any) -> None:
+    def pre_check(self, ledger: LedgerSession, planned: PlanT) -> None:
         if self.refusal is not None:
             _check_relation(ledger, planned.charge, self.refusal)
         ledger.check(planned.charge)
@@ -131,7 +138,7 @@ class _VectorQuery(QueryKind):
 def _check_relation(ledger: LedgerSession, charge: Charge, what: str) -> None:
     """A replace-one release (n public) is refused by an add/remove budget, naming the fix."""
     led, dataset = ledger.ledger, ledger.dataset
-    if led is not None and charge.neighbours is Neighbours.REPLACE_ONE and \
+    if led is not None and dataset is not None and charge.neighbours is Neighbours.REPLACE_ONE and \
             led.budget_neighbours(dataset) is Neighbours.ADD_REMOVE:
         raise InvalidParameterError(
             f"release refused: dataset {dataset!r} has an add/remove budget and {what} is private for replace-one "
@@ -152,7 +159,7 @@ def _frozen(a: Any) -> np.ndarray:
 # ---------------------------------------------------------------- vector sum
 
 
-class VectorSumQuery(_VectorQuery):
+class VectorSumQuery(_VectorQuery[SumPlan, ClippedSums, Noisy, VectorSum]):
     """:func:`vector_sum`'s query kind: the clipped per-coordinate sums plus exact noise on the public grid (float
     noise with ``insecure_float``)."""
 
@@ -265,7 +272,7 @@ class Centred:
     units_clipped: int
 
 
-class PlanMeanQuery(_VectorQuery):
+class PlanMeanQuery(_VectorQuery["MeanPlan", "Centred", "PlanDrawn", VectorMean]):
     """:func:`vector_mean`'s query kind with ``method="plan"``: PLAN (thesis Algorithm 17) on the dense clipped
     matrix, replace-one."""
 
@@ -359,7 +366,7 @@ class SumCountPlan:
     charge: Charge
 
 
-class SumCountMeanQuery(_VectorQuery):
+class SumCountMeanQuery(_VectorQuery["SumCountPlan", ClippedSums, "SumCountDrawn", VectorMean]):
     """:func:`vector_mean`'s query kind with ``method="sum-count"``: the add/remove elliptical Gaussian sum over a
     noisy unit count (zCDP composition of the two)."""
 
@@ -443,7 +450,7 @@ def _sum_count_plan(lo: np.ndarray, hi: np.ndarray, priv: Privacy, p: float, sha
 def vector_mean(data: Any, privacy_unit: str, *, columns: Sequence[str] | None = None, coordinate: str | None = None,
                 value: str | None = None, coordinates: Sequence[Any] | None = None, lower: Any = None,
                 upper: Any = None, epsilon: float | None = None, delta: float | None = None,
-                rho: float | None = None, variances: Any = "estimate", p: float = 2.0, budget: dict | None = None,
+                rho: float | None = None, variances: Any = "estimate", p: float = 2.0, budget: dict[str, float] | None = None,
                 beta: float = 0.05, method: str = "plan", count_share: float = 0.1, ledger: Any = None,
                 dataset: str | None = None, connection: Any = None, insecure_float: bool = False, rng: Any = None,
                 progress: Callable[[str], ContextManager[Any]] | None = None) -> VectorMean:
@@ -478,8 +485,8 @@ def vector_mean(data: Any, privacy_unit: str, *, columns: Sequence[str] | None =
                                     f"has lower = upper = {lo[i]!r}")
     priv = privacy(epsilon, delta, rho, pure=False, insecure_float=False)
     pp = v.positive("p", p)
-    rest = dict(rng=rng, insecure_float=insecure, progress=progress, t_start=t0)
-    query: _VectorQuery
+    rest: dict[str, Any] = dict(rng=rng, insecure_float=insecure, progress=progress, t_start=t0)
+    query: PlanMeanQuery | SumCountMeanQuery
     if v.choice("method", method, ("plan", "sum-count")) == "sum-count":
         share = v.real("count_share", count_share, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         query = SumCountMeanQuery(spec, _sum_count_plan(lo, hi, priv, pp, share, insecure), **rest)

@@ -57,6 +57,7 @@ def per_unit(spec: VectorInput, index_units: bool = False) -> PerUnit:
         except pl.exceptions.PolarsError as e:
             raise InputDataError(f"could not aggregate the input per unit: {e}") from None
         return PerUnit(frame, rows, frame.height, 0)
+    assert coordinate is not None and value is not None  # the long layout names both
     raw = lf.select(pl.col(unit).alias("__u"), pl.col(coordinate).cast(pl.String).alias("__k"),
                     pl.col(value).cast(pl.Float64).alias("__v"))
     keys = pl.DataFrame({"__k": list(coords), "__i": np.arange(len(coords), dtype=np.int64)}).lazy()
@@ -130,16 +131,18 @@ def _checked_rows(lf: Any, schema: Any, unit: str, coords: tuple[str, ...], long
     return rows
 
 
-def dense(frame, long: bool, n_units: int, d: int) -> np.ndarray:
+def dense(frame: pl.DataFrame, long: bool, n_units: int, d: int) -> np.ndarray:
     """The units × coordinates matrix (units in order of first appearance; missing coordinates 0)."""
     if not long:
-        return frame.select([f"__c{j}" for j in range(d)]).to_numpy().astype(float, copy=True)
+        wide: np.ndarray = frame.select([f"__c{j}" for j in range(d)]).to_numpy().astype(float, copy=True)
+        return wide
     x = np.zeros((n_units, d))
     x[frame["__j"].to_numpy(), frame["__i"].to_numpy()] = frame["__v"].to_numpy()
     return x
 
 
-def clipped_sums(agg, long: bool, d: int, n_units: int, lo, hi, max_norm, grid) -> tuple[np.ndarray, int, int]:
+def clipped_sums(agg: pl.DataFrame, long: bool, d: int, n_units: int, lo: Any, hi: Any, max_norm: float | None,
+                 grid: Any) -> tuple[np.ndarray, int, int]:
     """Per-coordinate sums of the clipped (and, with a grid, gridded) unit vectors; coordinates a unit has no row
     for count as 0 (clipped like any value). Returns (sums: int64 grid sums or float sums, values clipped,
     units clipped)."""
@@ -198,7 +201,8 @@ def clipped_sums(agg, long: bool, d: int, n_units: int, lo, hi, max_norm, grid) 
     return out, int(stats[0]) + extra, int(stats[1])
 
 
-def _clipped_sums_wide(frame, d: int, lo, hi, max_norm, grid) -> tuple[np.ndarray, int, int]:
+def _clipped_sums_wide(frame: pl.DataFrame, d: int, lo: Any, hi: Any, max_norm: float | None,
+                       grid: Any) -> tuple[np.ndarray, int, int]:
     """:func:`_clipped_sums` for the wide per-unit frame: one ``select`` of per-column expressions (no reshaping)."""
     cols = [pl.col(f"__c{j}") for j in range(d)]
     if max_norm is not None:

@@ -109,7 +109,8 @@ class _VectorResult(Result):
 
     def to_frame(self) -> pl.DataFrame:
         """A Polars frame: coordinate, estimate, noise_std (public; the release's ``table``)."""
-        return self.table
+        frame: pl.DataFrame = self.table
+        return frame
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
