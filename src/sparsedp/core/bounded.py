@@ -45,7 +45,7 @@ class BoundingStats:
     def duplicate_rows_removed(self) -> int:
         return self.rows_in - self.pairs_in
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["duplicate_rows_removed"] = self.duplicate_rows_removed
         return d
@@ -66,7 +66,7 @@ class LocalHistogram:
     keys: Any
     counts: Any
     stats: BoundingStats
-    columns: tuple = ()
+    columns: tuple[Any, ...] = ()
 
     def __len__(self) -> int:
         return int(len(self.counts))

@@ -147,7 +147,8 @@ class Engine(ABC):
 
     def stats(self, hist: Any) -> BoundingStats:
         """What bounding did (curator only)."""
-        return hist.stats
+        stats: BoundingStats = hist.stats
+        return stats
 
     def release_resources(self, hist: Any) -> None:
         """Free what :meth:`histogram` holds (Spark: the persisted histogram). Embedded engines: nothing."""

@@ -19,7 +19,7 @@ SEED_UNIT = 0x73706470_756E6974
 SEED_KEY = 0x73706470_6B657973
 
 
-def canonical_expr(name: str, dtype: Any):
+def canonical_expr(name: str, dtype: Any) -> Any:
     """Expression of column ``name`` in its canonical dtype, so that equivalent inputs fingerprint and order
     identically: integers → Int64 (UInt64 kept), Float32 → Float64, Categorical/Enum → String, Datetime → UTC
     naive microseconds, Duration → microseconds; other dtypes (String, Binary, Boolean, Date, Decimal…) as
@@ -42,12 +42,12 @@ def canonical_expr(name: str, dtype: Any):
     return c
 
 
-def canonical_exprs(schema: Any, cols: list[str]) -> list:
+def canonical_exprs(schema: Any, cols: list[str]) -> list[Any]:
     """:func:`canonical_expr` of each column, keeping the column names."""
     return [canonical_expr(c, schema[c]).alias(c) for c in cols]
 
 
-def canonical_order(schema: Any, cols: list[str]) -> list:
+def canonical_order(schema: Any, cols: list[str]) -> list[Any]:
     """Sort expressions of the canonical key order: canonical values, then (for dtypes whose canonical form
     truncates, e.g. nanosecond datetimes) the values themselves, so the order is total and depends on values
     only."""

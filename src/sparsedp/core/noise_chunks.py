@@ -48,7 +48,7 @@ def chunk_label(chunk: int) -> bytes:
     return b"noise chunk " + int(chunk).to_bytes(8, "little", signed=True)
 
 
-def chunk_expr(schema: Any, by: Sequence[str], chunks: int):
+def chunk_expr(schema: Any, by: Sequence[str], chunks: int) -> Any:
     """Polars expression of each key's chunk (UInt32) among ``chunks`` over the key columns of ``schema``."""
     import polars as pl
 

@@ -73,7 +73,7 @@ def sql_error(e: BaseException) -> str:
     return "; ".join(lines)
 
 
-def file_format(path: str | os.PathLike) -> str:
+def file_format(path: str | os.PathLike[str]) -> str:
     """"parquet" or "csv" for an existing file (or glob of files); raises InputDataError otherwise."""
     p = os.fspath(path)
     low = p.lower()
@@ -102,7 +102,7 @@ def file_format(path: str | os.PathLike) -> str:
     return fmt
 
 
-def expand(path: str | os.PathLike) -> list[str]:
+def expand(path: str | os.PathLike[str]) -> list[str]:
     """The files a path or glob names (sorted; ``**`` matches any depth)."""
     p = os.fspath(path)
     return sorted(glob.glob(p, recursive=True)) if glob.has_magic(p) else [p]
@@ -193,7 +193,7 @@ def _first_ragged_line(path: str) -> tuple[int, int, int] | None:
     return None
 
 
-def file_columns(path: str | os.PathLike) -> list[str]:
+def file_columns(path: str | os.PathLike[str]) -> list[str]:
     """Column names of a Parquet/CSV input (its first file, for a glob), read from the schema only (Parquet by
     Polars: ``pyarrow.parquet`` costs a DuckDB release 0.05 s of imports)."""
     first = expand(path)[0]
