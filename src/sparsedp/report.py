@@ -195,7 +195,7 @@ def _known(x: Any) -> str:
 class Curator:
     """Figures for the curator only — NOT differentially private, never publish them.
 
-    ``bounding`` (:class:`~sparsedp.engines.BoundingStats`: rows, units and keys in, what the contribution bound
+    ``bounding`` (:class:`~sparsedp.core.bounded.BoundingStats`: rows, units and keys in, what the contribution bound
     dropped), ``timings`` (seconds per stage), ``engine``, ``source``, ``output`` (where the table was written)
     and ``warnings`` (data-dependent advice such as :func:`sparsedp.advice.delta_units_note`).
     """
@@ -209,7 +209,7 @@ class Curator:
     #: warnings that depend on the data (e.g. δ against the exact number of units): curator only
     warnings: tuple[str, ...] = ()
     #: ``max_groups_per_unit="auto"``: the true counts the choice was made from
-    #: (:class:`~sparsedp.auto_bound.UnitKeyCounts`: units, and units with at most each candidate's keys)
+    #: (:class:`~sparsedp.core.unit_keys.UnitKeyCounts`: units, and units with at most each candidate's keys)
     auto_bound: Any = None
 
     def lines(self) -> list[str]:

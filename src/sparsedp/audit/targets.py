@@ -270,12 +270,12 @@ def _engine():
 
 
 def _histogram(counts: np.ndarray, ids: np.ndarray, units: int | None = None):
-    """A bounded :class:`~sparsedp.engines.base.LocalHistogram` of the given keys (int ids) and counts, as an
+    """A bounded :class:`~sparsedp.core.bounded.LocalHistogram` of the given keys (int ids) and counts, as an
     embedded engine hands it to ``Mechanism.run`` (keys with a count below 1 are not in it); ``units``: the number
     of privacy units in the input (default: the total count, one key per unit)."""
     import pyarrow as pa
 
-    from ..engines.base import BoundingStats, LocalHistogram
+    from ..core.bounded import BoundingStats, LocalHistogram
 
     n = int(counts.size)
     u = int(counts.sum()) if units is None else int(units)

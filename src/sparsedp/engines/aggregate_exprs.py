@@ -148,7 +148,7 @@ def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int 
 
     ``lf``: Polars LazyFrame of the rows. Order of work (nothing random before every check passed):
 
-    1. checks: no rows, nulls in the unit/key columns (:func:`~sparsedp.engines.base.check_nulls_and_rows`),
+    1. checks: no rows, nulls in the unit/key columns (:func:`~sparsedp.engines.input_checks.check_nulls_and_rows`),
        value columns missing, non-numeric, null, NaN or infinite (:func:`check_value_columns`);
     2. the distinct pairs with each Sum column's clipped, gridded, re-centred contribution (:func:`gridded` of
        the pair's Float64 sum of values, added in input row order) and the ONE ℓ0 choice with the bounding
