@@ -55,6 +55,8 @@ class Engine(ABC):
     name: str = ""
     #: what this engine offers beyond the abstract methods (module docstring)
     capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    #: the DuckDB connection SQL text runs on (``None``: DuckDB's default connection); set by the DuckDB engine
+    connection: Any = None
 
     def offers(self, capability: Capability) -> bool:
         """Whether this engine declares ``capability``."""
