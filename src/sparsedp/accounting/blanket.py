@@ -31,6 +31,7 @@ since the full-domain ratio is at most α^{−2} (two keys change by one) and ``
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -86,9 +87,10 @@ class BlanketParams:
         q = self.q_tau
         return self.domain_size * q / (1 - q)
 
-    @property
+    @functools.cached_property
     def tail(self) -> Fraction:
-        """``t = λ^{s+1}/(s+1)!``, s = T − n: ``P[Binomial(d − k, q) > T − r] <= t``."""
+        """``t = λ^{s+1}/(s+1)!``, s = T − n: ``P[Binomial(d − k, q) > T − r] <= t`` (an exact rational of
+        thousands of digits: computed once per parameter set)."""
         s = self.target - self.n
         return self.lam ** (s + 1) / math.factorial(s + 1)
 
