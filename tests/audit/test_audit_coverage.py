@@ -13,6 +13,7 @@ from sparsedp.errors import InvalidParameterError
 from sparsedp.mechanisms import registry
 
 
+@pytest.mark.xdist_group("topk-csh")  # builds top-k CSH: with the other top-k tests, one calibration
 def test_every_registered_mechanism_has_an_audit_target():
     """Every registered mechanism is a built-in audit target (a newly registered built-in without one fails here)
     and auditable() lists them all."""

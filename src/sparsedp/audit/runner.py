@@ -42,7 +42,7 @@ from ..noise import default_source
 from .laws import law_count, release_count_law
 from .scenarios import MIXED_SENTINEL, Scenario, public_scenarios, scenarios_for
 from .set_union import POLICY, WEIGHTED, policy_law, policy_scenarios, weighted_law_view, weighted_scenarios
-from .stats import EpsilonBound, best_event_bound, pooled_chisquare
+from .stats import EpsilonBound, best_event_bound, epsilon_lower_bound, pooled_chisquare
 from .targets import (AUDITABLE, BLANKET, BOUND_NAME, STONES, Target, build_target, release_many,
                       scaled_calibration, scaled_law)
 from .two_stage import TWO_STAGE, stage_two, two_stage_scenarios
@@ -63,22 +63,39 @@ _PURE_SPARSE_HIGH = 64
 _LEVELS = np.geomspace(1e-5, 0.5, 40)
 
 
-def default_runs(target: Target) -> tuple[int, int]:
-    """``(runs, law_runs)`` by default: tiled mechanisms (GSHM, Laplace) are cheap per release (200 000 each);
-    CSH / top-k CSH cost 5–60 ms per release (the exact shared-term tables; machine load): 100 per neighbour (the
-    privacy scenarios then catch only gross breaks) and 300 for the law, so an audit stays within 60 s on a
-    loaded 2-core machine (at 200/600 csh took 67 s there); σ/2 is refuted by the law check at p ~ 1e-35 with
-    600 releases, far inside this budget, while margin −1 of top-k CSH (k = 4) needs ~570 law runs for power
-    0.9 (:func:`law_runs_needed`: pass ``law_runs=600``); the pure and Misra–Gries mechanisms (a sketch or a
-    noisy domain per release) 100, with 200 law runs for Misra–Gries released by CSH (the law of its CSH: σ/2
-    needs ~50) and the blanket histogram (500 privacy runs at ~7 ms each); two-stage 300 and 300; the
-    set-union ones are tiled."""
+def separation_runs(epsilon: float, delta: float, checks: int, confidence: float = 0.95, *,
+                    margin: float = 0.5, cap: int = 100) -> int:
+    """The fewest runs per neighbour (even, at most ``cap``) at which a complete separation of the two sides — an
+    event every run on D' shows and no run on D does, what a release with no noise or a threshold at 0
+    produces — refutes the claim with ``margin`` to spare: with ``h`` runs per half both
+    Clopper–Pearson bounds are ``a^{1/h}`` and ``1 − a^{1/h}``, ``a = (1 − confidence)/(2·checks)``, and the
+    bound is ``ln((a^{1/h} − δ)/(1 − a^{1/h})) >= ε + margin``. Runs beyond this buy the privacy scenarios of
+    the correlated mechanisms nothing they can see at ~50 ms per release (a noise scale or margin error inside
+    the noise is the conformance check's job); ``cap`` where no count up to it suffices."""
+    for n in range(4, cap + 1, 2):
+        b = epsilon_lower_bound(n // 2, n // 2, 0, n // 2, delta, confidence=1.0 - (1.0 - confidence) / checks)
+        if b.epsilon_lower >= epsilon + margin:
+            return n
+    return cap
+
+
+def default_runs(target: Target, confidence: float = 0.95) -> tuple[int, int]:
+    """``(runs, law_runs)`` by default: tiled mechanisms (GSHM, Laplace, the set-union ones) are cheap per release
+    (200 000 each); CSH / top-k CSH cost 20–70 ms per release (the exact shared-term tables; machine load): their
+    privacy scenarios run :func:`separation_runs` per neighbour (at most 100; 54 at ε = 1 with the 5 checks of
+    top-k CSH: they catch the gross breaks, a noise-free release or a threshold near 0, which is all 100 runs
+    could catch), and 300 for the law, so an audit stays within 60 s on a loaded 2-core machine; the law check
+    refutes σ/2 (~67 releases for power 0.9 at k = 2, 43 at k = 4) and margin −2 / −3 (~105 / ~41), while σ × 0.8
+    or margin −1 need ~550 (:func:`law_runs_needed`: pass ``law_runs=600``); the pure and Misra–Gries mechanisms
+    (a sketch or a noisy domain per release) 100, with 200 law runs for Misra–Gries released by CSH (the law of
+    its CSH: σ/2 needs ~50) and the blanket histogram (500 privacy runs at ~7 ms each); two-stage 300 and 300."""
     if target.tiled:
         return 200_000, 200_000
     if target.embedding:  # ~0.5 ms per release (d + 1 exact draws)
         return 20_000, 20_000
     if target.correlated:
-        return 100, 300
+        checks = len(scenarios_of(target)) + 1
+        return separation_runs(float(target.request.epsilon), float(target.request.delta), checks, confidence), 300
     if target.picked == TWO_STAGE:  # a stage-1 release, a join and a stage-2 embedding per release (~30 ms)
         return 300, 300
     if target.picked == BLANKET:  # ~7 ms per release; σ/2 (ε × 2) gives a variance ratio 0.25: 200 are plenty
@@ -453,8 +470,8 @@ def audit(mechanism: str, *, epsilon, delta, bound: int | None = None, runs: int
     target = build_target(mechanism, epsilon=epsilon, delta=delta, bound=bound, sigma_scale=sigma_scale,
                           margin_shift=margin_shift, **options)
     conf = v.real("confidence", confidence, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-    d_runs, d_law = default_runs(target)
-    n_runs = v.integer("runs", d_runs if runs is None else runs, lo=100, hi=100_000_000)
+    d_runs, d_law = default_runs(target, conf)
+    n_runs = d_runs if runs is None else v.integer("runs", runs, lo=100, hi=100_000_000)
     n_law = v.integer("law_runs", d_law if law_runs is None else law_runs, lo=0, hi=100_000_000)
     if not has_conformance(target):
         n_law = 0
