@@ -46,6 +46,7 @@ from .stats import EpsilonBound, best_event_bound, epsilon_lower_bound, pooled_c
 from .targets import (AUDITABLE, BLANKET, BOUND_NAME, STONES, Target, build_target, release_many,
                       scaled_calibration, scaled_law)
 from .two_stage import TWO_STAGE, stage_two, two_stage_scenarios
+from .vectors import VECTOR_SUM, projection_std, vector_scenarios
 
 __all__ = ["AuditResult", "LawCheck", "VarianceCheck", "audit", "AUDITABLE", "default_runs", "law_runs_needed",
            "scaled_calibration", "scaled_law"]
@@ -97,6 +98,8 @@ def default_runs(target: Target, confidence: float = 0.95) -> tuple[int, int]:
         checks = len(scenarios_of(target)) + 1
         return separation_runs(float(target.request.epsilon), float(target.request.delta), checks, confidence), 300
     if target.picked == TWO_STAGE:  # a stage-1 release, a join and a stage-2 embedding per release (~30 ms)
+        return 300, 300
+    if target.picked == VECTOR_SUM:  # one sparsedp.vector_sum call per release (~15 ms)
         return 300, 300
     if target.picked == BLANKET:  # ~7 ms per release; σ/2 (ε × 2) gives a variance ratio 0.25: 200 are plenty
         return 500, 200
@@ -343,10 +346,14 @@ def variance_check(target: Target, sc: Scenario, law_runs: int, level: float, rn
         embedded = sc.embed is not None
     else:
         ref, embedded = target.reference, target.embedding
-    sd = float(ref.independent_std) * (int(ref.q) if embedded else 1)
+    if target.picked == VECTOR_SUM:  # per-coordinate stds differ: the projection's own
+        scale = projection_std(target, sc)
+    else:
+        sd = float(ref.independent_std) * (int(ref.q) if embedded else 1)
+        scale = sd * math.sqrt(float(sc.direction @ sc.direction))
     proj = dataclasses.replace(sc, statistic="projection", embed=sc.embed)
     t = proj.projection(release_many(target, sc.counts0, law_runs, rng, units=sc.units0))
-    z = (t - proj.mean_projection(sc.counts0, sc.units0)) / (sd * math.sqrt(float(sc.direction @ sc.direction)))
+    z = (t - proj.mean_projection(sc.counts0, sc.units0)) / scale
     return dataclasses.replace(_variance(z, level), runs=int(law_runs))
 
 
@@ -409,7 +416,7 @@ def law_runs_needed(target: Target, alternative: Target, *, confidence: float = 
 
 def has_conformance(target: Target) -> bool:
     """Whether ``target`` has a conformance check (:func:`conformance`)."""
-    return (target.thresholded or target.public or target.picked in (WEIGHTED, POLICY, TWO_STAGE, BLANKET)
+    return (target.thresholded or target.public or target.picked in (WEIGHTED, POLICY, TWO_STAGE, BLANKET, VECTOR_SUM)
             or (target.picked == "misra-gries" and getattr(target.reference, "csh", None) is not None))
 
 
@@ -422,6 +429,8 @@ def conformance(target: Target, law_runs: int, level: float, rng) -> LawCheck | 
     if target.picked == TWO_STAGE:
         shift = [s for s in two_stage_scenarios(target) if s.name == "shift"][0]
         return variance_check(target, shift, law_runs, level, rng)
+    if target.picked == VECTOR_SUM:
+        return variance_check(target, vector_scenarios(target)[0], law_runs, level, rng)
     if target.picked == BLANKET:
         return blanket_check(target, law_runs, level, rng)
     return law_check(target, law_runs, level, rng)
@@ -438,6 +447,8 @@ def scenarios_of(target: Target) -> list[Scenario]:
         return policy_scenarios(target.calibration, target.bound)
     if target.picked == TWO_STAGE:
         return two_stage_scenarios(target)
+    if target.picked == VECTOR_SUM:
+        return vector_scenarios(target)
     replace_one = getattr(target.mechanism, "neighbours", None) is Neighbours.REPLACE_ONE
     high = (_STONE_HIGH if target.picked in STONES else _PURE_SPARSE_HIGH if target.picked == "pure-sparse" else
             _blanket_high(target) if target.picked == BLANKET else None)

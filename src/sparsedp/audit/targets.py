@@ -30,7 +30,8 @@ Targets of their own modules: the set-union key discoveries (:mod:`.set_union`: 
 integer weight sums in grid units, ``policy-gaussian`` on ℓ2-descent weights, float noise), the two-stage release
 (:mod:`.two_stage`: one ``prepare``/``run`` per release) and the blanket histogram ``pure-blanket`` (replace-one
 pairs as the other pure mechanisms; its ``sigma_scale`` mutant runs the mechanism at ε/``sigma_scale``, i.e. with
-its geometric noise's base α raised to the power 1/``sigma_scale``, while the claim stays ε).
+its geometric noise's base α raised to the power 1/``sigma_scale``, while the claim stays ε), and the vector sum
+(:mod:`.vectors`: ``sparsedp.vector_sum`` itself per release; ``bound`` is its number of coordinates).
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ from ..mechanisms.base import ReleaseRequest
 from ..mechanisms.grouped_keys import GroupedHistogram
 from ..mechanisms.public_keys import CorrelatedGaussian, public_keys
 from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
+from ..noise import default_source
 from .histograms import arrow_engine, local_histogram, released_rows, size_estimate
 from .mutants import scaled_calibration, scaled_law, scaled_public, shifted_calibration
 from .set_union import POLICY, WEIGHTED, release_policy, shifted_weighted
 from .two_stage import TWO_STAGE, release_two_stage, two_stage_calibration
+from .vectors import VECTOR_SUM, VectorSumRelease, release_vectors
 
 __all__ = ["AUDITABLE", "Target", "auditable", "build_target", "default_bound", "release_many",
            "shifted_calibration", "scaled_calibration", "scaled_law", "scaled_public"]
@@ -64,7 +67,7 @@ __all__ = ["AUDITABLE", "Target", "auditable", "build_target", "default_bound", 
 AUDITABLE = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted", "pure-sparse", "compact", "basic",
              "stability", "pure-blanket", "misra-gries", "auto", "public-gaussian", "public-laplace",
              CorrelatedGaussian.name, "bounded-density", "grouped-correlated-gaussian", "keep-heavy", "kh-prime",
-             "kh-double-prime", "sparse-histogram", TWO_STAGE, WEIGHTED, POLICY)
+             "kh-double-prime", "sparse-histogram", TWO_STAGE, WEIGHTED, POLICY, VECTOR_SUM)
 #: the grouped correlated Gaussian (Lebeda (2024) Algorithm 2): audited on group 0 of two groups of ``d`` keys each
 GROUPED = "grouped-correlated-gaussian"
 #: public-key mechanisms (every listed key released, no threshold; σ scale applies)
@@ -81,13 +84,14 @@ THRESHOLDED = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted")
 #: targets whose noise scale and threshold an audit can break (``sigma_scale``, ``margin_shift``) besides the
 #: thresholded ones: the public-key ones (σ only), Misra–Gries (σ of its CSH), the blanket histogram (ε only),
 #: the set-union and two-stage ones (both)
-SCALABLE = THRESHOLDED + PUBLIC + ("misra-gries", BLANKET, WEIGHTED, POLICY, TWO_STAGE)
+SCALABLE = THRESHOLDED + PUBLIC + ("misra-gries", BLANKET, WEIGHTED, POLICY, TWO_STAGE, VECTOR_SUM)
 SHIFTABLE = THRESHOLDED + (WEIGHTED, POLICY, TWO_STAGE)
 _TILED = (GSHM.name, Laplace.name, "public-gaussian", "public-laplace", WEIGHTED, POLICY)
 _CHUNK = 1 << 18  # keys per tiled release (bounds memory)
 #: the bound each mechanism's contribution model is stated with, and its name in the report
 BOUND_NAME = {GSHM.name: "l0", Laplace.name: "l0", "csh": "k", TopKCSH.name: "top_k", "topk-csh-shifted": "top_k",
-              "misra-gries": "l0", "auto": "l0", **{m: "l0" for m in PUBLIC + _PURE + (WEIGHTED, POLICY, TWO_STAGE)}}
+              "misra-gries": "l0", "auto": "l0", VECTOR_SUM: "d",
+              **{m: "l0" for m in PUBLIC + _PURE + (WEIGHTED, POLICY, TWO_STAGE)}}
 
 
 def auditable() -> tuple[str, ...]:
@@ -166,6 +170,8 @@ def _mechanism(name: str, bound: int, options: dict):
         return registry.create(name, domain_size=options.get("domain_size", 512))
     if name == GROUPED:
         return registry.create(name, group="g")
+    if name == VECTOR_SUM:  # not a registered mechanism: sparsedp.vector_sum on `bound` coordinates
+        return VectorSumRelease(d=bound)
     return registry.create(name)
 
 
@@ -202,6 +208,9 @@ def _broken(picked: str, mech, request, ref, scale: float, shift: int) -> tuple[
         return shifted_calibration(scaled_calibration(ref, scale), shift), None
     if picked == TWO_STAGE:
         return two_stage_calibration(ref, scale, shift), None
+    if picked == VECTOR_SUM:  # σ times scale: ρ over scale²
+        return dataclasses.replace(ref, rho=ref.rho / scale ** 2,
+                                   noise_std=tuple(x * scale for x in ref.noise_std)), None
     if picked == BLANKET and scale != 1.0:
         run = dataclasses.replace(request, epsilon=float(request.epsilon) / scale)
         return mech.calibrate(run), run
@@ -231,7 +240,9 @@ def build_target(mechanism: str, *, epsilon, delta, bound: int | None = None, si
                              delta=v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True), max_groups_per_unit=l0,
                              keys=keys, insecure_float=name == POLICY)  # policy-gaussian has float noise only
     picked = name
-    if name == "auto":
+    if name == VECTOR_SUM:
+        ref = mech.calibrate(request.epsilon, request.delta, default_source())
+    elif name == "auto":
         mech, ref, _, _ = mech.resolve(request)
         picked = mech.name
     else:
@@ -338,6 +349,8 @@ def release_many(target: Target, counts, runs: int, rng, units: int | None = Non
     count), and the embedding ones add a last column, the released size estimate ñ."""
     if target.picked == POLICY:  # the counts are ℓ2-descent weights
         return release_policy(target, counts, int(runs), rng)
+    if target.picked == VECTOR_SUM:  # the counts are the coordinates' true sums
+        return release_vectors(target, counts, int(runs), rng)
     c = np.asarray(counts, dtype=np.int64)
     if target.picked == TWO_STAGE:
         return release_two_stage(target, c, int(c.sum()) if units is None else int(units), int(runs), rng)
