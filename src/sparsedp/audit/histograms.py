@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -17,7 +18,9 @@ import pyarrow as pa
 from ..engines import get_engine
 from ..engines.base import BoundingStats, LocalHistogram
 
-__all__ = ["arrow_engine", "local_histogram", "released_rows", "key_id", "size_estimate"]
+__all__ = ["arrow_engine", "local_histogram", "released_rows", "key_id", "size_estimate", "release_tiled"]
+
+_CHUNK = 1 << 18  # keys per tiled release (bounds memory)
 
 
 def arrow_engine():
@@ -74,3 +77,29 @@ def size_estimate(released) -> float:
         if m:
             return float(m.group(1)) / float(m.group(2))
     raise RuntimeError("the release carries no size estimate note")  # pragma: no cover
+
+
+def release_tiled(mechanism, calibration, request, values: np.ndarray, runs: int, rng,
+                  histogram: Callable[[np.ndarray, np.ndarray], Any]) -> np.ndarray:
+    """``(runs, n)`` values of ``runs`` releases of the per-key ``values`` (0 = key absent; NaN = not released) by
+    a mechanism with independent noise per key, as ONE release per chunk of ``r`` copies over disjoint key blocks
+    (key ``i`` of copy ``j`` has id ``j·n + i``): disjoint blocks of one release are independent with the per-key
+    law, so they are ``r`` independent releases, exactly. ``histogram(ids, values)`` builds what the engine hands
+    to ``prepare``; each chunk goes through ``prepare`` and ``run`` as in the pipeline."""
+    n = values.size
+    out = np.full((runs, n), np.nan)
+    live = np.flatnonzero(values > 0)
+    if live.size == 0 or runs == 0:
+        return out
+    engine = arrow_engine()
+    disclosure = mechanism.disclosure(request, calibration, "count")
+    per = max(1, _CHUNK // live.size)
+    done = 0
+    while done < runs:
+        r = min(per, runs - done)
+        ids = (np.arange(r)[:, None] * n + live[None, :]).reshape(-1)
+        hist = mechanism.prepare(engine, histogram(ids, np.tile(values[live], r)), request)
+        keys, vals = released_rows(mechanism.run(engine, hist, calibration, disclosure, rng, request))
+        out.reshape(-1)[done * n + keys] = vals
+        done += r
+    return out

@@ -35,7 +35,7 @@ from scipy import special, stats
 
 from ..errors import InvalidParameterError
 from ..mechanisms.set_union import PolicyGaussian, PolicyHistogram, WeightedGaussian, l2_descent_weights
-from .histograms import arrow_engine, released_rows
+from .histograms import release_tiled
 from .scenarios import Scenario
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,7 +46,6 @@ __all__ = ["WEIGHTED", "POLICY", "weighted_scenarios", "shifted_weighted", "weig
 
 WEIGHTED = WeightedGaussian.name
 POLICY = PolicyGaussian.name
-_CHUNK = 1 << 18  # keys per tiled release (bounds memory)
 
 
 # ------------------------------------------------------------------------------------ Weighted Gaussian
@@ -142,26 +141,13 @@ def policy_scenarios(calibration, bound: int) -> list[Scenario]:
 def release_policy(target: "Target", weights, runs: int, rng) -> np.ndarray:
     """``(runs, n)`` values of ``runs`` Policy Gaussian releases of the final weights ``weights`` (0 = key absent)
     through ``PolicyGaussian.run``, tiled over disjoint key blocks (independent float noise per key)."""
-    w = np.asarray(weights, np.float64)
-    n = w.size
-    out = np.full((runs, n), np.nan)
-    live = np.flatnonzero(w > 0)
-    if live.size == 0 or runs == 0:
-        return out
     t = target
-    engine = arrow_engine()
-    disclosure = t.mechanism.disclosure(t.request, t.calibration, "count")
-    per = max(1, _CHUNK // live.size)
-    done = 0
-    while done < runs:
-        r = min(per, runs - done)
-        ids = (np.arange(r)[:, None] * n + live[None, :]).reshape(-1)
-        hist = PolicyHistogram(keys=pa.table({"key": pa.array(ids, pa.int64())}), weights=np.tile(w[live], r),
-                               stats=None)
-        keys, vals = released_rows(t.mechanism.run(engine, hist, t.calibration, disclosure, rng, t.request))
-        out.reshape(-1)[done * n + keys] = vals
-        done += r
-    return out
+
+    def histogram(ids: np.ndarray, w: np.ndarray) -> PolicyHistogram:
+        return PolicyHistogram(keys=pa.table({"key": pa.array(ids, pa.int64())}), weights=w, stats=None)
+
+    return release_tiled(t.mechanism, t.calibration, t.request, np.asarray(weights, np.float64), int(runs), rng,
+                         histogram)
 
 
 def policy_law(target: "Target", calibration=None) -> tuple[int, float, np.ndarray]:

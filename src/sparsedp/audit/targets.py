@@ -53,7 +53,7 @@ from ..mechanisms.grouped_keys import GroupedHistogram
 from ..mechanisms.public_keys import CorrelatedGaussian, public_keys
 from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 from ..noise import default_source
-from .histograms import arrow_engine, local_histogram, released_rows, size_estimate
+from .histograms import arrow_engine, local_histogram, release_tiled, released_rows, size_estimate
 from .mutants import scaled_calibration, scaled_law, scaled_public, shifted_calibration
 from .set_union import POLICY, WEIGHTED, release_policy, shifted_weighted
 from .two_stage import TWO_STAGE, release_two_stage, two_stage_calibration
@@ -356,28 +356,19 @@ def release_many(target: Target, counts, runs: int, rng, units: int | None = Non
         return release_two_stage(target, c, int(c.sum()) if units is None else int(units), int(runs), rng)
     if target.public:
         return _release_public(target, c, int(c.sum()) if units is None else int(units), int(runs), rng)
-    n = c.size
+    t = target
+    request = t.runs_with
     runs = int(runs)
+    if t.tiled:
+        return release_tiled(t.mechanism, t.calibration, request, c, runs, rng,
+                             lambda ids, vals: local_histogram(vals, ids))
+    n = c.size
     out = np.full((runs, n), np.nan)
     live = np.flatnonzero(c > 0)
     if live.size == 0 or runs == 0:
         return out
-    t = target
     engine = arrow_engine()
-    request = t.runs_with
     disclosure = t.mechanism.disclosure(request, t.calibration, "count")
-    if t.tiled:
-        per = max(1, _CHUNK // live.size)
-        done = 0
-        while done < runs:
-            r = min(per, runs - done)
-            ids = (np.arange(r)[:, None] * n + live[None, :]).reshape(-1)
-            hist = local_histogram(np.tile(c[live], r), ids)
-            prepared = t.mechanism.prepare(engine, hist, request)  # as the pipeline hands it to run
-            keys, vals = released_rows(t.mechanism.run(engine, prepared, t.calibration, disclosure, rng, request))
-            out.reshape(-1)[done * n + keys] = vals
-            done += r
-        return out
     hist = t.mechanism.prepare(engine, local_histogram(c[live], live.astype(np.int64)), request)
     for i in range(runs):
         keys, vals = released_rows(t.mechanism.run(engine, hist, t.calibration, disclosure, rng, request))
