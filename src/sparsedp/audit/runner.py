@@ -88,8 +88,8 @@ def default_runs(target: Target, confidence: float = 0.95) -> tuple[int, int]:
     could catch), and 300 for the law, so an audit stays within 60 s on a loaded 2-core machine; the law check
     refutes σ/2 (~67 releases for power 0.9 at k = 2, 43 at k = 4) and margin −2 / −3 (~105 / ~41), while σ × 0.8
     or margin −1 need ~550 (:func:`law_runs_needed`: pass ``law_runs=600``); the pure and Misra–Gries mechanisms
-    (a sketch or a noisy domain per release) 100, with 200 law runs for Misra–Gries released by CSH (the law of
-    its CSH: σ/2 needs ~50) and the blanket histogram (500 privacy runs at ~7 ms each); two-stage 300 and 300."""
+    (a sketch or a noisy domain per release) 100; Misra–Gries released by CSH (a sketch and a CSH release per
+    run) as CSH: :func:`separation_runs` and 150 law runs (the law of its CSH: σ/2 needs ~42); the blanket histogram (500 privacy runs at ~7 ms each); two-stage 300 and 300."""
     if target.tiled:
         return 200_000, 200_000
     if target.embedding:  # ~0.5 ms per release (d + 1 exact draws)
@@ -103,8 +103,11 @@ def default_runs(target: Target, confidence: float = 0.95) -> tuple[int, int]:
         return 300, 300
     if target.picked == BLANKET:  # ~7 ms per release; σ/2 (ε × 2) gives a variance ratio 0.25: 200 are plenty
         return 500, 200
-    if target.picked == "misra-gries":  # a sketch and a CSH release per run (~60 ms); σ/2 needs ~50 law runs
-        return 100, 200 if has_conformance(target) else 0
+    if target.picked == "misra-gries":  # a sketch and a CSH release per run (~60 ms); σ/2 needs ~42 law runs
+        checks = len(scenarios_of(target)) + 1
+        if not has_conformance(target):
+            return 100, 0
+        return separation_runs(float(target.request.epsilon), float(target.request.delta), checks, confidence), 150
     return 100, 0
 
 
