@@ -56,10 +56,11 @@ from ._special import special
 
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
-from .discrete import dgauss_variance
-from .discrete_histograms import (_log_ratio_iid, _omega, _smallest_margin, _t1_margin,
+from .discrete import dgauss_logpmf, dgauss_sf, dgauss_variance
+from .discrete_histograms import (_log_ratio_iid, _omega, _smallest_margin, _t1_margin, calibrate_gshm_discrete,
                                   dgauss_shift_hockey_stick, rational_up)
 from .gaussian import _delta_core, _gaussian_mu
+from .gshm import _minimise_over_sigma, _smallest_tau, _x_for_inf, gshm_delta
 
 __all__ = [
     "JointDeltaParts", "JointDiscreteCalibration", "JointContinuousCalibration", "AggregateImpact",
@@ -220,8 +221,6 @@ def _bound_exact_count(j: int, eps: float, s: float, m_c: float, extra_c: float,
     e^{x/s − μ₁²/2 + ν²/2}`` and ``N_Z(0, js)(x) e^{x/s} = e^{j/(2s)} N_Z(0, js)(x − j)`` (j an integer), so
     they sum to at most ``e^{e_c/2} P[|N_Z(0, js)| > W]`` (times R).
     """
-    from .discrete import dgauss_logpmf, dgauss_sf
-
     js = j * s
     w = math.ceil(14.0 * math.sqrt(js)) + 2   # neglected tail < e^-98 (bounded below, not dropped)
     x = np.arange(j - w, j + w + 1, dtype=float)
@@ -354,8 +353,6 @@ def joint_count_args(epsilon, count_sigma2, margin, l0) -> tuple[float, float, i
 def _joint_delta(eps: float, s: float, m: int, k: int, hs, parts: bool):
     """Karrer's ``max(T1, T2, T3)`` with the divergence bound ``hs(j, ε)`` (shared by the diagonal and the
     unimodular general-Σ accountants)."""
-    from .discrete import dgauss_sf
-
     p = dgauss_sf(m, s)
     log_b = math.log1p(-p)
     total, info = _karrer_max_coarse(k, log_b, eps, hs)
@@ -409,8 +406,6 @@ def _calibrate(eps: float, dlt: float, k: int, lam: float, scales_of, hs_of):
     analytic optimum for per-row μ² = (1 + λ)/s (Karrer et al. (2022) §5.3 item 2 with μ_o² = λ/s), rounded up, and is
     raised by 0.01% steps until ``H(l0, ε) <= δ``; the margin is the smallest integer with δ <= target.
     Returns ``(s, scales, margin, parts)``."""
-    from .discrete import dgauss_sf
-
     mu_star = _gaussian_mu(eps, dlt)
     s = rational_up(max(1.0, k * (1.0 + lam) / (mu_star * mu_star)))
     for _ in range(3000):
@@ -483,8 +478,6 @@ def joint_gshm_delta_continuous(epsilon, sigma, tau, l0, column_sigmas, column_s
     the columns' joint Gaussian noise, independent of the count's; give ``column_sigmas=None``): μ_o² =
     :func:`mahalanobis_sensitivity`.
     """
-    from .gshm import gshm_delta
-
     if column_covariance is not None:
         if column_sigmas is not None:
             raise InvalidParameterError("give column_sigmas (diagonal) or column_covariance (general), not both")
@@ -510,8 +503,6 @@ def calibrate_joint_gshm_continuous(epsilon, delta, l0, column_sensitivities, we
     that σ (:func:`.gshm.gshm_tau` with μ_o² = Σ w/σ²); if that does not reach the δ_inf lower bound
     σ·Q^{-1}(q(δ)), τ(σ) is minimised over σ >= σ_G as in :func:`.gshm.gshm_calibrate`.
     """
-    from .gshm import _minimise_over_sigma, _smallest_tau, _x_for_inf, gshm_delta
-
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     k = v.integer("l0", l0, lo=1)
@@ -560,8 +551,6 @@ def calibrate_joint_gshm_continuous(epsilon, delta, l0, column_sensitivities, we
 def aggregate_impact(epsilon, delta, l0, column_sensitivities, weights=None) -> AggregateImpact:
     """The count's σ and margin without the aggregate columns (:func:`.discrete_histograms.
     calibrate_gshm_discrete`) and with them (:func:`calibrate_joint_gshm`), for ``plan``/``auto`` reports."""
-    from .discrete_histograms import calibrate_gshm_discrete
-
     base = calibrate_gshm_discrete(epsilon, delta, l0)
     joint = calibrate_joint_gshm(epsilon, delta, l0, column_sensitivities, weights)
     return AggregateImpact(count_sigma_without=base.sigma, margin_without=int(base.tau),

@@ -40,6 +40,8 @@ from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
 from . import correlated as _cg
 from . import csh as _csh
+from . import csh_exact as _ex
+from . import discrete_histograms as _dh
 from . import gshm as _gshm
 from . import laplace as _lap
 from . import laws
@@ -57,14 +59,6 @@ _DEFAULT_ANALYSIS = {GSHM: "exact", "csh": "exact", TOPK_CSH: "exact", LAPLACE: 
 _CONTINUOUS_ANALYSES = {GSHM: ("exact", "add", "fdp"), "csh": ("exact", "tight", "add"),
                         TOPK_CSH: ("exact", "tight", "add"),
                         LAPLACE: ("exact",), CORRELATED_GAUSSIAN: ("exact",)}
-
-
-def _discrete_module():
-    try:
-        from . import discrete_histograms
-    except ImportError:  # pragma: no cover - module owned by the mechanisms work
-        return None
-    return discrete_histograms
 
 
 def _checked(cal: Calibration) -> Calibration:
@@ -100,9 +94,8 @@ def _supported(eps: float, dlt: float) -> None:
 
 
 def _cal_gshm(eps, dlt, l0, analysis, mu_o2, discrete) -> Calibration:
-    dh = _discrete_module()
-    if discrete and mu_o2 == 0.0 and dh is not None and hasattr(dh, "calibrate_gshm_discrete"):
-        return dh.calibrate_gshm_discrete(eps, dlt, l0)
+    if discrete and mu_o2 == 0.0:
+        return _dh.calibrate_gshm_discrete(eps, dlt, l0)
     sigma, tau = _gshm.gshm_calibrate(eps, dlt, l0, analysis, mu_o2)
     parts = _gshm.gshm_delta_parts(eps, sigma, tau, l0, analysis, mu_o2)
     return Calibration(
@@ -122,8 +115,6 @@ def _cal_csh_exact(mechanism, eps, dlt, k, discrete, base) -> Calibration | None
     """CSH / top-k CSH calibrated by the certified profile of :mod:`.csh_exact` (docs/proofs/csh-exact.md:
     exact p_inf(m) and the exact Gaussian part in place of Lebeda & Retschmeier (2024) Lemma 3.2 / Thm 3.5), rounded (secure,
     integer margin, rule ``count + X >= pre + margin``) or continuous (``discrete=False``)."""
-    from . import csh_exact as _ex
-
     topk, debias = mechanism == TOPK_CSH, bool(base.get("debias", False))
     sigma, t = _ex.csh_exact_calibrate(eps, dlt, k, rounded=discrete, topk=topk, debias=debias)
     if discrete and sigma > ROUNDED_SIGMA_MAX:  # no exact sampler for it: the caller falls back to Algorithm 4
@@ -171,11 +162,7 @@ def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh
             tau_continuous=m - 0.5, **base)
     if discrete:  # Algorithm 4 (Lebeda & Retschmeier (2024) Thm 7.7, zCDP): kept for reproducing the paper (csh_noise="alg4")
         if debias:
-            dh = _discrete_module()
-            if dh is None or not hasattr(dh, "calibrate_topk_debias_discrete"):  # pragma: no cover
-                raise InvalidParameterError("debias=True with discrete noise needs accounting.discrete_histograms; "
-                                            "pass discrete=False")
-            cal = dh.calibrate_topk_debias_discrete(eps, dlt, k, conversion)
+            cal = _dh.calibrate_topk_debias_discrete(eps, dlt, k, conversion)
             return dataclasses.replace(cal, fallback=base["fallback"]) if "fallback" in base else cal
         sigma, tau = _csh.csh_discrete_calibrate(eps, dlt, k, conversion)
         s_ind, s_corr = _csh.csh_discrete_scales(sigma, k)
@@ -196,9 +183,8 @@ def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh
 
 
 def _cal_laplace(eps, dlt, l0, discrete) -> Calibration:
-    dh = _discrete_module()
-    if discrete and dh is not None and hasattr(dh, "calibrate_laplace_discrete"):
-        return dh.calibrate_laplace_discrete(eps, dlt, l0)
+    if discrete:
+        return _dh.calibrate_laplace_discrete(eps, dlt, l0)
     scale, tau = _lap.laplace_calibrate(eps, dlt, l0)
     achieved = _lap.laplace_delta(eps, scale, tau, l0)
     return Calibration(
@@ -208,9 +194,8 @@ def _cal_laplace(eps, dlt, l0, discrete) -> Calibration:
 
 
 def _cal_correlated(eps, dlt, d, discrete) -> Calibration:
-    dh = _discrete_module()
-    if discrete and dh is not None and hasattr(dh, "calibrate_correlated_discrete"):
-        return dh.calibrate_correlated_discrete(eps, dlt, d)
+    if discrete:
+        return _dh.calibrate_correlated_discrete(eps, dlt, d)
     noise = _cg.correlated_gaussian_calibrate(eps, dlt, d)
     achieved = gaussian_delta(1.0 / noise.sigma1, eps)
     return Calibration(

@@ -33,6 +33,11 @@ from dataclasses import fields
 from fractions import Fraction
 from typing import Any
 
+from .. import __version__
+from .calibrate import calibrate
+from .calibration import Calibration
+from .laws import LAWS
+
 __all__ = ["cached_calibrate", "cache_dir", "clear_memory"]
 
 _FORMAT = 1
@@ -63,8 +68,6 @@ def cache_dir() -> str | None:
 def _stamp() -> str:
     """The sparsedp version and the accountants' source files (name, size, mtime), hashed; once per process."""
     if not _STAMP:
-        from .. import __version__
-
         here = os.path.dirname(os.path.abspath(__file__))
         h = hashlib.sha256(__version__.encode())
         for name in sorted(os.listdir(here)):
@@ -127,9 +130,6 @@ def _dec(x: Any) -> Any:
 
 
 def _encode(cal: Any) -> dict[str, Any]:
-    from .calibration import Calibration
-    from .laws import LAWS
-
     if type(cal) is not Calibration or not isinstance(cal.noise, LAWS):
         raise TypeError("not cacheable")
     out: dict[str, Any] = {}
@@ -145,9 +145,6 @@ def _encode(cal: Any) -> dict[str, Any]:
 
 
 def _decode(d: Any) -> Any:
-    from .calibration import Calibration
-    from .laws import LAWS
-
     if not isinstance(d, dict):
         raise ValueError("bad entry")
     names = [f.name for f in fields(Calibration)]
@@ -227,8 +224,6 @@ def cached_calibrate(mechanism: str, **kwargs: Any) -> Any:
         if hit is not None:
             _MEMORY[key] = hit
             return hit
-    from .calibrate import calibrate
-
     cal = calibrate(mechanism, **kwargs)
     if key is not None:
         try:

@@ -43,6 +43,9 @@ import numpy as np
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
 from .discrete_histograms import rational_up
+from .aggregates import (_calibrate, _hs_rows, _joint_delta, calibrate_joint_gshm, joint_count_args,
+                         JointDiscreteCalibration)
+from .discrete import dgauss_variance
 
 __all__ = ["SHAPE_TOLERANCE", "ColumnShapeFit", "fit_column_shape", "unimodular_shift_bounds",
            "joint_hockey_stick_unimodular", "joint_gshm_delta_unimodular", "calibrate_joint_gshm_shaped"]
@@ -98,8 +101,6 @@ class ColumnShapeFit:
     def noise_covariance(self, column_sigma2s: Sequence[Any]) -> np.ndarray:
         """The covariance of the column noise actually sampled, in value units: ``Φ L diag(Var z) Lᵀ Φ``,
         ``Φ = diag(g_k/F_k)``, ``Var z_k = Var N_Z(0, s_k)`` (exact law of the sampled noise)."""
-        from .discrete import dgauss_variance
-
         lo = np.array(self.lower, dtype=float)
         var = np.array([dgauss_variance(s) for s in column_sigma2s])
         phi = np.array([g / f for g, f in zip(self.steps, self.refine)])
@@ -264,8 +265,6 @@ def joint_hockey_stick_unimodular(j, epsilon, count_sigma2, column_sigma2s, lowe
     (``z_k ~ N_Z(0, column_sigma2s[k])``), each row's count shifted by 1 and its columns by any integer
     ``|Δ_k| <= sensitivities[k]`` (``docs/proofs/aggregates.md`` Theorem 7.3). ``L`` = identity gives
     :func:`~.aggregates.joint_hockey_stick`'s bound."""
-    from .aggregates import _hs_rows
-
     jj = v.integer("j", j, lo=0)
     eps = v.epsilon_any(epsilon)
     s = float(v.rational("count_sigma2", count_sigma2))
@@ -279,8 +278,6 @@ def joint_gshm_delta_unimodular(epsilon, count_sigma2, margin, l0, column_sigma2
     """δ(ε) of the joint discrete release with column noise ``L z`` (Karrer Thm 5.4 / Eq. 5.8 structure,
     ``docs/proofs/aggregates.md`` §1 and §7): ``max(T1, T2, T3)`` with the divergence of
     :func:`joint_hockey_stick_unimodular`. ``sensitivities``: in the noise grids (``F_k D_k``)."""
-    from .aggregates import _hs_rows, _joint_delta, joint_count_args
-
     eps, s, m, k = joint_count_args(epsilon, count_sigma2, margin, l0)
     ss = [float(v.rational(f"column_sigma2s[{i}]", x)) for i, x in enumerate(column_sigma2s)]
     mu2, eta = unimodular_shift_bounds(lower, sensitivities, column_sigma2s)
@@ -294,8 +291,6 @@ def calibrate_joint_gshm_shaped(epsilon, delta, l0, fit: ColumnShapeFit):
     through the same calibration loop (smallest ``s``, then the smallest margin). The result carries the fit
     (``shape``) and the noise-grid sensitivities ``F_k D_k``."""
     import dataclasses
-
-    from .aggregates import JointDiscreteCalibration, _calibrate, _hs_rows, calibrate_joint_gshm
 
     if not isinstance(fit, ColumnShapeFit):
         raise InvalidParameterError(f"fit must be a ColumnShapeFit, got {type(fit).__name__}")

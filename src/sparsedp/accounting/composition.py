@@ -34,6 +34,10 @@ from typing import Iterable
 import numpy as np
 
 from .. import _validate as v
+from . import pld
+from .conversions import epsilon_from_delta, tradeoff_from_profile
+from .discrete_histograms import dgauss_shift_hockey_stick, dlaplace_shift_hockey_stick
+from .gaussian import gaussian_delta
 
 __all__ = ["DominatingPair", "compose"]
 
@@ -118,22 +122,14 @@ class DominatingPair:
             return np.maximum(0.0, -np.expm1(eps))
         if kinds == 1:
             if self.gaussian_mu2 > 0:
-                from .gaussian import gaussian_delta
-
                 return np.atleast_1d(gaussian_delta(math.sqrt(self.gaussian_mu2), eps))
             if self.dgauss:
-                from .discrete_histograms import dgauss_shift_hockey_stick
-
                 (s, j), = self.dgauss
                 return np.array([dgauss_shift_hockey_stick(j, float(e), s) for e in eps])
-            from .discrete_histograms import dlaplace_shift_hockey_stick
-
             (t, j), = self.dlaplace
             return np.atleast_1d(dlaplace_shift_hockey_stick(j, eps, t))
         grid = self.__dict__.get("_grid")
         if grid is None:  # computed once per pair (the ledger evaluates it many times in a bisection)
-            from . import pld
-
             grid = pld.core_distribution(self)
             object.__setattr__(self, "_grid", grid)
         return grid.hockey_stick(eps)
@@ -154,14 +150,10 @@ class DominatingPair:
 
     def epsilon(self, delta: float, *, hi: float = 200.0) -> float:
         """Smallest ε >= 0 (to 1e-9 relative, rounded up) with ``delta(ε) <= delta``; inf if none."""
-        from .profiles import epsilon_from_delta
-
         return epsilon_from_delta(self.delta, delta, hi=hi)
 
     def tradeoff_curve(self, alpha) -> np.ndarray:
         """f-DP trade-off curve implied by :meth:`delta` (Dong–Roth–Su primal–dual conversion, finite ε grid)."""
-        from .profiles import tradeoff_from_profile
-
         return tradeoff_from_profile(self.delta, alpha)
 
     # -- serialisation -----------------------------------------------------------------------------

@@ -62,6 +62,8 @@ from .. import _validate as v
 from ..errors import InfeasibleError
 from ._invert import smallest_ok
 from .gaussian import _delta_core, gaussian_sigma
+from .discrete import dgauss_logsf, dgauss_variance
+from .zcdp import zcdp_to_dp_delta
 
 __all__ = [
     "csh_delta", "csh_delta_parts", "csh_sigma_star", "csh_tau", "csh_sigma", "csh_epsilon",
@@ -377,9 +379,6 @@ def csh_discrete_scales(sigma, k) -> tuple[Fraction, Fraction]:
 
 
 def _discrete_parts(eps, sigma, tau, k, conversion) -> dict[str, float]:
-    from .discrete import dgauss_logsf
-    from .zcdp import zcdp_to_dp_delta
-
     s_ind, s_corr = (float(s) for s in csh_discrete_scales(sigma, k))
     rho = 0.5 * (k / s_ind + 1.0 / s_corr)  # Lemma 7.5: each of the k+1 embedded coordinates moves by 1
     gauss = float(zcdp_to_dp_delta(rho, eps, conversion=conversion))
@@ -421,15 +420,11 @@ def csh_discrete_delta(epsilon, sigma, tau, k, conversion: str = "cks") -> float
 def csh_discrete_noise_std(sigma, k) -> float:
     """Standard deviation of (Z_i + Z_corr)/2, the noise on each released count of discrete CSH (Lebeda & Retschmeier (2024)
     Algorithm 4), from the exact discrete-Gaussian variances (:func:`.discrete.dgauss_variance`)."""
-    from .discrete import dgauss_variance
-
     s_ind, s_corr = csh_discrete_scales(sigma, k)
     return 0.5 * math.sqrt(dgauss_variance(float(s_ind)) + dgauss_variance(float(s_corr)))
 
 
 def _discrete_sigma_star(eps, dlt, k, conversion) -> float:
-    from .zcdp import zcdp_to_dp_delta
-
     def ok(s: float) -> bool:
         s_ind, s_corr = (float(x) for x in csh_discrete_scales(s, k))
         return float(zcdp_to_dp_delta(0.5 * (k / s_ind + 1.0 / s_corr), eps, conversion=conversion)) < dlt

@@ -37,6 +37,8 @@ from ._invert import smallest_ok
 from .aggregates import _SMOOTHING, _columns, _weights
 from .discrete_histograms import _omega, rational_up
 from .gaussian import _delta_core
+from .csh import csh_discrete_delta_parts, csh_discrete_scales, csh_rounded_margin
+from .zcdp import zcdp_to_dp_delta
 
 __all__ = ["CshJointParts", "CshJointCalibration", "csh_joint_delta_parts", "csh_discrete_joint_delta_parts",
            "csh_column_scales", "calibrate_csh_joint_rounded"]
@@ -115,9 +117,6 @@ def csh_discrete_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Seque
     """Discrete CSH (Lebeda & Retschmeier (2024) Alg. 4 / Thm 7.7) with discrete aggregate columns: ρ = Lemma 7.5's ρ at the
     sampled scales + ``k Σ D_k²/(2 s_k)``; δ_inf of Lemma 7.6 unchanged (:func:`.csh.csh_discrete_delta_parts`).
     ``debias=True``: the released t̃ adds ``4/(2 s_corr)`` more (``docs/proofs/discrete-histograms.md`` §8)."""
-    from .csh import csh_discrete_delta_parts, csh_discrete_scales
-    from .zcdp import zcdp_to_dp_delta
-
     eps = v.nonnegative("epsilon", epsilon)
     kk = v.integer("k", k, lo=1)
     ss, ds = _columns(column_sigma2s, column_sensitivities)
@@ -144,8 +143,6 @@ def calibrate_csh_joint_rounded(epsilon, delta, k, column_sensitivities, weights
     """Rounded top-k CSH with aggregate columns at (ε, δ): σ (on a grid above the smallest σ whose Gaussian
     part fits) and the smallest integer margin m with δ(τ = m − ½) <= δ; the σ giving the smallest m is kept."""
     from scipy import special
-
-    from .csh import csh_rounded_margin
 
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)

@@ -57,6 +57,10 @@ from .calibration import Calibration, Comparison
 from .laws import DiscreteCorrelatedGaussian, DiscreteDenseCorrelatedGaussian, DiscreteGaussian, DiscreteLaplace
 from .discrete import _dgauss_logsf_float, dgauss_sf, dgauss_variance, dlaplace_sf, dlaplace_variance
 from .names import CORRELATED_GAUSSIAN, GSHM, LAPLACE, TOPK_CSH
+from ._invert import smallest_ok
+from .csh import csh_discrete_delta_parts, csh_discrete_noise_std, csh_discrete_scales
+from .gaussian import gaussian_sigma
+from .zcdp import zcdp_to_dp_delta
 
 __all__ = [
     "dgauss_shift_hockey_stick", "dlaplace_shift_hockey_stick",
@@ -365,8 +369,6 @@ def calibrate_gshm_discrete(epsilon, delta, l0) -> Calibration:
     :func:`gshm_discrete_delta` ``<= δ``. ``noise`` is :class:`~.laws.DiscreteGaussian` with the exact
     ``sigma2`` (a ``Fraction``) the sampler must use; the release rule is ``>=`` (``comparison``).
     """
-    from .gaussian import gaussian_sigma
-
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     k = v.integer("l0", l0, lo=1)
@@ -430,8 +432,6 @@ def calibrate_correlated_discrete(epsilon, delta, d, c=None) -> Calibration:
     Starts from the continuous scale ``σ₁²(d + c²)`` (σ₁ = Balle–Wang σ at sensitivity 1) and raises it by
     0.01% steps until :func:`correlated_discrete_delta` ``<= δ``.
     """
-    from .gaussian import gaussian_sigma
-
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     dd = v.integer("d", d, lo=1)
@@ -460,9 +460,6 @@ def calibrate_correlated_discrete(epsilon, delta, d, c=None) -> Calibration:
 
 def topk_debias_discrete_delta_parts(eps, sigma, tau, k, conversion):
     """``{"gaussian", "threshold"}`` δ parts of discrete de-biased top-k CSH (see the calibration below)."""
-    from .csh import csh_discrete_delta_parts, csh_discrete_scales
-    from .zcdp import zcdp_to_dp_delta
-
     s_ind, s_corr = (float(x) for x in csh_discrete_scales(sigma, k))
     rho = 0.5 * (k / s_ind + 5.0 / s_corr)
     gauss = float(zcdp_to_dp_delta(rho, eps, conversion=conversion))
@@ -486,10 +483,6 @@ def calibrate_topk_debias_discrete(epsilon, delta, k, conversion: str = "cks") -
 
 @lru_cache(maxsize=256)  # a pure function of validated arguments (repeated releases at one point search once)
 def _calibrate_topk_debias_discrete(eps: float, dlt: float, k: int, conversion: str) -> Calibration:
-    from ._invert import smallest_ok
-    from .csh import csh_discrete_noise_std, csh_discrete_scales
-    from .zcdp import zcdp_to_dp_delta
-
     def gauss(s):
         s_ind, s_corr = (float(x) for x in csh_discrete_scales(s, k))
         return float(zcdp_to_dp_delta(0.5 * (k / s_ind + 5.0 / s_corr), eps, conversion=conversion))

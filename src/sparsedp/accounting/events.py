@@ -16,7 +16,8 @@ Every event
   parameters, never a pickled object), which is what the ledger stores so that a later process can
   recompute the composition.
 
-:func:`event_of` is the one bridge from a :class:`~.calibration.Calibration` (``Calibration.event()``);
+:func:`event_of` is the one bridge from a :class:`~.calibration.Calibration` (``event_of(cal)``: the events sit
+above the calibrations in the accounting layer, so a calibration does not build its own event);
 :func:`event_from_profile` reads the privacy profiles stored by ledgers written before events existed.
 """
 
@@ -32,10 +33,14 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import InvalidParameterError
+from . import laws
 from . import pld as _pld
+from .aggregates import JointDiscreteCalibration, joint_gshm_delta
 from .calibration import Neighbours
+from .conversions import epsilon_from_delta
 from .profiles import (ApproxDPProfile, CSHProfile, GaussianProfile, GSHMDiscreteProfile, GSHMProfile,
-                       LaplaceDiscreteProfile, PrivacyProfile, PureProfile, RoundedCSHProfile)
+                       LaplaceDiscreteProfile, PrivacyProfile, PureProfile, RoundedCSHProfile, profile_of)
+from .set_union import SetUnionCalibration, weighted_gaussian_delta
 
 __all__ = ["PrivacyEvent", "GSHMEvent", "DiscreteGSHMEvent", "LaplaceThresholdEvent", "CSHEvent",
            "GaussianEvent", "SetUnionEvent", "AggregateGSHMEvent", "PureEvent", "ApproxDPEvent", "SequenceEvent",
@@ -88,8 +93,6 @@ class PrivacyEvent:
 
     def epsilon_at(self, delta: float) -> float:
         """Smallest ε >= 0 with ``delta_at(ε) <= delta`` (inf if none)."""
-        from .profiles import epsilon_from_delta
-
         return epsilon_from_delta(self.delta_at, delta)
 
     def pld(self) -> _pld.GridPLD:
@@ -291,8 +294,6 @@ class SetUnionEvent(PrivacyEvent):
         object.__setattr__(self, "sigma2", v.rational("sigma2", self.sigma2))
 
     def delta_at(self, epsilon: Any) -> Any:
-        from .set_union import weighted_gaussian_delta
-
         eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
         out = np.array([float(weighted_gaussian_delta(max(0.0, float(e)), self.sigma2, self.threshold, self.l0,
                                                       self.grid)) if e >= 0 else 1.0 for e in eps])
@@ -323,8 +324,6 @@ class AggregateGSHMEvent(PrivacyEvent):
         object.__setattr__(self, "column_sensitivities", tuple(int(d) for d in self.column_sensitivities))
 
     def delta_at(self, epsilon: Any) -> Any:
-        from .aggregates import joint_gshm_delta
-
         eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
         out = np.array([float(joint_gshm_delta(max(0.0, float(e)), self.count_sigma2, self.margin, self.l0,
                                                self.column_sigma2s, self.column_sensitivities))
@@ -482,11 +481,6 @@ def event_of(calibration: Any, neighbours: Neighbours | None = None) -> PrivacyE
     reads it); any other calibration is charged as an :class:`ApproxDPEvent` (its (ε, δ), composed optimally),
     or a :class:`PureEvent` when δ = 0.
     """
-    from . import laws
-    from .aggregates import JointDiscreteCalibration
-    from .profiles import profile_of
-    from .set_union import SetUnionCalibration
-
     cal = calibration
     rel = neighbours if neighbours is not None else getattr(cal, "neighbours", Neighbours.ADD_REMOVE)
     common: dict[str, Any] = {"epsilon": float(cal.epsilon), "delta": float(cal.delta), "neighbours": rel}

@@ -33,6 +33,7 @@ import numpy as np
 from ._special import special
 
 from ..errors import InfeasibleError
+from .discrete_histograms import _SF_REL_ERR, _log_ratio_iid
 
 __all__ = ["GridPLD", "core_distribution", "DEFAULT_STEP", "MAX_POINTS"]
 
@@ -99,8 +100,6 @@ def gaussian_part(mu2: float, step: float = DEFAULT_STEP) -> GridPLD:
 
 def dgauss_part(s: float, j: int, step: float = DEFAULT_STEP) -> GridPLD:
     """L = (2S + j)/(2s), S's pmf bounded by R_j · N_Z(0, js) (see the module docstring)."""
-    from .discrete_histograms import _SF_REL_ERR, _log_ratio_iid
-
     var = j * s
     half = int(math.ceil(_TAIL_SDS * math.sqrt(var))) + 2
     if 2 * half + 1 > MAX_POINTS:

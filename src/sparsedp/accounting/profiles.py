@@ -34,32 +34,19 @@ from ._special import special
 from .. import _validate as v
 from ..errors import InvalidParameterError
 from .composition import DominatingPair
+from .conversions import epsilon_from_delta, tradeoff_from_profile
 from .names import CORRELATED_GAUSSIAN, GSHM, LAPLACE, TOPK_CSH
+from . import laws
+from .csh import csh_delta, csh_rounded_delta
+from .csh_exact import csh_exact_delta
+from .discrete import dgauss_sf, dlaplace_sf
+from .discrete_histograms import _blocks, gshm_discrete_delta, laplace_discrete_delta
+from .gaussian import gaussian_delta
+from .gshm import gshm_delta
 
 __all__ = ["PrivacyProfile", "GSHMDiscreteProfile", "GSHMProfile", "LaplaceDiscreteProfile", "CSHProfile",
            "RoundedCSHProfile", "GaussianProfile", "PureProfile", "ApproxDPProfile", "profile_of", "profile_from_dict",
            "tradeoff_from_profile"]
-
-_EPS_GRID = np.concatenate([[0.0], np.geomspace(1e-4, 30.0, 400)])
-
-
-def tradeoff_from_profile(delta_fn, alpha, eps_grid=_EPS_GRID) -> np.ndarray:
-    """f(α) = max over the ε grid of max(0, 1 − δ(ε) − e^ε α, e^{−ε}(1 − δ(ε) − α)) (Dong–Roth–Su Prop. 2.12).
-
-    Every (ε, δ(ε)) guarantee gives the trade-off lower bound f_{ε,δ}; their pointwise maximum is one too.
-    """
-    a = np.atleast_1d(np.asarray(alpha, dtype=float))
-    if np.any((a < 0) | (a > 1)):
-        raise InvalidParameterError("alpha must lie in [0, 1]")
-    eps = np.asarray(eps_grid, dtype=float)
-    d = np.atleast_1d(np.asarray(delta_fn(eps), dtype=float))
-    out = np.zeros_like(a)
-    for e, de in zip(eps, d):
-        f1 = 1.0 - de - math.exp(e) * a
-        f2 = math.exp(-e) * (1.0 - de - a)
-        out = np.maximum(out, np.maximum(f1, f2))
-    return np.clip(out, 0.0, 1.0 - a)
-
 
 class PrivacyProfile:
     """Common interface (see the module docstring). Subclasses are frozen dataclasses."""
@@ -120,13 +107,9 @@ class GSHMDiscreteProfile(PrivacyProfile):
 
     def release_probability(self) -> float:
         """P[a key at the pre-threshold is released] = P[Z >= margin]."""
-        from .discrete import dgauss_sf
-
         return float(dgauss_sf(self.margin, self.sigma2))
 
     def delta(self, epsilon):
-        from .discrete_histograms import gshm_discrete_delta
-
         eps, scalar = _eps_array(epsilon)
         return _out(np.array([gshm_discrete_delta(float(e), self.sigma2, self.margin, self.l0) for e in eps]),
                     scalar)
@@ -165,8 +148,6 @@ class GSHMProfile(PrivacyProfile):
         object.__setattr__(self, "analysis", v.choice("analysis", self.analysis, ("exact", "add", "fdp")))
 
     def delta(self, epsilon):
-        from .gshm import gshm_delta
-
         eps, scalar = _eps_array(epsilon)
         return _out(np.array([gshm_delta(max(0.0, float(e)), self.sigma, self.tau, self.l0, self.analysis,
                                          self.mu_o2) if e >= 0 else 1.0 for e in eps]), scalar)
@@ -185,8 +166,6 @@ class GSHMProfile(PrivacyProfile):
         if self.l0 <= 4096:
             los = his = np.arange(self.l0 + 1)
         else:  # blocks: a lower bound of min over each block (keep ↑ in a uses a_hi, μ ↓ in a uses a_lo)
-            from .discrete_histograms import _blocks
-
             lo, hi = _blocks(self.l0)
             los, his = np.append(lo, self.l0), np.append(hi, self.l0)
         out = np.full_like(a_arr, np.inf)
@@ -227,15 +206,11 @@ class LaplaceDiscreteProfile(PrivacyProfile):
         object.__setattr__(self, "l0", v.integer("l0", self.l0, lo=1))
 
     def delta(self, epsilon):
-        from .discrete_histograms import laplace_discrete_delta
-
         eps, scalar = _eps_array(epsilon)
         return _out(np.array([laplace_discrete_delta(float(e), self.scale, self.margin, self.l0) for e in eps]),
                     scalar)
 
     def pair(self) -> DominatingPair:
-        from .discrete import dlaplace_sf
-
         p = min(1.0, float(dlaplace_sf(self.margin, self.scale)) * (1.0 + 1e-12))
         return DominatingPair(dlaplace=((self.scale, self.l0),), log_keep=self.l0 * DominatingPair.bad_event(p))
 
@@ -260,11 +235,7 @@ def _csh_delta(eps: float, sigma: float, t, k: int, analysis: str, debias: bool,
     """δ(ε) of CSH / top-k CSH at margin ``t`` (integer if ``rounded``, else continuous τ) under ``analysis``:
     "exact" = :func:`.csh_exact.csh_exact_delta` (certified profile), else Lebeda & Retschmeier (2024) Thm 3.5 / 3.3 (:mod:`.csh`)."""
     if analysis == "exact":
-        from .csh_exact import csh_exact_delta
-
         return csh_exact_delta(eps, sigma, t, k, rounded=rounded, topk=debias, debias=debias)
-    from .csh import csh_delta, csh_rounded_delta
-
     if rounded:
         return csh_rounded_delta(eps, sigma, t, k, analysis, debias=debias)
     return csh_delta(eps, sigma, t, k, analysis, debias=debias)
@@ -352,8 +323,6 @@ class GaussianProfile(PrivacyProfile):
         object.__setattr__(self, "mu", v.positive("mu", self.mu))
 
     def delta(self, epsilon):
-        from .gaussian import gaussian_delta
-
         eps, scalar = _eps_array(epsilon)
         return _out(np.atleast_1d(gaussian_delta(self.mu, eps)), scalar)
 
@@ -432,24 +401,6 @@ def profile_from_dict(d: Mapping[str, Any]) -> PrivacyProfile:
     return _FAMILIES[d["family"]](**kw)
 
 
-def epsilon_from_delta(delta_of, delta: float, *, hi: float = 200.0) -> float:
-    """Smallest ε >= 0 (bisection to 1e-9 relative, rounded up) with ``delta_of(ε) <= delta`` for a
-    non-increasing profile ``delta_of``; inf if none below ``hi``."""
-    dlt = float(delta)
-    if delta_of(0.0) <= dlt:
-        return 0.0
-    if delta_of(hi) > dlt:
-        return math.inf
-    lo, up = 0.0, hi
-    while up - lo > 1e-9 * max(up, 1e-6):
-        mid = 0.5 * (lo + up)
-        if delta_of(mid) <= dlt:
-            up = mid
-        else:
-            lo = mid
-    return up
-
-
 def profile_of(calibration) -> PrivacyProfile | None:
     """The profile of the noise a release made with ``calibration`` samples; ``None`` if it has none.
 
@@ -457,8 +408,6 @@ def profile_of(calibration) -> PrivacyProfile | None:
     (:mod:`.laws`). No profile (→ basic composition in the ledger) for: continuous Laplace, Algorithm-4 CSH
     (zCDP), the discrete correlated Gaussian, and anything else without a proved composable form.
     """
-    from . import laws
-
     cal, law, mech = calibration, calibration.noise, calibration.mechanism
     if mech == GSHM and isinstance(law, laws.DiscreteGaussian):
         return GSHMDiscreteProfile(Fraction(law.sigma2), int(cal.tau), int(cal.l0))

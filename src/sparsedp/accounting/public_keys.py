@@ -40,6 +40,13 @@ from typing import Mapping
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
 from .names import CORRELATED_GAUSSIAN, LAPLACE
+from .calibration import Calibration, Comparison, Neighbours
+from .correlated import correlated_gaussian_sigma1
+from .discrete import dgauss_variance, dlaplace_variance
+from .discrete_histograms import (_dgauss_hs_from_law, _log_ratio_iid, _log_ratio_step, best_integer_c,
+                                  correlated_discrete_delta, dgauss_shift_hockey_stick, rational_up)
+from .gaussian import gaussian_delta, gaussian_sigma
+from .laws import DiscreteDenseCorrelatedGaussian
 
 __all__ = ["PublicKeysCalibration", "calibrate_public_gaussian", "calibrate_public_laplace",
            "calibrate_correlated_public", "centred_embedding_delta", "centred_embedding_choice",
@@ -106,8 +113,6 @@ def _smallest_scale(delta_of, start: float, target: float, what: str) -> Fractio
     """The first scale on the 0.01% ladder above ``start`` (rounded up to a short rational) with
     ``delta_of(s) <= target`` (the lattice makes δ slightly non-monotone in s, hence the walk, as in
     :func:`~.discrete_histograms.calibrate_gshm_discrete`)."""
-    from .discrete_histograms import rational_up
-
     s = rational_up(max(1.0, start))
     for _ in range(5000):
         if delta_of(s) <= target:
@@ -128,10 +133,6 @@ def calibrate_public_gaussian(epsilon, delta, d, l0=None, *, insecure_float: boo
     ``H(k, ε) <= δ`` (:func:`~.discrete_histograms.dgauss_shift_hockey_stick`, exact up to the proof doc's
     conservative ratio; ``docs/proofs/discrete-histograms.md`` §3). Float: σ = Balle–Wang σ at √k.
     """
-    from .discrete import dgauss_variance
-    from .discrete_histograms import dgauss_shift_hockey_stick
-    from .gaussian import gaussian_delta, gaussian_sigma
-
     eps, dlt = v.epsilon(epsilon), v.delta(delta)
     dd, k = _k(d, l0)
     sig = gaussian_sigma(eps, dlt, math.sqrt(k))
@@ -150,9 +151,6 @@ def calibrate_public_laplace(epsilon, delta, d, l0=None, *, insecure_float: bool
     """Independent (discrete) Laplace noise of scale ``k/ε`` on every public key: ε-DP (δ = 0), ℓ1 sensitivity
     k. Secure: the scale is ``k/ε`` rounded up to a multiple of 2⁻²⁰ with an exact check ``k/t <= ε`` (the
     discrete Laplace with ``t >= k/ε`` has privacy loss at most ``k/t`` for a shift of ℓ1 norm k)."""
-    from .discrete import dlaplace_variance
-    from .discrete_histograms import rational_up
-
     eps = v.epsilon(epsilon)
     dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
     dd, k = _k(d, l0)
@@ -177,10 +175,6 @@ def calibrate_correlated_public(epsilon, delta, d, l0=None, *, c=None, known_n=N
     ``Var(Z)/(4C²)`` is the shared term; ``Var(ñ) = Var(Z)/C²``. ``known_n``: Lemma 3.6 (no ñ released; the
     per-key error is the fresh ``Z/2`` plus the shared ``(ñ − n)/2`` of the earlier estimate).
     """
-    from .correlated import correlated_gaussian_sigma1
-    from .discrete import dgauss_variance
-    from .discrete_histograms import best_integer_c, correlated_discrete_delta, dgauss_shift_hockey_stick
-
     eps, dlt = v.epsilon(epsilon), v.delta(delta)
     dd, k = _k(d, l0)
     s1 = correlated_gaussian_sigma1(eps, dlt)
@@ -232,8 +226,6 @@ def _coprime_log_ratio(parts, s: float) -> tuple[float, float]:
     with ``gcd(m, m') = 1``, U, V within ratios of ``N_Z(0, A)``, ``N_Z(0, A')``, is within the product of the
     ratios times ``(1 + ω(r))/(1 − ω(r))`` of ``N_Z(0, m²A + m'²A')``, ``r = A A'/(m'² A' + m² A)``. The first two
     terms must have coprime multipliers; later ones are added to a unit-multiplier variable."""
-    from .discrete_histograms import _log_ratio_iid, _log_ratio_step
-
     parts = [(int(m), int(j)) for m, j in parts if j > 0]
     log_r = sum(_log_ratio_iid(j, s) for _, j in parts)
     (m1, j1) = parts[0]
@@ -274,8 +266,6 @@ def centred_embedding_delta(epsilon, sigma2, d, k, p, q, c) -> float:
     ``⟨v, Z⟩ = (q − p)S_a + p S_{d−a} + c Y`` within the ratio of :func:`_coprime_log_ratio` of ``N_Z(0, |v|² s)``
     (docs/proofs/public-keys.md §8; p = 1, q = 2 is :func:`~.discrete_histograms.correlated_discrete_delta`).
     Every a is evaluated (cost linear in k)."""
-    from .discrete_histograms import _dgauss_hs_from_law
-
     eps = v.epsilon_any(epsilon)
     sv = float(v.rational("sigma2", sigma2))
     best = 0.0
@@ -322,9 +312,6 @@ def calibrate_bounded_density(epsilon, delta, d, l0=None, *, insecure_float: boo
     ``p Z_{d+1}/(c q)`` (shared): variance ``Var(Z)(1 + p²/c²)/q²``. [Beyond the paper: its optimal ellipse, JY24,
     written as an integer embedding; docs/proofs/public-keys.md §8.] Float: the same embedding with
     ``σ = σ₁ √(max |v|²)``."""
-    from .correlated import correlated_gaussian_sigma1
-    from .discrete import dgauss_variance
-
     eps, dlt = v.epsilon(epsilon), v.delta(delta)
     dd, k = _k(d, l0)
     p, q, c = centred_embedding_choice(dd, k) if choice is None else choice
@@ -341,8 +328,6 @@ def calibrate_bounded_density(epsilon, delta, d, l0=None, *, insecure_float: boo
     worst_a = k if k * (q - p) ** 2 + (dd - k) * p * p >= dd * p * p else 0
 
     def worst_only(sv):
-        from .discrete_histograms import _dgauss_hs_from_law
-
         log_r, _ = _coprime_log_ratio(_parts(worst_a, dd, k, p, q, c), float(sv))
         return _dgauss_hs_from_law(eps, float(sv), float(m2), m2 * float(sv), log_r)
 
@@ -365,8 +350,6 @@ def grouped_replacement_discrete_delta(epsilon, sigma2, d, c) -> float:
     embedded coordinate. Replacing a unit either changes its row's block by ``2(x − x')`` (entries in {−2, 0, 2},
     at most d non-zero; worst all d) or moves it: ``(2x − 1, c)`` in one row and ``−(2x' − 1, c)`` in another
     (|v|² = 2(d + c²)). The maximum of the two hockey-stick bounds (DH §3 and Lemma 2)."""
-    from .discrete_histograms import _dgauss_hs_from_law, _log_ratio_iid, _log_ratio_step
-
     eps = v.epsilon_any(epsilon)
     s = float(v.rational("sigma2", sigma2))
     dd = v.integer("d", d, lo=1)
@@ -388,11 +371,6 @@ def calibrate_grouped_replacement_discrete(epsilon, delta, d):
     the continuous ``4dσ₁²`` with :func:`grouped_replacement_discrete_delta` ``<= δ``. Returns a
     :class:`~.calibration.Calibration` with ``noise = DiscreteDenseCorrelatedGaussian(s, C)`` and
     ``neighbours = REPLACE_ONE``: per-row release ``f̃ = y/2 + y_{d+1}/(2C)``, row count ``y_{d+1}/C``."""
-    from .calibration import Calibration, Comparison, Neighbours
-    from .correlated import correlated_gaussian_sigma1
-    from .discrete import dgauss_variance
-    from .laws import DiscreteDenseCorrelatedGaussian
-
     eps, dlt = v.epsilon(epsilon), v.delta(delta)
     dd = v.integer("d", d, lo=1)
     cc = max(1, math.isqrt(dd))

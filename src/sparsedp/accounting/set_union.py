@@ -46,7 +46,8 @@ from ..errors import InfeasibleError
 from .calibration import Calibration, Comparison
 from .discrete import dgauss_logsf, dgauss_sf, dgauss_variance
 from .discrete_histograms import _SF_REL_ERR, _karrer_max, _log_ratio_iid, _smallest_margin, rational_up
-from .laws import DiscreteGaussian
+from .gaussian import gaussian_delta, gaussian_sigma
+from .laws import DiscreteGaussian, Gaussian
 
 __all__ = ["DEFAULT_GRID", "grid_weights", "weighted_shift_hockey_stick", "weighted_gaussian_delta",
            "calibrate_weighted_gaussian", "SetUnionCalibration", "paper_threshold", "policy_gaussian_delta",
@@ -164,8 +165,6 @@ def paper_threshold(epsilon: float, delta: float, l0: int) -> tuple[float, float
     discrete calibration)."""
     from scipy.special import ndtri
 
-    from .gaussian import gaussian_sigma
-
     sigma = gaussian_sigma(epsilon, delta / 2.0, sensitivity=1.0)
     rho = max(1.0 / math.sqrt(t) + sigma * float(ndtri(math.exp(math.log1p(-delta / 2.0) / t)))
               for t in range(1, int(l0) + 1))
@@ -220,8 +219,6 @@ def calibrate_weighted_gaussian(epsilon, delta, l0, grid: int = DEFAULT_GRID) ->
     δ(ε) is non-increasing in T: every ``b_t`` increases with T and the terms are monotone in ``b`` as in
     Karrer et al. (2022) §5.2 (``docs/proofs/set-union.md`` §3).
     """
-    from .gaussian import gaussian_sigma
-
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     k = v.integer("l0", l0, lo=1)
@@ -283,8 +280,6 @@ def policy_gaussian_delta(epsilon: float, sigma: float, rho: float, l0: int) -> 
     """
     from scipy.special import log_ndtr
 
-    from .gaussian import gaussian_delta
-
     eps = float(epsilon)
     mu = 1.0 / float(sigma)
     best = float(gaussian_delta(mu, eps))
@@ -301,9 +296,6 @@ def calibrate_policy_gaussian(epsilon, delta, l0, alpha: float = 3.0) -> "Policy
     """Float Policy Gaussian at (ε, δ): σ of the Gaussian mechanism at ``(ε, δ/2)`` (Gopi et al.'s choice), the
     smallest ρ (bisection, 1e-6 relative) with :func:`policy_gaussian_delta` ``<= δ``, cutoff
     ``Γ = ρ + α σ``. Insecure float noise only (``docs/proofs/set-union.md`` §4)."""
-    from .gaussian import gaussian_sigma
-    from .laws import Gaussian
-
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     k = v.integer("l0", l0, lo=1)

@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import _validate as v
 from ..accounting.calibration import Calibration, Comparison
+from ..accounting.events import event_of
 from ..errors import InvalidParameterError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
@@ -194,14 +195,14 @@ def _disclosure(self: Mechanism, request: ReleaseRequest, cal: Any, value_column
 
 
 def _charge(self: Mechanism, calibration: Any, disclosure: Disclosure) -> Any:
-    """The charge with the calibration's privacy event (:meth:`~sparsedp.accounting.calibration.Calibration.event`),
+    """The charge with the calibration's privacy event (:func:`~sparsedp.accounting.events.event_of`),
     so the ledger composes repeated releases tightly (docs/proofs/ledger-composition.md). A joint release with
     SUM/MEAN columns is charged as its joint event (:class:`~sparsedp.accounting.events.AggregateGSHMEvent`), never
     with the count-only profile (which would under-charge it)."""
     from ..ledger import Charge
 
     if isinstance(calibration, JointCalibration):
-        return Charge.of_event(calibration.event(disclosure.neighbours), self.name)
+        return Charge.of_event(event_of(calibration, disclosure.neighbours), self.name)
     return Charge.from_calibration(calibration, disclosure.neighbours)
 
 
