@@ -37,7 +37,7 @@ import dataclasses
 from typing import Any
 
 from .. import _validate as v
-from ..errors import InfeasibleError, InvalidParameterError
+from ..errors import InfeasibleError, InvalidParameterError, InvalidTypeError
 from . import correlated as _cg
 from . import csh as _csh
 from . import csh_exact as _ex
@@ -249,7 +249,7 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
     rounded = discrete and csh_noise == "rounded" and mechanism in ("csh", TOPK_CSH)
     for name, flag in (("discrete", discrete), ("debias", debias)):
         if not isinstance(flag, bool):
-            raise v.InvalidTypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
+            raise InvalidTypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
     if mu_o2 and mechanism != GSHM:
         raise InvalidParameterError(f"mu_o2 is only supported by mechanism='gshm', got mechanism={mechanism!r}")
     if debias and mechanism != TOPK_CSH:
@@ -260,7 +260,7 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
         if discrete and not rounded:
             raise InvalidParameterError(
                 f"analysis={analysis!r} selects a continuous-noise accountant; with discrete=True (the "
-                f"secure default) the discrete accountant is used: pass analysis=None or discrete=False")
+                f"secure default) the discrete accountant is used: pass analysis = None or discrete=False")
         analysis = v.choice("analysis", analysis, _CONTINUOUS_ANALYSES[mechanism])
     else:
         analysis = _DEFAULT_ANALYSIS[mechanism]
@@ -299,7 +299,7 @@ def compare(epsilon, delta, l0=None, top_k=None, *, k=None, d=None, discrete: bo
     if l0 is None and top_k is None and k is None and d is None:
         raise InvalidParameterError("compare needs a contribution model: l0, top_k, k or d")
     if discrete is not None and not isinstance(discrete, bool):
-        raise v.InvalidTypeError(f"discrete must be True, False or None, got {discrete!r}")
+        raise InvalidTypeError(f"discrete must be True, False or None, got {discrete!r}")
     models: dict[str, dict[str, Any]] = {}
     if l0 is not None:
         models[GSHM] = models[LAPLACE] = {"l0": v.integer("l0", l0, lo=1, hi=MAX_BOUND)}

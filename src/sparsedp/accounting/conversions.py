@@ -14,17 +14,21 @@ Used by the profiles (:mod:`.profiles`), the composable pairs (:mod:`.compositio
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import InvalidParameterError
+from ._types import FloatArray
 
 __all__ = ["epsilon_from_delta", "tradeoff_from_profile"]
 
 _EPS_GRID = np.concatenate([[0.0], np.geomspace(1e-4, 30.0, 400)])
 
 
-def tradeoff_from_profile(delta_fn, alpha, eps_grid=_EPS_GRID) -> np.ndarray:
+def tradeoff_from_profile(delta_fn: Callable[[FloatArray], npt.ArrayLike], alpha: npt.ArrayLike,
+                          eps_grid: npt.ArrayLike = _EPS_GRID) -> FloatArray:
     """f(α) = max over the ε grid of max(0, 1 − δ(ε) − e^ε α, e^{−ε}(1 − δ(ε) − α)) (Dong–Roth–Su Prop. 2.12).
 
     Every (ε, δ(ε)) guarantee gives the trade-off lower bound f_{ε,δ}; their pointwise maximum is one too.
@@ -39,10 +43,11 @@ def tradeoff_from_profile(delta_fn, alpha, eps_grid=_EPS_GRID) -> np.ndarray:
         f1 = 1.0 - de - math.exp(e) * a
         f2 = math.exp(-e) * (1.0 - de - a)
         out = np.maximum(out, np.maximum(f1, f2))
-    return np.clip(out, 0.0, 1.0 - a)
+    curve: FloatArray = np.clip(out, 0.0, 1.0 - a)
+    return curve
 
 
-def epsilon_from_delta(delta_of, delta: float, *, hi: float = 200.0) -> float:
+def epsilon_from_delta(delta_of: Callable[[float], float], delta: float, *, hi: float = 200.0) -> float:
     """Smallest ε >= 0 (bisection to 1e-9 relative, rounded up) with ``delta_of(ε) <= delta`` for a
     non-increasing profile ``delta_of``; inf if none below ``hi``."""
     dlt = float(delta)

@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import _validate as v
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, InvalidTypeError
 from ._invert import smallest_ok
 from .aggregates import _SMOOTHING, _columns, _weights
 from .discrete_histograms import _omega, rational_up
@@ -100,7 +100,7 @@ def csh_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence, colu
     kk = v.integer("k", k, lo=1)
     ss, ds = _columns(column_sigma2s, column_sensitivities)
     if not isinstance(debias, bool):
-        raise v.InvalidTypeError(f"debias must be a bool, got {debias!r}")
+        raise InvalidTypeError(f"debias must be a bool, got {debias!r}")
     rk = math.sqrt(kk)
     mu_cnt2 = (kk + (5.0 if debias else 1.0) * rk) / (4.0 * sig * sig)
     gauss = _gauss_with_columns(eps, mu_cnt2, kk, ss, ds)

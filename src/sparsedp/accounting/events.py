@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from .. import _validate as v
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, InvalidTypeError
 from . import laws
 from . import pld as _pld
 from .aggregates import JointDiscreteCalibration, joint_gshm_delta
@@ -159,7 +159,7 @@ def _neighbours(x: Any) -> Neighbours:
         return x
     if isinstance(x, str) and x in Neighbours.__members__:
         return Neighbours[x]
-    raise v.InvalidTypeError(f"neighbours must be a Neighbours member, got {x!r}")
+    raise InvalidTypeError(f"neighbours must be a Neighbours member, got {x!r}")
 
 
 # ------------------------------------------------------------------ thresholded sparse histograms
@@ -379,7 +379,7 @@ class SequenceEvent(PrivacyEvent):
                  neighbours: Neighbours | None = None):
         evs = tuple(events)
         if not evs or not all(isinstance(e, PrivacyEvent) for e in evs):
-            raise v.InvalidTypeError("SequenceEvent needs a non-empty sequence of PrivacyEvent values")
+            raise InvalidTypeError("SequenceEvent needs a non-empty sequence of PrivacyEvent values")
         rel = {e.neighbours for e in evs}
         if len(rel) != 1:
             raise InvalidParameterError("the parts of a SequenceEvent must hold for one neighbouring relation")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .. import _validate as v
+from ..errors import InvalidParameterError
 
 __all__ = ["exp_neg_bounds"]
 
@@ -55,19 +56,19 @@ def _fixed_pow(x: int, m: int, p: int, up: bool) -> int:
     return result
 
 
-def exp_neg_bounds(x, prec: int) -> tuple[int, int]:
+def exp_neg_bounds(x: Fraction | float, prec: int) -> tuple[int, int]:
     """Integers ``lo <= 2**prec * exp(-x) <= hi`` for rational ``x >= 0``; ``hi - lo`` is a few units.
 
     exp(−x) = exp(−1)^m · exp(−f), m = ⌊x⌋, f = x − m, each factor from :func:`_exp_neg_small` with
     ``prec + 2·bit_length(m) + 16`` working bits, multiplied with directed rounding.
     """
-    x = Fraction(x)
-    if x < 0:
-        raise v.InvalidParameterError(f"x must be >= 0, got {x}")
-    m = x.numerator // x.denominator
+    xq = Fraction(x)
+    if xq < 0:
+        raise InvalidParameterError(f"x must be >= 0, got {xq}")
+    m = xq.numerator // xq.denominator
     if m * 1.4426950408889634 >= prec + 2:  # e^{-m} <= 2^{-1.4427 m} <= 2^{-prec-2}
         return 0, 1
-    f = x - m
+    f = xq - m
     p = prec + 2 * m.bit_length() + 16
     f_lo, f_hi = _exp_neg_small(f.numerator, f.denominator, p)
     if m:
