@@ -34,7 +34,7 @@ whether it is exact integer noise; ``Calibration.comparison`` says whether the r
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, TypedDict
 
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError, InvalidTypeError
@@ -76,7 +76,7 @@ MIN_DELTA = 1e-300
 MAX_BOUND = 10**9
 
 
-def _need(name: str, value, mechanism: str) -> int:
+def _need(name: str, value: int | None, mechanism: str) -> int:
     if value is None:
         raise InvalidParameterError(f"⟨{name}⟩ is required for ⟨mechanism={mechanism!r}⟩", param=name)
     return v.integer(name, value, lo=1, hi=MAX_BOUND)
@@ -93,7 +93,7 @@ def _supported(eps: float, dlt: float) -> None:
 # ------------------------------------------------------------------ per mechanism
 
 
-def _cal_gshm(eps, dlt, l0, analysis, mu_o2, discrete) -> Calibration:
+def _cal_gshm(eps: float, dlt: float, l0: int, analysis: str, mu_o2: float, discrete: bool) -> Calibration:
     if discrete and mu_o2 == 0.0:
         return _dh.calibrate_gshm_discrete(eps, dlt, l0)
     sigma, tau = _gshm.gshm_calibrate(eps, dlt, l0, analysis, mu_o2)
@@ -111,7 +111,17 @@ def _cal_gshm(eps, dlt, l0, analysis, mu_o2, discrete) -> Calibration:
 ROUNDED_SIGMA_MAX = 6000.0
 
 
-def _cal_csh_exact(mechanism, eps, dlt, k, discrete, base) -> Calibration | None:
+class _CshBase(TypedDict, total=False):
+    """The contribution fields every CSH calibration carries, and why it falls back to Algorithm 4 (if it does)."""
+
+    k: int
+    top_k: int
+    debias: bool
+    fallback: str
+
+
+def _cal_csh_exact(mechanism: str, eps: float, dlt: float, k: int, discrete: bool,
+                   base: _CshBase) -> Calibration | None:
     """CSH / top-k CSH calibrated by the certified profile of :mod:`.csh_exact` (docs/proofs/csh-exact.md:
     exact p_inf(m) and the exact Gaussian part in place of Lebeda & Retschmeier (2024) Lemma 3.2 / Thm 3.5), rounded (secure,
     integer margin, rule ``count + X >= pre + margin``) or continuous (``discrete=False``)."""
@@ -135,10 +145,11 @@ def _cal_csh_exact(mechanism, eps, dlt, k, discrete, base) -> Calibration | None
         noise=laws.CorrelatedGaussian(sigma, sigma / k ** 0.25), comparison=Comparison.GT, **base)
 
 
-def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh_noise) -> Calibration:
-    base = {"k": k}
+def _cal_csh(mechanism: str, eps: float, dlt: float, k: int, analysis: str, discrete: bool, conversion: str,
+             debias: bool, csh_noise: str) -> Calibration:
+    base: _CshBase = {"k": k}
     if mechanism == TOPK_CSH:
-        base.update(top_k=k, debias=debias)
+        base["top_k"], base["debias"] = k, debias
     rounded = None
     if analysis == "exact" and not (discrete and csh_noise == "alg4"):
         cal = _cal_csh_exact(mechanism, eps, dlt, k, discrete, base)
@@ -182,7 +193,7 @@ def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh
         noise=laws.CorrelatedGaussian(sigma, sigma / k ** 0.25), comparison=Comparison.GT, **base)
 
 
-def _cal_laplace(eps, dlt, l0, discrete) -> Calibration:
+def _cal_laplace(eps: float, dlt: float, l0: int, discrete: bool) -> Calibration:
     if discrete:
         return _dh.calibrate_laplace_discrete(eps, dlt, l0)
     scale, tau = _lap.laplace_calibrate(eps, dlt, l0)
@@ -193,7 +204,7 @@ def _cal_laplace(eps, dlt, l0, discrete) -> Calibration:
         noise=laws.Laplace(scale), comparison=Comparison.GT, l0=l0)
 
 
-def _cal_correlated(eps, dlt, d, discrete) -> Calibration:
+def _cal_correlated(eps: float, dlt: float, d: int, discrete: bool) -> Calibration:
     if discrete:
         return _dh.calibrate_correlated_discrete(eps, dlt, d)
     noise = _cg.correlated_gaussian_calibrate(eps, dlt, d)
@@ -208,8 +219,9 @@ def _cal_correlated(eps, dlt, d, discrete) -> Calibration:
 # ------------------------------------------------------------------ public
 
 
-def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=None, analysis=None,
-              mu_o2=0.0, discrete: bool = True, conversion: str = "cks", debias: bool = False,
+def calibrate(mechanism: str, *, epsilon: float, delta: float, l0: int | None = None, k: int | None = None,
+              top_k: int | None = None, d: int | None = None, analysis: str | None = None, mu_o2: float = 0.0,
+              discrete: bool = True, conversion: str = "cks", debias: bool = False,
               csh_noise: str = "rounded") -> Calibration:
     """Calibrate ``mechanism`` to (ε, δ): the smallest margin τ and its σ, re-checked with the full accountant.
 
@@ -283,8 +295,8 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
     return _checked(cal)
 
 
-def compare(epsilon, delta, l0=None, top_k=None, *, k=None, d=None, discrete: bool | None = True,
-            conversion: str = "cks") -> list[Calibration]:
+def compare(epsilon: float, delta: float, l0: int | None = None, top_k: int | None = None, *, k: int | None = None,
+            d: int | None = None, discrete: bool | None = True, conversion: str = "cks") -> list[Calibration]:
     """Every mechanism applicable to the given contribution model, calibrated at (ε, δ), sorted by margin τ.
 
     ``l0`` enables GSHM and the Laplace stability histogram, ``top_k`` the top-k CSH, ``k`` CSH on a

@@ -33,19 +33,21 @@ is unchanged up to the lattice effects the accountant measures); they only make 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence, overload
 
 import numpy as np
 
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
-from .discrete_histograms import rational_up
-from .aggregates import (_calibrate, _hs_rows, _joint_delta, calibrate_joint_gshm, joint_count_args,
-                         JointDiscreteCalibration)
+from ._types import FloatArray, Scale
+from .aggregates import (JointDeltaParts, JointDiscreteCalibration, _calibrate, _hs_rows, _joint_delta,
+                         calibrate_joint_gshm, joint_count_args)
 from .discrete import dgauss_variance
+from .discrete_histograms import rational_up
 
 __all__ = ["SHAPE_TOLERANCE", "ColumnShapeFit", "fit_column_shape", "unimodular_shift_bounds",
            "joint_hockey_stick_unimodular", "joint_gshm_delta_unimodular", "calibrate_joint_gshm_shaped"]
@@ -98,13 +100,14 @@ class ColumnShapeFit:
         """The allocation weights ``w_k = (F_k D_k)²/D₀_k`` (per-row μ_k² ≈ w_k/s for the z_k)."""
         return tuple(float(Fraction(d * d) / d0) for d, d0 in zip(self.fine_sensitivities, self.innovations))
 
-    def noise_covariance(self, column_sigma2s: Sequence[Any]) -> np.ndarray:
+    def noise_covariance(self, column_sigma2s: Sequence[Scale]) -> FloatArray:
         """The covariance of the column noise actually sampled, in value units: ``Φ L diag(Var z) Lᵀ Φ``,
         ``Φ = diag(g_k/F_k)``, ``Var z_k = Var N_Z(0, s_k)`` (exact law of the sampled noise)."""
         lo = np.array(self.lower, dtype=float)
         var = np.array([dgauss_variance(s) for s in column_sigma2s])
         phi = np.array([g / f for g, f in zip(self.steps, self.refine)])
-        return (lo * var) @ lo.T * np.outer(phi, phi)
+        cov: FloatArray = (lo * var) @ lo.T * np.outer(phi, phi)
+        return cov
 
 
 def _matrix(shape: Any, j: int, names: Sequence[str] | None) -> list[list[Fraction]]:
@@ -250,7 +253,8 @@ def _float_up(x: int) -> float:
     return f if f >= x else math.nextafter(f, math.inf)
 
 
-def unimodular_shift_bounds(lower, sensitivities, column_sigma2s) -> tuple[float, float]:
+def unimodular_shift_bounds(lower: Sequence[Sequence[int]], sensitivities: Sequence[int],
+                            column_sigma2s: Sequence[Scale]) -> tuple[float, float]:
     """``(μ², η)``: the maxima over ``|Δ_k| <= D_k`` of ``Σ_k w_k²/s_k`` (Eq. 5.1's μ_o² of ``L diag(s) Lᵀ``)
     and ``Σ_k w_k²/s_k²``, ``w = L⁻¹Δ`` (``docs/proofs/aggregates.md`` §7, Lemma 7.2), rounded up."""
     ss = [float(v.rational(f"column_sigma2s[{i}]", x)) for i, x in enumerate(column_sigma2s)]
@@ -260,7 +264,8 @@ def unimodular_shift_bounds(lower, sensitivities, column_sigma2s) -> tuple[float
     return _Shifts(_check_lower(lower, len(ds)), ds).bounds(ss)
 
 
-def joint_hockey_stick_unimodular(j, epsilon, count_sigma2, column_sigma2s, lower, sensitivities) -> float:
+def joint_hockey_stick_unimodular(j: int, epsilon: float, count_sigma2: Scale, column_sigma2s: Sequence[Scale],
+                                  lower: Sequence[Sequence[int]], sensitivities: Sequence[int]) -> float:
     """Upper bound of H_{e^ε} between ``j`` rows of the joint release with column noise ``L z``
     (``z_k ~ N_Z(0, column_sigma2s[k])``), each row's count shifted by 1 and its columns by any integer
     ``|Δ_k| <= sensitivities[k]`` (``docs/proofs/aggregates.md`` Theorem 7.3). ``L`` = identity gives
@@ -273,8 +278,17 @@ def joint_hockey_stick_unimodular(j, epsilon, count_sigma2, column_sigma2s, lowe
     return _hs_rows(jj, eps, s, ss, mu2, eta)
 
 
-def joint_gshm_delta_unimodular(epsilon, count_sigma2, margin, l0, column_sigma2s, lower, sensitivities, *,
-                                parts: bool = False):
+@overload
+def joint_gshm_delta_unimodular(epsilon: float, count_sigma2: Scale, margin: int, l0: int,
+                                column_sigma2s: Sequence[Scale], lower: Sequence[Sequence[int]],
+                                sensitivities: Sequence[int], *, parts: Literal[False] = False) -> float: ...
+@overload
+def joint_gshm_delta_unimodular(epsilon: float, count_sigma2: Scale, margin: int, l0: int,
+                                column_sigma2s: Sequence[Scale], lower: Sequence[Sequence[int]],
+                                sensitivities: Sequence[int], *, parts: Literal[True]) -> JointDeltaParts: ...
+def joint_gshm_delta_unimodular(epsilon: float, count_sigma2: Scale, margin: int, l0: int,
+                                column_sigma2s: Sequence[Scale], lower: Sequence[Sequence[int]],
+                                sensitivities: Sequence[int], *, parts: bool = False) -> float | JointDeltaParts:
     """δ(ε) of the joint discrete release with column noise ``L z`` (Karrer Thm 5.4 / Eq. 5.8 structure,
     ``docs/proofs/aggregates.md`` §1 and §7): ``max(T1, T2, T3)`` with the divergence of
     :func:`joint_hockey_stick_unimodular`. ``sensitivities``: in the noise grids (``F_k D_k``)."""
@@ -284,14 +298,12 @@ def joint_gshm_delta_unimodular(epsilon, count_sigma2, margin, l0, column_sigma2
     return _joint_delta(eps, s, m, k, lambda jj, e: _hs_rows(int(jj), e, s, ss, mu2, eta), parts)
 
 
-def calibrate_joint_gshm_shaped(epsilon, delta, l0, fit: ColumnShapeFit):
+def calibrate_joint_gshm_shaped(epsilon: float, delta: float, l0: int, fit: ColumnShapeFit) -> JointDiscreteCalibration:
     """The discrete joint calibration with a fitted column shape: a diagonal fit is the independent-columns
     calibration with weights ``w_k = D_k²/D₀_k`` (:func:`~.aggregates.calibrate_joint_gshm`, the very same
     noise); otherwise scales ``s_k = s·D₀_k`` (rounded up to short rationals) and the unimodular accountant,
     through the same calibration loop (smallest ``s``, then the smallest margin). The result carries the fit
     (``shape``) and the noise-grid sensitivities ``F_k D_k``."""
-    import dataclasses
-
     if not isinstance(fit, ColumnShapeFit):
         raise InvalidParameterError(f"fit must be a ColumnShapeFit, got {type(fit).__name__}")
     if fit.diagonal:
@@ -302,7 +314,7 @@ def calibrate_joint_gshm_shaped(epsilon, delta, l0, fit: ColumnShapeFit):
     k = v.integer("l0", l0, lo=1)
     shifts = _Shifts(fit.lower, fit.fine_sensitivities)
     lam = shifts.bounds([float(x) for x in fit.innovations])[0]
-    cache: dict[tuple, tuple[float, float]] = {}
+    cache: dict[tuple[Fraction, ...], tuple[float, float]] = {}
 
     def scales_of(s: Fraction) -> tuple[Fraction, ...]:
         out = tuple(max(rational_up(float(s * d0)), Fraction(1)) for d0 in fit.innovations)
@@ -312,7 +324,7 @@ def calibrate_joint_gshm_shaped(epsilon, delta, l0, fit: ColumnShapeFit):
                                   f"diagonal")
         return out
 
-    def hs_of(jj: int, e: float, s: Fraction, sks: tuple) -> float:
+    def hs_of(jj: int, e: float, s: Fraction, sks: tuple[Fraction, ...]) -> float:
         if sks not in cache:
             cache[sks] = shifts.bounds([float(x) for x in sks])
         return _hs_rows(int(jj), e, float(s), [float(x) for x in sks], *cache[sks])

@@ -81,7 +81,8 @@ def correlated_gaussian_error_ratio(d: int) -> float:
     return (math.sqrt(d) + 1.0) / (2.0 * math.sqrt(d))
 
 
-def correlated_gaussian_calibrate(epsilon: float, delta: float, d: int, *, c: float | None = None) -> CorrelatedGaussianNoise:
+def correlated_gaussian_calibrate(epsilon: float, delta: float, d: int, *,
+                                  c: float | None = None) -> CorrelatedGaussianNoise:
     """Noise of Algorithm 1 in its embedding form with weight C (default d^{1/4}) for d queries at (ε, δ).
 
     Lemma 3.5 of Lebeda (2024) (spec S2.2/S3.6): with A = (d/C² + 1)σ₁², B = (d + C²)σ₁², the shared η has

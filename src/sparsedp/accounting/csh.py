@@ -175,7 +175,8 @@ def _nudge_up(ok: Callable[[float], bool], x: float) -> float:
 # ------------------------------------------------------------------ continuous CSH: δ
 
 
-def csh_delta_parts(epsilon: float, sigma: float, tau: float, k: int, analysis: str = "tight", *, debias: bool = False) -> dict[str, float]:
+def csh_delta_parts(epsilon: float, sigma: float, tau: float, k: int, analysis: str = "tight", *,
+                    debias: bool = False) -> dict[str, float]:
     """The named parts of CSH's δ (Lebeda & Retschmeier (2024) Thm 3.3 / Thm 3.5).
 
     ``analysis="add"`` → ``{"gaussian": BW(½√(k+√k), σ, ε), "threshold": 1 − Φ(x_C)^{k+1}}`` (Thm 3.3;
@@ -187,7 +188,8 @@ def csh_delta_parts(epsilon: float, sigma: float, tau: float, k: int, analysis: 
     return _parts(eps, sigma, tau, k, analysis, debias)
 
 
-def csh_delta(epsilon: float, sigma: float, tau: float, k: int, analysis: str = "tight", *, debias: bool = False) -> float:
+def csh_delta(epsilon: float, sigma: float, tau: float, k: int, analysis: str = "tight", *,
+              debias: bool = False) -> float:
     """δ(ε) of CSH (Algorithm 2 of Lebeda & Retschmeier (2024)) with independent std ``sigma``, margin ``tau``, sparsity ``k``.
 
     ``analysis="tight"``: Theorem 3.5 (max of its four terms, O(k), chunked). ``analysis="add"``:
@@ -248,7 +250,8 @@ def _tau_min(eps: float, dlt: float, sigma: float, k: int, analysis: str, debias
     return smallest_ok(ok, t_lo, max(hi, 2.0 * t_lo), what="threshold margin tau"), False
 
 
-def csh_tau(epsilon: float, delta: float, sigma: float, k: int, analysis: str = "tight", *, debias: bool = False) -> float:
+def csh_tau(epsilon: float, delta: float, sigma: float, k: int, analysis: str = "tight", *,
+            debias: bool = False) -> float:
     """Smallest margin τ such that CSH with std ``sigma`` is (ε, δ)-DP (Lebeda & Retschmeier (2024) §4.9(a)).
 
     ``add``: the corrected closed form of Lemma 3.4 (erratum E3),
@@ -279,7 +282,8 @@ def _minimise_tau_over_sigma(tau_of_sigma: Callable[[float], float], s_lo: float
     return float(res.x) if res.fun <= vals[i] else float(grid[i])
 
 
-def csh_calibrate(epsilon: float, delta: float, k: int, analysis: str = "tight", *, debias: bool = False) -> tuple[float, float]:
+def csh_calibrate(epsilon: float, delta: float, k: int, analysis: str = "tight", *,
+                  debias: bool = False) -> tuple[float, float]:
     """Joint calibration (σ, τ) minimising the margin τ at (ε, δ) (Lebeda & Retschmeier (2024) §4.9(b)).
 
     ``tight``: σ = σ*(1+1e-9); when the threshold term T1 is what binds there (always observed), this is
@@ -315,7 +319,8 @@ def csh_calibrate(epsilon: float, delta: float, k: int, analysis: str = "tight",
     return sigma, _tau_min(eps, dlt, sigma, k, analysis, debias)[0]
 
 
-def csh_sigma(epsilon: float, delta: float, tau: float, k: int, analysis: str = "tight", *, debias: bool = False) -> float:
+def csh_sigma(epsilon: float, delta: float, tau: float, k: int, analysis: str = "tight", *,
+              debias: bool = False) -> float:
     """Smallest σ such that CSH with margin ``tau`` is (ε, δ)-DP (Lebeda & Retschmeier (2024) §4.9; not in the paper).
 
     δ is not monotone in σ at fixed τ (the Gaussian part falls, the threshold part rises), so the search
@@ -343,7 +348,8 @@ def csh_sigma(epsilon: float, delta: float, tau: float, k: int, analysis: str = 
     return smallest_ok(ok, s_star, s_opt, what="sigma")
 
 
-def csh_epsilon(sigma: float, tau: float, delta: float, k: int, analysis: str = "tight", *, debias: bool = False) -> float:
+def csh_epsilon(sigma: float, tau: float, delta: float, k: int, analysis: str = "tight", *,
+                debias: bool = False) -> float:
     """Smallest ε such that CSH with (σ, τ) is (ε, δ)-DP (Lebeda & Retschmeier (2024) Thm 3.3/3.5; δ is non-increasing in ε).
 
     The threshold term does not depend on ε, so it must fit on its own: 1 − Φ(x_C)^{k+1} < δ (add) or
@@ -401,7 +407,8 @@ def _check_conversion(conversion: str) -> str:
     return v.choice("conversion", conversion, _CONVERSIONS)
 
 
-def csh_discrete_delta_parts(epsilon: float, sigma: float, tau: float, k: int, conversion: str = "cks") -> dict[str, float]:
+def csh_discrete_delta_parts(epsilon: float, sigma: float, tau: float, k: int, conversion: str = "cks") -> dict[str,
+                             float]:
     """``{"gaussian": δ_gauss, "threshold": δ_inf}`` of discrete CSH (Lebeda & Retschmeier (2024) Thm 7.7, Lemmas 7.5/7.6).
 
     δ_gauss converts ρ = k/(2 s_ind) + 1/(2 s_corr) (= (k+√k)/(8σ²)) zCDP to (ε, δ) by ``conversion``
@@ -513,14 +520,16 @@ def csh_rounded_delta_parts(epsilon: float, sigma: float, margin: int, k: int, a
     return csh_delta_parts(epsilon, sigma, m - 0.5, k, analysis, debias=debias)
 
 
-def csh_rounded_delta(epsilon: float, sigma: float, margin: int, k: int, analysis: str = "tight", *, debias: bool = False) -> float:
+def csh_rounded_delta(epsilon: float, sigma: float, margin: int, k: int, analysis: str = "tight", *,
+                      debias: bool = False) -> float:
     """δ(ε) of rounded CSH with integer ``margin``: :func:`csh_delta` (Thm 3.5 / 3.3, Lebeda & Retschmeier (2024)) at
     τ = margin − ½; the rounding of released values is post-processing (docs/proofs/rounded-csh.md)."""
     m = v.integer("margin", margin, lo=1)
     return csh_delta(epsilon, sigma, m - 0.5, k, analysis, debias=debias)
 
 
-def csh_rounded_calibrate(epsilon: float, delta: float, k: int, analysis: str = "tight", *, debias: bool = False) -> tuple[float, int]:
+def csh_rounded_calibrate(epsilon: float, delta: float, k: int, analysis: str = "tight", *,
+                          debias: bool = False) -> tuple[float, int]:
     """``(sigma, margin)`` of rounded CSH: the continuous calibration (:func:`csh_calibrate`), then the
     integer margin ``m = csh_rounded_margin(τ)``; δ at τ = m − ½ is re-checked with the full accountant."""
     sigma, tau = csh_calibrate(epsilon, delta, k, analysis, debias=debias)

@@ -34,6 +34,7 @@ import numpy as np
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidTypeError
 from ._invert import smallest_ok
+from ._types import Scale
 from .aggregates import _SMOOTHING, _columns, _weights
 from .discrete_histograms import _omega, rational_up
 from .gaussian import _delta_core
@@ -90,8 +91,8 @@ def _gauss_with_columns(eps: float, mu_cnt2: float, k: int, ss: list[float], ds:
     return min(1.0, best)
 
 
-def csh_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence, column_sensitivities: Sequence[int],
-                          *, debias: bool = False) -> CshJointParts:
+def csh_joint_delta_parts(epsilon: float, sigma: float, tau: float, k: int, column_sigma2s: Sequence[Scale],
+                          column_sensitivities: Sequence[int], *, debias: bool = False) -> CshJointParts:
     """δ of CSH / top-k CSH (continuous count noise, or rounded at ``tau = margin − ½``) with discrete
     aggregate columns: Theorem 3.3 (Lebeda & Retschmeier (2024), spec §4.4) extended as in the module docstring."""
     eps = v.nonnegative("epsilon", epsilon)
@@ -111,7 +112,7 @@ def csh_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence, colu
     return CshJointParts(gaussian=gauss, threshold=thr, total=min(1.0, gauss + thr))
 
 
-def csh_discrete_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence,
+def csh_discrete_joint_delta_parts(epsilon: float, sigma: float, tau: float, k: int, column_sigma2s: Sequence[Scale],
                                    column_sensitivities: Sequence[int], conversion: str = "cks", *,
                                    debias: bool = False) -> CshJointParts:
     """Discrete CSH (Lebeda & Retschmeier (2024) Alg. 4 / Thm 7.7) with discrete aggregate columns: ρ = Lemma 7.5's ρ at the
@@ -127,7 +128,8 @@ def csh_discrete_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Seque
     return CshJointParts(gaussian=gauss, threshold=thr, total=min(1.0, gauss + thr))
 
 
-def csh_column_scales(sigma, k, column_sensitivities, weights=None, *, debias: bool = False) -> tuple[Fraction, ...]:
+def csh_column_scales(sigma: float, k: int, column_sensitivities: Sequence[int], weights: Sequence[float] | None = None,
+                      *, debias: bool = False) -> tuple[Fraction, ...]:
     """Default allocation: column j's μ² over its k rows equals w_j times the count's μ_cnt²:
     ``k D_j²/s_j = w_j μ_cnt²`` (rounded up to a multiple of 2^-20)."""
     sig = v.positive("sigma", sigma)
@@ -138,7 +140,8 @@ def csh_column_scales(sigma, k, column_sensitivities, weights=None, *, debias: b
     return tuple(rational_up(kk * d * d / (wj * mu_cnt2)) for d, wj in zip(ds, w))
 
 
-def calibrate_csh_joint_rounded(epsilon, delta, k, column_sensitivities, weights=None, *,
+def calibrate_csh_joint_rounded(epsilon: float, delta: float, k: int, column_sensitivities: Sequence[int],
+                                weights: Sequence[float] | None = None, *,
                                 debias: bool = False) -> CshJointCalibration:
     """Rounded top-k CSH with aggregate columns at (ε, δ): σ (on a grid above the smallest σ whose Gaussian
     part fits) and the smallest integer margin m with δ(τ = m − ½) <= δ; the σ giving the smallest m is kept."""

@@ -208,7 +208,8 @@ class CshExactParts:
         return min(1.0, max(self.new_only, self.shifted_only, self.mixed))
 
 
-def _block_bounds(eps: float, sigma: float, tau: float, k: int, debias: bool, m1: FloatArray, m2: FloatArray) -> FloatArray:
+def _block_bounds(eps: float, sigma: float, tau: float, k: int, debias: bool, m1: FloatArray,
+                  m2: FloatArray) -> FloatArray:
     """Upper bound of max(add(m), rem(m)) over m ∈ [m1, m2] for arrays of blocks (proof §3.4)."""
     rk = math.sqrt(k)
     mu = np.sqrt(_mahalanobis2(k - m1, k) + (rk if debias else 0.0)) / sigma  # μ(k − m1) >= μ(k − m)
@@ -239,7 +240,8 @@ def _log_mass(lo: npt.ArrayLike, hi: npt.ArrayLike) -> FloatArray:
     return out
 
 
-def _shape_bound(eps: float, sigma: float, tau: float, k: int, m: int, j: int, u: int, debias: bool, n_t: int = 1200) -> float:
+def _shape_bound(eps: float, sigma: float, tau: float, k: int, m: int, j: int, u: int, debias: bool,
+                 n_t: int = 1200) -> float:
     """Certified upper bound of max(δ(P‖Q), δ(Q‖P)) for one shape (m >= 1 new, j shifted, u unchanged
     keys, K = j + u >= 1), by integration over the common keys' mean T (proof §3.5).
 
@@ -292,7 +294,8 @@ def _initial_blocks(k: int) -> tuple[FloatArray, FloatArray]:
     return m1, m2
 
 
-def _mixed(eps: float, sigma: float, tau: float, k: int, debias: bool, target: float, exact: bool = True) -> tuple[float, int]:
+def _mixed(eps: float, sigma: float, tau: float, k: int, debias: bool, target: float,
+           exact: bool = True) -> tuple[float, int]:
     """Certified max over m ∈ [1, k−1] of the mixed bound (m = k has no common key: it is the new-only
     pair, computed exactly). Blocks whose bound exceeds both ``target`` and 1.001× the best single-m
     bound are halved (<= 40 rounds); the maximum over all blocks is returned. (0, 0) when k = 1."""
@@ -346,7 +349,8 @@ def _parts(eps: float, sigma: float, tau: float, k: int, debias: bool, target: f
                          p_inf=(p_lo, p_hi))
 
 
-def _check(epsilon: float, sigma: float, margin_or_tau: float, k: int, rounded: bool, topk: bool, debias: bool) -> tuple[float, float, float, int]:
+def _check(epsilon: float, sigma: float, margin_or_tau: float, k: int, rounded: bool, topk: bool,
+           debias: bool) -> tuple[float, float, float, int]:
     eps = v.nonnegative("epsilon", epsilon)
     sigma = v.positive("sigma", sigma)
     k = v.integer("k", k, lo=1)
@@ -362,7 +366,8 @@ def _check(epsilon: float, sigma: float, margin_or_tau: float, k: int, rounded: 
     return eps, sigma, tau, k
 
 
-def csh_exact_delta_parts(epsilon: float, sigma: float, margin_or_tau: float, k: int, *, rounded: bool = True, topk: bool = False,
+def csh_exact_delta_parts(epsilon: float, sigma: float, margin_or_tau: float, k: int, *, rounded: bool = True,
+                          topk: bool = False,
                           debias: bool = False) -> CshExactParts:
     """Certified parts of δ(ε) of (rounded) CSH / top-k CSH (docs/proofs/csh-exact.md).
 
@@ -380,7 +385,8 @@ def _parts_cached(eps: float, sigma: float, tau: float, k: int, debias: bool) ->
     return _parts(eps, sigma, tau, k, debias)
 
 
-def csh_exact_delta(epsilon: float, sigma: float, margin_or_tau: float, k: int, *, rounded: bool = True, topk: bool = False,
+def csh_exact_delta(epsilon: float, sigma: float, margin_or_tau: float, k: int, *, rounded: bool = True,
+                    topk: bool = False,
                     debias: bool = False) -> float:
     """Certified upper bound on δ(ε) of (rounded) CSH / top-k CSH: ``csh_exact_delta_parts(...).total``."""
     return csh_exact_delta_parts(epsilon, sigma, margin_or_tau, k, rounded=rounded, topk=topk,

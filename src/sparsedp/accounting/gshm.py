@@ -102,7 +102,8 @@ def _delta(eps: float, sigma: float, tau: float, l0: int, mu_o2: float, analysis
     return _profile(eps, sigma, tau, l0, mu_o2, analysis)[0]
 
 
-def _check(epsilon: float, sigma: float, tau: float, l0: int, analysis: str, mu_o2: float) -> tuple[float, float, float, int, str, float]:
+def _check(epsilon: float, sigma: float, tau: float, l0: int, analysis: str, mu_o2: float) -> tuple[float, float,
+           float, int, str, float]:
     return (v.nonnegative("epsilon", epsilon), v.positive("sigma", sigma), v.nonnegative("tau", tau),
             v.integer("l0", l0, lo=1), v.choice("analysis", analysis, ANALYSES),
             v.nonnegative("mu_o2", mu_o2))
@@ -120,7 +121,8 @@ def gshm_delta(epsilon: float, sigma: float, tau: float, l0: int, analysis: str 
     return _delta(eps, s, t, k, mo, an)
 
 
-def gshm_delta_parts(epsilon: float, sigma: float, tau: float, l0: int, analysis: str = "exact", mu_o2: float = 0.0) -> dict[str, float]:
+def gshm_delta_parts(epsilon: float, sigma: float, tau: float, l0: int, analysis: str = "exact",
+                     mu_o2: float = 0.0) -> dict[str, float]:
     """δ and its named parts, for ``Calibration.delta_parts``.
 
     Keys: ``"gaussian"`` = δ_G = f(μ(l0), ε) (rows above the threshold, Eq. 5.9), ``"threshold"`` =
@@ -247,7 +249,8 @@ def gshm_tau(epsilon: float, delta: float, sigma: float, l0: int, analysis: str 
     return float(_smallest_tau(eps, dlt, s, k, mo, an))
 
 
-def gshm_sigma(epsilon: float, delta: float, tau: float, l0: int, analysis: str = "exact", mu_o2: float = 0.0, *, grid: int = 48) -> float:
+def gshm_sigma(epsilon: float, delta: float, tau: float, l0: int, analysis: str = "exact", mu_o2: float = 0.0, *,
+               grid: int = 48) -> float:
     """Smallest σ making the GSHM with margin τ (ε, δ)-DP (Karrer et al. (2022) §5.3 item 3).
 
     δ is not monotone in σ at fixed τ (the Gaussian part falls, δ_inf rises), so: the feasible σ lie
@@ -360,7 +363,8 @@ def _minimise_over_sigma(tau_at: Callable[[float], float], sg: float) -> tuple[f
     return sg * (1.0 + math.exp(u_best)), min(float(res.fun), float(taus[i]))
 
 
-def gshm_calibrate(epsilon: float, delta: float, l0: int, analysis: str = "exact", mu_o2: float = 0.0) -> tuple[float, float]:
+def gshm_calibrate(epsilon: float, delta: float, l0: int, analysis: str = "exact", mu_o2: float = 0.0) -> tuple[float,
+                   float]:
     """Joint calibration: the (σ, τ) with the smallest margin τ making the GSHM (ε, δ)-DP.
 
     Every analysis needs σ >= σ_G, the analytic-Gaussian σ for sensitivity μ(l0) (Karrer et al. (2022) §5.3
