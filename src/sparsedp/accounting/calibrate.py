@@ -312,7 +312,7 @@ def compare(epsilon: float, delta: float, l0: int | None = None, top_k: int | No
         raise InvalidParameterError("compare needs a contribution model: l0, top_k, k or d")
     if discrete is not None and not isinstance(discrete, bool):
         raise InvalidTypeError(f"discrete must be True, False or None, got {discrete!r}")
-    models: dict[str, dict[str, Any]] = {}
+    models: dict[str, dict[str, Any]] = {}  # mechanism -> its contribution keyword (l0=…, top_k=…) for calibrate
     if l0 is not None:
         models[GSHM] = models[LAPLACE] = {"l0": v.integer("l0", l0, lo=1, hi=MAX_BOUND)}
     if top_k is not None:

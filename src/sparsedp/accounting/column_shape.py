@@ -37,9 +37,10 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal, Sequence, overload
+from typing import Iterable, Literal, Sequence, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
@@ -110,7 +111,7 @@ class ColumnShapeFit:
         return cov
 
 
-def _matrix(shape: Any, j: int, names: Sequence[str] | None) -> list[list[Fraction]]:
+def _matrix(shape: npt.ArrayLike, j: int, names: Sequence[str] | None) -> list[list[Fraction]]:
     try:
         a = np.asarray(shape, dtype=float)
     except (TypeError, ValueError):
@@ -151,7 +152,7 @@ def _round(x: Fraction) -> int:
     return math.floor(x + Fraction(1, 2))
 
 
-def fit_column_shape(shape: Any, steps: Sequence[float], sensitivities: Sequence[int],
+def fit_column_shape(shape: npt.ArrayLike, steps: Sequence[float], sensitivities: Sequence[int],
                      tolerance: float = SHAPE_TOLERANCE, names: Sequence[str] | None = None) -> ColumnShapeFit:
     """Fit the requested shape ``S`` (value units²) of the noisy columns with grid steps ``steps`` and grid
     sensitivities ``sensitivities`` (module docstring). Refused (:class:`InvalidParameterError`, in the user's
@@ -214,7 +215,7 @@ def _inverse_lower(lower: Sequence[Sequence[int]]) -> list[list[int]]:
     return inv
 
 
-def _check_lower(lower: Any, j: int) -> list[list[int]]:
+def _check_lower(lower: Iterable[Iterable[int]], j: int) -> list[list[int]]:
     rows = [list(r) for r in lower]
     if len(rows) != j or any(len(r) != j for r in rows):
         raise InvalidParameterError(f"lower must be {j} x {j}")
