@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .. import _validate as v
 from ..errors import InvalidParameterError
 
 __all__ = ["exp_neg_bounds"]

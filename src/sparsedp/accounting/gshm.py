@@ -35,7 +35,6 @@ import math
 from typing import Callable
 
 import numpy as np
-import numpy.typing as npt
 from ._special import special
 
 from .. import _validate as v
