@@ -10,44 +10,31 @@ mechanism; the only engine distinction is the input's own kind (a Spark DataFram
 
 from __future__ import annotations
 
-import contextlib
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from .errors import InvalidParameterError, OutputWriteError
+from .progress import Stages
 
 __all__ = ["ReleaseContext", "LedgerSession", "Published", "open_engine", "check_output_columns", "warn_before",
            "publish", "result"]
 
 
-class ReleaseContext:
+class ReleaseContext(Stages):
     """What a mechanism's ``read`` and ``draw`` stages run on: the engine, the input, the key columns, the
-    release's random source, the stage display (``stage(label, timing)``: the progress display's context, its
-    seconds added to ``timings[timing]``) and the engine results to release at the end (``track``)."""
+    release's random source, the stage display (:class:`~sparsedp.progress.Stages`: ``stage(label, timing)``,
+    the progress display's context, its seconds added to ``timings[timing]``) and the engine results to release
+    at the end (``track``)."""
 
     def __init__(self, request: Any, engine: Any, t_start: float) -> None:
+        super().__init__(request.progress, t_start)
         self.request, self.engine = request, engine
         self.data, self.unit, self.by, self.source = request.data, request.unit, request.by, request.source
-        self.timings: dict[str, float] = {"validate": time.perf_counter() - t_start}
+        self.mark("validate")
         self.hists: list[Any] = []
         self.units_warning: str | None = None
-        self._display = request.progress or (lambda name: contextlib.nullcontext())
-
-    @contextlib.contextmanager
-    def stage(self, label: str | None, timing: str) -> Iterator[None]:
-        from .progress import reporting
-
-        t = time.perf_counter()
-        try:
-            if label is None:
-                yield
-            else:
-                with self._display(label) as reporter, reporting(reporter):
-                    yield
-        finally:
-            self.timings[timing] = self.timings.get(timing, 0.0) + time.perf_counter() - t
 
     def track(self, hist: Any) -> Any:
         """Keep ``hist`` (an engine result) to release its resources when the release ends."""
@@ -72,7 +59,8 @@ class ReleaseContext:
 def open_engine(request: Any, mechanism: Any) -> Any:
     """The engine for the request's input (``engine=`` or the default for the input's kind), refused if the
     mechanism lacks a primitive on it (:meth:`Mechanism.check_engine`); file formats and SQL are checked here."""
-    from .engines import get_engine, sources
+    from .core import sources
+    from .engines import get_engine
 
     kind = sources.kind(request.data)
     if kind == "file":
@@ -176,7 +164,7 @@ class Published:
 
 def _tables(ctx: ReleaseContext, released: Any, value_column: str) -> Published:
     """The released rows as a sorted Arrow table (and a Spark DataFrame for Spark input: Spark in, Spark out)."""
-    from .engines import sources
+    from .core import sources
 
     eng, by, spark = ctx.engine, list(ctx.by), sources.kind(ctx.data) == "spark"
     if released.in_process:
@@ -213,7 +201,7 @@ def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSess
     """Stage 6: ``(table, report)``; only released rows leave the engine, the file is written atomically with the
     report as metadata, then the charge is marked published."""
     from .engines.output import OUTPUT_KIND, convert, write_atomic
-    from .engines import sources
+    from .core import sources
 
     request = ctx.request
     with ctx.stage("writing the output" if request.out else "building the table", "output"):
@@ -233,7 +221,7 @@ def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSess
 
 def result(ctx: ReleaseContext, table: Any, report: Any, released: Any, t_start: float) -> Any:
     """Stage 7: the :class:`~sparsedp.report.Result` with the curator-only figures."""
-    from .engines import sources
+    from .core import sources
     from .report import Curator, Result
 
     request = ctx.request

@@ -82,7 +82,7 @@ def test_report_contents(df, rng):
     r = res.report
     assert r.mechanism in ("gshm", "laplace") and r.reason
     assert r.epsilon == 1.0 and r.delta == 1e-6 and 0 < r.delta_achieved <= 1e-6
-    assert r.sigma > 0 and r.noise_std > 0 and r.threshold == r.pre_threshold + r.tau
+    assert r.sigma > 0 and r.noise_std > 0 and r.threshold == r.pre_threshold + r.margin
     assert r.delta_parts and r.released_keys == len(res.table)
     b = res.curator.bounding
     assert b.rows_in == df.height and b.units_in == 400 and b.duplicate_rows_removed >= 400
@@ -204,7 +204,7 @@ def test_plan_needs_no_data():
 def test_release_uses_the_plan_calibration(df, rng):
     res = sd.release(df, **KW, rng=rng)
     best = sd.plan(1.0, 1e-6, max_groups_per_unit=4)[0]
-    assert (res.report.mechanism, res.report.tau, res.report.sigma) == (best.mechanism, best.tau, best.sigma)
+    assert (res.report.mechanism, res.report.margin, res.report.sigma) == (best.mechanism, best.tau, best.sigma)
 
 
 def test_import_stays_light():
@@ -328,7 +328,8 @@ def test_plan_shows_the_privacy_profile_and_tradeoff_curve():
 def test_several_noise_chunks_keep_engines_identical_and_change_only_the_words(df, monkeypatch):
     """The per-chunk keyed streams: with chunks forced small, every embedded engine still gives the same table;
     the released keys may differ from the one-chunk release only through the noise words."""
-    from sparsedp.engines import ENGINES, noise_chunks
+    from sparsedp.core import noise_chunks
+    from sparsedp.engines import ENGINES
 
     one = sd.release(df, **KW, rng=InsecureSeededRandom(5)).table
     monkeypatch.setattr(noise_chunks, "KEYS_PER_CHUNK", 3)

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _validate as v
-from ..accounting.calibration import Neighbours
+from ..accounting.calibration import Calibration, Neighbours
+from ..accounting.events import event_of
 from ..errors import InvalidParameterError, InvalidTypeError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
@@ -154,8 +155,8 @@ class TwoStage(Mechanism):
 
     def _requests(self, request: ReleaseRequest) -> tuple[ReleaseRequest, ReleaseRequest]:
         """Stage 1's and stage 2's requests: ε₁ + ε₂ <= ε and δ₁ + δ₂ <= δ exactly (no rounding above the
-        charge; :func:`~sparsedp.auto_bound.split_epsilon`)."""
-        from ..auto_bound import split_epsilon
+        charge; :func:`~sparsedp.accounting.split.split_epsilon`)."""
+        from ..accounting.split import split_epsilon
 
         try:
             eps1, eps2 = split_epsilon(request.epsilon, self.split)
@@ -225,13 +226,12 @@ class TwoStage(Mechanism):
         count d, and (ε₂, δ₂) holds at every d), so the ledger composes it as a fixed randomised-response pair
         (docs/proofs/ledger-composition.md §0)."""
         from ..accounting.events import ApproxDPEvent, SequenceEvent
-        from ..ledger import Charge
+        from ..accounting.charge import Charge
 
         cal: TwoStageCalibration = calibration
         rel = disclosure.neighbours
         r1, r2 = cal.select_request, cal.count_request
-        event_of = getattr(cal.select_cal, "event", None)
-        first = (event_of(rel) if event_of is not None
+        first = (event_of(cal.select_cal, rel) if isinstance(cal.select_cal, Calibration)
                  else ApproxDPEvent(epsilon=r1.epsilon, delta=r1.delta, neighbours=rel, mechanism=cal.select.name))
         second = ApproxDPEvent(epsilon=r2.epsilon, delta=r2.delta, neighbours=rel, mechanism=self.count.name)
         seq = SequenceEvent([first, second], epsilon=disclosure.epsilon, delta=disclosure.delta)
