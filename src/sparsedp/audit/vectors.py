@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from .. import vector_sum
+from ..vectors.queries import vector_sum
 from .scenarios import Scenario
 
 if TYPE_CHECKING:  # pragma: no cover
