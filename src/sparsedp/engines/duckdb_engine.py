@@ -62,16 +62,31 @@ the engine runs after drawing it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from ..errors import InputDataError
+import numpy as np
+
+from ..aggregates import Sum, noise_columns
+from ..errors import InputDataError, InvalidParameterError
+from ..progress import listening, polling, report
 from . import sources
-from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows, nan_key_error, numpy_to_arrow
+from .aggregate_exprs import bad_values, grid_column_name, missing_value_column, non_numeric_value_column
+from .base import (EmbeddedEngine, RawCounts, check_columns, check_key_values, check_mixed_types,
+                   check_nulls_and_rows, check_unique_names, nan_key_error, numpy_to_arrow)
 from .bounding import COUNT, draw_bounding_secret
+from .duckdb_objects import bounding_objects, drop_tables
+from .duckdb_settings import DuckDBSettings, size_bytes
 from .pair_ids import PairContext, PairCounts, bits_for, bound_pair_ids, key_context, offset_values, pack_pairs
+
+if TYPE_CHECKING:  # DuckDB, Polars and pyarrow are imported when the engine runs (``import sparsedp`` stays light)
+    import polars as pl
+    import pyarrow as pa
+    from duckdb import DuckDBPyConnection, DuckDBPyRelation, DuckDBPyType
 
 
 def _q(name: str) -> str:
@@ -117,8 +132,6 @@ def query_progress(con: Any, lo: float = 0.0, hi: float = 100.0) -> Iterator[Non
     stage (the bounding stage runs several queries and in-process work: each gets its share of the bar, so
     the bar advances through the whole stage); nothing when no display listens. DuckDB's progress bar is
     enabled for the block (not printed) and the connection's settings restored after."""
-    from ..progress import listening, polling, report
-
     if not listening():
         yield
         return
@@ -252,6 +265,114 @@ def batch_sql(pairs: str, n_sums: int, batch: int, batches: int, passes: int,
     return f"SELECT ({off} << {int(b)}) | CAST({_KI} AS UBIGINT) AS {_P}{a_sel} FROM {pairs}{where}"
 
 
+@dataclass(frozen=True)
+class _ValueColumns:
+    """The SUM/MEAN value columns of a release as the DuckDB statements read them: ``vcols`` (each value
+    column once, ``__sp_v{j}`` in ``__src``), ``sums`` (each distinct grid column,
+    :func:`sparsedp.aggregates.noise_columns`, with the index ``j`` of its value column) and ``grid_names``
+    (:func:`~sparsedp.engines.aggregate_exprs.grid_column_name`). Empty for a count-only release."""
+
+    vcols: list[str]
+    sums: list[tuple[Sum, int]]
+    grid_names: list[str]
+
+
+def _value_columns(aggregates: Sequence[Any], cols: list[str]) -> _ValueColumns:
+    """The :class:`_ValueColumns` of ``aggregates``; a value column that is the unit or a key is refused."""
+    if not aggregates:
+        return _ValueColumns([], [], [])
+    grid = noise_columns(aggregates)[0]
+    vcols = list(dict.fromkeys(a.column for a in grid))
+    if set(vcols) & set(cols):
+        raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
+    return _ValueColumns(vcols=vcols, sums=[(a, vcols.index(a.column)) for a in grid],
+                         grid_names=[grid_column_name(i) for i in range(len(grid))])
+
+
+_NUMERIC = frozenset({"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint",
+                      "uinteger", "ubigint", "uhugeint", "float", "double", "decimal"})
+
+
+def _value_checks(types: dict[str, DuckDBPyType], vcols: list[str],
+                  columns: list[str]) -> list[tuple[str, str, str]]:
+    """The SQL counts of bad values, ``(column, "null" or "nonfinite", SQL count)``, after refusing a missing
+    or non-numeric value column (as :func:`~sparsedp.engines.aggregate_exprs.check_value_columns`: missing /
+    non-numeric first, by name)."""
+    for c in sorted(vcols):
+        if c not in types:
+            raise missing_value_column(c, columns)
+        if types[c].id not in _NUMERIC:
+            raise non_numeric_value_column(c, types[c])
+    vchecks = []
+    for c in sorted(vcols):
+        v = _vcol(vcols.index(c))
+        vchecks.append((c, "null", f"count(*) - count({v})"))
+        if types[c].id in ("float", "double"):
+            vchecks.append((c, "nonfinite", f"count(*) FILTER (WHERE NOT isfinite({v}))"))
+    return vchecks
+
+
+def _checked_projection(con: DuckDBPyConnection, rel: DuckDBPyRelation, privacy_unit: str, by: list[str],
+                        vcols: list[str], types: dict[str, DuckDBPyType], vchecks: list[tuple[str, str, str]]
+                        ) -> tuple[DuckDBPyRelation, tuple[Any, ...], list[int]]:
+    """``(proj, check, floats)``: the input projected onto ``__sp_unit``, ``__sp_key{i}`` and the value columns
+    ``__sp_v{j}``; the input checks' counts (rows, null units and keys, ``vchecks``, NaN in the float keys),
+    one SQL aggregate and the first read of the rows; the positions of the float key columns."""
+    import duckdb
+
+    try:
+        proj = rel.query("__in", "SELECT " + ", ".join(
+            [f"{_q(privacy_unit)} AS __sp_unit"] + [f"{_q(c)} AS __sp_key{i}" for i, c in enumerate(by)]
+            + [f"{_q(c)} AS {_vcol(j)}" for j, c in enumerate(vcols)]) + " FROM __in")
+        floats = [i for i, c in enumerate(by) if types[c].id in ("float", "double")]
+        with query_progress(con, 0.0, 30.0):  # the input checks: the first read of the rows
+            check = proj.query("__src", "SELECT count(*), " + ", ".join(
+                ["count(*) - count(__sp_unit)"] + [f"count(*) - count(__sp_key{i})" for i in range(len(by))]
+                + [e for _, _, e in vchecks]
+                + [f"count(*) FILTER (WHERE isnan(__sp_key{i}))" for i in floats]) + " FROM __src"
+            ).fetchall()[0]
+    except duckdb.Error as e:
+        raise _input_error("DuckDB could not read the input", e) from None
+    return proj, check, floats
+
+
+def _rows_after_checks(check: tuple[Any, ...], cols: list[str], by: list[str],
+                       vchecks: list[tuple[str, str, str]], floats: list[int]) -> int:
+    """The input's number of rows, once the counts of :func:`_checked_projection` passed: bad values first
+    (naming the column), then no rows / null units or keys, then the NaN-key rule
+    (:func:`~sparsedp.engines.checks.check_nan_keys`)."""
+    n_v = 1 + len(cols)
+    bad = [(c, kind, int(n)) for (c, kind, _), n in zip(vchecks, check[n_v:n_v + len(vchecks)]) if n]
+    if bad:
+        raise bad_values(bad)
+    rows = int(check[0])
+    check_nulls_and_rows(rows, dict(zip(cols, map(int, check[1:1 + len(cols)]))))
+    for i, n in zip(floats, check[n_v + len(vchecks):]):
+        if n:
+            raise nan_key_error(by[i])
+    return rows
+
+
+def _distinct_keys(con: DuckDBPyConnection, proj: DuckDBPyRelation, tid: list[str]) -> pa.Table:
+    """Step 0: the distinct keys (no randomness), in DuckDB's order (a key's index is its row)."""
+    import duckdb
+
+    try:
+        with query_progress(con, 30.0, 50.0):
+            return to_arrow_table(proj.query("__src", keys_sql(tid[1:])))
+    except duckdb.Error as e:
+        raise _input_error("DuckDB could not group the input", e) from None
+
+
+def _key_frame(keys: pa.Table, by: list[str]) -> pl.DataFrame:
+    """The distinct keys as a Polars frame with the key columns' own names (row ``i``: key index ``i``)."""
+    import polars as pl
+
+    kdf = pl.from_arrow(keys)
+    assert isinstance(kdf, pl.DataFrame)
+    return kdf.rename({_kcol(i): c for i, c in enumerate(by)})
+
+
 class DuckDBEngine(EmbeddedEngine):
     """Bounded histograms of DuckDB inputs: DuckDB reads and joins (and past memory de-duplicates) the
     (unit, key index) pairs; degrees, counts and the ℓ0 choice are computed in this process by the Polars
@@ -270,18 +391,12 @@ class DuckDBEngine(EmbeddedEngine):
         bounded counts and grid sums add up to exactly the one-pass histogram; DuckDB's working set (the
         distinct pairs, 7–17 bytes each when spilling) shrinks by the number of passes, at one read of the input
         per pass. For inputs whose distinct pairs do not fit in ``memory_limit`` in one pass."""
-        from .duckdb_settings import DuckDBSettings
-
         if isinstance(passes, bool) or not isinstance(passes, int) or not 1 <= passes <= 4096:
-            from ..errors import InvalidParameterError
-
             raise InvalidParameterError(f"passes must be an integer from 1 to 4096; got {passes!r}")
         self.passes = passes
 
         self.settings = DuckDBSettings(memory_limit=memory_limit, temp_directory=temp_directory, threads=threads)
         if connection is not None and self.settings != DuckDBSettings():
-            from ..errors import InvalidParameterError
-
             raise InvalidParameterError("memory_limit, temp_directory and threads configure the engine's own "
                                         "connection; with connection=…, set them on that connection (SET …)")
         self.connection = connection
@@ -406,114 +521,81 @@ class DuckDBEngine(EmbeddedEngine):
         rounding)."""
         return self._bounded(data, privacy_unit, by, l0, rng, aggregates)
 
-    _NUMERIC = frozenset({"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint",
-                          "uinteger", "ubigint", "uhugeint", "float", "double", "decimal"})
-
     def _bounded(self, data: Any, privacy_unit: str, by: list[str], l0: int | None, rng: Any,
                  aggregates: Sequence[Any]) -> RawCounts:
-        import duckdb
-        import polars as pl
-
-        import numpy as np
-
-        from ..progress import report
-        from .duckdb_objects import bounding_objects, drop_tables
-
+        """The bounded counts (and grid sums) of the module docstring, in named steps: the value columns'
+        plan, the input checks (one SQL aggregate), the distinct keys, the secret (only now), then the
+        in-memory route or the passes over DuckDB's distinct pairs."""
         cols = [privacy_unit] + by
-        sums: list = []
-        grid_names: list[str] = []
-        vcols: list[str] = []
-        if aggregates:
-            from ..aggregates import noise_columns
-            from .aggregate_exprs import bad_values, grid_column_name, missing_value_column, non_numeric_value_column
-
-            grid = noise_columns(aggregates)[0]
-            vcols = list(dict.fromkeys(a.column for a in grid))
-            if set(vcols) & set(cols):
-                raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
-            sums = [(a, vcols.index(a.column)) for a in grid]
-            grid_names = [grid_column_name(i) for i in range(len(grid))]
+        values = _value_columns(aggregates, cols)
         with self._source(data) as (con, rel):
             types = dict(zip(rel.columns, rel.types))
-            for c in sorted(vcols):  # as check_value_columns: missing / non-numeric first, by name
-                if c not in types:
-                    raise missing_value_column(c, list(rel.columns))
-                if types[c].id not in self._NUMERIC:
-                    raise non_numeric_value_column(c, types[c])
-            vchecks = []
-            for c in sorted(vcols):
-                v = _vcol(vcols.index(c))
-                vchecks.append((c, "null", f"count(*) - count({v})"))
-                if types[c].id in ("float", "double"):
-                    vchecks.append((c, "nonfinite", f"count(*) FILTER (WHERE NOT isfinite({v}))"))
-            try:
-                proj = rel.query("__in", "SELECT " + ", ".join(
-                    [f"{_q(privacy_unit)} AS __sp_unit"] + [f"{_q(c)} AS __sp_key{i}" for i, c in enumerate(by)]
-                    + [f"{_q(c)} AS {_vcol(j)}" for j, c in enumerate(vcols)]) + " FROM __in")
-                floats = [i for i, c in enumerate(by) if types[c].id in ("float", "double")]
-                with query_progress(con, 0.0, 30.0):  # the input checks: the first read of the rows
-                    check = proj.query("__src", "SELECT count(*), " + ", ".join(
-                        ["count(*) - count(__sp_unit)"] + [f"count(*) - count(__sp_key{i})" for i in range(len(by))]
-                        + [e for _, _, e in vchecks]
-                        + [f"count(*) FILTER (WHERE isnan(__sp_key{i}))" for i in floats]) + " FROM __src"
-                    ).fetchall()[0]
-            except duckdb.Error as e:
-                raise _input_error("DuckDB could not read the input", e) from None
-            n_v = 1 + len(cols)
-            bad = [(c, kind, int(n)) for (c, kind, _), n in zip(vchecks, check[n_v:n_v + len(vchecks)]) if n]
-            if bad:
-                raise bad_values(bad)
-            rows = int(check[0])
-            check_nulls_and_rows(rows, dict(zip(cols, map(int, check[1:1 + len(cols)]))))
-            for i, n in zip(floats, check[n_v + len(vchecks):]):  # the NaN-key rule (base.check_nan_keys)
-                if n:
-                    raise nan_key_error(by[i])
+            vchecks = _value_checks(types, values.vcols, list(rel.columns))
+            proj, check, floats = _checked_projection(con, rel, privacy_unit, by, values.vcols, types, vchecks)
+            rows = _rows_after_checks(check, cols, by, vchecks, floats)
             tid = [types[c].id for c in cols]
-            budget = self.batch_budget(con, len(sums))
-            try:  # the distinct keys (no randomness), each with its index in DuckDB's order
-                with query_progress(con, 30.0, 50.0):
-                    keys = to_arrow_table(proj.query("__src", keys_sql(tid[1:])))
+            budget = self.batch_budget(con, len(values.sums))
+            keys = _distinct_keys(con, proj, tid)
+            secret = draw_bounding_secret(rng) if l0 is not None else None  # after validation only
+            kdf = _key_frame(keys, by)
+            ctx = key_context(kdf, by, bits_for(kdf.height - 1), l0, secret, privacy_unit,
+                              [a for a, _ in values.sums], values.grid_names)
+            acc = self._bound_keyed(con, proj, keys, tid, values, ctx, rows, budget)
+        return acc.raw_counts(kdf, ctx, rows)
+
+    def _bound_keyed(self, con: DuckDBPyConnection, proj: DuckDBPyRelation, keys: pa.Table, tid: list[str],
+                     values: _ValueColumns, ctx: PairContext, rows: int, budget: int) -> PairCounts:
+        """Register the key table ``(key, key index)`` and bound the pairs: in memory (one pass, at most
+        ``budget`` rows) or in :attr:`passes` over DuckDB's distinct pairs; the temporary objects are removed
+        afterwards (:func:`~sparsedp.engines.duckdb_objects.bounding_objects`)."""
+        with bounding_objects(con) as (view, tag):
+            # the key index is the row's position in DuckDB's order (a sorted build side made the join fail
+            # to spill under a memory limit); the canonical order is applied in the process (ctx.pos)
+            ki = np.arange(ctx.n_keys, dtype=np.int32 if ctx.n_keys < 2**31 else np.int64)
+            con.register(view, keys.append_column(_KI, numpy_to_arrow(ki)))
+            if self.passes == 1 and rows <= budget:  # in memory: the rows go to the process
+                return self._bound_in_memory(con, proj, view, tid, values, ctx)
+            return self._bound_in_passes(con, proj, view, tag, tid, values.sums, ctx, budget)
+
+    def _bound_in_memory(self, con: DuckDBPyConnection, proj: DuckDBPyRelation, view: str, tid: list[str],
+                         values: _ValueColumns, ctx: PairContext) -> PairCounts:
+        """Step 1 of the module docstring: the joined rows leave DuckDB once and are bounded in the process."""
+        import duckdb
+
+        try:
+            with query_progress(con, 50.0, 70.0):
+                rows_t = self._run(con, pairs_sql(tid[0], tid[1:], view, values.sums, None, distinct=False),
+                                   fetch=True, src=proj)
+        except duckdb.Error as e:
+            raise _input_error("DuckDB could not group the input", e) from None
+        report(70.0, 100.0, "%")  # the bound and the counts, in the process
+        return self._bound_rows(rows_t, ctx, values.vcols)
+
+    def _bound_in_passes(self, con: DuckDBPyConnection, proj: DuckDBPyRelation, view: str, tag: str,
+                         tid: list[str], sums: Sequence[tuple[Sum, int]], ctx: PairContext,
+                         budget: int) -> PairCounts:
+        """Step 2 of the module docstring: per pass, DuckDB's distinct pairs in a temporary table, bounded in
+        batches (:meth:`_bound_pairs`); the per-key results of the passes added up."""
+        import duckdb
+
+        tp = f"__sparsedp_p_{tag}"
+        acc: PairCounts | None = None
+        for i in range(self.passes):
+            part = None if self.passes == 1 else (i, self.passes)
+            try:
+                step = 50.0 / self.passes
+                with query_progress(con, 50.0 + i * step, 50.0 + (i + 0.7) * step):  # runs when built
+                    self._run(con, f"CREATE TEMP TABLE {tp} AS "
+                              + pairs_sql(tid[0], tid[1:], view, sums, part), src=proj)
+                report(50.0 + (i + 0.7) * step, 100.0, "%")
+                got = self._bound_pairs(con, tp, tid[0], ctx, budget)
+                acc = got if acc is None else acc.add(got)
             except duckdb.Error as e:
                 raise _input_error("DuckDB could not group the input", e) from None
-            secret = draw_bounding_secret(rng) if l0 is not None else None  # after validation only
-            kdf = pl.from_arrow(keys)
-            assert isinstance(kdf, pl.DataFrame)
-            kdf = kdf.rename({_kcol(i): c for i, c in enumerate(by)})
-            n_keys = kdf.height
-            ctx = key_context(kdf, by, bits_for(n_keys - 1), l0, secret, privacy_unit, [a for a, _ in sums],
-                              grid_names)
-            acc: PairCounts | None = None
-            with bounding_objects(con) as (view, tag):
-                # the key index is the row's position in DuckDB's order (a sorted build side made the join fail
-                # to spill under a memory limit); the canonical order is applied in the process (ctx.pos)
-                ki = np.arange(n_keys, dtype=np.int32 if n_keys < 2**31 else np.int64)
-                con.register(view, keys.append_column(_KI, numpy_to_arrow(ki)))
-                tp = f"__sparsedp_p_{tag}"
-                if self.passes == 1 and rows <= budget:  # in memory: the rows go to the process
-                    try:
-                        with query_progress(con, 50.0, 70.0):
-                            rows_t = self._run(con, pairs_sql(tid[0], tid[1:], view, sums, None, distinct=False),
-                                               fetch=True, src=proj)
-                    except duckdb.Error as e:
-                        raise _input_error("DuckDB could not group the input", e) from None
-                    report(70.0, 100.0, "%")  # the bound and the counts, in the process
-                    acc = self._bound_rows(rows_t, ctx, vcols)
-                for i in range(self.passes if acc is None else 0):
-                    part = None if self.passes == 1 else (i, self.passes)
-                    try:
-                        step = 50.0 / self.passes
-                        with query_progress(con, 50.0 + i * step, 50.0 + (i + 0.7) * step):  # runs when built
-                            self._run(con, f"CREATE TEMP TABLE {tp} AS "
-                                      + pairs_sql(tid[0], tid[1:], view, sums, part), src=proj)
-                        report(50.0 + (i + 0.7) * step, 100.0, "%")
-                        got = self._bound_pairs(con, tp, tid[0], ctx, budget)
-                        acc = got if acc is None else acc.add(got)
-                    except duckdb.Error as e:
-                        raise _input_error("DuckDB could not group the input", e) from None
-                    finally:
-                        drop_tables(con, tag)  # before the next pass: DuckDB holds one slice at a time
+            finally:
+                drop_tables(con, tag)  # before the next pass: DuckDB holds one slice at a time
         assert acc is not None  # at least one pass and one batch
-        return acc.raw_counts(kdf, ctx, rows)
+        return acc
 
     @staticmethod
     def _bound_rows(rows: Any, ctx: PairContext, vcols: list[str]) -> PairCounts:
@@ -536,8 +618,6 @@ class DuckDBEngine(EmbeddedEngine):
         of whole units of at most about ``budget`` pairs (:func:`batch_sql`; pair ids packed by DuckDB for
         integer units whose offsets fit beside the key bits), each bounded by
         :func:`~sparsedp.engines.pair_ids.bound_pair_ids`; the per-key results added up."""
-        import dataclasses
-
         import polars as pl
 
         # distinct pairs; with SUM/MEAN, each carries its contribution computed in SQL (contribution_sql)
@@ -573,8 +653,6 @@ class DuckDBEngine(EmbeddedEngine):
         """Pairs per batch: the connection's ``memory_limit`` (DuckDB's default: 80 % of RAM) / (256 + 128 per
         SUM/MEAN column), at least 2^16, at most :attr:`PAIR_BATCH`: a batch then takes about a ninth of the
         limit in the process, beside DuckDB's own memory."""
-        from .duckdb_settings import size_bytes
-
         limit = size_bytes(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
         if limit is None:
             return self.PAIR_BATCH
@@ -603,7 +681,6 @@ class DuckDBEngine(EmbeddedEngine):
         import duckdb
 
         from ..auto_bound import UnitKeyCounts
-        from .base import check_columns, check_key_values, check_mixed_types, check_unique_names
 
         by = list(by)
         check_unique_names(data)
