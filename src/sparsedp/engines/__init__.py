@@ -25,8 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import InvalidParameterError
-from .base import BoundingStats, EmbeddedEngine, Engine, LocalHistogram, RawCounts, check_columns
+from . import sources
+from .base import BoundingStats, EmbeddedEngine, Engine, LocalHistogram, RawCounts
 from .bounding import bound, draw_bounding_secret, select_pairs
+from .checks import check_columns
+from .choice import fastest_engine
 
 
 @dataclass(frozen=True)
@@ -84,16 +87,21 @@ def names() -> tuple[str, ...]:
 
 def default_engine(data: Any) -> str:
     """The engine used when none is named: the measured-fastest for the input (:mod:`.choice`)."""
-    from .choice import fastest_engine
-
     return fastest_engine(data)
+
+
+def fastest_embedded_engine(data: Any) -> EmbeddedEngine:
+    """An instance of the fastest engine for ``data`` among the embedded ones that apply the ℓ0 choice
+    themselves (Polars, DuckDB; :func:`~sparsedp.engines.choice.fastest_engine`): where the Arrow and pandas
+    engines send their inputs."""
+    engine = get_engine(fastest_engine(data))
+    assert isinstance(engine, EmbeddedEngine)
+    return engine
 
 
 def get_engine(name: str | None, data: Any = None, connection: Any = None) -> Engine:
     """The engine called ``name``; ``None`` picks one for ``data`` (:func:`default_engine`). Refuses an engine
     that cannot read ``data``, naming the ones that can."""
-    from . import sources
-
     kind = sources.kind(data) if data is not None else None
     if isinstance(name, Engine):  # an engine object with its options, e.g. DuckDBEngine(memory_limit="6GB")
         return _configured(name, kind, data, connection)
@@ -116,8 +124,6 @@ def get_engine(name: str | None, data: Any = None, connection: Any = None) -> En
 def _configured(engine: Engine, kind: str | None, data: Any, connection: Any) -> Engine:
     """An engine object given as ``engine=``: refused if it cannot read ``data`` or if a ``connection`` is given
     as well (the object holds its own)."""
-    from . import sources
-
     if connection is not None:
         raise InvalidParameterError("connection= goes with an engine name; an engine object holds its own "
                                     "(DuckDBEngine(connection))")
@@ -128,5 +134,6 @@ def _configured(engine: Engine, kind: str | None, data: Any, connection: Any) ->
 
 
 __all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundingStats", "EmbeddedEngine", "Engine", "LocalHistogram",
-           "RawCounts", "bound", "check_columns", "default_engine", "draw_bounding_secret", "get_engine", "names",
+           "RawCounts", "bound", "check_columns", "default_engine", "draw_bounding_secret", "fastest_embedded_engine",
+           "get_engine", "names",
            "register", "select_pairs", "unregister"]

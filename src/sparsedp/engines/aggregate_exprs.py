@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from ..aggregates import Sum, noise_columns
 from ..errors import InputDataError, InvalidTypeError
+from .bounding import COUNT, choose_from_per_key
 
 __all__ = ["grid_column_name", "check_value_columns", "value_check_exprs", "raise_bad_values", "contribution_exprs", "gridded", "unit_key_contributions",
            "key_grid_sums"]
@@ -141,52 +142,6 @@ def key_grid_sums(rows: Any, unit: str, by: Sequence[str], aggregates: Sequence[
     return contrib.group_by(list(by)).agg([pl.col(grid_column_name(i)).sum() for i in range(n)])
 
 
-def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                                 aggregates: Sequence[Any]):
-    """The bounded counts AND the per-key grid sums of the kept (unit, key) pairs, for every embedded engine.
-
-    ``lf``: Polars LazyFrame of the rows. Order of work (nothing random before every check passed):
-
-    1. checks: no rows, nulls in the unit/key columns (:func:`~sparsedp.engines.base.check_nulls_and_rows`),
-       value columns missing, non-numeric, null, NaN or infinite (:func:`check_value_columns`);
-    2. the distinct pairs with each Sum column's clipped, gridded, re-centred contribution (:func:`gridded` of
-       the pair's Float64 sum of values, added in input row order) and the ONE ℓ0 choice with the bounding
-       secret (:func:`~sparsedp.engines.bounding.draw_bounding_secret`), on integer pair ids
-       (:func:`sparsedp.engines.pair_ids.bounded_raw_counts`): the same choice and the same per-key values as
-       :func:`per_key_contributions` + :func:`bounded_key_sums` (Spark's path), so each key's grid sum is the
-       sum over exactly the pairs the count keeps.
-
-    Returns a :class:`~sparsedp.engines.base.RawCounts` whose ``key_counts`` (Polars, canonical key order,
-    ``pairs_dropped_l0`` set) also hold the Int64 grid sums in columns :func:`grid_column_name` ``(i)``, i over
-    :func:`sparsedp.aggregates.noise_columns`.
-    """
-    import polars as pl
-
-    from . import pair_ids
-    from .base import check_nulls_and_rows
-
-    by = list(by)
-    lf = lf.lazy() if isinstance(lf, pl.DataFrame) else lf
-    cols = [unit] + by
-    sums = _sums(aggregates)
-    vcols = list(dict.fromkeys(a.column for a in sums))
-    if set(vcols) & set(cols):
-        raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
-    # missing / non-numeric value columns are refused now (schema only); the value, row and null counts are
-    # one select, collected with the pass over the rows (a file is read once) and checked before any draw:
-    # bad values first (naming the column), then no rows / null units or keys
-    vchecks = value_check_exprs(lf.collect_schema(), aggregates)
-    lf = lf.select(cols + vcols)
-    counts = lf.select(*vchecks, pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
-
-    def on_counts(results: list) -> None:
-        c = results[0].row(0, named=True)
-        raise_bad_values(c)
-        check_nulls_and_rows(int(c["__rows"]), {k: int(c[k]) for k in cols})
-
-    return pair_ids.bounded_raw_counts(lf, unit, by, l0, rng, aggregates, checks=([counts], on_counts))
-
-
 def per_key_contributions(lf: Any, unit: str, by: Sequence[str], aggregates: Sequence[Any]):
     """Collected Polars frame: one row per key with the list of its distinct units and, aligned with it, the
     list of each unit's contribution to every grid column (:func:`contribution_exprs`). One group-by by
@@ -206,8 +161,6 @@ def bounded_key_sums(pk: Any, unit: str, by: Sequence[str], l0: int | None, secr
     path) and a Polars frame ``[*by, COUNT, grid columns…]`` of every input key in canonical order: the
     bounded count and the Int64 grid sums over the kept pairs. Spark's bounding task calls it per partition."""
     import polars as pl
-
-    from .bounding import COUNT, choose_from_per_key
 
     names = [grid_column_name(i) for i in range(n_columns)]
     ch = choose_from_per_key(pk, unit, list(by), l0, secret, sums=names)

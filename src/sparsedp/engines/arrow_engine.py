@@ -14,9 +14,11 @@ import os
 from typing import Any
 
 from ..errors import InputDataError
-from . import sources
-from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows
+from . import fastest_embedded_engine, sources
+from .base import EmbeddedEngine, RawCounts
 from .bounding import COUNT
+from .checks import check_nulls_and_rows
+from .duckdb_engine import to_arrow_table
 
 
 def to_arrow(data: Any, columns: list[str] | None = None):
@@ -33,8 +35,6 @@ def to_arrow(data: Any, columns: list[str] | None = None):
     if k == "pandas":
         return pa.Table.from_pandas(data, preserve_index=False)
     if k == "duckdb":
-        from .duckdb_engine import to_arrow_table
-
         return to_arrow_table(data)
     if k == "file":
         import pyarrow.csv as pacsv
@@ -67,8 +67,6 @@ class ArrowEngine(EmbeddedEngine):
         """The bounded counts from the fastest engine for this input (:mod:`sparsedp.engines.choice`), which
         takes it without a round trip through pyarrow compute (same choice, same counts, same statistics);
         :meth:`raw_counts` is this engine's own generic path."""
-        from .choice import fastest_embedded_engine
-
         return fastest_embedded_engine(data).bounded_raw_counts(data, privacy_unit, by, l0, rng)
 
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:

@@ -124,16 +124,3 @@ def choose_engine(data: Any) -> EngineChoice:
 def fastest_engine(data: Any) -> str:
     """Name of the fastest engine for ``data`` ("polars", "duckdb" or "spark"; see the module docstring)."""
     return choose_engine(data).engine
-
-
-def fastest_embedded_engine(data: Any):
-    """An instance of the fastest engine for ``data`` among the embedded ones that apply the ℓ0 choice
-    themselves (Polars, DuckDB): where the Arrow and pandas engines send their inputs."""
-    name = fastest_engine(data)
-    if name == "duckdb":
-        from .duckdb_engine import DuckDBEngine
-
-        return DuckDBEngine()
-    from .polars_engine import PolarsEngine
-
-    return PolarsEngine()

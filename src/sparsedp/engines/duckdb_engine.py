@@ -76,9 +76,10 @@ from ..errors import InputDataError, InvalidParameterError
 from ..progress import listening, polling, report
 from . import sources
 from .aggregate_exprs import bad_values, grid_column_name, missing_value_column, non_numeric_value_column
-from .base import (EmbeddedEngine, RawCounts, check_columns, check_key_values, check_mixed_types,
-                   check_nulls_and_rows, check_unique_names, nan_key_error, numpy_to_arrow)
+from .base import EmbeddedEngine, RawCounts, numpy_to_arrow
 from .bounding import COUNT, draw_bounding_secret
+from .checks import (check_columns, check_key_values, check_mixed_types, check_nulls_and_rows, check_unique_names,
+                     nan_key_error)
 from .duckdb_objects import bounding_objects, drop_tables
 from .duckdb_settings import DuckDBSettings, size_bytes
 from .pair_ids import PairContext, PairCounts, bits_for, bound_pair_ids, key_context, offset_values, pack_pairs
@@ -510,7 +511,7 @@ class DuckDBEngine(EmbeddedEngine):
         """The bounded counts AND the per-key grid sums of the SUM/MEAN ``aggregates``: each distinct pair's
         contribution computed in DuckDB's pairs statement (:func:`pairs_sql` with ``sums``,
         :func:`contribution_sql`), the kept ones summed per key in the process. The same table as the shared
-        Polars path (:func:`~sparsedp.engines.aggregate_exprs.bounded_raw_counts_with_sums`) for the same
+        Polars path (:func:`~sparsedp.engines.pair_ids.bounded_raw_counts_with_sums`) for the same
         secret — the same kept pairs, the same contributions, the same checks and errors, the secret drawn at
         the same point.
 

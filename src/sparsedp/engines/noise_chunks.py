@@ -31,6 +31,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from .bounding import SEED_KEY, canonical_exprs
+
 #: keys per noise chunk (part of the definition of the per-key noise derivation)
 KEYS_PER_CHUNK = 1 << 24
 
@@ -49,8 +51,6 @@ def chunk_label(chunk: int) -> bytes:
 def chunk_expr(schema: Any, by: Sequence[str], chunks: int):
     """Polars expression of each key's chunk (UInt32) among ``chunks`` over the key columns of ``schema``."""
     import polars as pl
-
-    from .bounding import SEED_KEY, canonical_exprs
 
     cols = list(by)
     canon = canonical_exprs(schema, cols)

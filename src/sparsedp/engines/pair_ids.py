@@ -56,10 +56,15 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..aggregates import Sum
+from ..errors import InputDataError
+from .aggregate_exprs import _sums, grid_column_name, gridded, raise_bad_values, value_check_exprs
 from .bounding import (COUNT, canonical_order, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks,
                        unit_fingerprints)
+from .checks import check_nan_keys, check_nulls_and_rows
 
-__all__ = ["PairContext", "PairCounts", "bound_pair_ids", "bounded_raw_counts", "key_context", "pack_pairs"]
+__all__ = ["PairContext", "PairCounts", "bound_pair_ids", "bounded_raw_counts", "bounded_raw_counts_with_sums",
+           "key_context", "pack_pairs"]
 
 _PAIR = "__sparsedp_p"
 _ROW = "__sparsedp_i"
@@ -148,14 +153,11 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     ``None``, or ``(queries, callback)``: LazyFrames collected in the same ``collect_all`` as the pass over the
     rows (e.g. a file's row and null counts, so it is read once), whose results ``callback`` checks before
     anything else happens. The bounding secret is drawn from ``rng`` after the NaN-key check on every distinct
-    key, only when ``l0`` is set, as in :func:`~sparsedp.engines.aggregate_exprs.bounded_raw_counts_with_sums`.
+    key, only when ``l0`` is set, as in :func:`~sparsedp.engines.pair_ids.bounded_raw_counts_with_sums`.
     ``chunks``: the number of slices of whole units the sorted rows are cut into (default: about
     :data:`_BLOCK` rows each); the result does not depend on it (tests vary it).
     """
     import polars as pl
-
-    from .aggregate_exprs import _sums, grid_column_name
-    from .base import check_nan_keys
 
     by = list(by)
     sums = _sums(aggregates)
@@ -215,6 +217,49 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     res = _map_parts(dataclasses.replace(ctx, value_of=value_of), srt, vals, chunks)
     del srt, vals
     return res.raw_counts(keys, ctx, n_rows)
+
+
+def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int | None, rng: Any,
+                                 aggregates: Sequence[Any]):
+    """The bounded counts AND the per-key grid sums of the kept (unit, key) pairs, for every embedded engine.
+
+    ``lf``: Polars LazyFrame of the rows. Order of work (nothing random before every check passed):
+
+    1. checks: no rows, nulls in the unit/key columns (:func:`~sparsedp.engines.base.check_nulls_and_rows`),
+       value columns missing, non-numeric, null, NaN or infinite (:func:`~sparsedp.engines.aggregate_exprs.check_value_columns`);
+    2. the distinct pairs with each Sum column's clipped, gridded, re-centred contribution (:func:`~sparsedp.engines.aggregate_exprs.gridded` of
+       the pair's Float64 sum of values, added in input row order) and the ONE ℓ0 choice with the bounding
+       secret (:func:`~sparsedp.engines.bounding.draw_bounding_secret`), on integer pair ids
+       (:func:`bounded_raw_counts`): the same choice and the same per-key values as
+       :func:`~sparsedp.engines.aggregate_exprs.per_key_contributions` + :func:`~sparsedp.engines.aggregate_exprs.bounded_key_sums` (Spark's path), so each key's grid sum is the
+       sum over exactly the pairs the count keeps.
+
+    Returns a :class:`~sparsedp.engines.base.RawCounts` whose ``key_counts`` (Polars, canonical key order,
+    ``pairs_dropped_l0`` set) also hold the Int64 grid sums in columns :func:`~sparsedp.engines.aggregate_exprs.grid_column_name` ``(i)``, i over
+    :func:`sparsedp.aggregates.noise_columns`.
+    """
+    import polars as pl
+
+    by = list(by)
+    lf = lf.lazy() if isinstance(lf, pl.DataFrame) else lf
+    cols = [unit] + by
+    sums = _sums(aggregates)
+    vcols = list(dict.fromkeys(a.column for a in sums))
+    if set(vcols) & set(cols):
+        raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
+    # missing / non-numeric value columns are refused now (schema only); the value, row and null counts are
+    # one select, collected with the pass over the rows (a file is read once) and checked before any draw:
+    # bad values first (naming the column), then no rows / null units or keys
+    vchecks = value_check_exprs(lf.collect_schema(), aggregates)
+    lf = lf.select(cols + vcols)
+    counts = lf.select(*vchecks, pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
+
+    def on_counts(results: list) -> None:
+        c = results[0].row(0, named=True)
+        raise_bad_values(c)
+        check_nulls_and_rows(int(c["__rows"]), {k: int(c[k]) for k in cols})
+
+    return bounded_raw_counts(lf, unit, by, l0, rng, aggregates, checks=([counts], on_counts))
 
 
 def _category_strings(cats: Any, column: Any, name: str, n_ids: int) -> Any:
@@ -404,8 +449,6 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict) -> PairCounts:
     fingerprints of those units, AES ranks (:func:`~sparsedp.engines.bounding.prf_ranks`) and
     :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position as tie-break."""
     import polars as pl
-
-    from .aggregate_exprs import gridded
 
     n_keys = ctx.n_keys
     first = None if ctx.distinct else _run_starts(srt)

@@ -11,9 +11,10 @@ import os
 from typing import Any
 
 from ..errors import InputDataError
-from . import sources
-from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows
+from . import fastest_embedded_engine, sources
+from .base import EmbeddedEngine, RawCounts
 from .bounding import COUNT
+from .checks import check_nulls_and_rows
 
 
 def to_pandas(data: Any, columns: list[str] | None = None):
@@ -58,8 +59,6 @@ class PandasEngine(EmbeddedEngine):
         """The bounded counts from the fastest engine for this input (:mod:`sparsedp.engines.choice`), which
         takes it without a round trip through pandas (same choice, same counts, same statistics);
         :meth:`raw_counts` is this engine's own generic path."""
-        from .choice import fastest_embedded_engine
-
         return fastest_embedded_engine(data).bounded_raw_counts(data, privacy_unit, by, l0, rng)
 
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:

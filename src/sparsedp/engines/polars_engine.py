@@ -9,37 +9,17 @@ row); the pairs become one ``u64`` id each, are de-duplicated by a sort, and the
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ..errors import InputDataError
 from . import sources
-from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows
+from .base import EmbeddedEngine, RawCounts
 from .bounding import COUNT
+from .checks import check_nulls_and_rows
+from .pair_ids import bounded_raw_counts
+from .sources import to_lazy
 
-
-def to_lazy(data: Any):
-    """A Polars LazyFrame over any supported input (files scanned lazily, frames zero-copy where possible)."""
-    import polars as pl
-
-    k = sources.kind(data)
-    if k == "polars-lazy":
-        return data
-    if k == "polars":
-        return data.lazy()
-    if k == "pandas":
-        return pl.from_pandas(data).lazy()
-    if k == "arrow":
-        import pyarrow as pa
-        t = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
-        return pl.from_arrow(t).lazy()
-    if k == "duckdb":
-        return data.pl().lazy()
-    if k == "file":
-        fmt = sources.file_format(data)
-        path = os.fspath(data)
-        return pl.scan_parquet(path) if fmt == "parquet" else pl.scan_csv(path)
-    raise InputDataError("SQL text needs the DuckDB engine (engine='duckdb' or engine=None)")
+__all__ = ["PolarsEngine", "to_lazy"]
 
 
 class PolarsEngine(EmbeddedEngine):
@@ -59,8 +39,6 @@ class PolarsEngine(EmbeddedEngine):
     def bounded_raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None,
                            rng: Any) -> RawCounts:
         import polars as pl
-
-        from .pair_ids import bounded_raw_counts
 
         cols = [privacy_unit] + by
         lf = to_lazy(data).select(cols)

@@ -207,6 +207,30 @@ def file_columns(path: str | os.PathLike) -> list[str]:
         return list(r.schema.names)
 
 
+def to_lazy(data: Any):
+    """A Polars LazyFrame over any supported input (files scanned lazily, frames zero-copy where possible)."""
+    import polars as pl
+
+    k = kind(data)
+    if k == "polars-lazy":
+        return data
+    if k == "polars":
+        return data.lazy()
+    if k == "pandas":
+        return pl.from_pandas(data).lazy()
+    if k == "arrow":
+        import pyarrow as pa
+        t = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        return pl.from_arrow(t).lazy()
+    if k == "duckdb":
+        return data.pl().lazy()
+    if k == "file":
+        fmt = file_format(data)
+        path = os.fspath(data)
+        return pl.scan_parquet(path) if fmt == "parquet" else pl.scan_csv(path)
+    raise InputDataError("SQL text needs the DuckDB engine (engine='duckdb' or engine=None)")
+
+
 def display(data: Any) -> str:
     """Short description of an input for reports."""
     k = kind(data)

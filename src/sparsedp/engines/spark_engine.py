@@ -56,16 +56,25 @@ is a cache, the PRF design is the guarantee.
 
 from __future__ import annotations
 
+import difflib
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputDataError, InvalidParameterError
+from ..aggregates import noise_columns
+from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
 from ..mechanisms.histogram import SparseHistogram
-from .base import BoundingStats, Engine, check_columns, check_nulls_and_rows, nan_key_error
+from ..progress import listening, polling
+from . import sources
+from .aggregate_exprs import bounded_key_sums, grid_column_name, per_key_contributions
+from .base import BoundingStats, Engine
 from .bounding import COUNT  # the same internal count column as the embedded engines
+from .bounding import bounded_key_counts, canonical_order, draw_bounding_secret
+from .checks import check_columns, check_nulls_and_rows, nan_key_error
+from .noise_chunks import CHUNK, chunk_expr, n_chunks
 
 VALUE = "__sparsedp_v"  # released value column inside Spark (renamed on output)
 
@@ -73,12 +82,8 @@ VALUE = "__sparsedp_v"  # released value column inside Spark (renamed on output)
 def spark_task_progress(method: Any) -> Any:
     """Decorator: while ``method`` runs, report completed/total tasks of the active Spark stages (the status
     tracker) to the display (:mod:`sparsedp.progress`); nothing when no display listens."""
-    import functools
-
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        from ..progress import listening, polling
-
         session = None
         if listening():
             from pyspark.sql import SparkSession
@@ -147,8 +152,6 @@ def _spark_defaults_master() -> bool:
 
 def read_file(path: str, spark=None):
     """A Spark DataFrame over a Parquet or CSV file (or glob), read lazily by Spark."""
-    from . import sources
-
     fmt = sources.file_format(path)
     spark = spark or get_session()
     p = os.fspath(path)
@@ -178,8 +181,6 @@ class _BoundTask:
         import pyarrow as pa
         import polars as pl
 
-        from .aggregate_exprs import bounded_key_sums, grid_column_name, noise_columns, per_key_contributions
-        from .bounding import bounded_key_counts
 
         batches = [b for b in batches if b.num_rows]
         if not batches:
@@ -218,8 +219,6 @@ def bounded_partial_counts(src, unit: str, by: list[str], l0: int, secret: bytes
     """
     from pyspark.sql import types as T
 
-    from .aggregate_exprs import grid_column_name, noise_columns
-
     vcols = list(dict.fromkeys(a.column for a in noise_columns(aggregates)[0]))
     grid = [grid_column_name(i) for i in range(len(noise_columns(aggregates)[0]))] if aggregates else []
     part = src.select(unit, *by, *vcols)
@@ -236,8 +235,6 @@ def histogram_frame(src, unit: str, by: list[str], l0: int | None, secret: bytes
     With SUM/MEAN ``aggregates`` (``l0`` required) also the Int64 grid sums of the kept pairs, in columns
     :func:`~sparsedp.engines.aggregate_exprs.grid_column_name` ``(i)``."""
     from pyspark.sql import functions as F
-
-    from .aggregate_exprs import grid_column_name, noise_columns
 
     if l0 is None and aggregates:
         # no ℓ0 bound (top-k): the bounding task with a bound no unit reaches keeps every distinct pair (no
@@ -266,8 +263,6 @@ class _ChunkTask:
         import polars as pl
         import pyarrow as pa
 
-        from .noise_chunks import CHUNK, chunk_expr
-
         for b in batches:
             if not b.num_rows:
                 continue
@@ -289,16 +284,12 @@ class _NoiseTask:
         import polars as pl
         import pyarrow as pa
 
-        from .bounding import canonical_order
-        from .noise_chunks import CHUNK
 
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         if not tables:
             return
         frame = pl.from_arrow(pa.concat_tables(tables))
         assert isinstance(frame, pl.DataFrame)
-        from .aggregate_exprs import grid_column_name
-
         frame = frame.sort([pl.col(CHUNK)] + canonical_order(frame.schema, list(self.by)))
         chunk = frame[CHUNK].to_numpy()
         counts = frame[COUNT].to_numpy().astype(np.int64)
@@ -359,8 +350,6 @@ class SparkEngine(Engine):
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
-        from .bounding import draw_bounding_secret
-
         by = list(by)
         frame = as_spark_frame(data)
         check_columns(frame.columns, privacy_unit, by)
@@ -405,8 +394,6 @@ class SparkEngine(Engine):
     def noise_keys(self, hist: SparkHistogram, task: Any):
         from pyspark.sql import types as T
 
-        from .noise_chunks import CHUNK, n_chunks
-
         by = list(hist.by)
         src = hist.frame
         fields = [src.schema[c] for c in by]
@@ -429,8 +416,6 @@ class SparkEngine(Engine):
     @spark_task_progress
     def collect(self, hist: SparkHistogram) -> SparseHistogram:
         import polars as pl
-
-        from .bounding import canonical_order
 
         frame = pl.from_arrow(to_arrow(hist.frame))
         assert isinstance(frame, pl.DataFrame)
@@ -479,11 +464,7 @@ def as_spark_frame(data: Any):
 def check_value_columns(frame, aggregates) -> None:
     """SUM/MEAN value columns on Spark: present, numeric (not boolean), no null, NaN or ±inf (one job); the
     errors of :func:`sparsedp.engines.aggregate_exprs.check_value_columns`."""
-    import difflib
-
     from pyspark.sql import functions as F
-
-    from ..errors import InvalidTypeError
 
     cols = list(dict.fromkeys(a.column for a in aggregates))
     exprs = []
