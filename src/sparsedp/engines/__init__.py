@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import InvalidParameterError
 from . import sources
@@ -30,6 +30,10 @@ from .base import BoundingStats, EmbeddedEngine, Engine, LocalHistogram, RawCoun
 from .bounding import bound, draw_bounding_secret, select_pairs
 from .checks import check_columns
 from .choice import fastest_engine
+from .sources import InputData
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class EngineEntry:
 _ENGINES: dict[str, EngineEntry] = {}
 
 
-def register(name: str, target: "str | type[Engine]", kinds: set[str], needs: tuple[str, str] | None = None) -> None:
+def register(name: str, target: "str | Callable[..., Engine]", kinds: set[str], needs: tuple[str, str] | None = None) -> None:
     """Register engine ``name``: ``target`` = "module:Class" (imported on first use) or the class itself, the
     class taking the optional DuckDB ``connection`` when it declares ``takes_connection``; ``kinds`` = the input
     kinds it reads (:func:`sources.kind`); ``needs`` = (module, extra) when the engine needs an optional
@@ -55,6 +59,7 @@ def register(name: str, target: "str | type[Engine]", kinds: set[str], needs: tu
         raise ValueError(f"engine {name!r} is already registered")
 
     def factory(connection: Any) -> Engine:
+        klass: Callable[..., Engine]  # an Engine class, taking the connection when it declares takes_connection
         if isinstance(target, str):
             mod, cls = target.split(":")
             klass = getattr(importlib.import_module(mod, __name__), cls)
@@ -85,12 +90,12 @@ def names() -> tuple[str, ...]:
     return tuple(_ENGINES)
 
 
-def default_engine(data: Any) -> str:
+def default_engine(data: InputData) -> str:
     """The engine used when none is named: the measured-fastest for the input (:mod:`.choice`)."""
     return fastest_engine(data)
 
 
-def fastest_embedded_engine(data: Any) -> EmbeddedEngine:
+def fastest_embedded_engine(data: InputData) -> EmbeddedEngine:
     """An instance of the fastest engine for ``data`` among the embedded ones that apply the ℓ0 choice
     themselves (Polars, DuckDB; :func:`~sparsedp.engines.choice.fastest_engine`): where the Arrow and pandas
     engines send their inputs."""
@@ -99,7 +104,8 @@ def fastest_embedded_engine(data: Any) -> EmbeddedEngine:
     return engine
 
 
-def get_engine(name: str | None, data: Any = None, connection: Any = None) -> Engine:
+def get_engine(name: str | Engine | None, data: InputData | None = None,
+               connection: DuckDBPyConnection | None = None) -> Engine:
     """The engine called ``name``; ``None`` picks one for ``data`` (:func:`default_engine`). Refuses an engine
     that cannot read ``data``, naming the ones that can."""
     kind = sources.kind(data) if data is not None else None
@@ -121,7 +127,8 @@ def get_engine(name: str | None, data: Any = None, connection: Any = None) -> En
     return entry.factory(connection)
 
 
-def _configured(engine: Engine, kind: str | None, data: Any, connection: Any) -> Engine:
+def _configured(engine: Engine, kind: str | None, data: InputData | None,
+                connection: DuckDBPyConnection | None) -> Engine:
     """An engine object given as ``engine=``: refused if it cannot read ``data`` or if a ``connection`` is given
     as well (the object holds its own)."""
     if connection is not None:

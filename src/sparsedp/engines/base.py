@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Mapping, Protocol, Sequence, TypeVar
 
 import numpy as np
 
-from ..aggregates import noise_columns
+from ..aggregates import Aggregate, noise_columns
 from ..errors import InvalidParameterError
 from ..mechanisms.histogram import SparseHistogram
 from ..progress import report
@@ -34,9 +34,17 @@ from .checks import (check_columns, check_key_values, check_mixed_types, check_n
                      check_pandas_nan_keys, check_unique_names, engine_errors_as_input_errors, nan_key_error)
 from .noise_chunks import key_chunks, n_chunks
 from .pair_ids import bounded_raw_counts_with_sums
-from .sources import to_lazy
+from .sources import InputData, to_lazy
 
-__all__ = ["BoundingStats", "EmbeddedEngine", "Engine", "LocalHistogram", "LocalRelease", "RawCounts",
+if TYPE_CHECKING:
+    import polars as pl
+    import pyarrow as pa
+
+    from ..auto_bound import UnitKeyCounts
+    from ..noise.source import SecureRandom
+
+__all__ = ["BoundingStats", "EmbeddedEngine", "Engine", "HistogramHandle", "LocalHistogram", "LocalRelease",
+           "NoiseTask", "RawCounts",
            "check_columns", "check_key_values", "check_mixed_types", "check_nan_keys", "check_nulls_and_rows",
            "check_pandas_nan_keys", "check_unique_names", "engine_errors_as_input_errors", "nan_key_error",
            "numpy_to_arrow"]
@@ -73,7 +81,7 @@ class BoundingStats:
     def duplicate_rows_removed(self) -> int:
         return self.rows_in - self.pairs_in
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["duplicate_rows_removed"] = self.duplicate_rows_removed
         return d
@@ -94,7 +102,7 @@ class LocalHistogram:
     keys: Any
     counts: Any
     stats: BoundingStats
-    columns: tuple = ()
+    columns: tuple[np.ndarray, ...] = ()
 
     def __len__(self) -> int:
         return int(len(self.counts))
@@ -135,7 +143,46 @@ class RawCounts:
     pairs_dropped_l0: int | None = None
 
 
-class Engine(ABC):
+class HistogramHandle(Protocol):
+    """What every engine's bounded histogram offers the pipeline: its curator statistics and its number of keys
+    (:class:`LocalHistogram` in this process, :class:`~sparsedp.engines.spark_engine.SparkHistogram` in Spark)."""
+
+    @property
+    def stats(self) -> BoundingStats: ...
+
+    def __len__(self) -> int: ...
+
+
+class NoiseTask(Protocol):
+    """The per-key noise step an engine applies chunk by chunk (:class:`~sparsedp.mechanisms.key_noise.KeyNoise`:
+    the engines see only these members, so they never import the mechanisms)."""
+
+    @property
+    def column_names(self) -> tuple[str, ...]: ...
+
+    @property
+    def n_grid_columns(self) -> int: ...
+
+    @property
+    def float_output(self) -> bool: ...
+
+    def apply(self, counts: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def apply_joint(self, counts: np.ndarray, grid_sums: list[np.ndarray],
+                    chunk: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]: ...
+
+
+if TYPE_CHECKING:  # parameter defaults (PEP 696) are for the type checker: Python 3.11's TypeVar has none
+    from typing_extensions import TypeVar as _DefaultTypeVar
+
+    H = _DefaultTypeVar("H", bound=HistogramHandle, default=HistogramHandle)
+    R = _DefaultTypeVar("R", default=Any)
+else:
+    H = TypeVar("H", bound=HistogramHandle)
+    R = TypeVar("R")
+
+
+class Engine(ABC, Generic[H, R]):
     """Where a release's data work happens: the bounded histogram, and the primitives mechanisms run on.
 
     The release pipeline (:mod:`sparsedp.pipeline`) and the mechanisms use only these methods, so a mechanism
@@ -148,6 +195,9 @@ class Engine(ABC):
     * :meth:`collect` — the whole histogram as a :class:`~sparsedp.mechanisms.SparseHistogram` in this
       process, for mechanisms that need it (pure DP, Misra–Gries);
     * :meth:`to_arrow` — a released table as ``pyarrow.Table`` (released rows only).
+
+    Type parameters: ``H``, the engine's bounded histogram (a :class:`HistogramHandle`); ``R``, what its noise
+    step returns (:class:`LocalRelease` in this process, a lazy Spark frame on Spark).
     """
 
     #: engine name as accepted by ``sparsedp.release(engine=…)``
@@ -157,12 +207,12 @@ class Engine(ABC):
     embedded: bool = False
 
     @abstractmethod
-    def columns(self, data: Any) -> list[str]:
+    def columns(self, data: InputData) -> list[str]:
         """Column names of ``data`` (no data read)."""
 
     @abstractmethod
-    def histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                  pre_threshold: int = 1, aggregates: Sequence[Any] = ()) -> Any:
+    def histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int | None, rng: SecureRandom,
+                  pre_threshold: int = 1, aggregates: Sequence[Aggregate] = ()) -> H:
         """The bounded histogram of ``data`` (an engine-specific handle), checked and counted.
 
         ``aggregates``: the SUM/MEAN aggregates of the release (:mod:`sparsedp.aggregates`): the handle then
@@ -176,22 +226,23 @@ class Engine(ABC):
         """
 
     @abstractmethod
-    def kth_largest(self, hist: Any, k: int) -> int:
+    def kth_largest(self, hist: H, k: int) -> int:
         """The k-th largest bounded count of ``hist`` (0 if it has fewer than k keys)."""
 
     @abstractmethod
-    def noise_keys(self, hist: Any, task: Any) -> Any:
+    def noise_keys(self, hist: H, task: NoiseTask) -> R:
         """Apply ``task`` (a :class:`~sparsedp.mechanisms.key_noise.KeyNoise`) to every chunk of keys."""
 
     @abstractmethod
-    def collect(self, hist: Any) -> SparseHistogram:
+    def collect(self, hist: H) -> SparseHistogram:
         """``hist`` as an in-process :class:`~sparsedp.mechanisms.SparseHistogram` (keys: ``pyarrow.Table``)."""
 
     @abstractmethod
-    def to_arrow(self, released: Any, by: Sequence[str], value_column: str) -> Any:
+    def to_arrow(self, released: R, by: Sequence[str], value_column: str) -> pa.Table:
         """A release of :meth:`noise_keys` as a ``pyarrow.Table`` of the key columns and ``value_column``."""
 
-    def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: Sequence[str], candidates: Sequence[int]) -> Any:
+    def keys_per_unit_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
+                             candidates: Sequence[int]) -> UnitKeyCounts:
         """For ``max_groups_per_unit="auto"`` (:mod:`sparsedp.auto_bound`): a
         :class:`~sparsedp.auto_bound.UnitKeyCounts` with N (units) and, for each candidate c, the number of units
         with at most c distinct keys. Validates the input like :meth:`histogram` (columns, nulls, no rows, key
@@ -199,15 +250,15 @@ class Engine(ABC):
         raise InvalidParameterError(f"max_groups_per_unit='auto' is not available on the {self.name} engine; "
                                     f"pass an integer max_groups_per_unit or use engine='polars' or 'duckdb'")
 
-    def stats(self, hist: Any) -> BoundingStats:
+    def stats(self, hist: H) -> BoundingStats:
         """What bounding did (curator only)."""
         return hist.stats
 
-    def release_resources(self, hist: Any) -> None:
+    def release_resources(self, hist: H) -> None:
         """Free what :meth:`histogram` holds (Spark: the persisted histogram). Embedded engines: nothing."""
 
 
-class EmbeddedEngine(Engine):
+class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
     """An engine whose bounded histogram is held in this process (Polars, DuckDB, pandas, Arrow).
 
     Subclasses implement :meth:`columns` and :meth:`raw_counts` (or :meth:`bounded_raw_counts`); this class
@@ -218,26 +269,26 @@ class EmbeddedEngine(Engine):
     embedded = True
 
     @abstractmethod
-    def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
+    def raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         """De-duplicate, count keys and units, and return the heavy units' pairs (see :class:`RawCounts`).
 
         Must raise :class:`~sparsedp.errors.InputDataError` on empty input or nulls in the unit/key columns.
         """
 
-    def bounded_raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None,
-                           rng: Any) -> RawCounts:
+    def bounded_raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
+                           rng: SecureRandom) -> RawCounts:
         """:meth:`raw_counts`, or (engines that can) the counts with the ℓ0 choice already applied, i.e.
         :func:`~sparsedp.engines.bounding.select_pairs` with the secret ``draw_bounding_secret(rng)``, drawn
         only after the data passed validation and only when ``l0`` is set (``RawCounts.pairs_dropped_l0``
         set)."""
         return self.raw_counts(data, privacy_unit, by, l0)
 
-    def rows_lazy(self, data: Any) -> Any:
+    def rows_lazy(self, data: InputData) -> pl.LazyFrame:
         """The input rows as a Polars LazyFrame (the SUM/MEAN path, shared by every embedded engine)."""
         return to_lazy(data)
 
-    def bounded_raw_counts_with_sums(self, data: Any, privacy_unit: str, by: list[str], l0: int | None, rng: Any,
-                                     aggregates: Sequence[Any]) -> RawCounts:
+    def bounded_raw_counts_with_sums(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
+                                     rng: SecureRandom, aggregates: Sequence[Aggregate]) -> RawCounts:
         """:meth:`bounded_raw_counts` plus the per-key grid sums of the SUM/MEAN ``aggregates`` over the kept
         pairs (columns :func:`~sparsedp.engines.aggregate_exprs.grid_column_name`). Default: the shared Polars
         path (:func:`~sparsedp.engines.pair_ids.bounded_raw_counts_with_sums`: the same ℓ0 choice as
@@ -245,8 +296,8 @@ class EmbeddedEngine(Engine):
         compute the same table itself (DuckDB: in SQL)."""
         return bounded_raw_counts_with_sums(self.rows_lazy(data), privacy_unit, by, l0, rng, aggregates)
 
-    def histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                  pre_threshold: int = 1, aggregates: Sequence[Any] = ()) -> LocalHistogram:
+    def histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int | None, rng: SecureRandom,
+                  pre_threshold: int = 1, aggregates: Sequence[Aggregate] = ()) -> LocalHistogram:
         by = list(by)
         check_unique_names(data)
         check_mixed_types(data, privacy_unit, by)
@@ -267,14 +318,15 @@ class EmbeddedEngine(Engine):
         stats = BoundingStats(rows_in=raw.rows_in, units_in=raw.units_in, pairs_in=raw.pairs_in,
                               units_over_l0=raw.units_over_l0, pairs_dropped_l0=info["pairs_dropped_l0"],
                               keys_in=info["keys_in"], keys_bounded=info["keys_bounded"], keys_out=len(hist), l0=l0)
-        columns: tuple = ()
+        columns: tuple[np.ndarray, ...] = ()
         if aggregates:
             sel = info["selected"]
             columns = tuple(raw.key_counts[grid_column_name(i)].to_numpy().astype(np.int64)[sel]
                             for i in range(len(noise_columns(aggregates)[0])))
         return LocalHistogram(keys=hist.keys, counts=hist.counts, stats=stats, columns=columns)
 
-    def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: Sequence[str], candidates: Sequence[int]) -> Any:
+    def keys_per_unit_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
+                             candidates: Sequence[int]) -> UnitKeyCounts:
         """Shared Polars path (every embedded engine's rows as a LazyFrame): distinct (unit, key) pairs, keys per
         unit, then the histogram of those degrees (:meth:`Engine.keys_per_unit_counts`)."""
         import polars as pl
@@ -294,8 +346,8 @@ class EmbeddedEngine(Engine):
             check = lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
             deg = (lf.unique().group_by(privacy_unit).agg(pl.len().alias("__d"))
                    .group_by("__d").agg(pl.len().alias("__n")))
-            c, bad, hist = pl.collect_all([check, nan.head(1), deg])
-        c = c.row(0, named=True)
+            counts, bad, hist = pl.collect_all([check, nan.head(1), deg])
+        c = counts.row(0, named=True)
         check_nulls_and_rows(int(c.pop("__rows")), {k: int(x) for k, x in c.items()})
         check_key_values(bad.to_arrow(), by)
         return UnitKeyCounts.from_degrees(candidates, hist["__d"].to_numpy(), hist["__n"].to_numpy())
@@ -306,13 +358,14 @@ class EmbeddedEngine(Engine):
             return 0
         return int(np.partition(c, c.size - k)[c.size - k])
 
-    def noise_keys(self, hist: LocalHistogram, task: Any) -> LocalRelease:
+    def noise_keys(self, hist: LocalHistogram, task: NoiseTask) -> LocalRelease:
         by = hist.keys.column_names
         names = task.column_names
         if len(hist.columns) != task.n_grid_columns:
             raise ValueError("the histogram's grid sums do not match the release's aggregates")
-        parts_pos, parts_val = [], []
-        parts_cols: dict[str, list] = {n: [] for n in names}
+        parts_pos: list[np.ndarray] = []
+        parts_val: list[np.ndarray] = []
+        parts_cols: dict[str, list[np.ndarray]] = {n: [] for n in names}
         total = n_chunks(len(hist.counts))
         for done, (chunk, idx) in enumerate(key_chunks(hist.keys, by)):
             report(done, total, "key chunks")
@@ -339,14 +392,14 @@ class EmbeddedEngine(Engine):
     def collect(self, hist: LocalHistogram) -> SparseHistogram:
         return SparseHistogram(keys=hist.keys, counts=hist.counts, distinct=True)
 
-    def to_arrow(self, released: LocalRelease, by: Sequence[str], value_column: str) -> Any:
+    def to_arrow(self, released: LocalRelease, by: Sequence[str], value_column: str) -> pa.Table:
         out = released.keys.append_column(value_column, numpy_to_arrow(released.values))
         for name, col in released.columns.items():
             out = out.append_column(name, numpy_to_arrow(col, np.float64))
         return out
 
 
-def numpy_to_arrow(a: Any, dtype: Any = None) -> Any:
+def numpy_to_arrow(a: np.ndarray, dtype: Any = None) -> pa.Array:
     """A 1-d numeric numpy array as a ``pyarrow`` array over the same buffer (``dtype``: cast first). Unlike
     ``pa.array(a)`` it never imports pandas (pyarrow checks every ``pa.array`` input for pandas objects: about
     0.4 s of CPU at start-up)."""

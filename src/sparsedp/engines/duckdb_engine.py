@@ -67,11 +67,11 @@ import os
 import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 
 import numpy as np
 
-from ..aggregates import Sum, noise_columns
+from ..aggregates import Aggregate, Sum, noise_columns
 from ..errors import InputDataError, InvalidParameterError
 from ..progress import listening, polling, report
 from . import sources
@@ -83,11 +83,17 @@ from .checks import (check_columns, check_key_values, check_mixed_types, check_n
 from .duckdb_objects import bounding_objects, drop_tables
 from .duckdb_settings import DuckDBSettings, size_bytes
 from .pair_ids import PairContext, PairCounts, bits_for, bound_pair_ids, key_context, offset_values, pack_pairs
+from .sources import InputData
 
 if TYPE_CHECKING:  # DuckDB, Polars and pyarrow are imported when the engine runs (``import sparsedp`` stays light)
+    import pandas as pd
     import polars as pl
     import pyarrow as pa
-    from duckdb import DuckDBPyConnection, DuckDBPyRelation, DuckDBPyType
+    from duckdb import DuckDBPyConnection, DuckDBPyRelation
+    from duckdb.sqltypes import DuckDBPyType
+
+    from ..auto_bound import UnitKeyCounts
+    from ..noise.source import SecureRandom
 
 
 def _q(name: str) -> str:
@@ -95,13 +101,20 @@ def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def to_arrow_table(rel):
+def _query(rel: DuckDBPyRelation, name: str, sql: str) -> DuckDBPyRelation:
+    """``rel.query(name, sql)``: the SELECT ``sql`` over ``rel`` (named ``name`` in it) as a relation."""
+    out = rel.query(name, sql)
+    assert out is not None  # a query, not a statement: DuckDB returns its relation
+    return out
+
+
+def to_arrow_table(rel: DuckDBPyRelation) -> pa.Table:
     """A relation's result as a ``pyarrow.Table`` (``to_arrow_table`` in new DuckDB, ``fetch_arrow_table`` before)."""
     f = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
     return f()
 
 
-def polars_to_arrow(df: Any):
+def polars_to_arrow(df: pl.DataFrame) -> pa.Table:
     """A Polars DataFrame as Arrow without re-encoding strings (newest compat level: string views)."""
     import polars as pl
 
@@ -127,7 +140,7 @@ def _input_error(what: str, e: BaseException) -> BaseException:
 
 
 @contextmanager
-def query_progress(con: Any, lo: float = 0.0, hi: float = 100.0) -> Iterator[None]:
+def query_progress(con: DuckDBPyConnection, lo: float = 0.0, hi: float = 100.0) -> Iterator[None]:
     """While the block runs a query on ``con``, report DuckDB's own estimate of its progress (percent,
     ``query_progress()``) to the display (:mod:`sparsedp.progress`), mapped onto ``[lo, hi]`` percent of the
     stage (the bounding stage runs several queries and in-process work: each gets its share of the bar, so
@@ -137,7 +150,7 @@ def query_progress(con: Any, lo: float = 0.0, hi: float = 100.0) -> Iterator[Non
         yield
         return
     try:
-        old = [con.execute(f"SELECT current_setting('{k}')").fetchone()[0]
+        old = [con.execute(f"SELECT current_setting('{k}')").fetchall()[0][0]
                for k in ("enable_progress_bar", "enable_progress_bar_print")]
         con.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
     except Exception:  # a connection that cannot report: no progress, same release
@@ -174,12 +187,13 @@ def _dbl(x: float) -> str:
     return f"CAST('{float(x)!r}' AS DOUBLE)"
 
 
-def contribution_sql(a: Any, col: str) -> str:
+def contribution_sql(a: Sum, col: str) -> str:
     """SQL aggregate (over the rows of one (unit, key) group) of a Sum/Mean's gridded, clipped, re-centred
     contribution, the same IEEE double operations as
     :func:`~sparsedp.engines.aggregate_exprs.contribution_exprs`:
     ``CAST(clip(floor(clip(Σ CAST(v AS DOUBLE), lower, upper)/g + 0.5), q(lower), q(upper)) AS BIGINT) − c``."""
     ql, qu = a.grid_bounds
+    assert a.granularity is not None  # set when the Sum was built
     v = f"least(greatest(sum(CAST({col} AS DOUBLE)), {_dbl(a.lower)}), {_dbl(a.upper)})"
     q = f"least(greatest(floor({v} / {_dbl(a.granularity)} + {_dbl(0.5)}), {_dbl(ql)}), {_dbl(qu)})"
     return f"(CAST({q} AS BIGINT) - {int(a.centre)})"
@@ -212,7 +226,7 @@ def keys_sql(key_type_ids: list[str]) -> str:
                                           for i, t in enumerate(key_type_ids)) + " FROM __src"
 
 
-def pairs_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, sums: Sequence[tuple[Any, int]] = (),
+def pairs_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, sums: Sequence[tuple[Sum, int]] = (),
               part: tuple[int, int] | None = None, distinct: bool = True) -> str:
     """Step 1 of the module docstring over the relation ``__src`` and the registered key table ``keys_view``
     (the distinct keys ``__sparsedp_k{i}`` with their index ``{_KI}`` in canonical key order): the distinct
@@ -322,12 +336,12 @@ def _checked_projection(con: DuckDBPyConnection, rel: DuckDBPyRelation, privacy_
     import duckdb
 
     try:
-        proj = rel.query("__in", "SELECT " + ", ".join(
+        proj = _query(rel, "__in", "SELECT " + ", ".join(
             [f"{_q(privacy_unit)} AS __sp_unit"] + [f"{_q(c)} AS __sp_key{i}" for i, c in enumerate(by)]
             + [f"{_q(c)} AS {_vcol(j)}" for j, c in enumerate(vcols)]) + " FROM __in")
         floats = [i for i, c in enumerate(by) if types[c].id in ("float", "double")]
         with query_progress(con, 0.0, 30.0):  # the input checks: the first read of the rows
-            check = proj.query("__src", "SELECT count(*), " + ", ".join(
+            check = _query(proj, "__src", "SELECT count(*), " + ", ".join(
                 ["count(*) - count(__sp_unit)"] + [f"count(*) - count(__sp_key{i})" for i in range(len(by))]
                 + [e for _, _, e in vchecks]
                 + [f"count(*) FILTER (WHERE isnan(__sp_key{i}))" for i in floats]) + " FROM __src"
@@ -360,7 +374,7 @@ def _distinct_keys(con: DuckDBPyConnection, proj: DuckDBPyRelation, tid: list[st
 
     try:
         with query_progress(con, 30.0, 50.0):
-            return to_arrow_table(proj.query("__src", keys_sql(tid[1:])))
+            return to_arrow_table(_query(proj, "__src", keys_sql(tid[1:])))
     except duckdb.Error as e:
         raise _input_error("DuckDB could not group the input", e) from None
 
@@ -374,6 +388,24 @@ def _key_frame(keys: pa.Table, by: list[str]) -> pl.DataFrame:
     return kdf.rename({_kcol(i): c for i, c in enumerate(by)})
 
 
+def _scan(con: DuckDBPyConnection, data: InputData, k: str) -> DuckDBPyRelation:
+    """A relation on ``con`` over a file or frame input of kind ``k`` (:func:`~sparsedp.engines.sources.kind`):
+    a Parquet/CSV scan, or the frame scanned in place (Arrow zero-copy, Polars through its Arrow export)."""
+    if k == "file":
+        fmt = sources.file_format(sources.as_path(data))
+        path = sources.as_path(data).replace("'", "''")
+        return con.sql(f"SELECT * FROM read_{fmt}('{path}')")
+    if k == "polars-lazy":
+        return con.from_arrow(polars_to_arrow(cast("pl.LazyFrame", data).collect()))
+    if k == "polars":
+        return con.from_arrow(polars_to_arrow(cast("pl.DataFrame", data)))
+    if k == "pandas":
+        return con.from_df(data)
+    if k == "arrow":
+        return con.from_arrow(data)
+    raise InputDataError(f"unsupported input for the DuckDB engine: {type(data).__name__}")
+
+
 class DuckDBEngine(EmbeddedEngine):
     """Bounded histograms of DuckDB inputs: DuckDB reads and joins (and past memory de-duplicates) the
     (unit, key index) pairs; degrees, counts and the ℓ0 choice are computed in this process by the Polars
@@ -381,8 +413,9 @@ class DuckDBEngine(EmbeddedEngine):
 
     name = "duckdb"
 
-    def __init__(self, connection: Any = None, *, memory_limit: str | None = None,
-                 temp_directory: str | os.PathLike | None = None, threads: int | None = None, passes: int = 1):
+    def __init__(self, connection: DuckDBPyConnection | None = None, *, memory_limit: str | None = None,
+                 temp_directory: str | os.PathLike[str] | None = None, threads: int | None = None,
+                 passes: int = 1) -> None:
         """``connection``: run on this DuckDB connection (its own settings) instead of a private one.
         ``memory_limit``, ``temp_directory``, ``threads``: the out-of-core settings of the private connection
         (:class:`~sparsedp.engines.duckdb_settings.DuckDBSettings`; for inputs larger than memory); refused
@@ -404,13 +437,13 @@ class DuckDBEngine(EmbeddedEngine):
         #: when a list: (SQL text, EXPLAIN output) of every statement run after the secret was drawn
         self.plan_log: list[tuple[str, str]] | None = None
 
-    def _con(self):
+    def _con(self) -> DuckDBPyConnection:
         import duckdb
 
         return self.connection if self.connection is not None else duckdb.default_connection()
 
     @contextmanager
-    def _source(self, data: Any) -> Iterator[tuple[Any, Any]]:
+    def _source(self, data: InputData) -> Iterator[tuple[DuckDBPyConnection, DuckDBPyRelation]]:
         """``(connection, relation)`` over ``data``. SQL text runs on the given (or default) connection and a
         relation on its own; files and frames on the given connection, else on a private one (all threads,
         spilling to a private temporary directory), closed afterwards."""
@@ -421,13 +454,13 @@ class DuckDBEngine(EmbeddedEngine):
         tmp = None
         try:
             if k == "duckdb":
+                rel = cast("DuckDBPyRelation", data)
                 con = getattr(data, "_con", None) or self._con()
-                yield con, data
+                yield con, rel
                 return
             if k == "sql":
                 con = self._con()
-                rel = con.sql(data)
-                yield con, rel
+                yield con, con.sql(cast(str, data))
                 return
             if self.connection is not None:
                 con = self.connection
@@ -436,21 +469,7 @@ class DuckDBEngine(EmbeddedEngine):
                 # (duckdb_settings: DuckDB's defaults, 80 % of RAM and all cores, unless given)
                 tmp = self.settings.spill_directory()
                 own = con = duckdb.connect(config=self.settings.config(tmp))
-            if k == "file":
-                fmt = sources.file_format(data)
-                path = os.fspath(data).replace("'", "''")
-                rel = con.sql(f"SELECT * FROM read_{fmt}('{path}')")
-            elif k == "polars-lazy":
-                rel = con.from_arrow(polars_to_arrow(data.collect()))
-            elif k == "polars":
-                rel = con.from_arrow(polars_to_arrow(data))
-            elif k == "pandas":
-                rel = con.from_df(data)
-            elif k == "arrow":
-                rel = con.from_arrow(data)
-            else:
-                raise InputDataError(f"unsupported input for the DuckDB engine: {type(data).__name__}")
-            yield con, rel
+            yield con, _scan(con, data, k)
         except duckdb.Error as e:
             raise _input_error(_read_error(k), e) from None
         finally:
@@ -459,7 +478,7 @@ class DuckDBEngine(EmbeddedEngine):
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
 
-    def relation(self, data: Any):
+    def relation(self, data: InputData) -> DuckDBPyRelation:
         """A DuckDB relation over ``data`` (on the given or default connection; kept for callers that scan
         it themselves)."""
         import duckdb
@@ -468,46 +487,34 @@ class DuckDBEngine(EmbeddedEngine):
         con = self._con()
         try:
             if k == "duckdb":
-                return data
+                return cast("DuckDBPyRelation", data)
             if k == "sql":
-                return con.sql(data)
-            if k == "file":
-                fmt = sources.file_format(data)
-                path = os.fspath(data).replace("'", "''")
-                return con.sql(f"SELECT * FROM read_{fmt}('{path}')")
-            if k == "polars-lazy":
-                return con.from_arrow(polars_to_arrow(data.collect()))
-            if k == "polars":
-                return con.from_arrow(polars_to_arrow(data))
-            if k == "pandas":
-                return con.from_df(data)
-            if k == "arrow":
-                return con.from_arrow(data)
+                return con.sql(cast(str, data))
+            return _scan(con, data, k)
         except duckdb.Error as e:
             raise _input_error(_read_error(k), e) from None
-        raise InputDataError(f"unsupported input for the DuckDB engine: {type(data).__name__}")
 
-    def columns(self, data: Any) -> list[str]:
+    def columns(self, data: InputData) -> list[str]:
         k = sources.kind(data)
-        if k == "file":
-            return sources.file_columns(data)  # schema only (raises the friendly errors for foreign files)
+        if k == "file":  # schema only (raises the friendly errors for foreign files)
+            return sources.file_columns(sources.as_path(data))
         if k == "polars":
-            return list(data.columns)
+            return list(cast("pl.DataFrame", data).columns)
         if k == "polars-lazy":
-            return data.collect_schema().names()
+            return cast("pl.LazyFrame", data).collect_schema().names()
         if k == "pandas":
-            return [str(c) for c in data.columns]
+            return [str(c) for c in cast("pd.DataFrame", data).columns]
         if k == "arrow":
-            return list(data.schema.names)
+            return list(cast("pa.Table", data).schema.names)
         return list(self.relation(data).columns)
 
-    def bounded_raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None,
-                           rng: Any) -> RawCounts:
+    def bounded_raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
+                           rng: SecureRandom) -> RawCounts:
         """The bounded counts of every key, computed in DuckDB (module docstring), in canonical key order."""
         return self._bounded(data, privacy_unit, by, l0, rng, ())
 
-    def bounded_raw_counts_with_sums(self, data: Any, privacy_unit: str, by: list[str], l0: int | None, rng: Any,
-                                     aggregates: Sequence[Any]) -> RawCounts:
+    def bounded_raw_counts_with_sums(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
+                                     rng: SecureRandom, aggregates: Sequence[Aggregate]) -> RawCounts:
         """The bounded counts AND the per-key grid sums of the SUM/MEAN ``aggregates``: each distinct pair's
         contribution computed in DuckDB's pairs statement (:func:`pairs_sql` with ``sums``,
         :func:`contribution_sql`), the kept ones summed per key in the process. The same table as the shared
@@ -522,8 +529,8 @@ class DuckDBEngine(EmbeddedEngine):
         rounding)."""
         return self._bounded(data, privacy_unit, by, l0, rng, aggregates)
 
-    def _bounded(self, data: Any, privacy_unit: str, by: list[str], l0: int | None, rng: Any,
-                 aggregates: Sequence[Any]) -> RawCounts:
+    def _bounded(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None, rng: SecureRandom,
+                 aggregates: Sequence[Aggregate]) -> RawCounts:
         """The bounded counts (and grid sums) of the module docstring, in named steps: the value columns'
         plan, the input checks (one SQL aggregate), the distinct keys, the secret (only now), then the
         in-memory route or the passes over DuckDB's distinct pairs."""
@@ -534,7 +541,7 @@ class DuckDBEngine(EmbeddedEngine):
             vchecks = _value_checks(types, values.vcols, list(rel.columns))
             proj, check, floats = _checked_projection(con, rel, privacy_unit, by, values.vcols, types, vchecks)
             rows = _rows_after_checks(check, cols, by, vchecks, floats)
-            tid = [types[c].id for c in cols]
+            tid: list[str] = [types[c].id for c in cols]
             budget = self.batch_budget(con, len(values.sums))
             keys = _distinct_keys(con, proj, tid)
             secret = draw_bounding_secret(rng) if l0 is not None else None  # after validation only
@@ -565,8 +572,8 @@ class DuckDBEngine(EmbeddedEngine):
 
         try:
             with query_progress(con, 50.0, 70.0):
-                rows_t = self._run(con, pairs_sql(tid[0], tid[1:], view, values.sums, None, distinct=False),
-                                   fetch=True, src=proj)
+                rows_t = self._fetch(con, pairs_sql(tid[0], tid[1:], view, values.sums, None, distinct=False),
+                                     src=proj)
         except duckdb.Error as e:
             raise _input_error("DuckDB could not group the input", e) from None
         report(70.0, 100.0, "%")  # the bound and the counts, in the process
@@ -599,7 +606,7 @@ class DuckDBEngine(EmbeddedEngine):
         return acc
 
     @staticmethod
-    def _bound_rows(rows: Any, ctx: PairContext, vcols: list[str]) -> PairCounts:
+    def _bound_rows(rows: pa.Table, ctx: PairContext, vcols: list[str]) -> PairCounts:
         """The in-memory route of :meth:`_bounded`: the joined rows ``({_U}, {_KI}[, values])`` (Arrow, not
         de-duplicated) through the Polars engine's steps 2–4 (:func:`~sparsedp.engines.pair_ids.pack_pairs`,
         :func:`~sparsedp.engines.pair_ids.bound_pair_ids` with de-duplication, and with SUM/MEAN the rows'
@@ -614,7 +621,8 @@ class DuckDBEngine(EmbeddedEngine):
         del t
         return bound_pair_ids(ctx, pid, value_of, values)
 
-    def _bound_pairs(self, con: Any, pairs: str, unit_type_id: str, ctx: PairContext, budget: int) -> PairCounts:
+    def _bound_pairs(self, con: DuckDBPyConnection, pairs: str, unit_type_id: str, ctx: PairContext,
+                     budget: int) -> PairCounts:
         """Steps 2–3 of the module docstring for one pass: the pairs table ``pairs`` leaves DuckDB in batches
         of whole units of at most about ``budget`` pairs (:func:`batch_sql`; pair ids packed by DuckDB for
         integer units whose offsets fit beside the key bits), each bounded by
@@ -624,16 +632,16 @@ class DuckDBEngine(EmbeddedEngine):
         # distinct pairs; with SUM/MEAN, each carries its contribution computed in SQL (contribution_sql)
         ctx = dataclasses.replace(ctx, distinct=True, given=bool(ctx.names))
         packable = unit_type_id in _PACKED_UNITS
-        info = self._run(con, "SELECT count(*) AS n" + (f", min({_U}) AS lo, max({_U}) AS hi" if packable else "")
-                         + f" FROM {pairs}", fetch=True).to_pylist()[0]
+        info = self._fetch(con, "SELECT count(*) AS n" + (f", min({_U}) AS lo, max({_U}) AS hi" if packable else "")
+                           + f" FROM {pairs}").to_pylist()[0]
         n_batches = max(1, -(-int(info["n"]) // budget))
         pack = None
         if packable and info["n"] and bits_for(int(info["hi"]) - int(info["lo"])) + ctx.bk <= 64:
             pack = (int(info["lo"]), ctx.bk, unit_type_id)
         acc: PairCounts | None = None
         for b in range(n_batches):
-            t = pl.from_arrow(self._run(con, batch_sql(pairs, len(ctx.names), b, n_batches, self.passes, pack),
-                                        fetch=True))  # no copy
+            t = pl.from_arrow(self._fetch(con, batch_sql(pairs, len(ctx.names), b, n_batches, self.passes,
+                                                         pack)))  # no copy
             assert isinstance(t, pl.DataFrame)
             if pack is not None:  # pair ids packed by DuckDB: unit offsets from lo
                 pid = t[_P]
@@ -650,7 +658,7 @@ class DuckDBEngine(EmbeddedEngine):
     #: once, plus 16 per SUM/MEAN column): the cap when the connection's memory limit allows more
     PAIR_BATCH = 1 << 27
 
-    def batch_budget(self, con: Any, n_sums: int) -> int:
+    def batch_budget(self, con: DuckDBPyConnection, n_sums: int) -> int:
         """Pairs per batch: the connection's ``memory_limit`` (DuckDB's default: 80 % of RAM) / (256 + 128 per
         SUM/MEAN column), at least 2^16, at most :attr:`PAIR_BATCH`: a batch then takes about a ninth of the
         limit in the process, beside DuckDB's own memory."""
@@ -659,7 +667,14 @@ class DuckDBEngine(EmbeddedEngine):
             return self.PAIR_BATCH
         return min(self.PAIR_BATCH, max(1 << 16, limit // (256 + 128 * n_sums)))
 
-    def _run(self, con: Any, sql: str, fetch: bool = False, src: Any = None) -> Any:
+    def _fetch(self, con: DuckDBPyConnection, sql: str, src: DuckDBPyRelation | None = None) -> pa.Table:
+        """:meth:`_run` of a query, with its result as an Arrow table."""
+        out = self._run(con, sql, fetch=True, src=src)
+        assert out is not None  # fetched
+        return out
+
+    def _run(self, con: DuckDBPyConnection, sql: str, fetch: bool = False,
+             src: DuckDBPyRelation | None = None) -> pa.Table | None:
         """Run one statement of the bounded histogram on ``con`` (or on ``src``, the input's projection, which
         the statement reads as ``__src``), recording it and its plan in :attr:`plan_log`; with ``fetch`` return
         its result as an Arrow table."""
@@ -676,7 +691,8 @@ class DuckDBEngine(EmbeddedEngine):
             con.execute(sql)
         return None
 
-    def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: list[str], candidates: Any) -> Any:
+    def keys_per_unit_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
+                             candidates: Sequence[int]) -> UnitKeyCounts:
         """In DuckDB: the histogram of distinct keys per unit (:meth:`Engine.keys_per_unit_counts`), with the
         same input checks as the histogram (columns, nulls, no rows, key values) before any charge."""
         import duckdb
@@ -693,28 +709,30 @@ class DuckDBEngine(EmbeddedEngine):
             u, ks = _q(privacy_unit), ", ".join(_q(c) for c in by)
             floats = [c for c in by if types[c].id in ("float", "double")]
             try:
-                check = rel.query("__src", "SELECT count(*), " + ", ".join(
+                check = _query(rel, "__src", "SELECT count(*), " + ", ".join(
                     f"count(*) - count({_q(c)})" for c in cols) + " FROM __src").fetchall()[0]
                 check_nulls_and_rows(int(check[0]), dict(zip(cols, map(int, check[1:]))))
                 where = " OR ".join(f"isnan({_q(c)})" for c in floats) or "false"
-                bad = to_arrow_table(rel.query("__src", f"SELECT {ks} FROM __src WHERE {where} LIMIT 1"))
+                bad = to_arrow_table(_query(rel, "__src", f"SELECT {ks} FROM __src WHERE {where} LIMIT 1"))
                 check_key_values(bad, by)
-                hist = rel.query("__src", f"SELECT d, count(*) FROM (SELECT {u}, count(*) AS d FROM "
+                hist = _query(rel, "__src", f"SELECT d, count(*) FROM (SELECT {u}, count(*) AS d FROM "
                                           f"(SELECT DISTINCT {u}, {ks} FROM __src) GROUP BY {u}) GROUP BY d").fetchall()
             except duckdb.Error as e:
                 raise InputDataError(f"DuckDB could not group the input: {e}") from None
         return UnitKeyCounts.from_degrees(candidates, [int(d) for d, _ in hist], [int(n) for _, n in hist])
 
-    def rows_lazy(self, data: Any) -> Any:
+    def rows_lazy(self, data: InputData) -> pl.LazyFrame:
         """The relation's rows as a Polars LazyFrame (SUM/MEAN releases run the shared Polars path)."""
         import polars as pl
 
         k = sources.kind(data)
         if k in ("polars", "polars-lazy", "pandas", "arrow", "file"):
             return super().rows_lazy(data)
-        return pl.from_arrow(to_arrow_table(self.relation(data))).lazy()
+        rows = pl.from_arrow(to_arrow_table(self.relation(data)))
+        assert isinstance(rows, pl.DataFrame)  # a table gives a frame
+        return rows.lazy()
 
-    def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
+    def raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         """Generic interface (the choice left to :func:`~sparsedp.engines.bounding.bound`): unbounded counts per
         key and the heavy units' pairs. :meth:`bounded_raw_counts` is the fast path."""
         import duckdb
@@ -724,19 +742,19 @@ class DuckDBEngine(EmbeddedEngine):
             ks = ", ".join(_q(c) for c in by)
             cols = [privacy_unit] + by
             try:
-                check = rel.query("__src", "SELECT count(*), " + ", ".join(
+                check = _query(rel, "__src", "SELECT count(*), " + ", ".join(
                     f"count(*) - count({_q(c)})" for c in cols) + " FROM __src").fetchall()[0]
                 check_nulls_and_rows(int(check[0]), dict(zip(cols, map(int, check[1:]))))
-                pairs = rel.query("__src", f"SELECT DISTINCT {u}, {ks} FROM __src").materialize()
+                pairs = _query(rel, "__src", f"SELECT DISTINCT {u}, {ks} FROM __src").materialize()
                 lim = l0 if l0 is not None else 2**62
-                units, npairs, heavy_n = pairs.query(
+                units, npairs, heavy_n = _query(pairs, 
                     "__p", f"SELECT count(*), coalesce(sum(d), 0), count(*) FILTER (WHERE d > {lim}) "
                            f"FROM (SELECT count(*) AS d FROM __p GROUP BY {u})").fetchall()[0]
-                key_counts = to_arrow_table(pairs.query(
+                key_counts = to_arrow_table(_query(pairs, 
                     "__p", f"SELECT {ks}, count(*)::BIGINT AS {COUNT} FROM __p GROUP BY {ks}"))
                 heavy = None
                 if l0 is not None:
-                    heavy = to_arrow_table(pairs.query(
+                    heavy = to_arrow_table(_query(pairs, 
                         "__p", f"SELECT {u}, {ks} FROM __p WHERE {u} IN "
                                f"(SELECT {u} FROM __p GROUP BY {u} HAVING count(*) > {lim})"))
             except duckdb.Error as e:

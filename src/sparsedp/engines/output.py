@@ -7,10 +7,15 @@ import hashlib
 import json
 import os
 import time
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Mapping
 
 from ..errors import (GuaranteeMismatchError, InputDataError, InvalidParameterError, InvalidTypeError,
                       OutputExistsError, OutputWriteError)
+
+if TYPE_CHECKING:  # the data libraries are imported when a table is written (``import sparsedp`` stays light)
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
 
 #: Parquet key-value metadata key holding a release's guarantee (JSON)
 METADATA_KEY = "sparsedp.guarantee"
@@ -60,14 +65,16 @@ OUTPUT_KIND = {"polars": "polars", "polars-lazy": "polars", "pandas": "pandas", 
                "duckdb": "polars", "sql": "polars", "file": "polars"}
 
 
-def convert(table: Any, kind: str):
+def convert(table: pa.Table, kind: str) -> pa.Table | pl.DataFrame | pd.DataFrame:
     """A ``pyarrow.Table`` as "arrow", "polars" or "pandas"."""
     if kind == "arrow":
         return table
     if kind == "polars":
         import polars as pl
 
-        return pl.from_arrow(table)
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)  # a table gives a frame
+        return frame
     if kind == "pandas":
         return table.to_pandas()
     raise ValueError(kind)
@@ -198,7 +205,7 @@ def _write_table(table: Any, fh: Any, fmt: str) -> None:
         raise ValueError(f"unknown output format {fmt!r}")
 
 
-def _write_temporary(directory: str, name: str, write: Any, temps: list) -> str:
+def _write_temporary(directory: str, name: str, write: Callable[[BinaryIO], object], temps: list[str]) -> str:
     """A complete, fsynced hidden temporary file next to ``name`` (its path appended to ``temps`` as soon as it
     exists, so the caller's clean-up always finds it)."""
     fd, tmp = _create_temporary(directory, name)
@@ -216,7 +223,7 @@ def sidecar_path(path: str) -> str:
     return os.fspath(path) + ".json"
 
 
-def read_guarantee(path: str, *, verify: bool = True) -> dict:
+def read_guarantee(path: str, *, verify: bool = True) -> dict[str, Any]:
     """The guarantee metadata of a released file (Parquet key-value metadata or the CSV's JSON sidecar).
 
     With ``verify`` (the default) the file must be the table the guarantee describes: same row count and content
@@ -232,7 +239,7 @@ def read_guarantee(path: str, *, verify: bool = True) -> dict:
         meta = pq.read_schema(path).metadata or {}
         if METADATA_KEY.encode() not in meta:
             raise InputDataError(f"{path!r} carries no sparsedp guarantee (no {METADATA_KEY!r} metadata)")
-        guarantee = json.loads(meta[METADATA_KEY.encode()])
+        guarantee: dict[str, Any] = json.loads(meta[METADATA_KEY.encode()])
     else:
         try:
             with open(sidecar_path(path)) as fh:

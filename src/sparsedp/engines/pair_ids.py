@@ -52,16 +52,29 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar, cast
 
 import numpy as np
 
-from ..aggregates import Sum
+from ..aggregates import Aggregate, Sum
 from ..errors import InputDataError
 from .aggregate_exprs import _sums, grid_column_name, gridded, raise_bad_values, value_check_exprs
 from .bounding import (COUNT, canonical_order, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks,
                        unit_fingerprints)
 from .checks import check_nan_keys, check_nulls_and_rows
+
+if TYPE_CHECKING:  # Polars is imported when the pairs are bounded (``import sparsedp`` stays light)
+    import polars as pl
+
+    from ..noise.source import SecureRandom
+    from .base import RawCounts
+
+#: unit ids (uint64) → the units' values, a Polars Series (:func:`pack_pairs`, :func:`offset_values`)
+UnitValues = Callable[[np.ndarray], "pl.Series"]
+#: LazyFrames collected with the pass over the rows, and the check of their results (:func:`bounded_raw_counts`)
+Checks = tuple[list["pl.LazyFrame"], Callable[[list["pl.DataFrame"]], None]]
+_T = TypeVar("_T")
+_U = TypeVar("_U")
 
 __all__ = ["PairContext", "PairCounts", "bound_pair_ids", "bounded_raw_counts", "bounded_raw_counts_with_sums",
            "key_context", "pack_pairs"]
@@ -77,7 +90,7 @@ def bits_for(n: int) -> int:
     return max(1, int(n).bit_length())
 
 
-def pack_pairs(units: Any, kid: Any, key_bits: int) -> tuple[Any, Any]:
+def pack_pairs(units: pl.Series, kid: pl.Series | np.ndarray, key_bits: int) -> tuple[pl.Series, UnitValues]:
     """``(p, value_of)``: the pair id ``p = unit id · 2^key_bits + key id`` of every row (a Polars ``UInt64``
     Series; ``unit id · 2^key_bits`` fits in 64 bits), and a function mapping an array of unit ids to a Polars
     Series of those units' values (the column's dtype).
@@ -89,9 +102,11 @@ def pack_pairs(units: Any, kid: Any, key_bits: int) -> tuple[Any, Any]:
 
     dt = units.dtype
     n = units.len()
-    uid, value_of = None, None
+    uid: pl.Expr | None = None
+    value_of: UnitValues | None = None
+    ids: pl.Series | np.ndarray
     if dt.is_integer() and n:
-        lo, hi = units.min(), units.max()
+        lo, hi = cast(int, units.min()), cast(int, units.max())  # integers (n > 0)
         if bits_for(int(hi) - int(lo)) + key_bits <= 64:  # exact: 0 <= unit - lo < 2^bits
             u = pl.col(_ROW)
             uid = (u - pl.lit(lo, dtype=pl.UInt64)) if dt == pl.UInt64 else (u.cast(pl.Int64) - lo).cast(pl.UInt64)
@@ -107,19 +122,21 @@ def pack_pairs(units: Any, kid: Any, key_bits: int) -> tuple[Any, Any]:
                                                             groups[_ROW].list.len().to_numpy())
         uid = pl.col(_ROW)
 
-        def value_of(i: np.ndarray) -> Any:
+        def gathered(i: np.ndarray) -> pl.Series:
             return values.gather(i.astype(np.int64))
+        value_of = gathered
+    assert uid is not None
     p = pl.DataFrame({_ROW: ids, _KEY: kid}).select(
         (uid * pl.lit(1 << key_bits, dtype=pl.UInt64) + pl.col(_KEY).cast(pl.UInt64)).alias(_PAIR))[_PAIR]
     return p, value_of
 
 
-def offset_values(name: str, lo: int, dtype: Any) -> Callable[[np.ndarray], Any]:
+def offset_values(name: str, lo: int, dtype: pl.DataType) -> UnitValues:
     """The ``value_of`` of integer unit ids that are offsets ``unit − lo``: unit ids (uint64) → the units'
     values, a Polars Series ``name`` of ``dtype``."""
     import polars as pl
 
-    def value_of(i: np.ndarray) -> Any:
+    def value_of(i: np.ndarray) -> pl.Series:
         v = i + np.uint64(lo) if dtype == pl.UInt64 else i.view(np.int64) + np.int64(lo)
         return pl.Series(name, v).cast(dtype)
 
@@ -133,7 +150,7 @@ def _threads() -> int:
     return max(1, min(os.cpu_count() or 1, pl.thread_pool_size()))
 
 
-def _in_threads(fn: Callable[[Any], Any], items: list) -> list:
+def _in_threads(fn: Callable[[_T], _U], items: list[_T]) -> list[_U]:
     """``[fn(x) for x in items]``, in a thread pool when there is more than one item and one thread."""
     threads = _threads()
     if len(items) <= 1 or threads == 1:
@@ -142,8 +159,9 @@ def _in_threads(fn: Callable[[Any], Any], items: list) -> list:
         return list(ex.map(fn, items))
 
 
-def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                       aggregates: Sequence[Any] = (), checks: Any = None, chunks: int | None = None) -> Any:
+def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int | None, rng: SecureRandom,
+                       aggregates: Sequence[Aggregate] = (), checks: Checks | None = None,
+                       chunks: int | None = None) -> RawCounts:
     """The bounded counts (and grid sums) of the rows ``lf`` as a
     :class:`~sparsedp.engines.base.RawCounts` with the ℓ0 choice applied (``pairs_dropped_l0`` set): every
     input key in canonical order with its bounded count and (``aggregates``) the Int64 grid sums of its kept
@@ -179,10 +197,11 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     else:
         g = query.collect()
     pending = None
+    kid: pl.Series | np.ndarray
     if cats is not None:  # category i has physical id i; the strings are read in a thread while Polars
         # builds and sorts the pair ids (it releases the GIL): :func:`_category_strings`
         kid = g[_KEY].to_physical()  # UInt32, the same buffer
-        n_ids = int(kid.max() or 0) + 1
+        n_ids = int(cast("int | None", kid.max()) or 0) + 1
         pending = ThreadPoolExecutor(max_workers=1)
         bulk = g[_KEY] if _bulk_strings(n_ids, g.height, _threads()) else None  # else not kept alive
         future = pending.submit(_category_strings, cats, bulk, by[0], n_ids)
@@ -219,8 +238,8 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     return res.raw_counts(keys, ctx, n_rows)
 
 
-def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                                 aggregates: Sequence[Any]):
+def bounded_raw_counts_with_sums(lf: pl.LazyFrame | pl.DataFrame, unit: str, by: Sequence[str], l0: int | None,
+                                 rng: SecureRandom, aggregates: Sequence[Aggregate]) -> RawCounts:
     """The bounded counts AND the per-key grid sums of the kept (unit, key) pairs, for every embedded engine.
 
     ``lf``: Polars LazyFrame of the rows. Order of work (nothing random before every check passed):
@@ -254,7 +273,7 @@ def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int 
     lf = lf.select(cols + vcols)
     counts = lf.select(*vchecks, pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
 
-    def on_counts(results: list) -> None:
+    def on_counts(results: list[pl.DataFrame]) -> None:
         c = results[0].row(0, named=True)
         raise_bad_values(c)
         check_nulls_and_rows(int(c["__rows"]), {k: int(c[k]) for k in cols})
@@ -262,7 +281,7 @@ def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int 
     return bounded_raw_counts(lf, unit, by, l0, rng, aggregates, checks=([counts], on_counts))
 
 
-def _category_strings(cats: Any, column: Any, name: str, n_ids: int) -> Any:
+def _category_strings(cats: pl.Categories, column: pl.Series | None, name: str, n_ids: int) -> pl.DataFrame:
     """The distinct keys of the private Categorical namespace ``cats`` as a one-column frame ``name`` whose row
     ``i`` is the string of physical id ``i`` (``0 … n_ids−1``); ``column``: the rows' Categorical column when
     the bulk way is chosen (:func:`_bulk_strings`), else ``None``.
@@ -289,8 +308,8 @@ def _bulk_strings(n_ids: int, rows: int, threads: int) -> bool:
     return n_ids * threads * 12 > rows
 
 
-def key_context(keys: Any, by: Sequence[str], bk: int, l0: int | None, secret: bytes | None, unit: str,
-                sums: Sequence[Any] = (), names: Sequence[str] = ()) -> PairContext:
+def key_context(keys: pl.DataFrame, by: Sequence[str], bk: int, l0: int | None, secret: bytes | None, unit: str,
+                sums: Sequence[Sum] = (), names: Sequence[str] = ()) -> PairContext:
     """The :class:`PairContext` of the distinct keys ``keys`` (Polars DataFrame, columns ``by``; row ``i`` is key
     id ``i``): each key id's canonical position (:func:`~sparsedp.engines.bounding.canonical_order`) and, when
     ``l0`` is set, its fingerprint ``h_k``; ``bk`` key bits, the bound and secret, the unit's name, the
@@ -304,8 +323,8 @@ def key_context(keys: Any, by: Sequence[str], bk: int, l0: int | None, secret: b
                        else None, pos=pos, unit=unit, sums=tuple(sums), names=tuple(names))
 
 
-def bound_pair_ids(ctx: PairContext, p: Any, value_of: Callable[[np.ndarray], Any],
-                   values: dict | None = None) -> PairCounts:
+def bound_pair_ids(ctx: PairContext, p: pl.Series, value_of: UnitValues,
+                   values: dict[str, pl.Series] | None = None) -> PairCounts:
     """Steps 3–4 of the module docstring on the pair ids ``p`` of rows or pairs computed elsewhere (the DuckDB
     engine: its rows, or its distinct pairs, or one batch of their units): sorted by Polars, then the slices
     of whole units in threads. Each unit must have all its rows in this call (the ℓ0 choice is per unit).
@@ -329,7 +348,7 @@ def bound_pair_ids(ctx: PairContext, p: Any, value_of: Callable[[np.ndarray], An
     return _map_parts(dataclasses.replace(ctx, value_of=value_of), srt, vals, None)
 
 
-def _sorted_pairs(p: Any, values: dict) -> tuple[np.ndarray, dict]:
+def _sorted_pairs(p: pl.Series, values: dict[str, pl.Series]) -> tuple[np.ndarray, dict[str, pl.Series]]:
     """``(srt, vals)``: the pair ids sorted (count only: ``Series.sort``, multi-threaded; with values: the rows
     sorted by pair id, stable, so a pair's rows stay in input order) and the value Series in that order."""
     import polars as pl
@@ -353,9 +372,9 @@ class PairContext:
     hk: np.ndarray | None
     pos: np.ndarray
     unit: str
-    value_of: Callable[[np.ndarray], Any] | None = None
-    sums: tuple = ()
-    names: tuple = ()
+    value_of: UnitValues | None = None
+    sums: tuple[Sum, ...] = ()
+    names: tuple[str, ...] = ()
     #: the value Series are already each distinct pair's Int64 contribution, by grid column name (the DuckDB
     #: engine's :func:`~sparsedp.engines.duckdb_engine.contribution_sql`), not rows' raw values
     given: bool = False
@@ -370,12 +389,12 @@ class PairCounts:
 
     upk: np.ndarray
     dropped: np.ndarray
-    totals: list
+    totals: list[np.ndarray]
     units: int
     pairs: int
     heavy: int
 
-    def raw_counts(self, keys: Any, ctx: PairContext, rows_in: int) -> Any:
+    def raw_counts(self, keys: pl.DataFrame, ctx: PairContext, rows_in: int) -> RawCounts:
         """These counts as the engines' :class:`~sparsedp.engines.base.RawCounts`: the keys ``keys`` (row ``i``
         is key id ``i``) in canonical order (``ctx.pos``) with their bounded counts and Int64 grid sums."""
         import polars as pl
@@ -413,7 +432,7 @@ def _parts(srt: np.ndarray, bk: int, n_parts: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(c[:-1], c[1:]) if b > a] or [(0, n)]
 
 
-def _map_parts(ctx: PairContext, srt: np.ndarray, vals: dict, chunks: int | None) -> PairCounts:
+def _map_parts(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series], chunks: int | None) -> PairCounts:
     """:func:`_bound_slice` on slices of whole units of the sorted rows (about :func:`_block_size` rows each,
     or ``chunks`` slices), taken one after the other by the threads of a pool (numpy's ufuncs, sorts and
     gathers on large buffers, Polars and the AES release the GIL), each thread adding up its slices'
@@ -440,7 +459,7 @@ def _map_parts(ctx: PairContext, srt: np.ndarray, vals: dict, chunks: int | None
     return functools.reduce(PairCounts.add, parts[1:], parts[0])
 
 
-def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict) -> PairCounts:
+def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) -> PairCounts:
     """The ℓ0 choice on a slice of whole units of the sorted pair ids ``srt`` (repeated pairs adjacent; with
     sums, ``vals``: the rows' value Series in the same order). The distinct pairs are the run starts; each
     pair's Float64 sums of values in row order (:func:`_pair_sums`) become its Int64 grid contributions
@@ -478,6 +497,7 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict) -> PairCounts:
         if heavy_n:
             if ctx.secret is None or ctx.hk is None:
                 raise ValueError("bounding needs the per-release secret")
+            assert ctx.value_of is not None  # set by bound_pair_ids and bounded_raw_counts
             hidx, seg = _run_index(hs, deg[heavy])  # the heavy units' pairs, and the heavy unit index of each
             hu = unit_fingerprints(ctx.value_of(pu[hs]))
             k = pk[hidx]
@@ -517,7 +537,7 @@ def _key_sums(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
     return out
 
 
-def _pair_sums(values: Any, starts: np.ndarray) -> np.ndarray:
+def _pair_sums(values: pl.Series, starts: np.ndarray) -> np.ndarray:
     """Each pair's Float64 sum of ``values`` (rows sorted by pair, in input order within a pair; ``starts``:
     each pair's first row): :func:`sequential_segment_sums`, or for integer columns whose every partial sum
     is an exactly representable integer (``max |v| · rows < 2^53``) the same sums by ``np.add.reduceat``,
@@ -525,7 +545,7 @@ def _pair_sums(values: Any, starts: np.ndarray) -> np.ndarray:
     import polars as pl
 
     if values.dtype.is_integer() and values.len():
-        m = max(abs(int(values.min())), abs(int(values.max())))
+        m = max(abs(cast(int, values.min())), abs(cast(int, values.max())))  # integers (not empty)
         if m * values.len() < 2**53:
             return np.add.reduceat(values.cast(pl.Float64).to_numpy(), starts)
     return sequential_segment_sums(values.cast(pl.Float64).to_numpy(), starts)
@@ -546,7 +566,7 @@ def sequential_segment_sums(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
     the ``j``-th value of every run longer than ``j`` (the runs still active shrink, so the work is one
     addition per value)."""
     x = np.asarray(x, dtype=np.float64)
-    acc = x[starts]
+    acc: np.ndarray = x[starts]
     lengths = np.diff(starts, append=x.size)
     active = np.flatnonzero(lengths > 1)
     j = 1

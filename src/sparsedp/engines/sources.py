@@ -9,9 +9,21 @@ import glob
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from ..errors import InputDataError, InputFormatError, InvalidTypeError
+
+if TYPE_CHECKING:  # the data libraries are imported when data are read (``import sparsedp`` stays light)
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+    from duckdb import DuckDBPyRelation
+    from pyspark.sql import DataFrame as SparkDataFrame
+
+#: what a release reads (:func:`kind` tells which): a frame of one of the data libraries, a DuckDB relation,
+#: SQL text, or the path (or glob) of Parquet/CSV files
+InputData: TypeAlias = ("pl.DataFrame | pl.LazyFrame | pa.Table | pa.RecordBatch | pd.DataFrame | DuckDBPyRelation"
+                        " | SparkDataFrame | str | os.PathLike[str]")
 
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 CSV_SUFFIXES = (".csv",)
@@ -19,7 +31,7 @@ _SQL = re.compile(r"^\s*(\(\s*)*(select|with|from|values|table)\b", re.IGNORECAS
 _SQL_WORD = re.compile(r"\b(select|from|where|group|join|with|values)\b", re.IGNORECASE)
 
 
-def kind(data: Any) -> str:
+def kind(data: object) -> str:
     """What ``data`` is: "polars", "polars-lazy", "pandas", "arrow", "duckdb", "sql" or "file"."""
     mod = type(data).__module__.split(".")[0]
     name = type(data).__name__
@@ -73,7 +85,7 @@ def sql_error(e: BaseException) -> str:
     return "; ".join(lines)
 
 
-def file_format(path: str | os.PathLike) -> str:
+def file_format(path: str | os.PathLike[str]) -> str:
     """"parquet" or "csv" for an existing file (or glob of files); raises InputDataError otherwise."""
     p = os.fspath(path)
     low = p.lower()
@@ -102,7 +114,12 @@ def file_format(path: str | os.PathLike) -> str:
     return fmt
 
 
-def expand(path: str | os.PathLike) -> list[str]:
+def as_path(data: InputData) -> str:
+    """The path of an input of kind "file" (:func:`kind`), as a string."""
+    return os.fspath(cast("str | os.PathLike[str]", data))
+
+
+def expand(path: str | os.PathLike[str]) -> list[str]:
     """The files a path or glob names (sorted; ``**`` matches any depth)."""
     p = os.fspath(path)
     return sorted(glob.glob(p, recursive=True)) if glob.has_magic(p) else [p]
@@ -193,7 +210,7 @@ def _first_ragged_line(path: str) -> tuple[int, int, int] | None:
     return None
 
 
-def file_columns(path: str | os.PathLike) -> list[str]:
+def file_columns(path: str | os.PathLike[str]) -> list[str]:
     """Column names of a Parquet/CSV input (its first file, for a glob), read from the schema only (Parquet by
     Polars: ``pyarrow.parquet`` costs a DuckDB release 0.05 s of imports)."""
     first = expand(path)[0]
@@ -207,26 +224,29 @@ def file_columns(path: str | os.PathLike) -> list[str]:
         return list(r.schema.names)
 
 
-def to_lazy(data: Any):
+def to_lazy(data: InputData) -> pl.LazyFrame:
     """A Polars LazyFrame over any supported input (files scanned lazily, frames zero-copy where possible)."""
     import polars as pl
 
     k = kind(data)
     if k == "polars-lazy":
-        return data
+        return cast("pl.LazyFrame", data)
     if k == "polars":
-        return data.lazy()
+        return cast("pl.DataFrame", data).lazy()
     if k == "pandas":
-        return pl.from_pandas(data).lazy()
+        return pl.from_pandas(cast("pd.DataFrame", data)).lazy()
     if k == "arrow":
         import pyarrow as pa
         t = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
-        return pl.from_arrow(t).lazy()
+        frame = pl.from_arrow(t)
+        assert isinstance(frame, pl.DataFrame)  # a table gives a frame
+        return frame.lazy()
     if k == "duckdb":
-        return data.pl().lazy()
+        rows: pl.DataFrame = cast("DuckDBPyRelation", data).pl()
+        return rows.lazy()
     if k == "file":
-        fmt = file_format(data)
-        path = os.fspath(data)
+        path = as_path(data)
+        fmt = file_format(path)
         return pl.scan_parquet(path) if fmt == "parquet" else pl.scan_csv(path)
     raise InputDataError("SQL text needs the DuckDB engine (engine='duckdb' or engine=None)")
 
