@@ -50,7 +50,8 @@ class EngineEntry:
 _ENGINES: dict[str, EngineEntry] = {}
 
 
-def register(name: str, target: "str | Callable[..., Engine]", kinds: set[str], needs: tuple[str, str] | None = None) -> None:
+def register(name: str, target: "str | Callable[..., Engine]", kinds: set[str],
+             needs: tuple[str, str] | None = None) -> None:
     """Register engine ``name``: ``target`` = "module:Class" (imported on first use) or the class itself, the
     class taking the optional DuckDB ``connection`` when it declares ``takes_connection``; ``kinds`` = the input
     kinds it reads (:func:`sources.kind`); ``needs`` = (module, extra) when the engine needs an optional

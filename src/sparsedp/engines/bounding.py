@@ -357,8 +357,9 @@ def bounded_key_counts(pairs: pl.DataFrame | pl.LazyFrame, unit: str, by: list[s
     return ch.keys.with_columns(pl.Series(COUNT, counts, dtype=pl.Int64)).filter(pl.col(COUNT) > 0)
 
 
-def bound(key_counts: pa.Table | pl.DataFrame, heavy_pairs: pa.Table | pl.DataFrame | None, unit: str, by: list[str], l0: int | None, secret: bytes | None,
-          pre_threshold: int = 1, pairs_dropped_l0: int | None = None) -> tuple[SparseHistogram, dict[str, Any]]:
+def bound(key_counts: pa.Table | pl.DataFrame, heavy_pairs: pa.Table | pl.DataFrame | None, unit: str,
+          by: list[str], l0: int | None, secret: bytes | None, pre_threshold: int = 1,
+          pairs_dropped_l0: int | None = None) -> tuple[SparseHistogram, dict[str, Any]]:
     """Apply the random ℓ0 choice to an engine's counts and build the bounded histogram (module docstring).
 
     Args:

@@ -244,17 +244,21 @@ def bounded_raw_counts_with_sums(lf: pl.LazyFrame | pl.DataFrame, unit: str, by:
 
     ``lf``: Polars LazyFrame of the rows. Order of work (nothing random before every check passed):
 
-    1. checks: no rows, nulls in the unit/key columns (:func:`~sparsedp.engines.base.check_nulls_and_rows`),
-       value columns missing, non-numeric, null, NaN or infinite (:func:`~sparsedp.engines.aggregate_exprs.check_value_columns`);
-    2. the distinct pairs with each Sum column's clipped, gridded, re-centred contribution (:func:`~sparsedp.engines.aggregate_exprs.gridded` of
-       the pair's Float64 sum of values, added in input row order) and the ONE ℓ0 choice with the bounding
-       secret (:func:`~sparsedp.engines.bounding.draw_bounding_secret`), on integer pair ids
-       (:func:`bounded_raw_counts`): the same choice and the same per-key values as
-       :func:`~sparsedp.engines.aggregate_exprs.per_key_contributions` + :func:`~sparsedp.engines.aggregate_exprs.bounded_key_sums` (Spark's path), so each key's grid sum is the
+    1. checks: no rows, nulls in the unit/key columns (:func:`~sparsedp.engines.checks.check_nulls_and_rows`),
+       value columns missing, non-numeric, null, NaN or infinite
+       (:func:`~sparsedp.engines.aggregate_exprs.check_value_columns`);
+    2. the distinct pairs with each Sum column's clipped, gridded, re-centred contribution
+       (:func:`~sparsedp.engines.aggregate_exprs.gridded` of the pair's Float64 sum of values, added in input row
+       order) and the ONE ℓ0 choice with the bounding secret
+       (:func:`~sparsedp.engines.bounding.draw_bounding_secret`), on integer pair ids (:func:`bounded_raw_counts`):
+       the same choice and the same per-key values as
+       :func:`~sparsedp.engines.aggregate_exprs.per_key_contributions` +
+       :func:`~sparsedp.engines.aggregate_exprs.bounded_key_sums` (Spark's path), so each key's grid sum is the
        sum over exactly the pairs the count keeps.
 
     Returns a :class:`~sparsedp.engines.base.RawCounts` whose ``key_counts`` (Polars, canonical key order,
-    ``pairs_dropped_l0`` set) also hold the Int64 grid sums in columns :func:`~sparsedp.engines.aggregate_exprs.grid_column_name` ``(i)``, i over
+    ``pairs_dropped_l0`` set) also hold the Int64 grid sums in columns
+    :func:`~sparsedp.engines.aggregate_exprs.grid_column_name` ``(i)``, i over
     :func:`sparsedp.aggregates.noise_columns`.
     """
     import polars as pl
