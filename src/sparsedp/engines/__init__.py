@@ -41,7 +41,7 @@ class EngineEntry:
     """A registered engine: how to build it and which input kinds (:func:`sources.kind`) it reads."""
 
     name: str
-    factory: Callable[[Any], Engine]
+    factory: Callable[[DuckDBPyConnection | None], Engine]
     kinds: frozenset[str]
     #: (module the engine needs, the extra that installs it), or None when the core install has it
     needs: tuple[str, str] | None = None
@@ -59,7 +59,7 @@ def register(name: str, target: "str | Callable[..., Engine]", kinds: set[str],
     if name in _ENGINES:
         raise ValueError(f"engine {name!r} is already registered")
 
-    def factory(connection: Any) -> Engine:
+    def factory(connection: DuckDBPyConnection | None) -> Engine:
         klass: Callable[..., Engine]  # an Engine class, taking the connection when it declares takes_connection
         if isinstance(target, str):
             mod, cls = target.split(":")

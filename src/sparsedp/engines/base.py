@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Mapping, Protocol, Sequence, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ..aggregates import Aggregate, noise_columns
 from ..errors import InvalidParameterError
@@ -402,7 +403,7 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
         return out
 
 
-def numpy_to_arrow(a: np.ndarray, dtype: Any = None) -> pa.Array:
+def numpy_to_arrow(a: np.ndarray, dtype: npt.DTypeLike | None = None) -> pa.Array:
     """A 1-d numeric numpy array as a ``pyarrow`` array over the same buffer (``dtype``: cast first). Unlike
     ``pa.array(a)`` it never imports pandas (pyarrow checks every ``pa.array`` input for pandas objects: about
     0.4 s of CPU at start-up)."""

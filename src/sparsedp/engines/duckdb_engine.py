@@ -678,8 +678,8 @@ class DuckDBEngine(EmbeddedEngine):
         """Run one statement of the bounded histogram on ``con`` (or on ``src``, the input's projection, which
         the statement reads as ``__src``), recording it and its plan in :attr:`plan_log`; with ``fetch`` return
         its result as an Arrow table."""
-        def rel(text: str) -> Any:
-            return src.query("__src", text) if src is not None else con.sql(text)
+        def rel(text: str) -> DuckDBPyRelation:
+            return _query(src, "__src", text) if src is not None else con.sql(text)
 
         if self.plan_log is not None:
             self.plan_log.append((sql, "\n".join(str(r[-1]) for r in rel("EXPLAIN " + sql).fetchall())))

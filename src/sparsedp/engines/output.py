@@ -25,7 +25,7 @@ TABLE_KEY = "table"
 OUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 
 
-def check_out_path(out: Any, overwrite: bool = False) -> tuple[str, str]:
+def check_out_path(out: object, overwrite: bool = False) -> tuple[str, str]:
     """``(absolute path, format)`` for an output file that can be written; raises before any data is read, any
     budget charged or any noise drawn.
 
@@ -85,7 +85,7 @@ def convert(table: pa.Table, kind: str) -> pa.Table | pl.DataFrame | pd.DataFram
 _PAUSE_ENV = "SPARSEDP_TEST_PAUSE_BEFORE_RENAME"
 
 
-def write_atomic(table: Any, path: str, fmt: str, metadata: Mapping[str, Any] | None = None, *,
+def write_atomic(table: pa.Table, path: str, fmt: str, metadata: Mapping[str, Any] | None = None, *,
                  charge_id: int | None = None) -> dict[str, Any]:
     """Write ``table`` (pyarrow) to ``path`` as "parquet" or "csv", atomically; returns the metadata written.
 
@@ -159,7 +159,7 @@ def write_atomic(table: Any, path: str, fmt: str, metadata: Mapping[str, Any] | 
     return meta or {}
 
 
-def table_identity(table: Any, charge_id: int | None = None) -> dict[str, Any]:
+def table_identity(table: pa.Table, charge_id: int | None = None) -> dict[str, Any]:
     """What identifies a released table in its guarantee: ``rows``, ``sha256`` (:func:`content_hash`) and the
     ledger's ``charge_id`` (None without a ledger)."""
     return {"rows": int(table.num_rows), "sha256": content_hash(table), "charge_id": charge_id}
@@ -172,7 +172,7 @@ class _HashSink:
         self.h = hashlib.sha256()
         self.closed = False
 
-    def write(self, data: Any) -> int:
+    def write(self, data: bytes) -> int:
         self.h.update(data)
         return len(data)
 
@@ -183,7 +183,7 @@ class _HashSink:
         return True
 
 
-def content_hash(table: Any) -> str:
+def content_hash(table: pa.Table) -> str:
     """SHA-256 (hex) of ``table`` written as CSV by pyarrow: for a CSV output, exactly the hash of the file's
     bytes; for Parquet, of the table read back (Parquet keeps Arrow's types, so the rendering is the same)."""
     import pyarrow.csv as pacsv
@@ -193,7 +193,7 @@ def content_hash(table: Any) -> str:
     return sink.h.hexdigest()
 
 
-def _write_table(table: Any, fh: Any, fmt: str) -> None:
+def _write_table(table: pa.Table, fh: BinaryIO, fmt: str) -> None:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 

@@ -125,7 +125,7 @@ def expand(path: str | os.PathLike[str]) -> list[str]:
     return sorted(glob.glob(p, recursive=True)) if glob.has_magic(p) else [p]
 
 
-def resolve_file(path: Any) -> Any:
+def resolve_file(path: InputData) -> InputData:
     """A directory of Parquet (or CSV) parts, as Spark, DuckDB and Hive-partitioned datasets write them, as the
     glob of its data files (``dir/*.parquet``, or ``dir/**/*.parquet`` when they sit in subdirectories); any
     other input unchanged. Every engine reads the glob; files that are not data (``_SUCCESS``, ``.crc``) are
@@ -152,15 +152,15 @@ def resolve_file(path: Any) -> Any:
     return os.path.join(p, f"*{suffix}") if len(flat) == len(deep) else os.path.join(p, "**", f"*{suffix}")
 
 
-def explain_read_error(data: Any, err: InputDataError) -> InputDataError:
+def explain_read_error(data: InputData, err: InputDataError) -> InputDataError:
     """A read error on a CSV input, explained: a file that is not UTF-8 (the line of the first bad byte and how
     to read it), or a ragged file (the first line whose field count differs from the header's). The file is
     scanned only here, after a reader failed. Any other error is returned as it is."""
-    if type(err) is not InputDataError or kind(data) != "file" or not os.fspath(data).lower().endswith(
+    if type(err) is not InputDataError or kind(data) != "file" or not as_path(data).lower().endswith(
             CSV_SUFFIXES):
         return err
     text = str(err).lower()
-    files = expand(data)
+    files = expand(as_path(data))
     if "utf-8" in text or "utf8" in text or "unicode" in text or "encod" in text:
         for f in files:
             line = _first_non_utf8_line(f)
@@ -251,11 +251,11 @@ def to_lazy(data: InputData) -> pl.LazyFrame:
     raise InputDataError("SQL text needs the DuckDB engine (engine='duckdb' or engine=None)")
 
 
-def display(data: Any) -> str:
+def display(data: InputData) -> str:
     """Short description of an input for reports."""
     k = kind(data)
     if k == "file":
-        return f"file {Path(os.fspath(data)).name}"
+        return f"file {Path(as_path(data)).name}"
     if k == "sql":
         s = " ".join(str(data).split())
         return f"SQL {s[:60]}{'…' if len(s) > 60 else ''}"

@@ -379,17 +379,7 @@ class SparkEngine(Engine[SparkHistogram, "SparkDataFrame"]):
             raise InputDataError(f"key column {nested[0]!r} has type {src.schema[nested[0]].dataType.simpleString()}; "
                                  f"keys must be scalar values (strings, numbers, dates, booleans)")
         rows_in = check_input(src, privacy_unit, by)
-        floats = [c for c in [privacy_unit] + by
-                  if type(src.schema[c].dataType).__name__ in ("FloatType", "DoubleType")]
-        if floats:  # NaN is not a value one can count units for (and would not match itself); refuse it
-            found = src.select(*[F.max(F.isnan(F.col(c)).cast("int")).alias(f"__nan{i}")
-                                 for i, c in enumerate(floats)]).first()
-            assert found is not None  # an aggregate has one row
-            for i, c in enumerate(floats):
-                if found[f"__nan{i}"]:
-                    if c in by:
-                        raise nan_key_error(c)  # the same error as every embedded engine
-                    raise InputDataError(f"privacy_unit column {c!r} contains NaN; replace NaN before releasing")
+        check_no_nan(src, privacy_unit, by)
         if aggregates:  # value columns checked before anything is drawn (one more scan)
             check_value_columns(frame, aggregates)
             src = frame.select(privacy_unit, *by, *dict.fromkeys(a.column for a in aggregates if isinstance(a, Sum)))
@@ -506,6 +496,24 @@ def check_value_columns(frame: SparkDataFrame, aggregates: Sequence[Aggregate]) 
     found = [(k.split("|", 1)[1], k.split("|", 1)[0], int(n)) for k, n in first.asDict().items() if n]
     if found:
         raise bad_values(found)
+
+
+def check_no_nan(src: SparkDataFrame, unit: str, by: list[str]) -> None:
+    """Refuse NaN in a float unit or key column (one Spark job): NaN is not a value one can count units for, and
+    would not match itself; a key gets the same error as on every embedded engine."""
+    from pyspark.sql import functions as F
+
+    floats = [c for c in [unit] + by if type(src.schema[c].dataType).__name__ in ("FloatType", "DoubleType")]
+    if not floats:
+        return
+    found = src.select(*[F.max(F.isnan(F.col(c)).cast("int")).alias(f"__nan{i}")
+                         for i, c in enumerate(floats)]).first()
+    assert found is not None  # an aggregate has one row
+    for i, c in enumerate(floats):
+        if found[f"__nan{i}"]:
+            if c in by:
+                raise nan_key_error(c)  # the same error as every embedded engine
+            raise InputDataError(f"privacy_unit column {c!r} contains NaN; replace NaN before releasing")
 
 
 def check_input(src: SparkDataFrame, unit: str, by: list[str]) -> int:
