@@ -25,12 +25,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import InvalidParameterError
-from . import sources
-from .base import BoundingStats, EmbeddedEngine, Engine, LocalHistogram, RawCounts
+from ..core import sources
+from ..core.bounded import BoundingStats, LocalHistogram
+from ..core.checks import check_columns
+from ..core.engine import Capability, Engine
+from .base import EmbeddedEngine, RawCounts
 from .bounding import bound, draw_bounding_secret, select_pairs
-from .checks import check_columns
 from .choice import fastest_engine
-from .sources import InputData
+from ..core.sources import InputData
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
@@ -141,7 +143,7 @@ def _configured(engine: Engine, kind: str | None, data: InputData | None,
     return engine
 
 
-__all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundingStats", "EmbeddedEngine", "Engine", "LocalHistogram",
-           "RawCounts", "bound", "check_columns", "default_engine", "draw_bounding_secret", "fastest_embedded_engine",
-           "get_engine", "names",
+__all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundingStats", "Capability", "EmbeddedEngine", "Engine",
+           "LocalHistogram", "RawCounts", "bound", "check_columns", "default_engine", "draw_bounding_secret",
+           "fastest_embedded_engine", "get_engine", "names",
            "register", "select_pairs", "unregister"]

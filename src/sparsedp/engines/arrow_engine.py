@@ -13,20 +13,21 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, cast
 
+from ..core import sources
 from ..errors import InputDataError
-from . import fastest_embedded_engine, sources
+from . import fastest_embedded_engine
 from .base import EmbeddedEngine, RawCounts
 from .bounding import COUNT
-from .checks import check_nulls_and_rows
+from .input_checks import check_nulls_and_rows
 from .duckdb_engine import to_arrow_table
-from .sources import InputData
+from ..core.sources import InputData
 
 if TYPE_CHECKING:  # pyarrow is imported when the engine runs (``import sparsedp`` stays light)
     import polars as pl
     import pyarrow as pa
     from duckdb import DuckDBPyRelation
 
-    from ..noise.source import SecureRandom
+    from ..core.engine import RandomSource
 
 
 def to_arrow(data: InputData, columns: list[str] | None = None) -> pa.Table:
@@ -71,7 +72,7 @@ class ArrowEngine(EmbeddedEngine):
         return list(to_arrow(data).column_names)
 
     def bounded_raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
-                           rng: SecureRandom) -> RawCounts:
+                           rng: RandomSource) -> RawCounts:
         """The bounded counts from the fastest engine for this input (:mod:`sparsedp.engines.choice`), which
         takes it without a round trip through pyarrow compute (same choice, same counts, same statistics);
         :meth:`raw_counts` is this engine's own generic path."""

@@ -45,8 +45,8 @@ import os
 from dataclasses import dataclass
 from typing import cast
 
-from . import sources
-from .sources import InputData
+from ..core import sources
+from ..core.sources import InputData
 
 #: input kind → (engine, why), from the measurements in the module docstring
 _FASTEST = {

@@ -12,7 +12,7 @@ keys, in one SQL aggregate):
 0. the distinct keys (``SELECT DISTINCT`` over the key columns only: 0.2 CPU s at 10^7 rows) leave DuckDB once;
    each gets its key index, its position in DuckDB's result, and the table ``(key, key index)`` is registered
    back on the connection under a random name. Then the secret is drawn. In the process the keys get their
-   canonical positions (:func:`~sparsedp.engines.bounding.canonical_order`, by Polars, the definition) and
+   canonical positions (:func:`~sparsedp.core.key_order.canonical_order`, by Polars, the definition) and
    fingerprints (``h_k``, Polars' hash of the canonical values), both by key index.
 1. **in memory** (one pass, and no more rows than :meth:`DuckDBEngine.batch_budget`: a 256th of the
    connection's memory limit, 75 million rows under DuckDB's default limit on a 24 GiB machine): the rows
@@ -72,18 +72,20 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 import numpy as np
 
 from ..aggregates import Aggregate, Sum, noise_columns
+from ..core import sources
+from ..core.sources import InputData
+from ..core.checks import check_columns
+from ..core.unit_keys import UnitKeyCounts
 from ..errors import InputDataError, InvalidParameterError
 from ..progress import listening, polling, report
-from . import sources
 from .aggregate_exprs import bad_values, grid_column_name, missing_value_column, non_numeric_value_column
 from .base import EmbeddedEngine, RawCounts, numpy_to_arrow
+from .input_checks import (check_key_values, check_mixed_types, check_nulls_and_rows, check_unique_names,
+                           nan_key_error)
 from .bounding import COUNT, draw_bounding_secret
-from .checks import (check_columns, check_key_values, check_mixed_types, check_nulls_and_rows, check_unique_names,
-                     nan_key_error)
 from .duckdb_objects import bounding_objects, drop_tables
 from .duckdb_settings import DuckDBSettings, size_bytes
 from .pair_ids import PairContext, PairCounts, bits_for, bound_pair_ids, key_context, offset_values, pack_pairs
-from .sources import InputData
 
 if TYPE_CHECKING:  # DuckDB, Polars and pyarrow are imported when the engine runs (``import sparsedp`` stays light)
     import pandas as pd
@@ -92,8 +94,7 @@ if TYPE_CHECKING:  # DuckDB, Polars and pyarrow are imported when the engine run
     from duckdb import DuckDBPyConnection, DuckDBPyRelation
     from duckdb.sqltypes import DuckDBPyType
 
-    from ..auto_bound import UnitKeyCounts
-    from ..noise.source import SecureRandom
+    from ..core.engine import RandomSource
 
 
 def _q(name: str) -> str:
@@ -355,7 +356,7 @@ def _rows_after_checks(check: tuple[Any, ...], cols: list[str], by: list[str],
                        vchecks: list[tuple[str, str, str]], floats: list[int]) -> int:
     """The input's number of rows, once the counts of :func:`_checked_projection` passed: bad values first
     (naming the column), then no rows / null units or keys, then the NaN-key rule
-    (:func:`~sparsedp.engines.checks.check_nan_keys`)."""
+    (:func:`~sparsedp.engines.input_checks.check_nan_keys`)."""
     n_v = 1 + len(cols)
     bad = [(c, kind, int(n)) for (c, kind, _), n in zip(vchecks, check[n_v:n_v + len(vchecks)]) if n]
     if bad:
@@ -389,7 +390,7 @@ def _key_frame(keys: pa.Table, by: list[str]) -> pl.DataFrame:
 
 
 def _scan(con: DuckDBPyConnection, data: InputData, k: str) -> DuckDBPyRelation:
-    """A relation on ``con`` over a file or frame input of kind ``k`` (:func:`~sparsedp.engines.sources.kind`):
+    """A relation on ``con`` over a file or frame input of kind ``k`` (:func:`~sparsedp.core.sources.kind`):
     a Parquet/CSV scan, or the frame scanned in place (Arrow zero-copy, Polars through its Arrow export)."""
     if k == "file":
         fmt = sources.file_format(sources.as_path(data))
@@ -509,12 +510,12 @@ class DuckDBEngine(EmbeddedEngine):
         return list(self.relation(data).columns)
 
     def bounded_raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
-                           rng: SecureRandom) -> RawCounts:
+                           rng: RandomSource) -> RawCounts:
         """The bounded counts of every key, computed in DuckDB (module docstring), in canonical key order."""
         return self._bounded(data, privacy_unit, by, l0, rng, ())
 
     def bounded_raw_counts_with_sums(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
-                                     rng: SecureRandom, aggregates: Sequence[Aggregate]) -> RawCounts:
+                                     rng: RandomSource, aggregates: Sequence[Aggregate]) -> RawCounts:
         """The bounded counts AND the per-key grid sums of the SUM/MEAN ``aggregates``: each distinct pair's
         contribution computed in DuckDB's pairs statement (:func:`pairs_sql` with ``sums``,
         :func:`contribution_sql`), the kept ones summed per key in the process. The same table as the shared
@@ -529,7 +530,7 @@ class DuckDBEngine(EmbeddedEngine):
         rounding)."""
         return self._bounded(data, privacy_unit, by, l0, rng, aggregates)
 
-    def _bounded(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None, rng: SecureRandom,
+    def _bounded(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None, rng: RandomSource,
                  aggregates: Sequence[Aggregate]) -> RawCounts:
         """The bounded counts (and grid sums) of the module docstring, in named steps: the value columns'
         plan, the input checks (one SQL aggregate), the distinct keys, the secret (only now), then the
@@ -697,7 +698,6 @@ class DuckDBEngine(EmbeddedEngine):
         same input checks as the histogram (columns, nulls, no rows, key values) before any charge."""
         import duckdb
 
-        from ..auto_bound import UnitKeyCounts
 
         by = list(by)
         check_unique_names(data)

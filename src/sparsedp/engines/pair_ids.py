@@ -57,17 +57,18 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar, cast
 import numpy as np
 
 from ..aggregates import Aggregate, Sum
+from ..core.key_order import canonical_order
 from ..errors import InputDataError
 from .aggregate_exprs import _sums, grid_column_name, gridded, raise_bad_values, value_check_exprs
-from .bounding import (COUNT, canonical_order, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks,
-                       unit_fingerprints)
-from .checks import check_nan_keys, check_nulls_and_rows
+from .bounding import COUNT, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks, unit_fingerprints
+from .input_checks import check_nan_keys, check_nulls_and_rows
+from .raw_counts import RawCounts
 
 if TYPE_CHECKING:  # Polars is imported when the pairs are bounded (``import sparsedp`` stays light)
     import polars as pl
 
-    from ..noise.source import SecureRandom
-    from .base import RawCounts
+    from ..core.engine import RandomSource
+
 
 #: unit ids (uint64) → the units' values, a Polars Series (:func:`pack_pairs`, :func:`offset_values`)
 UnitValues = Callable[[np.ndarray], "pl.Series"]
@@ -159,7 +160,7 @@ def _in_threads(fn: Callable[[_T], _U], items: list[_T]) -> list[_U]:
         return list(ex.map(fn, items))
 
 
-def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int | None, rng: SecureRandom,
+def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
                        aggregates: Sequence[Aggregate] = (), checks: Checks | None = None,
                        chunks: int | None = None) -> RawCounts:
     """The bounded counts (and grid sums) of the rows ``lf`` as a
@@ -239,12 +240,12 @@ def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int |
 
 
 def bounded_raw_counts_with_sums(lf: pl.LazyFrame | pl.DataFrame, unit: str, by: Sequence[str], l0: int | None,
-                                 rng: SecureRandom, aggregates: Sequence[Aggregate]) -> RawCounts:
+                                 rng: RandomSource, aggregates: Sequence[Aggregate]) -> RawCounts:
     """The bounded counts AND the per-key grid sums of the kept (unit, key) pairs, for every embedded engine.
 
     ``lf``: Polars LazyFrame of the rows. Order of work (nothing random before every check passed):
 
-    1. checks: no rows, nulls in the unit/key columns (:func:`~sparsedp.engines.checks.check_nulls_and_rows`),
+    1. checks: no rows, nulls in the unit/key columns (:func:`~sparsedp.engines.input_checks.check_nulls_and_rows`),
        value columns missing, non-numeric, null, NaN or infinite
        (:func:`~sparsedp.engines.aggregate_exprs.check_value_columns`);
     2. the distinct pairs with each Sum column's clipped, gridded, re-centred contribution
@@ -315,7 +316,7 @@ def _bulk_strings(n_ids: int, rows: int, threads: int) -> bool:
 def key_context(keys: pl.DataFrame, by: Sequence[str], bk: int, l0: int | None, secret: bytes | None, unit: str,
                 sums: Sequence[Sum] = (), names: Sequence[str] = ()) -> PairContext:
     """The :class:`PairContext` of the distinct keys ``keys`` (Polars DataFrame, columns ``by``; row ``i`` is key
-    id ``i``): each key id's canonical position (:func:`~sparsedp.engines.bounding.canonical_order`) and, when
+    id ``i``): each key id's canonical position (:func:`~sparsedp.core.key_order.canonical_order`) and, when
     ``l0`` is set, its fingerprint ``h_k``; ``bk`` key bits, the bound and secret, the unit's name, the
     SUM/MEAN aggregates and their grid column names."""
     by = list(by)
@@ -402,8 +403,6 @@ class PairCounts:
         """These counts as the engines' :class:`~sparsedp.engines.base.RawCounts`: the keys ``keys`` (row ``i``
         is key id ``i``) in canonical order (``ctx.pos``) with their bounded counts and Int64 grid sums."""
         import polars as pl
-
-        from .base import RawCounts
 
         order = np.empty_like(ctx.pos)
         order[ctx.pos] = np.arange(ctx.n_keys, dtype=order.dtype)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, cast
 
+from ..core import sources
 from ..errors import InputDataError
-from . import fastest_embedded_engine, sources
+from . import fastest_embedded_engine
 from .base import EmbeddedEngine, RawCounts
 from .bounding import COUNT
-from .checks import check_nulls_and_rows
-from .sources import InputData
+from .input_checks import check_nulls_and_rows
+from ..core.sources import InputData
 
 if TYPE_CHECKING:  # pandas and pyarrow are imported when the engine runs (``import sparsedp`` stays light)
     import pandas as pd
@@ -23,7 +24,7 @@ if TYPE_CHECKING:  # pandas and pyarrow are imported when the engine runs (``imp
     import pyarrow as pa
     from duckdb import DuckDBPyRelation
 
-    from ..noise.source import SecureRandom
+    from ..core.engine import RandomSource
 
 
 def to_pandas(data: InputData, columns: list[str] | None = None) -> pd.DataFrame:
@@ -64,7 +65,7 @@ class PandasEngine(EmbeddedEngine):
         return [str(c) for c in to_pandas(data).columns]
 
     def bounded_raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
-                           rng: SecureRandom) -> RawCounts:
+                           rng: RandomSource) -> RawCounts:
         """The bounded counts from the fastest engine for this input (:mod:`sparsedp.engines.choice`), which
         takes it without a round trip through pandas (same choice, same counts, same statistics);
         :meth:`raw_counts` is this engine's own generic path."""

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
+from ..core import sources
 from ..errors import InputDataError
-from . import sources
 from .base import EmbeddedEngine, RawCounts
 from .bounding import COUNT
-from .checks import check_nulls_and_rows
+from .input_checks import check_nulls_and_rows
 from .pair_ids import Checks, bounded_raw_counts
-from .sources import InputData, to_lazy
+from ..core.sources import InputData, to_lazy
 
 if TYPE_CHECKING:  # Polars is imported when the engine runs (``import sparsedp`` stays light)
     import polars as pl
 
-    from ..noise.source import SecureRandom
+    from ..core.engine import RandomSource
+
 
 __all__ = ["PolarsEngine", "to_lazy"]
 
@@ -42,7 +43,7 @@ class PolarsEngine(EmbeddedEngine):
             raise InputDataError(f"could not read the input: {e}") from None
 
     def bounded_raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
-                           rng: SecureRandom) -> RawCounts:
+                           rng: RandomSource) -> RawCounts:
         import polars as pl
 
         cols = [privacy_unit] + by

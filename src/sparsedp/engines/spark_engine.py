@@ -65,17 +65,20 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar, ca
 import numpy as np
 
 from ..aggregates import Aggregate, Sum, noise_columns
+from ..core import sources
+from ..core.bounded import BoundingStats
+from ..core.checks import check_columns
+from ..core.engine import Engine, HistogramHandle, NoiseTask
+from ..core.histogram import SparseHistogram
+from ..core.key_order import canonical_order
+from ..core.noise_chunks import CHUNK, chunk_expr, n_chunks
+from ..core.sources import InputData
 from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
-from ..mechanisms.histogram import SparseHistogram
 from ..progress import listening, polling
-from . import sources
 from .aggregate_exprs import bad_values, bounded_key_sums, grid_column_name, per_key_contributions
-from .base import BoundingStats, Engine, HistogramHandle, NoiseTask
 from .bounding import COUNT  # the same internal count column as the embedded engines
-from .bounding import bounded_key_counts, canonical_order, draw_bounding_secret
-from .checks import check_columns, check_nulls_and_rows, nan_key_error
-from .noise_chunks import CHUNK, chunk_expr, n_chunks
-from .sources import InputData
+from .bounding import bounded_key_counts, draw_bounding_secret
+from .input_checks import check_nulls_and_rows, nan_key_error
 
 if TYPE_CHECKING:  # pyspark, Polars and pyarrow are imported when Spark runs (``import sparsedp`` stays light)
     import polars as pl
@@ -83,7 +86,8 @@ if TYPE_CHECKING:  # pyspark, Polars and pyarrow are imported when Spark runs (`
     from pyspark.sql import DataFrame as SparkDataFrame
     from pyspark.sql import SparkSession
 
-    from ..noise.source import SecureRandom
+    from ..core.engine import RandomSource
+
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -275,7 +279,7 @@ def histogram_frame(src: SparkDataFrame, unit: str, by: list[str], l0: int | Non
 
 @dataclass(frozen=True)
 class _ChunkTask:
-    """Adds each key's noise chunk (:func:`sparsedp.engines.noise_chunks.chunk_expr`, computed with Polars
+    """Adds each key's noise chunk (:func:`sparsedp.core.noise_chunks.chunk_expr`, computed with Polars
     exactly as on the embedded engines)."""
 
     by: tuple[str, ...]
@@ -365,7 +369,7 @@ class SparkEngine(Engine[SparkHistogram, "SparkDataFrame"]):
         return list(as_spark_frame(data).columns)
 
     @spark_task_progress
-    def histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int | None, rng: SecureRandom,
+    def histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
                   pre_threshold: int = 1, aggregates: Sequence[Aggregate] = ()) -> SparkHistogram:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F

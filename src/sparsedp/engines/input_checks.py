@@ -1,24 +1,23 @@
-"""The input checks every engine applies before anything is charged, drawn or written: columns present and
-unambiguous, no nulls or rows missing, key values scalar and not NaN, one type per unit or key column; and the
-conversion of the data libraries' own errors into :class:`~sparsedp.errors.InputDataError`.
-
-One rule per check, shared by every engine (Spark included), so every engine refuses the same inputs with the
-same error naming the argument.
+"""The input checks every engine makes, with one error per rule on every engine (Spark included): NaN keys,
+nested key values, repeated column names, mixed-type columns, nulls and empty inputs. All run before anything is
+charged, drawn or written.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections import Counter
-from typing import TYPE_CHECKING, Iterator, Sequence, cast
+from typing import TYPE_CHECKING, Sequence, cast
 
-from ..errors import ColumnNotFoundError, ColumnTypeError, InputDataError, SparsedpError
-from .sources import InputData, explain_read_error
+from ..core.sources import InputData
+from ..errors import ColumnTypeError, InputDataError
 
 if TYPE_CHECKING:  # the data libraries are imported where a check needs them (``import sparsedp`` stays light)
     import pandas as pd
     import polars as pl
     import pyarrow as pa
+
+__all__ = ["nan_key_error", "check_nan_keys", "check_pandas_nan_keys", "check_key_values", "check_unique_names",
+           "check_mixed_types", "check_nulls_and_rows"]
 
 
 def nan_key_error(column: str) -> InputDataError:
@@ -93,52 +92,6 @@ def check_unique_names(data: InputData) -> None:
     if dup:
         raise InputDataError(f"the input has duplicate column names ({', '.join(dup)}); rename them so "
                              f"each column is unambiguous")
-
-
-@contextlib.contextmanager
-def engine_errors_as_input_errors(engine: str, data: InputData | None = None) -> Iterator[None]:
-    """Errors the data libraries raise on inputs they cannot process (unsupported column types, values out
-    of range, unreadable files) become :class:`InputDataError`, so no library traceback reaches the user.
-    Our own errors pass through unchanged, and so does an interrupt (DuckDB's ``InterruptException`` becomes
-    :class:`KeyboardInterrupt` again). With ``data`` (the input), a CSV that is not UTF-8 or is ragged is
-    explained with its line and how to read it (:func:`~sparsedp.engines.sources.explain_read_error`)."""
-    try:
-        yield
-    except InputDataError as e:
-        better = explain_read_error(data, e) if data is not None else e
-        if better is e:
-            raise
-        raise better from None
-    except SparsedpError:
-        raise
-    except (ValueError, TypeError, OverflowError, KeyError, IndexError, NotImplementedError, OSError) as e:
-        err = InputDataError(f"the {engine} engine could not process the input: {type(e).__name__}: {e}")
-        raise (explain_read_error(data, err) if data is not None else err) from e
-    except Exception as e:
-        if type(e).__name__ == "InterruptException":  # DuckDB's Ctrl-C: still an interrupt (CLI exit 130)
-            raise KeyboardInterrupt from None
-        # library base classes outside the builtin hierarchy (polars/pyarrow/duckdb errors)
-        if type(e).__module__.split(".")[0] in ("polars", "pyarrow", "duckdb", "pandas", "numpy", "_duckdb"):
-            err = InputDataError(f"the {engine} engine could not process the input: {type(e).__name__}: {e}")
-            raise (explain_read_error(data, err) if data is not None else err) from e
-        raise
-
-
-def check_columns(available: Sequence[str], privacy_unit: str | None, by: Sequence[str]) -> None:
-    """Raise :class:`~sparsedp.errors.ColumnNotFoundError` naming any missing column (its ``param``: the argument
-    that named it) and its closest match."""
-    available = list(available)
-    roles = ([("privacy_unit", privacy_unit)] if privacy_unit is not None else []) + [("by", c) for c in by]
-    for role, col in roles:
-        if col not in available:
-            import difflib  # only for the error message (not on the path of a release that succeeds)
-
-            close = ([a for a in available if a.lower() == col.lower()]
-                     or difflib.get_close_matches(col, available, n=1))
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ColumnNotFoundError(f"⟨{role}⟩ column {col!r} is not in the data (columns: "
-                                      f"{', '.join(map(repr, available[:20]))}{'…' if len(available) > 20 else ''})"
-                                      f"{hint}", param=role)
 
 
 #: pandas' names (``pandas.api.types.infer_dtype``) of object columns mixing values of different kinds
