@@ -20,12 +20,16 @@ release's source; ties go to the smallest candidate. That is pure ε₁-DP (proo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Sequence
 
+import numpy as np
+
 from . import _validate as v
 from .errors import InvalidParameterError, InvalidTypeError
+from .noise import sample_discrete_laplace
 
 __all__ = ["AutoBound", "UnitKeyCounts", "BoundChoice", "parse_auto", "split_epsilon", "utilities",
            "noise_scale", "select_bound", "report_noisy_max", "OBJECTIVES"]
@@ -103,8 +107,6 @@ class UnitKeyCounts:
     @classmethod
     def from_degrees(cls, candidates: Sequence[int], degrees: Any, units: Any) -> "UnitKeyCounts":
         """From a histogram of distinct keys per unit: ``degrees[j]`` keys held by ``units[j]`` units."""
-        import numpy as np
-
         d = np.asarray(degrees, dtype=np.int64)
         n = np.asarray(units, dtype=np.int64)
         return cls(candidates=tuple(candidates), units=int(n.sum()),
@@ -149,8 +151,6 @@ def parse_auto(value: Any) -> AutoBound | None:
 def split_epsilon(epsilon: float, share: float) -> tuple[float, float]:
     """(ε₁, ε₂) with ε₁ = share·ε (float) and ε₂ the largest float with ε₁ + ε₂ ≤ ε exactly (basic composition
     never exceeds the stated ε by rounding)."""
-    import math
-
     e1 = float(epsilon) * share
     e2 = float(epsilon) - e1
     while Fraction(e1) + Fraction(e2) > Fraction(epsilon):
@@ -176,8 +176,6 @@ def report_noisy_max(utilities: Sequence[int], scale: Fraction, rng: Any) -> int
     """The index maximising u_i + Z_i, Z_i iid exact discrete Laplace of scale ``scale`` drawn from ``rng``;
     ties go to the smallest index (``docs/proofs/auto-bound.md``: pure ε-DP when ``scale`` = 2Δ/ε, or Δ/ε for
     utilities that all move in the same direction between neighbours)."""
-    from .noise import sample_discrete_laplace
-
     z = sample_discrete_laplace(scale, len(utilities), rng)
     noisy = [int(a) + int(b) for a, b in zip(utilities, z)]
     return max(range(len(noisy)), key=lambda j: (noisy[j], -j))

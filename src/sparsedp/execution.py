@@ -16,7 +16,18 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+import numpy as np
+
+from . import __version__
+from .advice import DeltaWarning, delta_note, delta_units_note
+from .engines import get_engine, sources
+from .engines.base import numpy_to_arrow
+from .engines.choice import choose_engine
+from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError
+from .ledger import _dataset_name, open_ledger
+from .progress import reporting
+from .report import Curator, Report, Result, warn_insecure
 
 __all__ = ["ReleaseContext", "LedgerSession", "Published", "open_engine", "check_output_columns", "warn_before",
            "publish", "result"]
@@ -37,8 +48,6 @@ class ReleaseContext:
 
     @contextlib.contextmanager
     def stage(self, label: str | None, timing: str) -> Iterator[None]:
-        from .progress import reporting
-
         t = time.perf_counter()
         try:
             if label is None:
@@ -56,8 +65,6 @@ class ReleaseContext:
 
     def warn_units(self, units: int | None) -> None:
         """The curator-only δ advice once the number of units is known (:func:`sparsedp.advice.delta_units_note`)."""
-        from .advice import DeltaWarning, delta_units_note
-
         if units is None:
             return
         self.units_warning = delta_units_note(self.request.delta, units)
@@ -72,8 +79,6 @@ class ReleaseContext:
 def open_engine(request: Any, mechanism: Any) -> Any:
     """The engine for the request's input (``engine=`` or the default for the input's kind), refused if the
     mechanism lacks a primitive on it (:meth:`Mechanism.check_engine`); file formats and SQL are checked here."""
-    from .engines import get_engine, sources
-
     kind = sources.kind(request.data)
     if kind == "file":
         sources.file_format(request.data)
@@ -96,9 +101,6 @@ def check_output_columns(request: Any, value_column: str) -> None:
 
 def warn_before(request: Any) -> str | None:
     """The warnings known before any data is read (float noise, a risky δ); returns the δ note for the report."""
-    from .advice import DeltaWarning, delta_note
-    from .report import warn_insecure
-
     note = delta_note(request.delta)
     if request.insecure_float:
         warn_insecure()
@@ -118,8 +120,6 @@ class LedgerSession:
                 raise InvalidParameterError("⟨dataset=…⟩ names a budget in a ledger; pass ⟨ledger=…⟩ too",
                                             param="ledger")
             return
-        from .ledger import _dataset_name, open_ledger
-
         if dataset is None:
             raise InvalidParameterError("⟨ledger=…⟩ needs ⟨dataset=…⟩: the name of the dataset whose budget the "
                                         "release charges", param="dataset")
@@ -151,10 +151,7 @@ class LedgerSession:
 
 def _sorted_table(arrow: Any, value_column: str) -> Any:
     """Largest value first (stable: ties keep the engine's canonical key order)."""
-    import numpy as np
-    import polars as pl
-
-    from .engines.base import numpy_to_arrow
+    import polars as pl  # heavy: loaded by the engines before a table is published
 
     # through a Polars frame: pyarrow's to_numpy imports pandas, Polars' Series-from-Arrow pyarrow.compute
     frame = pl.from_arrow(arrow.select([value_column]))
@@ -176,8 +173,6 @@ class Published:
 
 def _tables(ctx: ReleaseContext, released: Any, value_column: str) -> Published:
     """The released rows as a sorted Arrow table (and a Spark DataFrame for Spark input: Spark in, Spark out)."""
-    from .engines import sources
-
     eng, by, spark = ctx.engine, list(ctx.by), sources.kind(ctx.data) == "spark"
     if released.in_process:
         arrow = _sorted_table(released.rows, value_column)
@@ -193,9 +188,6 @@ def _tables(ctx: ReleaseContext, released: Any, value_column: str) -> Published:
 
 def _report(request: Any, planned: Any, released: Any, rows: int, delta_note: str | None) -> Any:
     """The public report: the plan (or the run's re-plan) and the disclosure of the run."""
-    from . import __version__
-    from .report import Report
-
     final = released.planned or planned
     d, mech = released.disclosure, final.mechanism
     return Report(
@@ -212,9 +204,6 @@ def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSess
             delta_note: str | None) -> tuple[Any, Any]:
     """Stage 6: ``(table, report)``; only released rows leave the engine, the file is written atomically with the
     report as metadata, then the charge is marked published."""
-    from .engines.output import OUTPUT_KIND, convert, write_atomic
-    from .engines import sources
-
     request = ctx.request
     with ctx.stage("writing the output" if request.out else "building the table", "output"):
         tables = _tables(ctx, released, planned.value_column)
@@ -233,15 +222,10 @@ def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSess
 
 def result(ctx: ReleaseContext, table: Any, report: Any, released: Any, t_start: float) -> Any:
     """Stage 7: the :class:`~sparsedp.report.Result` with the curator-only figures."""
-    from .engines import sources
-    from .report import Curator, Result
-
     request = ctx.request
     ctx.timings["total"] = time.perf_counter() - t_start
     engine_choice = None
     if request.engine is None:
-        from .engines.choice import choose_engine
-
         engine_choice = choose_engine(request.data).describe()
     fields = {"auto_bound": None, **released.curator_fields}
     curator = Curator(engine=ctx.engine.name, source=sources.display(request.data),

@@ -78,8 +78,11 @@ from pathlib import Path
 from . import _validate as v
 from .accounting import events as _events
 from .accounting.calibration import Neighbours
+from .accounting.composition import compose
 from .accounting.events import PrivacyEvent, event_from_dict, event_from_profile
+from .accounting.pld import compose_all
 from .accounting.profiles import PrivacyProfile, epsilon_from_delta, profile_from_dict, profile_of
+from .accounting.zcdp import zcdp_to_dp_delta, zcdp_to_dp_epsilon
 from .errors import BudgetExceededError, InfeasibleError, InvalidParameterError
 
 _SLACK = 1e-12
@@ -562,8 +565,6 @@ class _Accounts:
         pairs = [p for p in (r.profile.pair() for r in rows if r.profile is not None) if p is not None]
         self.pair: Any = None
         if pairs:
-            from .accounting.composition import compose
-
             self.pair = compose(pairs)
             rest = [r for r in rows if r.profile is None or r.profile.pair() is None]
             self.eps_o = math.fsum(r.epsilon for r in rest)
@@ -583,8 +584,6 @@ class _Accounts:
         """The privacy-loss distribution of all the charges composed (every charge by its event's PLD), or
         ``None`` when its table would be too large (then this accounting is unavailable)."""
         if self._pld is None:
-            from .accounting.pld import compose_all
-
             try:
                 self._pld = compose_all([(ev.pld(), n) for ev, n in self.events.items()])
             except InfeasibleError:
@@ -614,8 +613,6 @@ class _Accounts:
             return 0.0
         best = self.eps if self.dlt <= b_dlt * (1 + _SLACK) else math.inf
         if self.rho is not None and self.rho_delta < b_dlt:
-            from .accounting.zcdp import zcdp_to_dp_epsilon
-
             best = min(best, float(zcdp_to_dp_epsilon(self.rho, b_dlt - self.rho_delta)))
         if self.pair is not None and self.dlt_o < b_dlt:
             try:
@@ -694,8 +691,6 @@ def charge_of(calibration: Any) -> dict[str, Any]:
 
 def _zcdp_fits(rho: float, rho_delta: float, b_eps: float, b_dlt: float) -> bool:
     """Does (ρ, δ')-approximate zCDP imply (b_eps, b_dlt)-DP? (CKS conversion with δ_conv = b_dlt − δ')."""
-    from .accounting.zcdp import zcdp_to_dp_delta
-
     if rho_delta >= b_dlt:
         return False
     return zcdp_to_dp_delta(rho, b_eps) <= (b_dlt - rho_delta)

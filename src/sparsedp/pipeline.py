@@ -24,21 +24,19 @@ mechanism's accountant assumes.
 
 from __future__ import annotations
 
+import html
 import os
 import time
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
+from typing import Any, Callable, ContextManager, Sequence
 
-from . import _validate as v
+from .accounting.profiles import profile_of
 from .engines import sources
-from .errors import InvalidParameterError
 from .execution import (LedgerSession, ReleaseContext, check_output_columns, open_engine, publish, result,
                         warn_before)
 from .mechanisms import registry
+from .mechanisms.base import ReleaseRequest
+from .report import Result
 from .request import OUT_FORMATS, build_plan_request, build_request, check_out_path
-
-if TYPE_CHECKING:
-    from .mechanisms.base import ReleaseRequest
-    from .report import Result
 
 __all__ = ["release", "plan", "Plan", "check_out_path", "OUT_FORMATS"]
 
@@ -195,8 +193,6 @@ class Plan(tuple):
         """The privacy profile of row ``i`` (default: the best): δ(ε) of the noise actually sampled
         (``.delta(eps)``), its ``.epsilon(delta)``, and the f-DP trade-off curve ``.tradeoff_curve(alpha)``
         (Karrer et al. (2022) Thm 7.1 for continuous GSHM); ``None`` for mechanisms without one (basic composition)."""
-        from .accounting.profiles import profile_of
-
         cal = self[i]
         return profile_of(cal) if hasattr(cal, "noise") else None
 
@@ -238,8 +234,6 @@ class Plan(tuple):
         return str(self)
 
     def _repr_html_(self) -> str:
-        import html
-
         rows = self.rows()
         cols = list(dict.fromkeys(k for r in rows for k in r))
         head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
@@ -249,8 +243,6 @@ class Plan(tuple):
 
 
 def _plan_request(cal: Any) -> ReleaseRequest:
-    from .mechanisms.base import ReleaseRequest
-
     return ReleaseRequest(epsilon=cal.epsilon, delta=cal.delta, max_groups_per_unit=cal.l0 if cal.top_k is None
                           else None, aggregates=cal.aggregates, column_shape=_requested_shape(cal))
 
