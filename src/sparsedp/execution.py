@@ -186,18 +186,14 @@ def _tables(ctx: ReleaseContext, released: Any, value_column: str) -> Published:
     return Published(arrow, None, arrow.num_rows)
 
 
-def _report(request: Any, planned: Any, released: Any, rows: int, delta_note: str | None) -> Any:
-    """The public report: the plan (or the run's re-plan) and the disclosure of the run."""
+def _report(request: Any, planned: Any, released: Any, rows: int, delta_note: str | None) -> Report:
+    """The public report, built from the charged event and the run's disclosure (the plan's, or the run's
+    re-plan's mechanism)."""
     final = released.planned or planned
-    d, mech = released.disclosure, final.mechanism
-    return Report(
-        mechanism=mech.name, options=mech.options(), reason=final.reason, analysis=d.analysis, epsilon=d.epsilon,
-        delta=d.delta, neighbours=d.neighbours, delta_achieved=d.delta_achieved, delta_parts=dict(d.delta_parts),
-        sigma=d.sigma, noise_std=d.noise_std, threshold=d.threshold, margin=d.margin,
-        pre_threshold=d.pre_threshold, comparison=d.comparison, contribution=d.contribution,
-        value_column=final.value_column, released_keys=int(rows), insecure_float=request.insecure_float,
-        notes=d.notes + ((delta_note,) if delta_note else ()), candidates=final.candidates, version=__version__,
-        profile=planned.charge.profile, column_errors=dict(d.column_errors), **released.report_fields)
+    return Report(event=planned.charge.event, disclosure=released.disclosure, mechanism=final.mechanism.name,
+                  options=final.mechanism.options(), reason=final.reason, released_keys=int(rows),
+                  insecure_float=request.insecure_float, advice=(delta_note,) if delta_note else (),
+                  candidates=final.candidates, version=__version__, **released.report_fields)
 
 
 def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSession,
