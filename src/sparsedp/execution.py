@@ -20,7 +20,8 @@ import numpy as np
 
 from . import __version__
 from .advice import DeltaWarning, delta_note, delta_units_note
-from .engines import get_engine, sources
+from .core import sources
+from .engines import get_engine
 from .engines.base import numpy_to_arrow
 from .engines.choice import choose_engine
 from .engines.output import OUTPUT_KIND, convert, write_atomic

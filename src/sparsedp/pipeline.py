@@ -30,7 +30,7 @@ import time
 from typing import Any, Callable, ContextManager, Sequence
 
 from .accounting.profiles import profile_of
-from .engines import sources
+from .core import sources
 from .execution import (LedgerSession, ReleaseContext, check_output_columns, open_engine, publish, result,
                         warn_before)
 from .mechanisms import registry

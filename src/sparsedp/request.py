@@ -19,7 +19,7 @@ from . import _validate as v
 from .aggregates import Count, Sum, output_names
 from .auto_bound import parse_auto
 from .bound_choice import AutoBounded
-from .engines import sources
+from .core import sources
 from .engines.output import OUT_FORMATS, check_out_path
 from .errors import InvalidParameterError, InvalidTypeError
 from .mechanisms import registry

@@ -342,10 +342,10 @@ class Mechanism(ABC):
         secret and noise word from ``rng`` (the release's secure source)."""
 
     def charge(self, calibration: Any, disclosure: Disclosure) -> Any:
-        """The ledger charge of a release (:class:`~sparsedp.ledger.Charge`): by default its (ε, δ) under basic
+        """The ledger charge of a release (:class:`~sparsedp.accounting.charge.Charge`): by default its (ε, δ) under basic
         composition for the disclosed relation; mechanisms with a privacy profile override it so the ledger can
         compose them tightly."""
-        from ..ledger import Charge
+        from ..accounting.charge import Charge
 
         return Charge(epsilon=disclosure.epsilon, delta=disclosure.delta, neighbours=disclosure.neighbours,
                       mechanism=self.name)

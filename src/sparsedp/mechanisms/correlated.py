@@ -33,7 +33,7 @@ from .. import _validate as v
 from ..accounting.calibration import Calibration, Comparison, Neighbours
 from ..accounting.laws import CorrelatedGaussian, DenseCorrelatedGaussian, DiscreteDenseCorrelatedGaussian
 from ..errors import InputDataError, InvalidParameterError
-from .histogram import Release, SparseHistogram
+from ..core.histogram import Release, SparseHistogram
 from ..accounting.names import CORRELATED_GAUSSIAN
 
 __all__ = ["calibrate_correlated", "correlated_histogram", "grouped_correlated_histogram",

@@ -33,7 +33,7 @@ from __future__ import annotations
 from ..accounting.calibration import Calibration
 from ..errors import InputDataError, InvalidParameterError
 from ._common import check_histogram, check_pre_threshold, make_release
-from .histogram import Release, SparseHistogram
+from ..core.histogram import Release, SparseHistogram
 from .kernel import draw_shared_noise, noise_and_filter
 from ..accounting.names import TOPK_CSH
 

@@ -26,7 +26,7 @@ import numpy as np
 from ..accounting.calibration import Calibration
 from ..errors import InputDataError, InvalidParameterError
 from ._common import check_histogram, check_pre_threshold, make_release
-from .histogram import Release, SparseHistogram
+from ..core.histogram import Release, SparseHistogram
 from .kernel import noise_and_filter
 from ..accounting.names import GSHM
 

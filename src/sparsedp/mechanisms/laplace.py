@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..accounting.calibration import Calibration
 from ..errors import InvalidParameterError
 from ._common import check_histogram, check_pre_threshold, make_release
-from .histogram import Release, SparseHistogram
+from ..core.histogram import Release, SparseHistogram
 from .kernel import noise_and_filter
 
 __all__ = ["laplace_histogram"]

@@ -62,6 +62,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _validate as v
+from ..core.engine import Capability
 from ..errors import InvalidParameterError
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
@@ -232,7 +233,12 @@ class MisraGries(Mechanism):
             if self.unit_mode(request) is UnitSketch.PAMG:
                 from ..sketches.user_mg import sketch_units
 
-                return sketch_units(engine, data, privacy_unit, list(by), self.sketch_size)
+                if not engine.offers(Capability.PAIRS):
+                    raise InvalidParameterError(
+                        f"unit_sketch='pamg' reads the (unit, key) pairs in this process, which the {engine.name} "
+                        f"engine does not offer; use an embedded engine (polars, duckdb, pandas, arrow) or "
+                        f"unit_sketch='group-privacy'")
+                return sketch_units(engine.pair_ids(data, privacy_unit, list(by)), self.sketch_size)
             return super().histogram(engine, data, privacy_unit, by, request, rng, **extra)
         if request.max_groups_per_unit is not None:
             raise InvalidParameterError("max_groups_per_unit bounds a privacy unit's keys; with privacy_unit=None "
@@ -348,7 +354,7 @@ def _release_sketch(sketch, parts, c: MGCalibration, universe_size: int | None, 
     from ..sketches.private_mg import merged_private_misra_gries, private_misra_gries, pure_private_misra_gries
 
     if c.release is MGRelease.CSH:
-        from ..mechanisms.histogram import SparseHistogram
+        from ..core.histogram import SparseHistogram
         from .csh import csh
 
         st = sketch.standard()
@@ -357,7 +363,7 @@ def _release_sketch(sketch, parts, c: MGCalibration, universe_size: int | None, 
         order = np.argsort(codes, kind="stable")  # public release order (by key code)
         codes, counts = codes[order], counts[order]
         if codes.size == 0:
-            from ..mechanisms.histogram import Release
+            from ..core.histogram import Release
 
             return Release(keys=[], counts=np.zeros(0, np.int64), calibration=c.csh, n_keys_in=0, n_keys_out=0,
                            extra={"threshold": 1.0 + c.csh.tau})

@@ -6,7 +6,7 @@ from .. import _validate as v
 from ..errors import InvalidParameterError
 from ._common import check_histogram, check_pre_threshold
 from .auto import MECHANISMS, calibrate_mechanism, choose_mechanism, valid_mechanisms
-from .histogram import Release, SparseHistogram
+from ..core.histogram import Release, SparseHistogram
 from ..accounting.names import GSHM, LAPLACE, TOPK_CSH
 
 __all__ = ["release_histogram"]

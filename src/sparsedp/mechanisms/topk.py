@@ -25,7 +25,7 @@ import numpy as np
 from ..accounting.calibration import Calibration
 from ..errors import InvalidParameterError
 from ._common import check_histogram, make_release
-from .histogram import Release, SparseHistogram
+from ..core.histogram import Release, SparseHistogram
 from .kernel import draw_shared_noise, noise_and_filter, noise_plan
 from ..accounting.names import TOPK_CSH
 

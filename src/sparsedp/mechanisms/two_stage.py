@@ -154,8 +154,8 @@ class TwoStage(Mechanism):
 
     def _requests(self, request: ReleaseRequest) -> tuple[ReleaseRequest, ReleaseRequest]:
         """Stage 1's and stage 2's requests: ε₁ + ε₂ <= ε and δ₁ + δ₂ <= δ exactly (no rounding above the
-        charge; :func:`~sparsedp.auto_bound.split_epsilon`)."""
-        from ..auto_bound import split_epsilon
+        charge; :func:`~sparsedp.accounting.split.split_epsilon`)."""
+        from ..accounting.split import split_epsilon
 
         try:
             eps1, eps2 = split_epsilon(request.epsilon, self.split)
@@ -225,7 +225,7 @@ class TwoStage(Mechanism):
         count d, and (ε₂, δ₂) holds at every d), so the ledger composes it as a fixed randomised-response pair
         (docs/proofs/ledger-composition.md §0)."""
         from ..accounting.events import ApproxDPEvent, SequenceEvent
-        from ..ledger import Charge
+        from ..accounting.charge import Charge
 
         cal: TwoStageCalibration = calibration
         rel = disclosure.neighbours

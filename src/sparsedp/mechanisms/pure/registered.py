@@ -274,7 +274,7 @@ class _Pure(Mechanism):
     def charge(self, calibration: Any, disclosure: Disclosure) -> Any:
         """Pure ε-DP charges compose exactly in ε (:class:`~sparsedp.accounting.profiles.PureProfile`)."""
         from ...accounting.profiles import PureProfile
-        from ...ledger import Charge
+        from ...accounting.charge import Charge
 
         profile = PureProfile(float(calibration)) if disclosure.delta == 0 else None
         return Charge(epsilon=float(calibration), delta=disclosure.delta, neighbours=self.neighbours,
@@ -302,7 +302,7 @@ class _Pure(Mechanism):
 
         prep: PreparedKeys = hist
         cols, mode, keys = list(prep.cols), prep.mode, prep.keys
-        from ..histogram import SparseHistogram
+        from ...core.histogram import SparseHistogram
 
         qk = list(prep.query_keys) if self.name == "compact" else None
         h = prep.hist
