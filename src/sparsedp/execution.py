@@ -26,7 +26,7 @@ from .engines.base import numpy_to_arrow
 from .engines.choice import choose_engine
 from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError
-from .ledger import _dataset_name, open_ledger
+from .ledger import Ledger, _dataset_name, open_ledger
 from .progress import reporting
 from .report import Curator, Report, Result, warn_insecure
 
@@ -115,7 +115,10 @@ class LedgerSession:
     budget), pre-checked, charged once (before any noise), marked published, closed if this release opened it."""
 
     def __init__(self, ledger: Any, dataset: str | None) -> None:
-        self.ledger, self.dataset, self.owned, self.charge_id = None, dataset, False, None
+        self.ledger: Ledger | None = None
+        self.dataset = dataset
+        self.owned = False
+        self.charge_id: int | None = None
         if ledger is None:
             if dataset is not None:
                 raise InvalidParameterError("⟨dataset=…⟩ names a budget in a ledger; pass ⟨ledger=…⟩ too",
@@ -133,11 +136,11 @@ class LedgerSession:
             raise
 
     def check(self, charge: Any) -> None:
-        if self.ledger is not None:
+        if self.ledger is not None and self.dataset is not None:
             self.ledger.check(self.dataset, charge)
 
     def charge(self, charge: Any, source_name: str, what: str = "release") -> None:
-        if self.ledger is not None:
+        if self.ledger is not None and self.dataset is not None:
             self.charge_id = self.ledger.charge(self.dataset, charge, note=f"{what} {source_name}")
 
     def published(self, output: str | None) -> None:
@@ -198,7 +201,7 @@ def _report(request: Any, planned: Any, released: Any, rows: int, delta_note: st
 
 
 def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSession,
-            delta_note: str | None) -> tuple[Any, Any]:
+            delta_note: str | None) -> tuple[Any, Report]:
     """Stage 6: ``(table, report)``; only released rows leave the engine, the file is written atomically with the
     report as metadata, then the charge is marked published."""
     request = ctx.request
@@ -208,8 +211,9 @@ def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSess
         table = tables.native if tables.native is not None else convert(
             tables.arrow, OUTPUT_KIND.get(sources.kind(request.data), "polars"))
         if request.out:
+            path, fmt = request.out
             try:
-                write_atomic(tables.arrow, *request.out, metadata=report.metadata(), charge_id=ledger.charge_id)
+                write_atomic(tables.arrow, path, fmt, metadata=report.metadata(), charge_id=ledger.charge_id)
             except OutputWriteError as e:  # the budget is spent: hand the caller what it paid for
                 e.table, e.report = table, report
                 raise
@@ -217,7 +221,7 @@ def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSess
     return table, report
 
 
-def result(ctx: ReleaseContext, table: Any, report: Any, released: Any, t_start: float) -> Any:
+def result(ctx: ReleaseContext, table: Any, report: Report, released: Any, t_start: float) -> Result:
     """Stage 7: the :class:`~sparsedp.report.Result` with the curator-only figures."""
     request = ctx.request
     ctx.timings["total"] = time.perf_counter() - t_start

@@ -84,7 +84,7 @@ from .accounting.events import PrivacyEvent, event_from_dict, event_from_profile
 from .accounting.pld import compose_all
 from .accounting.profiles import PrivacyProfile, epsilon_from_delta, profile_from_dict
 from .accounting.zcdp import zcdp_to_dp_delta, zcdp_to_dp_epsilon
-from .errors import BudgetExceededError, InfeasibleError, InvalidParameterError
+from .errors import BudgetExceededError, InfeasibleError, InvalidParameterError, InvalidTypeError
 
 _SLACK = 1e-12
 
@@ -164,7 +164,7 @@ class ChargeRecord:
 class Ledger:
     """Budget ledger in the SQLite file at ``path`` (created if missing; older files are migrated)."""
 
-    def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0):
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 60.0):
         self.path = Path(path)
         if self.path.exists() and self.path.is_dir():
             raise InvalidParameterError(f"ledger path {str(self.path)!r} is a directory; give a file name")
@@ -205,7 +205,7 @@ class Ledger:
         eps = v.epsilon(epsilon)
         dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
         if not isinstance(neighbours, Neighbours):
-            raise v.InvalidTypeError(f"neighbours must be a Neighbours member, got {neighbours!r}")
+            raise InvalidTypeError(f"neighbours must be a Neighbours member, got {neighbours!r}")
         with self._immediate():
             row = self._con.execute("SELECT epsilon, delta, neighbours FROM datasets WHERE name=?",
                                     (name,)).fetchone()
@@ -349,7 +349,7 @@ class Ledger:
         """Record that the release charged as ``charge_id`` was published (to ``output``, if a file)."""
         cid = v.integer("charge_id", charge_id, lo=1, hi=2**63 - 1)
         if output is not None and not isinstance(output, str):
-            raise v.InvalidTypeError(f"output must be a path string or None, got {type(output).__name__}")
+            raise InvalidTypeError(f"output must be a path string or None, got {type(output).__name__}")
         with self._immediate():
             n = self._con.execute(
                 "UPDATE charges SET status='published', output=?, published=? WHERE id=?",
@@ -360,7 +360,7 @@ class Ledger:
     def history(self, dataset: str | None = None) -> list[ChargeRecord]:
         q = ("SELECT id, dataset, epsilon, delta, rho, mechanism, note, status, output, created, neighbours, "
              "profile, event, samples FROM charges")
-        args: tuple = ()
+        args: tuple[Any, ...] = ()
         if dataset is not None:
             q += " WHERE dataset=?"
             args = (_dataset_name(dataset),)
@@ -503,7 +503,7 @@ class _Accounts:
 
     def _composed_delta(self, eps_p: float) -> float:
         try:
-            return self.pair.delta(eps_p)
+            return float(self.pair.delta(eps_p))
         except InfeasibleError:  # numeric table too large: this accounting is unavailable
             return math.inf
 
@@ -556,7 +556,7 @@ def _as_charge(charge: Any, epsilon: float | None, delta: float | None, rho: flo
                mechanism: Any) -> Charge:
     if charge is not None:
         if not isinstance(charge, Charge):
-            raise v.InvalidTypeError(f"charge must be a sparsedp.ledger.Charge, got {type(charge).__name__}")
+            raise InvalidTypeError(f"charge must be a sparsedp.ledger.Charge, got {type(charge).__name__}")
         if epsilon is not None or delta is not None or rho is not None:
             raise InvalidParameterError("pass either a Charge or epsilon=/delta=/rho=, not both")
         return charge
@@ -591,7 +591,7 @@ def open_ledger(ledger: object) -> tuple["Ledger", bool]:
             raise InvalidParameterError(f"no ledger file at {os.fspath(ledger)!r}; create it and set the "
                                         f"dataset's budget first (sparsedp ledger init FILE --dataset NAME …)")
         return Ledger(ledger), True
-    raise v.InvalidTypeError(f"ledger must be a sparsedp.Ledger or the path of a ledger file, got "
+    raise InvalidTypeError(f"ledger must be a sparsedp.Ledger or the path of a ledger file, got "
                              f"{type(ledger).__name__}")
 
 

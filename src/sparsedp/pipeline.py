@@ -47,7 +47,7 @@ __all__ = ["release", "plan", "Plan", "check_out_path", "OUT_FORMATS"]
 
 def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, delta: float,
             max_groups_per_unit: Any = None, top_k: int | None = None, mechanism: Any = "auto", *,
-            aggregates: Any = None, engine: str | None = None, out: str | os.PathLike | None = None,
+            aggregates: Any = None, engine: str | None = None, out: str | os.PathLike[str] | None = None,
             overwrite: bool = False,
             ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
             rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None, keys: Any = None,
@@ -172,11 +172,11 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     return result(ctx, table, report, released, t_start)  # 7. the public report and the curator's figures
 
 
-class Plan(tuple):
+class Plan(tuple[Any, ...]):
     """``plan()``'s result: the calibrations of every applicable mechanism, the one ``auto`` would use first
     (a tuple of calibrations; ``.mechanisms`` gives the matching mechanism objects). Prints as a table."""
 
-    mechanisms: tuple
+    mechanisms: tuple[Any, ...]
     title: str
 
     def __new__(cls, rows: list[tuple[Any, Any]], title: str = "sparsedp plan") -> "Plan":

@@ -217,7 +217,7 @@ class Report:
         if self.delta_parts:
             lines.append("  delta parts   " + ", ".join(f"{k} {val:.3g}" for k, val in self.delta_parts.items()))
         if self.profile is not None:
-            pts = ", ".join(f"delta({e:g}) = {float(self.profile.delta(e)):.3g}"
+            pts = ", ".join(f"delta({e:g}) = {float(self.event.delta_at(e)):.3g}"
                             for e in (self.epsilon / 2, 2 * self.epsilon))
             lines.append(f"  profile       {pts} (the same noise at other epsilons)")
         lines += [f"  note          {n}" for n in self.notes]

@@ -51,7 +51,7 @@ class Request:
     top_k: int | None
     mechanism: Any
     count: Count
-    sums: tuple
+    sums: tuple[Sum, ...]
     keys: Any
     column_shape: Any
     insecure_float: bool
@@ -86,7 +86,7 @@ def columns(privacy_unit: Any, by: Any) -> tuple[str | None, list[str]]:
     return privacy_unit, cols
 
 
-def split_aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tuple[Count, tuple]:
+def split_aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tuple[Count, tuple[Sum, ...]]:
     """``(count, sums)``: the count aggregate of ``aggregates`` (default ``Count()``; at most one) and the
     SUM/MEAN aggregates (:class:`~sparsedp.aggregates.Sum`, :class:`~sparsedp.aggregates.Mean`) in the given
     order. Types, duplicate output names, output names that are input columns, and value columns that are the
@@ -112,7 +112,7 @@ def split_aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tupl
     return (counts[0] if counts else Count()), sums
 
 
-def check_column_shape(shape: Any, sums: tuple) -> Any:
+def check_column_shape(shape: Any, sums: tuple[Sum, ...]) -> Any:
     """``column_shape`` checked and fitted once before anything is read (errors in the user's terms), kept as a
     tuple of tuples for the request (:func:`sparsedp.mechanisms.thresholded.fit_shape`)."""
     if shape is None:
@@ -217,7 +217,7 @@ class PlanRequest:
     top_k: int | None
     max_units: int | None
     beta: Any
-    sums: tuple
+    sums: tuple[Sum, ...]
     column_shape: Any
     insecure_float: bool
     keys: Any = None
@@ -265,7 +265,7 @@ def build_plan_request(epsilon: Any, delta: Any, max_groups_per_unit: Any, top_k
         return PlanRequest(delta=dlt, sums=(), column_shape=None, keys=keys, d=d, group=group, **common)
     if group is not None:
         raise InvalidParameterError("plan(group=…) groups a public key list: pass keys=<frame with that column>")
-    sums: tuple = () if aggregates is None else split_aggregates(aggregates, "", [])[1]
+    sums: tuple[Sum, ...] = () if aggregates is None else split_aggregates(aggregates, "", [])[1]
     if sums and (max_units is not None or dlt == 0):
         raise InvalidParameterError("SUM/MEAN are released by GSHM and top-k CSH only (delta > 0, "
                                     "max_groups_per_unit or top_k), not by the pure mechanisms")
