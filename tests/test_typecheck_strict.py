@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: paths (relative to src/sparsedp) that pass ``mypy --strict``
 STRICT: list[str] = [
+    "accounting",
+    "engines",
     "pipeline.py", "request.py", "execution.py", "ledger.py", "report.py",
 ]
 

@@ -156,11 +156,6 @@ class Report:
     def notes(self) -> tuple[str, ...]:
         return tuple(self.disclosure.notes) + self.advice
 
-    @property
-    def tau(self) -> float | None:
-        """The threshold margin (threshold − pre-threshold), as the accountants call it."""
-        return self.margin
-
     def guarantee(self) -> str:
         return f"({self.epsilon:g}, {self.delta:g})-DP, {self.neighbours.value}"
 

@@ -50,7 +50,8 @@ import numpy as np
 from .. import _validate
 from ..errors import InvalidParameterError
 
-__all__ = ["noise_and_filter", "draw_shared_noise", "noise_plan", "NoisePlan", "correlated_rule"]
+__all__ = ["noise_and_filter", "draw_shared_noise", "noise_plan", "NoisePlan", "correlated_rule", "debias_noise",
+           "truncate_top_k"]
 
 class NoisePlan:
     """What to sample and how to compare, derived once from a Calibration (cheap; pure).
@@ -194,6 +195,24 @@ def draw_shared_noise(calibration: Any, rng=None, *, insecure_float: bool = Fals
     return int(z) if plan.discrete else float(z)
 
 
+def debias_noise(plan: NoisePlan, rng: Any) -> int | float:
+    """The noise of de-biased top-k's t̃ = t + noise (variance σ²/√k) for the plan's noise: rounded (secure
+    default): ``round(W)``, ``W ~ N(0, σ²/√k)``, an int sampled exactly by inversion
+    (:class:`~sparsedp.noise.rounded.RoundedShiftedGaussianLaw` with shift 0); Algorithm 4: ``Z_t/2`` with
+    ``Z_t ~ N_Z(0, 4σ²/√k)``; float (``insecure_float``): ``N(0, σ²/√k)`` (Lebeda & Retschmeier (2024) §4).
+    Used by every engine."""
+    from .. import noise
+
+    if plan.rounded:
+        from ..noise.inversion import sample_by_inversion
+        from ..noise.rounded import RoundedShiftedGaussianLaw
+
+        return int(sample_by_inversion(RoundedShiftedGaussianLaw(plan.shared_sigma), 1, rng)[0])
+    if plan.discrete:
+        return int(noise.sample_discrete_gaussian(plan.shared_scale, 1, rng=rng)[0]) / 2.0
+    return float(noise.sample_gaussian(plan.shared_sigma, 1, rng=rng, insecure_float=True)[0])
+
+
 def _sample_shared(plan: NoisePlan, size: int, rng) -> np.ndarray:
     """``size`` draws of the shared term's law (one per release; tests simulate many releases).
     Rounded plans: float draws, for *simulation only* (audit, tests; see :func:`correlated_rule`)."""
@@ -288,3 +307,18 @@ def noise_and_filter(counts, calibration, pre_threshold=1, rng=None, shared_nois
         noisy = noisy_all[sel]
     positions = sel if pos is None else pos[sel]
     return positions.astype(np.int64, copy=False), noisy
+
+
+def truncate_top_k(counts: np.ndarray, k: int) -> tuple[int, np.ndarray]:
+    """``(t, H̃)``: t = the (k+1)-th largest count (0 if there are at most k counts), H̃ = max(0, H − t)
+    (Lebeda & Retschmeier (2024) Algorithm 3; by their Lemma 4.1 H̃ is k-sparse monotonic).
+
+    O(n) (``np.partition``). At most k entries of H̃ are positive.
+    """
+    c = np.asarray(counts, dtype=np.int64)
+    if c.size <= k:
+        return 0, c.copy()
+    t = int(np.partition(c, c.size - k - 1)[c.size - k - 1])
+    out = c - t
+    np.maximum(out, 0, out=out)
+    return t, out
