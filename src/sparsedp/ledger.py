@@ -80,9 +80,10 @@ from .accounting import events as _events
 from .accounting.calibration import Neighbours
 from .accounting.charge import Charge
 from .accounting.composition import compose
+from .accounting.conversions import epsilon_from_delta
 from .accounting.events import PrivacyEvent, event_from_dict, event_from_profile
 from .accounting.pld import compose_all
-from .accounting.profiles import PrivacyProfile, epsilon_from_delta, profile_from_dict
+from .accounting.profiles import PrivacyProfile, profile_from_dict
 from .accounting.zcdp import zcdp_to_dp_delta, zcdp_to_dp_epsilon
 from .errors import BudgetExceededError, InfeasibleError, InvalidParameterError, InvalidTypeError
 

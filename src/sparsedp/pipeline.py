@@ -152,7 +152,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                             insecure_float=insecure_float, engine=engine, connection=connection, out=out,
                             overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress)
     # 2.-7. ledger pre-check, the engine's pass, the charge, one private draw, publish, report (query.run_query)
-    return run_query(HistogramQuery(request, t_start), request.ledger, request.dataset)
+    res: Result = run_query(HistogramQuery(request, t_start), request.ledger, request.dataset)
+    return res
 
 
 class Plan(tuple[Any, ...]):
