@@ -21,6 +21,7 @@ STRICT: list[str] = [
     "engines",
     "core",
     "mechanisms/mg_stream.py",
+    "pipeline.py", "request.py", "execution.py", "ledger.py", "report.py",
 ]
 
 
