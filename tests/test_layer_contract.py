@@ -38,7 +38,6 @@ ROOT_NAMES_ALLOWED = frozenset({"__version__"})
 #: known upward imports that other work of issue 29 removes, with who removes them. Entries are removed as that
 #: work lands (:func:`test_no_pending_exception_is_stale` fails on an entry that no longer occurs).
 PENDING: dict[tuple[str, str], str] = {
-    ("sparsedp.accounting.blanket", "sparsedp.noise"): "accounting imports no noise (issue 29, accounting)",
 }
 
 #: in-function imports of sparsedp's own modules allowed in all of src/ (issue 29's target)

@@ -246,7 +246,7 @@ class MisraGries(Mechanism):
         from ..sketches.partitions import sketch_data
 
         return sketch_data(data, by, self.sketch_size, combine=self.combine_mode,
-                           connection=getattr(engine, "connection", None))
+                           connection=engine.connection)
 
     def calibrate(self, request: ReleaseRequest) -> MGCalibration:
         group = self.engine_bound(request) or 1  # PAMG and row units: one step per unit, no group privacy

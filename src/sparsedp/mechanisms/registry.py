@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from types import ModuleType
 from typing import Any
 
 from ..errors import InvalidParameterError, InvalidTypeError
 from .base import Mechanism
 
-__all__ = ["register", "unregister", "planners", "get", "names", "classes", "create", "auto_candidates"]
+__all__ = ["register", "unregister", "planners", "get", "names", "classes", "create", "auto_candidates",
+           "builtin_module"]
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 #: modules whose import registers the built-in mechanisms (imported on first registry use: light core import).
@@ -52,6 +54,18 @@ def _load(upto: int = len(_BUILTIN)) -> None:
         mod = _BUILTIN[_loaded]
         _loaded += 1
         importlib.import_module(mod)
+
+
+def builtin_module(name: str) -> ModuleType:
+    """The built-in mechanism module ``sparsedp.mechanisms.<name>`` (one of ``_BUILTIN``), imported on first use
+    after every built-in module registered before it, so the registration order stays ``_BUILTIN``'s whatever
+    asks first. What the layers above use for the objects of a mechanism a default release does not load (the
+    public key list of :mod:`.public_keys`: issue 19, start-up cost)."""
+    full = f"sparsedp.mechanisms.{name}"
+    if full not in _BUILTIN:
+        raise ValueError(f"{full} is not a built-in mechanism module")
+    _load(_BUILTIN.index(full) + 1)
+    return importlib.import_module(full)
 
 
 def names() -> tuple[str, ...]:

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _validate as v
 from ..accounting.calibration import Calibration, Comparison
+from ..accounting.events import event_of
 from ..errors import InvalidParameterError
 from . import kernel
 from ._common import make_release
@@ -197,14 +198,14 @@ def _disclosure(self: Mechanism, request: ReleaseRequest, cal: Any, value_column
 
 
 def _charge(self: Mechanism, calibration: Any, disclosure: Disclosure) -> Any:
-    """The charge with the calibration's privacy event (:meth:`~sparsedp.accounting.calibration.Calibration.event`),
+    """The charge with the calibration's privacy event (:func:`~sparsedp.accounting.events.event_of`),
     so the ledger composes repeated releases tightly (docs/proofs/ledger-composition.md). A joint release with
     SUM/MEAN columns is charged as its joint event (:class:`~sparsedp.accounting.events.AggregateGSHMEvent`), never
     with the count-only profile (which would under-charge it)."""
     from ..accounting.charge import Charge
 
     if isinstance(calibration, JointCalibration):
-        return Charge.of_event(calibration.event(disclosure.neighbours), self.name)
+        return Charge.of_event(event_of(calibration, disclosure.neighbours), self.name)
     return Charge.from_calibration(calibration, disclosure.neighbours)
 
 
