@@ -35,14 +35,20 @@ Replacement neighbours (S4.1's ERRATUM, shared variance 1/μ²) are offered by t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..accounting.public_keys import calibrate_correlated_public
 from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
-from .base import Released, ReleaseRequest
-from .public_keys import PublicCounts, PublicKeyMechanism, _draws, _independent, _need_keys, _table, align
+from ..noise.source import SecretKeyedStream, SecureRandom
+from .base import AutoRole, Mechanism, Released, ReleaseRequest
+from .public_keys import (PublicCounts, PublicKeyMechanism, PublicKeys, _draws, _independent, _need_keys, _table, align,
+                          public_keys)
 from .registry import register
+
+if TYPE_CHECKING:
+    from ..core.engine import Engine
 
 __all__ = ["GroupedCorrelatedGaussian", "GroupedCounts", "group_sizes", "one_group_per_unit", "plan_grouped"]
 
@@ -137,6 +143,8 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
     group: str | None = None
     c: int | None = None
     name = "grouped-correlated-gaussian"
+    auto_role = AutoRole.PUBLIC_KEYS
+    auto_order = 4  # after the ungrouped public-key mechanisms
     #: ``group`` defaults to None (the object can be built before the key list is known) but a release needs it
     needs_options = ("group",)
 
@@ -159,13 +167,25 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
                                         f"<key column>] and keys as (group, key) tuples")
         return self.group
 
+    @classmethod
+    def auto_offer(cls, request: ReleaseRequest, group: str | None) -> "GroupedCorrelatedGaussian | None":
+        """Offered by ``sd.Auto(group=…)`` with a public key list (``group``: the grouping column), else not."""
+        return None if group is None else cls(group=group)
+
+    @classmethod
+    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+        """With ``keys`` and ``group`` at δ > 0: the grouped mechanism's row (:func:`plan_grouped`), listed after
+        the other public-key mechanisms."""
+        if query.d is None or query.group is None or query.delta <= 0:
+            return []
+        request = query.request(keys=PublicKeys(table=None, d=query.d, columns=()))
+        return [(*plan_grouped(query.keys, query.group, request), 0)]
+
     def check(self, request: ReleaseRequest) -> None:
         super().check(request)
         self._group(request)
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting.public_keys import calibrate_correlated_public
-
         keys = _need_keys(self.name, request)
         group = self._group(request)
         if keys.table is None:
@@ -197,8 +217,8 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
                 f"the group's shared term {cal.shared_std:.4g} + independent {cal.independent_std:.4g}; groups "
                 f"are independent; each group's size estimate has std {cal.n_noise_std:.4g}",)
 
-    def histogram(self, engine: Any, data: Any, privacy_unit: str | None, by: list, request: ReleaseRequest,
-                  rng: Any, **extra: Any) -> Any:
+    def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str], request: ReleaseRequest,
+                  rng: SecureRandom, **extra: Any) -> Any:
         import polars as pl
 
         from ..engines.base import (EmbeddedEngine, check_columns, check_mixed_types, check_unique_names,
@@ -240,7 +260,7 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
                                      self.engine_bound(request), rng, self.count_floor())
         return GroupedHistogram(inner=inner, rows_in=int(nulls[2]), n_per_group=n_per_group)
 
-    def prepare(self, engine: Any, hist: Any, request: ReleaseRequest) -> Any:
+    def prepare(self, engine: Engine, hist: Any, request: ReleaseRequest) -> Any:
         import polars as pl
 
         from ..engines.bounding import canonical_exprs
@@ -266,9 +286,8 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
         return GroupedCounts(counts=counts, n=n, keys=keys, group_index=gidx, n_per_group=n_per_group,
                              groups=groups)
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
-        from ..noise.source import SecretKeyedStream
-
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         gc: GroupedCounts = hist
         cal = calibration
         secret = self._secret(rng)
@@ -295,8 +314,6 @@ def plan_grouped(keys: Any, group: str, request: ReleaseRequest) -> tuple[Groupe
     import dataclasses
 
     import polars as pl
-
-    from .public_keys import public_keys
 
     mod = type(keys).__module__.split(".")[0]
     frame = keys if isinstance(keys, pl.DataFrame) else pl.from_pandas(keys) if mod == "pandas" and hasattr(

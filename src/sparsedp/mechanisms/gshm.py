@@ -22,20 +22,24 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from .. import noise
 from ..accounting.calibration import Calibration
+from ..accounting.names import GSHM
 from ..errors import InputDataError, InvalidParameterError
+from ..noise.source import SecureRandom
 from ._common import check_histogram, check_pre_threshold, make_release
 from .histogram import Release, SparseHistogram
 from .kernel import noise_and_filter
-from ..accounting.names import GSHM
 
 __all__ = ["gshm"]
 
 
-def gshm(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int = 1, rng=None,
-         insecure_float: bool = False, aggregates=None, aggregate_sigmas=None,
-         aggregate_sensitivities=None) -> Release:
+def gshm(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int = 1,
+         rng: SecureRandom | None = None, insecure_float: bool = False, aggregates: npt.ArrayLike | None = None,
+         aggregate_sigmas: npt.ArrayLike | None = None,
+         aggregate_sensitivities: npt.ArrayLike | None = None) -> Release:
     """Release ``hist`` with GSHM (Karrer et al. (2022) Algorithm 1) under ``calibration`` (``sparsedp.accounting.calibrate("gshm", ...)``).
 
     ``aggregates``: optional float array of shape (len(hist), m−1), one row per key (e.g. SUM(likes)); each
@@ -70,9 +74,7 @@ def gshm(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int 
     extra: dict[str, Any] = {"mechanism": GSHM, "pre_threshold": pre,
                              "threshold": pre + calibration.tau}
     if agg is not None:
-        from ..noise import sample_gaussian
-
-        noise = np.column_stack([sample_gaussian(float(s), pos.size, rng=rng, insecure_float=True) for s in sig])
-        extra["aggregates"] = agg[pos] + noise.reshape(pos.size, agg.shape[1])
+        z = np.column_stack([noise.sample_gaussian(float(s), pos.size, rng=rng, insecure_float=True) for s in sig])
+        extra["aggregates"] = agg[pos] + z.reshape(pos.size, agg.shape[1])
     return make_release(hist, pos, noisy, calibration, extra)
 

@@ -123,7 +123,7 @@ class Release:
     n_keys_out: int
     extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. top-k's released threshold t~
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Released {key: noisy count} (keys as Python objects)."""
         keys = self.keys
         if hasattr(keys, "to_pylist"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..accounting.calibration import Calibration
 from ..errors import InvalidParameterError
+from ..noise.source import SecureRandom
 from ._common import check_histogram, check_pre_threshold, make_release
 from .histogram import Release, SparseHistogram
 from .kernel import noise_and_filter
@@ -24,8 +25,8 @@ from .kernel import noise_and_filter
 __all__ = ["laplace_histogram"]
 
 
-def laplace_histogram(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int = 1, rng=None,
-                      insecure_float: bool = False) -> Release:
+def laplace_histogram(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int = 1,
+                      rng: SecureRandom | None = None, insecure_float: bool = False) -> Release:
     """Release ``hist`` with the Laplace / geometric stability histogram under ``calibration``."""
     hist = check_histogram(hist)
     pre = check_pre_threshold(pre_threshold)

@@ -25,15 +25,22 @@ number of distinct units in the input (a unit with no listed key is the zero vec
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from .. import _validate as v
-from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
-from .base import Disclosure, Mechanism, Released, ReleaseRequest
-from .registry import register
+from .. import _validate as v, noise
+from ..accounting.calibration import Neighbours
 from ..accounting.names import CORRELATED_GAUSSIAN, LAPLACE
+from ..accounting.public_keys import (calibrate_bounded_density, calibrate_correlated_public, calibrate_public_gaussian,
+                                      calibrate_public_laplace)
+from ..errors import InfeasibleError, InputDataError, InvalidParameterError, InvalidTypeError
+from ..noise.source import SecretKeyedStream, SecureRandom
+from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
+from .registry import register
+
+if TYPE_CHECKING:
+    from ..core.engine import Engine
 
 __all__ = ["PublicKeys", "public_keys", "CorrelatedGaussian", "BoundedDensity", "PublicGaussian", "PublicLaplace",
            "PublicCounts", "public_candidates"]
@@ -151,7 +158,7 @@ class PublicCounts:
     keys: PublicKeys
 
 
-def align(engine: Any, hist: Any, keys: PublicKeys) -> PublicCounts:
+def align(engine: Engine, hist: Any, keys: PublicKeys) -> PublicCounts:
     """Join the engine's bounded histogram to the public list on canonical key values (keys outside the list
     dropped, listed keys without data at 0). Refuses a key column whose type differs from the data's."""
     import polars as pl
@@ -204,8 +211,6 @@ def align(engine: Any, hist: Any, keys: PublicKeys) -> PublicCounts:
 
 def _draws(cal: Any, size: int, rng: Any, insecure_float: bool, std: float | None = None) -> np.ndarray:
     """``size`` draws of the calibration's per-coordinate law from ``rng``."""
-    from .. import noise
-
     if cal.secure:
         if cal.family == LAPLACE:
             return noise.sample_discrete_laplace(cal.scale, size, rng=rng)
@@ -222,7 +227,6 @@ def _independent(cal: Any, d: int, keys: PublicKeys, secret: bytes, insecure_flo
     :mod:`sparsedp.engines.noise_chunks`): chunk c's keys, in canonical order, read
     ``SecretKeyedStream(K_noise, chunk_label(c))``."""
     from ..engines.noise_chunks import chunk_label, key_chunks
-    from ..noise.source import SecretKeyedStream
 
     out = np.empty(d, dtype=np.int64 if cal.secure else np.float64)
     for chunk, pos in key_chunks(keys.table, list(keys.columns)):
@@ -268,10 +272,8 @@ class PublicKeyMechanism(Mechanism):
 
     @classmethod
     def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
-        """With ``keys``: every public-key mechanism at d keys (ranked by per-key error), and with ``group`` the
-        grouped mechanism (:func:`~sparsedp.mechanisms.grouped_keys.plan_grouped`)."""
-        from ..errors import InfeasibleError
-
+        """With ``keys``: every public-key mechanism at d keys (ranked by per-key error); with ``group`` the
+        grouped mechanism lists itself (:meth:`~sparsedp.mechanisms.grouped_keys.GroupedCorrelatedGaussian.plan_rows`)."""
         if query.d is None:
             return []
         request = query.request(keys=PublicKeys(table=None, d=query.d, columns=()))
@@ -283,10 +285,6 @@ class PublicKeyMechanism(Mechanism):
                 rows.append((c(), c().calibrate(request), 0))
             except (InfeasibleError, InvalidParameterError):
                 continue
-        if query.group is not None and query.delta > 0:
-            from .grouped_keys import plan_grouped
-
-            rows.append((*plan_grouped(query.keys, query.group, request), 0))
         return rows
 
     def check(self, request: ReleaseRequest) -> None:
@@ -296,7 +294,7 @@ class PublicKeyMechanism(Mechanism):
                                         f"offered with keys=")
         v.delta(request.delta)
 
-    def prepare(self, engine: Any, hist: Any, request: ReleaseRequest) -> Any:
+    def prepare(self, engine: Engine, hist: Any, request: ReleaseRequest) -> Any:
         return align(engine, hist, _need_keys(self.name, request))
 
     def _contribution(self, cal: Any) -> str:
@@ -304,8 +302,6 @@ class PublicKeyMechanism(Mechanism):
         return f"every listed key released (no threshold); 1 per key per unit, {per}"
 
     def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
-        from ..accounting.calibration import Neighbours
-
         cal = calibration
         notes = (f"public key list of {cal.d} keys: absent keys get noise too, keys outside the list are dropped; "
                  f"the list must not be derived from the private data",) + self._notes(cal)
@@ -325,7 +321,8 @@ class PublicKeyMechanism(Mechanism):
 
 @dataclass(frozen=True)
 class _IndependentPublic(PublicKeyMechanism):
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         pc: PublicCounts = hist
         secret = self._secret(rng)
         z = _independent(calibration, pc.keys.d, pc.keys, secret, request.insecure_float)
@@ -343,10 +340,10 @@ class PublicGaussian(_IndependentPublic):
     (:func:`~sparsedp.accounting.public_keys.calibrate_public_gaussian`)."""
 
     name = "public-gaussian"
+    auto_role = AutoRole.PUBLIC_KEYS
+    auto_order = 2  # auto's public-key candidates: correlated, bounded density, Gaussian, Laplace
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting.public_keys import calibrate_public_gaussian
-
         k = _need_keys(self.name, request)
         return calibrate_public_gaussian(request.epsilon, request.delta, k.d, request.max_groups_per_unit,
                                          insecure_float=request.insecure_float)
@@ -360,6 +357,8 @@ class PublicLaplace(_IndependentPublic):
     (:func:`~sparsedp.accounting.public_keys.calibrate_public_laplace`)."""
 
     name = "public-laplace"
+    auto_role = AutoRole.PUBLIC_KEYS
+    auto_order = 3  # auto's public-key candidates: correlated, bounded density, Gaussian, Laplace
     pure_dp = True
 
     def check(self, request: ReleaseRequest) -> None:
@@ -368,8 +367,6 @@ class PublicLaplace(_IndependentPublic):
             raise InvalidParameterError("mechanism='public-laplace' releases counts only")
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting.public_keys import calibrate_public_laplace
-
         k = _need_keys(self.name, request)
         return calibrate_public_laplace(request.epsilon, request.delta, k.d, request.max_groups_per_unit,
                                         insecure_float=request.insecure_float)
@@ -395,6 +392,8 @@ class CorrelatedGaussian(PublicKeyMechanism):
     c: int | None = None
     known_n: float | None = None
     name = CORRELATED_GAUSSIAN
+    auto_role = AutoRole.PUBLIC_KEYS
+    auto_order = 0  # auto's public-key candidates: correlated, bounded density, Gaussian, Laplace
 
     def __post_init__(self) -> None:
         if self.c is not None and (isinstance(self.c, bool) or not isinstance(self.c, (int, float))):
@@ -408,8 +407,6 @@ class CorrelatedGaussian(PublicKeyMechanism):
                                             "estimate of n no size coordinate is released (Lebeda (2024) Lemma 3.6)")
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting.public_keys import calibrate_correlated_public
-
         k = _need_keys(self.name, request)
         c = self.c
         if c is not None and not request.insecure_float:
@@ -428,7 +425,8 @@ class CorrelatedGaussian(PublicKeyMechanism):
                 f"{cal.noise_std:.4g} = shared term {cal.shared_std:.4g} (the same for every key) + independent "
                 f"{cal.independent_std:.4g}; the size estimate n~ has std {cal.n_noise_std:.4g}",)
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         pc: PublicCounts = hist
         cal = calibration
         secret = self._secret(rng)
@@ -467,6 +465,8 @@ class BoundedDensity(PublicKeyMechanism):
     [Beyond the paper: docs/proofs/public-keys.md §8.] Cost: the exact δ is evaluated for every a = 0 … k."""
 
     name = "bounded-density"
+    auto_role = AutoRole.PUBLIC_KEYS
+    auto_order = 1  # auto's public-key candidates: correlated, bounded density, Gaussian, Laplace
     run = CorrelatedGaussian.run  # the same embedding release, with this calibration's (p, q, c)
 
     @classmethod
@@ -488,8 +488,6 @@ class BoundedDensity(PublicKeyMechanism):
         return None
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting.public_keys import calibrate_bounded_density
-
         k = _need_keys(self.name, request)
         return calibrate_bounded_density(request.epsilon, request.delta, k.d, request.max_groups_per_unit,
                                          insecure_float=request.insecure_float)

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from .. import _validate as v
+from ..accounting.names import GSHM, LAPLACE, TOPK_CSH
 from ..errors import InvalidParameterError
+from ..noise.source import SecureRandom
 from ._common import check_histogram, check_pre_threshold
 from .auto import MECHANISMS, calibrate_mechanism, choose_mechanism, valid_mechanisms
+from .csh import check_k_sparse, csh
+from .gshm import gshm
 from .histogram import Release, SparseHistogram
-from ..accounting.names import GSHM, LAPLACE, TOPK_CSH
+from .laplace import laplace_histogram
+from .topk import topk_csh
 
 __all__ = ["release_histogram"]
 
 
-def release_histogram(hist: SparseHistogram, *, epsilon, delta, l0=None, k=None, top_k=None,
-                      mechanism: str = "auto", pre_threshold=1, rng=None,
-                      insecure_float: bool = False) -> Release:
+def release_histogram(hist: SparseHistogram, *, epsilon: float, delta: float, l0: int | None = None,
+                      k: int | None = None, top_k: int | None = None, mechanism: str = "auto", pre_threshold: int = 1,
+                      rng: SecureRandom | None = None, insecure_float: bool = False) -> Release:
     """Release ``hist`` at (ε, δ) with the chosen (or best valid) sparse-histogram mechanism.
 
     Contribution model (declare at least one; the engine must enforce it): ``l0`` = keys per unit
@@ -41,8 +46,6 @@ def release_histogram(hist: SparseHistogram, *, epsilon, delta, l0=None, k=None,
                                     f"pre_threshold must be 1 when top_k is declared, got {pre}")
     hist = check_histogram(hist)
     if k is not None:
-        from .csh import check_k_sparse
-
         check_k_sparse(hist, k)
     valid = valid_mechanisms(l0, k, top_k)
     if mech == "auto":
@@ -55,20 +58,12 @@ def release_histogram(hist: SparseHistogram, *, epsilon, delta, l0=None, k=None,
         cal = calibrate_mechanism(mech, valid[mech], eps, dlt, insecure_float=insecure_float)
         report = {"chosen": mech, "reason": "requested explicitly", "candidates": []}
     if cal.mechanism == GSHM:
-        from .gshm import gshm
-
         rel = gshm(hist, cal, pre_threshold=pre, rng=rng, insecure_float=insecure_float)
     elif cal.mechanism == LAPLACE:
-        from .laplace import laplace_histogram
-
         rel = laplace_histogram(hist, cal, pre_threshold=pre, rng=rng, insecure_float=insecure_float)
     elif cal.mechanism == "csh":
-        from .csh import csh
-
         rel = csh(hist, cal, pre_threshold=pre, rng=rng, insecure_float=insecure_float)
     else:
-        from .topk import topk_csh
-
         rel = topk_csh(hist, cal, rng=rng, insecure_float=insecure_float)
     extra = dict(rel.extra)
     extra["auto"] = report

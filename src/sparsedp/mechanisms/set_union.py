@@ -25,14 +25,21 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import _validate as v
+from ..accounting.set_union import calibrate_policy_gaussian, calibrate_weighted_gaussian, grid_weights
 from ..errors import InfeasibleError, InvalidParameterError
-from .base import Disclosure, Mechanism, Released, ReleaseRequest
+from ..noise.floating import sample_gaussian
+from ..noise.source import SecureRandom
+from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
+from .thresholded import _key_task
+
+if TYPE_CHECKING:
+    from ..core.engine import Engine
 
 __all__ = ["WeightedGaussian", "PolicyGaussian", "weighted_histogram", "policy_histogram", "l2_descent_weights",
            "unit_pairs", "discovery_candidates", "plan_rows", "PLAN_MAX_L0", "AUTO_MAX_L0"]
@@ -41,7 +48,7 @@ WEIGHT = "__sparsedp_w"
 _DEG = "__sparsedp_d"
 
 
-def unit_pairs(engine: Any, data: Any, unit: str, by: list[str]):
+def unit_pairs(engine: Engine, data: Any, unit: str, by: list[str]):
     """``(pairs, rows)``: the distinct ``(unit, *by)`` pairs (a Polars DataFrame) and the number of input rows,
     after every input check the engines make (columns, duplicate names, nulls and NaN keys, no rows). Embedded
     engines only (their rows as a Polars LazyFrame, ``EmbeddedEngine.rows_lazy``); Spark is refused before
@@ -70,7 +77,7 @@ def unit_pairs(engine: Any, data: Any, unit: str, by: list[str]):
     return pairs, rows
 
 
-def weighted_histogram(engine: Any, data: Any, unit: str, by: list[str], l0: int, weights: np.ndarray, rng: Any):
+def weighted_histogram(engine: Engine, data: Any, unit: str, by: list[str], l0: int, weights: np.ndarray, rng: Any):
     """The weighted bounded histogram of the Weighted Gaussian (a :class:`~sparsedp.engines.base.LocalHistogram`
     whose ``counts`` are the Int64 per-key weight sums ``S_k = Σ_{kept (u, k)} W_{t_u}``).
 
@@ -137,8 +144,6 @@ def plan_rows(request: ReleaseRequest) -> list[tuple[Mechanism, Any]]:
 
 @functools.lru_cache(maxsize=64)
 def _calibrate(epsilon: float, delta: float, l0: int, grid: int):
-    from ..accounting.set_union import calibrate_weighted_gaussian
-
     return calibrate_weighted_gaussian(epsilon, delta, l0, grid)
 
 
@@ -188,11 +193,17 @@ class WeightedGaussian(_SetUnion):
     name = "weighted-gaussian"
     #: releases key weights, not counts: considered by ``sd.Auto(discover=True)`` only (never by plain ``auto``)
     discovery = True
+    auto_role = AutoRole.DISCOVERY
     #: ``max_groups_per_unit=sd.AutoBound(objective="keys")`` may choose its Δ0 (the expected released keys)
     auto_bound_objectives = ("keys",)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "grid", v.integer("grid", self.grid, lo=1, hi=1 << 20))
+
+    @classmethod
+    def auto_offer(cls, request: ReleaseRequest, group: str | None) -> Mechanism | None:
+        """Offered by ``sd.Auto(discover=True)`` (:func:`discovery_candidates`)."""
+        return discovery_candidates(request).get(cls.name)
 
     def check(self, request: ReleaseRequest) -> None:
         super().check(request)
@@ -225,16 +236,16 @@ class WeightedGaussian(_SetUnion):
                    f"Gaussian noise N_Z(0, {cal.noise.sigma2}) on the grid 1/{g}, released iff weight*{g} + noise "
                    f">= {cal.threshold_int} (docs/proofs/set-union.md)",))
 
-    def histogram(self, engine, data, privacy_unit, by, request, rng, **extra):
+    def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str],
+                  request: ReleaseRequest, rng: SecureRandom, **extra: Any) -> Any:
         privacy_unit = self._need_unit(privacy_unit)
-        from ..accounting.set_union import grid_weights
 
         l0 = int(request.max_groups_per_unit)
         return weighted_histogram(engine, data, privacy_unit, list(by), l0, grid_weights(l0, self.grid), rng)
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         from ..engines.base import LocalRelease
-        from .thresholded import _key_task
 
         task = _key_task(calibration.kernel(), 1, rng, False)   # rule S >= 1 and S + Z >= 1 + (T − 1)
         rel = engine.noise_keys(hist, task)
@@ -277,7 +288,7 @@ def l2_descent_weights(unit_codes: np.ndarray, key_codes: np.ndarray, n_keys: in
     return w
 
 
-def policy_histogram(engine: Any, data: Any, unit: str, by: list[str], l0: int, gamma: float, rng: Any):
+def policy_histogram(engine: Engine, data: Any, unit: str, by: list[str], l0: int, gamma: float, rng: Any):
     """The kept pairs of the engines' one ℓ0 choice, then the sequential ℓ2-descent policy over the units in a
     uniformly random order (drawn from the release's source after the bounding secret)."""
     import polars as pl
@@ -309,8 +320,6 @@ def policy_histogram(engine: Any, data: Any, unit: str, by: list[str], l0: int, 
 
 @functools.lru_cache(maxsize=64)
 def _calibrate_policy(epsilon: float, delta: float, l0: int, alpha: float):
-    from ..accounting.set_union import calibrate_policy_gaussian
-
     return calibrate_policy_gaussian(epsilon, delta, l0, alpha)
 
 
@@ -354,16 +363,16 @@ class PolicyGaussian(_SetUnion):
             notes=("set union (Gopi et al. ICML 2020, Policy Gaussian) with FLOAT noise: values are noisy policy "
                    "weights, not counts (docs/proofs/set-union.md §4)",))
 
-    def histogram(self, engine, data, privacy_unit, by, request, rng, **extra):
+    def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str],
+                  request: ReleaseRequest, rng: SecureRandom, **extra: Any) -> Any:
         privacy_unit = self._need_unit(privacy_unit)
         cal = self.calibrate(request)
         return policy_histogram(engine, data, privacy_unit, list(by), int(request.max_groups_per_unit), cal.gamma,
                                 rng)
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         import pyarrow as pa
-
-        from ..noise.floating import sample_gaussian
 
         noisy = hist.weights + sample_gaussian(calibration.sigma, hist.weights.size, rng, insecure_float=True)
         keep = np.flatnonzero(noisy >= calibration.tau)

@@ -20,33 +20,19 @@ Thm 7.7 gains ``2²/(2·4σ²/√k)`` (t moves by at most 1, i.e. 2 in the doubl
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..accounting.calibration import Calibration
+from ..accounting.names import TOPK_CSH
 from ..errors import InvalidParameterError
+from ..noise.source import SecureRandom
 from ._common import check_histogram, make_release
 from .histogram import Release, SparseHistogram
-from .kernel import draw_shared_noise, noise_and_filter, noise_plan
-from ..accounting.names import TOPK_CSH
+from .kernel import debias_noise, draw_shared_noise, noise_and_filter, noise_plan
 
 __all__ = ["truncate_top_k", "topk_csh", "debias_noise"]
-
-
-def debias_noise(plan, rng):
-    """The noise of t̃ = t + noise (variance σ²/√k) for the plan's noise: rounded (secure default):
-    ``round(W)``, ``W ~ N(0, σ²/√k)``, an int sampled exactly by inversion
-    (:class:`~sparsedp.noise.rounded.RoundedShiftedGaussianLaw` with shift 0); Algorithm 4: ``Z_t/2`` with
-    ``Z_t ~ N_Z(0, 4σ²/√k)``; float (``insecure_float``): ``N(0, σ²/√k)``. Used by every engine."""
-    from .. import noise
-
-    if plan.rounded:
-        from ..noise.inversion import sample_by_inversion
-        from ..noise.rounded import RoundedShiftedGaussianLaw
-
-        return int(sample_by_inversion(RoundedShiftedGaussianLaw(plan.shared_sigma), 1, rng)[0])
-    if plan.discrete:
-        return int(noise.sample_discrete_gaussian(plan.shared_scale, 1, rng=rng)[0]) / 2.0
-    return float(noise.sample_gaussian(plan.shared_sigma, 1, rng=rng, insecure_float=True)[0])
 
 
 def truncate_top_k(counts: np.ndarray, k: int) -> tuple[int, np.ndarray]:
@@ -63,8 +49,8 @@ def truncate_top_k(counts: np.ndarray, k: int) -> tuple[int, np.ndarray]:
     return t, out
 
 
-def topk_csh(hist: SparseHistogram, calibration: Calibration, *, rng=None, insecure_float: bool = False,
-             shared_noise=None, debias: bool | None = None) -> Release:
+def topk_csh(hist: SparseHistogram, calibration: Calibration, *, rng: SecureRandom | None = None,
+             insecure_float: bool = False, shared_noise: Any = None, debias: bool | None = None) -> Release:
     """Release the top-k keys of ``hist`` with Algorithm 3 (truncation, then CSH) under ``calibration``.
 
     ``calibration``: from ``sparsedp.accounting.calibrate("topk-csh", top_k=…[, debias=True])`` (secure
