@@ -59,7 +59,8 @@ def main() -> None:
     # the release pipeline's path: the engine's per-key step by chunks, each with its keyed per-release stream
     import pyarrow as pa
 
-    from sparsedp.engines.base import EmbeddedEngine, LocalHistogram
+    from sparsedp.core.bounded import LocalHistogram
+    from sparsedp.engines.base import EmbeddedEngine
     from sparsedp.engines.polars_engine import PolarsEngine
     from sparsedp.mechanisms.kernel import noise_plan
     from sparsedp.mechanisms.key_noise import KeyNoise

@@ -220,7 +220,7 @@ MUTANTS: tuple[Mutant, ...] = (
                  "return cls(sigma_c, bytes(32))"),),
            (T_CSH_ROUNDED, T_MUT)),
     Mutant("one-stream-for-all-chunks", "every noise chunk reuses the same keyed stream",
-           (Edit("engines/noise_chunks.py", 'return b"noise chunk " + int(chunk).to_bytes(8, "little", signed=True)',
+           (Edit("core/noise_chunks.py", 'return b"noise chunk " + int(chunk).to_bytes(8, "little", signed=True)',
                  'return b"noise chunk "'),),
            (T_API, T_MUT)),
     # ------------------------------------------------------------------ non-private values reaching Result

@@ -25,9 +25,10 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from . import _validate as v
+from .core.unit_keys import UnitKeyCounts
 from .errors import InvalidParameterError, InvalidTypeError
 
-__all__ = ["AutoBound", "UnitKeyCounts", "BoundChoice", "parse_auto", "split_epsilon", "utilities",
+__all__ = ["AutoBound", "BoundChoice", "parse_auto", "utilities",
            "noise_scale", "select_bound", "report_noisy_max", "OBJECTIVES"]
 
 DEFAULT_CANDIDATES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -92,26 +93,6 @@ class AutoBound:
 
 
 @dataclass(frozen=True)
-class UnitKeyCounts:
-    """What the engine counts for the choice (never released): ``units`` = N, and ``at_most[i]`` = A_{c_i}, the
-    number of units with at most ``candidates[i]`` distinct keys."""
-
-    candidates: tuple[int, ...]
-    units: int
-    at_most: tuple[int, ...]
-
-    @classmethod
-    def from_degrees(cls, candidates: Sequence[int], degrees: Any, units: Any) -> "UnitKeyCounts":
-        """From a histogram of distinct keys per unit: ``degrees[j]`` keys held by ``units[j]`` units."""
-        import numpy as np
-
-        d = np.asarray(degrees, dtype=np.int64)
-        n = np.asarray(units, dtype=np.int64)
-        return cls(candidates=tuple(candidates), units=int(n.sum()),
-                   at_most=tuple(int(n[d <= c].sum()) for c in candidates))
-
-
-@dataclass(frozen=True)
 class BoundChoice:
     """The private choice (public once the release is published): the chosen bound and how it was chosen."""
 
@@ -144,20 +125,6 @@ def parse_auto(value: Any) -> AutoBound | None:
                                         f"sd.AutoBound(...), got {value!r}")
         return AutoBound()
     return None
-
-
-def split_epsilon(epsilon: float, share: float) -> tuple[float, float]:
-    """(ε₁, ε₂) with ε₁ = share·ε (float) and ε₂ the largest float with ε₁ + ε₂ ≤ ε exactly (basic composition
-    never exceeds the stated ε by rounding)."""
-    import math
-
-    e1 = float(epsilon) * share
-    e2 = float(epsilon) - e1
-    while Fraction(e1) + Fraction(e2) > Fraction(epsilon):
-        e2 = math.nextafter(e2, 0.0)
-    if e1 <= 0 or e2 <= 0:
-        raise InvalidParameterError(f"AutoBound share={share} leaves no epsilon for one of the two stages")
-    return e1, e2
 
 
 def utilities(counts: UnitKeyCounts, options: AutoBound) -> list[int]:

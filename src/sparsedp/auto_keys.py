@@ -48,6 +48,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .core.engine import Capability
 from .errors import InvalidParameterError
 
 __all__ = ["SCALE", "KeysTable", "KeysPlan", "CandidateCounts", "KeysChoice", "release_table", "keys_plan",
@@ -185,21 +186,20 @@ class CandidateCounts:
 def candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidates: Sequence[int],
                      rng: Any, weights: Sequence[Any] | None = None) -> CandidateCounts:
     """n_k^(c) for every candidate c from one pass and one secret ranking (module docstring). Every input check
-    of the engines happens first (:func:`sparsedp.mechanisms.set_union.unit_pairs`); the ranking secret is drawn
+    of the engines happens first (:meth:`~sparsedp.core.engine.Engine.distinct_pairs`); the ranking secret is drawn
     from ``rng`` after them. Embedded engines only (Spark is refused before anything is read or charged)."""
     import polars as pl
 
     from .engines.bounding import (canonical_order, draw_bounding_secret, key_fingerprints, per_key_units,
                                    prf_ranks, unit_fingerprints)
-    from .mechanisms.set_union import unit_pairs
 
     # weights[i]: None (counts) or the W_t table of candidate i (the key's statistic is Σ W_{min(d_u, c)})
 
-    if not engine.embedded:
+    if not engine.offers(Capability.PAIRS):
         raise InvalidParameterError(f"AutoBound(objective='keys') runs on the embedded engines (polars, duckdb, "
                                     f"pandas, arrow), not on {engine.name!r}; use objective='quantile'")
     by = list(by)
-    pairs, _ = unit_pairs(engine, data, unit, by)
+    pairs = engine.distinct_pairs(data, unit, by).pairs
     pk = per_key_units(pairs.lazy(), unit, by).collect()
     del pairs
     order = pk.select(by).with_row_index("__i").sort(canonical_order(pk.schema, by))["__i"].to_numpy()

@@ -3,7 +3,7 @@
 ``release(..., max_groups_per_unit=sd.AutoBound(...), mechanism=m)`` runs :class:`AutoBounded` ``(inner=m)``
 through the same pipeline stages as any mechanism:
 
-1. **plan** — ε splits into ε₁ = share·ε (the choice) and ε₂ (the release, :func:`~sparsedp.auto_bound.split_epsilon`);
+1. **plan** — ε splits into ε₁ = share·ε (the choice) and ε₂ (the release, :func:`~sparsedp.accounting.split.split_epsilon`);
    the inner mechanism is resolved and calibrated at ``(ε₂, δ)`` and the largest candidate (feasibility before any
    data is read); with ``objective="keys"`` every candidate's public table too (:func:`sparsedp.auto_keys.keys_plan`).
    The charge is the whole ``(ε, δ)``, once (basic composition; ``docs/proofs/auto-bound.md``);
@@ -22,7 +22,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from .auto_bound import AutoBound, select_bound, split_epsilon
+from .accounting.split import split_epsilon
+from .auto_bound import AutoBound, select_bound
+from .core.engine import Capability
 from .errors import InvalidParameterError
 from .mechanisms.base import Mechanism, Planned, Read, Released, ReleaseRequest
 
@@ -64,14 +66,14 @@ class AutoBounded(Mechanism):
         self.inner.validate(request)
 
     def check_engine(self, engine: Any) -> None:
-        if self.bound.objective == "keys" and not engine.embedded:
+        if self.bound.objective == "keys" and not engine.offers(Capability.PAIRS):
             raise InvalidParameterError(f"AutoBound(objective='keys') runs on the embedded engines (polars, duckdb, "
                                         f"pandas, arrow), not on {engine.name!r}; use objective='quantile'")
         self.inner.check_engine(engine)
 
     def plan_release(self, request: ReleaseRequest, count_name: str) -> Planned:
         from .auto_keys import keys_plan
-        from .ledger import Charge
+        from .accounting.charge import Charge
 
         eps_sel, eps_rel = split_epsilon(request.epsilon, self.bound.share)
         inner_request = dataclasses.replace(request, epsilon=eps_rel,

@@ -72,7 +72,8 @@ class ReleaseContext:
 def open_engine(request: Any, mechanism: Any) -> Any:
     """The engine for the request's input (``engine=`` or the default for the input's kind), refused if the
     mechanism lacks a primitive on it (:meth:`Mechanism.check_engine`); file formats and SQL are checked here."""
-    from .engines import get_engine, sources
+    from .core import sources
+    from .engines import get_engine
 
     kind = sources.kind(request.data)
     if kind == "file":
@@ -176,7 +177,7 @@ class Published:
 
 def _tables(ctx: ReleaseContext, released: Any, value_column: str) -> Published:
     """The released rows as a sorted Arrow table (and a Spark DataFrame for Spark input: Spark in, Spark out)."""
-    from .engines import sources
+    from .core import sources
 
     eng, by, spark = ctx.engine, list(ctx.by), sources.kind(ctx.data) == "spark"
     if released.in_process:
@@ -213,7 +214,7 @@ def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSess
     """Stage 6: ``(table, report)``; only released rows leave the engine, the file is written atomically with the
     report as metadata, then the charge is marked published."""
     from .engines.output import OUTPUT_KIND, convert, write_atomic
-    from .engines import sources
+    from .core import sources
 
     request = ctx.request
     with ctx.stage("writing the output" if request.out else "building the table", "output"):
@@ -233,7 +234,7 @@ def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSess
 
 def result(ctx: ReleaseContext, table: Any, report: Any, released: Any, t_start: float) -> Any:
     """Stage 7: the :class:`~sparsedp.report.Result` with the curator-only figures."""
-    from .engines import sources
+    from .core import sources
     from .report import Curator, Result
 
     request = ctx.request

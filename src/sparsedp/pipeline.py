@@ -29,7 +29,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
 
 from . import _validate as v
-from .engines import sources
+from .core import sources
 from .errors import InvalidParameterError
 from .execution import (LedgerSession, ReleaseContext, check_output_columns, open_engine, publish, result,
                         warn_before)

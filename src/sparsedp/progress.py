@@ -4,7 +4,7 @@
 ``reporter(done, total, unit)``, it becomes the current reporter for the stage (:func:`reporting`) and the code
 doing the work reports through :func:`report` where it knows how far it is:
 
-* embedded engines: the per-key noise step, chunk by chunk (:mod:`sparsedp.engines.noise_chunks`);
+* embedded engines: the per-key noise step, chunk by chunk (:mod:`sparsedp.core.noise_chunks`);
 * DuckDB: its own estimate of the running query's progress, in percent (``query_progress()``), polled
   (:func:`polling`) while the bounding query runs;
 * Spark: completed/total tasks of the active stages (the status tracker), polled.

@@ -153,7 +153,7 @@ def source(rng: Any) -> Any:
 
 def _input(data: Any) -> Any:
     """The input as the engines read it: a directory of Parquet/CSV parts becomes the glob of its files."""
-    from .engines import sources
+    from .core import sources
 
     return sources.resolve_file(data) if sources.kind(data) == "file" else data
 

@@ -348,7 +348,7 @@ def _lazy_input(data: Any, connection: Any) -> tuple[Any, Any]:
     """``(LazyFrame, schema)`` of a vector release's input (frames, DuckDB relations/SQL, files; not Spark)."""
     import polars as pl
 
-    from .engines import sources
+    from .core import sources
     from .engines.polars_engine import to_lazy
 
     k = sources.kind(data)
@@ -587,7 +587,7 @@ class _SumPlan:
 def _plan_sum(columns, coordinate, value, coordinates, lower, upper, max_norm, epsilon, delta, rho, mechanism,
               neighbours, p, shape, insecure_float) -> _SumPlan:
     """The data-independent part of :func:`vector_sum` (its arguments checked, calibrated, priced)."""
-    from .ledger import Charge
+    from .accounting.charge import Charge
     from .mechanisms.vector_grid import box_grid, l2_grid
 
     rel = _relation(neighbours)
@@ -666,7 +666,7 @@ def _box_calibration(lo, hi, rel, pure, eps, dlt, zrho, pp, shape, insecure_floa
 
 
 def _display(data) -> str:
-    from .engines import sources
+    from .core import sources
 
     return sources.display(data)
 
@@ -762,7 +762,7 @@ def vector_mean(data: Any, privacy_unit: str, *, columns: Sequence[str] | None =
     Returns:
         :class:`VectorMean` (estimate, per-coordinate noise std, expected error E‖η‖_p^p, guarantee, PLAN details).
     """
-    from .ledger import Charge
+    from .accounting.charge import Charge
     from .mechanisms.mean import plan_mean
 
     t0 = time.perf_counter()
@@ -845,7 +845,7 @@ def _sum_count_mean(data, unit, coords, long, coordinate, value, lo, hi, eps, dl
     from fractions import Fraction
 
     from . import noise
-    from .ledger import Charge
+    from .accounting.charge import Charge
     from .mechanisms import elliptical as ell
     from .mechanisms.vector_grid import box_grid
 

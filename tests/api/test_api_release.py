@@ -328,7 +328,8 @@ def test_plan_shows_the_privacy_profile_and_tradeoff_curve():
 def test_several_noise_chunks_keep_engines_identical_and_change_only_the_words(df, monkeypatch):
     """The per-chunk keyed streams: with chunks forced small, every embedded engine still gives the same table;
     the released keys may differ from the one-chunk release only through the noise words."""
-    from sparsedp.engines import ENGINES, noise_chunks
+    from sparsedp.core import noise_chunks
+    from sparsedp.engines import ENGINES
 
     one = sd.release(df, **KW, rng=InsecureSeededRandom(5)).table
     monkeypatch.setattr(noise_chunks, "KEYS_PER_CHUNK", 3)

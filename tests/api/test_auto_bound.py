@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 
 import sparsedp as sd
-from sparsedp.auto_bound import AutoBound, UnitKeyCounts, noise_scale, select_bound, utilities
+from sparsedp.auto_bound import AutoBound, noise_scale, select_bound, utilities
+from sparsedp.core.unit_keys import UnitKeyCounts
 from sparsedp.errors import InfeasibleError, InputDataError, InvalidParameterError
 from sparsedp.noise import InsecureSeededRandom
 

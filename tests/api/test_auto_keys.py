@@ -278,9 +278,7 @@ def test_key_discovery_mechanisms_are_refused_before_any_charge(tmp_path):
 
 def test_one_ranking_gives_the_weighted_gaussian_sums_of_every_candidate(wplan):
     """The weight sums S_k^(c) from the one ranking equal the Weighted Gaussian's histogram at l0 = c with the
-    same secret (its engine path, :func:`weighted_histogram`)."""
-    from sparsedp.mechanisms.set_union import weighted_histogram
-
+    same secret (its engine path, :meth:`Engine.weighted_histogram`)."""
     g = np.random.default_rng(4)
     units = [tuple(f"k{x}" for x in set(g.zipf(1.5, g.integers(1, 6)).tolist())) for _ in range(300)]
     df = _frame(units)
@@ -288,7 +286,7 @@ def test_one_ranking_gives_the_weighted_gaussian_sums_of_every_candidate(wplan):
     cc = candidate_counts(eng, df, "user", ["key"], CANDS, InsecureSeededRandom(9), wplan.statistic_weights)
     keys = sorted(df["key"].unique().to_list())
     for c, n, w in zip(CANDS, cc.counts, wplan.statistic_weights):
-        h = weighted_histogram(eng, df, "user", ["key"], c, w, InsecureSeededRandom(9))
+        h = eng.weighted_histogram(df, "user", ["key"], c, w, InsecureSeededRandom(9))
         want = dict(zip(h.keys.column("key").to_pylist(), h.counts.tolist()))
         assert n.tolist() == [want.get(k, 0) for k in keys], c
 

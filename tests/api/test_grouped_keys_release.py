@@ -18,7 +18,8 @@ import sparsedp as sd
 from sparsedp.accounting.discrete import dgauss_variance
 from sparsedp.accounting.public_keys import calibrate_correlated_public
 from sparsedp.errors import InvalidParameterError
-from sparsedp.mechanisms.grouped_keys import group_sizes, one_group_per_unit
+from sparsedp.engines.pairs import select_one_group as one_group_per_unit
+from sparsedp.mechanisms.grouped_keys import group_sizes
 from sparsedp.noise.source import InsecureSeededRandom
 
 GROUPS = ["east", "north", "south", "west"]

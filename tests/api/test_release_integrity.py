@@ -193,7 +193,7 @@ def _check_rule(cal):
 def test_distinct_noise_chunks_read_distinct_streams():
     """Chunks of one release read streams of distinct labels (independent by the PRF property); a shared
     stream would give the keys at the same position of two chunks the same noise."""
-    from sparsedp.engines.noise_chunks import chunk_label
+    from sparsedp.core.noise_chunks import chunk_label
     from sparsedp.mechanisms.thresholded import _key_task
 
     assert len({chunk_label(c) for c in range(-2, 64)}) == 66

@@ -59,7 +59,7 @@ def test_noise_reused_across_releases_is_refuted(monkeypatch):
     from sparsedp.noise.source import SecretKeyedStream
 
     def same(self, chunk):  # every release's chunk stream keyed by one fixed secret
-        from sparsedp.engines.noise_chunks import chunk_label
+        from sparsedp.core.noise_chunks import chunk_label
 
         return SecretKeyedStream(b"\x01" * 32, chunk_label(chunk))
 

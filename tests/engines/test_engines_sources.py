@@ -6,7 +6,7 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from sparsedp.engines import sources
+from sparsedp.core import sources
 from sparsedp.errors import InputDataError, InvalidTypeError
 
 

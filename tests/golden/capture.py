@@ -517,7 +517,8 @@ def _mg_release(r: Any) -> dict:
 
 def sketches_golden() -> dict:
     from sparsedp.noise import InsecureSeededRandom as R
-    from sparsedp.sketches import MisraGries, misra_gries_release
+    from sparsedp.mechanisms.mg_stream import csh_misra_gries, misra_gries_release
+    from sparsedp.sketches import MisraGries
     from sparsedp.sketches import private_mg as pmg
 
     items = (np.random.default_rng(2).zipf(1.4, 5000) % 200).tolist()
@@ -528,7 +529,7 @@ def sketches_golden() -> dict:
     out["pmg"] = _mg_release(pmg.private_misra_gries(sk, epsilon=1.0, delta=1e-6, rng=R(1)))
     out["pmg pure"] = _mg_release(pmg.pure_private_misra_gries(sk, epsilon=1.0, universe=range(200), rng=R(2)))
     out["pmg merged"] = _mg_release(pmg.merged_private_misra_gries(sk, epsilon=1.0, delta=1e-6, rng=R(3)))
-    out["pmg csh"] = _mg_release(pmg.csh_misra_gries(sk, epsilon=1.0, delta=1e-6, rng=R(4)))
+    out["pmg csh"] = _mg_release(csh_misra_gries(sk, epsilon=1.0, delta=1e-6, rng=R(4)))
     out["misra_gries_release chunks"] = _mg_release(misra_gries_release(
         iter([np.array(items[:2000]), np.array(items[2000:])]), sketch_size=16, epsilon=1.0, delta=1e-6, rng=R(5)))
     return out
@@ -536,7 +537,7 @@ def sketches_golden() -> dict:
 
 def histogram_golden() -> dict:
     """The function-level ``release_histogram`` (``mechanisms/release.py``) on a fixed histogram."""
-    from sparsedp.mechanisms.histogram import SparseHistogram
+    from sparsedp.core.histogram import SparseHistogram
     from sparsedp.mechanisms.release import release_histogram
     from sparsedp.noise import InsecureSeededRandom as R
 

@@ -203,16 +203,15 @@ def test_weights_follow_each_units_kept_key_count():
     """A key held by units that keep 1, 2 and 4 keys has weight floor(G/1) + floor(G/√2) + floor(G/2) (grid
     units); checked on the weighted histogram the mechanism releases from."""
     from sparsedp.engines.polars_engine import PolarsEngine
-    from sparsedp.mechanisms.set_union import weighted_histogram
 
     rows = [(0, "a"), (1, "a"), (1, "b"), (2, "a"), (2, "b"), (2, "c"), (2, "d")]
     df = pl.DataFrame({"unit": [r[0] for r in rows], "key": [r[1] for r in rows]})
     ws = grid_weights(4, 4096)
-    h = weighted_histogram(PolarsEngine(), df, "unit", ["key"], 4, ws, InsecureSeededRandom(0))
+    h = PolarsEngine().weighted_histogram(df, "unit", ["key"], 4, ws, InsecureSeededRandom(0))
     got = dict(zip(h.keys.column("key").to_pylist(), h.counts.tolist()))
     assert got == {"a": ws[0] + ws[1] + ws[3], "b": ws[1] + ws[3], "c": ws[3], "d": ws[3]}
     # l0 = 2: unit 2 keeps 2 of its 4 keys, each at weight W_2
-    h2 = weighted_histogram(PolarsEngine(), df, "unit", ["key"], 2, grid_weights(2, 4096), InsecureSeededRandom(0))
+    h2 = PolarsEngine().weighted_histogram(df, "unit", ["key"], 2, grid_weights(2, 4096), InsecureSeededRandom(0))
     assert int(h2.counts.sum()) == 4096 + 2 * 2896 + 2 * 2896
     assert h2.stats.pairs_dropped_l0 == 2
 

@@ -10,7 +10,7 @@ import pytest
 from pure_helpers import CountingRandom
 from sparsedp.accounting.calibration import Neighbours
 from sparsedp.errors import InputDataError, InvalidParameterError, InvalidTypeError
-from sparsedp.mechanisms.histogram import Release, SparseHistogram
+from sparsedp.core.histogram import Release, SparseHistogram
 from sparsedp.mechanisms.pure import CompactHistogram, pure_histogram, release_pure
 from sparsedp.mechanisms.pure.release import StringCodec
 from sparsedp.noise import InsecureSeededRandom

@@ -15,9 +15,10 @@ from sparsedp.accounting.discrete import dlaplace_pmf
 from sparsedp.errors import InvalidParameterError
 from sparsedp.noise import InsecureSeededRandom
 from sparsedp.sketches.misra_gries import MisraGries
+from sparsedp.mechanisms.mg_stream import PrivateMisraGries, misra_gries_release
 from sparsedp.sketches.private_mg import (
-    PrivateMisraGries, merged_private_misra_gries, merged_threshold, misra_gries_release, pmg_threshold, private_misra_gries,
-    pure_private_misra_gries, theorem_3_1_slack)
+    merged_private_misra_gries, merged_threshold, pmg_threshold, private_misra_gries, pure_private_misra_gries,
+    theorem_3_1_slack)
 
 
 # ---------------------------------------------------------------- constants (spec §4 derived numbers)

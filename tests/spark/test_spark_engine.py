@@ -308,7 +308,7 @@ def test_pure_and_misra_gries_run_on_spark_like_polars(spark):
 def test_several_noise_chunks_same_table_as_polars(spark, monkeypatch):
     """With several noise chunks (forced small here), Spark and Polars still derive every key's noise from the
     same (chunk, position) stream words: identical tables for the same seeded source."""
-    from sparsedp.engines import noise_chunks
+    from sparsedp.core import noise_chunks
 
     monkeypatch.setattr(noise_chunks, "KEYS_PER_CHUNK", 7)
     frame = _rows(seed=11, n=8000, units=2000, keys=60)

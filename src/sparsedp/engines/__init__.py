@@ -25,7 +25,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import InvalidParameterError
-from .base import BoundingStats, EmbeddedEngine, Engine, LocalHistogram, RawCounts, check_columns
+from ..core.bounded import BoundingStats, LocalHistogram
+from ..core.checks import check_columns
+from ..core.engine import Capability, Engine
+from .base import EmbeddedEngine, RawCounts
 from .bounding import bound, draw_bounding_secret, select_pairs
 
 
@@ -92,7 +95,7 @@ def default_engine(data: Any) -> str:
 def get_engine(name: str | None, data: Any = None, connection: Any = None) -> Engine:
     """The engine called ``name``; ``None`` picks one for ``data`` (:func:`default_engine`). Refuses an engine
     that cannot read ``data``, naming the ones that can."""
-    from . import sources
+    from ..core import sources
 
     kind = sources.kind(data) if data is not None else None
     if isinstance(name, Engine):  # an engine object with its options, e.g. DuckDBEngine(memory_limit="6GB")
@@ -116,7 +119,7 @@ def get_engine(name: str | None, data: Any = None, connection: Any = None) -> En
 def _configured(engine: Engine, kind: str | None, data: Any, connection: Any) -> Engine:
     """An engine object given as ``engine=``: refused if it cannot read ``data`` or if a ``connection`` is given
     as well (the object holds its own)."""
-    from . import sources
+    from ..core import sources
 
     if connection is not None:
         raise InvalidParameterError("connection= goes with an engine name; an engine object holds its own "
@@ -127,6 +130,6 @@ def _configured(engine: Engine, kind: str | None, data: Any, connection: Any) ->
     return engine
 
 
-__all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundingStats", "EmbeddedEngine", "Engine", "LocalHistogram",
+__all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundingStats", "Capability", "EmbeddedEngine", "Engine", "LocalHistogram",
            "RawCounts", "bound", "check_columns", "default_engine", "draw_bounding_secret", "get_engine", "names",
            "register", "select_pairs", "unregister"]

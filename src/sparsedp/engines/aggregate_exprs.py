@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from ..aggregates import Sum, noise_columns
 from ..errors import InputDataError, InvalidTypeError
+from .input_checks import check_nulls_and_rows
 
 __all__ = ["grid_column_name", "check_value_columns", "value_check_exprs", "raise_bad_values", "contribution_exprs", "gridded", "unit_key_contributions",
            "key_grid_sums"]
@@ -163,8 +164,6 @@ def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int 
     import polars as pl
 
     from . import pair_ids
-    from .base import check_nulls_and_rows
-
     by = list(by)
     lf = lf.lazy() if isinstance(lf, pl.DataFrame) else lf
     cols = [unit] + by

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..core import sources
 from ..errors import InputDataError
-from . import sources
-from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows
+from .base import EmbeddedEngine, RawCounts
+from .input_checks import check_nulls_and_rows
 from .bounding import COUNT
 
 

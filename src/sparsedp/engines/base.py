@@ -1,6 +1,6 @@
 """The engine interface and the shared driver of contribution bounding.
 
-An engine turns user rows ``(privacy unit, key columns…)`` into a :class:`~sparsedp.mechanisms.SparseHistogram`
+An engine turns user rows ``(privacy unit, key columns…)`` into a :class:`~sparsedp.core.histogram.SparseHistogram`
 of *bounded* counts: after bounding, every privacy unit adds at most 1 to each key and touches at most ``l0``
 keys. That is the contribution model every sparse-histogram accountant assumes (ℓ∞ = 1, ℓ0 = ``l0``; Karrer et al. (2022)
 spec §1, ``C_u``; Lebeda & Retschmeier (2024) spec §1.1); an unenforced bound voids the guarantee.
@@ -13,88 +13,26 @@ so all engines bound identically. The Polars engine applies the same choice itse
 (:meth:`Engine.bounded_raw_counts`), in one pass over the rows; Spark calls the same
 :func:`~sparsedp.engines.bounding.select_pairs` in its executors.
 
-The bounding statistics (:class:`BoundingStats`) are for the curator and are never part of a release.
+The engine protocol itself (:class:`~sparsedp.core.engine.Engine`) and the values it returns live in
+:mod:`sparsedp.core`. The bounding statistics (:class:`~sparsedp.core.bounded.BoundingStats`) are for the curator and are never part of a release.
 """
 
 from __future__ import annotations
 
-import contextlib
-from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ColumnNotFoundError, ColumnTypeError, InputDataError, SparsedpError
-from ..mechanisms.histogram import SparseHistogram
-
-
-@dataclass(frozen=True)
-class BoundingStats:
-    """What contribution bounding did (curator-facing; NOT differentially private, never released).
-
-    Attributes:
-        rows_in: input rows.
-        units_in: distinct privacy units.
-        pairs_in: distinct (unit, key) pairs, i.e. rows after de-duplication.
-        duplicate_rows_removed: ``rows_in - pairs_in`` (repeat contributions of a unit to a key).
-        units_over_l0: units that had more than ``l0`` distinct keys and were truncated.
-        pairs_dropped_l0: (unit, key) pairs removed by the ``l0`` bound.
-        keys_in: distinct keys in the input.
-        keys_bounded: keys with a non-zero count after bounding.
-        keys_out: keys handed to the mechanism (count >= ``pre_threshold``).
-        l0: the bound applied (``None``: no ℓ0 bound, de-duplication only).
-    """
-
-    rows_in: int
-    units_in: int
-    pairs_in: int
-    units_over_l0: int
-    pairs_dropped_l0: int
-    keys_in: int
-    keys_bounded: int
-    keys_out: int
-    l0: int | None
-
-    @property
-    def duplicate_rows_removed(self) -> int:
-        return self.rows_in - self.pairs_in
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["duplicate_rows_removed"] = self.duplicate_rows_removed
-        return d
-
-
-@dataclass(frozen=True)
-class LocalHistogram:
-    """A bounded histogram held in this process (the embedded engines' :meth:`Engine.histogram`).
-
-    ``keys``: ``pyarrow.Table`` of the key columns, one row per key with a bounded count >= the pre-threshold,
-    in canonical key order (:func:`~sparsedp.engines.bounding.canonical_order`); ``counts``: their bounded
-    distinct-unit counts (int64); ``stats``: what bounding did (curator only); ``columns``: for a release with
-    SUM/MEAN aggregates, one int64 array per distinct noisy grid column (:func:`sparsedp.aggregates.noise_columns`
-    order) aligned with ``counts``: each key's grid sum over exactly the (unit, key) pairs its count keeps
-    (:func:`~sparsedp.engines.aggregate_exprs.bounded_raw_counts_with_sums`); empty otherwise. Never released.
-    """
-
-    keys: Any
-    counts: Any
-    stats: BoundingStats
-    columns: tuple = ()
-
-    def __len__(self) -> int:
-        return int(len(self.counts))
-
-
-@dataclass(frozen=True)
-class LocalRelease:
-    """Released keys (``pyarrow.Table``) and their noisy values, as an embedded engine returns them;
-    ``columns``: the released SUM/MEAN columns (output name → float64 values in value units), aligned."""
-
-    keys: Any
-    values: Any
-    columns: Mapping[str, Any] = field(default_factory=dict)
+from ..core.bounded import BoundingStats, KeptPairs, LocalHistogram, LocalRelease, OneGroupRows, PairIds, UnitPairs
+from ..core.checks import check_columns, engine_errors_as_input_errors
+from ..core.engine import Capability, Engine
+from ..core.histogram import SparseHistogram
+from ..core.unit_keys import UnitKeyCounts
+from . import pairs
+from .input_checks import (check_key_values, check_mixed_types, check_nan_keys, check_nulls_and_rows,
+                           check_pandas_nan_keys, check_unique_names)
 
 
 @dataclass(frozen=True)
@@ -122,80 +60,6 @@ class RawCounts:
     pairs_dropped_l0: int | None = None
 
 
-class Engine(ABC):
-    """Where a release's data work happens: the bounded histogram, and the primitives mechanisms run on.
-
-    The release pipeline (:mod:`sparsedp.pipeline`) and the mechanisms use only these methods, so a mechanism
-    written once runs on every engine:
-
-    * :meth:`histogram` — validate the input, enforce the contribution bound, count (curator stats included);
-    * :meth:`kth_largest` — the exact k-th largest bounded count (top-k's cut-off);
-    * :meth:`noise_keys` — the per-key noise step (:class:`~sparsedp.mechanisms.key_noise.KeyNoise`) applied
-      chunk by chunk with the per-release keyed streams (:mod:`sparsedp.engines.noise_chunks`);
-    * :meth:`collect` — the whole histogram as a :class:`~sparsedp.mechanisms.SparseHistogram` in this
-      process, for mechanisms that need it (pure DP, Misra–Gries);
-    * :meth:`to_arrow` — a released table as ``pyarrow.Table`` (released rows only).
-    """
-
-    #: engine name as accepted by ``sparsedp.release(engine=…)``
-    name: str = ""
-    #: the capability "holds its rows in this process as a Polars LazyFrame" (:meth:`EmbeddedEngine.rows_lazy`),
-    #: which the set-union mechanisms and the keys objective of the automatic bound need
-    embedded: bool = False
-
-    @abstractmethod
-    def columns(self, data: Any) -> list[str]:
-        """Column names of ``data`` (no data read)."""
-
-    @abstractmethod
-    def histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                  pre_threshold: int = 1, aggregates: Sequence[Any] = ()) -> Any:
-        """The bounded histogram of ``data`` (an engine-specific handle), checked and counted.
-
-        ``aggregates``: the SUM/MEAN aggregates of the release (:mod:`sparsedp.aggregates`): the handle then
-        also holds each key's grid sums over the kept pairs, and the value columns are checked (missing,
-        non-numeric, null, NaN/inf) before anything is drawn.
-
-        Every unit adds at most 1 to each key and, with ``l0``, touches at most ``l0`` keys (uniform keyed choice,
-        :mod:`sparsedp.engines.bounding`, secret drawn from ``rng`` only after the input passed validation).
-        Keys below ``pre_threshold`` are left out. Raises :class:`~sparsedp.errors.InputDataError` on bad input
-        (missing columns, nulls, NaN or nested key values, no rows) before anything is drawn.
-        """
-
-    @abstractmethod
-    def kth_largest(self, hist: Any, k: int) -> int:
-        """The k-th largest bounded count of ``hist`` (0 if it has fewer than k keys)."""
-
-    @abstractmethod
-    def noise_keys(self, hist: Any, task: Any) -> Any:
-        """Apply ``task`` (a :class:`~sparsedp.mechanisms.key_noise.KeyNoise`) to every chunk of keys."""
-
-    @abstractmethod
-    def collect(self, hist: Any) -> SparseHistogram:
-        """``hist`` as an in-process :class:`~sparsedp.mechanisms.SparseHistogram` (keys: ``pyarrow.Table``)."""
-
-    @abstractmethod
-    def to_arrow(self, released: Any, by: Sequence[str], value_column: str) -> Any:
-        """A release of :meth:`noise_keys` as a ``pyarrow.Table`` of the key columns and ``value_column``."""
-
-    def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: Sequence[str], candidates: Sequence[int]) -> Any:
-        """For ``max_groups_per_unit="auto"`` (:mod:`sparsedp.auto_bound`): a
-        :class:`~sparsedp.auto_bound.UnitKeyCounts` with N (units) and, for each candidate c, the number of units
-        with at most c distinct keys. Validates the input like :meth:`histogram` (columns, nulls, no rows, key
-        values) so a bad input is refused before the ledger charge. Not private; never released."""
-        from ..errors import InvalidParameterError
-
-        raise InvalidParameterError(f"max_groups_per_unit='auto' is not available on the {self.name} engine; "
-                                    f"pass an integer max_groups_per_unit or use engine='polars' or 'duckdb'")
-
-    def stats(self, hist: Any) -> BoundingStats:
-        """What bounding did (curator only)."""
-        return hist.stats
-
-    def release_resources(self, hist: Any) -> None:
-        """Free what :meth:`histogram` holds (Spark: the persisted histogram). Embedded engines: nothing."""
-
-
 class EmbeddedEngine(Engine):
     """An engine whose bounded histogram is held in this process (Polars, DuckDB, pandas, Arrow).
 
@@ -204,7 +68,7 @@ class EmbeddedEngine(Engine):
     identically, and implements the primitives on numpy arrays.
     """
 
-    embedded = True
+    capabilities = frozenset({Capability.PAIRS, Capability.UNIT_KEY_COUNTS})
 
     @abstractmethod
     def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
@@ -277,8 +141,6 @@ class EmbeddedEngine(Engine):
         unit, then the histogram of those degrees (:meth:`Engine.keys_per_unit_counts`)."""
         import polars as pl
 
-        from ..auto_bound import UnitKeyCounts
-
         by = list(by)
         check_unique_names(data)
         cols = [privacy_unit] + by
@@ -298,6 +160,25 @@ class EmbeddedEngine(Engine):
         check_key_values(bad.to_arrow(), by)
         return UnitKeyCounts.from_degrees(candidates, hist["__d"].to_numpy(), hist["__n"].to_numpy())
 
+    # the pair primitives (Capability.PAIRS): the shared Polars path over the engine's rows (engines/pairs.py)
+
+    def distinct_pairs(self, data: Any, privacy_unit: str, by: Sequence[str]) -> UnitPairs:
+        return pairs.distinct_pairs(self, data, privacy_unit, by)
+
+    def weighted_histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int, weights: Any,
+                           rng: Any) -> LocalHistogram:
+        return pairs.weighted_histogram(self, data, privacy_unit, by, l0, weights, rng)
+
+    def kept_pairs(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int, rng: Any) -> KeptPairs:
+        return pairs.kept_pairs(self, data, privacy_unit, by, l0, rng)
+
+    def pair_ids(self, data: Any, privacy_unit: str, by: Sequence[str]) -> PairIds:
+        return pairs.pair_ids(self, data, privacy_unit, by)
+
+    def one_group_per_unit(self, data: Any, privacy_unit: str, by: Sequence[str], group: str, groups: Any,
+                           from_text: bool, rng: Any) -> OneGroupRows:
+        return pairs.one_group_per_unit(self, data, privacy_unit, by, group, groups, from_text, rng)
+
     def kth_largest(self, hist: LocalHistogram, k: int) -> int:
         c = hist.counts
         if c.size < k:
@@ -306,7 +187,7 @@ class EmbeddedEngine(Engine):
 
     def noise_keys(self, hist: LocalHistogram, task: Any) -> LocalRelease:
         from ..progress import report
-        from .noise_chunks import key_chunks, n_chunks
+        from ..core.noise_chunks import key_chunks, n_chunks
 
         by = hist.keys.column_names
         names = task.column_names
@@ -347,41 +228,6 @@ class EmbeddedEngine(Engine):
         return out
 
 
-def nan_key_error(column: str) -> InputDataError:
-    """The one error for a NaN key, on every engine (Spark included)."""
-    return InputDataError(f"key column {column!r} contains NaN; replace NaN (e.g. by null and then drop, or by a "
-                          f"sentinel value) before releasing")
-
-
-def check_nan_keys(keys: Any, by: Sequence[str]) -> None:
-    """The NaN-key rule: a float key column holding NaN is refused (:func:`nan_key_error`), before bounding,
-    the ledger charge or any randomness. NaN never equals itself, so "the units with key NaN" is ill-defined
-    (engines group it differently), and it is not null either (pandas' missing value is checked separately,
-    :func:`check_pandas_nan_keys`, so a pandas frame gets the same error). ``keys``: every distinct input key
-    (``pyarrow.Table`` or Polars DataFrame: :attr:`RawCounts.key_counts`)."""
-    polars_frame = type(keys).__module__.split(".")[0] == "polars"  # no pyarrow import for a Polars frame
-    for c in by:
-        if polars_frame:
-            if keys[c].dtype.is_float() and keys[c].is_nan().any():
-                raise nan_key_error(c)
-            continue
-        import pyarrow as pa
-
-        col = keys.column(c)
-        if pa.types.is_floating(col.type) and len(col) and _any_nan(col):
-            raise nan_key_error(c)
-
-
-def check_pandas_nan_keys(data: Any, by: Sequence[str]) -> None:
-    """:func:`check_nan_keys` on a pandas frame's float key columns, before any engine converts NaN to null."""
-    if type(data).__module__.split(".")[0] != "pandas":
-        return
-    for c in by:
-        col = data[c]
-        if getattr(col.dtype, "kind", "") == "f" and bool(col.isna().any()):
-            raise nan_key_error(c)
-
-
 def numpy_to_arrow(a: Any, dtype: Any = None) -> Any:
     """A 1-d numeric numpy array as a ``pyarrow`` array over the same buffer (``dtype``: cast first). Unlike
     ``pa.array(a)`` it never imports pandas (pyarrow checks every ``pa.array`` input for pandas objects: about
@@ -392,134 +238,3 @@ def numpy_to_arrow(a: Any, dtype: Any = None) -> Any:
     if a.ndim != 1 or a.dtype.kind not in "iuf" or a.dtype.byteorder == ">":
         return pa.array(a)
     return pa.Array.from_buffers(pa.from_numpy_dtype(a.dtype), a.size, [None, pa.py_buffer(a)])
-
-
-def check_key_values(keys: Any, by: Sequence[str]) -> None:
-    """The one rule for key values on every engine (checked on the bounded histogram's keys, before any
-    charge or noise): nested values (lists, structs, maps) are refused, and so is NaN in a float key column
-    (NaN never equals itself, so its "count" is ill-defined and engines disagree on it; :func:`check_nan_keys`
-    already refused it on every input key)."""
-    import pyarrow as pa
-
-    for c in by:
-        t = keys.schema.field(c).type
-        if pa.types.is_nested(t) or pa.types.is_null(t) or pa.types.is_dictionary(t) and pa.types.is_nested(
-                t.value_type):
-            raise InputDataError(f"key column {c!r} has type {t}; keys must be scalar values (strings, numbers, "
-                                 f"dates, booleans): flatten or cast it before releasing")
-        if pa.types.is_floating(t) and len(keys) and _any_nan(keys.column(c)):
-            raise nan_key_error(c)
-
-
-def _any_nan(column: Any) -> bool:
-    """Whether a float Arrow column holds NaN (``pyarrow.compute`` imported only here: ~0.2 s at start-up)."""
-    import pyarrow.compute as pc
-
-    return bool(pc.any(pc.is_nan(column)).as_py())
-
-
-def check_unique_names(data: Any) -> None:
-    """Frames with a repeated column name are ambiguous (which "user_id"?): refuse them by name."""
-    from collections import Counter
-
-    names = getattr(data, "column_names", None)  # pyarrow
-    if names is None and type(data).__module__.split(".")[0] == "pandas":
-        names = [str(c) if not isinstance(c, str) else c for c in data.columns]
-    if names is None:
-        return
-    dup = sorted({repr(n) for n, c in Counter(names).items() if c > 1})
-    if dup:
-        raise InputDataError(f"the input has duplicate column names ({', '.join(dup)}); rename them so "
-                             f"each column is unambiguous")
-
-
-@contextlib.contextmanager
-def engine_errors_as_input_errors(engine: str, data: Any = None) -> Iterator[None]:
-    """Errors the data libraries raise on inputs they cannot process (unsupported column types, values out
-    of range, unreadable files) become :class:`InputDataError`, so no library traceback reaches the user.
-    Our own errors pass through unchanged, and so does an interrupt (DuckDB's ``InterruptException`` becomes
-    :class:`KeyboardInterrupt` again). With ``data`` (the input), a CSV that is not UTF-8 or is ragged is
-    explained with its line and how to read it (:func:`~sparsedp.engines.sources.explain_read_error`)."""
-    from .sources import explain_read_error
-
-    try:
-        yield
-    except InputDataError as e:
-        better = explain_read_error(data, e) if data is not None else e
-        if better is e:
-            raise
-        raise better from None
-    except SparsedpError:
-        raise
-    except (ValueError, TypeError, OverflowError, KeyError, IndexError, NotImplementedError, OSError) as e:
-        err = InputDataError(f"the {engine} engine could not process the input: {type(e).__name__}: {e}")
-        raise (explain_read_error(data, err) if data is not None else err) from e
-    except Exception as e:
-        if type(e).__name__ == "InterruptException":  # DuckDB's Ctrl-C: still an interrupt (CLI exit 130)
-            raise KeyboardInterrupt from None
-        # library base classes outside the builtin hierarchy (polars/pyarrow/duckdb errors)
-        if type(e).__module__.split(".")[0] in ("polars", "pyarrow", "duckdb", "pandas", "numpy", "_duckdb"):
-            err = InputDataError(f"the {engine} engine could not process the input: {type(e).__name__}: {e}")
-            raise (explain_read_error(data, err) if data is not None else err) from e
-        raise
-
-
-def check_columns(available: Sequence[str], privacy_unit: str | None, by: Sequence[str]) -> None:
-    """Raise :class:`~sparsedp.errors.ColumnNotFoundError` naming any missing column (its ``param``: the argument
-    that named it) and its closest match."""
-    available = list(available)
-    roles = ([("privacy_unit", privacy_unit)] if privacy_unit is not None else []) + [("by", c) for c in by]
-    for role, col in roles:
-        if col not in available:
-            import difflib  # only for the error message (not on the path of a release that succeeds)
-
-            close = ([a for a in available if a.lower() == col.lower()]
-                     or difflib.get_close_matches(col, available, n=1))
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ColumnNotFoundError(f"⟨{role}⟩ column {col!r} is not in the data (columns: "
-                                      f"{', '.join(map(repr, available[:20]))}{'…' if len(available) > 20 else ''})"
-                                      f"{hint}", param=role)
-
-
-#: pandas' names (``pandas.api.types.infer_dtype``) of object columns mixing values of different kinds
-_MIXED = ("mixed", "mixed-integer")
-
-
-def check_mixed_types(data: Any, privacy_unit: str | None, by: Sequence[str]) -> None:
-    """The one rule on every engine for a unit or key column holding values of different kinds (a pandas
-    object column with ``1`` and ``"1"``): refused with :class:`~sparsedp.errors.ColumnTypeError` naming the
-    column, before any budget is charged. Engines would otherwise disagree: Polars and pandas fail on it, and
-    DuckDB casts it to VARCHAR, where ``1`` and ``"1"`` become one unit (removing one person would then not
-    remove one unit: the guarantee would not hold as stated) or one key. Only pandas frames can hold such a
-    column (Polars, Arrow, DuckDB, Spark and files are typed per column). Called before the engine converts or
-    scans the frame; a missing column is left to :func:`check_columns`."""
-    if type(data).__module__.split(".")[0] != "pandas":
-        return
-    from pandas.api.types import infer_dtype
-
-    for role, col in ([("privacy_unit", privacy_unit)] if privacy_unit is not None else []) + [("by", c)
-                                                                                               for c in by]:
-        if col not in data.columns:
-            continue
-        series = data[col]
-        if getattr(series.dtype, "kind", "") != "O":
-            continue
-        kind = infer_dtype(series, skipna=True)
-        if kind in _MIXED:
-            kinds = sorted({type(x).__name__ for x in series.dropna().head(10_000)})
-            raise ColumnTypeError(
-                f"⟨{role}⟩ column {col!r} mixes values of different types ({', '.join(kinds)}): 1 and '1' would be "
-                f"one {'unit' if role == 'privacy_unit' else 'key'} on some engines and two on others",
-                column=col, param=role, fix=f"cast the column to one type first (e.g. "
-                f"df[{col!r}] = df[{col!r}].astype(str))")
-
-
-def check_nulls_and_rows(rows: int, null_counts: dict[str, int]) -> None:
-    """Shared data checks: non-empty input, no null unit or key (nulls are not silently dropped)."""
-    if rows == 0:
-        raise InputDataError("the input has no rows; nothing to release (check the filter or the file)")
-    bad = {c: n for c, n in null_counts.items() if n}
-    if bad:
-        desc = ", ".join(f"{c!r} ({n} nulls)" for c, n in bad.items())
-        raise InputDataError(f"null values in {desc}; drop or fill them before releasing "
-                             f"(a null unit would merge unrelated people, a null key is ambiguous)")

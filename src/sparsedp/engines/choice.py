@@ -45,7 +45,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from . import sources
+from ..core import sources
 
 #: input kind → (engine, why), from the measurements in the module docstring
 _FASTEST = {

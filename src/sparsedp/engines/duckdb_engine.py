@@ -12,7 +12,7 @@ keys, in one SQL aggregate):
 0. the distinct keys (``SELECT DISTINCT`` over the key columns only: 0.2 CPU s at 10^7 rows) leave DuckDB once;
    each gets its key index, its position in DuckDB's result, and the table ``(key, key index)`` is registered
    back on the connection under a random name. Then the secret is drawn. In the process the keys get their
-   canonical positions (:func:`~sparsedp.engines.bounding.canonical_order`, by Polars, the definition) and
+   canonical positions (:func:`~sparsedp.core.key_order.canonical_order`, by Polars, the definition) and
    fingerprints (``h_k``, Polars' hash of the canonical values), both by key index.
 1. **in memory** (one pass, and no more rows than :meth:`DuckDBEngine.batch_budget`: a 256th of the
    connection's memory limit, 75 million rows under DuckDB's default limit on a 24 GiB machine): the rows
@@ -67,9 +67,12 @@ import shutil
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
+from ..core import sources
+from ..core.checks import check_columns
+from ..core.unit_keys import UnitKeyCounts
 from ..errors import InputDataError
-from . import sources
-from .base import EmbeddedEngine, RawCounts, check_nulls_and_rows, nan_key_error, numpy_to_arrow
+from .base import EmbeddedEngine, RawCounts, numpy_to_arrow
+from .input_checks import check_key_values, check_mixed_types, check_nulls_and_rows, check_unique_names, nan_key_error
 from .bounding import COUNT, draw_bounding_secret
 from .pair_ids import PairContext, PairCounts, bits_for, bound_pair_ids, key_context, offset_values, pack_pairs
 
@@ -602,8 +605,6 @@ class DuckDBEngine(EmbeddedEngine):
         same input checks as the histogram (columns, nulls, no rows, key values) before any charge."""
         import duckdb
 
-        from ..auto_bound import UnitKeyCounts
-        from .base import check_columns, check_key_values, check_mixed_types, check_unique_names
 
         by = list(by)
         check_unique_names(data)

@@ -56,8 +56,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .bounding import (COUNT, canonical_order, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks,
-                       unit_fingerprints)
+from ..core.key_order import canonical_order
+from .bounding import COUNT, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks, unit_fingerprints
+from .input_checks import check_nan_keys
 
 __all__ = ["PairContext", "PairCounts", "bound_pair_ids", "bounded_raw_counts", "key_context", "pack_pairs"]
 
@@ -155,7 +156,6 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     import polars as pl
 
     from .aggregate_exprs import _sums, grid_column_name
-    from .base import check_nan_keys
 
     by = list(by)
     sums = _sums(aggregates)
@@ -247,7 +247,7 @@ def _bulk_strings(n_ids: int, rows: int, threads: int) -> bool:
 def key_context(keys: Any, by: Sequence[str], bk: int, l0: int | None, secret: bytes | None, unit: str,
                 sums: Sequence[Any] = (), names: Sequence[str] = ()) -> PairContext:
     """The :class:`PairContext` of the distinct keys ``keys`` (Polars DataFrame, columns ``by``; row ``i`` is key
-    id ``i``): each key id's canonical position (:func:`~sparsedp.engines.bounding.canonical_order`) and, when
+    id ``i``): each key id's canonical position (:func:`~sparsedp.core.key_order.canonical_order`) and, when
     ``l0`` is set, its fingerprint ``h_k``; ``bk`` key bits, the bound and secret, the unit's name, the
     SUM/MEAN aggregates and their grid column names."""
     by = list(by)

@@ -62,9 +62,12 @@ from typing import Any
 
 import numpy as np
 
+from ..core.bounded import BoundingStats
+from ..core.checks import check_columns
+from ..core.engine import Engine
+from ..core.histogram import SparseHistogram
 from ..errors import InputDataError, InvalidParameterError
-from ..mechanisms.histogram import SparseHistogram
-from .base import BoundingStats, Engine, check_columns, check_nulls_and_rows, nan_key_error
+from .input_checks import check_nulls_and_rows, nan_key_error
 from .bounding import COUNT  # the same internal count column as the embedded engines
 
 VALUE = "__sparsedp_v"  # released value column inside Spark (renamed on output)
@@ -147,7 +150,7 @@ def _spark_defaults_master() -> bool:
 
 def read_file(path: str, spark=None):
     """A Spark DataFrame over a Parquet or CSV file (or glob), read lazily by Spark."""
-    from . import sources
+    from ..core import sources
 
     fmt = sources.file_format(path)
     spark = spark or get_session()
@@ -256,7 +259,7 @@ def histogram_frame(src, unit: str, by: list[str], l0: int | None, secret: bytes
 
 @dataclass(frozen=True)
 class _ChunkTask:
-    """Adds each key's noise chunk (:func:`sparsedp.engines.noise_chunks.chunk_expr`, computed with Polars
+    """Adds each key's noise chunk (:func:`sparsedp.core.noise_chunks.chunk_expr`, computed with Polars
     exactly as on the embedded engines)."""
 
     by: tuple
@@ -266,7 +269,7 @@ class _ChunkTask:
         import polars as pl
         import pyarrow as pa
 
-        from .noise_chunks import CHUNK, chunk_expr
+        from ..core.noise_chunks import CHUNK, chunk_expr
 
         for b in batches:
             if not b.num_rows:
@@ -289,8 +292,8 @@ class _NoiseTask:
         import polars as pl
         import pyarrow as pa
 
-        from .bounding import canonical_order
-        from .noise_chunks import CHUNK
+        from ..core.key_order import canonical_order
+        from ..core.noise_chunks import CHUNK
 
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         if not tables:
@@ -405,7 +408,7 @@ class SparkEngine(Engine):
     def noise_keys(self, hist: SparkHistogram, task: Any):
         from pyspark.sql import types as T
 
-        from .noise_chunks import CHUNK, n_chunks
+        from ..core.noise_chunks import CHUNK, n_chunks
 
         by = list(hist.by)
         src = hist.frame
@@ -430,7 +433,7 @@ class SparkEngine(Engine):
     def collect(self, hist: SparkHistogram) -> SparseHistogram:
         import polars as pl
 
-        from .bounding import canonical_order
+        from ..core.key_order import canonical_order
 
         frame = pl.from_arrow(to_arrow(hist.frame))
         assert isinstance(frame, pl.DataFrame)

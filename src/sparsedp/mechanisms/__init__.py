@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .histogram import Release, SparseHistogram
+from ..core.histogram import Release, SparseHistogram
 
 __all__ = ["Release", "SparseHistogram"]
 

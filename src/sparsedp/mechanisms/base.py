@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from .. import _validate as v
 from ..accounting.calibration import Neighbours
+from ..accounting.charge import Charge
 from ..aggregates import Sum
 from ..errors import InfeasibleError, InvalidParameterError, InvalidTypeError
 from ..noise.source import SecureRandom
@@ -375,11 +376,9 @@ class Mechanism(ABC):
         secret and noise word from ``rng`` (the release's secure source)."""
 
     def charge(self, calibration: Any, disclosure: Disclosure) -> Any:
-        """The ledger charge of a release (:class:`~sparsedp.ledger.Charge`): by default its (ε, δ) under basic
+        """The ledger charge of a release (:class:`~sparsedp.accounting.charge.Charge`): by default its (ε, δ) under basic
         composition for the disclosed relation; mechanisms with a privacy profile override it so the ledger can
         compose them tightly."""
-        from ..ledger import Charge
-
         return Charge(epsilon=disclosure.epsilon, delta=disclosure.delta, neighbours=disclosure.neighbours,
                       mechanism=self.name)
 

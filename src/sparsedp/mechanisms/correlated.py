@@ -39,10 +39,10 @@ from ..accounting.laws import CorrelatedGaussian, DenseCorrelatedGaussian, Discr
 from ..accounting.names import CORRELATED_GAUSSIAN
 from ..accounting.public_keys import (calibrate_bounded_density, calibrate_grouped_replacement_discrete,
                                       calibrate_public_gaussian)
+from ..core.histogram import Release, SparseHistogram
 from ..errors import InputDataError, InvalidParameterError
 from ..noise.source import SecureRandom
 from ._common import check_histogram
-from .histogram import Release, SparseHistogram
 
 __all__ = ["calibrate_correlated", "correlated_histogram", "grouped_correlated_histogram",
            "bounded_density_histogram", "domain_counts"]

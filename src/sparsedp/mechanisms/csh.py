@@ -34,10 +34,10 @@ from typing import Any
 
 from ..accounting.calibration import Calibration
 from ..accounting.names import TOPK_CSH
+from ..core.histogram import Release, SparseHistogram
 from ..errors import InputDataError, InvalidParameterError
 from ..noise.source import SecureRandom
 from ._common import check_histogram, check_pre_threshold, make_release
-from .histogram import Release, SparseHistogram
 from .kernel import draw_shared_noise, noise_and_filter
 
 __all__ = ["csh", "check_k_sparse"]

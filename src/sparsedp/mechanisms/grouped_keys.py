@@ -24,7 +24,7 @@ public-keys.md §10). Per group j: ``y_{j,k} = 2 f_{j,k} − n_j + Z_{j,k}``, ``
 ``z_{j,k} = Z_{j,k}/2`` — and ``ỹ_j = y_{j,D+1}/C`` (the estimate of ``n_j``, in the report's notes). Exact
 integer noise ``N_Z(0, s)`` (:func:`~sparsedp.accounting.public_keys.calibrate_correlated_public`, exact discrete
 δ at d = D). Groups are mutually independent: by parallel composition the whole release is (ε, δ)-DP, δ that of the
-noise sampled. Per-key ``Z_{j,k}`` come from the key-list chunk streams (:mod:`sparsedp.engines.noise_chunks`), the
+noise sampled. Per-key ``Z_{j,k}`` come from the key-list chunk streams (:mod:`sparsedp.core.noise_chunks`), the
 ``Z_{j,D+1}`` from ``SecretKeyedStream(K_noise, "grouped-shared")`` in canonical group order: every engine gives
 the same table for the same seeded source.
 
@@ -40,9 +40,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..accounting.public_keys import calibrate_correlated_public
+from ..core.bounded import BoundingStats
+from ..core.engine import Capability
+from ..core.key_order import canonical_exprs, canonical_order
 from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
 from ..noise.source import SecretKeyedStream, SecureRandom
-from .base import AutoRole, Mechanism, Released, ReleaseRequest
+from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
 from .public_keys import (PublicCounts, PublicKeyMechanism, PublicKeys, _draws, _independent, _need_keys, _table, align,
                           public_keys)
 from .registry import register
@@ -50,7 +53,7 @@ from .registry import register
 if TYPE_CHECKING:
     from ..core.engine import Engine
 
-__all__ = ["GroupedCorrelatedGaussian", "GroupedCounts", "group_sizes", "one_group_per_unit", "plan_grouped"]
+__all__ = ["GroupedCorrelatedGaussian", "GroupedCounts", "group_sizes", "plan_grouped"]
 
 _SHARED_LABEL = b"grouped-shared"
 
@@ -60,8 +63,6 @@ def group_sizes(keys: Any, group: str) -> tuple[Any, np.ndarray, np.ndarray]:
     order), each listed key's group index (aligned with ``keys.table``) and the number of keys per group."""
     import polars as pl
 
-    from ..engines.bounding import canonical_exprs, canonical_order
-
     df = pl.from_arrow(keys.table).select(group)
     assert isinstance(df, pl.DataFrame)
     groups = df.unique().sort(canonical_order(df.schema, [group]))
@@ -69,30 +70,6 @@ def group_sizes(keys: Any, group: str) -> tuple[Any, np.ndarray, np.ndarray]:
     idx = (df.select(canonical_exprs(df.schema, [group])).with_row_index("__i")
            .join(canon_g, on=group, how="left").sort("__i")["__g"].to_numpy().astype(np.int64))
     return groups, idx, np.bincount(idx, minlength=groups.height)
-
-
-def one_group_per_unit(lf: Any, unit: str, group: str, groups: Any, secret: bytes):
-    """The rows of ``lf`` (Polars LazyFrame) restricted to the listed ``groups`` and, per unit, to ONE group:
-    the one of smallest keyed rank (module docstring; :func:`~sparsedp.engines.bounding.select_pairs` with
-    ``l0 = 1``). Returns ``(rows, kept)``: the kept rows (DataFrame) and the kept ``(unit, group)`` pairs."""
-    import polars as pl
-
-    from ..engines.bounding import select_pairs
-
-    rows = lf.filter(pl.col(group).is_in(groups[group].implode())).collect()
-    kept = select_pairs(rows.select(unit, group), unit, [group], 1, secret)
-    return rows.join(kept, on=[unit, group], how="semi", nulls_equal=False), kept
-
-
-def _canonical_dtype(dtype: Any) -> Any:
-    """The dtype of a column of ``dtype`` after :func:`~sparsedp.engines.bounding.canonical_exprs` (Int32 and
-    Int64 compare equal, as in the key list's join)."""
-    import polars as pl
-
-    from ..engines.bounding import canonical_exprs
-
-    lf = pl.LazyFrame(schema={"c": dtype})
-    return lf.select(canonical_exprs(lf.collect_schema(), ["c"])).collect_schema()["c"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,8 +84,6 @@ class GroupedHistogram:
 
     @property
     def stats(self) -> Any:
-        from ..engines.base import BoundingStats
-
         if self.inner is None:  # no unit in a listed group
             return BoundingStats(rows_in=self.rows_in, units_in=0, pairs_in=0, units_over_l0=0, pairs_dropped_l0=0,
                                  keys_in=0, keys_bounded=0, keys_out=0, l0=None)
@@ -219,51 +194,22 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
 
     def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str], request: ReleaseRequest,
                   rng: SecureRandom, **extra: Any) -> Any:
-        import polars as pl
-
-        from ..engines.base import (EmbeddedEngine, check_columns, check_mixed_types, check_unique_names,
-                                    engine_errors_as_input_errors)
-        from ..engines.bounding import draw_bounding_secret
-
-        if not isinstance(engine, EmbeddedEngine):
+        if not engine.offers(Capability.PAIRS):
             raise InvalidParameterError(f"mechanism={self.name!r} runs on the embedded engines (polars, duckdb, "
                                         f"pandas, arrow), not {engine.name!r}")
         keys = _need_keys(self.name, request)
         group = self._group(request)
         groups, _, _ = group_sizes(keys, group)
-        check_unique_names(data)
-        with engine_errors_as_input_errors(engine.name):
-            check_mixed_types(data, privacy_unit, list(by))
-            check_columns(engine.columns(data), privacy_unit, list(by))
-            lf = engine.rows_lazy(data).select([privacy_unit, *by])
-            schema = lf.collect_schema()
-        if keys.from_text and schema[group] != groups.schema[group]:  # text keys take the data's type
-            groups = groups.with_columns(pl.col(group).cast(schema[group], strict=False)).drop_nulls()
-        elif _canonical_dtype(schema[group]) != _canonical_dtype(groups.schema[group]):
-            raise InputDataError(f"keys: column {group!r} holds {groups.schema[group]} values but the data's "
-                                 f"{group!r} is {schema[group]}; give the keys with the data's type")
-        else:
-            groups = groups.with_columns(pl.col(group).cast(schema[group]))
-        # the engine checks the kept rows below; nulls in the unit or group column would vanish in the filter,
-        # so refuse them here first (before the secret)
-        nulls = lf.select(pl.col(privacy_unit).null_count(), pl.col(group).null_count(), pl.len()).collect().row(0)
-        if nulls[0] or nulls[1] or not nulls[2]:
-            what = "no rows" if not nulls[2] else (f"nulls in {privacy_unit!r}" if nulls[0] else f"nulls in {group!r}")
-            raise InputDataError(f"the input has {what}; the unit and key columns must have values")
-        secret = draw_bounding_secret(rng)  # drawn after validation, before K_noise
-        rows, kept = one_group_per_unit(lf, privacy_unit, group, groups, secret)
-        n_per_group = kept.group_by(group).len()
-        if rows.height == 0:  # no unit in a listed group: every count is 0, n_j = 0
+        one = engine.one_group_per_unit(data, privacy_unit, list(by), group, groups, keys.from_text, rng)
+        if len(one.rows) == 0:  # no unit in a listed group: every count is 0, n_j = 0
             inner = None
         else:
-            inner = engine.histogram(rows, privacy_unit, list(by),
+            inner = engine.histogram(one.rows, privacy_unit, list(by),
                                      self.engine_bound(request), rng, self.count_floor())
-        return GroupedHistogram(inner=inner, rows_in=int(nulls[2]), n_per_group=n_per_group)
+        return GroupedHistogram(inner=inner, rows_in=one.rows_in, n_per_group=one.n_per_group)
 
     def prepare(self, engine: Engine, hist: Any, request: ReleaseRequest) -> Any:
         import polars as pl
-
-        from ..engines.bounding import canonical_exprs
 
         keys = _need_keys(self.name, request)
         group = self._group(request)

@@ -27,10 +27,10 @@ import numpy.typing as npt
 from .. import noise
 from ..accounting.calibration import Calibration
 from ..accounting.names import GSHM
+from ..core.histogram import Release, SparseHistogram
 from ..errors import InputDataError, InvalidParameterError
 from ..noise.source import SecureRandom
 from ._common import check_histogram, check_pre_threshold, make_release
-from .histogram import Release, SparseHistogram
 from .kernel import noise_and_filter
 
 __all__ = ["gshm"]

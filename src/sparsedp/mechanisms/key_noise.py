@@ -3,7 +3,7 @@
 :class:`KeyNoise` is a picklable description of "noise these counts and keep the released ones": the noise plan
 (from the calibration), the pre-threshold, the top-k cut-off, the released offset t̃ of de-biased top-k, the
 release's shared CSH term and the per-release secret ``K_noise``. An engine calls :meth:`KeyNoise.apply` once per
-chunk of keys (:mod:`sparsedp.engines.noise_chunks`) with the chunk's bounded counts in canonical key order; the
+chunk of keys (:mod:`sparsedp.core.noise_chunks`) with the chunk's bounded counts in canonical key order; the
 chunk's noise comes from ``SecretKeyedStream(K_noise, chunk_label(chunk))``, so the released values are a
 deterministic function of ``(K_noise, histogram)`` on every engine ("one release, one draw").
 """
@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..aggregates import Mean, Sum
+from ..core.noise_chunks import chunk_label
 from ..noise.source import SecretKeyedStream, SecureRandom
 from .aggregate_noise import column_indices, noisy_grid_sums, to_value_units
 from .kernel import NoisePlan, SharedNoise, noise_and_filter
@@ -79,8 +80,6 @@ class KeyNoise:
 
     def stream(self, chunk: int) -> SecretKeyedStream:
         """The chunk's noise stream ``SecretKeyedStream(K_noise, chunk_label(chunk))``."""
-        from ..engines.noise_chunks import chunk_label
-
         return SecretKeyedStream(self.secret, chunk_label(chunk))
 
     def apply(self, counts: npt.NDArray[np.int64], chunk: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[Any]]:

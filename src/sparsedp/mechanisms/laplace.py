@@ -16,10 +16,10 @@ Karrer's decomposition with the binomial privacy loss of the discrete Laplace; s
 from __future__ import annotations
 
 from ..accounting.calibration import Calibration
+from ..core.histogram import Release, SparseHistogram
 from ..errors import InvalidParameterError
 from ..noise.source import SecureRandom
 from ._common import check_histogram, check_pre_threshold, make_release
-from .histogram import Release, SparseHistogram
 from .kernel import noise_and_filter
 
 __all__ = ["laplace_histogram"]

@@ -63,6 +63,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _validate as v
+from ..core.engine import Capability
+from ..core.histogram import Release, SparseHistogram
 from ..errors import InvalidParameterError
 from ..noise.source import SecureRandom
 from ..sketches import MisraGries as Sketch
@@ -74,7 +76,6 @@ from ..sketches.user_mg import UnitSketchSummary, sketch_units
 from .auto import calibrate_mechanism
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
 from .csh import csh
-from .histogram import Release, SparseHistogram
 from .pure.registered import joined_keys, key_mode
 from .registry import register
 
@@ -242,7 +243,12 @@ class MisraGries(Mechanism):
                   rng: SecureRandom, **extra: Any) -> Any:
         if privacy_unit is not None:
             if self.unit_mode(request) is UnitSketch.PAMG:
-                return sketch_units(engine, data, privacy_unit, list(by), self.sketch_size)
+                if not engine.offers(Capability.PAIRS):
+                    raise InvalidParameterError(
+                        f"unit_sketch='pamg' reads the (unit, key) pairs in this process, which the {engine.name} "
+                        f"engine does not offer; use an embedded engine (polars, duckdb, pandas, arrow) or "
+                        f"unit_sketch='group-privacy'")
+                return sketch_units(engine.pair_ids(data, privacy_unit, list(by)), self.sketch_size)
             return super().histogram(engine, data, privacy_unit, by, request, rng, **extra)
         if request.max_groups_per_unit is not None:
             raise InvalidParameterError("max_groups_per_unit bounds a privacy unit's keys; with privacy_unit=None "

@@ -14,7 +14,7 @@ contribution per key per unit), then :meth:`PublicKeyMechanism.prepare` joins it
 values; a key column whose type differs from the data's is refused *before* the ledger charge), then
 :meth:`~PublicKeyMechanism.run` noises every listed key. Secrets, in order: the engine's bounding secret (with an
 ℓ0 bound), ``K_noise``, then the embedding's shared coordinate ``Z_{d+1}`` (correlated Gaussian only). The
-independent terms of chunk ``c`` of the key list (:mod:`sparsedp.engines.noise_chunks`, the list in canonical
+independent terms of chunk ``c`` of the key list (:mod:`sparsedp.core.noise_chunks`, the list in canonical
 key order) come from ``SecretKeyedStream(K_noise, chunk_label(c))``, so a key's noise depends only on
 ``K_noise`` and the public list: every engine gives the same table for the same seeded source.
 
@@ -34,6 +34,8 @@ from ..accounting.calibration import Neighbours
 from ..accounting.names import CORRELATED_GAUSSIAN, LAPLACE
 from ..accounting.public_keys import (calibrate_bounded_density, calibrate_correlated_public, calibrate_public_gaussian,
                                       calibrate_public_laplace)
+from ..core.key_order import canonical_exprs, canonical_order
+from ..core.noise_chunks import chunk_label, key_chunks
 from ..errors import InfeasibleError, InputDataError, InvalidParameterError, InvalidTypeError
 from ..noise.source import SecretKeyedStream, SecureRandom
 from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
@@ -125,8 +127,6 @@ def public_keys(keys: Any, by: list[str], *, from_text: bool = False) -> PublicK
     nulls, NaN, nested values and duplicates, naming the problem in the user's terms."""
     import polars as pl
 
-    from ..engines.bounding import canonical_exprs, canonical_order
-
     df = keys if isinstance(keys, pl.DataFrame) and from_text else _frame(keys, by)
     if df.height == 0:
         raise InvalidParameterError("keys is empty: list at least one key to release")
@@ -162,8 +162,6 @@ def align(engine: Engine, hist: Any, keys: PublicKeys) -> PublicCounts:
     """Join the engine's bounded histogram to the public list on canonical key values (keys outside the list
     dropped, listed keys without data at 0). Refuses a key column whose type differs from the data's."""
     import polars as pl
-
-    from ..engines.bounding import canonical_exprs
 
     by = list(keys.columns)
     stats = engine.stats(hist)
@@ -224,9 +222,8 @@ def _draws(cal: Any, size: int, rng: Any, insecure_float: bool, std: float | Non
 
 def _independent(cal: Any, d: int, keys: PublicKeys, secret: bytes, insecure_float: bool) -> np.ndarray:
     """One independent draw per listed key, chunk by chunk (the engines' convention,
-    :mod:`sparsedp.engines.noise_chunks`): chunk c's keys, in canonical order, read
+    :mod:`sparsedp.core.noise_chunks`): chunk c's keys, in canonical order, read
     ``SecretKeyedStream(K_noise, chunk_label(c))``."""
-    from ..engines.noise_chunks import chunk_label, key_chunks
 
     out = np.empty(d, dtype=np.int64 if cal.secure else np.float64)
     for chunk, pos in key_chunks(keys.table, list(keys.columns)):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from .. import _validate as v
 from ..accounting.names import GSHM, LAPLACE, TOPK_CSH
+from ..core.histogram import Release, SparseHistogram
 from ..errors import InvalidParameterError
 from ..noise.source import SecureRandom
 from ._common import check_histogram, check_pre_threshold
 from .auto import MECHANISMS, calibrate_mechanism, choose_mechanism, valid_mechanisms
 from .csh import check_k_sparse, csh
 from .gshm import gshm
-from .histogram import Release, SparseHistogram
 from .laplace import laplace_histogram
 from .topk import topk_csh
 

@@ -22,15 +22,18 @@ a seeded source gives the same table on every embedded engine.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .. import _validate as v
 from ..accounting.set_union import calibrate_policy_gaussian, calibrate_weighted_gaussian, grid_weights
+from ..core.bounded import LocalRelease
+from ..core.engine import Capability, Engine
 from ..errors import InfeasibleError, InvalidParameterError
 from ..noise.floating import sample_gaussian
 from ..noise.source import SecureRandom
@@ -38,79 +41,15 @@ from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
 from .thresholded import _key_task
 
-if TYPE_CHECKING:
-    from ..core.engine import Engine
-
-__all__ = ["WeightedGaussian", "PolicyGaussian", "weighted_histogram", "policy_histogram", "l2_descent_weights",
-           "unit_pairs", "discovery_candidates", "plan_rows", "PLAN_MAX_L0", "AUTO_MAX_L0"]
-
-WEIGHT = "__sparsedp_w"
-_DEG = "__sparsedp_d"
+__all__ = ["WeightedGaussian", "PolicyGaussian", "policy_histogram", "l2_descent_weights", "discovery_candidates",
+           "plan_rows", "PLAN_MAX_L0", "AUTO_MAX_L0"]
 
 
-def unit_pairs(engine: Engine, data: Any, unit: str, by: list[str]):
-    """``(pairs, rows)``: the distinct ``(unit, *by)`` pairs (a Polars DataFrame) and the number of input rows,
-    after every input check the engines make (columns, duplicate names, nulls and NaN keys, no rows). Embedded
-    engines only (their rows as a Polars LazyFrame, ``EmbeddedEngine.rows_lazy``); Spark is refused before
-    anything is charged."""
-    import polars as pl
-
-    from ..engines.base import (check_columns, check_mixed_types, check_nan_keys, check_nulls_and_rows,
-                                check_pandas_nan_keys, check_unique_names, engine_errors_as_input_errors)
-
-    if not engine.embedded:
+def _need_pairs(engine: Engine) -> None:
+    """Refuse (before anything is drawn or charged) an engine that does not read the pairs in this process."""
+    if not engine.offers(Capability.PAIRS):
         raise InvalidParameterError(f"the set-union mechanisms run on the embedded engines (polars, duckdb, pandas, "
                                     f"arrow), not on {engine.name!r}")
-    cols = [unit] + list(by)
-    check_unique_names(data)
-    with engine_errors_as_input_errors(engine.name):
-        check_mixed_types(data, unit, list(by))
-        check_columns(engine.columns(data), unit, list(by))
-        check_pandas_nan_keys(data, list(by))
-        lf = engine.rows_lazy(data).select(cols)
-        c = lf.select(pl.len().alias("__rows"), *[pl.col(x).null_count().alias(x) for x in cols]).collect()
-        c = c.row(0, named=True)
-        rows = int(c.pop("__rows"))
-        check_nulls_and_rows(rows, {k: int(n) for k, n in c.items()})
-        pairs = lf.unique().collect()
-    check_nan_keys(pairs.select(by).unique(), list(by))
-    return pairs, rows
-
-
-def weighted_histogram(engine: Engine, data: Any, unit: str, by: list[str], l0: int, weights: np.ndarray, rng: Any):
-    """The weighted bounded histogram of the Weighted Gaussian (a :class:`~sparsedp.engines.base.LocalHistogram`
-    whose ``counts`` are the Int64 per-key weight sums ``S_k = Σ_{kept (u, k)} W_{t_u}``).
-
-    One ℓ0 choice, the engines' (:func:`~sparsedp.engines.bounding.choose_from_per_key`, secret drawn after
-    every input check), with each pair's weight ``W_{min(d_u, l0)}`` carried along (``d_u`` = the unit's
-    distinct keys, so ``min(d_u, l0)`` is the number it keeps); the per-key sums are over exactly the kept
-    pairs. ``weights[t − 1] = W_t``.
-    """
-    import polars as pl
-
-    from ..engines.base import BoundingStats, LocalHistogram, check_key_values
-    from ..engines.bounding import choose_from_per_key, draw_bounding_secret
-
-    by = list(by)
-    pairs, rows = unit_pairs(engine, data, unit, by)
-    table = pl.DataFrame({_DEG: np.arange(1, l0 + 1, dtype=np.int64), WEIGHT: np.asarray(weights, dtype=np.int64)})
-    pk = (pairs.lazy()
-          .with_columns(pl.len().over(unit).cast(pl.Int64).clip(upper_bound=l0).alias(_DEG))
-          .join(table.lazy(), on=_DEG, how="left")
-          .group_by(by).agg(pl.col(unit), pl.col(WEIGHT)).collect())
-    del pairs
-    secret = draw_bounding_secret(rng)
-    ch = choose_from_per_key(pk, unit, by, l0, secret, sums=[WEIGHT])
-    counts = ch.units_per_key - ch.dropped_per_key
-    sums = np.asarray(ch.kept_sums[0], dtype=np.int64)
-    sel = np.flatnonzero(counts >= 1)
-    keys = ch.keys[sel] if sel.size != ch.keys.height else ch.keys
-    arrow = keys.to_arrow()
-    check_key_values(arrow, by)
-    stats = BoundingStats(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in, units_over_l0=ch.units_over_l0,
-                          pairs_dropped_l0=int(ch.dropped_per_key.sum()), keys_in=ch.keys.height,
-                          keys_bounded=int(sel.size), keys_out=int(sel.size), l0=l0)
-    return LocalHistogram(keys=arrow, counts=sums[sel], stats=stats)
 
 
 #: ``sd.plan`` lists the Weighted Gaussian up to this bound, ``sd.Auto(discover=True)`` considers it up to
@@ -241,11 +180,11 @@ class WeightedGaussian(_SetUnion):
         privacy_unit = self._need_unit(privacy_unit)
 
         l0 = int(request.max_groups_per_unit)
-        return weighted_histogram(engine, data, privacy_unit, list(by), l0, grid_weights(l0, self.grid), rng)
+        _need_pairs(engine)
+        return engine.weighted_histogram(data, privacy_unit, list(by), l0, grid_weights(l0, self.grid), rng)
 
     def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
             request: ReleaseRequest) -> Released:
-        from ..engines.base import LocalRelease
 
         task = _key_task(calibration.kernel(), 1, rng, False)   # rule S >= 1 and S + Z >= 1 + (T − 1)
         rel = engine.noise_keys(hist, task)
@@ -288,34 +227,21 @@ def l2_descent_weights(unit_codes: np.ndarray, key_codes: np.ndarray, n_keys: in
     return w
 
 
-def policy_histogram(engine: Engine, data: Any, unit: str, by: list[str], l0: int, gamma: float, rng: Any):
-    """The kept pairs of the engines' one ℓ0 choice, then the sequential ℓ2-descent policy over the units in a
-    uniformly random order (drawn from the release's source after the bounding secret)."""
-    import polars as pl
-
-    from ..engines.base import BoundingStats, check_key_values
-    from ..engines.bounding import KEY, choose_from_per_key, draw_bounding_secret
-
-    by = list(by)
-    pairs, rows = unit_pairs(engine, data, unit, by)
-    pk = pairs.lazy().group_by(by).agg(pl.col(unit)).collect()
-    del pairs
-    secret = draw_bounding_secret(rng)
-    ch = choose_from_per_key(pk, unit, by, l0, secret, with_pairs=True)
-    kept = ch.pairs.with_columns(pl.col(unit).rank("dense").cast(pl.Int64).alias("__u") - 1)
-    n_units = int(kept["__u"].max() or -1) + 1
+def policy_histogram(engine: Engine, data: Any, unit: str, by: list[str], l0: int, gamma: float,
+                     rng: Any) -> PolicyHistogram:
+    """The kept pairs of the engines' one ℓ0 choice (:meth:`~sparsedp.core.engine.Engine.kept_pairs`), then the
+    sequential ℓ2-descent policy over the units in a uniformly random order (drawn from the release's source
+    after the bounding secret)."""
+    _need_pairs(engine)
+    kp = engine.kept_pairs(data, unit, list(by), l0, rng)
     seed = int.from_bytes(bytes(rng.random_bytes(32)), "big")
-    order = np.random.default_rng(seed).permutation(n_units)
-    w = l2_descent_weights(kept["__u"].to_numpy(), kept[KEY].to_numpy().astype(np.int64), ch.keys.height, order,
-                           gamma)
+    order = np.random.default_rng(seed).permutation(kp.n_units)
+    n_keys = len(kp.keys)
+    w = l2_descent_weights(kp.unit_codes, kp.key_codes, n_keys, order, gamma)
     sel = np.flatnonzero(w > 0)
-    keys = ch.keys[sel] if sel.size != ch.keys.height else ch.keys
-    arrow = keys.to_arrow()
-    check_key_values(arrow, by)
-    stats = BoundingStats(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in, units_over_l0=ch.units_over_l0,
-                          pairs_dropped_l0=int(ch.dropped_per_key.sum()), keys_in=ch.keys.height,
-                          keys_bounded=int(sel.size), keys_out=int(sel.size), l0=l0)
-    return PolicyHistogram(keys=arrow, weights=w[sel], stats=stats)
+    keys = kp.keys.take(sel) if sel.size != n_keys else kp.keys
+    stats = dataclasses.replace(kp.stats, keys_bounded=int(sel.size), keys_out=int(sel.size))
+    return PolicyHistogram(keys=keys, weights=w[sel], stats=stats)
 
 
 @functools.lru_cache(maxsize=64)

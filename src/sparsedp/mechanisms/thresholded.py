@@ -2,7 +2,7 @@
 
 Each is a frozen dataclass of its options; its calibration is :func:`sparsedp.accounting.calibrate` (the
 accountants cite their theorems there), and its run is the per-key step :class:`~.key_noise.KeyNoise` applied by
-the engine chunk by chunk with keyed per-release streams (:mod:`sparsedp.engines.noise_chunks`).
+the engine chunk by chunk with keyed per-release streams (:mod:`sparsedp.core.noise_chunks`).
 
 Order of the secrets drawn from the release's source, the same on every engine (so a seeded source gives the
 same table everywhere): the engine's bounding secret (when an ℓ0 bound is enforced), then ``K_noise``, then the
@@ -24,6 +24,7 @@ from ..accounting.aggregates import calibrate_joint_gshm
 from ..accounting.calibrate import ROUNDED_SIGMA_MAX
 from ..accounting.calibration import Calibration, Comparison
 from ..accounting.calibration_cache import cached_calibrate
+from ..accounting.charge import Charge
 from ..accounting.column_shape import (ColumnShapeFit, calibrate_joint_gshm_shaped, fit_column_shape,
                                        unimodular_shift_bounds)
 from ..accounting.csh import csh_rounded_noise_std
@@ -194,8 +195,6 @@ def _charge(self: Mechanism, calibration: Any, disclosure: Disclosure) -> Any:
     so the ledger composes repeated releases tightly (docs/proofs/ledger-composition.md). A joint release with
     SUM/MEAN columns is charged as its joint event (:class:`~sparsedp.accounting.events.AggregateGSHMEvent`), never
     with the count-only profile (which would under-charge it)."""
-    from ..ledger import Charge
-
     if isinstance(calibration, JointCalibration):
         return Charge.of_event(calibration.event(disclosure.neighbours), self.name)
     return Charge.from_calibration(calibration, disclosure.neighbours)

@@ -26,10 +26,10 @@ import numpy as np
 
 from ..accounting.calibration import Calibration
 from ..accounting.names import TOPK_CSH
+from ..core.histogram import Release, SparseHistogram
 from ..errors import InvalidParameterError
 from ..noise.source import SecureRandom
 from ._common import check_histogram, make_release
-from .histogram import Release, SparseHistogram
 from .kernel import debias_noise, draw_shared_noise, noise_and_filter, noise_plan
 
 __all__ = ["truncate_top_k", "topk_csh", "debias_noise"]

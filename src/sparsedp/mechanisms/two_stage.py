@@ -35,7 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _validate as v
 from ..accounting.calibration import Neighbours
+from ..accounting.charge import Charge
 from ..accounting.events import ApproxDPEvent, SequenceEvent
+from ..accounting.split import split_epsilon
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..noise.source import SecureRandom
 from . import registry
@@ -158,9 +160,7 @@ class TwoStage(Mechanism):
 
     def _requests(self, request: ReleaseRequest) -> tuple[ReleaseRequest, ReleaseRequest]:
         """Stage 1's and stage 2's requests: ε₁ + ε₂ <= ε and δ₁ + δ₂ <= δ exactly (no rounding above the
-        charge; :func:`~sparsedp.auto_bound.split_epsilon`)."""
-        from ..auto_bound import split_epsilon
-
+        charge; :func:`~sparsedp.accounting.split.split_epsilon`)."""
         try:
             eps1, eps2 = split_epsilon(request.epsilon, self.split)
             d1, d2 = split_epsilon(request.delta, self.delta_split)
@@ -226,7 +226,6 @@ class TwoStage(Mechanism):
         before any output), stage 2 by its (ε₂, δ₂) guarantee only (its calibration depends on stage 1's key
         count d, and (ε₂, δ₂) holds at every d), so the ledger composes it as a fixed randomised-response pair
         (docs/proofs/ledger-composition.md §0)."""
-        from ..ledger import Charge
 
         cal: TwoStageCalibration = calibration
         rel = disclosure.neighbours

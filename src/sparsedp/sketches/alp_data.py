@@ -94,8 +94,9 @@ def alp(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, d
             k̃ = 1), and again once the private k̃ is drawn, before the structure's noise.
     """
     from ..accounting.calibration import Neighbours
-    from ..engines import get_engine, sources
-    from ..ledger import Charge
+    from ..core import sources
+    from ..engines import get_engine
+    from ..accounting.charge import Charge
     from ..execution import LedgerSession
     from ..request import columns, source as release_source
     from .alp import ALP

@@ -48,6 +48,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .. import _validate as v
+from ..core.histogram import SparseHistogram
 from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
 
 try:  # numba is optional: it only makes the identical kernel fast
@@ -483,8 +484,7 @@ class MisraGries:
         return self._keys[order].copy(), self._cnt[order].copy(), self._dummy[order].astype(bool)
 
     def to_histogram(self):
-        """The positive counters as a :class:`~sparsedp.mechanisms.histogram.SparseHistogram` (key order)."""
-        from ..mechanisms.histogram import SparseHistogram
+        """The positive counters as a :class:`~sparsedp.core.histogram.SparseHistogram` (key order)."""
         c = self.counters()
         return SparseHistogram(keys=list(c.keys()), counts=np.fromiter(c.values(), np.int64, len(c)))
 

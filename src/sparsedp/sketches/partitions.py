@@ -48,6 +48,9 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from .. import _validate as v
+from ..core import sources
+from ..core.bounded import BoundingStats
+from ..core.checks import check_columns, engine_errors_as_input_errors
 from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
 from .misra_gries import MisraGries, key_code
 
@@ -107,10 +110,8 @@ class SketchSummary:
 
     @property
     def stats(self):
-        """The pipeline's curator statistics (:class:`~sparsedp.engines.BoundingStats`): every row is a unit,
+        """The pipeline's curator statistics (:class:`~sparsedp.core.bounded.BoundingStats`): every row is a unit,
         nothing is bounded; keys_out = the sketch's positive counters."""
-        from ..engines.base import BoundingStats
-
         kept = len(self.sketch.standard())
         return BoundingStats(rows_in=self.info.rows_in, units_in=self.info.rows_in, pairs_in=self.info.rows_in,
                              units_over_l0=0, pairs_dropped_l0=0, keys_in=None, keys_bounded=kept, keys_out=kept,
@@ -177,7 +178,6 @@ def _file_partitions(path: Any, by: list[str], batch_rows: int) -> tuple[list, A
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    from ..engines import sources
 
     fmt = sources.file_format(path)
     files = sources.expand(path)
@@ -197,7 +197,6 @@ def _partitions(data: Any, by: list[str], batch_rows: int, connection: Any = Non
     """``([callable returning an iterator of Arrow batches], column names)``, partitions in public order."""
     import pyarrow as pa
 
-    from ..engines import sources
 
     kind = sources.kind(data)
     if kind == "file":
@@ -263,9 +262,6 @@ def sketch_data(data: Any, by: str | Sequence[str], sketch_size: int, *, combine
 
     Every input check (missing columns, nulls, NaN, unsupported types, no rows) raises
     :class:`~sparsedp.errors.InputDataError` before anything is returned; nothing random happens here."""
-    from ..engines import sources
-    from ..engines.base import check_columns, engine_errors_as_input_errors
-
     k = v.integer("sketch_size", sketch_size, lo=1)
     combine = Combine(v.choice("combine", combine.value if isinstance(combine, Combine) else combine,
                                tuple(c.value for c in Combine)))

@@ -17,6 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.checks import check_columns
+from ..errors import InputDataError
+from .misra_gries import MisraGries
+from .partitions import _feed, summary_from_sketches
+
 __all__ = ["sketch_spark"]
 
 
@@ -28,9 +33,6 @@ class _SketchTask:
     def __call__(self, batches):
         import pyarrow as pa
         from pyspark import TaskContext
-
-        from .misra_gries import MisraGries
-        from .partitions import _feed
 
         sk = MisraGries(self.k)
         rows, nb, int_keys, types = _feed(sk, iter(batches), list(self.by), None, None)
@@ -52,11 +54,6 @@ def sketch_spark(frame: Any, by: list[str], k: int):
     """The ``MERGE`` :class:`~sparsedp.sketches.partitions.SketchSummary` of a Spark DataFrame's key columns."""
     import pyarrow as pa
     from pyspark.sql import types as T
-
-    from ..engines.base import check_columns
-    from ..errors import InputDataError
-    from .misra_gries import MisraGries
-    from .partitions import summary_from_sketches
 
     check_columns(list(frame.columns) + ["\0"], "\0", by)
     schema = T.StructType([T.StructField("part", T.LongType()), T.StructField("rows", T.LongType()),

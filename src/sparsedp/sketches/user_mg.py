@@ -36,6 +36,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .. import _validate as v
+from ..core.bounded import BoundingStats, PairIds
 
 __all__ = ["UserMisraGries", "UnitSketchSummary", "pamg_reference", "sketch_units"]
 
@@ -111,39 +112,17 @@ class UnitSketchSummary:
 
     sketch: UserMisraGries
     keys: Any  # pyarrow.Table of the key columns, row i = key id i
-    stats: Any  # BoundingStats
+    stats: BoundingStats
 
 
-def sketch_units(engine: Any, data: Any, privacy_unit: str, by: list, k: int) -> UnitSketchSummary:
-    """Read the distinct (unit, key) pairs of ``data`` (an embedded engine's rows, through Polars), check them
-    as every engine does (columns, empty input, nulls, NaN and nested keys) and build the PAMG sketch with the
-    units in increasing order of their value (a fixed public order: adding a unit does not move the others).
-    Memory grows with the number of distinct pairs, as for the bounded histogram of the group-privacy path."""
-    import polars as pl
-
-    from ..engines.base import (BoundingStats, check_columns, check_key_values, check_nan_keys,
-                                check_nulls_and_rows, engine_errors_as_input_errors)
-    from ..errors import InvalidParameterError
-
-    rows_lazy = getattr(engine, "rows_lazy", None)
-    if rows_lazy is None:
-        raise InvalidParameterError(
-            f"unit_sketch='pamg' reads the (unit, key) pairs in this process, which the {engine.name} engine does "
-            f"not offer; use an embedded engine (polars, duckdb, pandas, arrow) or unit_sketch='group-privacy'")
-    with engine_errors_as_input_errors(engine.name):
-        lf = rows_lazy(data)
-        check_columns(lf.collect_schema().names(), privacy_unit, by)
-        df = lf.select([privacy_unit, *by]).collect()
-        check_nulls_and_rows(df.height, {c: df[c].null_count() for c in [privacy_unit, *by]})
-        pairs = df.unique()
-        keys = pairs.select(by).unique().sort(by)
-        check_nan_keys(keys, by)
-        keys_arrow = keys.to_arrow()
-        check_key_values(keys_arrow, by)
-        ids = pairs.join(keys.with_row_index("__kid"), on=by, how="inner").select(
-            pl.col(privacy_unit).rank("dense").cast(pl.Int64).alias("__uid"), pl.col("__kid").cast(pl.Int64))
-    sketch = UserMisraGries(k).update_sets(ids["__uid"].to_numpy(), ids["__kid"].to_numpy())
+def sketch_units(ids: PairIds, k: int) -> UnitSketchSummary:
+    """The PAMG sketch of the distinct (unit, key) pairs ``ids`` (read and checked by the engine,
+    :meth:`~sparsedp.core.engine.Engine.pair_ids`), units added in increasing order of their value (a fixed public
+    order: adding a unit does not move the others). Memory grows with the number of distinct pairs, as for the
+    bounded histogram of the group-privacy path."""
+    sketch = UserMisraGries(k).update_sets(ids.unit_ids, ids.key_ids)
     kept = len(sketch.counts)
-    stats = BoundingStats(rows_in=df.height, units_in=sketch.units, pairs_in=pairs.height, units_over_l0=0,
-                          pairs_dropped_l0=0, keys_in=keys.height, keys_bounded=keys.height, keys_out=kept, l0=None)
-    return UnitSketchSummary(sketch=sketch, keys=keys_arrow, stats=stats)
+    n_keys = len(ids.keys)
+    stats = BoundingStats(rows_in=ids.rows, units_in=sketch.units, pairs_in=ids.pairs, units_over_l0=0,
+                          pairs_dropped_l0=0, keys_in=n_keys, keys_bounded=n_keys, keys_out=kept, l0=None)
+    return UnitSketchSummary(sketch=sketch, keys=ids.keys, stats=stats)

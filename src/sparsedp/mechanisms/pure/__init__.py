@@ -10,7 +10,7 @@ in the domain size for the sparse and compact mechanisms. Numbering follows the 
   (Thm 6.5), :func:`pure_sparse_histogram` (Alg 8), :func:`stability_histogram` (Thm 1.3),
   :func:`compact_histogram` (Alg 9 / Cor 7.3);
 * :mod:`.accuracy` (Figures 1–2, exact bounds), :mod:`.exact` (exact laws for audits and tests);
-* :func:`pure_histogram`: the simple entry point returning a :class:`~sparsedp.mechanisms.histogram.Release`.
+* :func:`pure_histogram`: the simple entry point returning a :class:`~sparsedp.core.histogram.Release`.
 
 Errata relied on are argued in ``docs/proofs/balcer-vadhan-errata.md``.
 """

@@ -18,7 +18,6 @@ from math import factorial
 from typing import Any, Callable, Iterable, Mapping
 
 from ...noise.clamped_geometric import CountingSampler
-
 from . import ordstats
 from .labels import coupon_failure_probability
 from .ordstats import approx_precision

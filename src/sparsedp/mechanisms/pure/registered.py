@@ -39,12 +39,13 @@ import numpy as np
 from ... import _validate as v
 from ...accounting.blanket import blanket_accuracy, calibrate_blanket
 from ...accounting.calibration import Neighbours
+from ...accounting.charge import Charge
 from ...accounting.profiles import PureProfile
+from ...core.histogram import SparseHistogram
 from ...errors import InfeasibleError, InputDataError, InvalidParameterError, InvalidTypeError
 from ...noise.clamped_geometric import unit_fraction
 from ...noise.source import SecureRandom
 from ..base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
-from ..histogram import SparseHistogram
 from ..registry import get, register
 from .blanket import blanket_histogram
 from .compact import CompactHistogram
@@ -281,8 +282,6 @@ class _Pure(Mechanism):
 
     def charge(self, calibration: Any, disclosure: Disclosure) -> Any:
         """Pure ε-DP charges compose exactly in ε (:class:`~sparsedp.accounting.profiles.PureProfile`)."""
-        from ...ledger import Charge
-
         profile = PureProfile(float(calibration)) if disclosure.delta == 0 else None
         return Charge(epsilon=float(calibration), delta=disclosure.delta, neighbours=self.neighbours,
                       mechanism=self.name, profile=profile)

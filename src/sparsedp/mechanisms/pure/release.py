@@ -27,10 +27,10 @@ import numpy as np
 
 from ... import _validate as v
 from ...accounting.calibration import Neighbours
+from ...core.histogram import Release, SparseHistogram
 from ...errors import InputDataError, InvalidParameterError, InvalidTypeError
 from ...noise.clamped_geometric import FastSample, counting_sampler, unit_fraction
 from ...noise.source import SecureRandom, default_source
-from ..histogram import Release, SparseHistogram
 from . import accuracy as acc
 from .compact import CompactHistogram, choose_ell, compact_histogram
 from .keep_heavy import basic_histogram, keep_heavy, kh_double_prime, kh_prime, sparse_histogram
@@ -157,7 +157,7 @@ def pure_histogram(items: Iterable[Any], epsilon: object, beta: object = Fractio
         rng: a :mod:`sparsedp.noise` source; None → the secure default.
         max_items: public bound on the number of items for add/remove neighbours (see module doc).
 
-    Returns a :class:`~sparsedp.mechanisms.histogram.Release` (keys, int64 noisy counts,
+    Returns a :class:`~sparsedp.core.histogram.Release` (keys, int64 noisy counts,
     :class:`PureCalibration`). Bad input fails before any randomness is drawn.
     """
     items = list(items)

@@ -1,6 +1,4 @@
-"""The values mechanisms consume and produce.
-
-PROVISIONAL shape agreed between the mechanism and engine issues.
+"""The histogram values mechanisms consume and produce (engines build :class:`SparseHistogram`).
 
 A mechanism's per-key step works on the ``int64`` count array only and returns the *positions* of the
 released keys and their noisy counts; keys are carried along untouched, so any key representation

@@ -2,9 +2,9 @@
 
 A release's keys are split into ``C = n_chunks(number of keys)`` chunks (one chunk per ``KEYS_PER_CHUNK`` keys,
 at least one); a key's *chunk* is ``c = h_k mod C`` with ``h_k`` the key's public fingerprint, the same Polars hash of
-the canonicalised key values that contribution bounding uses (:func:`sparsedp.engines.bounding.fingerprint_exprs`,
+the canonicalised key values that contribution bounding uses (:data:`sparsedp.core.key_order.SEED_KEY`,
 fixed public seed). The keys of chunk ``c`` are noised in canonical key order
-(:func:`sparsedp.engines.bounding.canonical_order`) with the stream
+(:func:`sparsedp.core.key_order.canonical_order`) with the stream
 ``SecretKeyedStream(K_noise, chunk_label(c))`` (:class:`sparsedp.noise.source.SecretKeyedStream`: AES-CTR keyed
 by HMAC of ``K_noise`` and the label), where ``K_noise`` is a fresh 32-byte secret drawn once per release from the
 release's secure source.
@@ -31,6 +31,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from .key_order import SEED_KEY, canonical_exprs
+
 #: keys per noise chunk (part of the definition of the per-key noise derivation)
 KEYS_PER_CHUNK = 1 << 24
 
@@ -49,8 +51,6 @@ def chunk_label(chunk: int) -> bytes:
 def chunk_expr(schema: Any, by: Sequence[str], chunks: int):
     """Polars expression of each key's chunk (UInt32) among ``chunks`` over the key columns of ``schema``."""
     import polars as pl
-
-    from .bounding import SEED_KEY, canonical_exprs
 
     cols = list(by)
     canon = canonical_exprs(schema, cols)

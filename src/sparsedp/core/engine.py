@@ -1,0 +1,153 @@
+"""The engine protocol: what the pipeline and the mechanisms may ask of an engine, and what it declares it offers.
+
+An engine (:mod:`sparsedp.engines`) is where the data live; a mechanism (:mod:`sparsedp.mechanisms`) never
+imports one. It receives the engine as an :class:`Engine` and calls only the methods below, so a mechanism written
+once runs on every engine, and an engine written once runs every mechanism whose needs it declares.
+
+The core methods (abstract) every engine implements. The *pair primitives* (:meth:`Engine.distinct_pairs`,
+:meth:`Engine.weighted_histogram`, :meth:`Engine.kept_pairs`, :meth:`Engine.pair_ids`,
+:meth:`Engine.one_group_per_unit`) read the distinct (unit, key) pairs in this process; an engine that offers
+them declares :attr:`Capability.PAIRS` in :attr:`Engine.capabilities` and a mechanism asks
+:meth:`Engine.offers` (never ``hasattr``) before anything is drawn or charged. :meth:`Engine.keys_per_unit_counts`
+(the automatic bound) is declared by :attr:`Capability.UNIT_KEY_COUNTS`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from enum import Enum
+from typing import Any, ClassVar, Sequence
+
+from ..errors import InvalidParameterError
+from .bounded import BoundingStats, KeptPairs, LocalHistogram, OneGroupRows, PairIds, UnitPairs
+from .histogram import SparseHistogram
+from .unit_keys import UnitKeyCounts
+
+__all__ = ["Capability", "Engine"]
+
+
+class Capability(Enum):
+    """What an engine offers beyond the abstract core methods (declared in :attr:`Engine.capabilities`)."""
+
+    #: the pair primitives: the distinct (unit, key) pairs read and chosen in this process (set union, grouped
+    #: public keys, the user-level Misra–Gries sketch, the keys objective of the automatic bound)
+    PAIRS = "pairs"
+    #: :meth:`Engine.keys_per_unit_counts` (``max_groups_per_unit="auto"``)
+    UNIT_KEY_COUNTS = "unit-key-counts"
+
+
+class Engine(ABC):
+    """Where a release's data work happens: the bounded histogram, and the primitives mechanisms run on.
+
+    The release pipeline (:mod:`sparsedp.pipeline`) and the mechanisms use only these methods:
+
+    * :meth:`histogram` — validate the input, enforce the contribution bound, count (curator stats included);
+    * :meth:`kth_largest` — the exact k-th largest bounded count (top-k's cut-off);
+    * :meth:`noise_keys` — the per-key noise step (:class:`~sparsedp.mechanisms.key_noise.KeyNoise`) applied
+      chunk by chunk with the per-release keyed streams (:mod:`sparsedp.core.noise_chunks`);
+    * :meth:`collect` — the whole histogram as a :class:`~sparsedp.core.histogram.SparseHistogram` in this
+      process, for mechanisms that need it (pure DP, Misra–Gries);
+    * :meth:`to_arrow` — a released table as ``pyarrow.Table`` (released rows only);
+    * the pair primitives and :meth:`keys_per_unit_counts`, where :attr:`capabilities` declares them.
+    """
+
+    #: engine name as accepted by ``sparsedp.release(engine=…)``
+    name: str = ""
+    #: what this engine offers beyond the abstract methods (module docstring)
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
+
+    def offers(self, capability: Capability) -> bool:
+        """Whether this engine declares ``capability``."""
+        return capability in self.capabilities
+
+    @property
+    def embedded(self) -> bool:
+        """The engine holds its bounded histogram and reads the (unit, key) pairs in this process
+        (:attr:`Capability.PAIRS`)."""
+        return self.offers(Capability.PAIRS)
+
+    @abstractmethod
+    def columns(self, data: Any) -> list[str]:
+        """Column names of ``data`` (no data read)."""
+
+    @abstractmethod
+    def histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int | None, rng: Any,
+                  pre_threshold: int = 1, aggregates: Sequence[Any] = ()) -> Any:
+        """The bounded histogram of ``data`` (an engine-specific handle), checked and counted.
+
+        ``aggregates``: the SUM/MEAN aggregates of the release (:mod:`sparsedp.aggregates`): the handle then
+        also holds each key's grid sums over the kept pairs, and the value columns are checked (missing,
+        non-numeric, null, NaN/inf) before anything is drawn.
+
+        Every unit adds at most 1 to each key and, with ``l0``, touches at most ``l0`` keys (uniform keyed choice,
+        :mod:`sparsedp.engines.bounding`, secret drawn from ``rng`` only after the input passed validation).
+        Keys below ``pre_threshold`` are left out. Raises :class:`~sparsedp.errors.InputDataError` on bad input
+        (missing columns, nulls, NaN or nested key values, no rows) before anything is drawn.
+        """
+
+    @abstractmethod
+    def kth_largest(self, hist: Any, k: int) -> int:
+        """The k-th largest bounded count of ``hist`` (0 if it has fewer than k keys)."""
+
+    @abstractmethod
+    def noise_keys(self, hist: Any, task: Any) -> Any:
+        """Apply ``task`` (a :class:`~sparsedp.mechanisms.key_noise.KeyNoise`) to every chunk of keys."""
+
+    @abstractmethod
+    def collect(self, hist: Any) -> SparseHistogram:
+        """``hist`` as an in-process :class:`~sparsedp.core.histogram.SparseHistogram` (keys: ``pyarrow.Table``)."""
+
+    @abstractmethod
+    def to_arrow(self, released: Any, by: Sequence[str], value_column: str) -> Any:
+        """A release of :meth:`noise_keys` as a ``pyarrow.Table`` of the key columns and ``value_column``."""
+
+    def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: Sequence[str],
+                             candidates: Sequence[int]) -> UnitKeyCounts:
+        """For ``max_groups_per_unit="auto"`` (:mod:`sparsedp.auto_bound`; :attr:`Capability.UNIT_KEY_COUNTS`): N
+        (units) and, for each candidate c, the number of units with at most c distinct keys. Validates the input
+        like :meth:`histogram` (columns, nulls, no rows, key values) so a bad input is refused before the ledger
+        charge. Not private; never released."""
+        raise InvalidParameterError(f"max_groups_per_unit='auto' is not available on the {self.name} engine; "
+                                    f"pass an integer max_groups_per_unit or use engine='polars' or 'duckdb'")
+
+    # ------------------------------------------------------------------ pair primitives (Capability.PAIRS)
+
+    def distinct_pairs(self, data: Any, privacy_unit: str, by: Sequence[str]) -> UnitPairs:
+        """The distinct (unit, key) pairs of ``data`` after every input check (:class:`UnitPairs`)."""
+        raise self._lacks(Capability.PAIRS)
+
+    def weighted_histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int, weights: Any,
+                           rng: Any) -> LocalHistogram:
+        """The histogram of per-key weight sums ``S_k = Σ_{kept (u, k)} W_{min(d_u, l0)}`` over the pairs the one
+        ℓ0 choice keeps (``weights[t − 1] = W_t``, integers; ``d_u``: the unit's distinct keys). The bounding secret
+        is drawn from ``rng`` after every input check. Keys with no kept pair are left out."""
+        raise self._lacks(Capability.PAIRS)
+
+    def kept_pairs(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int, rng: Any) -> KeptPairs:
+        """The pairs the one ℓ0 choice keeps, as integer codes (:class:`KeptPairs`); secret drawn from ``rng``
+        after every input check."""
+        raise self._lacks(Capability.PAIRS)
+
+    def pair_ids(self, data: Any, privacy_unit: str, by: Sequence[str]) -> PairIds:
+        """The distinct (unit, key) pairs as integer ids, units and keys in increasing order of value
+        (:class:`PairIds`); nothing is drawn."""
+        raise self._lacks(Capability.PAIRS)
+
+    def one_group_per_unit(self, data: Any, privacy_unit: str, by: Sequence[str], group: str, groups: Any,
+                           from_text: bool, rng: Any) -> OneGroupRows:
+        """``data``'s rows restricted to the listed ``groups`` (Polars DataFrame of the ``group`` column, canonical
+        order) and, per unit, to the ONE group of smallest keyed rank (secret drawn from ``rng`` after every input
+        check); ``from_text``: the groups were read as text and take the data's type."""
+        raise self._lacks(Capability.PAIRS)
+
+    def _lacks(self, capability: Capability) -> InvalidParameterError:
+        return InvalidParameterError(f"the {self.name} engine does not offer {capability.value!r} (the (unit, key) "
+                                     f"pairs read in this process); use an embedded engine (polars, duckdb, pandas, "
+                                     f"arrow)")
+
+    def stats(self, hist: Any) -> BoundingStats:
+        """What bounding did (curator only)."""
+        return hist.stats
+
+    def release_resources(self, hist: Any) -> None:
+        """Free what :meth:`histogram` holds (Spark: the persisted histogram). Embedded engines: nothing."""

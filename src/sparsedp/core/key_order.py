@@ -1,0 +1,57 @@
+"""The canonical key order and the public fingerprint seeds: one definition for every engine (contribution
+bounding, the noise chunks, the released table's order) and for the public-key mechanisms (the key list is put
+in the same order, so a listed key reads the same noise on every engine).
+
+A key column is compared in its *canonical* dtype (:func:`canonical_expr`), so equivalent inputs (an Int32 and
+an Int64 column, a Categorical and a String column, time-zone-aware and UTC datetimes) order and fingerprint
+identically. The expressions are Polars expressions (Polars is imported only when one is built); engines that
+run SQL (DuckDB) or Spark apply the same rule to Arrow batches through these expressions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["SEED_UNIT", "SEED_KEY", "canonical_expr", "canonical_exprs", "canonical_order"]
+
+#: fixed public seeds of the fingerprints (any fixed values; part of the definition of the choice)
+SEED_UNIT = 0x73706470_756E6974
+SEED_KEY = 0x73706470_6B657973
+
+
+def canonical_expr(name: str, dtype: Any):
+    """Expression of column ``name`` in its canonical dtype, so that equivalent inputs fingerprint and order
+    identically: integers → Int64 (UInt64 kept), Float32 → Float64, Categorical/Enum → String, Datetime → UTC
+    naive microseconds, Duration → microseconds; other dtypes (String, Binary, Boolean, Date, Decimal…) as
+    they are."""
+    import polars as pl
+
+    c = pl.col(name)
+    if isinstance(dtype, (pl.Categorical, pl.Enum)) or dtype in (pl.Categorical, pl.Enum):
+        return c.cast(pl.String)
+    if dtype.is_integer():
+        return c if dtype == pl.UInt64 else c.cast(pl.Int64)
+    if dtype == pl.Float32:
+        return c.cast(pl.Float64)
+    if isinstance(dtype, pl.Datetime):
+        if dtype.time_zone is not None:
+            c = c.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+        return c.cast(pl.Datetime("us"))
+    if isinstance(dtype, pl.Duration):
+        return c.cast(pl.Duration("us"))
+    return c
+
+
+def canonical_exprs(schema: Any, cols: list[str]) -> list:
+    """:func:`canonical_expr` of each column, keeping the column names."""
+    return [canonical_expr(c, schema[c]).alias(c) for c in cols]
+
+
+def canonical_order(schema: Any, cols: list[str]) -> list:
+    """Sort expressions of the canonical key order: canonical values, then (for dtypes whose canonical form
+    truncates, e.g. nanosecond datetimes) the values themselves, so the order is total and depends on values
+    only."""
+    import polars as pl
+
+    lossy = [pl.col(c) for c in cols if isinstance(schema[c], (pl.Datetime, pl.Duration))]
+    return [canonical_expr(c, schema[c]) for c in cols] + lossy

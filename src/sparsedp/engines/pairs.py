@@ -1,0 +1,189 @@
+"""The pair primitives of the engine protocol (:attr:`~sparsedp.core.engine.Capability.PAIRS`), shared by every
+embedded engine: the distinct (unit, key) pairs of an input read in this process (through the engine's rows as a
+Polars LazyFrame), after every input check the engines make, and the one ℓ0 choice of
+:mod:`sparsedp.engines.bounding` applied to them.
+
+The mechanisms that need pairs (set union, grouped public keys, the user-level Misra–Gries sketch) call these
+through the engine they are handed (:meth:`~sparsedp.core.engine.Engine.distinct_pairs` and siblings), never by
+importing this module. Each function draws its bounding secret from the release's source only after the input
+passed every check, in the order the mechanism's docstring states.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core.bounded import BoundingStats, KeptPairs, LocalHistogram, OneGroupRows, PairIds, UnitPairs
+from ..core.checks import check_columns, engine_errors_as_input_errors
+from ..core.key_order import canonical_exprs
+from ..errors import InputDataError
+from .bounding import KEY, choose_from_per_key, draw_bounding_secret, select_pairs
+from .input_checks import (check_key_values, check_mixed_types, check_nan_keys, check_nulls_and_rows,
+                           check_pandas_nan_keys, check_unique_names)
+
+__all__ = ["distinct_pairs", "weighted_histogram", "kept_pairs", "pair_ids", "one_group_per_unit",
+           "select_one_group"]
+
+WEIGHT = "__sparsedp_w"
+_DEG = "__sparsedp_d"
+
+
+def distinct_pairs(engine: Any, data: Any, unit: str, by: Sequence[str]) -> UnitPairs:
+    """The distinct ``(unit, *by)`` pairs (a Polars DataFrame) and the number of input rows, after every input
+    check the engines make (columns, duplicate names, mixed types, nulls and NaN keys, no rows)."""
+    import polars as pl
+
+    by = list(by)
+    cols = [unit] + by
+    check_unique_names(data)
+    with engine_errors_as_input_errors(engine.name):
+        check_mixed_types(data, unit, by)
+        check_columns(engine.columns(data), unit, by)
+        check_pandas_nan_keys(data, by)
+        lf = engine.rows_lazy(data).select(cols)
+        c = lf.select(pl.len().alias("__rows"), *[pl.col(x).null_count().alias(x) for x in cols]).collect()
+        c = c.row(0, named=True)
+        rows = int(c.pop("__rows"))
+        check_nulls_and_rows(rows, {k: int(n) for k, n in c.items()})
+        pairs = lf.unique().collect()
+    check_nan_keys(pairs.select(by).unique(), by)
+    return UnitPairs(pairs=pairs, rows=rows)
+
+
+def weighted_histogram(engine: Any, data: Any, unit: str, by: Sequence[str], l0: int, weights: Any,
+                       rng: Any) -> LocalHistogram:
+    """The weighted bounded histogram (:meth:`~sparsedp.core.engine.Engine.weighted_histogram`): a
+    :class:`~sparsedp.core.bounded.LocalHistogram` whose ``counts`` are the Int64 per-key weight sums
+    ``S_k = Σ_{kept (u, k)} W_{min(d_u, l0)}``.
+
+    One ℓ0 choice, the engines' (:func:`~sparsedp.engines.bounding.choose_from_per_key`, secret drawn after
+    every input check), with each pair's weight ``W_{min(d_u, l0)}`` carried along (``d_u`` = the unit's
+    distinct keys, so ``min(d_u, l0)`` is the number it keeps); the per-key sums are over exactly the kept
+    pairs. ``weights[t − 1] = W_t``.
+    """
+    import polars as pl
+
+    by = list(by)
+    up = distinct_pairs(engine, data, unit, by)
+    rows = up.rows
+    table = pl.DataFrame({_DEG: np.arange(1, l0 + 1, dtype=np.int64), WEIGHT: np.asarray(weights, dtype=np.int64)})
+    pk = (up.pairs.lazy()
+          .with_columns(pl.len().over(unit).cast(pl.Int64).clip(upper_bound=l0).alias(_DEG))
+          .join(table.lazy(), on=_DEG, how="left")
+          .group_by(by).agg(pl.col(unit), pl.col(WEIGHT)).collect())
+    del up
+    secret = draw_bounding_secret(rng)
+    ch = choose_from_per_key(pk, unit, by, l0, secret, sums=[WEIGHT])
+    counts = ch.units_per_key - ch.dropped_per_key
+    sums = np.asarray(ch.kept_sums[0], dtype=np.int64)
+    sel = np.flatnonzero(counts >= 1)
+    keys = ch.keys[sel] if sel.size != ch.keys.height else ch.keys
+    arrow = keys.to_arrow()
+    check_key_values(arrow, by)
+    stats = BoundingStats(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in,
+                          units_over_l0=ch.units_over_l0, pairs_dropped_l0=int(ch.dropped_per_key.sum()),
+                          keys_in=ch.keys.height, keys_bounded=int(sel.size), keys_out=int(sel.size), l0=l0)
+    return LocalHistogram(keys=arrow, counts=sums[sel], stats=stats)
+
+
+def kept_pairs(engine: Any, data: Any, unit: str, by: Sequence[str], l0: int, rng: Any) -> KeptPairs:
+    """The pairs of the engines' one ℓ0 choice (secret drawn after every input check), as integer codes
+    (:class:`~sparsedp.core.bounded.KeptPairs`): units by dense rank of their value, keys by their row in the
+    canonical key order."""
+    import polars as pl
+
+    by = list(by)
+    up = distinct_pairs(engine, data, unit, by)
+    rows = up.rows
+    pk = up.pairs.lazy().group_by(by).agg(pl.col(unit)).collect()
+    del up
+    secret = draw_bounding_secret(rng)
+    ch = choose_from_per_key(pk, unit, by, l0, secret, with_pairs=True)
+    kept = ch.pairs.with_columns(pl.col(unit).rank("dense").cast(pl.Int64).alias("__u") - 1)
+    n_units = int(kept["__u"].max() or -1) + 1
+    arrow = ch.keys.to_arrow()
+    check_key_values(arrow, by)
+    n_keys = ch.keys.height
+    stats = BoundingStats(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in, units_over_l0=ch.units_over_l0,
+                          pairs_dropped_l0=int(ch.dropped_per_key.sum()), keys_in=n_keys, keys_bounded=n_keys,
+                          keys_out=n_keys, l0=l0)
+    return KeptPairs(unit_codes=kept["__u"].to_numpy(), key_codes=kept[KEY].to_numpy().astype(np.int64),
+                     n_units=n_units, keys=arrow, stats=stats)
+
+
+def pair_ids(engine: Any, data: Any, unit: str, by: Sequence[str]) -> PairIds:
+    """The distinct (unit, key) pairs as integer ids (:class:`~sparsedp.core.bounded.PairIds`): key ids are the
+    positions among the distinct keys sorted by value, unit ids the dense ranks of the unit values (a fixed public
+    order: adding a unit does not move the others). Checks columns, empty input, nulls, NaN and nested keys."""
+    import polars as pl
+
+    by = list(by)
+    with engine_errors_as_input_errors(engine.name):
+        lf = engine.rows_lazy(data)
+        check_columns(lf.collect_schema().names(), unit, by)
+        df = lf.select([unit, *by]).collect()
+        check_nulls_and_rows(df.height, {c: df[c].null_count() for c in [unit, *by]})
+        pairs = df.unique()
+        keys = pairs.select(by).unique().sort(by)
+        check_nan_keys(keys, by)
+        keys_arrow = keys.to_arrow()
+        check_key_values(keys_arrow, by)
+        ids = pairs.join(keys.with_row_index("__kid"), on=by, how="inner").select(
+            pl.col(unit).rank("dense").cast(pl.Int64).alias("__uid"), pl.col("__kid").cast(pl.Int64))
+    return PairIds(unit_ids=ids["__uid"].to_numpy(), key_ids=ids["__kid"].to_numpy(), keys=keys_arrow,
+                   rows=df.height, pairs=pairs.height)
+
+
+def select_one_group(lf: Any, unit: str, group: str, groups: Any, secret: bytes) -> tuple[Any, Any]:
+    """The rows of ``lf`` (Polars LazyFrame) restricted to the listed ``groups`` and, per unit, to ONE group:
+    the one of smallest keyed rank (:func:`~sparsedp.engines.bounding.select_pairs` with ``by=[group]``,
+    ``l0 = 1``). Returns ``(rows, kept)``: the kept rows (DataFrame) and the kept ``(unit, group)`` pairs."""
+    import polars as pl
+
+    rows = lf.filter(pl.col(group).is_in(groups[group].implode())).collect()
+    kept = select_pairs(rows.select(unit, group), unit, [group], 1, secret)
+    return rows.join(kept, on=[unit, group], how="semi", nulls_equal=False), kept
+
+
+def _canonical_dtype(dtype: Any) -> Any:
+    """The dtype of a column of ``dtype`` after :func:`~sparsedp.core.key_order.canonical_exprs` (Int32 and
+    Int64 compare equal, as in the key list's join)."""
+    import polars as pl
+
+    lf = pl.LazyFrame(schema={"c": dtype})
+    return lf.select(canonical_exprs(lf.collect_schema(), ["c"])).collect_schema()["c"]
+
+
+def one_group_per_unit(engine: Any, data: Any, unit: str, by: Sequence[str], group: str, groups: Any,
+                       from_text: bool, rng: Any) -> OneGroupRows:
+    """:meth:`~sparsedp.core.engine.Engine.one_group_per_unit`: check the input, give the listed ``groups`` the
+    data's type of the ``group`` column (refused if they differ, unless the groups were read as text), refuse
+    nulls in the unit or group column and an empty input, draw the bounding secret, then keep one group per unit
+    (:func:`select_one_group`)."""
+    import polars as pl
+
+    by = list(by)
+    check_unique_names(data)
+    with engine_errors_as_input_errors(engine.name):
+        check_mixed_types(data, unit, by)
+        check_columns(engine.columns(data), unit, by)
+        lf = engine.rows_lazy(data).select([unit, *by])
+        schema = lf.collect_schema()
+    if from_text and schema[group] != groups.schema[group]:  # text keys take the data's type
+        groups = groups.with_columns(pl.col(group).cast(schema[group], strict=False)).drop_nulls()
+    elif _canonical_dtype(schema[group]) != _canonical_dtype(groups.schema[group]):
+        raise InputDataError(f"keys: column {group!r} holds {groups.schema[group]} values but the data's "
+                             f"{group!r} is {schema[group]}; give the keys with the data's type")
+    else:
+        groups = groups.with_columns(pl.col(group).cast(schema[group]))
+    # the engine checks the kept rows later; nulls in the unit or group column would vanish in the filter,
+    # so refuse them here first (before the secret)
+    nulls = lf.select(pl.col(unit).null_count(), pl.col(group).null_count(), pl.len()).collect().row(0)
+    if nulls[0] or nulls[1] or not nulls[2]:
+        what = "no rows" if not nulls[2] else (f"nulls in {unit!r}" if nulls[0] else f"nulls in {group!r}")
+        raise InputDataError(f"the input has {what}; the unit and key columns must have values")
+    secret = draw_bounding_secret(rng)  # drawn after validation, before K_noise
+    rows, kept = select_one_group(lf, unit, group, groups, secret)
+    return OneGroupRows(rows=rows, n_per_group=kept.group_by(group).len(), rows_in=int(nulls[2]))
