@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: paths (relative to src/sparsedp) that pass ``mypy --strict``
 STRICT: list[str] = [
+    "mechanisms",
 ]
 
 

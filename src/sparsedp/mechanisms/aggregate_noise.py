@@ -45,7 +45,8 @@ from ..errors import InputDataError, InvalidParameterError
 from ..noise.discrete import checked_source
 from ..noise.source import SecureRandom
 
-__all__ = ["JointRelease", "column_indices", "grid_step", "noisy_grid_sums", "noise_map", "to_value_units", "release_joint", "column_values",
+__all__ = ["JointRelease", "column_indices", "grid_step",
+           "noisy_grid_sums", "noise_map", "to_value_units", "release_joint", "column_values",
            "sum_error_std", "MeanError", "mean_error", "expected_errors", "topk_expected_errors"]
 
 #: an integer array (counts, grid sums, noise draws; int64, or Python integers where int64 could overflow)
@@ -231,7 +232,8 @@ class MeanError:
     release_probability: float
 
 
-def mean_error(aggregate: Sum, column_sigma2: Sigma2, count_sigma2: Sigma2, n: int, threshold: int, a: float | None = None
+def mean_error(aggregate: Sum, column_sigma2: Sigma2, count_sigma2: Sigma2, n: int, threshold: int,
+               a: float | None = None
                ) -> MeanError:
     """Exact bias/std of ``mean_hat − mean = g (Y − a Z)/(n + Z)`` given ``n + Z >= threshold`` (module
     docstring). ``a``: per-unit average re-centred contribution in grid units (default: the worst case, the

@@ -234,6 +234,7 @@ def _bounded_density_secure(hist: SparseHistogram, domain: Domain, f: np.ndarray
     cal = Calibration(mechanism="correlated-gaussian-bounded", analysis="discrete-exact", epsilon=pk.epsilon,
                       delta=pk.delta, sigma=pk.sigma, tau=0.0, noise_std=pk.noise_std,
                       delta_parts=dict(pk.delta_parts), delta_achieved=pk.delta_achieved,
-                      noise=DiscreteDenseCorrelatedGaussian(Fraction(pk.scale), int(pk.c) if pk.c else 1), comparison=Comparison.NONE,
+                      noise=DiscreteDenseCorrelatedGaussian(Fraction(pk.scale), int(pk.c) if pk.c else 1),
+                      comparison=Comparison.NONE,
                       d=d, k=k)
     return Release(keys=keys, counts=counts, calibration=cal, n_keys_in=len(hist), n_keys_out=d, extra=extra)

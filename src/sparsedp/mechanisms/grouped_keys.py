@@ -46,8 +46,8 @@ from ..core.key_order import canonical_exprs, canonical_order
 from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
 from ..noise.source import SecretKeyedStream, SecureRandom
 from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
-from .public_keys import (PublicCounts, PublicKeyMechanism, PublicKeys, _draws, _independent, _need_keys, _table, align,
-                          public_keys)
+from .public_keys import (PublicCounts, PublicKeyMechanism, PublicKeys, _arrow_frame, _draws, _independent, _need_keys,
+                          _table, align, public_keys)
 from .registry import register
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def group_sizes(keys: Any, group: str) -> tuple[Any, np.ndarray, np.ndarray]:
     order), each listed key's group index (aligned with ``keys.table``) and the number of keys per group."""
     import polars as pl
 
-    df = pl.from_arrow(keys.table).select(group)
+    df = _arrow_frame(keys.table).select(group)
     assert isinstance(df, pl.DataFrame)
     groups = df.unique().sort(canonical_order(df.schema, [group]))
     canon_g = groups.select(canonical_exprs(groups.schema, [group])).with_row_index("__g")
@@ -199,6 +199,7 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
                                         f"pandas, arrow), not {engine.name!r}")
         keys = _need_keys(self.name, request)
         group = self._group(request)
+        assert privacy_unit is not None  # no row units: refused by validate()
         groups, _, _ = group_sizes(keys, group)
         one = engine.one_group_per_unit(data, privacy_unit, list(by), group, groups, keys.from_text, rng)
         if len(one.rows) == 0:  # no unit in a listed group: every count is 0, n_j = 0

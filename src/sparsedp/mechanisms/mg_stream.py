@@ -19,13 +19,14 @@ from ..errors import InvalidParameterError
 from ..sketches.misra_gries import MisraGries
 from ..sketches.private_mg import merged_private_misra_gries, private_misra_gries, pure_private_misra_gries
 from .release import release_histogram
+from ..noise.source import SecureRandom
 
 __all__ = ["PrivateMisraGries", "csh_misra_gries", "misra_gries_release", "VARIANTS"]
 
 VARIANTS = ("pmg", "pure", "merged-laplace", "csh")
 
 
-def csh_misra_gries(sketch: MisraGries, *, epsilon: float, delta: float, rng=None) -> Release:
+def csh_misra_gries(sketch: MisraGries, *, epsilon: float, delta: float, rng: SecureRandom | None = None) -> Release:
     """CSH (Lebeda & Retschmeier (2024), Alg. 2 / its discrete variant) on the sketch's positive counters, sparsity bound k.
 
     Valid because the sketch is a k-sparse monotonic histogram (Lebeda & Retschmeier (2024) Def. 3.1): always ≤ k positive
@@ -58,17 +59,19 @@ class PrivateMisraGries:
         self.sketch.update(items)
         return self
 
-    def release(self, *, rng=None, universe: Any = None) -> Release:
+    def release(self, *, rng: SecureRandom | None = None, universe: Any = None) -> Release:
         return _dispatch(self.sketch, self.variant, self.epsilon, self.delta, rng, universe)
 
 
-def _dispatch(sketch: MisraGries, variant: str, eps: float, dl: float | None, rng, universe) -> Release:
-    if variant == "pmg":
-        return private_misra_gries(sketch, epsilon=eps, delta=dl, rng=rng)
+def _dispatch(sketch: MisraGries, variant: str, eps: float, dl: float | None, rng: SecureRandom | None,
+              universe: Any) -> Release:
     if variant == "pure":
         if universe is None:
             raise InvalidParameterError("variant='pure' needs universe= (an int d or a sequence of keys)")
         return pure_private_misra_gries(sketch, epsilon=eps, universe=universe, rng=rng)
+    assert dl is not None  # every variant but 'pure' needs delta (checked when the variant is chosen)
+    if variant == "pmg":
+        return private_misra_gries(sketch, epsilon=eps, delta=dl, rng=rng)
     if variant == "merged-laplace":
         return merged_private_misra_gries(sketch, epsilon=eps, delta=dl, rng=rng)
     return csh_misra_gries(sketch, epsilon=eps, delta=dl, rng=rng)
@@ -79,7 +82,8 @@ def _is_chunk(x: Any) -> bool:
 
 
 def misra_gries_release(items_or_chunks: Any, *, sketch_size: int, epsilon: float, delta: float | None,
-                        rng=None, variant: str | None = None, universe: Any = None) -> Release:
+                        rng: SecureRandom | None = None, variant: str | None = None,
+                        universe: Any = None) -> Release:
     """Sketch a stream (or take ready sketches) and release it privately: the end-to-end entry point.
 
     ``items_or_chunks``: a flat collection or iterator of keys, an iterable of chunks (numpy / Arrow /

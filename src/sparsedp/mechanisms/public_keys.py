@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _validate as v, noise
 from ..accounting.calibration import Neighbours
@@ -42,6 +43,8 @@ from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
 from .registry import register
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from ..core.engine import Engine
 
 __all__ = ["PublicKeys", "public_keys", "CorrelatedGaussian", "BoundedDensity", "PublicGaussian", "PublicLaplace",
@@ -58,6 +61,15 @@ class PublicKeys:
     columns: tuple[str, ...]
     #: the keys were read as text (``--keys FILE``, one key per line): cast to the data's key type when joining
     from_text: bool = False
+
+
+def _arrow_frame(table: Any) -> pl.DataFrame:
+    """An Arrow table as a Polars DataFrame (``pl.from_arrow`` of a table is always a frame)."""
+    import polars as pl
+
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
 def _as_polars(keys: Any, by: list[str]) -> Any:
@@ -81,7 +93,7 @@ def _as_polars(keys: Any, by: list[str]) -> Any:
     return keys
 
 
-def _frame(keys: Any, by: list[str]):
+def _frame(keys: Any, by: list[str]) -> pl.DataFrame:
     """``keys`` as a Polars DataFrame with exactly the columns ``by``."""
     import polars as pl
 
@@ -169,22 +181,20 @@ def align(engine: Engine, hist: Any, keys: PublicKeys) -> PublicCounts:
         raise InvalidParameterError(f"engine {engine.name!r} does not count the privacy units, which the public-key "
                                     f"release needs (n); use an embedded engine (polars, duckdb, pandas, arrow)")
     sh = engine.collect(hist)
-    data = pl.from_arrow(sh.keys)
-    assert isinstance(data, pl.DataFrame)
+    data = _arrow_frame(sh.keys)
     data = data.select(canonical_exprs(data.schema, by)).with_columns(
         pl.Series("__sparsedp_count", np.asarray(sh.counts, dtype=np.int64)))
-    lst = pl.from_arrow(keys.table)
-    assert isinstance(lst, pl.DataFrame)
+    lst = _arrow_frame(keys.table)
     lst = lst.select(canonical_exprs(lst.schema, by))
     if keys.from_text and data.height and any(lst.schema[c] == pl.String != data.schema[c] for c in by):
         try:  # keys read as text: take the data's key types (then re-validate: "01" and "1" may now collide)
-            cast = pl.from_arrow(keys.table).with_columns(
+            cast = _arrow_frame(keys.table).with_columns(
                 [pl.col(c).cast(data.schema[c], strict=True) for c in by if lst.schema[c] == pl.String])
         except pl.exceptions.PolarsError:
             raise InputDataError(f"the keys file (--keys) holds values that are not of the data's key type "
                                  f"({', '.join(f'{c}: {data.schema[c]}' for c in by)})") from None
         keys = public_keys(cast, by)
-        lst = pl.from_arrow(keys.table)
+        lst = _arrow_frame(keys.table)
         lst = lst.select(canonical_exprs(lst.schema, by))
     for c in by:
         a, b = lst.schema[c], data.schema[c]
@@ -236,7 +246,7 @@ def _independent(cal: Any, d: int, keys: PublicKeys, secret: bytes, insecure_flo
     return out
 
 
-def _table(keys: PublicKeys, value_column: str, values: np.ndarray):
+def _table(keys: PublicKeys, value_column: str, values: npt.NDArray[Any]) -> Any:
     import pyarrow as pa
 
     return keys.table.append_column(value_column, pa.array(values))
@@ -270,11 +280,12 @@ class PublicKeyMechanism(Mechanism):
     @classmethod
     def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
         """With ``keys``: every public-key mechanism at d keys (ranked by per-key error); with ``group`` the
-        grouped mechanism lists itself (:meth:`~sparsedp.mechanisms.grouped_keys.GroupedCorrelatedGaussian.plan_rows`)."""
+        grouped mechanism lists itself
+        (:meth:`~sparsedp.mechanisms.grouped_keys.GroupedCorrelatedGaussian.plan_rows`)."""
         if query.d is None:
             return []
         request = query.request(keys=PublicKeys(table=None, d=query.d, columns=()))
-        rows = []
+        rows: list[tuple[Mechanism, Any, int]] = []
         for c in public_candidates():
             if not c.plannable(request):
                 continue
@@ -434,6 +445,7 @@ class CorrelatedGaussian(PublicKeyMechanism):
             values = (y + cal.known_n) / 2.0
             return Released(rows=_table(pc.keys, disclosure.value_column, values), disclosure=disclosure,
                             in_process=True)
+        shared: int | float
         if cal.secure:
             shared = int(_draws(cal, 1, rng, False)[0])                    # Z_{d+1}: the shared coordinate
             y_last = cal.c * n + shared                                    # exact integer
@@ -469,6 +481,7 @@ class BoundedDensity(PublicKeyMechanism):
     @classmethod
     def plannable(cls, request: ReleaseRequest) -> bool:
         """Only below the number of keys: a unit that may touch every key is the correlated Gaussian."""
+        assert request.keys is not None  # planned and tried with a public key list only
         l0, d = request.max_groups_per_unit, request.keys.d
         return super().plannable(request) and l0 is not None and l0 < d
 
@@ -476,6 +489,7 @@ class BoundedDensity(PublicKeyMechanism):
     def auto_refusal(cls, request: ReleaseRequest) -> str | None:
         if request.delta == 0:
             return "needs delta > 0"
+        assert request.keys is not None  # tried with a public key list only
         d, l0 = request.keys.d, request.max_groups_per_unit
         if l0 is None or l0 >= d:
             return "units may touch every key: it is correlated-gaussian"

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
-from ..accounting.set_union import calibrate_policy_gaussian, calibrate_weighted_gaussian, grid_weights
+from ..accounting.set_union import (PolicyCalibration, SetUnionCalibration, calibrate_policy_gaussian,
+                                    calibrate_weighted_gaussian, grid_weights)
 from ..core.bounded import LocalRelease
 from ..core.engine import Capability, Engine
 from ..errors import InfeasibleError, InvalidParameterError
@@ -82,7 +83,7 @@ def plan_rows(request: ReleaseRequest) -> list[tuple[Mechanism, Any]]:
 
 
 @functools.lru_cache(maxsize=64)
-def _calibrate(epsilon: float, delta: float, l0: int, grid: int):
+def _calibrate(epsilon: float, delta: float, l0: int, grid: int) -> SetUnionCalibration:
     return calibrate_weighted_gaussian(epsilon, delta, l0, grid)
 
 
@@ -178,7 +179,7 @@ class WeightedGaussian(_SetUnion):
     def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str],
                   request: ReleaseRequest, rng: SecureRandom, **extra: Any) -> Any:
         privacy_unit = self._need_unit(privacy_unit)
-
+        assert request.max_groups_per_unit is not None  # needed by check()
         l0 = int(request.max_groups_per_unit)
         _need_pairs(engine)
         return engine.weighted_histogram(data, privacy_unit, list(by), l0, grid_weights(l0, self.grid), rng)
@@ -245,7 +246,7 @@ def policy_histogram(engine: Engine, data: Any, unit: str, by: list[str], l0: in
 
 
 @functools.lru_cache(maxsize=64)
-def _calibrate_policy(epsilon: float, delta: float, l0: int, alpha: float):
+def _calibrate_policy(epsilon: float, delta: float, l0: int, alpha: float) -> PolicyCalibration:
     return calibrate_policy_gaussian(epsilon, delta, l0, alpha)
 
 
@@ -293,6 +294,7 @@ class PolicyGaussian(_SetUnion):
                   request: ReleaseRequest, rng: SecureRandom, **extra: Any) -> Any:
         privacy_unit = self._need_unit(privacy_unit)
         cal = self.calibrate(request)
+        assert request.max_groups_per_unit is not None  # needed by check()
         return policy_histogram(engine, data, privacy_unit, list(by), int(request.max_groups_per_unit), cal.gamma,
                                 rng)
 

@@ -483,7 +483,7 @@ class MisraGries:
         order = np.lexsort((self._keys, self._dummy))
         return self._keys[order].copy(), self._cnt[order].copy(), self._dummy[order].astype(bool)
 
-    def to_histogram(self):
+    def to_histogram(self) -> SparseHistogram:
         """The positive counters as a :class:`~sparsedp.core.histogram.SparseHistogram` (key order)."""
         c = self.counters()
         return SparseHistogram(keys=list(c.keys()), counts=np.fromiter(c.values(), np.int64, len(c)))

@@ -51,7 +51,8 @@ def clmul(a: int, b: int) -> int:
     dtype = np.dtype("<u2") if 8 * nbytes < 65536 else np.dtype("<u4")
     w = dtype.itemsize
     prod = int(_mpz(_spread(a, nbytes, dtype)) * _mpz(_spread(b, nbytes, dtype)))
-    slots: npt.NDArray[np.unsignedinteger[Any]] = np.frombuffer(prod.to_bytes(2 * 8 * nbytes * w, "little"), dtype=dtype)
+    raw = prod.to_bytes(2 * 8 * nbytes * w, "little")
+    slots: npt.NDArray[np.unsignedinteger[Any]] = np.frombuffer(raw, dtype=dtype)
     bits = (slots & 1).astype(np.uint8)
     return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
 

@@ -427,7 +427,8 @@ def plan_pure(n: int, epsilon: object, beta: object = Fraction(1, 20), domain_si
             continue
         cfg = _configure(m, n, N, k, beta, delta_q if m in approx else None)
         out.append(PureCalibration(mechanism=m, epsilon=1 / k, epsilon_realised=cfg.realised,
-                                   delta=float(delta_q) if m in approx and delta_q is not None else 0.0, beta=float(beta),
+                                   delta=float(delta_q) if m in approx and delta_q is not None else 0.0,
+                                   beta=float(beta),
                                    neighbours=Neighbours.REPLACE_ONE, n=n, domain_size=N,
                                    accuracy=cfg.accuracy, options=cfg.options))
     return sorted(out, key=lambda c: (c.accuracy.threshold, c.accuracy.per_query))
