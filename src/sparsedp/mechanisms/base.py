@@ -23,7 +23,7 @@ import dataclasses
 import enum
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, ContextManager, Mapping, Protocol, Sequence
 
 from .. import _validate as v
 from ..accounting.calibration import Neighbours
@@ -37,12 +37,30 @@ if TYPE_CHECKING:
     from ..core.engine import Engine
     from .public_keys import PublicKeys
 
-__all__ = ["Mechanism", "ReleaseRequest", "Disclosure", "Released", "Planned", "Read", "AutoRole", "Resolved"]
+__all__ = ["Mechanism", "ReleaseRequest", "Disclosure", "Released", "Planned", "Read", "AutoRole", "Resolved",
+           "StageContext"]
 
 
 #: what :meth:`Mechanism.resolve` returns: the mechanism that runs, its calibration, why it was chosen, and the
 #: candidates ``auto`` tried (empty when the mechanism was named)
 Resolved = tuple["Mechanism", Any, str, tuple[dict[str, Any], ...]]
+
+
+class StageContext(Protocol):
+    """What :meth:`Mechanism.read` and :meth:`Mechanism.draw` run on (the pipeline's
+    :class:`sparsedp.execution.ReleaseContext`): the engine, the input, the privacy unit and key columns, the
+    release's random source, the stage display (``stage(label, timing)``) and ``track`` (engine results the
+    pipeline releases at the end)."""
+
+    engine: Engine
+    data: Any
+    unit: str | None
+    by: Sequence[str]
+    source: SecureRandom
+
+    def stage(self, label: str | None, timing: str) -> ContextManager[None]: ...
+
+    def track(self, hist: Any) -> Any: ...
 
 
 class AutoRole(enum.Enum):
@@ -304,7 +322,7 @@ class Mechanism(ABC):
         return Planned(mechanism=mech, request=request, calibration=cal, reason=reason, candidates=candidates,
                        disclosure=disclosure, charge=mech.charge(cal, disclosure), value_column=value_column)
 
-    def read(self, ctx: Any, planned: Planned) -> Read:
+    def read(self, ctx: StageContext, planned: Planned) -> Read:
         """Stage 3 (before the charge): the resolved mechanism's bounded histogram on ``ctx.engine``
         (:meth:`histogram`) and :meth:`prepare`'s data-dependent checks. ``ctx``:
         :class:`sparsedp.execution.ReleaseContext`."""
@@ -316,7 +334,7 @@ class Mechanism(ABC):
             prepared = mech.prepare(ctx.engine, hist, request)
         return Read(hist=hist, prepared=prepared, units=ctx.engine.stats(hist).units_in)
 
-    def draw(self, ctx: Any, planned: Planned, read: Read) -> Released:
+    def draw(self, ctx: StageContext, planned: Planned, read: Read) -> Released:
         """Stage 5 (after the charge): the resolved mechanism's private :meth:`run`."""
         mech = planned.mechanism
         with ctx.stage(f"adding noise ({mech.name})", "noise"):
