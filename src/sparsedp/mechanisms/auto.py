@@ -34,7 +34,7 @@ from ..accounting.calibration_cache import cached_calibrate
 from ..accounting.names import GSHM, LAPLACE, TOPK_CSH
 from ..errors import InfeasibleError, InvalidParameterError
 from ..noise.source import SecureRandom
-from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest, Resolved
+from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest, Resolved, UserRequest
 from .catalog import auto_candidates, register, with_auto_role
 from .thresholded import TopKCSH
 
@@ -217,7 +217,7 @@ class Auto(Mechanism):
             return super().with_top_k(spec, k, bound_given)
         return TopKCSH(k=k)
 
-    def validate(self, request: Any) -> None:
+    def validate(self, request: UserRequest) -> None:
         if request.bound is None and request.auto_bound is None and request.keys is None and request.delta != 0:
             # δ = 0: the pure mechanisms, one key per unit
             raise InvalidParameterError(

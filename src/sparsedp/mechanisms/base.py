@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .public_keys import PublicKeys
 
 __all__ = ["Mechanism", "ReleaseRequest", "Disclosure", "Released", "Planned", "Read", "AutoRole", "Resolved",
-           "StageContext"]
+           "StageContext", "UserRequest", "PlanQuery"]
 
 
 #: what :meth:`Mechanism.resolve` returns: the mechanism that runs, its calibration, why it was chosen, and the
@@ -61,6 +61,56 @@ class StageContext(Protocol):
     def stage(self, label: str | None, timing: str) -> ContextManager[None]: ...
 
     def track(self, hist: Any) -> Any: ...
+
+
+class UserRequest(Protocol):
+    """What :meth:`Mechanism.validate` reads of the user's request (the pipeline's
+    :class:`sparsedp.request.Request`): the privacy unit column, the public key list, the SUM/MEAN aggregates, the
+    declared bound (``max_groups_per_unit``) or its automatic choice, and δ."""
+
+    @property
+    def unit(self) -> str | None: ...
+    @property
+    def keys(self) -> Any: ...
+    @property
+    def sums(self) -> tuple[Any, ...]: ...
+    @property
+    def bound(self) -> int | None: ...
+    @property
+    def auto_bound(self) -> Any: ...
+    @property
+    def delta(self) -> float: ...
+
+
+class PlanQuery(Protocol):
+    """What :meth:`Mechanism.plan_rows` reads of a ``plan`` query (the pipeline's
+    :class:`sparsedp.request.PlanRequest`), and ``request(**changes)``: the data-independent
+    :class:`ReleaseRequest` of the query."""
+
+    @property
+    def epsilon(self) -> float: ...
+    @property
+    def delta(self) -> float: ...
+    @property
+    def l0(self) -> int | None: ...
+    @property
+    def top_k(self) -> int | None: ...
+    @property
+    def max_units(self) -> int | None: ...
+    @property
+    def beta(self) -> Any: ...
+    @property
+    def sums(self) -> tuple[Any, ...]: ...
+    @property
+    def insecure_float(self) -> bool: ...
+    @property
+    def keys(self) -> Any: ...
+    @property
+    def d(self) -> int | None: ...
+    @property
+    def group(self) -> str | None: ...
+
+    def request(self, **changes: Any) -> ReleaseRequest: ...
 
 
 class AutoRole(enum.Enum):
@@ -268,7 +318,7 @@ class Mechanism(ABC):
         None (default: it is tried)."""
         return None
 
-    def validate(self, request: Any) -> None:
+    def validate(self, request: UserRequest) -> None:
         """Refuse a user request (:class:`sparsedp.request.Request`) this mechanism cannot serve, before any
         data is read, from the class's declared capabilities (``row_units``, ``public_keys``,
         ``supports_aggregates``, ``auto_bound_objectives``). Subclasses add their own rules."""
@@ -295,7 +345,7 @@ class Mechanism(ABC):
         Default: every engine serves it."""
 
     @classmethod
-    def plan_rows(cls, query: Any) -> list[tuple["Mechanism", Any, int]]:
+    def plan_rows(cls, query: PlanQuery) -> list[tuple["Mechanism", Any, int]]:
         """``sd.plan``'s rows of this class's family (``query``: :class:`sparsedp.request.PlanRequest`), as
         ``(mechanism, calibration, plan_group)``. ``plan`` calls each distinct implementation once, so a family
         sharing one (a base class's) lists itself once. This default is the count mechanisms ``auto`` chooses

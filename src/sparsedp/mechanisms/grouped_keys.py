@@ -45,7 +45,7 @@ from ..core.engine import Capability
 from ..core.key_order import canonical_exprs, canonical_order
 from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
 from ..noise.source import SecretKeyedStream, SecureRandom
-from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
+from .base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from .public_keys import (PublicCounts, PublicKeyMechanism, PublicKeys, _arrow_frame, _draws, _independent, _need_keys,
                           _table, align, public_keys)
 from .registry import register
@@ -148,7 +148,7 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
         return None if group is None else cls(group=group)
 
     @classmethod
-    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+    def plan_rows(cls, query: PlanQuery) -> list[tuple[Mechanism, Any, int]]:
         """With ``keys`` and ``group`` at δ > 0: the grouped mechanism's row (:func:`plan_grouped`), listed after
         the other public-key mechanisms."""
         if query.d is None or query.group is None or query.delta <= 0:

@@ -16,10 +16,10 @@ import numpy as np
 from .. import _validate as v
 from ..core.histogram import Release
 from ..errors import InvalidParameterError
+from ..noise.source import SecureRandom
 from ..sketches.misra_gries import MisraGries
 from ..sketches.private_mg import merged_private_misra_gries, private_misra_gries, pure_private_misra_gries
 from .release import release_histogram
-from ..noise.source import SecureRandom
 
 __all__ = ["PrivateMisraGries", "csh_misra_gries", "misra_gries_release", "VARIANTS"]
 

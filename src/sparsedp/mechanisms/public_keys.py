@@ -39,7 +39,7 @@ from ..core.key_order import canonical_exprs, canonical_order
 from ..core.noise_chunks import chunk_label, key_chunks
 from ..errors import InfeasibleError, InputDataError, InvalidParameterError, InvalidTypeError
 from ..noise.source import SecretKeyedStream, SecureRandom
-from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
+from .base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from .registry import register
 
 if TYPE_CHECKING:
@@ -278,7 +278,7 @@ class PublicKeyMechanism(Mechanism):
         return None if cls.plannable(request) else "needs delta > 0"
 
     @classmethod
-    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+    def plan_rows(cls, query: PlanQuery) -> list[tuple[Mechanism, Any, int]]:
         """With ``keys``: every public-key mechanism at d keys (ranked by per-key error); with ``group`` the
         grouped mechanism lists itself
         (:meth:`~sparsedp.mechanisms.grouped_keys.GroupedCorrelatedGaussian.plan_rows`)."""

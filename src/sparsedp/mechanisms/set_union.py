@@ -38,7 +38,7 @@ from ..core.engine import Capability, Engine
 from ..errors import InfeasibleError, InvalidParameterError
 from ..noise.floating import sample_gaussian
 from ..noise.source import SecureRandom
-from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
+from .base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from .registry import register
 from .thresholded import _key_task
 
@@ -94,7 +94,7 @@ class _SetUnion(Mechanism):
     plan_group = 1  # listed after the count mechanisms: key weights, count-equivalent margins
 
     @classmethod
-    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+    def plan_rows(cls, query: PlanQuery) -> list[tuple[Mechanism, Any, int]]:
         if query.d is not None or query.delta == 0 or query.l0 is None:
             return []
         return [(m, cal, cls.plan_group) for m, cal in plan_rows(query.request())]

@@ -36,7 +36,7 @@ from ..errors import InfeasibleError, InvalidParameterError
 from ..noise.source import SecureRandom
 from . import kernel
 from .aggregate_noise import column_indices, expected_errors, grid_step, noise_map, topk_expected_errors
-from .base import Disclosure, Mechanism, Released, ReleaseRequest
+from .base import Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from .catalog import register
 from .kernel import debias_noise, noise_plan
 from .key_noise import KeyNoise
@@ -332,7 +332,7 @@ class TopKCSH(Mechanism):
     plan_group = 2  # the shifted variant (the de-biased one is ranked with the count mechanisms)
 
     @classmethod
-    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+    def plan_rows(cls, query: PlanQuery) -> list[tuple[Mechanism, Any, int]]:
         """With ``top_k``: the de-biased counts (ranked) and, without SUM/MEAN, the shifted variant after them;
         with secure noise and no SUM/MEAN, both again with Algorithm 4's noise (``noise="alg4"``)."""
         if query.d is not None or query.top_k is None or query.delta == 0:

@@ -45,7 +45,7 @@ from ...core.histogram import SparseHistogram
 from ...errors import InfeasibleError, InputDataError, InvalidParameterError, InvalidTypeError
 from ...noise.clamped_geometric import unit_fraction
 from ...noise.source import SecureRandom
-from ..base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
+from ..base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from ..registry import get, register
 from .blanket import blanket_histogram
 from .compact import CompactHistogram
@@ -223,7 +223,7 @@ class _Pure(Mechanism):
     plan_group = 3  # listed last by ``plan``, with their exact error bounds
 
     @classmethod
-    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+    def plan_rows(cls, query: PlanQuery) -> list[tuple[Mechanism, Any, int]]:
         """With ``max_units`` (n units, one key each): the pure mechanisms ``plan_pure`` configures, by their
         error bound at ``beta`` (default 1/20)."""
         if query.d is not None or query.max_units is None:
