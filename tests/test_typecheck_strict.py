@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: paths (relative to src/sparsedp) that pass ``mypy --strict``
 STRICT: list[str] = [
     "mechanisms",
+    "accounting",
+    "engines",
 ]
 
 

@@ -35,7 +35,7 @@ _API = {
     "KHDoublePrime": "sparsedp.mechanisms.pure.registered",
     "BVSparseHistogram": "sparsedp.mechanisms.pure.registered",
     "MisraGries": "sparsedp.mechanisms.misra_gries", "MGRelease": "sparsedp.mechanisms.misra_gries",
-    "alp": "sparsedp.sketches.alp_data", "ALP": "sparsedp.sketches.alp",
+    "alp": "sparsedp.alp_release", "ALP": "sparsedp.sketches.alp",
     "GroupedCorrelatedGaussian": "sparsedp.mechanisms.grouped_keys",
     "TwoStage": "sparsedp.mechanisms.two_stage",
     "CorrelatedGaussian": "sparsedp.mechanisms.public_keys", "PublicGaussian": "sparsedp.mechanisms.public_keys",

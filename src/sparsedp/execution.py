@@ -10,44 +10,31 @@ mechanism; the only engine distinction is the input's own kind (a Spark DataFram
 
 from __future__ import annotations
 
-import contextlib
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from .errors import InvalidParameterError, OutputWriteError
+from .progress import Stages
 
 __all__ = ["ReleaseContext", "LedgerSession", "Published", "open_engine", "check_output_columns", "warn_before",
            "publish", "result"]
 
 
-class ReleaseContext:
+class ReleaseContext(Stages):
     """What a mechanism's ``read`` and ``draw`` stages run on: the engine, the input, the key columns, the
-    release's random source, the stage display (``stage(label, timing)``: the progress display's context, its
-    seconds added to ``timings[timing]``) and the engine results to release at the end (``track``)."""
+    release's random source, the stage display (:class:`~sparsedp.progress.Stages`: ``stage(label, timing)``,
+    the progress display's context, its seconds added to ``timings[timing]``) and the engine results to release
+    at the end (``track``)."""
 
     def __init__(self, request: Any, engine: Any, t_start: float) -> None:
+        super().__init__(request.progress, t_start)
         self.request, self.engine = request, engine
         self.data, self.unit, self.by, self.source = request.data, request.unit, request.by, request.source
-        self.timings: dict[str, float] = {"validate": time.perf_counter() - t_start}
+        self.mark("validate")
         self.hists: list[Any] = []
         self.units_warning: str | None = None
-        self._display = request.progress or (lambda name: contextlib.nullcontext())
-
-    @contextlib.contextmanager
-    def stage(self, label: str | None, timing: str) -> Iterator[None]:
-        from .progress import reporting
-
-        t = time.perf_counter()
-        try:
-            if label is None:
-                yield
-            else:
-                with self._display(label) as reporter, reporting(reporter):
-                    yield
-        finally:
-            self.timings[timing] = self.timings.get(timing, 0.0) + time.perf_counter() - t
 
     def track(self, hist: Any) -> Any:
         """Keep ``hist`` (an engine result) to release its resources when the release ends."""

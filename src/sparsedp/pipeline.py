@@ -29,11 +29,9 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
 
 from . import _validate as v
-from .core import sources
 from .errors import InvalidParameterError
-from .execution import (LedgerSession, ReleaseContext, check_output_columns, open_engine, publish, result,
-                        warn_before)
 from .mechanisms import registry
+from .query import HistogramQuery, run_query
 from .request import OUT_FORMATS, build_plan_request, build_request, check_out_path
 
 if TYPE_CHECKING:
@@ -155,23 +153,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                             aggregates=aggregates, keys=keys, column_shape=column_shape,
                             insecure_float=insecure_float, engine=engine, connection=connection, out=out,
                             overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress)
-    mech = request.mechanism
-    planned = mech.plan_release(request.mechanism_request(), request.count.output_name)
-    check_output_columns(request, planned.value_column)
-    ctx = ReleaseContext(request, open_engine(request, mech), t_start)
-    delta_note = warn_before(request)
-    led = LedgerSession(request.ledger, request.dataset)
-    try:
-        led.check(planned.charge)  # 2. ledger pre-check (advisory; the charge repeats it atomically)
-        read = mech.read(ctx, planned)  # 3. the engine's pass: every input check happens here
-        ctx.warn_units(read.units)
-        led.charge(planned.charge, sources.display(request.data))  # 4. committed before any noise is drawn
-        released = mech.draw(ctx, planned, read)  # 5. one private draw
-        table, report = publish(ctx, planned, released, led, delta_note)  # 6. only released rows leave
-    finally:
-        ctx.close()
-        led.close()
-    return result(ctx, table, report, released, t_start)  # 7. the public report and the curator's figures
+    # 2.-7. ledger pre-check, the engine's pass, the charge, one private draw, publish, report (query.run_query)
+    return run_query(HistogramQuery(request, t_start), request.ledger, request.dataset)
 
 
 class Plan(tuple):

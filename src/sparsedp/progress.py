@@ -17,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
-from typing import Callable, Iterator, Optional
+import time
+from typing import Any, Callable, ContextManager, Iterator, Optional
 
-__all__ = ["Reporter", "listening", "report", "reporting", "polling"]
+__all__ = ["Reporter", "listening", "report", "reporting", "polling", "Stages"]
 
 #: ``reporter(done, total, unit)``: ``total`` None when unknown; ``unit`` names what is counted ("chunks", "%")
 Reporter = Callable[[float, Optional[float], str], None]
@@ -81,3 +82,30 @@ def polling(sample: Callable[[], tuple[float, float | None, str] | None], interv
     finally:
         stop.set()
         t.join(timeout=2 * interval + 1)
+
+
+class Stages:
+    """The stage display and timings of one release: ``stage(label, timing)`` wraps a stage in the progress
+    display's context (``progress(label)``, its reporter made current) and adds its seconds to
+    ``timings[timing]``."""
+
+    def __init__(self, progress: Callable[[str], ContextManager[Any]] | None, t_start: float) -> None:
+        self.t_start = t_start
+        self.timings: dict[str, float] = {}
+        self._display = progress or (lambda name: contextlib.nullcontext())
+
+    def mark(self, timing: str) -> None:
+        """``timings[timing]`` = seconds since the release started."""
+        self.timings[timing] = time.perf_counter() - self.t_start
+
+    @contextlib.contextmanager
+    def stage(self, label: str | None, timing: str) -> Iterator[None]:
+        t = time.perf_counter()
+        try:
+            if label is None:
+                yield
+            else:
+                with self._display(label) as reporter, reporting(reporter):
+                    yield
+        finally:
+            self.timings[timing] = self.timings.get(timing, 0.0) + time.perf_counter() - t

@@ -81,11 +81,6 @@ class Report:
     #: quantile (:meth:`sparsedp.auto_bound.BoundChoice.to_dict`); ``epsilon`` is then the total; None otherwise
     auto_bound: Mapping[str, Any] | None = None
 
-    @property
-    def tau(self) -> float | None:
-        """The threshold margin (threshold − pre-threshold), as the accountants call it."""
-        return self.margin
-
     def guarantee(self) -> str:
         return f"({self.epsilon:g}, {self.delta:g})-DP, {self.neighbours.value}"
 

@@ -12,7 +12,8 @@ import pytest
 from sparsedp.accounting import calibrate
 from sparsedp.accounting.calibration import Neighbours
 from sparsedp.accounting.events import (ApproxDPEvent, CSHEvent, DiscreteGSHMEvent, GaussianEvent, GSHMEvent,
-                                        LaplaceThresholdEvent, PureEvent, SequenceEvent, event_from_dict)
+                                        LaplaceThresholdEvent, PureEvent, SequenceEvent, event_from_dict,
+                                        event_of)
 from sparsedp.accounting.gaussian import gaussian_delta
 from sparsedp.accounting.pld import from_profile, hull_pair
 from sparsedp.errors import InvalidParameterError
@@ -31,7 +32,7 @@ def _hs(losses, mass, inf, eps):
 ])
 def test_calibration_event_profile_is_the_accountants(mech, kw, cls):
     cal = calibrate(mech, epsilon=0.5, delta=1e-7, **kw)
-    ev = cal.event()
+    ev = event_of(cal)
     assert type(ev) is cls and ev.epsilon == cal.epsilon and ev.delta == cal.delta
     assert ev.neighbours is Neighbours.ADD_REMOVE
     # the same number the calibration reports (numbers identical to the accountant's)
@@ -48,7 +49,7 @@ def test_calibration_event_profile_is_the_accountants(mech, kw, cls):
 
 def test_events_without_a_profile_family_are_their_basic_charge():
     cal = calibrate("correlated-gaussian", epsilon=0.5, delta=1e-7, d=100)
-    ev = cal.event()
+    ev = event_of(cal)
     assert isinstance(ev, (ApproxDPEvent, GaussianEvent))
     assert ev.delta_at(0.5) <= 1e-7 * (1 + 1e-12)
 
@@ -107,7 +108,7 @@ def test_discretised_pld_is_pessimistic():
 
 def test_event_pld_never_looser_than_its_charge_nor_its_profile():
     cal = calibrate("gshm", epsilon=0.5, delta=1e-7, l0=10)
-    ev = cal.event()
+    ev = event_of(cal)
     pld = ev.pld()
     for e in (0.25, 0.5, 1.0, 2.0):
         rr = ApproxDPEvent(epsilon=0.5, delta=1e-7).delta_at(e)
@@ -129,7 +130,7 @@ def test_set_union_and_aggregate_events_carry_their_accountants_profiles():
     from sparsedp.accounting.set_union import calibrate_weighted_gaussian
 
     su = calibrate_weighted_gaussian(0.5, 1e-7, 5)
-    ev = su.event()
+    ev = event_of(su)
     assert isinstance(ev, SetUnionEvent) and ev.delta_at(0.5) == pytest.approx(su.delta_achieved, rel=1e-12)
     joint = calibrate_joint_gshm(0.5, 1e-7, 5, (1, 2))
     ej = event_of(joint)

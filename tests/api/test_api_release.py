@@ -82,7 +82,7 @@ def test_report_contents(df, rng):
     r = res.report
     assert r.mechanism in ("gshm", "laplace") and r.reason
     assert r.epsilon == 1.0 and r.delta == 1e-6 and 0 < r.delta_achieved <= 1e-6
-    assert r.sigma > 0 and r.noise_std > 0 and r.threshold == r.pre_threshold + r.tau
+    assert r.sigma > 0 and r.noise_std > 0 and r.threshold == r.pre_threshold + r.margin
     assert r.delta_parts and r.released_keys == len(res.table)
     b = res.curator.bounding
     assert b.rows_in == df.height and b.units_in == 400 and b.duplicate_rows_removed >= 400
@@ -204,7 +204,7 @@ def test_plan_needs_no_data():
 def test_release_uses_the_plan_calibration(df, rng):
     res = sd.release(df, **KW, rng=rng)
     best = sd.plan(1.0, 1e-6, max_groups_per_unit=4)[0]
-    assert (res.report.mechanism, res.report.tau, res.report.sigma) == (best.mechanism, best.tau, best.sigma)
+    assert (res.report.mechanism, res.report.margin, res.report.sigma) == (best.mechanism, best.tau, best.sigma)
 
 
 def test_import_stays_light():

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from sparsedp.accounting import calibrate
+from sparsedp.accounting.events import event_of
 from sparsedp.accounting.pld import DEFAULT_STEP
 from sparsedp.ledger import Charge, Ledger
 
@@ -145,7 +146,7 @@ def test_events_and_samples_are_stored_for_a_later_process(tmp_path):
     assert len(eps) == len(dlt) > 10
     with Ledger(path) as led:  # a new connection recomputes the same composition from the stored parameters
         assert led.spent_epsilon("d") == before
-        assert led.history("d")[0].event == cal.event()
+        assert led.history("d")[0].event == event_of(cal)
     assert before <= 3.0 < 7 * 0.5 and math.isfinite(before)
 
 
@@ -154,7 +155,7 @@ def test_sequence_event_charge_composes_its_parts(tmp_path, fill):
     from sparsedp.accounting.events import PureEvent, SequenceEvent
     from sparsedp.errors import InvalidParameterError
 
-    inner = calibrate("gshm", epsilon=0.4, delta=1e-7, l0=10).event()
+    inner = event_of(calibrate("gshm", epsilon=0.4, delta=1e-7, l0=10))
     seq = SequenceEvent([PureEvent(epsilon=0.1, delta=0.0), inner])
     c = Charge.of_event(seq, mechanism="gshm+auto-bound")
     assert (c.epsilon, c.delta) == (pytest.approx(0.5), 1e-7) and c.event is seq

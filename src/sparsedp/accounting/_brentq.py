@@ -22,14 +22,16 @@ from __future__ import annotations
 import math
 import os
 import sys
-from typing import Callable
+from typing import Callable, TypeAlias
 
 _XTOL_MIN = 0.0
 _RTOL_MIN = 4 * 2.220446049250313e-16  # scipy.optimize.brentq refuses rtol below 4·eps
-_solver: Callable | None = None
+#: the compiled solver's signature: (f, a, b, xtol, rtol, maxiter, args, full_output, disp) -> root
+_Solver: TypeAlias = Callable[[Callable[[float], float], float, float, float, float, int, tuple[()], bool, bool], float]
+_solver: _Solver | None = None
 
 
-def _load_compiled() -> Callable | None:
+def _load_compiled() -> _Solver | None:
     """``scipy.optimize._zeros._brentq`` without importing ``scipy.optimize``; ``None`` if unavailable or if
     it does not pass the self-check."""
     try:
@@ -50,7 +52,7 @@ def _load_compiled() -> Callable | None:
                 return None
             mod = importlib.util.module_from_spec(spec)  # not put in sys.modules: scipy.optimize loads its own
             spec.loader.exec_module(mod)
-        fn = mod._brentq
+        fn: _Solver = mod._brentq  # an untyped compiled function: typed here by its documented call
         # self-check: the documented call (f, a, b, xtol, rtol, maxiter, args, full_output, disp) on x − 0.5
         root = fn(lambda x: x - 0.5, 0.0, 1.0, 1e-15, _RTOL_MIN, 100, (), False, True)
         if not isinstance(root, float) or root != 0.5:
@@ -60,14 +62,16 @@ def _load_compiled() -> Callable | None:
         return None
 
 
-def _public(f, a, b, xtol, rtol, maxiter, args, full_output, disp):
+def _public(f: Callable[[float], float], a: float, b: float, xtol: float, rtol: float, maxiter: int,
+            args: tuple[()], full_output: bool, disp: bool) -> float:
     from scipy import optimize
 
-    return optimize.brentq(f, a, b, args=args, xtol=xtol, rtol=rtol, maxiter=maxiter,
-                           full_output=full_output, disp=disp)
+    root: float = optimize.brentq(f, a, b, args=args, xtol=xtol, rtol=rtol, maxiter=maxiter,
+                                  full_output=full_output, disp=disp)
+    return root
 
 
-def _get_solver() -> Callable:
+def _get_solver() -> _Solver:
     global _solver
     if _solver is None:
         _solver = _load_compiled() or _public

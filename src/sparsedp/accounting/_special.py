@@ -8,9 +8,43 @@ calibration cache (:mod:`.calibration_cache`) evaluates no special function and 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, overload
 
-__all__ = ["special"]
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["special", "SpecialFunctions"]
+
+_Floats = npt.NDArray[np.float64]
+_AnyFloats = npt.NDArray[np.floating[Any]]
+
+
+class SpecialFunctions(Protocol):
+    """The :mod:`scipy.special` functions the accountants call, typed as the ufuncs they are: a float in gives a
+    ``numpy.float64`` (a ``float``), an array in gives an array of the broadcast shape."""
+
+    @overload
+    def erf(self, x: float, /) -> np.float64: ...
+    @overload
+    def erf(self, x: _AnyFloats, /) -> _Floats: ...
+    @overload
+    def erfcx(self, x: float, /) -> np.float64: ...
+    @overload
+    def erfcx(self, x: _AnyFloats, /) -> _Floats: ...
+    @overload
+    def ndtr(self, x: float, /) -> np.float64: ...
+    @overload
+    def ndtr(self, x: _AnyFloats, /) -> _Floats: ...
+    @overload
+    def log_ndtr(self, x: float, /) -> np.float64: ...
+    @overload
+    def log_ndtr(self, x: _AnyFloats, /) -> _Floats: ...
+    @overload
+    def ndtri(self, p: float, /) -> np.float64: ...
+    @overload
+    def ndtri(self, p: _AnyFloats, /) -> _Floats: ...
+    def betainc(self, a: _Floats, b: _Floats, x: _Floats | float, /) -> _Floats: ...
+    def logsumexp(self, a: _Floats, *, axis: int) -> _Floats: ...
 
 
 class _LazySpecial:
@@ -26,4 +60,4 @@ class _LazySpecial:
         return value
 
 
-special: Any = _LazySpecial()
+special: SpecialFunctions = _LazySpecial()

@@ -49,17 +49,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Callable, Literal, Protocol, Sequence, overload
 
 import numpy as np
+import numpy.typing as npt
 from ._special import special
 
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
-from .discrete import dgauss_variance
-from .discrete_histograms import (_log_ratio_iid, _omega, _smallest_margin, _t1_margin,
+from ._types import Scale
+from .discrete import dgauss_logpmf, dgauss_sf, dgauss_variance
+from .discrete_histograms import (_log_ratio_iid, _omega, _smallest_margin, _t1_margin, calibrate_gshm_discrete,
                                   dgauss_shift_hockey_stick, rational_up)
 from .gaussian import _delta_core, _gaussian_mu
+from .gshm import _minimise_over_sigma, _smallest_tau, _x_for_inf, gshm_delta
 
 __all__ = [
     "JointDeltaParts", "JointDiscreteCalibration", "JointContinuousCalibration", "AggregateImpact",
@@ -75,6 +78,19 @@ _TIGHT = 4e-4
 _SMOOTHING = (2.0, 1.0, 0.5, 0.25)
 #: relative accuracy slack of log_ndtr / logsumexp, folded into R (conservative)
 _REL_SLACK = 1e-12
+
+
+class ColumnNoiseShape(Protocol):
+    """What the joint calibration reads of a fitted column shape (:class:`.column_shape.ColumnShapeFit`, which
+    sits above this module): ``diagonal`` (independent columns), the integer unit lower-triangular ``lower`` (L)
+    and the grid refinements ``refine`` (F_k)."""
+
+    @property
+    def diagonal(self) -> bool: ...
+    @property
+    def lower(self) -> tuple[tuple[int, ...], ...]: ...
+    @property
+    def refine(self) -> tuple[int, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -115,7 +131,7 @@ class JointDiscreteCalibration:
     #: (integer unit lower-triangular ``L``, refinements ``F_k``); ``None``: independent columns. With a fit
     #: whose ``L`` is not the identity, ``column_sigma2s`` are the scales of the independent ``z_k`` and the
     #: column noise is ``L z`` on grids ``F_k`` times finer (``docs/proofs/aggregates.md`` §7).
-    shape: Any = None
+    shape: ColumnNoiseShape | None = None
 
     @property
     def count_noise_std(self) -> float:
@@ -169,7 +185,7 @@ class AggregateImpact:
 # ------------------------------------------------------------------ validation
 
 
-def _columns(column_sigma2s, column_sensitivities) -> tuple[list[float], list[int]]:
+def _columns(column_sigma2s: Sequence[Scale], column_sensitivities: Sequence[int]) -> tuple[list[float], list[int]]:
     if len(column_sigma2s) != len(column_sensitivities):
         raise InvalidParameterError(f"column_sigma2s ({len(column_sigma2s)}) and column_sensitivities "
                                     f"({len(column_sensitivities)}) must have the same length")
@@ -178,7 +194,7 @@ def _columns(column_sigma2s, column_sensitivities) -> tuple[list[float], list[in
     return ss, ds
 
 
-def _weights(weights, n: int) -> list[float]:
+def _weights(weights: Sequence[float] | None, n: int) -> list[float]:
     if weights is None:
         return [1.0] * n
     w = [v.positive(f"weights[{i}]", x) for i, x in enumerate(weights)]
@@ -220,8 +236,6 @@ def _bound_exact_count(j: int, eps: float, s: float, m_c: float, extra_c: float,
     e^{x/s − μ₁²/2 + ν²/2}`` and ``N_Z(0, js)(x) e^{x/s} = e^{j/(2s)} N_Z(0, js)(x − j)`` (j an integer), so
     they sum to at most ``e^{e_c/2} P[|N_Z(0, js)| > W]`` (times R).
     """
-    from .discrete import dgauss_logpmf, dgauss_sf
-
     js = j * s
     w = math.ceil(14.0 * math.sqrt(js)) + 2   # neglected tail < e^-98 (bounded below, not dropped)
     x = np.arange(j - w, j + w + 1, dtype=float)
@@ -235,7 +249,8 @@ def _bound_exact_count(j: int, eps: float, s: float, m_c: float, extra_c: float,
     return math.exp(log_r) * total
 
 
-def joint_hockey_stick(j, epsilon, count_sigma2, column_sigma2s, column_sensitivities) -> float:
+def joint_hockey_stick(j: int, epsilon: float, count_sigma2: Scale, column_sigma2s: Sequence[Scale],
+                       column_sensitivities: Sequence[int]) -> float:
     """Upper bound of H_{e^ε} between ``j`` rows of the joint release shifted by a unit and unshifted.
 
     Each row: count noise ``N_Z(0, count_sigma2)`` shifted by 1, column ``k`` noise ``N_Z(0, column_sigma2s[k])``
@@ -311,7 +326,8 @@ def _coarse_blocks(l0: int) -> tuple[list[int], list[int]]:
     return lo, hi
 
 
-def _karrer_max_coarse(l0: int, log_b: float, eps: float, hs) -> tuple[float, dict]:
+def _karrer_max_coarse(l0: int, log_b: float, eps: float,
+                       hs: Callable[[int, float], float]) -> tuple[float, dict[str, float]]:
     """max(T1, T2, T3) (Karrer Eq. 5.8 structure; ``discrete-histograms.md`` Theorem 1) bounded blockwise:
     for a in [a_lo, a_hi], T2(a) <= 1 − β(a_hi)(1 − H(l0 − a_lo, ε − a_lo ln b)) and
     T3(a) <= H(l0 − a_lo, ε + a_hi ln b) (H non-decreasing in j, non-increasing in ε; −ln b >= 0)."""
@@ -327,8 +343,14 @@ def _karrer_max_coarse(l0: int, log_b: float, eps: float, hs) -> tuple[float, di
     return max(t1, best2, best3), {"infinite": t1, "forward": best2, "reverse": best3}
 
 
-def joint_gshm_delta(epsilon, count_sigma2, margin, l0, column_sigma2s, column_sensitivities, *,
-                     parts: bool = False):
+@overload
+def joint_gshm_delta(epsilon: float, count_sigma2: Scale, margin: int, l0: int, column_sigma2s: Sequence[Scale],
+                     column_sensitivities: Sequence[int], *, parts: Literal[False] = False) -> float: ...
+@overload
+def joint_gshm_delta(epsilon: float, count_sigma2: Scale, margin: int, l0: int, column_sigma2s: Sequence[Scale],
+                     column_sensitivities: Sequence[int], *, parts: Literal[True]) -> JointDeltaParts: ...
+def joint_gshm_delta(epsilon: float, count_sigma2: Scale, margin: int, l0: int, column_sigma2s: Sequence[Scale],
+                     column_sensitivities: Sequence[int], *, parts: bool = False) -> float | JointDeltaParts:
     """δ(ε) of the joint discrete release: count ``N_Z(0, count_sigma2)``, integer ``margin``, columns
     ``N_Z(0, column_sigma2s[k])`` of sensitivity ``column_sensitivities[k]`` (grid units), ``l0`` keys per unit.
 
@@ -342,7 +364,7 @@ def joint_gshm_delta(epsilon, count_sigma2, margin, l0, column_sigma2s, column_s
     return _joint_delta(eps, s, m, k, lambda jj, e: _hs(int(jj), e, s, ss, ds), parts)
 
 
-def joint_count_args(epsilon, count_sigma2, margin, l0) -> tuple[float, float, int, int]:
+def joint_count_args(epsilon: float, count_sigma2: Scale, margin: int, l0: int) -> tuple[float, float, int, int]:
     """The validated ``(ε, count σ², margin, l0)`` of a joint discrete δ (both accountants' common arguments)."""
     eps = v.epsilon_any(epsilon)
     s = float(v.rational("count_sigma2", count_sigma2))
@@ -351,11 +373,19 @@ def joint_count_args(epsilon, count_sigma2, margin, l0) -> tuple[float, float, i
     return eps, s, v.integer("margin", margin, lo=0), v.integer("l0", l0, lo=1)
 
 
-def _joint_delta(eps: float, s: float, m: int, k: int, hs, parts: bool):
+@overload
+def _joint_delta(eps: float, s: float, m: int, k: int, hs: Callable[[int, float], float],
+                 parts: Literal[False]) -> float: ...
+@overload
+def _joint_delta(eps: float, s: float, m: int, k: int, hs: Callable[[int, float], float],
+                 parts: Literal[True]) -> JointDeltaParts: ...
+@overload
+def _joint_delta(eps: float, s: float, m: int, k: int, hs: Callable[[int, float], float],
+                 parts: bool) -> float | JointDeltaParts: ...
+def _joint_delta(eps: float, s: float, m: int, k: int, hs: Callable[[int, float], float],
+                 parts: bool) -> float | JointDeltaParts:
     """Karrer's ``max(T1, T2, T3)`` with the divergence bound ``hs(j, ε)`` (shared by the diagonal and the
     unimodular general-Σ accountants)."""
-    from .discrete import dgauss_sf
-
     p = dgauss_sf(m, s)
     log_b = math.log1p(-p)
     total, info = _karrer_max_coarse(k, log_b, eps, hs)
@@ -365,7 +395,8 @@ def _joint_delta(eps: float, s: float, m: int, k: int, hs, parts: bool):
                            reverse=info["reverse"], release_probability_at_pre_threshold=p)
 
 
-def column_scales(count_sigma2, column_sensitivities, weights=None) -> tuple[Fraction, ...]:
+def column_scales(count_sigma2: Scale, column_sensitivities: Sequence[int],
+                  weights: Sequence[float] | None = None) -> tuple[Fraction, ...]:
     """The default allocation: ``s_k = D_k² · s / w_k`` rounded up to a multiple of 2^-20 (so each column's
     per-row μ_k² = D_k²/s_k is at most w_k/s; w_k = 1: σ_k ∝ sensitivity, every column as private as the
     count)."""
@@ -381,8 +412,8 @@ def column_scales(count_sigma2, column_sensitivities, weights=None) -> tuple[Fra
     return tuple(out)
 
 
-def calibrate_joint_gshm(epsilon, delta, l0, column_sensitivities: Sequence[int], weights=None
-                         ) -> JointDiscreteCalibration:
+def calibrate_joint_gshm(epsilon: float, delta: float, l0: int, column_sensitivities: Sequence[int],
+                         weights: Sequence[float] | None = None) -> JointDiscreteCalibration:
     """Discrete joint release at (ε, δ): smallest count scale ``s`` (short rational) and integer margin.
 
     Columns get :func:`column_scales` (``s_k = D_k² s / w_k``). ``s`` starts at the continuous analytic
@@ -403,14 +434,19 @@ def calibrate_joint_gshm(epsilon, delta, l0, column_sensitivities: Sequence[int]
                                     weights=tuple(w), parts=parts)
 
 
-def _calibrate(eps: float, dlt: float, k: int, lam: float, scales_of, hs_of):
+#: the column scales at a count scale s (a column allocation)
+ScalesOf = Callable[[Fraction], tuple[Fraction, ...]]
+#: the divergence bound H(j, ε) of j rows at count scale s and column scales
+HsOf = Callable[[int, float, Fraction, tuple[Fraction, ...]], float]
+
+
+def _calibrate(eps: float, dlt: float, k: int, lam: float, scales_of: ScalesOf,
+               hs_of: HsOf) -> tuple[Fraction, tuple[Fraction, ...], int, JointDeltaParts]:
     """The discrete joint calibration loop, for any column allocation: ``scales_of(s)`` gives the column scales
     at count scale ``s``; ``hs_of(j, ε, s, scales)`` the divergence bound. ``s`` starts at the continuous
     analytic optimum for per-row μ² = (1 + λ)/s (Karrer et al. (2022) §5.3 item 2 with μ_o² = λ/s), rounded up, and is
     raised by 0.01% steps until ``H(l0, ε) <= δ``; the margin is the smallest integer with δ <= target.
     Returns ``(s, scales, margin, parts)``."""
-    from .discrete import dgauss_sf
-
     mu_star = _gaussian_mu(eps, dlt)
     s = rational_up(max(1.0, k * (1.0 + lam) / (mu_star * mu_star)))
     for _ in range(3000):
@@ -421,12 +457,12 @@ def _calibrate(eps: float, dlt: float, k: int, lam: float, scales_of, hs_of):
     else:  # pragma: no cover
         raise InfeasibleError(f"no discrete scale found for epsilon={eps}, delta={dlt}, l0={k}")
 
-    def delta_at(m: int, parts: bool = False):
-        return _joint_delta(eps, float(s), m, k, lambda jj, e: hs_of(jj, e, s, sks), parts)
+    def hs(jj: int, e: float) -> float:
+        return hs_of(jj, e, s, sks)
 
     start = _t1_margin(lambda m: dgauss_sf(m, s), k, dlt)
-    margin = _smallest_margin(delta_at, dlt, start)
-    return s, sks, margin, delta_at(margin, parts=True)
+    margin = _smallest_margin(lambda m: _joint_delta(eps, float(s), m, k, hs, False), dlt, start)
+    return s, sks, margin, _joint_delta(eps, float(s), margin, k, hs, True)
 
 
 # ------------------------------------------------------------------ continuous reference (Thm 5.4, μ_o²)
@@ -436,7 +472,7 @@ def _calibrate(eps: float, dlt: float, k: int, lam: float, scales_of, hs_of):
 _VERTEX_COLUMNS = 20
 
 
-def mahalanobis_sensitivity(column_covariance, column_sensitivities) -> float:
+def mahalanobis_sensitivity(column_covariance: npt.ArrayLike, column_sensitivities: Sequence[float]) -> float:
     """μ_o² = max over |Δ_k| <= D_k of Δᵀ Σ⁻¹ Δ (Karrer et al. (2022) Eq. 5.1) for a general (non-diagonal) column noise
     covariance Σ (symmetric positive definite, J × J) and per-column sensitivities D (value units).
 
@@ -475,21 +511,23 @@ def mahalanobis_sensitivity(column_covariance, column_sensitivities) -> float:
     return val * (1.0 + 1e-9)
 
 
-def joint_gshm_delta_continuous(epsilon, sigma, tau, l0, column_sigmas, column_sensitivities,
-                                analysis: str = "exact", *, column_covariance=None) -> float:
+def joint_gshm_delta_continuous(epsilon: float, sigma: float, tau: float, l0: int,
+                                column_sigmas: Sequence[float] | None,
+                                column_sensitivities: Sequence[float], analysis: str = "exact", *,
+                                column_covariance: npt.ArrayLike | None = None) -> float:
     """Karrer et al. Thm 5.4 / Eq. 5.8 with μ_o² from Eq. 5.1; continuous noise.
 
     Diagonal Σ (``column_sigmas``): μ_o² = Σ_j D_j²/σ_j². General Σ (``column_covariance``, a J × J covariance of
     the columns' joint Gaussian noise, independent of the count's; give ``column_sigmas=None``): μ_o² =
     :func:`mahalanobis_sensitivity`.
     """
-    from .gshm import gshm_delta
-
     if column_covariance is not None:
         if column_sigmas is not None:
             raise InvalidParameterError("give column_sigmas (diagonal) or column_covariance (general), not both")
         mu_o2 = mahalanobis_sensitivity(column_covariance, column_sensitivities)
         return gshm_delta(epsilon, sigma, tau, l0, analysis=analysis, mu_o2=mu_o2)
+    if column_sigmas is None:
+        raise InvalidParameterError("give column_sigmas (diagonal) or column_covariance (general)")
     sig = [v.positive(f"column_sigmas[{i}]", x) for i, x in enumerate(column_sigmas)]
     ds = [v.nonnegative(f"column_sensitivities[{i}]", d) for i, d in enumerate(column_sensitivities)]
     if len(sig) != len(ds):
@@ -498,8 +536,9 @@ def joint_gshm_delta_continuous(epsilon, sigma, tau, l0, column_sigmas, column_s
     return gshm_delta(epsilon, sigma, tau, l0, analysis=analysis, mu_o2=mu_o2)
 
 
-def calibrate_joint_gshm_continuous(epsilon, delta, l0, column_sensitivities, weights=None,
-                                    analysis: str = "exact", *, column_shape=None) -> JointContinuousCalibration:
+def calibrate_joint_gshm_continuous(epsilon: float, delta: float, l0: int, column_sensitivities: Sequence[float],
+                                    weights: Sequence[float] | None = None, analysis: str = "exact", *,
+                                    column_shape: npt.ArrayLike | None = None) -> JointContinuousCalibration:
     """Continuous reference calibration with σ_j = D_j σ / √w_j (so μ_o² = Σ w_j / σ², Karrer et al. (2022) Eq. 5.1).
 
     General Σ: with ``column_shape`` S (J × J, positive definite; ``weights`` not used) the column noise is
@@ -510,8 +549,6 @@ def calibrate_joint_gshm_continuous(epsilon, delta, l0, column_sensitivities, we
     that σ (:func:`.gshm.gshm_tau` with μ_o² = Σ w/σ²); if that does not reach the δ_inf lower bound
     σ·Q^{-1}(q(δ)), τ(σ) is minimised over σ >= σ_G as in :func:`.gshm.gshm_calibrate`.
     """
-    from .gshm import _minimise_over_sigma, _smallest_tau, _x_for_inf, gshm_delta
-
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     k = v.integer("l0", l0, lo=1)
@@ -557,11 +594,10 @@ def calibrate_joint_gshm_continuous(epsilon, delta, l0, column_sensitivities, we
 # ------------------------------------------------------------------ plan / auto
 
 
-def aggregate_impact(epsilon, delta, l0, column_sensitivities, weights=None) -> AggregateImpact:
+def aggregate_impact(epsilon: float, delta: float, l0: int, column_sensitivities: Sequence[int],
+                     weights: Sequence[float] | None = None) -> AggregateImpact:
     """The count's σ and margin without the aggregate columns (:func:`.discrete_histograms.
     calibrate_gshm_discrete`) and with them (:func:`calibrate_joint_gshm`), for ``plan``/``auto`` reports."""
-    from .discrete_histograms import calibrate_gshm_discrete
-
     base = calibrate_gshm_discrete(epsilon, delta, l0)
     joint = calibrate_joint_gshm(epsilon, delta, l0, column_sensitivities, weights)
     return AggregateImpact(count_sigma_without=base.sigma, margin_without=int(base.tau),

@@ -4,7 +4,7 @@ The mechanism (:mod:`sparsedp.mechanisms.pure.blanket`) is our reconstruction of
 target-length padding" of Kerschbaum, Lee and Wu, "Optimal Pure Differentially Private Sparse Histograms in
 Deterministic Linear Time" (2025, arXiv 2507.17017), for ``n`` items (one per unit, replace-one neighbours with
 ``n`` public) over a finite domain of ``d`` keys. With a two-sided geometric noise of rational base α (law
-:class:`~sparsedp.noise.rational_geometric.TwoSidedGeometricLaw`, ``S(j) = P[Z >= j]``), an integer threshold
+:class:`~.geometric_laws.TwoSidedGeometricLaw`, ``S(j) = P[Z >= j]``), an integer threshold
 τ >= 1, ``q = S(τ)``, the blanket rate ``λ = d·q/(1 − q)`` and the target length ``T = n + s``:
 
 1. every key x of the support S (``k = |S| <= n``) gets ``Y_x = c_x + Z_x``; R = {x : Y_x >= τ}, ``r = |R|``;
@@ -31,14 +31,15 @@ since the full-domain ratio is at most α^{−2} (two keys change by one) and ``
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
-from ..noise.exact import exp_neg_bounds
-from ..noise.rational_geometric import TwoSidedGeometricLaw
+from .exp_bounds import exp_neg_bounds
+from .geometric_laws import TwoSidedGeometricLaw
 
 __all__ = ["BlanketParams", "BlanketAccuracy", "calibrate_blanket", "blanket_accuracy", "TARGET_SLACK"]
 
@@ -86,9 +87,10 @@ class BlanketParams:
         q = self.q_tau
         return self.domain_size * q / (1 - q)
 
-    @property
+    @functools.cached_property
     def tail(self) -> Fraction:
-        """``t = λ^{s+1}/(s+1)!``, s = T − n: ``P[Binomial(d − k, q) > T − r] <= t``."""
+        """``t = λ^{s+1}/(s+1)!``, s = T − n: ``P[Binomial(d − k, q) > T − r] <= t`` (an exact rational of
+        thousands of digits: computed once per parameter set)."""
         s = self.target - self.n
         return self.lam ** (s + 1) / math.factorial(s + 1)
 

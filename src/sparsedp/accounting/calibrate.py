@@ -34,12 +34,14 @@ whether it is exact integer noise; ``Calibration.comparison`` says whether the r
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, TypedDict
 
 from .. import _validate as v
-from ..errors import InfeasibleError, InvalidParameterError
+from ..errors import InfeasibleError, InvalidParameterError, InvalidTypeError
 from . import correlated as _cg
 from . import csh as _csh
+from . import csh_exact as _ex
+from . import discrete_histograms as _dh
 from . import gshm as _gshm
 from . import laplace as _lap
 from . import laws
@@ -59,14 +61,6 @@ _CONTINUOUS_ANALYSES = {GSHM: ("exact", "add", "fdp"), "csh": ("exact", "tight",
                         LAPLACE: ("exact",), CORRELATED_GAUSSIAN: ("exact",)}
 
 
-def _discrete_module():
-    try:
-        from . import discrete_histograms
-    except ImportError:  # pragma: no cover - module owned by the mechanisms work
-        return None
-    return discrete_histograms
-
-
 def _checked(cal: Calibration) -> Calibration:
     if not cal.delta_achieved <= cal.delta:  # also catches NaN
         raise InfeasibleError(  # pragma: no cover - every accountant rounds conservatively
@@ -82,7 +76,7 @@ MIN_DELTA = 1e-300
 MAX_BOUND = 10**9
 
 
-def _need(name: str, value, mechanism: str) -> int:
+def _need(name: str, value: int | None, mechanism: str) -> int:
     if value is None:
         raise InvalidParameterError(f"⟨{name}⟩ is required for ⟨mechanism={mechanism!r}⟩", param=name)
     return v.integer(name, value, lo=1, hi=MAX_BOUND)
@@ -99,10 +93,9 @@ def _supported(eps: float, dlt: float) -> None:
 # ------------------------------------------------------------------ per mechanism
 
 
-def _cal_gshm(eps, dlt, l0, analysis, mu_o2, discrete) -> Calibration:
-    dh = _discrete_module()
-    if discrete and mu_o2 == 0.0 and dh is not None and hasattr(dh, "calibrate_gshm_discrete"):
-        return dh.calibrate_gshm_discrete(eps, dlt, l0)
+def _cal_gshm(eps: float, dlt: float, l0: int, analysis: str, mu_o2: float, discrete: bool) -> Calibration:
+    if discrete and mu_o2 == 0.0:
+        return _dh.calibrate_gshm_discrete(eps, dlt, l0)
     sigma, tau = _gshm.gshm_calibrate(eps, dlt, l0, analysis, mu_o2)
     parts = _gshm.gshm_delta_parts(eps, sigma, tau, l0, analysis, mu_o2)
     return Calibration(
@@ -118,12 +111,20 @@ def _cal_gshm(eps, dlt, l0, analysis, mu_o2, discrete) -> Calibration:
 ROUNDED_SIGMA_MAX = 6000.0
 
 
-def _cal_csh_exact(mechanism, eps, dlt, k, discrete, base) -> Calibration | None:
+class _CshBase(TypedDict, total=False):
+    """The contribution fields every CSH calibration carries, and why it falls back to Algorithm 4 (if it does)."""
+
+    k: int
+    top_k: int
+    debias: bool
+    fallback: str
+
+
+def _cal_csh_exact(mechanism: str, eps: float, dlt: float, k: int, discrete: bool,
+                   base: _CshBase) -> Calibration | None:
     """CSH / top-k CSH calibrated by the certified profile of :mod:`.csh_exact` (docs/proofs/csh-exact.md:
     exact p_inf(m) and the exact Gaussian part in place of Lebeda & Retschmeier (2024) Lemma 3.2 / Thm 3.5), rounded (secure,
     integer margin, rule ``count + X >= pre + margin``) or continuous (``discrete=False``)."""
-    from . import csh_exact as _ex
-
     topk, debias = mechanism == TOPK_CSH, bool(base.get("debias", False))
     sigma, t = _ex.csh_exact_calibrate(eps, dlt, k, rounded=discrete, topk=topk, debias=debias)
     if discrete and sigma > ROUNDED_SIGMA_MAX:  # no exact sampler for it: the caller falls back to Algorithm 4
@@ -144,10 +145,11 @@ def _cal_csh_exact(mechanism, eps, dlt, k, discrete, base) -> Calibration | None
         noise=laws.CorrelatedGaussian(sigma, sigma / k ** 0.25), comparison=Comparison.GT, **base)
 
 
-def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh_noise) -> Calibration:
-    base = {"k": k}
+def _cal_csh(mechanism: str, eps: float, dlt: float, k: int, analysis: str, discrete: bool, conversion: str,
+             debias: bool, csh_noise: str) -> Calibration:
+    base: _CshBase = {"k": k}
     if mechanism == TOPK_CSH:
-        base.update(top_k=k, debias=debias)
+        base["top_k"], base["debias"] = k, debias
     rounded = None
     if analysis == "exact" and not (discrete and csh_noise == "alg4"):
         cal = _cal_csh_exact(mechanism, eps, dlt, k, discrete, base)
@@ -171,11 +173,7 @@ def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh
             tau_continuous=m - 0.5, **base)
     if discrete:  # Algorithm 4 (Lebeda & Retschmeier (2024) Thm 7.7, zCDP): kept for reproducing the paper (csh_noise="alg4")
         if debias:
-            dh = _discrete_module()
-            if dh is None or not hasattr(dh, "calibrate_topk_debias_discrete"):  # pragma: no cover
-                raise InvalidParameterError("debias=True with discrete noise needs accounting.discrete_histograms; "
-                                            "pass discrete=False")
-            cal = dh.calibrate_topk_debias_discrete(eps, dlt, k, conversion)
+            cal = _dh.calibrate_topk_debias_discrete(eps, dlt, k, conversion)
             return dataclasses.replace(cal, fallback=base["fallback"]) if "fallback" in base else cal
         sigma, tau = _csh.csh_discrete_calibrate(eps, dlt, k, conversion)
         s_ind, s_corr = _csh.csh_discrete_scales(sigma, k)
@@ -195,10 +193,9 @@ def _cal_csh(mechanism, eps, dlt, k, analysis, discrete, conversion, debias, csh
         noise=laws.CorrelatedGaussian(sigma, sigma / k ** 0.25), comparison=Comparison.GT, **base)
 
 
-def _cal_laplace(eps, dlt, l0, discrete) -> Calibration:
-    dh = _discrete_module()
-    if discrete and dh is not None and hasattr(dh, "calibrate_laplace_discrete"):
-        return dh.calibrate_laplace_discrete(eps, dlt, l0)
+def _cal_laplace(eps: float, dlt: float, l0: int, discrete: bool) -> Calibration:
+    if discrete:
+        return _dh.calibrate_laplace_discrete(eps, dlt, l0)
     scale, tau = _lap.laplace_calibrate(eps, dlt, l0)
     achieved = _lap.laplace_delta(eps, scale, tau, l0)
     return Calibration(
@@ -207,10 +204,9 @@ def _cal_laplace(eps, dlt, l0, discrete) -> Calibration:
         noise=laws.Laplace(scale), comparison=Comparison.GT, l0=l0)
 
 
-def _cal_correlated(eps, dlt, d, discrete) -> Calibration:
-    dh = _discrete_module()
-    if discrete and dh is not None and hasattr(dh, "calibrate_correlated_discrete"):
-        return dh.calibrate_correlated_discrete(eps, dlt, d)
+def _cal_correlated(eps: float, dlt: float, d: int, discrete: bool) -> Calibration:
+    if discrete:
+        return _dh.calibrate_correlated_discrete(eps, dlt, d)
     noise = _cg.correlated_gaussian_calibrate(eps, dlt, d)
     achieved = gaussian_delta(1.0 / noise.sigma1, eps)
     return Calibration(
@@ -223,8 +219,9 @@ def _cal_correlated(eps, dlt, d, discrete) -> Calibration:
 # ------------------------------------------------------------------ public
 
 
-def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=None, analysis=None,
-              mu_o2=0.0, discrete: bool = True, conversion: str = "cks", debias: bool = False,
+def calibrate(mechanism: str, *, epsilon: float, delta: float, l0: int | None = None, k: int | None = None,
+              top_k: int | None = None, d: int | None = None, analysis: str | None = None, mu_o2: float = 0.0,
+              discrete: bool = True, conversion: str = "cks", debias: bool = False,
               csh_noise: str = "rounded") -> Calibration:
     """Calibrate ``mechanism`` to (ε, δ): the smallest margin τ and its σ, re-checked with the full accountant.
 
@@ -264,7 +261,7 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
     rounded = discrete and csh_noise == "rounded" and mechanism in ("csh", TOPK_CSH)
     for name, flag in (("discrete", discrete), ("debias", debias)):
         if not isinstance(flag, bool):
-            raise v.InvalidTypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
+            raise InvalidTypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
     if mu_o2 and mechanism != GSHM:
         raise InvalidParameterError(f"mu_o2 is only supported by mechanism='gshm', got mechanism={mechanism!r}")
     if debias and mechanism != TOPK_CSH:
@@ -275,7 +272,7 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
         if discrete and not rounded:
             raise InvalidParameterError(
                 f"analysis={analysis!r} selects a continuous-noise accountant; with discrete=True (the "
-                f"secure default) the discrete accountant is used: pass analysis=None or discrete=False")
+                f"secure default) the discrete accountant is used: pass analysis = None or discrete=False")
         analysis = v.choice("analysis", analysis, _CONTINUOUS_ANALYSES[mechanism])
     else:
         analysis = _DEFAULT_ANALYSIS[mechanism]
@@ -298,8 +295,8 @@ def calibrate(mechanism: str, *, epsilon, delta, l0=None, k=None, top_k=None, d=
     return _checked(cal)
 
 
-def compare(epsilon, delta, l0=None, top_k=None, *, k=None, d=None, discrete: bool | None = True,
-            conversion: str = "cks") -> list[Calibration]:
+def compare(epsilon: float, delta: float, l0: int | None = None, top_k: int | None = None, *, k: int | None = None,
+            d: int | None = None, discrete: bool | None = True, conversion: str = "cks") -> list[Calibration]:
     """Every mechanism applicable to the given contribution model, calibrated at (ε, δ), sorted by margin τ.
 
     ``l0`` enables GSHM and the Laplace stability histogram, ``top_k`` the top-k CSH, ``k`` CSH on a
@@ -314,8 +311,8 @@ def compare(epsilon, delta, l0=None, top_k=None, *, k=None, d=None, discrete: bo
     if l0 is None and top_k is None and k is None and d is None:
         raise InvalidParameterError("compare needs a contribution model: l0, top_k, k or d")
     if discrete is not None and not isinstance(discrete, bool):
-        raise v.InvalidTypeError(f"discrete must be True, False or None, got {discrete!r}")
-    models: dict[str, dict[str, Any]] = {}
+        raise InvalidTypeError(f"discrete must be True, False or None, got {discrete!r}")
+    models: dict[str, dict[str, Any]] = {}  # mechanism -> its contribution keyword (l0=…, top_k=…) for calibrate
     if l0 is not None:
         models[GSHM] = models[LAPLACE] = {"l0": v.integer("l0", l0, lo=1, hi=MAX_BOUND)}
     if top_k is not None:

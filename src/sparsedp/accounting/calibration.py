@@ -106,13 +106,6 @@ class Calibration:
         """True when the release samples exact integer noise from the CSPRNG (``noise.secure``)."""
         return self.noise.secure
 
-    def event(self, neighbours: Neighbours | None = None) -> Any:
-        """The typed privacy event of a release made with this calibration (:func:`.events.event_of`): what the
-        ledger charges and composes; ``neighbours`` overrides the calibration's relation."""
-        from .events import event_of  # events imports this module (Neighbours)
-
-        return event_of(self, neighbours)
-
     def threshold(self, pre_threshold: float = 1.0) -> float:
         """Absolute release threshold for a given pre-threshold."""
         return pre_threshold + self.tau

@@ -33,10 +33,15 @@ from dataclasses import fields
 from fractions import Fraction
 from typing import Any
 
+from .. import __version__
+from .calibrate import calibrate
+from .calibration import Calibration
+from .laws import LAWS
+
 __all__ = ["cached_calibrate", "cache_dir", "clear_memory"]
 
 _FORMAT = 1
-_MEMORY: dict[str, Any] = {}
+_MEMORY: dict[str, Calibration] = {}
 _STAMP: list[str] = []
 
 
@@ -63,8 +68,6 @@ def cache_dir() -> str | None:
 def _stamp() -> str:
     """The sparsedp version and the accountants' source files (name, size, mtime), hashed; once per process."""
     if not _STAMP:
-        from .. import __version__
-
         here = os.path.dirname(os.path.abspath(__file__))
         h = hashlib.sha256(__version__.encode())
         for name in sorted(os.listdir(here)):
@@ -126,10 +129,7 @@ def _dec(x: Any) -> Any:
     raise ValueError("bad value")
 
 
-def _encode(cal: Any) -> dict[str, Any]:
-    from .calibration import Calibration
-    from .laws import LAWS
-
+def _encode(cal: Calibration) -> dict[str, Any]:
     if type(cal) is not Calibration or not isinstance(cal.noise, LAWS):
         raise TypeError("not cacheable")
     out: dict[str, Any] = {}
@@ -144,10 +144,7 @@ def _encode(cal: Any) -> dict[str, Any]:
     return out
 
 
-def _decode(d: Any) -> Any:
-    from .calibration import Calibration
-    from .laws import LAWS
-
+def _decode(d: Any) -> Calibration:  # d: parsed JSON, checked field by field here
     if not isinstance(d, dict):
         raise ValueError("bad entry")
     names = [f.name for f in fields(Calibration)]
@@ -177,7 +174,7 @@ def _checksum(key: str, body: Any) -> str:
     return hashlib.sha256((key + "\0" + json.dumps(body, sort_keys=True)).encode()).hexdigest()
 
 
-def _read(key: str) -> Any:
+def _read(key: str) -> Calibration | None:
     """The calibration stored for ``key``, or ``None`` (missing, unreadable, another key, corrupted)."""
     path = _path(key)
     if path is None:
@@ -192,7 +189,7 @@ def _read(key: str) -> Any:
         return None
 
 
-def _write(key: str, cal: Any) -> None:
+def _write(key: str, cal: Calibration) -> None:
     """Store ``cal`` under ``key`` if it decodes back to itself exactly (atomic; failures are ignored)."""
     path = _path(key)
     if path is None:
@@ -215,7 +212,7 @@ def _write(key: str, cal: Any) -> None:
         return
 
 
-def cached_calibrate(mechanism: str, **kwargs: Any) -> Any:
+def cached_calibrate(mechanism: str, **kwargs: Any) -> Calibration:  # kwargs: calibrate's, passed on
     """:func:`sparsedp.accounting.calibrate` ``(mechanism, **kwargs)``, from the cache when it holds this exact
     request (module docstring), else computed and stored. Errors (infeasible or invalid requests) are raised
     as by ``calibrate`` and never cached."""
@@ -227,8 +224,6 @@ def cached_calibrate(mechanism: str, **kwargs: Any) -> Any:
         if hit is not None:
             _MEMORY[key] = hit
             return hit
-    from .calibrate import calibrate
-
     cal = calibrate(mechanism, **kwargs)
     if key is not None:
         try:

@@ -33,15 +33,21 @@ is unchanged up to the lattice effects the accountant measures); they only make 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Iterable, Literal, Sequence, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
+from ._types import FloatArray, Scale
+from .aggregates import (JointDeltaParts, JointDiscreteCalibration, _calibrate, _hs_rows, _joint_delta,
+                         calibrate_joint_gshm, joint_count_args)
+from .discrete import dgauss_variance
 from .discrete_histograms import rational_up
 
 __all__ = ["SHAPE_TOLERANCE", "ColumnShapeFit", "fit_column_shape", "unimodular_shift_bounds",
@@ -95,18 +101,17 @@ class ColumnShapeFit:
         """The allocation weights ``w_k = (F_k D_k)²/D₀_k`` (per-row μ_k² ≈ w_k/s for the z_k)."""
         return tuple(float(Fraction(d * d) / d0) for d, d0 in zip(self.fine_sensitivities, self.innovations))
 
-    def noise_covariance(self, column_sigma2s: Sequence[Any]) -> np.ndarray:
+    def noise_covariance(self, column_sigma2s: Sequence[Scale]) -> FloatArray:
         """The covariance of the column noise actually sampled, in value units: ``Φ L diag(Var z) Lᵀ Φ``,
         ``Φ = diag(g_k/F_k)``, ``Var z_k = Var N_Z(0, s_k)`` (exact law of the sampled noise)."""
-        from .discrete import dgauss_variance
-
         lo = np.array(self.lower, dtype=float)
         var = np.array([dgauss_variance(s) for s in column_sigma2s])
         phi = np.array([g / f for g, f in zip(self.steps, self.refine)])
-        return (lo * var) @ lo.T * np.outer(phi, phi)
+        cov: FloatArray = (lo * var) @ lo.T * np.outer(phi, phi)
+        return cov
 
 
-def _matrix(shape: Any, j: int, names: Sequence[str] | None) -> list[list[Fraction]]:
+def _matrix(shape: npt.ArrayLike, j: int, names: Sequence[str] | None) -> list[list[Fraction]]:
     try:
         a = np.asarray(shape, dtype=float)
     except (TypeError, ValueError):
@@ -147,7 +152,7 @@ def _round(x: Fraction) -> int:
     return math.floor(x + Fraction(1, 2))
 
 
-def fit_column_shape(shape: Any, steps: Sequence[float], sensitivities: Sequence[int],
+def fit_column_shape(shape: npt.ArrayLike, steps: Sequence[float], sensitivities: Sequence[int],
                      tolerance: float = SHAPE_TOLERANCE, names: Sequence[str] | None = None) -> ColumnShapeFit:
     """Fit the requested shape ``S`` (value units²) of the noisy columns with grid steps ``steps`` and grid
     sensitivities ``sensitivities`` (module docstring). Refused (:class:`InvalidParameterError`, in the user's
@@ -210,7 +215,7 @@ def _inverse_lower(lower: Sequence[Sequence[int]]) -> list[list[int]]:
     return inv
 
 
-def _check_lower(lower: Any, j: int) -> list[list[int]]:
+def _check_lower(lower: Iterable[Iterable[int]], j: int) -> list[list[int]]:
     rows = [list(r) for r in lower]
     if len(rows) != j or any(len(r) != j for r in rows):
         raise InvalidParameterError(f"lower must be {j} x {j}")
@@ -249,7 +254,8 @@ def _float_up(x: int) -> float:
     return f if f >= x else math.nextafter(f, math.inf)
 
 
-def unimodular_shift_bounds(lower, sensitivities, column_sigma2s) -> tuple[float, float]:
+def unimodular_shift_bounds(lower: Sequence[Sequence[int]], sensitivities: Sequence[int],
+                            column_sigma2s: Sequence[Scale]) -> tuple[float, float]:
     """``(μ², η)``: the maxima over ``|Δ_k| <= D_k`` of ``Σ_k w_k²/s_k`` (Eq. 5.1's μ_o² of ``L diag(s) Lᵀ``)
     and ``Σ_k w_k²/s_k²``, ``w = L⁻¹Δ`` (``docs/proofs/aggregates.md`` §7, Lemma 7.2), rounded up."""
     ss = [float(v.rational(f"column_sigma2s[{i}]", x)) for i, x in enumerate(column_sigma2s)]
@@ -259,13 +265,12 @@ def unimodular_shift_bounds(lower, sensitivities, column_sigma2s) -> tuple[float
     return _Shifts(_check_lower(lower, len(ds)), ds).bounds(ss)
 
 
-def joint_hockey_stick_unimodular(j, epsilon, count_sigma2, column_sigma2s, lower, sensitivities) -> float:
+def joint_hockey_stick_unimodular(j: int, epsilon: float, count_sigma2: Scale, column_sigma2s: Sequence[Scale],
+                                  lower: Sequence[Sequence[int]], sensitivities: Sequence[int]) -> float:
     """Upper bound of H_{e^ε} between ``j`` rows of the joint release with column noise ``L z``
     (``z_k ~ N_Z(0, column_sigma2s[k])``), each row's count shifted by 1 and its columns by any integer
     ``|Δ_k| <= sensitivities[k]`` (``docs/proofs/aggregates.md`` Theorem 7.3). ``L`` = identity gives
     :func:`~.aggregates.joint_hockey_stick`'s bound."""
-    from .aggregates import _hs_rows
-
     jj = v.integer("j", j, lo=0)
     eps = v.epsilon_any(epsilon)
     s = float(v.rational("count_sigma2", count_sigma2))
@@ -274,29 +279,32 @@ def joint_hockey_stick_unimodular(j, epsilon, count_sigma2, column_sigma2s, lowe
     return _hs_rows(jj, eps, s, ss, mu2, eta)
 
 
-def joint_gshm_delta_unimodular(epsilon, count_sigma2, margin, l0, column_sigma2s, lower, sensitivities, *,
-                                parts: bool = False):
+@overload
+def joint_gshm_delta_unimodular(epsilon: float, count_sigma2: Scale, margin: int, l0: int,
+                                column_sigma2s: Sequence[Scale], lower: Sequence[Sequence[int]],
+                                sensitivities: Sequence[int], *, parts: Literal[False] = False) -> float: ...
+@overload
+def joint_gshm_delta_unimodular(epsilon: float, count_sigma2: Scale, margin: int, l0: int,
+                                column_sigma2s: Sequence[Scale], lower: Sequence[Sequence[int]],
+                                sensitivities: Sequence[int], *, parts: Literal[True]) -> JointDeltaParts: ...
+def joint_gshm_delta_unimodular(epsilon: float, count_sigma2: Scale, margin: int, l0: int,
+                                column_sigma2s: Sequence[Scale], lower: Sequence[Sequence[int]],
+                                sensitivities: Sequence[int], *, parts: bool = False) -> float | JointDeltaParts:
     """δ(ε) of the joint discrete release with column noise ``L z`` (Karrer Thm 5.4 / Eq. 5.8 structure,
     ``docs/proofs/aggregates.md`` §1 and §7): ``max(T1, T2, T3)`` with the divergence of
     :func:`joint_hockey_stick_unimodular`. ``sensitivities``: in the noise grids (``F_k D_k``)."""
-    from .aggregates import _hs_rows, _joint_delta, joint_count_args
-
     eps, s, m, k = joint_count_args(epsilon, count_sigma2, margin, l0)
     ss = [float(v.rational(f"column_sigma2s[{i}]", x)) for i, x in enumerate(column_sigma2s)]
     mu2, eta = unimodular_shift_bounds(lower, sensitivities, column_sigma2s)
     return _joint_delta(eps, s, m, k, lambda jj, e: _hs_rows(int(jj), e, s, ss, mu2, eta), parts)
 
 
-def calibrate_joint_gshm_shaped(epsilon, delta, l0, fit: ColumnShapeFit):
+def calibrate_joint_gshm_shaped(epsilon: float, delta: float, l0: int, fit: ColumnShapeFit) -> JointDiscreteCalibration:
     """The discrete joint calibration with a fitted column shape: a diagonal fit is the independent-columns
     calibration with weights ``w_k = D_k²/D₀_k`` (:func:`~.aggregates.calibrate_joint_gshm`, the very same
     noise); otherwise scales ``s_k = s·D₀_k`` (rounded up to short rationals) and the unimodular accountant,
     through the same calibration loop (smallest ``s``, then the smallest margin). The result carries the fit
     (``shape``) and the noise-grid sensitivities ``F_k D_k``."""
-    import dataclasses
-
-    from .aggregates import JointDiscreteCalibration, _calibrate, _hs_rows, calibrate_joint_gshm
-
     if not isinstance(fit, ColumnShapeFit):
         raise InvalidParameterError(f"fit must be a ColumnShapeFit, got {type(fit).__name__}")
     if fit.diagonal:
@@ -307,7 +315,7 @@ def calibrate_joint_gshm_shaped(epsilon, delta, l0, fit: ColumnShapeFit):
     k = v.integer("l0", l0, lo=1)
     shifts = _Shifts(fit.lower, fit.fine_sensitivities)
     lam = shifts.bounds([float(x) for x in fit.innovations])[0]
-    cache: dict[tuple, tuple[float, float]] = {}
+    cache: dict[tuple[Fraction, ...], tuple[float, float]] = {}
 
     def scales_of(s: Fraction) -> tuple[Fraction, ...]:
         out = tuple(max(rational_up(float(s * d0)), Fraction(1)) for d0 in fit.innovations)
@@ -317,7 +325,7 @@ def calibrate_joint_gshm_shaped(epsilon, delta, l0, fit: ColumnShapeFit):
                                   f"diagonal")
         return out
 
-    def hs_of(jj: int, e: float, s: Fraction, sks: tuple) -> float:
+    def hs_of(jj: int, e: float, s: Fraction, sks: tuple[Fraction, ...]) -> float:
         if sks not in cache:
             cache[sks] = shifts.bounds([float(x) for x in sks])
         return _hs_rows(int(jj), e, float(s), [float(x) for x in sks], *cache[sks])

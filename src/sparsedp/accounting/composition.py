@@ -29,11 +29,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterable
+from typing import Iterable, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _validate as v
+from ..errors import InvalidParameterError, InvalidTypeError
+from . import pld
+from ._types import FloatArray, RealOrArray
+from .conversions import epsilon_from_delta, tradeoff_from_profile
+from .discrete_histograms import dgauss_shift_hockey_stick, dlaplace_shift_hockey_stick
+from .gaussian import gaussian_delta
 
 __all__ = ["DominatingPair", "compose"]
 
@@ -68,11 +75,11 @@ class DominatingPair:
 
     def __post_init__(self) -> None:
         if not (self.gaussian_mu2 >= 0.0 and math.isfinite(self.gaussian_mu2)):
-            raise v.InvalidParameterError(f"gaussian_mu2 must be finite and >= 0, got {self.gaussian_mu2!r}")
+            raise InvalidParameterError(f"gaussian_mu2 must be finite and >= 0, got {self.gaussian_mu2!r}")
         if not self.log_keep <= 0.0:
-            raise v.InvalidParameterError(f"log_keep must be <= 0, got {self.log_keep!r}")
+            raise InvalidParameterError(f"log_keep must be <= 0, got {self.log_keep!r}")
         if not 0.0 <= self.tv <= 1.0:
-            raise v.InvalidParameterError(f"tv must be in [0, 1], got {self.tv!r}")
+            raise InvalidParameterError(f"tv must be in [0, 1], got {self.tv!r}")
         object.__setattr__(self, "dgauss", _merge(self.dgauss))
         object.__setattr__(self, "dlaplace", _merge(self.dlaplace))
 
@@ -110,35 +117,32 @@ class DominatingPair:
         """p: probability of the infinite-loss event under A."""
         return float(-math.expm1(self.log_keep))
 
-    def core_hockey_stick(self, epsilon) -> np.ndarray:
+    def core_hockey_stick(self, epsilon: npt.ArrayLike) -> FloatArray:
         """``H_{e^ε}(C1‖C0)`` (= ``H_{e^ε}(C0‖C1)``) for an array of real ε (upper bound)."""
         eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
         kinds = (self.gaussian_mu2 > 0) + len(self.dgauss) + len(self.dlaplace)
         if kinds == 0:
-            return np.maximum(0.0, -np.expm1(eps))
+            pure: FloatArray = np.maximum(0.0, -np.expm1(eps))
+            return pure
         if kinds == 1:
             if self.gaussian_mu2 > 0:
-                from .gaussian import gaussian_delta
-
                 return np.atleast_1d(gaussian_delta(math.sqrt(self.gaussian_mu2), eps))
             if self.dgauss:
-                from .discrete_histograms import dgauss_shift_hockey_stick
-
                 (s, j), = self.dgauss
                 return np.array([dgauss_shift_hockey_stick(j, float(e), s) for e in eps])
-            from .discrete_histograms import dlaplace_shift_hockey_stick
-
             (t, j), = self.dlaplace
             return np.atleast_1d(dlaplace_shift_hockey_stick(j, eps, t))
         grid = self.__dict__.get("_grid")
         if grid is None:  # computed once per pair (the ledger evaluates it many times in a bisection)
-            from . import pld
-
             grid = pld.core_distribution(self)
             object.__setattr__(self, "_grid", grid)
         return grid.hockey_stick(eps)
 
-    def delta(self, epsilon):
+    @overload
+    def delta(self, epsilon: float) -> float: ...
+    @overload
+    def delta(self, epsilon: FloatArray) -> FloatArray: ...
+    def delta(self, epsilon: RealOrArray) -> RealOrArray:
         """δ(ε) of this pair (module docstring): a valid δ for every real ε. Vectorised; float for scalars."""
         eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
         lk = self.log_keep
@@ -154,18 +158,14 @@ class DominatingPair:
 
     def epsilon(self, delta: float, *, hi: float = 200.0) -> float:
         """Smallest ε >= 0 (to 1e-9 relative, rounded up) with ``delta(ε) <= delta``; inf if none."""
-        from .profiles import epsilon_from_delta
-
         return epsilon_from_delta(self.delta, delta, hi=hi)
 
-    def tradeoff_curve(self, alpha) -> np.ndarray:
+    def tradeoff_curve(self, alpha: npt.ArrayLike) -> FloatArray:
         """f-DP trade-off curve implied by :meth:`delta` (Dong–Roth–Su primal–dual conversion, finite ε grid)."""
-        from .profiles import tradeoff_from_profile
-
         return tradeoff_from_profile(self.delta, alpha)
 
     # -- serialisation -----------------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, float | list[list[str | int]]]:
         return {"gaussian_mu2": self.gaussian_mu2,
                 "dgauss": [[str(s), j] for s, j in self.dgauss],
                 "dlaplace": [[str(t), j] for t, j in self.dlaplace],
@@ -177,7 +177,7 @@ def compose(pairs: Iterable[DominatingPair]) -> DominatingPair:
     out = DominatingPair()
     for p in pairs:
         if not isinstance(p, DominatingPair):
-            raise v.InvalidTypeError(f"expected DominatingPair, got {type(p).__name__}")
+            raise InvalidTypeError(f"expected DominatingPair, got {type(p).__name__}")
         out = out.compose(p)
     return out
 

@@ -70,18 +70,19 @@ class CorrelatedGaussianNoise:
         return self.per_query_std / self.standard_std
 
 
-def correlated_gaussian_sigma1(epsilon, delta) -> float:
+def correlated_gaussian_sigma1(epsilon: float, delta: float) -> float:
     """σ₁: the analytic-Gaussian σ for unit sensitivity at (ε, δ) (spec S3.8; Balle–Wang 2018, Thm 8)."""
     return gaussian_sigma(v.epsilon(epsilon), v.delta(delta), 1.0)
 
 
-def correlated_gaussian_error_ratio(d) -> float:
+def correlated_gaussian_error_ratio(d: int) -> float:
     """Per-query error std of Algorithm 1 over the standard mechanism's: (√d + 1)/(2√d) (spec S5, N1/N9)."""
     d = v.integer("d", d, lo=1)
     return (math.sqrt(d) + 1.0) / (2.0 * math.sqrt(d))
 
 
-def correlated_gaussian_calibrate(epsilon, delta, d, *, c=None) -> CorrelatedGaussianNoise:
+def correlated_gaussian_calibrate(epsilon: float, delta: float, d: int, *,
+                                  c: float | None = None) -> CorrelatedGaussianNoise:
     """Noise of Algorithm 1 in its embedding form with weight C (default d^{1/4}) for d queries at (ε, δ).
 
     Lemma 3.5 of Lebeda (2024) (spec S2.2/S3.6): with A = (d/C² + 1)σ₁², B = (d + C²)σ₁², the shared η has
@@ -100,7 +101,7 @@ def correlated_gaussian_calibrate(epsilon, delta, d, *, c=None) -> CorrelatedGau
         embedding_c=c, embedding_std=math.sqrt(b))
 
 
-def grouped_correlated_gaussian_calibrate(epsilon, delta, d, *, neighbours: str = "add-remove",
+def grouped_correlated_gaussian_calibrate(epsilon: float, delta: float, d: int, *, neighbours: str = "add-remove",
                                           paper_literal: bool = False) -> CorrelatedGaussianNoise:
     """Noise of Algorithm 2 (m disjoint groups of d queries, each unit in at most one group), Lebeda (2024) §4.
 
@@ -166,7 +167,7 @@ def _opt_ellipse(d: int, k: int) -> tuple[float, float]:
     return best[1], best[2]
 
 
-def bounded_density_noise(epsilon, delta, d, k) -> dict[str, CorrelatedGaussianNoise]:
+def bounded_density_noise(epsilon: float, delta: float, d: int, k: int) -> dict[str, CorrelatedGaussianNoise]:
     """The three Gaussian options when each unit has at most k non-zero entries of d (Lebeda (2024) §4.1).
 
     Returns ``{"standard": …, "correlated": …, "ellipse": …}``: the standard mechanism (ℓ2 sensitivity √k,

@@ -53,15 +53,20 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Callable
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 from ._special import special
 
 from .. import _validate as v
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, InvalidParameterError, InvalidTypeError
 from ._invert import smallest_ok
+from ._types import FloatArray
 from .gaussian import _delta_core, gaussian_sigma
+from .discrete import dgauss_logsf, dgauss_variance
+from .zcdp import zcdp_to_dp_delta
 
 __all__ = [
     "csh_delta", "csh_delta_parts", "csh_sigma_star", "csh_tau", "csh_sigma", "csh_epsilon",
@@ -81,7 +86,7 @@ _CHUNK = 1 << 19
 # ------------------------------------------------------------------ helpers
 
 
-def _bw(mu, eps):
+def _bw(mu: npt.ArrayLike, eps: npt.ArrayLike) -> FloatArray:
     """BW as a function of μ = Δ/σ (> 0) and any real ε; arrays broadcast (Balle–Wang, :mod:`.gaussian`)."""
     mu_b, eps_b = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(eps, dtype=float))
     return _delta_core(np.atleast_1d(mu_b), np.atleast_1d(eps_b))
@@ -109,17 +114,17 @@ def _tail_quantile(budget: float, m: int) -> float:
     return float(-special.ndtri(p_tail))
 
 
-def _check_args(epsilon, sigma, tau, k):
+def _check_args(epsilon: float, sigma: float, tau: float, k: int) -> tuple[float, float, float, int]:
     return (v.nonnegative("epsilon", epsilon), v.positive("sigma", sigma), v.positive("tau", tau),
             v.integer("k", k, lo=1))
 
 
-def _check_analysis(analysis, debias):
+def _check_analysis(analysis: str, debias: bool) -> str:
     analysis = v.choice("analysis", analysis, _ANALYSES)
     if not isinstance(debias, bool):
-        raise v.InvalidTypeError(f"debias must be a bool, got {type(debias).__name__} {debias!r}")
+        raise InvalidTypeError(f"debias must be a bool, got {type(debias).__name__} {debias!r}")
     if debias and analysis != "add":
-        raise v.InvalidParameterError(
+        raise InvalidParameterError(
             "debias=True (top-k de-biasing variant) is only analysed with analysis='add' "
             "(Lebeda & Retschmeier (2024) §4: the paper states it for Theorem 3.3 only); got analysis='tight'")
     return analysis
@@ -142,7 +147,7 @@ def _tight_terms(eps: float, sigma: float, tau: float, k: int) -> tuple[float, f
     return t1, t2, t3, t4
 
 
-def _parts(eps, sigma, tau, k, analysis, debias) -> dict[str, float]:
+def _parts(eps: float, sigma: float, tau: float, k: int, analysis: str, debias: bool) -> dict[str, float]:
     if analysis == "add":
         x = tau / (sigma * (1.0 + k ** -0.25))
         return {"gaussian": _bw1(_gauss_sensitivity(k, debias) / sigma, eps),
@@ -155,7 +160,7 @@ def _total(parts: dict[str, float], analysis: str) -> float:
     return min(1.0, sum(parts.values()) if analysis == "add" else max(parts.values()))
 
 
-def _nudge_up(ok, x: float) -> float:
+def _nudge_up(ok: Callable[[float], bool], x: float) -> float:
     """First of x, x(1+1e-15), x(1+2e-15), x(1+4e-15), … with ok(·) True (absorbs floating-point misses)."""
     step = 1e-15
     y = x
@@ -170,7 +175,8 @@ def _nudge_up(ok, x: float) -> float:
 # ------------------------------------------------------------------ continuous CSH: δ
 
 
-def csh_delta_parts(epsilon, sigma, tau, k, analysis: str = "tight", *, debias: bool = False) -> dict[str, float]:
+def csh_delta_parts(epsilon: float, sigma: float, tau: float, k: int, analysis: str = "tight", *,
+                    debias: bool = False) -> dict[str, float]:
     """The named parts of CSH's δ (Lebeda & Retschmeier (2024) Thm 3.3 / Thm 3.5).
 
     ``analysis="add"`` → ``{"gaussian": BW(½√(k+√k), σ, ε), "threshold": 1 − Φ(x_C)^{k+1}}`` (Thm 3.3;
@@ -182,7 +188,8 @@ def csh_delta_parts(epsilon, sigma, tau, k, analysis: str = "tight", *, debias: 
     return _parts(eps, sigma, tau, k, analysis, debias)
 
 
-def csh_delta(epsilon, sigma, tau, k, analysis: str = "tight", *, debias: bool = False) -> float:
+def csh_delta(epsilon: float, sigma: float, tau: float, k: int, analysis: str = "tight", *,
+              debias: bool = False) -> float:
     """δ(ε) of CSH (Algorithm 2 of Lebeda & Retschmeier (2024)) with independent std ``sigma``, margin ``tau``, sparsity ``k``.
 
     ``analysis="tight"``: Theorem 3.5 (max of its four terms, O(k), chunked). ``analysis="add"``:
@@ -195,7 +202,7 @@ def csh_delta(epsilon, sigma, tau, k, analysis: str = "tight", *, debias: bool =
     return _total(_parts(eps, sigma, tau, k, analysis, debias), analysis)
 
 
-def csh_noise_std(sigma, k) -> float:
+def csh_noise_std(sigma: float, k: int) -> float:
     """Standard deviation of each released CSH count: σ·√(1 + 1/√k) (Lebeda & Retschmeier (2024) §3.2)."""
     sigma = v.positive("sigma", sigma)
     k = v.integer("k", k, lo=1)
@@ -205,7 +212,7 @@ def csh_noise_std(sigma, k) -> float:
 # ------------------------------------------------------------------ continuous CSH: inversions
 
 
-def csh_sigma_star(epsilon, delta, k, *, debias: bool = False) -> float:
+def csh_sigma_star(epsilon: float, delta: float, k: int, *, debias: bool = False) -> float:
     """σ*: the smallest σ whose Gaussian part alone meets δ, BW(Δ_eff, σ, ε) <= δ (Lebeda & Retschmeier (2024) §4.9(b)1).
 
     Δ_eff = ½√(k+√k) (½√(k+5√k) with ``debias``). Every CSH calibration needs σ >= σ* (tight) or σ > σ*
@@ -217,7 +224,7 @@ def csh_sigma_star(epsilon, delta, k, *, debias: bool = False) -> float:
     return gaussian_sigma(eps, dlt, _gauss_sensitivity(k, debias))
 
 
-def _tau_min(eps, dlt, sigma, k, analysis, debias) -> tuple[float, bool]:
+def _tau_min(eps: float, dlt: float, sigma: float, k: int, analysis: str, debias: bool) -> tuple[float, bool]:
     """(smallest margin τ with δ <= dlt at σ, whether the closed form from the threshold term was exact)."""
     g = _bw1(_gauss_sensitivity(k, debias) / sigma, eps)
     scale = sigma * (1.0 + k ** -0.25)
@@ -243,7 +250,8 @@ def _tau_min(eps, dlt, sigma, k, analysis, debias) -> tuple[float, bool]:
     return smallest_ok(ok, t_lo, max(hi, 2.0 * t_lo), what="threshold margin tau"), False
 
 
-def csh_tau(epsilon, delta, sigma, k, analysis: str = "tight", *, debias: bool = False) -> float:
+def csh_tau(epsilon: float, delta: float, sigma: float, k: int, analysis: str = "tight", *,
+            debias: bool = False) -> float:
     """Smallest margin τ such that CSH with std ``sigma`` is (ε, δ)-DP (Lebeda & Retschmeier (2024) §4.9(a)).
 
     ``add``: the corrected closed form of Lemma 3.4 (erratum E3),
@@ -260,7 +268,7 @@ def csh_tau(epsilon, delta, sigma, k, analysis: str = "tight", *, debias: bool =
     return _tau_min(eps, dlt, sigma, k, analysis, debias)[0]
 
 
-def _minimise_tau_over_sigma(tau_of_sigma, s_lo: float, s_hi: float, n: int = 161) -> float:
+def _minimise_tau_over_sigma(tau_of_sigma: Callable[[float], float], s_lo: float, s_hi: float, n: int = 161) -> float:
     """argmin of a unimodal-looking τ_min(σ) on (s_lo, s_hi]: log grid, then bounded Brent around the best."""
     grid = np.geomspace(s_lo, s_hi, n)
     vals = np.array([tau_of_sigma(s) for s in grid])
@@ -274,7 +282,8 @@ def _minimise_tau_over_sigma(tau_of_sigma, s_lo: float, s_hi: float, n: int = 16
     return float(res.x) if res.fun <= vals[i] else float(grid[i])
 
 
-def csh_calibrate(epsilon, delta, k, analysis: str = "tight", *, debias: bool = False) -> tuple[float, float]:
+def csh_calibrate(epsilon: float, delta: float, k: int, analysis: str = "tight", *,
+                  debias: bool = False) -> tuple[float, float]:
     """Joint calibration (σ, τ) minimising the margin τ at (ε, δ) (Lebeda & Retschmeier (2024) §4.9(b)).
 
     ``tight``: σ = σ*(1+1e-9); when the threshold term T1 is what binds there (always observed), this is
@@ -299,7 +308,8 @@ def csh_calibrate(epsilon, delta, k, analysis: str = "tight", *, debias: bool = 
             g = _bw1(_gauss_sensitivity(k, debias) / s, eps)
             if g >= dlt:
                 return math.inf
-            return s * (1.0 + k ** -0.25) * _tail_quantile(dlt - g, k + 1)
+            k_quarter: float = k ** -0.25  # a float (typeshed types a real power as Any: it may be complex)
+            return s * (1.0 + k_quarter) * _tail_quantile(dlt - g, k + 1)
         try:
             return _tau_min(eps, dlt, s, k, analysis, debias)[0]
         except InfeasibleError:
@@ -309,7 +319,8 @@ def csh_calibrate(epsilon, delta, k, analysis: str = "tight", *, debias: bool = 
     return sigma, _tau_min(eps, dlt, sigma, k, analysis, debias)[0]
 
 
-def csh_sigma(epsilon, delta, tau, k, analysis: str = "tight", *, debias: bool = False) -> float:
+def csh_sigma(epsilon: float, delta: float, tau: float, k: int, analysis: str = "tight", *,
+              debias: bool = False) -> float:
     """Smallest σ such that CSH with margin ``tau`` is (ε, δ)-DP (Lebeda & Retschmeier (2024) §4.9; not in the paper).
 
     δ is not monotone in σ at fixed τ (the Gaussian part falls, the threshold part rises), so the search
@@ -337,7 +348,8 @@ def csh_sigma(epsilon, delta, tau, k, analysis: str = "tight", *, debias: bool =
     return smallest_ok(ok, s_star, s_opt, what="sigma")
 
 
-def csh_epsilon(sigma, tau, delta, k, analysis: str = "tight", *, debias: bool = False) -> float:
+def csh_epsilon(sigma: float, tau: float, delta: float, k: int, analysis: str = "tight", *,
+                debias: bool = False) -> float:
     """Smallest ε such that CSH with (σ, τ) is (ε, δ)-DP (Lebeda & Retschmeier (2024) Thm 3.3/3.5; δ is non-increasing in ε).
 
     The threshold term does not depend on ε, so it must fit on its own: 1 − Φ(x_C)^{k+1} < δ (add) or
@@ -363,7 +375,7 @@ def csh_epsilon(sigma, tau, delta, k, analysis: str = "tight", *, debias: bool =
 # ------------------------------------------------------------------ discrete CSH (Theorem 7.7)
 
 
-def csh_discrete_scales(sigma, k) -> tuple[Fraction, Fraction]:
+def csh_discrete_scales(sigma: float, k: int) -> tuple[Fraction, Fraction]:
     """The discrete-Gaussian scales (s_ind, s_corr) Algorithm 4 samples with: 4σ² and 4σ²/√k.
 
     Both are returned as the exact rationals of the double-precision values; the accountant
@@ -376,10 +388,7 @@ def csh_discrete_scales(sigma, k) -> tuple[Fraction, Fraction]:
     return Fraction(s_ind), Fraction(s_ind / math.sqrt(k))
 
 
-def _discrete_parts(eps, sigma, tau, k, conversion) -> dict[str, float]:
-    from .discrete import dgauss_logsf
-    from .zcdp import zcdp_to_dp_delta
-
+def _discrete_parts(eps: float, sigma: float, tau: float, k: int, conversion: str) -> dict[str, float]:
     s_ind, s_corr = (float(s) for s in csh_discrete_scales(sigma, k))
     rho = 0.5 * (k / s_ind + 1.0 / s_corr)  # Lemma 7.5: each of the k+1 embedded coordinates moves by 1
     gauss = float(zcdp_to_dp_delta(rho, eps, conversion=conversion))
@@ -394,11 +403,12 @@ def _discrete_parts(eps, sigma, tau, k, conversion) -> dict[str, float]:
     return {"gaussian": gauss, "threshold": inf}
 
 
-def _check_conversion(conversion):
+def _check_conversion(conversion: str) -> str:
     return v.choice("conversion", conversion, _CONVERSIONS)
 
 
-def csh_discrete_delta_parts(epsilon, sigma, tau, k, conversion: str = "cks") -> dict[str, float]:
+def csh_discrete_delta_parts(epsilon: float, sigma: float, tau: float, k: int, conversion: str = "cks") -> dict[str,
+                             float]:
     """``{"gaussian": δ_gauss, "threshold": δ_inf}`` of discrete CSH (Lebeda & Retschmeier (2024) Thm 7.7, Lemmas 7.5/7.6).
 
     δ_gauss converts ρ = k/(2 s_ind) + 1/(2 s_corr) (= (k+√k)/(8σ²)) zCDP to (ε, δ) by ``conversion``
@@ -412,24 +422,20 @@ def csh_discrete_delta_parts(epsilon, sigma, tau, k, conversion: str = "cks") ->
     return _discrete_parts(eps, sigma, tau, k, conversion)
 
 
-def csh_discrete_delta(epsilon, sigma, tau, k, conversion: str = "cks") -> float:
+def csh_discrete_delta(epsilon: float, sigma: float, tau: float, k: int, conversion: str = "cks") -> float:
     """δ(ε) of discrete CSH (Lebeda & Retschmeier (2024) Thm 7.7): δ_gauss + δ_inf (clipped to 1); see
     :func:`csh_discrete_delta_parts`."""
     return min(1.0, sum(csh_discrete_delta_parts(epsilon, sigma, tau, k, conversion).values()))
 
 
-def csh_discrete_noise_std(sigma, k) -> float:
+def csh_discrete_noise_std(sigma: float, k: int) -> float:
     """Standard deviation of (Z_i + Z_corr)/2, the noise on each released count of discrete CSH (Lebeda & Retschmeier (2024)
     Algorithm 4), from the exact discrete-Gaussian variances (:func:`.discrete.dgauss_variance`)."""
-    from .discrete import dgauss_variance
-
     s_ind, s_corr = csh_discrete_scales(sigma, k)
     return 0.5 * math.sqrt(dgauss_variance(float(s_ind)) + dgauss_variance(float(s_corr)))
 
 
-def _discrete_sigma_star(eps, dlt, k, conversion) -> float:
-    from .zcdp import zcdp_to_dp_delta
-
+def _discrete_sigma_star(eps: float, dlt: float, k: int, conversion: str) -> float:
     def ok(s: float) -> bool:
         s_ind, s_corr = (float(x) for x in csh_discrete_scales(s, k))
         return float(zcdp_to_dp_delta(0.5 * (k / s_ind + 1.0 / s_corr), eps, conversion=conversion)) < dlt
@@ -438,7 +444,7 @@ def _discrete_sigma_star(eps, dlt, k, conversion) -> float:
     return smallest_ok(ok, guess * 0.5, guess, what="sigma")
 
 
-def _discrete_tau_min(eps, dlt, sigma, k, conversion) -> float:
+def _discrete_tau_min(eps: float, dlt: float, sigma: float, k: int, conversion: str) -> float:
     gauss = _discrete_parts(eps, sigma, 1.0, k, conversion)["gaussian"]
     if gauss >= dlt:
         raise InfeasibleError(
@@ -453,7 +459,7 @@ def _discrete_tau_min(eps, dlt, sigma, k, conversion) -> float:
     return smallest_ok(ok, max(start * 0.5, 1e-6), max(start, 1.0), rel_tol=1e-10, what="threshold margin tau")
 
 
-def csh_discrete_tau(epsilon, delta, sigma, k, conversion: str = "cks") -> float:
+def csh_discrete_tau(epsilon: float, delta: float, sigma: float, k: int, conversion: str = "cks") -> float:
     """Smallest margin τ making discrete CSH (Lebeda & Retschmeier (2024) Thm 7.7) (ε, δ)-DP at parameter σ."""
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
@@ -463,7 +469,7 @@ def csh_discrete_tau(epsilon, delta, sigma, k, conversion: str = "cks") -> float
     return _discrete_tau_min(eps, dlt, sigma, k, conversion)
 
 
-def csh_discrete_calibrate(epsilon, delta, k, conversion: str = "cks") -> tuple[float, float]:
+def csh_discrete_calibrate(epsilon: float, delta: float, k: int, conversion: str = "cks") -> tuple[float, float]:
     """(σ, τ) minimising the margin of discrete CSH (Lebeda & Retschmeier (2024) Thm 7.7; spec §5.4 gives reference optima).
 
     Searches σ above the smallest σ whose zCDP part fits (log grid, then bounded Brent; τ_min(σ) is a
@@ -492,7 +498,7 @@ def _csh_discrete_calibrate(eps: float, dlt: float, k: int, conversion: str) -> 
 # ------------------------------------------------------------------ rounded CSH (post-processing of Alg. 2/3)
 
 
-def csh_rounded_margin(tau) -> int:
+def csh_rounded_margin(tau: float) -> int:
     """The integer margin ``m`` of rounded CSH for a continuous margin τ: the smallest m with ``m − ½ >= τ``.
 
     The release rule ``H_i + round(Z_i + Z_corr) >= pre + m`` equals ``H_i + Z_i + Z_corr > pre + m − ½``
@@ -506,7 +512,7 @@ def csh_rounded_margin(tau) -> int:
     return int(m)
 
 
-def csh_rounded_delta_parts(epsilon, sigma, margin, k, analysis: str = "tight", *,
+def csh_rounded_delta_parts(epsilon: float, sigma: float, margin: int, k: int, analysis: str = "tight", *,
                             debias: bool = False) -> dict[str, float]:
     """δ parts of rounded CSH with integer ``margin``: :func:`csh_delta_parts` at τ = margin − ½
     (post-processing of Algorithm 2/3; docs/proofs/rounded-csh.md)."""
@@ -514,14 +520,16 @@ def csh_rounded_delta_parts(epsilon, sigma, margin, k, analysis: str = "tight", 
     return csh_delta_parts(epsilon, sigma, m - 0.5, k, analysis, debias=debias)
 
 
-def csh_rounded_delta(epsilon, sigma, margin, k, analysis: str = "tight", *, debias: bool = False) -> float:
+def csh_rounded_delta(epsilon: float, sigma: float, margin: int, k: int, analysis: str = "tight", *,
+                      debias: bool = False) -> float:
     """δ(ε) of rounded CSH with integer ``margin``: :func:`csh_delta` (Thm 3.5 / 3.3, Lebeda & Retschmeier (2024)) at
     τ = margin − ½; the rounding of released values is post-processing (docs/proofs/rounded-csh.md)."""
     m = v.integer("margin", margin, lo=1)
     return csh_delta(epsilon, sigma, m - 0.5, k, analysis, debias=debias)
 
 
-def csh_rounded_calibrate(epsilon, delta, k, analysis: str = "tight", *, debias: bool = False) -> tuple[float, int]:
+def csh_rounded_calibrate(epsilon: float, delta: float, k: int, analysis: str = "tight", *,
+                          debias: bool = False) -> tuple[float, int]:
     """``(sigma, margin)`` of rounded CSH: the continuous calibration (:func:`csh_calibrate`), then the
     integer margin ``m = csh_rounded_margin(τ)``; δ at τ = m − ½ is re-checked with the full accountant."""
     sigma, tau = csh_calibrate(epsilon, delta, k, analysis, debias=debias)
@@ -531,7 +539,7 @@ def csh_rounded_calibrate(epsilon, delta, k, analysis: str = "tight", *, debias:
     return sigma, m
 
 
-def csh_rounded_noise_std(sigma, k) -> float:
+def csh_rounded_noise_std(sigma: float, k: int) -> float:
     """Standard deviation of ``round(Z_i + Z_corr)`` (the noise on a released rounded-CSH count).
 
     ``Var(round(Y)) = Var(Y) + 1/12`` up to ``O(e^{−2π² Var(Y)})`` for a Gaussian Y (Sheppard's correction;

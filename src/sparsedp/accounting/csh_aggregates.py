@@ -32,11 +32,14 @@ from typing import Sequence
 import numpy as np
 
 from .. import _validate as v
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, InvalidTypeError
 from ._invert import smallest_ok
+from ._types import Scale
 from .aggregates import _SMOOTHING, _columns, _weights
 from .discrete_histograms import _omega, rational_up
 from .gaussian import _delta_core
+from .csh import csh_discrete_delta_parts, csh_discrete_scales, csh_rounded_margin
+from .zcdp import zcdp_to_dp_delta
 
 __all__ = ["CshJointParts", "CshJointCalibration", "csh_joint_delta_parts", "csh_discrete_joint_delta_parts",
            "csh_column_scales", "calibrate_csh_joint_rounded"]
@@ -88,8 +91,8 @@ def _gauss_with_columns(eps: float, mu_cnt2: float, k: int, ss: list[float], ds:
     return min(1.0, best)
 
 
-def csh_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence, column_sensitivities: Sequence[int],
-                          *, debias: bool = False) -> CshJointParts:
+def csh_joint_delta_parts(epsilon: float, sigma: float, tau: float, k: int, column_sigma2s: Sequence[Scale],
+                          column_sensitivities: Sequence[int], *, debias: bool = False) -> CshJointParts:
     """δ of CSH / top-k CSH (continuous count noise, or rounded at ``tau = margin − ½``) with discrete
     aggregate columns: Theorem 3.3 (Lebeda & Retschmeier (2024), spec §4.4) extended as in the module docstring."""
     eps = v.nonnegative("epsilon", epsilon)
@@ -98,7 +101,7 @@ def csh_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence, colu
     kk = v.integer("k", k, lo=1)
     ss, ds = _columns(column_sigma2s, column_sensitivities)
     if not isinstance(debias, bool):
-        raise v.InvalidTypeError(f"debias must be a bool, got {debias!r}")
+        raise InvalidTypeError(f"debias must be a bool, got {debias!r}")
     rk = math.sqrt(kk)
     mu_cnt2 = (kk + (5.0 if debias else 1.0) * rk) / (4.0 * sig * sig)
     gauss = _gauss_with_columns(eps, mu_cnt2, kk, ss, ds)
@@ -109,15 +112,12 @@ def csh_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence, colu
     return CshJointParts(gaussian=gauss, threshold=thr, total=min(1.0, gauss + thr))
 
 
-def csh_discrete_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Sequence,
+def csh_discrete_joint_delta_parts(epsilon: float, sigma: float, tau: float, k: int, column_sigma2s: Sequence[Scale],
                                    column_sensitivities: Sequence[int], conversion: str = "cks", *,
                                    debias: bool = False) -> CshJointParts:
     """Discrete CSH (Lebeda & Retschmeier (2024) Alg. 4 / Thm 7.7) with discrete aggregate columns: ρ = Lemma 7.5's ρ at the
     sampled scales + ``k Σ D_k²/(2 s_k)``; δ_inf of Lemma 7.6 unchanged (:func:`.csh.csh_discrete_delta_parts`).
     ``debias=True``: the released t̃ adds ``4/(2 s_corr)`` more (``docs/proofs/discrete-histograms.md`` §8)."""
-    from .csh import csh_discrete_delta_parts, csh_discrete_scales
-    from .zcdp import zcdp_to_dp_delta
-
     eps = v.nonnegative("epsilon", epsilon)
     kk = v.integer("k", k, lo=1)
     ss, ds = _columns(column_sigma2s, column_sensitivities)
@@ -128,7 +128,8 @@ def csh_discrete_joint_delta_parts(epsilon, sigma, tau, k, column_sigma2s: Seque
     return CshJointParts(gaussian=gauss, threshold=thr, total=min(1.0, gauss + thr))
 
 
-def csh_column_scales(sigma, k, column_sensitivities, weights=None, *, debias: bool = False) -> tuple[Fraction, ...]:
+def csh_column_scales(sigma: float, k: int, column_sensitivities: Sequence[int], weights: Sequence[float] | None = None,
+                      *, debias: bool = False) -> tuple[Fraction, ...]:
     """Default allocation: column j's μ² over its k rows equals w_j times the count's μ_cnt²:
     ``k D_j²/s_j = w_j μ_cnt²`` (rounded up to a multiple of 2^-20)."""
     sig = v.positive("sigma", sigma)
@@ -139,13 +140,12 @@ def csh_column_scales(sigma, k, column_sensitivities, weights=None, *, debias: b
     return tuple(rational_up(kk * d * d / (wj * mu_cnt2)) for d, wj in zip(ds, w))
 
 
-def calibrate_csh_joint_rounded(epsilon, delta, k, column_sensitivities, weights=None, *,
+def calibrate_csh_joint_rounded(epsilon: float, delta: float, k: int, column_sensitivities: Sequence[int],
+                                weights: Sequence[float] | None = None, *,
                                 debias: bool = False) -> CshJointCalibration:
     """Rounded top-k CSH with aggregate columns at (ε, δ): σ (on a grid above the smallest σ whose Gaussian
     part fits) and the smallest integer margin m with δ(τ = m − ½) <= δ; the σ giving the smallest m is kept."""
     from scipy import special
-
-    from .csh import csh_rounded_margin
 
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)

@@ -48,12 +48,15 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
+import numpy.typing as npt
 from ._special import special
 
 from .. import _validate as v
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, InvalidParameterError, InvalidTypeError
+from ._types import FloatArray
 from .gaussian import _delta_core, gaussian_sigma
 
 __all__ = [
@@ -75,7 +78,7 @@ _K_EXACT = 4
 # ------------------------------------------------------------------ numerics
 
 
-def _log_diff_ndtr(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+def _log_diff_ndtr(lo: FloatArray, hi: FloatArray) -> FloatArray:
     """ln(Φ(hi) − Φ(lo)) for lo < hi, stable in both tails (arrays)."""
     lo, hi = np.broadcast_arrays(np.asarray(lo, float), np.asarray(hi, float))
     out = np.empty(lo.shape)
@@ -93,7 +96,7 @@ def _log_diff_ndtr(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return out
 
 
-def _log_q(x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _log_q(x: FloatArray, m: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """(ln q_upper, ln q_lower, d ln q / dx) for q = 1 − Φ(x)^m (survival of the max of m normals at x).
 
     Where m·Φ̄(x) < 1e-8 the bracket mΦ̄(1 − (m−1)Φ̄/2) <= q <= mΦ̄ is used (relative width <= 1e-8).
@@ -114,8 +117,8 @@ def _log_q(x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return lq_hi, lq_lo, dlq
 
 
-def _q_bracket(x0: np.ndarray, r: float, m: np.ndarray, h: float = _H,
-               z_max: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _q_bracket(x0: FloatArray, r: float, m: FloatArray, h: float = _H,
+               z_max: float | None = None) -> tuple[FloatArray, FloatArray]:
     """Certified (lower, upper) of E[1 − Φ(x0 − r Z)^m], Z ~ N(0, 1), row-wise for column arrays x0, m.
 
     q(z) = 1 − Φ(x0 − r z)^m is increasing and log-concave in z. Cell [z1, z2]:
@@ -147,17 +150,17 @@ def _q_bracket(x0: np.ndarray, r: float, m: np.ndarray, h: float = _H,
     return np.minimum(lo, 1.0), np.minimum(hi * _SAFETY, 1.0)
 
 
-def _p_inf_bracket(sigma: float, tau: float, k: int, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _p_inf_bracket(sigma: float, tau: float, k: int, m: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Certified (lower, upper) of p_inf(m) = 1 − E[Φ((τ − A)/σ)^m], A ~ N(0, σ²/√k), for an array m
     (z = A/σ_c, x = τ/σ − k^{-1/4} z; :func:`_q_bracket`)."""
     m = np.atleast_1d(np.asarray(m, float))[:, None]
     return _q_bracket(np.full(m.shape, tau / sigma), k ** -0.25, m)
 
 
-def _bw(mu, x) -> np.ndarray:
+def _bw(mu: npt.ArrayLike, x: npt.ArrayLike) -> FloatArray:
     """BW(μ, x) = sup_E P(E) − e^x Q(E) for N(μ,1) vs N(0,1), any real x; (1 − e^x)_+ at μ = 0."""
     mu_b, x_b = np.broadcast_arrays(np.atleast_1d(np.asarray(mu, float)), np.atleast_1d(np.asarray(x, float)))
-    out = np.maximum(-np.expm1(np.minimum(x_b, 700.0)), 0.0)
+    out: FloatArray = np.maximum(-np.expm1(np.minimum(x_b, 700.0)), 0.0)
     pos = mu_b > 0.0
     if pos.any():
         out = out.copy()
@@ -165,15 +168,16 @@ def _bw(mu, x) -> np.ndarray:
     return out
 
 
-def _mahalanobis2(K: np.ndarray, k: int) -> np.ndarray:
+def _mahalanobis2(K: FloatArray, k: int) -> FloatArray:
     """max_{0<=j<=K, j integer} j − j²/(K + √k) (spec §4.7): the worst squared shift, in count units."""
     K = np.asarray(K, float)
     d = K + math.sqrt(k)
     js = np.clip(np.stack([np.floor(d / 2.0), np.ceil(d / 2.0)]), 0.0, K)
-    return np.max(js - js * js / d, axis=0) * (1.0 + 1e-12)
+    worst: FloatArray = np.max(js - js * js / d, axis=0) * (1.0 + 1e-12)
+    return worst
 
 
-def csh_exact_sensitivity(k, *, debias: bool = False) -> float:
+def csh_exact_sensitivity(k: int, *, debias: bool = False) -> float:
     """Δ with μ(k) = Δ/σ: √(max_j j − j²/(k+√k) + [debias]·√k), the exact worst shift
     (<= ½√(k+√k), Thm 3.3's sensitivity; spec §4.7)."""
     k = v.integer("k", k, lo=1)
@@ -204,7 +208,8 @@ class CshExactParts:
         return min(1.0, max(self.new_only, self.shifted_only, self.mixed))
 
 
-def _block_bounds(eps, sigma, tau, k, debias, m1: np.ndarray, m2: np.ndarray) -> np.ndarray:
+def _block_bounds(eps: float, sigma: float, tau: float, k: int, debias: bool, m1: FloatArray,
+                  m2: FloatArray) -> FloatArray:
     """Upper bound of max(add(m), rem(m)) over m ∈ [m1, m2] for arrays of blocks (proof §3.4)."""
     rk = math.sqrt(k)
     mu = np.sqrt(_mahalanobis2(k - m1, k) + (rk if debias else 0.0)) / sigma  # μ(k − m1) >= μ(k − m)
@@ -212,17 +217,18 @@ def _block_bounds(eps, sigma, tau, k, debias, m1: np.ndarray, m2: np.ndarray) ->
     bw = _bw(mu, eps)
     add = p2 + bw
     rem_a = bw + math.exp(eps) * p2
-    sc = sigma * k ** -0.25
+    sc: float = sigma * k ** -0.25
     a0 = _A0 * sc
     lphi = special.log_ndtr((tau - a0) / sigma)[None, :]  # ln Φ((τ − a0)/σ)
     ltail = special.log_ndtr(-_A0)[None, :]  # ln Φ̄(a0/σ_c)
     x = eps + m2[:, None] * lphi
     rem_b = _bw(np.repeat(mu[:, None], len(_A0), axis=1), x) + np.exp(eps + m1[:, None] * lphi + ltail)
     rem = np.minimum(rem_a, np.min(rem_b, axis=1))
-    return np.maximum(add, rem) * _SAFETY
+    bound: FloatArray = np.maximum(add, rem) * _SAFETY
+    return bound
 
 
-def _log_mass(lo, hi) -> np.ndarray:
+def _log_mass(lo: npt.ArrayLike, hi: npt.ArrayLike) -> FloatArray:
     """ln P[lo < Z < hi] for Z ~ N(0, 1), with ±inf ends allowed."""
     lo, hi = np.broadcast_arrays(np.asarray(lo, float), np.asarray(hi, float))
     out = np.empty(lo.shape)
@@ -234,7 +240,8 @@ def _log_mass(lo, hi) -> np.ndarray:
     return out
 
 
-def _shape_bound(eps, sigma, tau, k, m, j, u, debias, n_t: int = 1200) -> float:
+def _shape_bound(eps: float, sigma: float, tau: float, k: int, m: int, j: int, u: int, debias: bool,
+                 n_t: int = 1200) -> float:
     """Certified upper bound of max(δ(P‖Q), δ(Q‖P)) for one shape (m >= 1 new, j shifted, u unchanged
     keys, K = j + u >= 1), by integration over the common keys' mean T (proof §3.5).
 
@@ -275,7 +282,7 @@ def _shape_bound(eps, sigma, tau, k, m, j, u, debias, n_t: int = 1200) -> float:
     return min(1.0, max(p_hi + add_int, rem) * _SAFETY)
 
 
-def _initial_blocks(k: int) -> tuple[np.ndarray, np.ndarray]:
+def _initial_blocks(k: int) -> tuple[FloatArray, FloatArray]:
     """Blocks covering m = 1..k−1: singletons up to 64, then ~300 geometric blocks."""
     head = np.arange(1, min(k - 1, 64) + 1, dtype=float)
     if k - 1 <= 64:
@@ -287,7 +294,8 @@ def _initial_blocks(k: int) -> tuple[np.ndarray, np.ndarray]:
     return m1, m2
 
 
-def _mixed(eps, sigma, tau, k, debias, target: float, exact: bool = True) -> tuple[float, int]:
+def _mixed(eps: float, sigma: float, tau: float, k: int, debias: bool, target: float,
+           exact: bool = True) -> tuple[float, int]:
     """Certified max over m ∈ [1, k−1] of the mixed bound (m = k has no common key: it is the new-only
     pair, computed exactly). Blocks whose bound exceeds both ``target`` and 1.001× the best single-m
     bound are halved (<= 40 rounds); the maximum over all blocks is returned. (0, 0) when k = 1."""
@@ -308,10 +316,10 @@ def _mixed(eps, sigma, tau, k, debias, target: float, exact: bool = True) -> tup
                              _block_bounds(eps, sigma, tau, k, debias, mid + 1.0, m2[bad])])
         m1, m2, vals = n1, n2, nv
     if exact and k <= _K_EXACT:  # every block is a single m: replace a binding bound by the per-shape integral (§3.5)
-        for i in np.flatnonzero(vals > target):
-            m = int(m1[i])
-            exact = max(_shape_bound(eps, sigma, tau, k, m, j, k - m - j, debias) for j in range(0, k - m + 1))
-            vals[i] = min(vals[i], exact)
+        for idx in np.flatnonzero(vals > target):
+            m = int(m1[idx])
+            shape_max = max(_shape_bound(eps, sigma, tau, k, m, j, k - m - j, debias) for j in range(0, k - m + 1))
+            vals[idx] = min(vals[idx], shape_max)
     i = int(np.argmax(vals))
     return float(vals[i]), int(m1[i])
 
@@ -341,15 +349,16 @@ def _parts(eps: float, sigma: float, tau: float, k: int, debias: bool, target: f
                          p_inf=(p_lo, p_hi))
 
 
-def _check(epsilon, sigma, margin_or_tau, k, rounded, topk, debias):
+def _check(epsilon: float, sigma: float, margin_or_tau: float, k: int, rounded: bool, topk: bool,
+           debias: bool) -> tuple[float, float, float, int]:
     eps = v.nonnegative("epsilon", epsilon)
     sigma = v.positive("sigma", sigma)
     k = v.integer("k", k, lo=1)
     for name, flag in (("rounded", rounded), ("topk", topk), ("debias", debias)):
         if not isinstance(flag, bool):
-            raise v.InvalidTypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
+            raise InvalidTypeError(f"{name} must be a bool, got {type(flag).__name__} {flag!r}")
     if debias and not topk:
-        raise v.InvalidParameterError("debias=True is the de-biased top-k variant: pass topk=True")
+        raise InvalidParameterError("debias=True is the de-biased top-k variant: pass topk = True")
     if rounded:
         tau = v.integer("margin", margin_or_tau, lo=1) - 0.5
     else:
@@ -357,7 +366,8 @@ def _check(epsilon, sigma, margin_or_tau, k, rounded, topk, debias):
     return eps, sigma, tau, k
 
 
-def csh_exact_delta_parts(epsilon, sigma, margin_or_tau, k, *, rounded: bool = True, topk: bool = False,
+def csh_exact_delta_parts(epsilon: float, sigma: float, margin_or_tau: float, k: int, *, rounded: bool = True,
+                          topk: bool = False,
                           debias: bool = False) -> CshExactParts:
     """Certified parts of δ(ε) of (rounded) CSH / top-k CSH (docs/proofs/csh-exact.md).
 
@@ -375,14 +385,15 @@ def _parts_cached(eps: float, sigma: float, tau: float, k: int, debias: bool) ->
     return _parts(eps, sigma, tau, k, debias)
 
 
-def csh_exact_delta(epsilon, sigma, margin_or_tau, k, *, rounded: bool = True, topk: bool = False,
+def csh_exact_delta(epsilon: float, sigma: float, margin_or_tau: float, k: int, *, rounded: bool = True,
+                    topk: bool = False,
                     debias: bool = False) -> float:
     """Certified upper bound on δ(ε) of (rounded) CSH / top-k CSH: ``csh_exact_delta_parts(...).total``."""
     return csh_exact_delta_parts(epsilon, sigma, margin_or_tau, k, rounded=rounded, topk=topk,
                                  debias=debias).total
 
 
-def csh_exact_p_inf(sigma, tau, k, m=None) -> tuple[float, float]:
+def csh_exact_p_inf(sigma: float, tau: float, k: int, m: int | None = None) -> tuple[float, float]:
     """Certified (lower, upper) of p_inf(m) = 1 − E[Φ((τ − Z_c)/σ)^m], Z_c ~ N(0, σ²/√k) (m defaults to k):
     the exact probability that one of m new keys (count 1) passes the margin τ."""
     sigma = v.positive("sigma", sigma)
@@ -396,7 +407,7 @@ def csh_exact_p_inf(sigma, tau, k, m=None) -> tuple[float, float]:
 # ------------------------------------------------------------------ calibration
 
 
-def _tau_min(eps, dlt, sigma, k, debias, rounded) -> float:
+def _tau_min(eps: float, dlt: float, sigma: float, k: int, debias: bool, rounded: bool) -> float:
     """Smallest τ (continuous) or margin (rounded) with certified δ <= dlt at σ; δ is non-increasing in τ.
 
     Lower bound: the p_inf(k) line (:func:`_p_line`), or the line of the pure parts (de-biased). Upper
@@ -432,7 +443,7 @@ def _tau_min(eps, dlt, sigma, k, debias, rounded) -> float:
     return _bisect(lambda t: ok(t, True), t_p, hi, 1e-9)
 
 
-def _doubling(ok, t: float) -> tuple[float, float]:
+def _doubling(ok: Callable[[float], bool], t: float) -> tuple[float, float]:
     """``(lo, hi)`` with ``hi = 2^j·t`` the first doubling of ``t`` that ``ok`` accepts and ``lo`` the one before."""
     lo, hi = t, 2.0 * t
     while not ok(hi):
@@ -440,7 +451,7 @@ def _doubling(ok, t: float) -> tuple[float, float]:
     return lo, hi
 
 
-def _bisect(ok, lo: float, hi: float, rel: float) -> float:
+def _bisect(ok: Callable[[float], bool], lo: float, hi: float, rel: float) -> float:
     """The bisection of ``[lo, hi]`` (``ok(hi)`` holds, ``ok`` monotone) down to a relative width ``rel``: the
     accepted end."""
     while hi - lo > rel * hi:
@@ -452,12 +463,12 @@ def _bisect(ok, lo: float, hi: float, rel: float) -> float:
     return hi
 
 
-def _sigma_star(eps, dlt, k, debias) -> float:
+def _sigma_star(eps: float, dlt: float, k: int, debias: bool) -> float:
     return gaussian_sigma(eps, dlt, csh_exact_sensitivity(k, debias=debias))
 
 
-def csh_exact_tau(epsilon, delta, sigma, k, *, rounded: bool = True, topk: bool = False,
-                  debias: bool = False):
+def csh_exact_tau(epsilon: float, delta: float, sigma: float, k: int, *, rounded: bool = True, topk: bool = False,
+                  debias: bool = False) -> float:
     """Smallest margin (int, ``rounded``) or τ (float) with certified δ <= ``delta`` at ``sigma``."""
     eps = v.nonnegative("epsilon", epsilon)
     dlt = v.delta(delta)
@@ -471,7 +482,7 @@ def csh_exact_tau(epsilon, delta, sigma, k, *, rounded: bool = True, topk: bool 
     return int(t) if rounded else t
 
 
-def csh_exact_calibrate(epsilon, delta, k, *, rounded: bool = True, topk: bool = False,
+def csh_exact_calibrate(epsilon: float, delta: float, k: int, *, rounded: bool = True, topk: bool = False,
                         debias: bool = False) -> tuple[float, float]:
     """(σ, margin) (``rounded``; integer margin) or (σ, τ) minimising the threshold under the certified
     profile (docs/proofs/csh-exact.md §5).
@@ -508,7 +519,7 @@ def _calibrate(eps: float, dlt: float, k: int, rounded: bool, debias: bool) -> t
     return (best[0], int(best[1])) if rounded else best
 
 
-def _p_line(dlt, sigma, k) -> float:
+def _p_line(dlt: float, sigma: float, k: int) -> float:
     """Smallest τ (to 1e-12 relative) with certified p_inf(k) <= dlt: a lower bound on every margin."""
     lo, hi = 1e-9 * sigma, sigma
     while float(_p_inf_bracket(sigma, hi, k, np.array([k]))[1][0]) > dlt:

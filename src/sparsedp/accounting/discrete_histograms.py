@@ -47,16 +47,23 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from functools import lru_cache
+from typing import Callable, Iterable, Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 from ._special import special
 
 from .. import _validate as v
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, InvalidParameterError
 from .calibration import Calibration, Comparison
 from .laws import DiscreteCorrelatedGaussian, DiscreteDenseCorrelatedGaussian, DiscreteGaussian, DiscreteLaplace
 from .discrete import _dgauss_logsf_float, dgauss_sf, dgauss_variance, dlaplace_sf, dlaplace_variance
 from .names import CORRELATED_GAUSSIAN, GSHM, LAPLACE, TOPK_CSH
+from ._invert import smallest_ok
+from ._types import FloatArray, IntArray, RealOrArray, Scale
+from .csh import csh_discrete_delta_parts, csh_discrete_noise_std, csh_discrete_scales
+from .gaussian import gaussian_sigma
+from .zcdp import zcdp_to_dp_delta
 
 __all__ = [
     "dgauss_shift_hockey_stick", "dlaplace_shift_hockey_stick",
@@ -89,7 +96,7 @@ def _omega(vv: float) -> float:
     return float(2.0 * np.sum(np.exp(-2.0 * math.pi**2 * vv * k * k)))
 
 
-def _log_ratio_step(step_scales) -> float:
+def _log_ratio_step(step_scales: Iterable[float]) -> float:
     """Σ log((1+ω)/(1-ω)) over the convolution steps with completed-square scales ``step_scales``."""
     total = 0.0
     for s3 in step_scales:
@@ -128,7 +135,7 @@ def _dgauss_hs_from_law(eps: float, s: float, shift2: float, var_sum: float, log
     return min(1.0, max(val, floor))
 
 
-def dgauss_shift_hockey_stick(j: int, epsilon: float, sigma2) -> float:
+def dgauss_shift_hockey_stick(j: int, epsilon: float, sigma2: Scale) -> float:
     """Upper bound (tight to ~1e-12 relative for s >= 4) of H_{e^ε}(N_Z(1, s)^j || N_Z(0, s)^j).
 
     Any real ε. ``j = 0`` gives ``max(0, 1 - e^ε)``. See the module docstring, item 3, and
@@ -146,7 +153,7 @@ def dgauss_shift_hockey_stick(j: int, epsilon: float, sigma2) -> float:
 # ------------------------------------------------------------------ discrete Laplace: H(j, ε)
 
 
-def binom_logsf(k, n, p):
+def binom_logsf(k: npt.ArrayLike, n: npt.ArrayLike, p: float) -> FloatArray:
     """``log P[K > k]`` for ``K ~ Bin(n, p)`` (integer-valued float arrays ``k >= -1``, ``n >= 0``): 0 for
     ``k < 0``, ``-inf`` for ``k >= n``, else ``log I_p(k + 1, n − k)`` (the regularized incomplete beta
     function, ``scipy.special.betainc``; the identity ``P[K >= k+1] = I_p(k+1, n−k)`` is standard, e.g.
@@ -158,10 +165,17 @@ def binom_logsf(k, n, p):
     inside = (k >= 0) & (k < n)
     with np.errstate(divide="ignore"):
         sf = special.betainc(np.where(inside, k + 1.0, 1.0), np.where(inside, n - k, 1.0), p)
-        return np.where(k < 0, 0.0, np.where(inside, np.log(sf), -np.inf))
+        out: FloatArray = np.where(k < 0, 0.0, np.where(inside, np.log(sf), -np.inf))
+        return out
 
 
-def dlaplace_shift_hockey_stick(j, epsilon, scale):
+@overload
+def dlaplace_shift_hockey_stick(j: float, epsilon: float, scale: Scale) -> float: ...
+@overload
+def dlaplace_shift_hockey_stick(j: FloatArray, epsilon: RealOrArray, scale: Scale) -> FloatArray: ...
+@overload
+def dlaplace_shift_hockey_stick(j: float, epsilon: FloatArray, scale: Scale) -> FloatArray: ...
+def dlaplace_shift_hockey_stick(j: RealOrArray, epsilon: RealOrArray, scale: Scale) -> RealOrArray:
     """Exact H_{e^ε} between j discrete-Laplace(scale t) coordinates shifted by one and unshifted.
 
     Privacy loss per coordinate is +1/t when the output is >= the shifted centre, −1/t otherwise, so
@@ -195,7 +209,7 @@ def dlaplace_shift_hockey_stick(j, epsilon, scale):
 # ------------------------------------------------------------------ Karrer's decomposition
 
 
-def _blocks(l0: int):
+def _blocks(l0: int) -> tuple[IntArray, IntArray]:
     """Blocks [lo, hi] of a = a_= in 0..l0-1 covering every value (single points when l0 is small).
 
     Every a <= 64 and every a_+ = l0 - a <= 64 is its own block; in between the block ends are geometric
@@ -213,7 +227,8 @@ def _blocks(l0: int):
     return lo, hi
 
 
-def _karrer_max(l0: int, log_b: float, eps: float, hs, blocks=None) -> tuple[float, dict]:
+def _karrer_max(l0: int, log_b: float, eps: float, hs: Callable[[int, float], float],
+                blocks: tuple[IntArray, IntArray] | None = None) -> tuple[float, dict[str, float]]:
     """max(T1, T2, T3) of the module docstring for a per-coordinate divergence function ``hs(j, ε)``
     (``blocks``: ``(lo, hi)`` arrays covering a = 0..l0−1, default :func:`_blocks`; any cover is an upper bound,
     ``docs/proofs/discrete-histograms.md`` §5)."""
@@ -235,7 +250,14 @@ def _karrer_max(l0: int, log_b: float, eps: float, hs, blocks=None) -> tuple[flo
                    "argmax_forward_a_eq": arg2, "argmax_reverse_a_eq": arg3}
 
 
-def gshm_discrete_delta(epsilon, sigma2, margin, l0, *, parts: bool = False):
+@overload
+def gshm_discrete_delta(epsilon: float, sigma2: Scale, margin: int, l0: int, *,
+                        parts: Literal[False] = False) -> float: ...
+@overload
+def gshm_discrete_delta(epsilon: float, sigma2: Scale, margin: int, l0: int, *,
+                        parts: Literal[True]) -> tuple[float, dict[str, float]]: ...
+def gshm_discrete_delta(epsilon: float, sigma2: Scale, margin: int, l0: int, *,
+                        parts: bool = False) -> float | tuple[float, dict[str, float]]:
     """δ(ε) of GSHM with discrete Gaussian noise ``N_Z(0, sigma2)`` and integer ``margin``.
 
     The mechanism (``sparsedp.mechanisms.gshm``) releases a key iff ``count >= pre_threshold`` and
@@ -247,7 +269,7 @@ def gshm_discrete_delta(epsilon, sigma2, margin, l0, *, parts: bool = False):
     eps = v.epsilon_any(epsilon)
     s = float(v.rational("sigma2", sigma2))
     if s < 1:
-        raise v.InvalidParameterError(f"sigma2 must be >= 1 for the discrete GSHM accountant, got {sigma2!r}")
+        raise InvalidParameterError(f"sigma2 must be >= 1 for the discrete GSHM accountant, got {sigma2!r}")
     m = v.integer("margin", margin, lo=0)
     k = v.integer("l0", l0, lo=1)
     p = dgauss_sf(m, s)
@@ -257,7 +279,14 @@ def gshm_discrete_delta(epsilon, sigma2, margin, l0, *, parts: bool = False):
     return (delta, info) if parts else delta
 
 
-def laplace_discrete_delta(epsilon, scale, margin, l0, *, parts: bool = False):
+@overload
+def laplace_discrete_delta(epsilon: float, scale: Scale, margin: int, l0: int, *,
+                           parts: Literal[False] = False) -> float: ...
+@overload
+def laplace_discrete_delta(epsilon: float, scale: Scale, margin: int, l0: int, *,
+                           parts: Literal[True]) -> tuple[float, dict[str, float]]: ...
+def laplace_discrete_delta(epsilon: float, scale: Scale, margin: int, l0: int, *,
+                           parts: bool = False) -> float | tuple[float, dict[str, float]]:
     """δ(ε) of the geometric (discrete Laplace) stability histogram with integer ``margin``.
 
     Releases a key iff ``count >= pre_threshold`` and ``count + Z >= pre_threshold + margin``,
@@ -290,7 +319,7 @@ def laplace_discrete_delta(epsilon, scale, margin, l0, *, parts: bool = False):
 # ------------------------------------------------------------------ dense correlated Gaussian (Lebeda (2024))
 
 
-def correlated_discrete_delta(epsilon, sigma2, d, c):
+def correlated_discrete_delta(epsilon: float, sigma2: Scale, d: int, c: int) -> float:
     """δ(ε) of Lebeda (2024)'s embedding form (Lemma 3.3) with i.i.d. ``N_Z(0, sigma2)`` on the d+1 coordinates.
 
     ``g = (2f − n·1, c·n)`` with integer ``c``; a unit changes g by ``v = (±1,…,±1, c)``, so the privacy
@@ -312,7 +341,7 @@ def correlated_discrete_delta(epsilon, sigma2, d, c):
 # ------------------------------------------------------------------ calibration
 
 
-def _smallest_margin(delta_of_margin, target: float, start: int) -> int:
+def _smallest_margin(delta_of_margin: Callable[[int], float], target: float, start: int) -> int:
     """Smallest integer margin >= 1 with delta_of_margin(m) <= target (non-increasing in m)."""
     lo = max(1, start)
     if delta_of_margin(lo) <= target:
@@ -341,7 +370,7 @@ def _smallest_margin(delta_of_margin, target: float, start: int) -> int:
     return hi
 
 
-def _t1_margin(sf, l0: int, delta: float) -> int:
+def _t1_margin(sf: Callable[[int], float], l0: int, delta: float) -> int:
     """Smallest integer m with 1 − (1 − sf(m))^{l0} <= δ (the T1 constraint alone)."""
     q = -math.expm1(math.log1p(-delta) / l0)  # per-row leak budget
     lo, hi = 0, 1
@@ -356,7 +385,7 @@ def _t1_margin(sf, l0: int, delta: float) -> int:
     return hi
 
 
-def calibrate_gshm_discrete(epsilon, delta, l0) -> Calibration:
+def calibrate_gshm_discrete(epsilon: float, delta: float, l0: int) -> Calibration:
     """Discrete-Gaussian GSHM at (ε, δ): smallest sampled scale (rational) and smallest integer margin.
 
     The scale ``s`` (parameter of ``N_Z(0, s)``) starts at the continuous optimum of Karrer et al. (2022) §5.3(2)
@@ -365,8 +394,6 @@ def calibrate_gshm_discrete(epsilon, delta, l0) -> Calibration:
     :func:`gshm_discrete_delta` ``<= δ``. ``noise`` is :class:`~.laws.DiscreteGaussian` with the exact
     ``sigma2`` (a ``Fraction``) the sampler must use; the release rule is ``>=`` (``comparison``).
     """
-    from .gaussian import gaussian_sigma
-
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     k = v.integer("l0", l0, lo=1)
@@ -391,7 +418,7 @@ def calibrate_gshm_discrete(epsilon, delta, l0) -> Calibration:
     )
 
 
-def calibrate_laplace_discrete(epsilon, delta, l0) -> Calibration:
+def calibrate_laplace_discrete(epsilon: float, delta: float, l0: int) -> Calibration:
     """Geometric stability histogram at (ε, δ): scale ``t = l0/ε`` (rounded up), smallest integer margin.
 
     With ``t >= l0/ε`` the noise part is pure (``H(j, ε) = 0`` for ``j <= l0``), the peers' default
@@ -419,19 +446,17 @@ def calibrate_laplace_discrete(epsilon, delta, l0) -> Calibration:
 
 def best_integer_c(d: int) -> int:
     """Integer C minimising C² + d/C² (Lebeda (2024) S4.4)."""
-    r = d ** 0.25
+    r: float = d ** 0.25  # typeshed types a real power as Any (it may be complex)
     cands = {max(1, math.floor(r)), max(1, math.ceil(r))}
     return min(cands, key=lambda c: (c * c + d / (c * c), c))
 
 
-def calibrate_correlated_discrete(epsilon, delta, d, c=None) -> Calibration:
+def calibrate_correlated_discrete(epsilon: float, delta: float, d: int, c: int | None = None) -> Calibration:
     """Smallest rational ``sigma2`` of the discrete embedded correlated Gaussian (Lebeda (2024) S4.4) at (ε, δ).
 
     Starts from the continuous scale ``σ₁²(d + c²)`` (σ₁ = Balle–Wang σ at sensitivity 1) and raises it by
     0.01% steps until :func:`correlated_discrete_delta` ``<= δ``.
     """
-    from .gaussian import gaussian_sigma
-
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     dd = v.integer("d", d, lo=1)
@@ -458,11 +483,9 @@ def calibrate_correlated_discrete(epsilon, delta, d, c=None) -> Calibration:
 # ------------------------------------------------------------------ de-biased top-k CSH (discrete)
 
 
-def topk_debias_discrete_delta_parts(eps, sigma, tau, k, conversion):
+def topk_debias_discrete_delta_parts(eps: float, sigma: float, tau: float, k: int,
+                                     conversion: str) -> dict[str, float]:
     """``{"gaussian", "threshold"}`` δ parts of discrete de-biased top-k CSH (see the calibration below)."""
-    from .csh import csh_discrete_delta_parts, csh_discrete_scales
-    from .zcdp import zcdp_to_dp_delta
-
     s_ind, s_corr = (float(x) for x in csh_discrete_scales(sigma, k))
     rho = 0.5 * (k / s_ind + 5.0 / s_corr)
     gauss = float(zcdp_to_dp_delta(rho, eps, conversion=conversion))
@@ -470,7 +493,7 @@ def topk_debias_discrete_delta_parts(eps, sigma, tau, k, conversion):
     return {"gaussian": gauss, "threshold": thr}
 
 
-def calibrate_topk_debias_discrete(epsilon, delta, k, conversion: str = "cks") -> Calibration:
+def calibrate_topk_debias_discrete(epsilon: float, delta: float, k: int, conversion: str = "cks") -> Calibration:
     """Discrete de-biased top-k CSH (Lebeda & Retschmeier (2024) Alg. 3 + Alg. 4, also releasing t̃ = t + Z_t/2).
 
     ``Z_t ~ N_Z(0, 4σ²/√k)`` (the shared scale). t moves by at most 1 between neighbours, i.e. by 2 in the
@@ -480,23 +503,19 @@ def calibrate_topk_debias_discrete(epsilon, delta, k, conversion: str = "cks") -
     thresholded). The margin is minimised over σ on a log grid above the smallest feasible σ.
     """
     if conversion not in ("cks", "bs"):
-        raise v.InvalidParameterError(f"conversion must be 'cks' or 'bs', got {conversion!r}")
+        raise InvalidParameterError(f"conversion must be 'cks' or 'bs', got {conversion!r}")
     return _calibrate_topk_debias_discrete(v.epsilon(epsilon), v.delta(delta), v.integer("k", k, lo=1), conversion)
 
 
 @lru_cache(maxsize=256)  # a pure function of validated arguments (repeated releases at one point search once)
 def _calibrate_topk_debias_discrete(eps: float, dlt: float, k: int, conversion: str) -> Calibration:
-    from ._invert import smallest_ok
-    from .csh import csh_discrete_noise_std, csh_discrete_scales
-    from .zcdp import zcdp_to_dp_delta
-
-    def gauss(s):
+    def gauss(s: float) -> float:
         s_ind, s_corr = (float(x) for x in csh_discrete_scales(s, k))
         return float(zcdp_to_dp_delta(0.5 * (k / s_ind + 5.0 / s_corr), eps, conversion=conversion))
 
     s_star = smallest_ok(lambda s: gauss(s) < dlt, 1e-3, 1.0, what="sigma")
 
-    def tau_at(s):
+    def tau_at(s: float) -> float:
         g = gauss(s)
         if g >= dlt:
             return math.inf

@@ -16,7 +16,8 @@ Every event
   parameters, never a pickled object), which is what the ledger stores so that a later process can
   recompute the composition.
 
-:func:`event_of` is the one bridge from a :class:`~.calibration.Calibration` (``Calibration.event()``);
+:func:`event_of` is the one bridge from a :class:`~.calibration.Calibration` (``event_of(cal)``: the events sit
+above the calibrations in the accounting layer, so a calibration does not build its own event);
 :func:`event_from_profile` reads the privacy profiles stored by ledgers written before events existed.
 """
 
@@ -26,20 +27,26 @@ import functools
 import math
 from dataclasses import dataclass, fields
 from fractions import Fraction
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Iterable, Mapping, Protocol, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _validate as v
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, InvalidTypeError
+from . import laws
 from . import pld as _pld
-from .calibration import Neighbours
+from .aggregates import JointDiscreteCalibration, joint_gshm_delta
+from ._types import FloatArray, RealOrArray
+from .calibration import Calibration, Neighbours
+from .conversions import epsilon_from_delta
 from .profiles import (ApproxDPProfile, CSHProfile, GaussianProfile, GSHMDiscreteProfile, GSHMProfile,
-                       LaplaceDiscreteProfile, PrivacyProfile, PureProfile, RoundedCSHProfile)
+                       LaplaceDiscreteProfile, PrivacyProfile, PureProfile, RoundedCSHProfile, profile_of)
+from .set_union import SetUnionCalibration, weighted_gaussian_delta
 
 __all__ = ["PrivacyEvent", "GSHMEvent", "DiscreteGSHMEvent", "LaplaceThresholdEvent", "CSHEvent",
            "GaussianEvent", "SetUnionEvent", "AggregateGSHMEvent", "PureEvent", "ApproxDPEvent", "SequenceEvent",
-           "event_of", "event_from_dict", "event_from_profile", "remember_samples", "known_samples"]
+           "event_of", "Charged", "event_from_dict", "event_from_profile", "remember_samples", "known_samples"]
 
 #: the profile is sampled up to the ε where it stops falling (δ(2ε) >= (1 − _FLAT)·δ(ε)) or drops below _TINY
 _FLAT = 1e-6
@@ -47,7 +54,7 @@ _TINY = 1e-18
 _EPS_TOP_MAX = 64.0
 
 
-def _rr_delta(eps: np.ndarray, e0: float, d0: float) -> np.ndarray:
+def _rr_delta(eps: FloatArray, e0: float, d0: float) -> FloatArray:
     """The randomised-response curve of an (e0, d0) guarantee at ε >= 0 (:class:`.profiles.ApproxDPProfile`)."""
     return np.asarray(ApproxDPProfile(e0, min(d0, 1.0)).delta(np.asarray(eps, dtype=float)), dtype=float)
 
@@ -80,7 +87,11 @@ class PrivacyEvent:
         """The single-release profile object (:mod:`.profiles`), where the family has one."""
         return None
 
-    def delta_at(self, epsilon: Any) -> Any:
+    @overload
+    def delta_at(self, epsilon: float) -> float: ...
+    @overload
+    def delta_at(self, epsilon: FloatArray) -> FloatArray: ...
+    def delta_at(self, epsilon: RealOrArray) -> RealOrArray:
         """δ(ε) of one release (vectorised; float for a scalar ε)."""
         prof = self.profile()
         assert prof is not None, f"{type(self).__name__} must define delta_at or profile"
@@ -88,15 +99,13 @@ class PrivacyEvent:
 
     def epsilon_at(self, delta: float) -> float:
         """Smallest ε >= 0 with ``delta_at(ε) <= delta`` (inf if none)."""
-        from .profiles import epsilon_from_delta
-
         return epsilon_from_delta(self.delta_at, delta)
 
     def pld(self) -> _pld.GridPLD:
         """The pessimistic privacy-loss distribution used to compose this release (module docstring)."""
         return _event_pld(self)
 
-    def profile_samples(self) -> tuple[np.ndarray, np.ndarray]:
+    def profile_samples(self) -> tuple[FloatArray, FloatArray]:
         """``(ε_i, δ_i)``: the profile on a uniform grid from 0 to where it stops falling, plus the charged ε,
         each δ_i the smaller of the profile and the charge's randomised-response curve (both are valid)."""
         cached = _SAMPLES.get(self)
@@ -131,7 +140,7 @@ class PrivacyEvent:
         return out
 
 
-def _fmt(x: Any) -> str:
+def _fmt(x: object) -> str:
     if isinstance(x, float):
         return f"{x:.6g}"
     if isinstance(x, tuple):
@@ -139,7 +148,7 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
-def _jsonable(x: Any) -> Any:
+def _jsonable(x: object) -> Any:  # a JSON value: any of str, number, list, None
     if isinstance(x, Neighbours):
         return x.name
     if isinstance(x, Fraction):
@@ -151,12 +160,12 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
-def _neighbours(x: Any) -> Neighbours:
+def _neighbours(x: object) -> Neighbours:
     if isinstance(x, Neighbours):
         return x
     if isinstance(x, str) and x in Neighbours.__members__:
         return Neighbours[x]
-    raise v.InvalidTypeError(f"neighbours must be a Neighbours member, got {x!r}")
+    raise InvalidTypeError(f"neighbours must be a Neighbours member, got {x!r}")
 
 
 # ------------------------------------------------------------------ thresholded sparse histograms
@@ -290,9 +299,11 @@ class SetUnionEvent(PrivacyEvent):
         super().__post_init__()
         object.__setattr__(self, "sigma2", v.rational("sigma2", self.sigma2))
 
-    def delta_at(self, epsilon: Any) -> Any:
-        from .set_union import weighted_gaussian_delta
-
+    @overload
+    def delta_at(self, epsilon: float) -> float: ...
+    @overload
+    def delta_at(self, epsilon: FloatArray) -> FloatArray: ...
+    def delta_at(self, epsilon: RealOrArray) -> RealOrArray:
         eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
         out = np.array([float(weighted_gaussian_delta(max(0.0, float(e)), self.sigma2, self.threshold, self.l0,
                                                       self.grid)) if e >= 0 else 1.0 for e in eps])
@@ -322,9 +333,11 @@ class AggregateGSHMEvent(PrivacyEvent):
                                                          for s in self.column_sigma2s))
         object.__setattr__(self, "column_sensitivities", tuple(int(d) for d in self.column_sensitivities))
 
-    def delta_at(self, epsilon: Any) -> Any:
-        from .aggregates import joint_gshm_delta
-
+    @overload
+    def delta_at(self, epsilon: float) -> float: ...
+    @overload
+    def delta_at(self, epsilon: FloatArray) -> FloatArray: ...
+    def delta_at(self, epsilon: RealOrArray) -> RealOrArray:
         eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
         out = np.array([float(joint_gshm_delta(max(0.0, float(e)), self.count_sigma2, self.margin, self.l0,
                                                self.column_sigma2s, self.column_sensitivities))
@@ -376,11 +389,11 @@ class SequenceEvent(PrivacyEvent):
     events: tuple[PrivacyEvent, ...]
     kind: ClassVar[str] = "sequence"
 
-    def __init__(self, events: Any, *, epsilon: float | None = None, delta: float | None = None,
+    def __init__(self, events: Iterable[PrivacyEvent], *, epsilon: float | None = None, delta: float | None = None,
                  neighbours: Neighbours | None = None):
         evs = tuple(events)
         if not evs or not all(isinstance(e, PrivacyEvent) for e in evs):
-            raise v.InvalidTypeError("SequenceEvent needs a non-empty sequence of PrivacyEvent values")
+            raise InvalidTypeError("SequenceEvent needs a non-empty sequence of PrivacyEvent values")
         rel = {e.neighbours for e in evs}
         if len(rel) != 1:
             raise InvalidParameterError("the parts of a SequenceEvent must hold for one neighbouring relation")
@@ -390,7 +403,11 @@ class SequenceEvent(PrivacyEvent):
         object.__setattr__(self, "neighbours", rel.pop() if neighbours is None else neighbours)
         self.__post_init__()
 
-    def delta_at(self, epsilon: Any) -> Any:
+    @overload
+    def delta_at(self, epsilon: float) -> float: ...
+    @overload
+    def delta_at(self, epsilon: FloatArray) -> FloatArray: ...
+    def delta_at(self, epsilon: RealOrArray) -> RealOrArray:
         h = self.pld().hockey_stick(epsilon)
         return float(h[0]) if np.ndim(epsilon) == 0 else h
 
@@ -399,18 +416,18 @@ class SequenceEvent(PrivacyEvent):
 
 #: profile samples by event, computed here or read back from a ledger (which stores them with the event's
 #: parameters, so that a later process need not re-evaluate a costly accountant); bounded FIFO
-_SAMPLES: dict[PrivacyEvent, tuple[np.ndarray, np.ndarray]] = {}
+_SAMPLES: dict[PrivacyEvent, tuple[FloatArray, FloatArray]] = {}
 _SAMPLES_MAX = 512
 
 
-def remember_samples(event: PrivacyEvent, epsilons: Any, deltas: Any) -> None:
+def remember_samples(event: PrivacyEvent, epsilons: npt.ArrayLike, deltas: npt.ArrayLike) -> None:
     """Record ``event``'s profile samples (as :meth:`PrivacyEvent.profile_samples` returns them)."""
     if len(_SAMPLES) >= _SAMPLES_MAX:
         _SAMPLES.pop(next(iter(_SAMPLES)))
     _SAMPLES[event] = (np.asarray(epsilons, dtype=float), np.asarray(deltas, dtype=float))
 
 
-def known_samples(event: PrivacyEvent) -> tuple[np.ndarray, np.ndarray] | None:
+def known_samples(event: PrivacyEvent) -> tuple[FloatArray, FloatArray] | None:
     """The samples of ``event`` if this process has them (nothing is computed)."""
     return _SAMPLES.get(event)
 
@@ -474,19 +491,25 @@ def event_from_profile(profile: PrivacyProfile | None, epsilon: float, delta: fl
     return ApproxDPEvent(mechanism=mechanism, **common)
 
 
-def event_of(calibration: Any, neighbours: Neighbours | None = None) -> PrivacyEvent:
+class Charged(Protocol):
+    """Any calibration :func:`event_of` accepts: it reads the charged (ε, δ) of every one (and the typed fields of
+    the calibrations it knows)."""
+
+    @property
+    def epsilon(self) -> float: ...
+    @property
+    def delta(self) -> float: ...
+
+
+def event_of(calibration: Charged, neighbours: Neighbours | None = None) -> PrivacyEvent:
     """The event of a release made with ``calibration`` (a :class:`~.calibration.Calibration` or one of the
-    calibrations of :mod:`.set_union` / :mod:`.aggregates`), charged at its (ε, δ).
+    calibrations of :mod:`.set_union` / :mod:`.aggregates`, or any other calibration with an ``epsilon`` and a
+    ``delta``: :class:`Charged`), charged at its (ε, δ).
 
     Families with a profile get their typed event (the noise actually sampled, as :func:`.profiles.profile_of`
     reads it); any other calibration is charged as an :class:`ApproxDPEvent` (its (ε, δ), composed optimally),
     or a :class:`PureEvent` when δ = 0.
     """
-    from . import laws
-    from .aggregates import JointDiscreteCalibration
-    from .profiles import profile_of
-    from .set_union import SetUnionCalibration
-
     cal = calibration
     rel = neighbours if neighbours is not None else getattr(cal, "neighbours", Neighbours.ADD_REMOVE)
     common: dict[str, Any] = {"epsilon": float(cal.epsilon), "delta": float(cal.delta), "neighbours": rel}
@@ -500,6 +523,6 @@ def event_of(calibration: Any, neighbours: Neighbours | None = None) -> PrivacyE
                                       column_sigma2s=joint.column_sigma2s,
                                       column_sensitivities=joint.column_sensitivities, **common)
         return ApproxDPEvent(mechanism="gshm-aggregates", **common)
-    prof = profile_of(cal) if hasattr(cal, "noise") and hasattr(cal, "mechanism") else None
+    prof = profile_of(cal) if isinstance(cal, Calibration) else None
     return event_from_profile(prof, common["epsilon"], common["delta"], rel,
                               str(getattr(cal, "mechanism", "")))

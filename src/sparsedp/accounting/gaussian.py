@@ -29,13 +29,16 @@ through :mod:`._brentq`, which does not import ``scipy.optimize`` (0.1–0.2 s o
 from __future__ import annotations
 
 import math
+from typing import overload
 
 import numpy as np
+import numpy.typing as npt
 from ._special import special
 
 from .. import _validate as v
-from ..errors import InfeasibleError, InvalidParameterError
+from ..errors import InfeasibleError, InvalidParameterError, InvalidTypeError
 from ._brentq import brentq
+from ._types import FloatArray, RealOrArray
 
 _SQRT1_2 = math.sqrt(0.5)
 #: floor on the exponent −a²/2 in :func:`_delta_core`: f is then overestimated by at most ~1e-304
@@ -43,7 +46,7 @@ _SQRT1_2 = math.sqrt(0.5)
 _EXP_FLOOR = -700.0
 
 
-def _delta_core(mu: np.ndarray, eps: np.ndarray, inv_mu: np.ndarray | None = None) -> np.ndarray:
+def _delta_core(mu: FloatArray, eps: FloatArray, inv_mu: FloatArray | None = None) -> FloatArray:
     """f(μ, ε) for float arrays of equal shape with μ > 0 (no validation; the O(l0) loops call this).
 
     ``inv_mu`` = 1/μ may be passed when the caller evaluates several ε at the same μ.
@@ -82,12 +85,12 @@ def _delta_core(mu: np.ndarray, eps: np.ndarray, inv_mu: np.ndarray | None = Non
     return np.clip(out, 0.0, 1.0)
 
 
-def _half_gauss(a: np.ndarray) -> np.ndarray:
+def _half_gauss(a: FloatArray) -> FloatArray:
     """½ e^{−a²/2}, exponent floored at ``_EXP_FLOOR``."""
     return 0.5 * np.exp(np.maximum(-0.5 * a * a, _EXP_FLOOR))
 
 
-def _log_delta_core(mu: np.ndarray, eps: np.ndarray) -> np.ndarray:
+def _log_delta_core(mu: FloatArray, eps: FloatArray) -> FloatArray:
     """log f(μ, ε) for float arrays with μ > 0; finite even where f underflows (branch a ≤ 0)."""
     a = 0.5 * mu - eps / mu
     b = -0.5 * mu - eps / mu
@@ -105,7 +108,7 @@ def _log_delta_core(mu: np.ndarray, eps: np.ndarray) -> np.ndarray:
     return out
 
 
-def _as_float_array(name: str, x, *, lo: float | None = None) -> np.ndarray:
+def _as_float_array(name: str, x: npt.ArrayLike, *, lo: float | None = None) -> FloatArray:
     """Validate a scalar (through :mod:`sparsedp._validate`) or an array of finite reals >= lo."""
     if np.ndim(x) == 0:
         val = v.real(name, x.item() if isinstance(x, (np.generic, np.ndarray)) else x, lo=lo)
@@ -113,7 +116,7 @@ def _as_float_array(name: str, x, *, lo: float | None = None) -> np.ndarray:
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
-        raise v.InvalidTypeError(f"{name} must be real numbers, got {x!r}") from None
+        raise InvalidTypeError(f"{name} must be real numbers, got {x!r}") from None
     if not np.all(np.isfinite(arr)):
         raise InvalidParameterError(f"{name} must be finite, got {x!r}")
     if lo is not None and np.any(arr < lo):
@@ -121,7 +124,13 @@ def _as_float_array(name: str, x, *, lo: float | None = None) -> np.ndarray:
     return arr
 
 
-def gaussian_delta(mu, epsilon):
+@overload
+def gaussian_delta(mu: float, epsilon: float) -> float: ...
+@overload
+def gaussian_delta(mu: FloatArray, epsilon: RealOrArray) -> FloatArray: ...
+@overload
+def gaussian_delta(mu: float, epsilon: FloatArray) -> FloatArray: ...
+def gaussian_delta(mu: RealOrArray, epsilon: RealOrArray) -> RealOrArray:
     """Tight δ(ε) of the Gaussian mechanism with μ = sensitivity/σ (Balle–Wang 2018, Thm 8).
 
     Source: Karrer et al. (2022) Theorem 2.2 / Eq. 2.3 and Observation 2.1; Lebeda & Retschmeier (2024) Lemma 2.5.
@@ -166,7 +175,7 @@ def _gaussian_mu(eps: float, dlt: float) -> float:
     return mu
 
 
-def gaussian_sigma(epsilon, delta, sensitivity: float = 1.0) -> float:
+def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest σ such that the Gaussian mechanism with ℓ2 sensitivity ``sensitivity`` is (ε, δ)-DP.
 
     Analytic Gaussian calibration (Balle–Wang 2018, Thm 8; Karrer et al. (2022) §5.3 item 2). Inverts

@@ -32,6 +32,7 @@ Ordering (Karrer et al. (2022) P1–P3): max(δ_inf, δ_G) <= δ_exact <= δ_fdp
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 from ._special import special
@@ -83,7 +84,7 @@ def _profile(eps: float, sigma: float, tau: float, l0: int, mu_o2: float, analys
             t2 -= np.expm1(lbeta)
             t3 = _delta_core(mu, eps + lbeta, inv_mu)
             i2, i3 = int(np.argmax(t2)), int(np.argmax(t3))
-            cand = ((float(t2[i2]), i2), (float(t3[i3]), i3))
+            cand: tuple[tuple[float, int], ...] = ((float(t2[i2]), i2), (float(t3[i3]), i3))
         else:
             tf = -np.expm1(lbeta) + np.exp(lbeta) * _delta_core(mu, np.full_like(mu, eps))
             i = int(np.argmax(tf))
@@ -100,13 +101,14 @@ def _delta(eps: float, sigma: float, tau: float, l0: int, mu_o2: float, analysis
     return _profile(eps, sigma, tau, l0, mu_o2, analysis)[0]
 
 
-def _check(epsilon, sigma, tau, l0, analysis, mu_o2):
+def _check(epsilon: float, sigma: float, tau: float, l0: int, analysis: str, mu_o2: float) -> tuple[float, float,
+           float, int, str, float]:
     return (v.nonnegative("epsilon", epsilon), v.positive("sigma", sigma), v.nonnegative("tau", tau),
             v.integer("l0", l0, lo=1), v.choice("analysis", analysis, ANALYSES),
             v.nonnegative("mu_o2", mu_o2))
 
 
-def gshm_delta(epsilon, sigma, tau, l0, analysis: str = "exact", mu_o2=0.0) -> float:
+def gshm_delta(epsilon: float, sigma: float, tau: float, l0: int, analysis: str = "exact", mu_o2: float = 0.0) -> float:
     """δ(ε) of the GSHM with noise σ, margin τ and at most ``l0`` groups per unit.
 
     ``analysis="exact"``: Karrer et al., Theorem 5.4 / Eq. 5.8 (Karrer et al. (2022) §4.6; Lebeda & Retschmeier (2024) Lemma 2.7),
@@ -118,7 +120,8 @@ def gshm_delta(epsilon, sigma, tau, l0, analysis: str = "exact", mu_o2=0.0) -> f
     return _delta(eps, s, t, k, mo, an)
 
 
-def gshm_delta_parts(epsilon, sigma, tau, l0, analysis: str = "exact", mu_o2=0.0) -> dict[str, float]:
+def gshm_delta_parts(epsilon: float, sigma: float, tau: float, l0: int, analysis: str = "exact",
+                     mu_o2: float = 0.0) -> dict[str, float]:
     """δ and its named parts, for ``Calibration.delta_parts``.
 
     Keys: ``"gaussian"`` = δ_G = f(μ(l0), ε) (rows above the threshold, Eq. 5.9), ``"threshold"`` =
@@ -153,7 +156,7 @@ def _x_for_inf(d: float, l0: int) -> float:
     return max(0.0, float(-special.ndtri(_per_row_budget(d, l0))))
 
 
-def _nudge_up(ok, x: float, what: str) -> float:
+def _nudge_up(ok: Callable[[float], bool], x: float, what: str) -> float:
     """Smallest representable step up from x (geometric, a few ulps at first) until ``ok`` holds."""
     step = 4.0 * 2.220446049250313e-16
     x = float(x)
@@ -227,7 +230,7 @@ def _smallest_tau(eps: float, dlt: float, sigma: float, l0: int, mu_o2: float, a
     return smallest_ok(ok, max(lo, sigma * 1e-12), hi, rel_tol=1e-12, what="threshold margin")
 
 
-def gshm_tau(epsilon, delta, sigma, l0, analysis: str = "exact", mu_o2=0.0) -> float:
+def gshm_tau(epsilon: float, delta: float, sigma: float, l0: int, analysis: str = "exact", mu_o2: float = 0.0) -> float:
     """Smallest margin τ (threshold − pre-threshold) making the GSHM (ε, δ)-DP at noise σ.
 
     Inverts :func:`gshm_delta` in τ, in which it is non-increasing (Karrer et al. (2022) §5.2, §5.3 item 1):
@@ -245,7 +248,8 @@ def gshm_tau(epsilon, delta, sigma, l0, analysis: str = "exact", mu_o2=0.0) -> f
     return float(_smallest_tau(eps, dlt, s, k, mo, an))
 
 
-def gshm_sigma(epsilon, delta, tau, l0, analysis: str = "exact", mu_o2=0.0, *, grid: int = 48) -> float:
+def gshm_sigma(epsilon: float, delta: float, tau: float, l0: int, analysis: str = "exact", mu_o2: float = 0.0, *,
+               grid: int = 48) -> float:
     """Smallest σ making the GSHM with margin τ (ε, δ)-DP (Karrer et al. (2022) §5.3 item 3).
 
     δ is not monotone in σ at fixed τ (the Gaussian part falls, δ_inf rises), so: the feasible σ lie
@@ -293,7 +297,7 @@ def gshm_sigma(epsilon, delta, tau, l0, analysis: str = "exact", mu_o2=0.0, *, g
         f"smallest delta found is {float(res.fun):.6g} at sigma={s_best:.6g}; raise tau or delta")
 
 
-def _bisect_sigma(ok, bad: float, good: float) -> float:
+def _bisect_sigma(ok: Callable[[float], bool], bad: float, good: float) -> float:
     """Bisect between an infeasible and a feasible σ; returns a feasible σ within 1e-12 relative."""
     if ok(bad):
         return bad
@@ -308,7 +312,7 @@ def _bisect_sigma(ok, bad: float, good: float) -> float:
     return good
 
 
-def gshm_epsilon(sigma, tau, delta, l0, analysis: str = "exact", mu_o2=0.0) -> float:
+def gshm_epsilon(sigma: float, tau: float, delta: float, l0: int, analysis: str = "exact", mu_o2: float = 0.0) -> float:
     """Smallest ε >= 0 such that the GSHM with noise σ and margin τ is (ε, δ)-DP (Karrer et al. (2022) §5.3 item 4).
 
     δ(ε) is non-increasing in ε and tends to δ_inf = 1 − Φ(τ/σ)^{l0} as ε → ∞ (P9), so δ must exceed
@@ -334,7 +338,7 @@ def gshm_epsilon(sigma, tau, delta, l0, analysis: str = "exact", mu_o2=0.0) -> f
     return float(smallest_ok(ok, 1e-12, 1.0, rel_tol=1e-12, max_hi=1e6, what="epsilon"))
 
 
-def _minimise_over_sigma(tau_at, sg: float) -> tuple[float, float]:
+def _minimise_over_sigma(tau_at: Callable[[float], float], sg: float) -> tuple[float, float]:
     """Minimise τ(σ) over σ > σ_G (unimodal in every case seen, Lebeda & Retschmeier (2024) §4.9(b) item 3).
 
     σ = σ_G·(1 + e^u); coarse grid in u, then bounded Brent around the best grid point; the upper end
@@ -358,7 +362,8 @@ def _minimise_over_sigma(tau_at, sg: float) -> tuple[float, float]:
     return sg * (1.0 + math.exp(u_best)), min(float(res.fun), float(taus[i]))
 
 
-def gshm_calibrate(epsilon, delta, l0, analysis: str = "exact", mu_o2=0.0) -> tuple[float, float]:
+def gshm_calibrate(epsilon: float, delta: float, l0: int, analysis: str = "exact", mu_o2: float = 0.0) -> tuple[float,
+                   float]:
     """Joint calibration: the (σ, τ) with the smallest margin τ making the GSHM (ε, δ)-DP.
 
     Every analysis needs σ >= σ_G, the analytic-Gaussian σ for sensitivity μ(l0) (Karrer et al. (2022) §5.3

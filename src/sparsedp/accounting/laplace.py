@@ -45,7 +45,7 @@ import math
 from fractions import Fraction
 
 from .. import _validate as v
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, InvalidTypeError
 
 __all__ = ["laplace_delta", "laplace_tau", "laplace_scale", "laplace_calibrate", "laplace_noise_std"]
 
@@ -66,7 +66,7 @@ def _log_release_prob(scale: float, tau: float, discrete: bool) -> float:
     return -math.log(2.0) - tau / scale
 
 
-def laplace_delta(epsilon, scale, tau, l0, discrete: bool = False) -> float:
+def laplace_delta(epsilon: float, scale: float, tau: float, l0: int, discrete: bool = False) -> float:
     """δ of the Laplace (or, ``discrete=True``, geometric) stability histogram: 1 − (1 − q)^{l0}.
 
     q = ½e^{−τ/b} (continuous) or e^{−(⌊τ⌋+1)/b}/(1 + e^{−1/b}) (discrete), the probability that a count-1
@@ -79,13 +79,13 @@ def laplace_delta(epsilon, scale, tau, l0, discrete: bool = False) -> float:
     tau = v.nonnegative("tau", tau)
     l0 = v.integer("l0", l0, lo=1)
     if not isinstance(discrete, bool):
-        raise v.InvalidTypeError(f"discrete must be a bool, got {type(discrete).__name__} {discrete!r}")
+        raise InvalidTypeError(f"discrete must be a bool, got {type(discrete).__name__} {discrete!r}")
     _check_scale(eps, scale, l0)
     log_q = _log_release_prob(scale, tau, discrete)
     return float(-math.expm1(l0 * math.log1p(-math.exp(log_q))))
 
 
-def laplace_scale(epsilon, l0) -> float:
+def laplace_scale(epsilon: float, l0: int) -> float:
     """The noise scale b = l0/ε of the stability histogram (ℓ1 sensitivity l0 of the shared keys; Wilson et
     al. 2020), rounded up so that l0 <= b·ε holds exactly (as rationals)."""
     eps = v.epsilon(epsilon)
@@ -96,7 +96,7 @@ def laplace_scale(epsilon, l0) -> float:
     return b
 
 
-def laplace_tau(epsilon, delta, scale, l0, discrete: bool = False) -> float:
+def laplace_tau(epsilon: float, delta: float, scale: float, l0: int, discrete: bool = False) -> float:
     """Smallest margin τ >= 0 with :func:`laplace_delta` <= δ (closed form, then checked).
 
     Continuous: τ = b·(ln(1/(2 q*)))⁺ with q* = 1 − (1 − δ)^{1/l0} (Wilson et al. 2020). Discrete: the
@@ -122,7 +122,7 @@ def laplace_tau(epsilon, delta, scale, l0, discrete: bool = False) -> float:
     return tau
 
 
-def laplace_calibrate(epsilon, delta, l0, discrete: bool = False) -> tuple[float, float]:
+def laplace_calibrate(epsilon: float, delta: float, l0: int, discrete: bool = False) -> tuple[float, float]:
     """(scale, τ) of the Laplace/geometric stability histogram at (ε, δ): b = l0/ε and the smallest margin.
 
     b = l0/ε is the smallest scale the analysis allows; a larger b only raises the threshold (q grows), so
@@ -135,7 +135,7 @@ def laplace_calibrate(epsilon, delta, l0, discrete: bool = False) -> tuple[float
     return b, laplace_tau(eps, dlt, b, l0, discrete=discrete)
 
 
-def laplace_noise_std(scale, discrete: bool = False) -> float:
+def laplace_noise_std(scale: float, discrete: bool = False) -> float:
     """Standard deviation of the noise: √2·b (Laplace) or √(2α)/(1−α), α = e^{−1/b} (discrete Laplace,
     Canonne–Kamath–Steinke 2020, Def. 28; :func:`.discrete.dlaplace_variance`)."""
     scale = v.positive("scale", scale)

@@ -42,7 +42,7 @@ __all__ = ["DiscreteGaussian", "DiscreteLaplace", "RoundedCorrelatedGaussian", "
            "Gaussian", "Laplace", "CorrelatedGaussian", "DenseCorrelatedGaussian", "NoiseLaw", "LAWS", "law_as_dict"]
 
 
-def _fraction(law, name: str, *, zero_ok: bool = False) -> None:
+def _fraction(law: object, name: str, *, zero_ok: bool = False) -> None:
     x = getattr(law, name)
     if isinstance(x, bool) or not isinstance(x, (int, Fraction)):
         raise InvalidParameterError(f"{type(law).__name__}.{name} must be an exact rational (Fraction or int), "
@@ -53,7 +53,7 @@ def _fraction(law, name: str, *, zero_ok: bool = False) -> None:
     object.__setattr__(law, name, x)
 
 
-def _real(law, name: str, *, zero_ok: bool = False) -> None:
+def _real(law: object, name: str, *, zero_ok: bool = False) -> None:
     x = getattr(law, name)
     if isinstance(x, bool):
         raise InvalidParameterError(f"{type(law).__name__}.{name} must be a number, got {x!r}")
@@ -63,7 +63,7 @@ def _real(law, name: str, *, zero_ok: bool = False) -> None:
     object.__setattr__(law, name, x)
 
 
-def _positive_int(law, name: str) -> None:
+def _positive_int(law: object, name: str) -> None:
     x = getattr(law, name)
     if isinstance(x, bool) or not isinstance(x, int) or x < 1:
         raise InvalidParameterError(f"{type(law).__name__}.{name} must be an integer >= 1, got {x!r}")

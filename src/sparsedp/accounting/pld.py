@@ -28,11 +28,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 from ._special import special
 
 from ..errors import InfeasibleError
+from ._types import FloatArray
+from .discrete_histograms import _SF_REL_ERR, _log_ratio_iid
 
 __all__ = ["GridPLD", "core_distribution", "DEFAULT_STEP", "MAX_POINTS"]
 
@@ -41,12 +46,24 @@ MAX_POINTS = 1 << 23
 _TAIL_SDS = 14.0  # table half-width in standard deviations of the loss (tail beyond: < 1e-44)
 
 
+class CorePair(Protocol):
+    """The core of a composable pair (:class:`.composition.DominatingPair`, which sits above this module): μ² of
+    its continuous-Gaussian part and its discrete-Gaussian / discrete-Laplace coordinates ``((scale, count), …)``."""
+
+    @property
+    def gaussian_mu2(self) -> float: ...
+    @property
+    def dgauss(self) -> tuple[tuple[Fraction, int], ...]: ...
+    @property
+    def dlaplace(self) -> tuple[tuple[Fraction, int], ...]: ...
+
+
 @dataclass(frozen=True)
 class GridPLD:
     """Loss law on ``(offset + i)·step`` (pmf ``mass[i]``) plus ``infinity`` mass at +∞."""
 
     offset: int
-    mass: np.ndarray
+    mass: FloatArray
     infinity: float
     step: float
 
@@ -58,7 +75,7 @@ class GridPLD:
         keep_a, keep_b = 1.0 - self.infinity, 1.0 - other.infinity
         return GridPLD(self.offset + other.offset, m, 1.0 - keep_a * keep_b, self.step)
 
-    def hockey_stick(self, epsilon) -> np.ndarray:
+    def hockey_stick(self, epsilon: npt.ArrayLike) -> FloatArray:
         eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
         losses = (self.offset + np.arange(self.mass.size)) * self.step
         slack = self.mass.size * 1e-15
@@ -66,10 +83,11 @@ class GridPLD:
         for i, e in enumerate(eps):
             w = -np.expm1(np.minimum(e - losses, 0.0))  # (1 − e^{ε − l})_+
             out[i] = float(np.dot(self.mass, w)) + self.infinity + slack
-        return np.minimum(out, 1.0)
+        capped: FloatArray = np.minimum(out, 1.0)
+        return capped
 
 
-def _on_grid(losses: np.ndarray, mass: np.ndarray, infinity: float, step: float) -> GridPLD:
+def _on_grid(losses: npt.NDArray[np.floating[Any]], mass: FloatArray, infinity: float, step: float) -> GridPLD:
     idx = np.floor(losses / step).astype(np.int64) + 1  # rounded up (strictly), pessimistic
     lo = int(idx.min())
     size = int(idx.max()) - lo + 1
@@ -99,8 +117,6 @@ def gaussian_part(mu2: float, step: float = DEFAULT_STEP) -> GridPLD:
 
 def dgauss_part(s: float, j: int, step: float = DEFAULT_STEP) -> GridPLD:
     """L = (2S + j)/(2s), S's pmf bounded by R_j · N_Z(0, js) (see the module docstring)."""
-    from .discrete_histograms import _SF_REL_ERR, _log_ratio_iid
-
     var = j * s
     half = int(math.ceil(_TAIL_SDS * math.sqrt(var))) + 2
     if 2 * half + 1 > MAX_POINTS:
@@ -125,7 +141,7 @@ def dlaplace_part(t: float, j: int, step: float = DEFAULT_STEP) -> GridPLD:
     return _on_grid(losses, pmf, 0.0, step)
 
 
-def core_distribution(pair, step: float = DEFAULT_STEP) -> GridPLD:
+def core_distribution(pair: CorePair, step: float = DEFAULT_STEP) -> GridPLD:
     """The discretised loss law of ``pair``'s core (a :class:`.composition.DominatingPair`)."""
     parts: list[GridPLD] = []
     if pair.gaussian_mu2 > 0:
@@ -151,7 +167,7 @@ def core_distribution(pair, step: float = DEFAULT_STEP) -> GridPLD:
 TRUNCATION = 1e-14
 
 
-def hull_pair(epsilons, deltas) -> tuple[np.ndarray, np.ndarray, float]:
+def hull_pair(epsilons: npt.ArrayLike, deltas: npt.ArrayLike) -> tuple[FloatArray, FloatArray, float]:
     """The discrete pair whose hockey-stick curve is the lower convex hull of a sampled privacy profile.
 
     ``deltas[i]`` must bound ``H_{e^ε}(M(D)‖M(D'))`` at ``epsilons[i] >= 0`` for every *ordered* neighbouring
@@ -178,10 +194,10 @@ def hull_pair(epsilons, deltas) -> tuple[np.ndarray, np.ndarray, float]:
     hull: list[int] = []  # lower convex hull (Andrew's monotone chain), points sorted by x
     for i in range(xs.size):
         while len(hull) >= 2:
-            a, b = hull[-2], hull[-1]
-            # drop b if it lies on or above the chord a → i, or below it by float rounding only (dropping a
+            ia, ib = hull[-2], hull[-1]
+            # drop ib if it lies on or above the chord ia → i, or below it by float rounding only (dropping a
             # vertex only raises the curve: still an upper bound)
-            lhs, rhs = (ys[b] - ys[a]) * (xs[i] - xs[a]), (ys[i] - ys[a]) * (xs[b] - xs[a])
+            lhs, rhs = (ys[ib] - ys[ia]) * (xs[i] - xs[ia]), (ys[i] - ys[ia]) * (xs[ib] - xs[ia])
             if lhs >= rhs - 1e-12 * (abs(lhs) + abs(rhs)):
                 hull.pop()
             else:
@@ -206,13 +222,13 @@ _SNAP = 1e-9
 _SNAP_MASS = 1e-13
 
 
-def snap_grid(epsilons, step: float = DEFAULT_STEP) -> np.ndarray:
+def snap_grid(epsilons: npt.ArrayLike, step: float = DEFAULT_STEP) -> FloatArray:
     """ε sample points moved *up* to multiples of ``step`` (a profile is non-increasing, so the δ sampled there is
     still a valid bound at the moved point; the hull pair's losses then fall on the grid)."""
     return np.unique(np.ceil(np.asarray(epsilons, dtype=float) / step - _SNAP) * step)
 
 
-def from_profile(epsilons, deltas, step: float = DEFAULT_STEP) -> GridPLD:
+def from_profile(epsilons: npt.ArrayLike, deltas: npt.ArrayLike, step: float = DEFAULT_STEP) -> GridPLD:
     """The pessimistically discretised privacy-loss law of :func:`hull_pair`: each loss goes to the grid point
     at or above it (a loss at most ``_SNAP·step`` above a grid point goes to that point, a shift of the hockey
     stick by at most ``_SNAP·step`` < ``_SNAP_MASS``, which is added to the mass at +∞)."""

@@ -26,47 +26,47 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Mapping, overload
 
 import numpy as np
+import numpy.typing as npt
 from ._special import special
 
 from .. import _validate as v
 from ..errors import InvalidParameterError
+from ._types import FloatArray, RealOrArray
+from .calibration import Calibration
 from .composition import DominatingPair
+from .conversions import epsilon_from_delta, tradeoff_from_profile
 from .names import CORRELATED_GAUSSIAN, GSHM, LAPLACE, TOPK_CSH
+from . import laws
+from .csh import csh_delta, csh_rounded_delta
+from .csh_exact import csh_exact_delta
+from .discrete import dgauss_sf, dlaplace_sf
+from .discrete_histograms import _blocks, gshm_discrete_delta, laplace_discrete_delta
+from .gaussian import gaussian_delta
+from .gshm import gshm_delta
 
 __all__ = ["PrivacyProfile", "GSHMDiscreteProfile", "GSHMProfile", "LaplaceDiscreteProfile", "CSHProfile",
            "RoundedCSHProfile", "GaussianProfile", "PureProfile", "ApproxDPProfile", "profile_of", "profile_from_dict",
            "tradeoff_from_profile"]
-
-_EPS_GRID = np.concatenate([[0.0], np.geomspace(1e-4, 30.0, 400)])
-
-
-def tradeoff_from_profile(delta_fn, alpha, eps_grid=_EPS_GRID) -> np.ndarray:
-    """f(α) = max over the ε grid of max(0, 1 − δ(ε) − e^ε α, e^{−ε}(1 − δ(ε) − α)) (Dong–Roth–Su Prop. 2.12).
-
-    Every (ε, δ(ε)) guarantee gives the trade-off lower bound f_{ε,δ}; their pointwise maximum is one too.
-    """
-    a = np.atleast_1d(np.asarray(alpha, dtype=float))
-    if np.any((a < 0) | (a > 1)):
-        raise InvalidParameterError("alpha must lie in [0, 1]")
-    eps = np.asarray(eps_grid, dtype=float)
-    d = np.atleast_1d(np.asarray(delta_fn(eps), dtype=float))
-    out = np.zeros_like(a)
-    for e, de in zip(eps, d):
-        f1 = 1.0 - de - math.exp(e) * a
-        f2 = math.exp(-e) * (1.0 - de - a)
-        out = np.maximum(out, np.maximum(f1, f2))
-    return np.clip(out, 0.0, 1.0 - a)
-
 
 class PrivacyProfile:
     """Common interface (see the module docstring). Subclasses are frozen dataclasses."""
 
     family: str = ""
 
-    def delta(self, epsilon):  # pragma: no cover - abstract
+    @overload
+    def delta(self, epsilon: float) -> float: ...
+    @overload
+    def delta(self, epsilon: FloatArray) -> FloatArray: ...
+    def delta(self, epsilon: RealOrArray) -> RealOrArray:
+        """δ(ε) of one release, for finite real ε (vectorised: a float for a scalar ε)."""
+        eps, scalar = _eps_array(epsilon)
+        return _out(self._delta(eps), scalar)
+
+    def _delta(self, eps: FloatArray) -> FloatArray:  # pragma: no cover - abstract
+        """δ at each ε of a validated 1-d array (each family's accountant)."""
         raise NotImplementedError
 
     def pair(self) -> DominatingPair | None:
@@ -76,21 +76,21 @@ class PrivacyProfile:
         """Smallest ε >= 0 (bisection to 1e-9 relative, rounded up) with ``delta(ε) <= delta``; inf if none."""
         return epsilon_from_delta(self.delta, delta, hi=hi)
 
-    def tradeoff_curve(self, alpha) -> np.ndarray:
+    def tradeoff_curve(self, alpha: npt.ArrayLike) -> FloatArray:
         return tradeoff_from_profile(self.delta, alpha)
 
     def to_dict(self) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
-def _eps_array(epsilon) -> tuple[np.ndarray, bool]:
+def _eps_array(epsilon: npt.ArrayLike) -> tuple[FloatArray, bool]:
     arr = np.atleast_1d(np.asarray(epsilon, dtype=float))
     if not np.all(np.isfinite(arr)):
         raise InvalidParameterError(f"epsilon must be finite, got {epsilon!r}")
     return arr, np.ndim(epsilon) == 0
 
 
-def _out(arr: np.ndarray, scalar: bool):
+def _out(arr: FloatArray, scalar: bool) -> RealOrArray:
     return float(arr[0]) if scalar else arr
 
 
@@ -120,16 +120,10 @@ class GSHMDiscreteProfile(PrivacyProfile):
 
     def release_probability(self) -> float:
         """P[a key at the pre-threshold is released] = P[Z >= margin]."""
-        from .discrete import dgauss_sf
-
         return float(dgauss_sf(self.margin, self.sigma2))
 
-    def delta(self, epsilon):
-        from .discrete_histograms import gshm_discrete_delta
-
-        eps, scalar = _eps_array(epsilon)
-        return _out(np.array([gshm_discrete_delta(float(e), self.sigma2, self.margin, self.l0) for e in eps]),
-                    scalar)
+    def _delta(self, eps: FloatArray) -> FloatArray:
+        return np.array([gshm_discrete_delta(float(e), self.sigma2, self.margin, self.l0) for e in eps])
 
     def pair(self) -> DominatingPair:
         p = min(1.0, self.release_probability() * (1.0 + 1e-12))
@@ -164,19 +158,16 @@ class GSHMProfile(PrivacyProfile):
         object.__setattr__(self, "mu_o2", v.nonnegative("mu_o2", self.mu_o2))
         object.__setattr__(self, "analysis", v.choice("analysis", self.analysis, ("exact", "add", "fdp")))
 
-    def delta(self, epsilon):
-        from .gshm import gshm_delta
-
-        eps, scalar = _eps_array(epsilon)
-        return _out(np.array([gshm_delta(max(0.0, float(e)), self.sigma, self.tau, self.l0, self.analysis,
-                                         self.mu_o2) if e >= 0 else 1.0 for e in eps]), scalar)
+    def _delta(self, eps: FloatArray) -> FloatArray:
+        return np.array([gshm_delta(max(0.0, float(e)), self.sigma, self.tau, self.l0, self.analysis,
+                                    self.mu_o2) if e >= 0 else 1.0 for e in eps])
 
     def pair(self) -> DominatingPair:
         mu2 = self.l0 * (1.0 / (self.sigma * self.sigma) + self.mu_o2) * (1.0 + 1e-12)
         lphi = float(special.log_ndtr(self.tau / self.sigma))
         return DominatingPair(gaussian_mu2=mu2, log_keep=self.l0 * lphi * (1.0 + 1e-12))
 
-    def tradeoff_curve(self, alpha) -> np.ndarray:
+    def tradeoff_curve(self, alpha: npt.ArrayLike) -> FloatArray:
         a_arr = np.atleast_1d(np.asarray(alpha, dtype=float))
         if np.any((a_arr < 0) | (a_arr > 1)):
             raise InvalidParameterError("alpha must lie in [0, 1]")
@@ -185,8 +176,6 @@ class GSHMProfile(PrivacyProfile):
         if self.l0 <= 4096:
             los = his = np.arange(self.l0 + 1)
         else:  # blocks: a lower bound of min over each block (keep ↑ in a uses a_hi, μ ↓ in a uses a_lo)
-            from .discrete_histograms import _blocks
-
             lo, hi = _blocks(self.l0)
             los, his = np.append(lo, self.l0), np.append(hi, self.l0)
         out = np.full_like(a_arr, np.inf)
@@ -198,7 +187,8 @@ class GSHMProfile(PrivacyProfile):
                 g = keep * special.ndtr(-special.ndtri(u) - mu)
             g = np.where(a_arr > keep, 0.0, g)
             out = np.minimum(out, g)
-        return np.clip(out, 0.0, 1.0 - a_arr)
+        curve: FloatArray = np.clip(out, 0.0, 1.0 - a_arr)
+        return curve
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "sigma": self.sigma, "tau": self.tau, "l0": self.l0,
@@ -226,16 +216,10 @@ class LaplaceDiscreteProfile(PrivacyProfile):
         object.__setattr__(self, "margin", v.integer("margin", self.margin, lo=0))
         object.__setattr__(self, "l0", v.integer("l0", self.l0, lo=1))
 
-    def delta(self, epsilon):
-        from .discrete_histograms import laplace_discrete_delta
-
-        eps, scalar = _eps_array(epsilon)
-        return _out(np.array([laplace_discrete_delta(float(e), self.scale, self.margin, self.l0) for e in eps]),
-                    scalar)
+    def _delta(self, eps: FloatArray) -> FloatArray:
+        return np.array([laplace_discrete_delta(float(e), self.scale, self.margin, self.l0) for e in eps])
 
     def pair(self) -> DominatingPair:
-        from .discrete import dlaplace_sf
-
         p = min(1.0, float(dlaplace_sf(self.margin, self.scale)) * (1.0 + 1e-12))
         return DominatingPair(dlaplace=((self.scale, self.l0),), log_keep=self.l0 * DominatingPair.bad_event(p))
 
@@ -256,17 +240,13 @@ def _csh_pair(sigma: float, tau: float, k: int, debias: bool) -> DominatingPair:
     return DominatingPair(gaussian_mu2=mu2, tv=min(1.0, tv))
 
 
-def _csh_delta(eps: float, sigma: float, t, k: int, analysis: str, debias: bool, rounded: bool) -> float:
+def _csh_delta(eps: float, sigma: float, t: float, k: int, analysis: str, debias: bool, rounded: bool) -> float:
     """δ(ε) of CSH / top-k CSH at margin ``t`` (integer if ``rounded``, else continuous τ) under ``analysis``:
     "exact" = :func:`.csh_exact.csh_exact_delta` (certified profile), else Lebeda & Retschmeier (2024) Thm 3.5 / 3.3 (:mod:`.csh`)."""
     if analysis == "exact":
-        from .csh_exact import csh_exact_delta
-
         return csh_exact_delta(eps, sigma, t, k, rounded=rounded, topk=debias, debias=debias)
-    from .csh import csh_delta, csh_rounded_delta
-
     if rounded:
-        return csh_rounded_delta(eps, sigma, t, k, analysis, debias=debias)
+        return csh_rounded_delta(eps, sigma, int(t), k, analysis, debias=debias)  # t is the integer margin
     return csh_delta(eps, sigma, t, k, analysis, debias=debias)
 
 
@@ -291,10 +271,9 @@ class CSHProfile(PrivacyProfile):
         object.__setattr__(self, "k", v.integer("k", self.k, lo=1))
         object.__setattr__(self, "analysis", v.choice("analysis", self.analysis, ("exact", "tight", "add")))
 
-    def delta(self, epsilon):
-        eps, scalar = _eps_array(epsilon)
-        return _out(np.array([_csh_delta(float(e), self.sigma, self.tau, self.k, self.analysis, self.debias, False)
-                              if e >= 0 else 1.0 for e in eps]), scalar)
+    def _delta(self, eps: FloatArray) -> FloatArray:
+        return np.array([_csh_delta(float(e), self.sigma, self.tau, self.k, self.analysis, self.debias, False)
+                         if e >= 0 else 1.0 for e in eps])
 
     def pair(self) -> DominatingPair:
         return _csh_pair(self.sigma, self.tau, self.k, self.debias)
@@ -325,10 +304,9 @@ class RoundedCSHProfile(PrivacyProfile):
         object.__setattr__(self, "k", v.integer("k", self.k, lo=1))
         object.__setattr__(self, "analysis", v.choice("analysis", self.analysis, ("exact", "tight", "add")))
 
-    def delta(self, epsilon):
-        eps, scalar = _eps_array(epsilon)
-        return _out(np.array([_csh_delta(float(e), self.sigma, self.margin, self.k, self.analysis, self.debias, True)
-                              if e >= 0 else 1.0 for e in eps]), scalar)
+    def _delta(self, eps: FloatArray) -> FloatArray:
+        return np.array([_csh_delta(float(e), self.sigma, self.margin, self.k, self.analysis, self.debias, True)
+                         if e >= 0 else 1.0 for e in eps])
 
     def pair(self) -> DominatingPair:
         return _csh_pair(self.sigma, self.margin - 0.5, self.k, self.debias)
@@ -351,19 +329,17 @@ class GaussianProfile(PrivacyProfile):
     def __post_init__(self) -> None:
         object.__setattr__(self, "mu", v.positive("mu", self.mu))
 
-    def delta(self, epsilon):
-        from .gaussian import gaussian_delta
-
-        eps, scalar = _eps_array(epsilon)
-        return _out(np.atleast_1d(gaussian_delta(self.mu, eps)), scalar)
+    def _delta(self, eps: FloatArray) -> FloatArray:
+        return np.atleast_1d(gaussian_delta(self.mu, eps))
 
     def pair(self) -> DominatingPair:
         return DominatingPair(gaussian_mu2=self.mu * self.mu * (1.0 + 1e-12))
 
-    def tradeoff_curve(self, alpha) -> np.ndarray:
+    def tradeoff_curve(self, alpha: npt.ArrayLike) -> FloatArray:
         a = np.atleast_1d(np.asarray(alpha, dtype=float))
         with np.errstate(divide="ignore"):
-            return np.clip(special.ndtr(-special.ndtri(a) - self.mu), 0.0, 1.0 - a)
+            curve: FloatArray = np.clip(special.ndtr(-special.ndtri(a) - self.mu), 0.0, 1.0 - a)
+        return curve
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "mu": self.mu}
@@ -380,12 +356,12 @@ class PureProfile(PrivacyProfile):
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon0", v.nonnegative("epsilon0", self.epsilon0))
 
-    def delta(self, epsilon):
-        eps, scalar = _eps_array(epsilon)
+    def _delta(self, eps: FloatArray) -> FloatArray:
         e0 = self.epsilon0
         out = np.maximum(0.0, (np.exp(e0 - np.logaddexp(0.0, e0))) * -np.expm1(np.minimum(eps - e0, 0.0)))
         out = np.maximum(out, -np.expm1(np.minimum(eps, 0.0)))  # S = everything: 1 − e^ε for ε < 0
-        return _out(out + 0.0, scalar)  # + 0.0: no −0 (x·(−expm1(0)) is −0.0, printed "-0")
+        no_negative_zero: FloatArray = out + 0.0  # + 0.0: no −0 (x·(−expm1(0)) is −0.0, printed "-0")
+        return no_negative_zero
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "epsilon0": self.epsilon0}
@@ -407,13 +383,13 @@ class ApproxDPProfile(PrivacyProfile):
         object.__setattr__(self, "epsilon0", v.nonnegative("epsilon0", self.epsilon0))
         object.__setattr__(self, "delta0", v.real("delta0", self.delta0, lo=0.0, hi=1.0))
 
-    def delta(self, epsilon):
-        eps, scalar = _eps_array(epsilon)
+    def _delta(self, eps: FloatArray) -> FloatArray:
         e0, d0 = self.epsilon0, self.delta0
         a = np.abs(eps)
         pos = d0 + (1.0 - d0) * np.exp(e0 - np.logaddexp(0.0, e0)) * -np.expm1(np.minimum(a - e0, 0.0))
         out = np.where(eps >= 0, pos, -np.expm1(eps) + np.exp(eps) * pos)  # swap identity below 0
-        return _out(np.minimum(out, 1.0), scalar)
+        capped: FloatArray = np.minimum(out, 1.0)
+        return capped
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "epsilon0": self.epsilon0, "delta0": self.delta0}
@@ -429,45 +405,34 @@ def profile_from_dict(d: Mapping[str, Any]) -> PrivacyProfile:
     if not isinstance(d, Mapping) or d.get("family") not in _FAMILIES:
         raise InvalidParameterError(f"not a stored privacy profile: {d!r}")
     kw = {k: val for k, val in d.items() if k != "family"}
-    return _FAMILIES[d["family"]](**kw)
+    profile: PrivacyProfile = _FAMILIES[d["family"]](**kw)
+    return profile
 
 
-def epsilon_from_delta(delta_of, delta: float, *, hi: float = 200.0) -> float:
-    """Smallest ε >= 0 (bisection to 1e-9 relative, rounded up) with ``delta_of(ε) <= delta`` for a
-    non-increasing profile ``delta_of``; inf if none below ``hi``."""
-    dlt = float(delta)
-    if delta_of(0.0) <= dlt:
-        return 0.0
-    if delta_of(hi) > dlt:
-        return math.inf
-    lo, up = 0.0, hi
-    while up - lo > 1e-9 * max(up, 1e-6):
-        mid = 0.5 * (lo + up)
-        if delta_of(mid) <= dlt:
-            up = mid
-        else:
-            lo = mid
-    return up
+def _bound(value: int | None, name: str, mechanism: str) -> int:
+    """A calibration's contribution bound ``name`` as an int (an error naming it if the calibration lacks it)."""
+    if value is None:
+        raise InvalidParameterError(f"a {mechanism} calibration without {name} has no privacy profile", param=name)
+    return int(value)
 
 
-def profile_of(calibration) -> PrivacyProfile | None:
+def profile_of(calibration: Calibration) -> PrivacyProfile | None:
     """The profile of the noise a release made with ``calibration`` samples; ``None`` if it has none.
 
     THE one bridge from :class:`~.calibration.Calibration` to profiles, dispatching on the typed noise law
     (:mod:`.laws`). No profile (→ basic composition in the ledger) for: continuous Laplace, Algorithm-4 CSH
     (zCDP), the discrete correlated Gaussian, and anything else without a proved composable form.
     """
-    from . import laws
-
     cal, law, mech = calibration, calibration.noise, calibration.mechanism
     if mech == GSHM and isinstance(law, laws.DiscreteGaussian):
-        return GSHMDiscreteProfile(Fraction(law.sigma2), int(cal.tau), int(cal.l0))
+        return GSHMDiscreteProfile(Fraction(law.sigma2), int(cal.tau), _bound(cal.l0, "l0", mech))
     if mech == GSHM and isinstance(law, laws.Gaussian):
-        return GSHMProfile(float(cal.sigma), float(cal.tau), int(cal.l0), float(cal.mu_o2), cal.analysis)
+        return GSHMProfile(float(cal.sigma), float(cal.tau), _bound(cal.l0, "l0", mech), float(cal.mu_o2),
+                           cal.analysis)
     if mech == LAPLACE and isinstance(law, laws.DiscreteLaplace):
-        return LaplaceDiscreteProfile(Fraction(law.scale), int(cal.tau), int(cal.l0))
+        return LaplaceDiscreteProfile(Fraction(law.scale), int(cal.tau), _bound(cal.l0, "l0", mech))
     if mech in ("csh", TOPK_CSH):
-        k = int(cal.k if cal.k is not None else cal.top_k)
+        k = _bound(cal.k if cal.k is not None else cal.top_k, "k", mech)
         if isinstance(law, laws.RoundedCorrelatedGaussian):
             return RoundedCSHProfile(float(cal.sigma), int(cal.tau), k, cal.analysis.removeprefix("rounded-"),
                                      bool(cal.debias))

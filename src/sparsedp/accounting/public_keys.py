@@ -35,11 +35,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Mapping
+from typing import Callable, Iterable, Mapping
 
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
 from .names import CORRELATED_GAUSSIAN, LAPLACE
+from ._types import Scale
+from .calibration import Calibration, Comparison, Neighbours
+from .correlated import correlated_gaussian_sigma1
+from .discrete import dgauss_variance, dlaplace_variance
+from .discrete_histograms import (_dgauss_hs_from_law, _log_ratio_iid, _log_ratio_step, best_integer_c,
+                                  correlated_discrete_delta, dgauss_shift_hockey_stick, rational_up)
+from .gaussian import gaussian_delta, gaussian_sigma
+from .laws import DiscreteDenseCorrelatedGaussian
 
 __all__ = ["PublicKeysCalibration", "calibrate_public_gaussian", "calibrate_public_laplace",
            "calibrate_correlated_public", "centred_embedding_delta", "centred_embedding_choice",
@@ -76,11 +84,11 @@ class PublicKeysCalibration:
     d: int
     k: int
     family: str
-    scale: object
+    scale: Fraction | float
     noise_std: float
     delta_achieved: float
     secure: bool
-    c: object = None
+    c: float | None = None
     known_n: float | None = None
     n_noise_std: float | None = None
     shared_std: float = 0.0
@@ -102,12 +110,10 @@ class PublicKeysCalibration:
         return 0.0
 
 
-def _smallest_scale(delta_of, start: float, target: float, what: str) -> Fraction:
+def _smallest_scale(delta_of: Callable[[Fraction], float], start: float, target: float, what: str) -> Fraction:
     """The first scale on the 0.01% ladder above ``start`` (rounded up to a short rational) with
     ``delta_of(s) <= target`` (the lattice makes δ slightly non-monotone in s, hence the walk, as in
     :func:`~.discrete_histograms.calibrate_gshm_discrete`)."""
-    from .discrete_histograms import rational_up
-
     s = rational_up(max(1.0, start))
     for _ in range(5000):
         if delta_of(s) <= target:
@@ -121,17 +127,14 @@ def _k(d: int, l0: int | None) -> tuple[int, int]:
     return dd, dd if l0 is None else min(dd, v.integer("l0", l0, lo=1))
 
 
-def calibrate_public_gaussian(epsilon, delta, d, l0=None, *, insecure_float: bool = False) -> PublicKeysCalibration:
+def calibrate_public_gaussian(epsilon: float, delta: float, d: int, l0: int | None = None, *,
+                              insecure_float: bool = False) -> PublicKeysCalibration:
     """Independent Gaussian noise on every public key (standard mechanism, ℓ2 sensitivity √k, k = min(l0, d)).
 
     Secure: the smallest ``s`` on a 0.01% ladder above the continuous ``σ²`` (Balle–Wang at √k) with
     ``H(k, ε) <= δ`` (:func:`~.discrete_histograms.dgauss_shift_hockey_stick`, exact up to the proof doc's
     conservative ratio; ``docs/proofs/discrete-histograms.md`` §3). Float: σ = Balle–Wang σ at √k.
     """
-    from .discrete import dgauss_variance
-    from .discrete_histograms import dgauss_shift_hockey_stick
-    from .gaussian import gaussian_delta, gaussian_sigma
-
     eps, dlt = v.epsilon(epsilon), v.delta(delta)
     dd, k = _k(d, l0)
     sig = gaussian_sigma(eps, dlt, math.sqrt(k))
@@ -146,13 +149,11 @@ def calibrate_public_gaussian(epsilon, delta, d, l0=None, *, insecure_float: boo
                                  achieved, True, independent_std=std, delta_parts={"gaussian": achieved})
 
 
-def calibrate_public_laplace(epsilon, delta, d, l0=None, *, insecure_float: bool = False) -> PublicKeysCalibration:
+def calibrate_public_laplace(epsilon: float, delta: float, d: int, l0: int | None = None, *,
+                             insecure_float: bool = False) -> PublicKeysCalibration:
     """Independent (discrete) Laplace noise of scale ``k/ε`` on every public key: ε-DP (δ = 0), ℓ1 sensitivity
     k. Secure: the scale is ``k/ε`` rounded up to a multiple of 2⁻²⁰ with an exact check ``k/t <= ε`` (the
     discrete Laplace with ``t >= k/ε`` has privacy loss at most ``k/t`` for a shift of ℓ1 norm k)."""
-    from .discrete import dlaplace_variance
-    from .discrete_histograms import rational_up
-
     eps = v.epsilon(epsilon)
     dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
     dd, k = _k(d, l0)
@@ -168,7 +169,8 @@ def calibrate_public_laplace(epsilon, delta, d, l0=None, *, insecure_float: bool
                                  independent_std=std)
 
 
-def calibrate_correlated_public(epsilon, delta, d, l0=None, *, c=None, known_n=None,
+def calibrate_correlated_public(epsilon: float, delta: float, d: int, l0: int | None = None, *,
+                                c: float | None = None, known_n: float | None = None,
                                 insecure_float: bool = False) -> PublicKeysCalibration:
     """Lebeda (2024)'s correlated Gaussian over d public keys (module docstring).
 
@@ -177,10 +179,6 @@ def calibrate_correlated_public(epsilon, delta, d, l0=None, *, c=None, known_n=N
     ``Var(Z)/(4C²)`` is the shared term; ``Var(ñ) = Var(Z)/C²``. ``known_n``: Lemma 3.6 (no ñ released; the
     per-key error is the fresh ``Z/2`` plus the shared ``(ñ − n)/2`` of the earlier estimate).
     """
-    from .correlated import correlated_gaussian_sigma1
-    from .discrete import dgauss_variance
-    from .discrete_histograms import best_integer_c, correlated_discrete_delta, dgauss_shift_hockey_stick
-
     eps, dlt = v.epsilon(epsilon), v.delta(delta)
     dd, k = _k(d, l0)
     s1 = correlated_gaussian_sigma1(eps, dlt)
@@ -225,24 +223,22 @@ def calibrate_correlated_public(epsilon, delta, d, l0=None, *, c=None, known_n=N
 # ------------------------------------------------------------------ bounded density: the centred embedding
 
 
-def _coprime_log_ratio(parts, s: float) -> tuple[float, float]:
+def _coprime_log_ratio(parts: Iterable[tuple[int, int]], s: float) -> tuple[float, float]:
     """``(log R, variance)`` of ``T = Σ m_i S_i``, ``S_i`` the sum of ``j_i`` i.i.d. ``N_Z(0, s)``: T's pmf is within a
     pointwise ratio R of ``N_Z(0, variance)``. Each ``S_i`` by DH Lemma 2 with multiplier 1 (ω(s/2) per step);
     then the terms are combined by the coprime-multiplier lemma (docs/proofs/public-keys.md §8): ``m U + m' V``
     with ``gcd(m, m') = 1``, U, V within ratios of ``N_Z(0, A)``, ``N_Z(0, A')``, is within the product of the
     ratios times ``(1 + ω(r))/(1 − ω(r))`` of ``N_Z(0, m²A + m'²A')``, ``r = A A'/(m'² A' + m² A)``. The first two
     terms must have coprime multipliers; later ones are added to a unit-multiplier variable."""
-    from .discrete_histograms import _log_ratio_iid, _log_ratio_step
-
-    parts = [(int(m), int(j)) for m, j in parts if j > 0]
-    log_r = sum(_log_ratio_iid(j, s) for _, j in parts)
-    (m1, j1) = parts[0]
+    terms = [(int(m), int(j)) for m, j in parts if j > 0]
+    log_r = sum(_log_ratio_iid(j, s) for _, j in terms)
+    (m1, j1) = terms[0]
     var = m1 * m1 * j1 * s
-    if len(parts) == 1:
+    if len(terms) == 1:
         if m1 != 1:
             raise ValueError("a single term needs multiplier 1")
         return log_r, var
-    (m2, j2), rest = parts[1], parts[2:]
+    (m2, j2), rest = terms[1], terms[2:]
     if math.gcd(m1, m2) != 1:
         raise ValueError(f"the first two multipliers {m1}, {m2} must be coprime")
     a1, a2 = j1 * s, j2 * s
@@ -255,7 +251,7 @@ def _coprime_log_ratio(parts, s: float) -> tuple[float, float]:
     return log_r, var
 
 
-def _parts(a: int, d: int, k: int, p: int, q: int, c: int):
+def _parts(a: int, d: int, k: int, p: int, q: int, c: int) -> list[tuple[int, int]]:
     """The terms of ⟨v, Z⟩ for a unit with ``a`` listed keys: (q − p) on a coordinates, p on d − a, c on one;
     ordered so that the first two multipliers are coprime."""
     terms = [(q - p, a), (p, d - a), (c, 1)]
@@ -267,15 +263,13 @@ def _parts(a: int, d: int, k: int, p: int, q: int, c: int):
     raise ValueError(f"no coprime pair among the multipliers {[t[0] for t in terms]}")
 
 
-def centred_embedding_delta(epsilon, sigma2, d, k, p, q, c) -> float:
+def centred_embedding_delta(epsilon: float, sigma2: Scale, d: int, k: int, p: int, q: int, c: int) -> float:
     """δ(ε) of the centred embedding ``g = Σ_units (q·x − p·1, c)`` (``x ∈ {0,1}^d``, at most ``k`` ones) plus i.i.d.
     ``N_Z(0, sigma2)`` on its d + 1 coordinates, under add/remove one unit: the maximum over a = 0 … k (the unit's
     number of listed keys) of the hockey-stick bound with ``|v|² = a(q − p)² + (d − a)p² + c²`` and the sum
     ``⟨v, Z⟩ = (q − p)S_a + p S_{d−a} + c Y`` within the ratio of :func:`_coprime_log_ratio` of ``N_Z(0, |v|² s)``
     (docs/proofs/public-keys.md §8; p = 1, q = 2 is :func:`~.discrete_histograms.correlated_discrete_delta`).
     Every a is evaluated (cost linear in k)."""
-    from .discrete_histograms import _dgauss_hs_from_law
-
     eps = v.epsilon_any(epsilon)
     sv = float(v.rational("sigma2", sigma2))
     best = 0.0
@@ -314,7 +308,8 @@ def centred_embedding_choice(d: int, k: int, q_max: int = 24) -> tuple[int, int,
     return best[1], best[2], best[3]
 
 
-def calibrate_bounded_density(epsilon, delta, d, l0=None, *, insecure_float: bool = False,
+def calibrate_bounded_density(epsilon: float, delta: float, d: int, l0: int | None = None, *,
+                              insecure_float: bool = False,
                               choice: tuple[int, int, int] | None = None) -> PublicKeysCalibration:
     """Lebeda (2024) §4.1 (bounded density, each unit with at most k = min(l0, d) listed keys) with integer noise: the
     centred embedding ``(q·x − p·1, c)`` of :func:`centred_embedding_choice` plus i.i.d. ``N_Z(0, s)``, released
@@ -322,9 +317,6 @@ def calibrate_bounded_density(epsilon, delta, d, l0=None, *, insecure_float: boo
     ``p Z_{d+1}/(c q)`` (shared): variance ``Var(Z)(1 + p²/c²)/q²``. [Beyond the paper: its optimal ellipse, JY24,
     written as an integer embedding; docs/proofs/public-keys.md §8.] Float: the same embedding with
     ``σ = σ₁ √(max |v|²)``."""
-    from .correlated import correlated_gaussian_sigma1
-    from .discrete import dgauss_variance
-
     eps, dlt = v.epsilon(epsilon), v.delta(delta)
     dd, k = _k(d, l0)
     p, q, c = centred_embedding_choice(dd, k) if choice is None else choice
@@ -340,9 +332,7 @@ def calibrate_bounded_density(epsilon, delta, d, l0=None, *, insecure_float: boo
     # the ladder on the largest shift (a = k or a = 0), then every a checked, and raised until all pass
     worst_a = k if k * (q - p) ** 2 + (dd - k) * p * p >= dd * p * p else 0
 
-    def worst_only(sv):
-        from .discrete_histograms import _dgauss_hs_from_law
-
+    def worst_only(sv: Fraction) -> float:
         log_r, _ = _coprime_log_ratio(_parts(worst_a, dd, k, p, q, c), float(sv))
         return _dgauss_hs_from_law(eps, float(sv), float(m2), m2 * float(sv), log_r)
 
@@ -359,14 +349,12 @@ def calibrate_bounded_density(epsilon, delta, d, l0=None, *, insecure_float: boo
 # ------------------------------------------------------------------ grouped queries, replacement (Algorithm 2)
 
 
-def grouped_replacement_discrete_delta(epsilon, sigma2, d, c) -> float:
+def grouped_replacement_discrete_delta(epsilon: float, sigma2: Scale, d: int, c: int) -> float:
     """δ(ε) of Lebeda (2024) Algorithm 2 under **replacement** with integer noise (docs/proofs/public-keys.md §9): each
     unit in at most one row, embedded there as ``(2x − 1, c)`` (zero elsewhere), i.i.d. ``N_Z(0, s)`` on every
     embedded coordinate. Replacing a unit either changes its row's block by ``2(x − x')`` (entries in {−2, 0, 2},
     at most d non-zero; worst all d) or moves it: ``(2x − 1, c)`` in one row and ``−(2x' − 1, c)`` in another
     (|v|² = 2(d + c²)). The maximum of the two hockey-stick bounds (DH §3 and Lemma 2)."""
-    from .discrete_histograms import _dgauss_hs_from_law, _log_ratio_iid, _log_ratio_step
-
     eps = v.epsilon_any(epsilon)
     s = float(v.rational("sigma2", sigma2))
     dd = v.integer("d", d, lo=1)
@@ -382,17 +370,12 @@ def grouped_replacement_discrete_delta(epsilon, sigma2, d, c) -> float:
     return max(same, moved)
 
 
-def calibrate_grouped_replacement_discrete(epsilon, delta, d):
+def calibrate_grouped_replacement_discrete(epsilon: float, delta: float, d: int) -> Calibration:
     """Algorithm 2, replacement, with integer noise: ``C = ⌊√d⌋`` (= √d, the proof's choice, when d is a square;
     then the two cases have the same |v|² = 4d, spec S4.1 ERRATUM) and the smallest ``s`` on a 0.01% ladder above
     the continuous ``4dσ₁²`` with :func:`grouped_replacement_discrete_delta` ``<= δ``. Returns a
     :class:`~.calibration.Calibration` with ``noise = DiscreteDenseCorrelatedGaussian(s, C)`` and
     ``neighbours = REPLACE_ONE``: per-row release ``f̃ = y/2 + y_{d+1}/(2C)``, row count ``y_{d+1}/C``."""
-    from .calibration import Calibration, Comparison, Neighbours
-    from .correlated import correlated_gaussian_sigma1
-    from .discrete import dgauss_variance
-    from .laws import DiscreteDenseCorrelatedGaussian
-
     eps, dlt = v.epsilon(epsilon), v.delta(delta)
     dd = v.integer("d", d, lo=1)
     cc = max(1, math.isqrt(dd))

@@ -37,16 +37,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, overload
 from fractions import Fraction
 
 import numpy as np
 
 from .. import _validate as v
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, InvalidParameterError
+from ._types import IntArray, Scale
 from .calibration import Calibration, Comparison
 from .discrete import dgauss_logsf, dgauss_sf, dgauss_variance
 from .discrete_histograms import _SF_REL_ERR, _karrer_max, _log_ratio_iid, _smallest_margin, rational_up
-from .laws import DiscreteGaussian
+from .gaussian import gaussian_delta, gaussian_sigma
+from .laws import DiscreteGaussian, Gaussian
 
 __all__ = ["DEFAULT_GRID", "grid_weights", "weighted_shift_hockey_stick", "weighted_gaussian_delta",
            "calibrate_weighted_gaussian", "SetUnionCalibration", "paper_threshold", "policy_gaussian_delta",
@@ -56,14 +59,14 @@ __all__ = ["DEFAULT_GRID", "grid_weights", "weighted_shift_hockey_stick", "weigh
 DEFAULT_GRID = 4096
 
 
-def grid_weights(l0: int, grid: int) -> np.ndarray:
+def grid_weights(l0: int, grid: int) -> IntArray:
     """``W_t = floor(grid/√t)`` for t = 1..l0 (index t − 1), exactly: the largest integer with
     ``t·W² <= grid²`` (``math.isqrt(grid² // t)``). Each is >= 1 when ``grid² >= l0``."""
     g2 = int(grid) * int(grid)
     return np.array([math.isqrt(g2 // t) for t in range(1, int(l0) + 1)], dtype=np.int64)
 
 
-def weighted_shift_hockey_stick(j: int, epsilon: float, sigma2, w: int) -> float:
+def weighted_shift_hockey_stick(j: int, epsilon: float, sigma2: Scale, w: int) -> float:
     """Upper bound (tight to ~1e-12 relative for s >= 4) of ``H_{e^ε}(N_Z(w, s)^j ‖ N_Z(0, s)^j)``, any real ε.
 
     The loss is ``(2w S ± j w²)/(2s)`` with ``S`` the sum of the j noise coordinates, so
@@ -99,7 +102,7 @@ def weighted_shift_hockey_stick(j: int, epsilon: float, sigma2, w: int) -> float
 _SINGLE_BELOW = 48
 
 
-def _coarse_blocks(t: int) -> tuple[np.ndarray, np.ndarray]:
+def _coarse_blocks(t: int) -> tuple[IntArray, IntArray]:
     """Blocks ``[lo, hi]`` covering a = 0..t−1 for the maxima over a (DH §5's rigorous block bound): single points
     for a <= 16 and for the 16 largest a, geometric in a and in t − a in between (24 points each side), so a
     profile costs O(min(t, ~80)) divergences instead of O(t). An upper bound for any cover."""
@@ -114,7 +117,8 @@ def _coarse_blocks(t: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _profile_t(eps: float, s: Fraction, threshold: int, t: int, w: int, blocks: bool = True) -> tuple[float, dict]:
+def _profile_t(eps: float, s: Fraction, threshold: int, t: int, w: int,
+               blocks: bool = True) -> tuple[float, dict[str, float]]:
     p = dgauss_sf(threshold - w, float(s))         # a key only the added unit holds: S = w, released iff w + Z >= T
     log_b = math.log1p(-p) if p < 1 else -math.inf
     if log_b == -math.inf:
@@ -123,8 +127,17 @@ def _profile_t(eps: float, s: Fraction, threshold: int, t: int, w: int, blocks: 
     return _karrer_max(t, log_b, eps, lambda jj, e: weighted_shift_hockey_stick(jj, e, s, w), cover)
 
 
-def weighted_gaussian_delta(epsilon, sigma2, threshold, l0, grid: int = DEFAULT_GRID, *, parts: bool = False,
-                            stop_above: float | None = None, every_a: bool = False):
+@overload
+def weighted_gaussian_delta(epsilon: float, sigma2: Scale, threshold: int, l0: int, grid: int = DEFAULT_GRID, *,
+                            parts: Literal[False] = False, stop_above: float | None = None,
+                            every_a: bool = False) -> float: ...
+@overload
+def weighted_gaussian_delta(epsilon: float, sigma2: Scale, threshold: int, l0: int, grid: int = DEFAULT_GRID, *,
+                            parts: Literal[True], stop_above: float | None = None,
+                            every_a: bool = False) -> tuple[float, dict[str, float]]: ...
+def weighted_gaussian_delta(epsilon: float, sigma2: Scale, threshold: int, l0: int, grid: int = DEFAULT_GRID, *,
+                            parts: bool = False, stop_above: float | None = None,
+                            every_a: bool = False) -> float | tuple[float, dict[str, float]]:
     """δ(ε) of the discrete Weighted Gaussian set union (module docstring): integer weights
     :func:`grid_weights`, noise ``N_Z(0, sigma2)`` in grid units, release iff ``S + Z >= threshold``.
 
@@ -139,14 +152,15 @@ def weighted_gaussian_delta(epsilon, sigma2, threshold, l0, grid: int = DEFAULT_
     sq = v.rational("sigma2", sigma2)
     s = float(sq)
     if s < 1:
-        raise v.InvalidParameterError(f"sigma2 must be >= 1 for the discrete accountant, got {sigma2!r}")
+        raise InvalidParameterError(f"sigma2 must be >= 1 for the discrete accountant, got {sigma2!r}")
     thr = v.integer("threshold", threshold, lo=1)
     k = v.integer("l0", l0, lo=1)
     g = v.integer("grid", grid, lo=1)
     ws = grid_weights(k, g)
     if ws[-1] < 1:
-        raise v.InvalidParameterError(f"grid={g} is too coarse for l0={k}: need grid^2 >= l0")
-    best, best_info, best_t = -1.0, {}, 0
+        raise InvalidParameterError(f"grid={g} is too coarse for l0={k}: need grid^2 >= l0")
+    best, best_t = -1.0, 0
+    best_info: dict[str, float] = {}
     for t in range(k, 0, -1):  # the largest t first: usually the worst, so a failing check stops early
         d, info = _profile_t(eps, sq, thr, t, int(ws[t - 1]), blocks=not every_a)
         if d > best:
@@ -163,8 +177,6 @@ def paper_threshold(epsilon: float, delta: float, l0: int) -> tuple[float, float
     ``ρ = max_{1<=t<=Δ0} [1/√t + σ Φ⁻¹((1 − δ/2)^{1/t})]``. For comparison only (the release uses the exact
     discrete calibration)."""
     from scipy.special import ndtri
-
-    from .gaussian import gaussian_sigma
 
     sigma = gaussian_sigma(epsilon, delta / 2.0, sensitivity=1.0)
     rho = max(1.0 / math.sqrt(t) + sigma * float(ndtri(math.exp(math.log1p(-delta / 2.0) / t)))
@@ -188,30 +200,37 @@ class SetUnionCalibration(Calibration):
     threshold_int: int = 0
 
     @property
-    def weights(self) -> np.ndarray:
+    def grid_sigma2(self) -> Fraction:
+        """The exact scale ``s`` of the discrete Gaussian noise ``N_Z(0, s)``, in grid units."""
+        if not isinstance(self.noise, DiscreteGaussian):  # pragma: no cover - calibrate_weighted_gaussian's law
+            raise TypeError(f"a set-union calibration samples a DiscreteGaussian, got {self.noise!r}")
+        return self.noise.sigma2
+
+    @property
+    def weights(self) -> IntArray:
         assert self.l0 is not None
         return grid_weights(self.l0, self.grid)
 
     @property
     def weight_sigma(self) -> float:
         """σ of the noise in weight units (√s/G)."""
-        return math.sqrt(float(self.noise.sigma2)) / self.grid
+        return math.sqrt(float(self.grid_sigma2)) / self.grid
 
     @property
     def weight_noise_std(self) -> float:
         """Standard deviation of the noise in weight units."""
-        return math.sqrt(dgauss_variance(self.noise.sigma2)) / self.grid
+        return math.sqrt(dgauss_variance(self.grid_sigma2)) / self.grid
 
     def kernel(self) -> Calibration:
         """The plain :class:`Calibration` the per-key kernel samples and compares, in grid units."""
         return Calibration(mechanism=self.mechanism, analysis=self.analysis, epsilon=self.epsilon, delta=self.delta,
-                           sigma=math.sqrt(float(self.noise.sigma2)), tau=float(self.threshold_int - 1),
-                           noise_std=math.sqrt(dgauss_variance(self.noise.sigma2)), noise=self.noise,
+                           sigma=math.sqrt(float(self.grid_sigma2)), tau=float(self.threshold_int - 1),
+                           noise_std=math.sqrt(dgauss_variance(self.grid_sigma2)), noise=self.noise,
                            comparison=self.comparison, delta_parts=self.delta_parts,
                            delta_achieved=self.delta_achieved, l0=self.l0)
 
 
-def calibrate_weighted_gaussian(epsilon, delta, l0, grid: int = DEFAULT_GRID) -> SetUnionCalibration:
+def calibrate_weighted_gaussian(epsilon: float, delta: float, l0: int, grid: int = DEFAULT_GRID) -> SetUnionCalibration:
     """The discrete Weighted Gaussian at (ε, δ): smallest rational scale ``s`` (grid units) with the Gaussian
     part ``max_t H_t(t, ε) <= δ`` (every touched key held by both neighbours; Karrer's choice of σ, Karrer et al. (2022)
     §5.3(2), as :func:`~.discrete_histograms.calibrate_gshm_discrete`), then the smallest integer threshold
@@ -220,20 +239,18 @@ def calibrate_weighted_gaussian(epsilon, delta, l0, grid: int = DEFAULT_GRID) ->
     δ(ε) is non-increasing in T: every ``b_t`` increases with T and the terms are monotone in ``b`` as in
     Karrer et al. (2022) §5.2 (``docs/proofs/set-union.md`` §3).
     """
-    from .gaussian import gaussian_sigma
-
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     k = v.integer("l0", l0, lo=1)
     g = v.integer("grid", grid, lo=1)
     ws = grid_weights(k, g)
     if ws[-1] < 1:
-        raise v.InvalidParameterError(f"grid={g} is too coarse for max_groups_per_unit={k}: need grid^2 >= l0")
+        raise InvalidParameterError(f"grid={g} is too coarse for max_groups_per_unit={k}: need grid^2 >= l0")
     norm = max(math.sqrt(t) * int(ws[t - 1]) for t in range(1, k + 1))  # <= G
     sigma_c = gaussian_sigma(eps, dlt, sensitivity=norm)
     s = rational_up(max(4.0, sigma_c * sigma_c))
 
-    def gauss_part(ss) -> float:
+    def gauss_part(ss: Fraction) -> float:
         return max(weighted_shift_hockey_stick(t, eps, ss, int(ws[t - 1])) for t in range(1, k + 1))
 
     for _ in range(2000):
@@ -283,8 +300,6 @@ def policy_gaussian_delta(epsilon: float, sigma: float, rho: float, l0: int) -> 
     """
     from scipy.special import log_ndtr
 
-    from .gaussian import gaussian_delta
-
     eps = float(epsilon)
     mu = 1.0 / float(sigma)
     best = float(gaussian_delta(mu, eps))
@@ -297,13 +312,10 @@ def policy_gaussian_delta(epsilon: float, sigma: float, rho: float, l0: int) -> 
     return min(1.0, best)
 
 
-def calibrate_policy_gaussian(epsilon, delta, l0, alpha: float = 3.0) -> "PolicyCalibration":
+def calibrate_policy_gaussian(epsilon: float, delta: float, l0: int, alpha: float = 3.0) -> PolicyCalibration:
     """Float Policy Gaussian at (ε, δ): σ of the Gaussian mechanism at ``(ε, δ/2)`` (Gopi et al.'s choice), the
     smallest ρ (bisection, 1e-6 relative) with :func:`policy_gaussian_delta` ``<= δ``, cutoff
     ``Γ = ρ + α σ``. Insecure float noise only (``docs/proofs/set-union.md`` §4)."""
-    from .gaussian import gaussian_sigma
-    from .laws import Gaussian
-
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     k = v.integer("l0", l0, lo=1)

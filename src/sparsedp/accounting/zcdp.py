@@ -31,7 +31,7 @@ from ._brentq import brentq
 _CONVERSIONS = ("cks", "bs")
 
 
-def gaussian_rho(sigma, sensitivity=1.0) -> float:
+def gaussian_rho(sigma: float, sensitivity: float = 1.0) -> float:
     """ρ = Δ²/(2σ²) of the Gaussian mechanism (Bun & Steinke 2016, Proposition 1.6).
 
     Also the ρ of the discrete Gaussian N_ℤ(0, σ²) with integer sensitivity Δ (Canonne–Kamath–Steinke
@@ -67,7 +67,7 @@ def _cks_t(rho: float, eps: float) -> float:
     return brentq(g, lo, hi, xtol=1e-14, rtol=8 * 2.2e-16, maxiter=300)
 
 
-def zcdp_to_dp_delta(rho, epsilon, conversion: str = "cks") -> float:
+def zcdp_to_dp_delta(rho: float, epsilon: float, conversion: str = "cks") -> float:
     """δ such that ρ-zCDP implies (ε, δ)-DP.
 
     ``conversion="cks"``: Canonne–Kamath–Steinke 2020, Corollary 13 (optimal over α, see module doc).
@@ -87,7 +87,7 @@ def zcdp_to_dp_delta(rho, epsilon, conversion: str = "cks") -> float:
     return min(1.0, math.exp(log_d))
 
 
-def zcdp_to_dp_epsilon(rho, delta, conversion: str = "cks") -> float:
+def zcdp_to_dp_epsilon(rho: float, delta: float, conversion: str = "cks") -> float:
     """Smallest ε (>= 0) such that ρ-zCDP implies (ε, δ)-DP under the chosen conversion.
 
     ``conversion="bs"``: ε = ρ + 2√(ρ log(1/δ)) (Bun–Steinke 2016, Proposition 1.3; Lebeda & Retschmeier (2024) Lemma 7.3).

@@ -29,10 +29,16 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 from scipy import stats
 
 from .. import _validate as v
+from ..accounting import calibrate
+from ..accounting.discrete import dgauss_variance, dlaplace_variance
+from ..mechanisms.misra_gries import MGRelease, MisraGries
 from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
+from ..noise import default_source
+from ..pipeline import release
 
 __all__ = ["EndToEndAudit", "audit_release", "audit_dataset", "ENGINES"]
 
@@ -68,8 +74,6 @@ class EndToEndAudit:
 
 def audit_dataset(keys: int, base: int, heavy: int):
     """The rows of the module docstring as a pyarrow Table (columns ``uid``, ``key``)."""
-    import pyarrow as pa
-
     uid, key = [], []
     nxt = 0
     for k in range(keys):
@@ -102,8 +106,6 @@ def _as_engine_input(table, engine: str):
 
 def _total(tab) -> float:
     """Sum of the released value column of a Result table (Arrow, pandas, Polars or DuckDB)."""
-    import pyarrow as pa
-
     if not isinstance(tab, pa.Table):
         if hasattr(tab, "to_arrow"):
             tab = tab.to_arrow()
@@ -126,9 +128,6 @@ def audit_release(engine: str, mechanism: str = GSHM.name, *, epsilon: float | N
     """Run :func:`sparsedp.release` ``runs`` times on :func:`audit_dataset` with ``engine`` and test the released
     totals (module docstring). ``mechanism``: "gshm", "laplace", "misra-gries" (bounded by ``l0``; the sketch has
     2·``keys`` counters, so its counters are exact before noise) or "topk-csh" (top_k = ``keys``). ``rng``: a :mod:`sparsedp.noise` source shared by the releases (``None``: the secure default)."""
-    from ..accounting.discrete import dgauss_variance, dlaplace_variance
-    from ..pipeline import release
-
     eng = v.choice("engine", engine, ENGINES)
     mech = v.choice("mechanism", mechanism, (GSHM.name, Laplace.name, TopKCSH.name, "misra-gries"))
     n = v.integer("runs", runs, lo=5)
@@ -136,8 +135,6 @@ def audit_release(engine: str, mechanism: str = GSHM.name, *, epsilon: float | N
     if epsilon is None:
         epsilon = DEFAULT_EPSILON[mech]
     if rng is None:
-        from ..noise import default_source
-
         rng = default_source()
     table = audit_dataset(keys, base, heavy)
     topk = mech == TopKCSH.name
@@ -149,8 +146,6 @@ def audit_release(engine: str, mechanism: str = GSHM.name, *, epsilon: float | N
     if topk:
         kw = {"top_k": keys}
     elif mech == "misra-gries":
-        from ..mechanisms.misra_gries import MGRelease, MisraGries
-
         # exact counters; the PMG release (Algorithm 13: independent discrete Laplace per counter, whose total
         # has the t-test's law). The default CSH release of the sketch is CSH's audit (targets "csh", "topk-csh").
         kw = {"max_groups_per_unit": l0, "mechanism": MisraGries(sketch_size=2 * keys, release=MGRelease.PMG)}
@@ -170,8 +165,6 @@ def audit_release(engine: str, mechanism: str = GSHM.name, *, epsilon: float | N
         if sd == 0:  # constant totals: exact counts, not a noisy release
             p_var = 0.0
     else:
-        from ..accounting import calibrate
-
         c = calibrate(mech, epsilon=epsilon, delta=delta, l0=l0)
         per = dgauss_variance(c.noise.sigma2) if mech == GSHM.name else dlaplace_variance(c.noise.scale)
         var = keys * float(per)

@@ -30,6 +30,9 @@ import math
 import numpy as np
 from scipy import special, stats
 
+from ..accounting import laws as L
+from ..accounting.discrete import dgauss_sf, dlaplace_sf
+
 __all__ = ["release_count_law", "law_count"]
 
 
@@ -39,9 +42,6 @@ def _threshold(cal, pre: int) -> int:
 
 def release_count_law(target, m: int, c: int) -> np.ndarray:
     """``P[N = n]``, n = 0..m, for ``m`` keys at count ``c`` under ``target.reference`` (module docstring)."""
-    from ..accounting import laws as L
-    from ..accounting.discrete import dgauss_sf, dlaplace_sf
-
     cal = target.reference
     law = cal.noise
     j = _threshold(cal, target.pre) - int(c)

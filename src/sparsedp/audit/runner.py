@@ -33,13 +33,20 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
+from scipy import stats as st
 
 from .. import _validate as v
+from ..accounting.calibration import Neighbours
 from ..errors import InvalidParameterError
+from ..noise import default_source
 from .laws import law_count, release_count_law
 from .scenarios import MIXED_SENTINEL, Scenario, public_scenarios, scenarios_for
-from .stats import EpsilonBound, best_event_bound, pooled_chisquare
-from .targets import AUDITABLE, BOUND_NAME, STONES, Target, build_target, release_many, scaled_calibration, scaled_law
+from .set_union import POLICY, WEIGHTED, policy_law, policy_scenarios, weighted_law_view, weighted_scenarios
+from .stats import EpsilonBound, best_event_bound, epsilon_lower_bound, pooled_chisquare
+from .targets import (AUDITABLE, BLANKET, BOUND_NAME, STONES, Target, build_target, release_many,
+                      scaled_calibration, scaled_law)
+from .two_stage import TWO_STAGE, stage_two, two_stage_scenarios
+from .vectors import VECTOR_SUM, projection_std, vector_scenarios
 
 __all__ = ["AuditResult", "LawCheck", "VarianceCheck", "audit", "AUDITABLE", "default_runs", "law_runs_needed",
            "scaled_calibration", "scaled_law"]
@@ -57,20 +64,50 @@ _PURE_SPARSE_HIGH = 64
 _LEVELS = np.geomspace(1e-5, 0.5, 40)
 
 
-def default_runs(target: Target) -> tuple[int, int]:
-    """``(runs, law_runs)`` by default: tiled mechanisms (GSHM, Laplace) are cheap per release (200 000 each);
-    CSH / top-k CSH cost 5–60 ms per release (the exact shared-term tables; machine load): 100 per neighbour (the
-    privacy scenarios then catch only gross breaks) and 300 for the law, so an audit stays within 60 s on a
-    loaded 2-core machine (at 200/600 csh took 67 s there); σ/2 is refuted by the law check at p ~ 1e-35 with
-    600 releases, far inside this budget, while margin −1 of top-k CSH (k = 4) needs ~570 law runs for power
-    0.9 (:func:`law_runs_needed`: pass ``law_runs=600``); the pure and Misra–Gries mechanisms (a sketch or a
-    noisy domain per release) 100."""
+def separation_runs(epsilon: float, delta: float, checks: int, confidence: float = 0.95, *,
+                    margin: float = 0.5, cap: int = 100) -> int:
+    """The fewest runs per neighbour (even, at most ``cap``) at which a complete separation of the two sides — an
+    event every run on D' shows and no run on D does, what a release with no noise or a threshold at 0
+    produces — refutes the claim with ``margin`` to spare: with ``h`` runs per half both
+    Clopper–Pearson bounds are ``a^{1/h}`` and ``1 − a^{1/h}``, ``a = (1 − confidence)/(2·checks)``, and the
+    bound is ``ln((a^{1/h} − δ)/(1 − a^{1/h})) >= ε + margin``. Runs beyond this buy the privacy scenarios of
+    the correlated mechanisms nothing they can see at ~50 ms per release (a noise scale or margin error inside
+    the noise is the conformance check's job); ``cap`` where no count up to it suffices."""
+    for n in range(4, cap + 1, 2):
+        b = epsilon_lower_bound(n // 2, n // 2, 0, n // 2, delta, confidence=1.0 - (1.0 - confidence) / checks)
+        if b.epsilon_lower >= epsilon + margin:
+            return n
+    return cap
+
+
+def default_runs(target: Target, confidence: float = 0.95) -> tuple[int, int]:
+    """``(runs, law_runs)`` by default: tiled mechanisms (GSHM, Laplace, the set-union ones) are cheap per release
+    (200 000 each); CSH / top-k CSH cost 20–70 ms per release (the exact shared-term tables; machine load): their
+    privacy scenarios run :func:`separation_runs` per neighbour (at most 100; 54 at ε = 1 with the 5 checks of
+    top-k CSH: they catch the gross breaks, a noise-free release or a threshold near 0, which is all 100 runs
+    could catch), and 300 for the law, so an audit stays within 60 s on a loaded 2-core machine; the law check
+    refutes σ/2 (~67 releases for power 0.9 at k = 2, 43 at k = 4) and margin −2 / −3 (~105 / ~41), while σ × 0.8
+    or margin −1 need ~550 (:func:`law_runs_needed`: pass ``law_runs=600``); the pure and Misra–Gries mechanisms
+    (a sketch or a noisy domain per release) 100; Misra–Gries released by CSH (a sketch and a CSH release per
+    run) as CSH: :func:`separation_runs` and 150 law runs (the law of its CSH: σ/2 needs ~42); the blanket histogram (500 privacy runs at ~7 ms each); two-stage 300 and 300."""
     if target.tiled:
         return 200_000, 200_000
     if target.embedding:  # ~0.5 ms per release (d + 1 exact draws)
         return 20_000, 20_000
     if target.correlated:
-        return 100, 300
+        checks = len(scenarios_of(target)) + 1
+        return separation_runs(float(target.request.epsilon), float(target.request.delta), checks, confidence), 300
+    if target.picked == TWO_STAGE:  # a stage-1 release, a join and a stage-2 embedding per release (~30 ms)
+        return 300, 300
+    if target.picked == VECTOR_SUM:  # one sparsedp.vector_sum call per release (~15 ms)
+        return 300, 300
+    if target.picked == BLANKET:  # ~7 ms per release; σ/2 (ε × 2) gives a variance ratio 0.25: 200 are plenty
+        return 500, 200
+    if target.picked == "misra-gries":  # a sketch and a CSH release per run (~60 ms); σ/2 needs ~42 law runs
+        checks = len(scenarios_of(target)) + 1
+        if not has_conformance(target):
+            return 100, 0
+        return separation_runs(float(target.request.epsilon), float(target.request.delta), checks, confidence), 150
     return 100, 0
 
 
@@ -109,13 +146,14 @@ class VarianceCheck:
     ratio: float
     p_value: float
     level: float
+    what: str = "the projection on the shift"
 
     @property
     def contradicts(self) -> bool:
         return self.p_value < self.level
 
     def describe(self) -> str:
-        return (f"variance of the projection on the shift over {self.runs} releases = {self.ratio:.4g} x the "
+        return (f"variance of {self.what} over {self.runs} releases = {self.ratio:.4g} x the "
                 f"calibrated one; p = {self.p_value:.3g}")
 
 
@@ -208,6 +246,8 @@ def _fmt(x: float) -> str:
 
 
 def _statistic(sc: Scenario, noisy: np.ndarray) -> np.ndarray:
+    if sc.statistic != "projection":  # an extra last column (a size estimate ñ) is read by projections only
+        noisy = noisy[:, : sc.counts0.size]
     released = ~np.isnan(noisy)
     if sc.statistic == "sum":
         return np.where(released, noisy, 0.0).sum(axis=1)
@@ -255,12 +295,35 @@ def _events(t1: np.ndarray, t0: np.ndarray, sc: Scenario):
     return np.concatenate(cols1, axis=1), np.concatenate(cols0, axis=1), names
 
 
+def law_inputs(target: Target, calibration=None) -> tuple[int, float, np.ndarray]:
+    """``(m, c, P[N = n])`` of the conformance check: ``m`` keys at count ``c`` (one noise std below the
+    threshold) and the exact law of the number released under ``calibration`` (default the reference). Each
+    target's own kernel: thresholded ones as they are; Misra–Gries through the CSH that releases its sketch
+    (``m`` = the sketch size: a sketch of at most that many keys is exact); the Weighted Gaussian in grid units
+    (:func:`.set_union.weighted_law_view`); the Policy Gaussian at weight ``ρ − σ`` (:func:`.set_union.policy_law`)."""
+    if target.picked == POLICY:
+        return policy_law(target, calibration)
+    if target.picked == WEIGHTED:
+        view = weighted_law_view(target)
+        alt = None if calibration is None else weighted_law_view(target, calibration)
+        m = target.bound
+    elif target.picked == "misra-gries":
+        view = dataclasses.replace(target, reference=target.reference.csh)
+        alt = None if calibration is None else dataclasses.replace(target, reference=calibration.csh)
+        m = int(target.mechanism.sketch_size)
+    else:
+        view = target
+        alt = None if calibration is None else dataclasses.replace(target, reference=calibration)
+        m = target.bound
+    c = law_count(view)
+    return m, c, release_count_law(view if alt is None else alt, m, c)
+
+
 def law_check(target: Target, law_runs: int, level: float, rng) -> LawCheck:
     """The conformance check of :mod:`.laws` with ``law_runs`` releases (refute at p < ``level``)."""
-    m = target.bound
-    c = law_count(target)
-    expected = release_count_law(target, m, c)
-    out = release_many(target, np.full(m, c, np.int64), law_runs, rng)
+    m, c, expected = law_inputs(target)
+    counts = np.full(m, c, np.float64 if target.picked == POLICY else np.int64)
+    out = release_many(target, counts, law_runs, rng)[:, :m]
     n_rel = (~np.isnan(out)).sum(axis=1)
     observed = np.bincount(n_rel, minlength=m + 1)[: m + 1]
     p = pooled_chisquare(observed, expected)
@@ -268,19 +331,53 @@ def law_check(target: Target, law_runs: int, level: float, rng) -> LawCheck:
                     expected=tuple(float(x) for x in expected), p_value=p, level=level)
 
 
-def variance_check(target: Target, sc: Scenario, law_runs: int, level: float, rng) -> VarianceCheck:
-    """The :class:`VarianceCheck` of a public-key target on the D side of its scenario ``sc``."""
-    from scipy import stats as st
-
-    ref = target.reference
-    sd = float(ref.independent_std) * (int(ref.q) if target.embedding else 1)
-    proj = dataclasses.replace(sc, statistic="projection", embed=sc.embed)
-    t = proj.projection(release_many(target, sc.counts0, law_runs, rng, units=sc.units0))
-    z2 = ((t - proj.mean_projection(sc.counts0, sc.units0)) / (sd * math.sqrt(float(sc.direction @ sc.direction)))) ** 2
+def _variance(z: np.ndarray, level: float) -> VarianceCheck:
+    """Two-sided test of ``E z² = 1`` with the sample's own standard error of z² (:class:`VarianceCheck`)."""
+    z2 = z * z
     ratio = float(z2.mean())
     se = float(z2.std(ddof=1)) / math.sqrt(z2.size)
     p = float(2 * st.norm.sf(abs(ratio - 1.0) / se)) if se > 0 else 0.0
-    return VarianceCheck(runs=int(law_runs), ratio=ratio, p_value=p, level=level)
+    return VarianceCheck(runs=int(z.size), ratio=ratio, p_value=p, level=level)
+
+
+def variance_check(target: Target, sc: Scenario, law_runs: int, level: float, rng) -> VarianceCheck:
+    """The :class:`VarianceCheck` of a public-key target (or of two-stage's stage 2) on the D side of its
+    scenario ``sc``: the projection's per-coordinate std is the reference calibration's (two-stage: stage 2's
+    at the scenario's key count, the one ``run`` computes once stage 1 has selected them all)."""
+    if target.picked == TWO_STAGE:
+        ref = stage_two(target.reference, sc.counts0.size)
+        embedded = sc.embed is not None
+    else:
+        ref, embedded = target.reference, target.embedding
+    if target.picked == VECTOR_SUM:  # per-coordinate stds differ: the projection's own
+        scale = projection_std(target, sc)
+    else:
+        sd = float(ref.independent_std) * (int(ref.q) if embedded else 1)
+        scale = sd * math.sqrt(float(sc.direction @ sc.direction))
+    proj = dataclasses.replace(sc, statistic="projection", embed=sc.embed)
+    t = proj.projection(release_many(target, sc.counts0, law_runs, rng, units=sc.units0))
+    z = (t - proj.mean_projection(sc.counts0, sc.units0)) / scale
+    return dataclasses.replace(_variance(z, level), runs=int(law_runs))
+
+
+def _blanket_high(target: Target) -> int:
+    """A count far above the blanket histogram's threshold τ (25 noise stds; τ and α do not depend on the number
+    of units, only the target length does): released with probability 1 − ~1e-60 (the "shared" pair's count)."""
+    p = target.mechanism.params(2, target.request.epsilon)
+    return int(p.tau) + math.ceil(25 * float(p.noise_std)) + 2
+
+
+def blanket_check(target: Target, law_runs: int, level: float, rng) -> VarianceCheck:
+    """Conformance of the blanket histogram: two keys far above its threshold (released with probability
+    1 − ~1e-60), the released value minus the count is its two-sided geometric noise, whose std under the claim's
+    ε is ``BlanketParams.noise_std`` at this number of units; the :class:`VarianceCheck` of those values (a
+    mechanism run at a larger ε, e.g. the ``sigma_scale`` mutant, has a smaller variance)."""
+    counts = np.full(2, _blanket_high(target), np.int64)
+    sd = float(target.mechanism.params(int(counts.sum()), target.request.epsilon).noise_std)
+    out = release_many(target, counts, law_runs, rng)
+    z = ((out - counts[None, :]) / sd).reshape(-1)
+    return dataclasses.replace(_variance(z[~np.isnan(z)], level), runs=int(law_runs),
+                               what="the released noise of 2 keys far above the threshold")
 
 
 def law_runs_needed(target: Target, alternative: Target, *, confidence: float = 0.95, power: float = 0.9,
@@ -289,12 +386,8 @@ def law_runs_needed(target: Target, alternative: Target, *, confidence: float = 
     probability ``power`` at level (1 − confidence)/checks: the non-central chi-square power of Pearson's test,
     non-centrality ``n·Σ (p₁ − p₀)²/p₀`` over the cells of the exact laws (cells of expected count < 5 at n
     pooled as the test pools them, approximately: cells with p₀ < 1e-6 are merged into their neighbour)."""
-    from scipy import stats as st
-
-    m = target.bound
-    c = law_count(target)
-    p0 = release_count_law(target, m, c)
-    p1 = release_count_law(dataclasses.replace(alternative, reference=alternative.calibration), m, c)
+    _, _, p0 = law_inputs(target)
+    _, _, p1 = law_inputs(target, alternative.calibration)
     keep0, keep1, a0, a1 = [], [], 0.0, 0.0
     for x0, x1 in zip(p0, p1):
         a0, a1 = a0 + x0, a1 + x1
@@ -324,6 +417,48 @@ def law_runs_needed(target: Target, alternative: Target, *, confidence: float = 
     return hi
 
 
+def has_conformance(target: Target) -> bool:
+    """Whether ``target`` has a conformance check (:func:`conformance`)."""
+    return (target.thresholded or target.public or target.picked in (WEIGHTED, POLICY, TWO_STAGE, BLANKET, VECTOR_SUM)
+            or (target.picked == "misra-gries" and getattr(target.reference, "csh", None) is not None))
+
+
+def conformance(target: Target, law_runs: int, level: float, rng) -> LawCheck | VarianceCheck:
+    """The conformance check of ``target``: the variance of the likelihood-ratio projection (public-key targets,
+    two-stage's stage 2), of the released noise (the blanket histogram), or the exact law of the number released
+    (every thresholded kernel: :func:`law_check`)."""
+    if target.public:
+        return variance_check(target, public_scenarios(target.picked, target.calibration)[0], law_runs, level, rng)
+    if target.picked == TWO_STAGE:
+        shift = [s for s in two_stage_scenarios(target) if s.name == "shift"][0]
+        return variance_check(target, shift, law_runs, level, rng)
+    if target.picked == VECTOR_SUM:
+        return variance_check(target, vector_scenarios(target)[0], law_runs, level, rng)
+    if target.picked == BLANKET:
+        return blanket_check(target, law_runs, level, rng)
+    return law_check(target, law_runs, level, rng)
+
+
+def scenarios_of(target: Target) -> list[Scenario]:
+    """The privacy scenarios of ``target``: the public-key shift, the set-union and two-stage pairs, or the
+    worst-case count pairs of :func:`.scenarios.scenarios_for` (replace-one pairs for a replace-one mechanism)."""
+    if target.public:
+        return public_scenarios(target.picked, target.calibration)
+    if target.picked == WEIGHTED:
+        return weighted_scenarios(target.calibration, target.bound)
+    if target.picked == POLICY:
+        return policy_scenarios(target.calibration, target.bound)
+    if target.picked == TWO_STAGE:
+        return two_stage_scenarios(target)
+    if target.picked == VECTOR_SUM:
+        return vector_scenarios(target)
+    replace_one = getattr(target.mechanism, "neighbours", None) is Neighbours.REPLACE_ONE
+    high = (_STONE_HIGH if target.picked in STONES else _PURE_SPARSE_HIGH if target.picked == "pure-sparse" else
+            _blanket_high(target) if target.picked == BLANKET else None)
+    return scenarios_for(target.picked, target.calibration, target.bound, target.pre, replace_one=replace_one,
+                         high=high)
+
+
 def audit(mechanism: str, *, epsilon, delta, bound: int | None = None, runs: int | None = None,
           law_runs: int | None = None, sigma_scale: float = 1.0, margin_shift: int = 0,
           confidence: float = 0.95, scenarios: Sequence[str] | None = None, rng=None, **options) -> AuditResult:
@@ -349,24 +484,14 @@ def audit(mechanism: str, *, epsilon, delta, bound: int | None = None, runs: int
     target = build_target(mechanism, epsilon=epsilon, delta=delta, bound=bound, sigma_scale=sigma_scale,
                           margin_shift=margin_shift, **options)
     conf = v.real("confidence", confidence, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-    d_runs, d_law = default_runs(target)
-    n_runs = v.integer("runs", d_runs if runs is None else runs, lo=100, hi=100_000_000)
+    d_runs, d_law = default_runs(target, conf)
+    n_runs = d_runs if runs is None else v.integer("runs", runs, lo=100, hi=100_000_000)
     n_law = v.integer("law_runs", d_law if law_runs is None else law_runs, lo=0, hi=100_000_000)
-    if not (target.thresholded or target.public):
+    if not has_conformance(target):
         n_law = 0
     if rng is None:
-        from ..noise import default_source
-
         rng = default_source()
-    from ..accounting.calibration import Neighbours
-
-    replace_one = getattr(target.mechanism, "neighbours", None) is Neighbours.REPLACE_ONE
-    if target.public:
-        scs = public_scenarios(target.picked, target.calibration)
-    else:
-        scs = scenarios_for(target.picked, target.calibration, target.bound, target.pre, replace_one=replace_one,
-                            high=_STONE_HIGH if target.picked in STONES else
-                            _PURE_SPARSE_HIGH if target.picked == "pure-sparse" else None)
+    scs = scenarios_of(target)
     if scenarios is not None:
         wanted = set(scenarios)
         unknown = wanted - {s.name for s in scs}
@@ -385,13 +510,7 @@ def audit(mechanism: str, *, epsilon, delta, bound: int | None = None, runs: int
         t0 = _statistic(sc, release_many(target, sc.counts0, n_runs, rng, units=sc.units0))
         e1, e0, names = _events(t1, t0, sc)
         bounds[sc.name] = best_event_bound(e1, e0, names, dlt, confidence=conf_each)
-    if n_law == 0:
-        law = None
-    elif target.public:
-        law = variance_check(target, public_scenarios(target.picked, target.calibration)[0], n_law,
-                             1.0 - conf_each, rng)
-    else:
-        law = law_check(target, n_law, 1.0 - conf_each, rng)
+    law = None if n_law == 0 else conformance(target, n_law, 1.0 - conf_each, rng)
     cal = target.calibration
     return AuditResult(mechanism=target.name, picked=target.picked, epsilon=float(target.request.epsilon),
                        delta=dlt, bound=target.bound, runs=n_runs, confidence=conf,
@@ -403,7 +522,7 @@ def noise_figures(cal) -> tuple[float, float]:
     """``(noise scale, threshold margin)`` of a calibration for the audit's report: its own ``sigma``/``tau``, or
     those of the calibration it wraps (Misra–Gries: the CSH that releases the sketch); NaN where the mechanism has
     none (the pure mechanisms' calibration is their ε; a public-key one has no threshold: margin 0)."""
-    inner = getattr(cal, "csh", None)
+    inner = getattr(cal, "csh", None) or getattr(cal, "select_cal", None)  # Misra–Gries' CSH, two-stage's stage 1
     src = cal if getattr(cal, "sigma", None) is not None else inner
     if src is None:
         eps_e = getattr(cal, "epsilon_e", None)  # Misra–Gries released without CSH: Laplace-type noise 1/ε'

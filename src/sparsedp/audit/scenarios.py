@@ -100,7 +100,7 @@ class Scenario:
         return (self.counts0 == 0) & (self.counts1 > 0)
 
 
-def _high(calibration, pre: int) -> int:
+def high_count(calibration, pre: int) -> int:
     """A count so far above the threshold that it is released with probability 1 − ~1e-30 (mechanisms without a
     noise std in their calibration, the pure and Misra–Gries ones: 400, above their thresholds at ε >= 0.1)."""
     tau = float(getattr(calibration, "tau", 0.0) or 0.0)
@@ -119,8 +119,8 @@ def scenarios_for(mechanism: str, calibration, bound: int, pre: int = 1, *,
     mechanisms without ``max_units``; one key per unit): D and D' then have the same total, one unit moving from
     key 1 to key 0 — ``shared`` (key 0 at c → c + 1, key 1 at c → c − 1) and ``new`` (key 0 new at 1, key 1 at
     c → c − 1), with the statistic "diff" (key 0's value minus key 1's, unreleased = 0), the likelihood-ratio
-    statistic of two independent noises. ``high``: the "far above" count (default :func:`_high`)."""
-    c = _high(calibration, pre) if high is None else int(high)
+    statistic of two independent noises. ``high``: the "far above" count (default :func:`high_count`)."""
+    c = high_count(calibration, pre) if high is None else int(high)
     n = int(bound)
     if replace_one:
         return [

@@ -25,37 +25,49 @@ histogram's unit count) and ``run``. The independent ones (public-gaussian, publ
 (correlated-gaussian, bounded-density: one shared size coordinate per release) run one release per run, and their
 released size estimate ñ is part of the output (column ``d`` of :func:`release_many`, read exactly from the
 release's ``y_(d+1)`` note).
+
+Targets of their own modules: the set-union key discoveries (:mod:`.set_union`: ``weighted-gaussian`` tiled on
+integer weight sums in grid units, ``policy-gaussian`` on ℓ2-descent weights, float noise), the two-stage release
+(:mod:`.two_stage`: one ``prepare``/``run`` per release) and the blanket histogram ``pure-blanket`` (replace-one
+pairs as the other pure mechanisms; its ``sigma_scale`` mutant runs the mechanism at ε/``sigma_scale``, i.e. with
+its geometric noise's base α raised to the power 1/``sigma_scale``, while the claim stays ε), and the vector sum
+(:mod:`.vectors`: ``sparsedp.vector_sum`` itself per release; ``bound`` is its number of coordinates).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import polars as pl
+import pyarrow as pa
 
 from .. import _validate as v
 from ..errors import InvalidParameterError
-from ..mechanisms.public_keys import CorrelatedGaussian
+from ..mechanisms import registry
+from ..mechanisms.base import ReleaseRequest
+from ..mechanisms.grouped_keys import GroupedHistogram
+from ..mechanisms.public_keys import CorrelatedGaussian, public_keys
 from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
+from ..noise import default_source
+from .histograms import arrow_engine, local_histogram, release_tiled, released_rows, size_estimate
+from .mutants import scaled_calibration, scaled_law, scaled_public, shifted_calibration
+from .set_union import POLICY, WEIGHTED, release_policy, shifted_weighted
+from .two_stage import TWO_STAGE, release_two_stage, two_stage_calibration
+from .vectors import VECTOR_SUM, VectorSumRelease, release_vectors
 
-__all__ = ["AUDITABLE", "NO_TARGET_YET", "Target", "auditable", "build_target", "default_bound", "release_many",
-           "shifted_calibration", "scaled_calibration", "scaled_law"]
+__all__ = ["AUDITABLE", "Target", "auditable", "build_target", "default_bound", "release_many",
+           "shifted_calibration", "scaled_calibration", "scaled_law", "scaled_public"]
 
 #: audit names: every registered mechanism (``registry.names()``), the shifted top-k variant, and "csh" (CSH on a
 #: k-sparse histogram: top-k CSH with at most k keys has cut-off 0, so it IS Algorithm 2 / rounded CSH)
 AUDITABLE = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted", "pure-sparse", "compact", "basic",
-             "stability", "misra-gries", "auto", "public-gaussian", "public-laplace", CorrelatedGaussian.name,
-             "bounded-density", "grouped-correlated-gaussian", "keep-heavy", "kh-prime", "kh-double-prime",
-             "sparse-histogram")
-#: registered mechanisms without an audit target yet (``tests/audit/test_audit_coverage.py`` fails for any other
-#: registered name missing from :data:`AUDITABLE`, and for a name listed here that gets one or leaves the
-#: registry): the two-stage release (a thresholded selection then public-key counts), the set-union key
-#: discoveries (their output is a key set, not counts), and the linear-time pure-DP blanket histogram (registered
-#: after this list was written)
-NO_TARGET_YET = ("two-stage", "weighted-gaussian", "policy-gaussian", "pure-blanket")
+             "stability", "pure-blanket", "misra-gries", "auto", "public-gaussian", "public-laplace",
+             CorrelatedGaussian.name, "bounded-density", "grouped-correlated-gaussian", "keep-heavy", "kh-prime",
+             "kh-double-prime", "sparse-histogram", TWO_STAGE, WEIGHTED, POLICY, VECTOR_SUM)
 #: the grouped correlated Gaussian (Lebeda (2024) Algorithm 2): audited on group 0 of two groups of ``d`` keys each
 GROUPED = "grouped-correlated-gaussian"
 #: public-key mechanisms (every listed key released, no threshold; σ scale applies)
@@ -64,25 +76,29 @@ PUBLIC = ("public-gaussian", "public-laplace", CorrelatedGaussian.name, "bounded
 EMBEDDING = (CorrelatedGaussian.name, "bounded-density", GROUPED)
 #: the Balcer–Vadhan stepping stones (Balcer & Vadhan (2019) §6): replace-one, one key per unit, run on a small integer domain
 STONES = ("keep-heavy", "kh-prime", "kh-double-prime", "sparse-histogram")
-_PURE = ("pure-sparse", "compact", "basic", "stability") + STONES
+#: the linear-time pure-DP blanket histogram (Kerschbaum, Lee & Wu (2025), arXiv 2507.17017)
+BLANKET = "pure-blanket"
+_PURE = ("pure-sparse", "compact", "basic", "stability", BLANKET) + STONES
 #: mechanisms with a thresholded per-key kernel (σ scale and margin shift apply; exact release laws known)
 THRESHOLDED = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted")
-_TILED = (GSHM.name, Laplace.name, "public-gaussian", "public-laplace")
+#: targets whose noise scale and threshold an audit can break (``sigma_scale``, ``margin_shift``) besides the
+#: thresholded ones: the public-key ones (σ only), Misra–Gries (σ of its CSH), the blanket histogram (ε only),
+#: the set-union and two-stage ones (both)
+SCALABLE = THRESHOLDED + PUBLIC + ("misra-gries", BLANKET, WEIGHTED, POLICY, TWO_STAGE, VECTOR_SUM)
+SHIFTABLE = THRESHOLDED + (WEIGHTED, POLICY, TWO_STAGE)
+_TILED = (GSHM.name, Laplace.name, "public-gaussian", "public-laplace", WEIGHTED, POLICY)
 _CHUNK = 1 << 18  # keys per tiled release (bounds memory)
 #: the bound each mechanism's contribution model is stated with, and its name in the report
 BOUND_NAME = {GSHM.name: "l0", Laplace.name: "l0", "csh": "k", TopKCSH.name: "top_k", "topk-csh-shifted": "top_k",
-              "pure-sparse": "l0", "compact": "l0", "basic": "l0", "stability": "l0", "misra-gries": "l0",
-              "auto": "l0", **{m: "l0" for m in PUBLIC + STONES}}
+              "misra-gries": "l0", "auto": "l0", VECTOR_SUM: "d",
+              **{m: "l0" for m in PUBLIC + _PURE + (WEIGHTED, POLICY, TWO_STAGE)}}
 
 
 def auditable() -> tuple[str, ...]:
     """The audit names: :data:`AUDITABLE` (the built-in ones, with their audit variants) and every other
     registered mechanism (a plug-in's, audited with its default options through the generic path: the
-    worst-case count scenarios, released by its own ``run``) except :data:`NO_TARGET_YET`, whose output is not a
-    per-key count the generic scenarios fit."""
-    from ..mechanisms import registry
-
-    return AUDITABLE + tuple(n for n in registry.names() if n not in AUDITABLE and n not in NO_TARGET_YET)
+    worst-case count scenarios, released by its own ``run``)."""
+    return AUDITABLE + tuple(n for n in registry.names() if n not in AUDITABLE)
 
 
 @dataclass(frozen=True)
@@ -92,7 +108,9 @@ class Target:
     ``name``: the audit name (``auto`` resolved: ``picked`` is the registered name it chose); ``mechanism``: the
     registered mechanism object; ``request``: the claim; ``reference``: ``mechanism.calibrate(request)``;
     ``calibration``: what is run (``reference`` unless ``sigma_scale``/``margin_shift`` break it);
-    ``bound``: l0 / k; ``tiled``: runs may be tiled into one release (independent noise per key).
+    ``bound``: l0 / k; ``tiled``: runs may be tiled into one release (independent noise per key);
+    ``run_request``: the request the releases run with when it is not the claim (the blanket histogram's
+    ``sigma_scale`` mutant: the claim at ε, the run at ε/``sigma_scale``).
     """
 
     name: str
@@ -105,6 +123,7 @@ class Target:
     sigma_scale: float
     margin_shift: int
     tiled: bool
+    run_request: Any = None
 
     @property
     def thresholded(self) -> bool:
@@ -126,65 +145,13 @@ class Target:
     def pre(self) -> int:
         return int(getattr(self.mechanism, "pre_threshold", 1))
 
-
-def scaled_calibration(cal, factor: float):
-    """``cal`` with its noise scale multiplied by ``factor`` (threshold unchanged): a deliberately wrong
-    mechanism for the audit to catch. Discrete scales stay exact rationals (σ² scales by factor²)."""
-    if factor == 1.0:
-        return cal
-    return dataclasses.replace(cal, sigma=cal.sigma * factor, noise_std=cal.noise_std * factor,
-                               noise=scaled_law(cal.noise, factor))
-
-
-#: how each noise-law field scales when the noise is multiplied by ``factor`` (its power of factor);
-#: fields not listed (the embedding weight c, the divisor) are kept
-_SCALE_POWER = {"sigma2": 2, "shared_sigma2": 2, "scale": 1, "shared_scale": 1, "sigma": 1, "shared_sigma": 1}
-
-
-def scaled_law(law, factor: float):
-    """``law`` with its noise multiplied by ``factor``: variance parameters by factor², scales by factor;
-    exact rationals stay exact (``Fraction(factor)``)."""
-    f = Fraction(factor)
-    changes = {}
-    for fl in dataclasses.fields(law):
-        power = _SCALE_POWER.get(fl.name)
-        if power is None:
-            continue
-        x = getattr(law, fl.name)
-        changes[fl.name] = x * f ** power if isinstance(x, Fraction) else float(x) * factor ** power
-    return dataclasses.replace(law, **changes)
-
-
-def scaled_public(cal, factor: float):
-    """A public-key calibration (:class:`~sparsedp.accounting.public_keys.PublicKeysCalibration`) with its noise
-    multiplied by ``factor``: the sampled scale (secure Gaussian: the exact rational ``s = σ²`` by factor²; Laplace
-    and float Gaussian: by factor) and the stated stds."""
-    if factor == 1.0:
-        return cal
-    f = Fraction(factor)
-    power = 2 if (cal.secure and cal.family != Laplace.name) else 1
-    scale = cal.scale * f ** power if isinstance(cal.scale, Fraction) else float(cal.scale) * factor ** power
-    return dataclasses.replace(
-        cal, scale=scale, noise_std=cal.noise_std * factor, shared_std=cal.shared_std * factor,
-        independent_std=cal.independent_std * factor,
-        n_noise_std=None if cal.n_noise_std is None else cal.n_noise_std * factor)
-
-
-def shifted_calibration(cal, shift: int):
-    """``cal`` with its integer margin moved by ``shift`` (release rule ``c + X >= pre + margin + shift``):
-    a threshold error for the audit to catch. The margin must stay >= 0."""
-    if shift == 0:
-        return cal
-    tau = cal.tau + shift
-    if tau < 0:
-        raise InvalidParameterError(f"⟨margin_shift={shift}⟩ would make the margin {tau:g} negative "
-                                    f"(calibrated margin {cal.tau:g})", param="margin_shift")
-    return dataclasses.replace(cal, tau=float(tau) if isinstance(cal.tau, float) else tau)
+    @property
+    def runs_with(self) -> Any:
+        """The request the releases run with (the claim unless a mutant changes it)."""
+        return self.request if self.run_request is None else self.run_request
 
 
 def _mechanism(name: str, bound: int, options: dict):
-    from ..mechanisms import registry
-
     if name == "csh":
         return registry.create(TopKCSH.name, k=bound, debias=False)
     if name == TopKCSH.name:
@@ -203,6 +170,8 @@ def _mechanism(name: str, bound: int, options: dict):
         return registry.create(name, domain_size=options.get("domain_size", 512))
     if name == GROUPED:
         return registry.create(name, group="g")
+    if name == VECTOR_SUM:  # not a registered mechanism: sparsedp.vector_sum on `bound` coordinates
+        return VectorSumRelease(d=bound)
     return registry.create(name)
 
 
@@ -212,13 +181,48 @@ def default_bound(mechanism: str) -> int:
     return 1 if mechanism in _PURE else 2
 
 
+def _broken(picked: str, mech, request, ref, scale: float, shift: int) -> tuple[Any, Any]:
+    """``(calibration, run_request)`` of the mechanism run: the reference with its noise times ``scale`` and its
+    margin moved by ``shift`` (each target's own reading of both); ``run_request`` None: the claim's request."""
+    if picked not in SCALABLE and scale != 1.0 or picked not in SHIFTABLE and shift != 0:
+        what = "margin_shift" if shift != 0 and picked not in SHIFTABLE else "sigma_scale"
+        return_to = SHIFTABLE if what == "margin_shift" else SCALABLE
+        raise InvalidParameterError(f"⟨{what}⟩ does not apply to {picked!r}: it applies to the thresholded "
+                                    f"mechanisms and {', '.join(n for n in return_to if n not in THRESHOLDED)}",
+                                    param=what)
+    if picked in THRESHOLDED:
+        return shifted_calibration(scaled_calibration(ref, scale), shift), None
+    if picked in PUBLIC:
+        return scaled_public(ref, scale), None
+    if picked == "misra-gries":
+        if getattr(ref, "csh", None) is None:
+            if scale != 1.0:
+                raise InvalidParameterError("sigma_scale applies to a Misra-Gries sketch released by CSH (the "
+                                            "default release)", param="sigma_scale")
+            return ref, None
+        # the sketch is released by CSH: σ scale applies to that CSH (the σ/2 mutant of the acceptance test)
+        return dataclasses.replace(ref, csh=scaled_calibration(ref.csh, scale)), None
+    if picked == WEIGHTED:
+        return shifted_weighted(scaled_calibration(ref, scale), shift), None
+    if picked == POLICY:
+        return shifted_calibration(scaled_calibration(ref, scale), shift), None
+    if picked == TWO_STAGE:
+        return two_stage_calibration(ref, scale, shift), None
+    if picked == VECTOR_SUM:  # σ times scale: ρ over scale²
+        return dataclasses.replace(ref, rho=ref.rho / scale ** 2,
+                                   noise_std=tuple(x * scale for x in ref.noise_std)), None
+    if picked == BLANKET and scale != 1.0:
+        run = dataclasses.replace(request, epsilon=float(request.epsilon) / scale)
+        return mech.calibrate(run), run
+    return ref, None
+
+
 def build_target(mechanism: str, *, epsilon, delta, bound: int | None = None, sigma_scale: float = 1.0,
                  margin_shift: int = 0, **options) -> Target:
     """The :class:`Target` of an audit (see the module docstring). ``bound``: l0 for the per-unit-bounded
-    mechanisms (gshm, laplace, misra-gries; 1 for the pure ones), k for csh / top-k. ``options``: ``sketch_size``
-    (misra-gries, default 4), ``domain_size`` (basic, default 64)."""
-    from ..mechanisms.base import ReleaseRequest
-
+    mechanisms (gshm, laplace, misra-gries, the set-union ones, two-stage's stage 1; 1 for the pure ones), k for
+    csh / top-k. ``options``: ``sketch_size`` (misra-gries, default 4), ``domain_size`` (basic, default 64),
+    ``d`` (public-key lists)."""
     name = v.choice("mechanism", mechanism, auditable())
     b = v.integer("bound", default_bound(name) if bound is None else bound, lo=1, hi=10_000)
     scale = v.real("sigma_scale", sigma_scale, lo=0.0, hi=100.0, lo_open=True)
@@ -230,102 +234,30 @@ def build_target(mechanism: str, *, epsilon, delta, bound: int | None = None, si
     l0 = None if name in ("csh", TopKCSH.name, "topk-csh-shifted") else b
     keys = None
     if name in PUBLIC:
-        from ..mechanisms.public_keys import public_keys
-
         d = v.integer("d", options.get("d", 4 if name in EMBEDDING else b), lo=1, hi=10_000)
         keys = _grouped_keys(d) if name == GROUPED else public_keys(list(range(d)), ["key"])
     request = ReleaseRequest(epsilon=v.real("epsilon", epsilon, lo=0.0, lo_open=True),
                              delta=v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True), max_groups_per_unit=l0,
-                             keys=keys)
+                             keys=keys, insecure_float=name == POLICY)  # policy-gaussian has float noise only
     picked = name
-    if name == "auto":
+    if name == VECTOR_SUM:
+        ref = mech.calibrate(request.epsilon, request.delta, default_source())
+    elif name == "auto":
         mech, ref, _, _ = mech.resolve(request)
         picked = mech.name
     else:
         mech.check(request)
         ref = mech.calibrate(request)
-    if picked in PUBLIC and shift != 0:
-        raise InvalidParameterError(f"margin_shift does not apply to {picked!r} (no threshold)")
-    if picked == "misra-gries" and shift == 0 and getattr(ref, "csh", None) is not None:
-        # the sketch is released by CSH: σ scale applies to that CSH (the σ/2 mutant of the acceptance test)
-        cal = dataclasses.replace(ref, csh=scaled_calibration(ref.csh, scale))
-        return Target(name=name, picked=picked, mechanism=mech, request=request, reference=ref, calibration=cal,
-                      bound=b, sigma_scale=scale, margin_shift=shift, tiled=False)
-    if picked not in THRESHOLDED + PUBLIC and (scale != 1.0 or shift != 0):
-        raise InvalidParameterError(f"sigma_scale and margin_shift apply to the thresholded mechanisms "
-                                    f"({', '.join(THRESHOLDED)}), sigma_scale also to {', '.join(PUBLIC)}; "
-                                    f"not to {picked!r}")
-    if picked in THRESHOLDED:
-        cal = shifted_calibration(scaled_calibration(ref, scale), shift)
-    else:
-        cal = scaled_public(ref, scale) if picked in PUBLIC else ref
+    cal, run_request = _broken(picked, mech, request, ref, scale, shift)
     return Target(name=name, picked=picked, mechanism=mech, request=request, reference=ref, calibration=cal,
-                  bound=b, sigma_scale=scale, margin_shift=shift, tiled=picked in _TILED)
+                  bound=b, sigma_scale=scale, margin_shift=shift, tiled=picked in _TILED, run_request=run_request)
 
 
-def _engine():
-    from ..engines import get_engine
-
-    return get_engine("arrow")
-
-
-def _histogram(counts: np.ndarray, ids: np.ndarray, units: int | None = None):
-    """A bounded :class:`~sparsedp.engines.base.LocalHistogram` of the given keys (int ids) and counts, as an
-    embedded engine hands it to ``Mechanism.run`` (keys with a count below 1 are not in it); ``units``: the number
-    of privacy units in the input (default: the total count, one key per unit)."""
-    import pyarrow as pa
-
-    from ..engines.base import BoundingStats, LocalHistogram
-
-    n = int(counts.size)
-    u = int(counts.sum()) if units is None else int(units)
-    stats = BoundingStats(rows_in=int(counts.sum()), units_in=u, pairs_in=int(counts.sum()),
-                          units_over_l0=0, pairs_dropped_l0=0, keys_in=n, keys_bounded=n, keys_out=n, l0=None)
-    return LocalHistogram(keys=pa.table({"key": pa.array(ids, type=pa.int64())}), counts=counts, stats=stats)
-
-
-def _rows(released) -> tuple[np.ndarray, np.ndarray]:
-    """(key ids, values) of a ``Released``: a LocalRelease (thresholded) or an Arrow table (in-process)."""
-    rows = released.rows
-    if hasattr(rows, "values") and hasattr(rows, "keys") and not hasattr(rows, "schema"):
-        return np.asarray(rows.keys.column("key").to_numpy(), np.int64), np.asarray(rows.values, np.float64)
-    value_col = released.disclosure.value_column
-    keys = rows.column("key").to_pylist()
-    vals = rows.column(value_col).to_numpy(zero_copy_only=False)
-    ids, out = [], []
-    for kk, vv in zip(keys, vals):
-        kid = _key_id(kk)
-        if kid is None:
-            continue  # a random label of an empty bin that is not one of our integer keys
-        ids.append(kid)
-        out.append(float(vv))
-    return np.asarray(ids, np.int64), np.asarray(out, np.float64)
-
-
-def _key_id(key) -> int | None:
-    """Our integer key id from a released key: an int, or the pure mechanisms' JSON label ``"[7]"``."""
-    import json
-
-    if isinstance(key, (int, np.integer)):
-        return int(key)
-    try:
-        x = json.loads(key)
-    except (TypeError, ValueError):
-        return None
-    if isinstance(x, list) and len(x) == 1:
-        x = x[0]
-    return int(x) if isinstance(x, int) else None
-
-
-def _n_tilde(released) -> float:
-    """The size estimate ñ = y_(d+1)/C of an embedding release, from its note (the exact integer ``y_(d+1)``)."""
-    import re
-
-    for note in released.disclosure.notes:
-        m = re.search(r"y_\(d\+1\) = (\S+) with C = (\S+)\)", note)
-        if m:
-            return float(m.group(1)) / float(m.group(2))
-    raise RuntimeError("the release carries no size estimate note")  # pragma: no cover
+#: the names the other modules of the audit and the worked examples use
+_engine = arrow_engine
+_histogram = local_histogram
+_rows = released_rows
+_n_tilde = size_estimate
 
 
 #: the other group of the grouped target: every key at this count, this many units (it never changes)
@@ -334,10 +266,6 @@ _OTHER_COUNT, _OTHER_UNITS = 2, 4
 
 def _grouped_keys(d: int):
     """The grouped target's public key list: ``(g, key)`` for ``g ∈ {0, 1}``, ``key ∈ 0..d−1``."""
-    import polars as pl
-
-    from ..mechanisms.public_keys import public_keys
-
     frame = pl.DataFrame({"g": np.repeat(np.arange(2, dtype=np.int64), d), "key": np.tile(np.arange(d), 2)})
     return public_keys(frame, ["g", "key"])
 
@@ -346,17 +274,12 @@ def _grouped_histogram(c: np.ndarray, units: int):
     """What the grouped mechanism's ``histogram`` step hands to ``prepare`` (one group per unit already enforced):
     group 0's keys at the audited counts ``c`` with ``units`` units, group 1's at :data:`_OTHER_COUNT` with
     :data:`_OTHER_UNITS` units. Only group 0 differs between neighbours (a unit lives in one group)."""
-    import polars as pl
-    import pyarrow as pa
-
-    from ..mechanisms.grouped_keys import GroupedHistogram
-
     d = c.size
     counts = np.concatenate([c, np.full(d, _OTHER_COUNT, np.int64)])
     g = np.repeat(np.arange(2, dtype=np.int64), d)
     key = np.tile(np.arange(d, dtype=np.int64), 2)
     live = counts > 0
-    inner = _histogram(counts[live], key[live], units=units + _OTHER_UNITS)
+    inner = local_histogram(counts[live], key[live], units=units + _OTHER_UNITS)
     inner = dataclasses.replace(inner, keys=pa.table({"g": pa.array(g[live]), "key": pa.array(key[live])}))
     per = pl.DataFrame({"g": np.arange(2, dtype=np.int64), "len": np.array([units, _OTHER_UNITS], np.uint32)})
     per = per.filter(pl.col("len") > 0)
@@ -366,8 +289,6 @@ def _grouped_histogram(c: np.ndarray, units: int):
 def _group0(released, d: int) -> np.ndarray:
     """Group 0's ``d`` released values and its size estimate ñ_0 (exact: ``y_(D+1)`` is an integer, recovered
     from the note's 6 significant digits by rounding ñ·C) of a grouped release."""
-    import re
-
     rows = released.rows
     g = np.asarray(rows.column("g").to_numpy(), np.int64)
     key = np.asarray(rows.column("key").to_numpy(), np.int64)
@@ -386,11 +307,9 @@ def _group0(released, d: int) -> np.ndarray:
 def _release_public(target: Target, c: np.ndarray, units: int, runs: int, rng) -> np.ndarray:
     """``(runs, d)`` (embedding: ``(runs, d + 1)``, the last column ñ) values of public-key releases of the counts
     ``c`` of the d listed keys with ``units`` privacy units, through ``prepare`` (the join to the list) and ``run``."""
-    from ..mechanisms.public_keys import public_keys
-
     t = target
     d = c.size
-    engine = _engine()
+    engine = arrow_engine()
     disclosure = t.mechanism.disclosure(t.request, t.calibration, "count")
     if t.picked == GROUPED:
         hist = t.mechanism.prepare(engine, _grouped_histogram(c, units), t.request)
@@ -406,17 +325,17 @@ def _release_public(target: Target, c: np.ndarray, units: int, runs: int, rng) -
         cc = np.tile(c, r)
         live = cc > 0
         request = dataclasses.replace(t.request, keys=public_keys(ids.tolist(), ["key"])) if t.tiled else t.request
-        hist = t.mechanism.prepare(engine, _histogram(cc[live], ids[live], units=units), request)
+        hist = t.mechanism.prepare(engine, local_histogram(cc[live], ids[live], units=units), request)
         reps = 1 if t.tiled else runs
         for _ in range(reps):
             rel = t.mechanism.run(engine, hist, t.calibration, disclosure, rng, request)
-            keys, vals = _rows(rel)
+            keys, vals = released_rows(rel)
             if t.tiled:
                 out.reshape(-1)[done * d + keys] = vals
             else:
                 out[done, keys] = vals
                 if t.embedding:
-                    out[done, d] = _n_tilde(rel)
+                    out[done, d] = size_estimate(rel)
                 done += 1
         if t.tiled:
             done += r
@@ -428,33 +347,31 @@ def release_many(target: Target, counts, runs: int, rng, units: int | None = Non
     count ``counts[i]``; 0 = not in the data) through ``Mechanism.run``; NaN where a key is not released.
     Public-key mechanisms: the keys are the listed ones, ``units`` the number of privacy units (default the total
     count), and the embedding ones add a last column, the released size estimate ñ."""
+    if target.picked == POLICY:  # the counts are ℓ2-descent weights
+        return release_policy(target, counts, int(runs), rng)
+    if target.picked == VECTOR_SUM:  # the counts are the coordinates' true sums
+        return release_vectors(target, counts, int(runs), rng)
     c = np.asarray(counts, dtype=np.int64)
+    if target.picked == TWO_STAGE:
+        return release_two_stage(target, c, int(c.sum()) if units is None else int(units), int(runs), rng)
     if target.public:
         return _release_public(target, c, int(c.sum()) if units is None else int(units), int(runs), rng)
-    n = c.size
+    t = target
+    request = t.runs_with
     runs = int(runs)
+    if t.tiled:
+        return release_tiled(t.mechanism, t.calibration, request, c, runs, rng,
+                             lambda ids, vals: local_histogram(vals, ids))
+    n = c.size
     out = np.full((runs, n), np.nan)
     live = np.flatnonzero(c > 0)
     if live.size == 0 or runs == 0:
         return out
-    t = target
-    engine = _engine()
-    disclosure = t.mechanism.disclosure(t.request, t.calibration, "count")
-    if t.tiled:
-        per = max(1, _CHUNK // live.size)
-        done = 0
-        while done < runs:
-            r = min(per, runs - done)
-            ids = (np.arange(r)[:, None] * n + live[None, :]).reshape(-1)
-            hist = _histogram(np.tile(c[live], r), ids)
-            prepared = t.mechanism.prepare(engine, hist, t.request)  # as the pipeline hands it to run
-            keys, vals = _rows(t.mechanism.run(engine, prepared, t.calibration, disclosure, rng, t.request))
-            out.reshape(-1)[done * n + keys] = vals
-            done += r
-        return out
-    hist = t.mechanism.prepare(engine, _histogram(c[live], live.astype(np.int64)), t.request)
+    engine = arrow_engine()
+    disclosure = t.mechanism.disclosure(request, t.calibration, "count")
+    hist = t.mechanism.prepare(engine, local_histogram(c[live], live.astype(np.int64)), request)
     for i in range(runs):
-        keys, vals = _rows(t.mechanism.run(engine, hist, t.calibration, disclosure, rng, t.request))
+        keys, vals = released_rows(t.mechanism.run(engine, hist, t.calibration, disclosure, rng, request))
         ok = (keys >= 0) & (keys < n)
         out[i, keys[ok]] = vals[ok]
     return out

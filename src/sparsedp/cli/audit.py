@@ -15,13 +15,15 @@ from ._errors import AUDIT_FLAGS, fail, interruptible
 @interruptible
 def audit(
     mechanism: str = typer.Argument(..., help="gshm, laplace, csh, topk-csh, topk-csh-shifted, pure-sparse, "
-                                              "compact, basic, stability, misra-gries, auto, public-gaussian, "
-                                              "public-laplace, correlated-gaussian, bounded-density, keep-heavy, "
-                                              "kh-prime, kh-double-prime or sparse-histogram."),
+                                              "compact, basic, stability, pure-blanket, misra-gries, auto, "
+                                              "public-gaussian, public-laplace, correlated-gaussian, "
+                                              "bounded-density, grouped-correlated-gaussian, keep-heavy, kh-prime, "
+                                              "kh-double-prime, sparse-histogram, two-stage, weighted-gaussian, "
+                                              "policy-gaussian or vector-sum."),
     epsilon: float = typer.Option(..., "--epsilon", help="Claimed epsilon (> 0)."),
     delta: float = typer.Option(..., "--delta", help="Claimed delta (0 < delta < 1; 0 for the pure mechanisms)."),
     runs: Optional[int] = typer.Option(None, "--runs", help="Releases on each neighbour per scenario (default: "
-                                                            "200000 for gshm/laplace, 200 for csh/top-k, ...)."),
+                                                            "200000 for gshm/laplace, 50-100 for csh/top-k, ...)."),
     law_runs: Optional[int] = typer.Option(None, "--law-runs", help="Releases for the check of the released law "
                                                                     "against the calibrated one (0: skip)."),
     l0: Optional[int] = typer.Option(None, "--l0", help="Contribution bound: l0 (gshm, laplace, misra-gries) or "
@@ -29,14 +31,15 @@ def audit(
                                                         "mechanisms (one key per unit)."),
     sigma_scale: float = typer.Option(1.0, "--sigma-scale",
                                       help="Multiply the noise scale (0.5 builds a deliberately broken "
-                                           "mechanism the audit must flag; thresholded, public-key and "
-                                           "misra-gries mechanisms)."),
+                                           "mechanism the audit must flag; thresholded, public-key, "
+                                           "misra-gries, set-union and two-stage mechanisms; pure-blanket runs "
+                                           "at epsilon/S)."),
     margin_shift: int = typer.Option(0, "--margin-shift",
                                      help="Add this integer to the threshold margin (-3 builds a deliberately "
                                           "broken mechanism the audit must flag)."),
     scenario: Optional[list[str]] = typer.Option(None, "--scenario", help="Run only these privacy scenarios "
                                                                           "(repeatable): shared, new, mixed, "
-                                                                          "topk-shift."),
+                                                                          "topk-shift, new-1, shift."),
     confidence: float = typer.Option(0.95, "--confidence", help="Confidence of the reported bounds."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed a reproducible (insecure) random source; "
                                                              "default: the secure source."),

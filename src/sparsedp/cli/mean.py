@@ -93,14 +93,11 @@ def _run(fn, input: str, console, err, out: Optional[str], head: int, overwrite:
             out_path = check_out_path(out, overwrite)
         with sigterm_as_interrupt():
             res = fn(input, progress=progress_stages(err), **kw)
-        frame = res.to_frame()
+        frame = res.table
         if out_path is not None:
             from ..engines.output import write_atomic
 
-            write_atomic(frame.to_arrow(), *out_path, metadata={
-                "epsilon": res.guarantee.epsilon, "delta": res.guarantee.delta, "rho": res.guarantee.rho,
-                "neighbours": res.guarantee.neighbours.value, "mechanism": res.guarantee.mechanism,
-                "noise": res.guarantee.noise, "contribution": res.guarantee.contribution})
+            write_atomic(frame.to_arrow(), *out_path, metadata=res.report.metadata())
     except SparsedpError as e:
         fail(e, VECTOR_FLAGS)
     except KeyboardInterrupt:

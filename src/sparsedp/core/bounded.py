@@ -29,23 +29,26 @@ class BoundingStats:
         keys_bounded: keys with a non-zero count after bounding.
         keys_out: keys handed to the mechanism (count >= ``pre_threshold``).
         l0: the bound applied (``None``: no ℓ0 bound, de-duplication only).
+
+    ``None`` for a unit- or pair-level number the engine does not compute (Spark: each would cost another
+    shuffle of the input; :class:`~sparsedp.engines.spark_engine.SparkBoundingStats`).
     """
 
     rows_in: int
-    units_in: int
-    pairs_in: int
-    units_over_l0: int
-    pairs_dropped_l0: int
-    keys_in: int
+    units_in: int | None
+    pairs_in: int | None
+    units_over_l0: int | None
+    pairs_dropped_l0: int | None
+    keys_in: int | None
     keys_bounded: int
     keys_out: int
     l0: int | None
 
     @property
-    def duplicate_rows_removed(self) -> int:
-        return self.rows_in - self.pairs_in
+    def duplicate_rows_removed(self) -> int | None:
+        return None if self.pairs_in is None else self.rows_in - self.pairs_in
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["duplicate_rows_removed"] = self.duplicate_rows_removed
         return d
@@ -60,13 +63,13 @@ class LocalHistogram:
     distinct-unit counts (int64); ``stats``: what bounding did (curator only); ``columns``: for a release with
     SUM/MEAN aggregates, one int64 array per distinct noisy grid column (:func:`sparsedp.aggregates.noise_columns`
     order) aligned with ``counts``: each key's grid sum over exactly the (unit, key) pairs its count keeps
-    (:func:`~sparsedp.engines.aggregate_exprs.bounded_raw_counts_with_sums`); empty otherwise. Never released.
+    (:func:`~sparsedp.engines.pair_ids.bounded_raw_counts_with_sums`); empty otherwise. Never released.
     """
 
     keys: Any
     counts: Any
     stats: BoundingStats
-    columns: tuple = ()
+    columns: tuple[np.ndarray, ...] = ()
 
     def __len__(self) -> int:
         return int(len(self.counts))

@@ -5,16 +5,16 @@ with its closest match, and data-library errors turned into :class:`~sparsedp.er
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from ..errors import ColumnNotFoundError, InputDataError, SparsedpError
-from .sources import explain_read_error
+from .sources import InputData, explain_read_error
 
 __all__ = ["check_columns", "engine_errors_as_input_errors"]
 
 
 @contextlib.contextmanager
-def engine_errors_as_input_errors(engine: str, data: Any = None) -> Iterator[None]:
+def engine_errors_as_input_errors(engine: str, data: InputData | None = None) -> Iterator[None]:
     """Errors the data libraries raise on inputs they cannot process (unsupported column types, values out
     of range, unreadable files) become :class:`InputDataError`, so no library traceback reaches the user.
     Our own errors pass through unchanged, and so does an interrupt (DuckDB's ``InterruptException`` becomes

@@ -16,14 +16,69 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from enum import Enum
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Sequence, TypeVar
 
 from ..errors import InvalidParameterError
 from .bounded import BoundingStats, KeptPairs, LocalHistogram, OneGroupRows, PairIds, UnitPairs
 from .histogram import SparseHistogram
+from .sources import InputData
 from .unit_keys import UnitKeyCounts
 
-__all__ = ["Capability", "Engine"]
+if TYPE_CHECKING:  # numpy and the data libraries are the engines' to import
+    import numpy as np
+    import polars as pl
+    import pyarrow as pa
+
+    from ..aggregates import Aggregate
+
+__all__ = ["Capability", "Engine", "HistogramHandle", "NoiseTask", "RandomSource"]
+
+
+class RandomSource(Protocol):
+    """A release's random source as an engine uses it (:class:`sparsedp.noise.source.SecureRandom`): the
+    per-release bounding secret is drawn from its bytes."""
+
+    def random_bytes(self, n: int) -> bytes: ...
+
+
+class HistogramHandle(Protocol):
+    """What every engine's bounded histogram offers the pipeline: its curator statistics and its number of keys
+    (:class:`~.bounded.LocalHistogram` in this process, :class:`~sparsedp.engines.spark_engine.SparkHistogram`
+    in Spark)."""
+
+    @property
+    def stats(self) -> BoundingStats: ...
+
+    def __len__(self) -> int: ...
+
+
+class NoiseTask(Protocol):
+    """The per-key noise step an engine applies chunk by chunk (:class:`~sparsedp.mechanisms.key_noise.KeyNoise`:
+    an engine sees only these members, so it never imports the mechanisms)."""
+
+    @property
+    def column_names(self) -> tuple[str, ...]: ...
+
+    @property
+    def n_grid_columns(self) -> int: ...
+
+    @property
+    def float_output(self) -> bool: ...
+
+    def apply(self, counts: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def apply_joint(self, counts: np.ndarray, grid_sums: list[np.ndarray],
+                    chunk: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]: ...
+
+
+if TYPE_CHECKING:  # parameter defaults (PEP 696) are for the type checker: Python 3.11's TypeVar has none
+    from typing_extensions import TypeVar as _DefaultTypeVar
+
+    H = _DefaultTypeVar("H", bound=HistogramHandle, default=HistogramHandle)
+    R = _DefaultTypeVar("R", default=Any)
+else:
+    H = TypeVar("H", bound=HistogramHandle)
+    R = TypeVar("R")
 
 
 class Capability(Enum):
@@ -36,7 +91,7 @@ class Capability(Enum):
     UNIT_KEY_COUNTS = "unit-key-counts"
 
 
-class Engine(ABC):
+class Engine(ABC, Generic[H, R]):
     """Where a release's data work happens: the bounded histogram, and the primitives mechanisms run on.
 
     The release pipeline (:mod:`sparsedp.pipeline`) and the mechanisms use only these methods:
@@ -49,6 +104,9 @@ class Engine(ABC):
       process, for mechanisms that need it (pure DP, Misra–Gries);
     * :meth:`to_arrow` — a released table as ``pyarrow.Table`` (released rows only);
     * the pair primitives and :meth:`keys_per_unit_counts`, where :attr:`capabilities` declares them.
+
+    Type parameters: ``H``, the engine's bounded histogram (a :class:`HistogramHandle`); ``R``, what its noise
+    step returns (:class:`~.bounded.LocalRelease` in this process, a lazy Spark frame on Spark).
     """
 
     #: engine name as accepted by ``sparsedp.release(engine=…)``
@@ -67,12 +125,12 @@ class Engine(ABC):
         return self.offers(Capability.PAIRS)
 
     @abstractmethod
-    def columns(self, data: Any) -> list[str]:
+    def columns(self, data: InputData) -> list[str]:
         """Column names of ``data`` (no data read)."""
 
     @abstractmethod
-    def histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                  pre_threshold: int = 1, aggregates: Sequence[Any] = ()) -> Any:
+    def histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
+                  pre_threshold: int = 1, aggregates: Sequence[Aggregate] = ()) -> H:
         """The bounded histogram of ``data`` (an engine-specific handle), checked and counted.
 
         ``aggregates``: the SUM/MEAN aggregates of the release (:mod:`sparsedp.aggregates`): the handle then
@@ -86,22 +144,22 @@ class Engine(ABC):
         """
 
     @abstractmethod
-    def kth_largest(self, hist: Any, k: int) -> int:
+    def kth_largest(self, hist: H, k: int) -> int:
         """The k-th largest bounded count of ``hist`` (0 if it has fewer than k keys)."""
 
     @abstractmethod
-    def noise_keys(self, hist: Any, task: Any) -> Any:
+    def noise_keys(self, hist: H, task: NoiseTask) -> R:
         """Apply ``task`` (a :class:`~sparsedp.mechanisms.key_noise.KeyNoise`) to every chunk of keys."""
 
     @abstractmethod
-    def collect(self, hist: Any) -> SparseHistogram:
+    def collect(self, hist: H) -> SparseHistogram:
         """``hist`` as an in-process :class:`~sparsedp.core.histogram.SparseHistogram` (keys: ``pyarrow.Table``)."""
 
     @abstractmethod
-    def to_arrow(self, released: Any, by: Sequence[str], value_column: str) -> Any:
+    def to_arrow(self, released: R, by: Sequence[str], value_column: str) -> pa.Table:
         """A release of :meth:`noise_keys` as a ``pyarrow.Table`` of the key columns and ``value_column``."""
 
-    def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: Sequence[str],
+    def keys_per_unit_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
                              candidates: Sequence[int]) -> UnitKeyCounts:
         """For ``max_groups_per_unit="auto"`` (:mod:`sparsedp.auto_bound`; :attr:`Capability.UNIT_KEY_COUNTS`): N
         (units) and, for each candidate c, the number of units with at most c distinct keys. Validates the input
@@ -112,29 +170,30 @@ class Engine(ABC):
 
     # ------------------------------------------------------------------ pair primitives (Capability.PAIRS)
 
-    def distinct_pairs(self, data: Any, privacy_unit: str, by: Sequence[str]) -> UnitPairs:
+    def distinct_pairs(self, data: InputData, privacy_unit: str, by: Sequence[str]) -> UnitPairs:
         """The distinct (unit, key) pairs of ``data`` after every input check (:class:`UnitPairs`)."""
         raise self._lacks(Capability.PAIRS)
 
-    def weighted_histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int, weights: Any,
-                           rng: Any) -> LocalHistogram:
+    def weighted_histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int,
+                           weights: Sequence[int], rng: RandomSource) -> LocalHistogram:
         """The histogram of per-key weight sums ``S_k = Σ_{kept (u, k)} W_{min(d_u, l0)}`` over the pairs the one
         ℓ0 choice keeps (``weights[t − 1] = W_t``, integers; ``d_u``: the unit's distinct keys). The bounding secret
         is drawn from ``rng`` after every input check. Keys with no kept pair are left out."""
         raise self._lacks(Capability.PAIRS)
 
-    def kept_pairs(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int, rng: Any) -> KeptPairs:
+    def kept_pairs(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int,
+                   rng: RandomSource) -> KeptPairs:
         """The pairs the one ℓ0 choice keeps, as integer codes (:class:`KeptPairs`); secret drawn from ``rng``
         after every input check."""
         raise self._lacks(Capability.PAIRS)
 
-    def pair_ids(self, data: Any, privacy_unit: str, by: Sequence[str]) -> PairIds:
+    def pair_ids(self, data: InputData, privacy_unit: str, by: Sequence[str]) -> PairIds:
         """The distinct (unit, key) pairs as integer ids, units and keys in increasing order of value
         (:class:`PairIds`); nothing is drawn."""
         raise self._lacks(Capability.PAIRS)
 
-    def one_group_per_unit(self, data: Any, privacy_unit: str, by: Sequence[str], group: str, groups: Any,
-                           from_text: bool, rng: Any) -> OneGroupRows:
+    def one_group_per_unit(self, data: InputData, privacy_unit: str, by: Sequence[str], group: str,
+                           groups: pl.DataFrame, from_text: bool, rng: RandomSource) -> OneGroupRows:
         """``data``'s rows restricted to the listed ``groups`` (Polars DataFrame of the ``group`` column, canonical
         order) and, per unit, to the ONE group of smallest keyed rank (secret drawn from ``rng`` after every input
         check); ``from_text``: the groups were read as text and take the data's type."""
@@ -145,9 +204,9 @@ class Engine(ABC):
                                      f"pairs read in this process); use an embedded engine (polars, duckdb, pandas, "
                                      f"arrow)")
 
-    def stats(self, hist: Any) -> BoundingStats:
+    def stats(self, hist: H) -> BoundingStats:
         """What bounding did (curator only)."""
         return hist.stats
 
-    def release_resources(self, hist: Any) -> None:
+    def release_resources(self, hist: H) -> None:
         """Free what :meth:`histogram` holds (Spark: the persisted histogram). Embedded engines: nothing."""

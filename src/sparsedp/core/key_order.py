@@ -10,7 +10,10 @@ run SQL (DuckDB) or Spark apply the same rule to Arrow batches through these exp
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+if TYPE_CHECKING:  # Polars is imported when an expression is built (``import sparsedp`` stays light)
+    import polars as pl
 
 __all__ = ["SEED_UNIT", "SEED_KEY", "canonical_expr", "canonical_exprs", "canonical_order"]
 
@@ -19,7 +22,7 @@ SEED_UNIT = 0x73706470_756E6974
 SEED_KEY = 0x73706470_6B657973
 
 
-def canonical_expr(name: str, dtype: Any):
+def canonical_expr(name: str, dtype: pl.DataType) -> pl.Expr:
     """Expression of column ``name`` in its canonical dtype, so that equivalent inputs fingerprint and order
     identically: integers → Int64 (UInt64 kept), Float32 → Float64, Categorical/Enum → String, Datetime → UTC
     naive microseconds, Duration → microseconds; other dtypes (String, Binary, Boolean, Date, Decimal…) as
@@ -42,12 +45,12 @@ def canonical_expr(name: str, dtype: Any):
     return c
 
 
-def canonical_exprs(schema: Any, cols: list[str]) -> list:
+def canonical_exprs(schema: Mapping[str, pl.DataType], cols: Sequence[str]) -> list[pl.Expr]:
     """:func:`canonical_expr` of each column, keeping the column names."""
     return [canonical_expr(c, schema[c]).alias(c) for c in cols]
 
 
-def canonical_order(schema: Any, cols: list[str]) -> list:
+def canonical_order(schema: Mapping[str, pl.DataType], cols: Sequence[str]) -> list[pl.Expr]:
     """Sort expressions of the canonical key order: canonical values, then (for dtypes whose canonical form
     truncates, e.g. nanosecond datetimes) the values themselves, so the order is total and depends on values
     only."""

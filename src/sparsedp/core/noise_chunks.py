@@ -27,11 +27,15 @@ chunks; with one chunk (up to ``KEYS_PER_CHUNK`` keys) the embedded engines need
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from .key_order import SEED_KEY, canonical_exprs
+
+if TYPE_CHECKING:  # Polars and pyarrow are imported when keys are noised (``import sparsedp`` stays light)
+    import polars as pl
+    import pyarrow as pa
 
 #: keys per noise chunk (part of the definition of the per-key noise derivation)
 KEYS_PER_CHUNK = 1 << 24
@@ -48,7 +52,7 @@ def chunk_label(chunk: int) -> bytes:
     return b"noise chunk " + int(chunk).to_bytes(8, "little", signed=True)
 
 
-def chunk_expr(schema: Any, by: Sequence[str], chunks: int):
+def chunk_expr(schema: Mapping[str, pl.DataType], by: Sequence[str], chunks: int) -> pl.Expr:
     """Polars expression of each key's chunk (UInt32) among ``chunks`` over the key columns of ``schema``."""
     import polars as pl
 
@@ -58,7 +62,7 @@ def chunk_expr(schema: Any, by: Sequence[str], chunks: int):
     return (h % chunks).cast(pl.UInt32).alias(CHUNK)
 
 
-def chunk_ids(keys: Any, by: Sequence[str], chunks: int) -> np.ndarray:
+def chunk_ids(keys: pa.Table | pl.DataFrame, by: Sequence[str], chunks: int) -> np.ndarray:
     """Chunk of every row of ``keys`` (a pyarrow Table or Polars DataFrame of the key columns), uint32."""
     import polars as pl
 
@@ -69,7 +73,7 @@ def chunk_ids(keys: Any, by: Sequence[str], chunks: int) -> np.ndarray:
     return frame.select(chunk_expr(frame.schema, by, chunks))[CHUNK].to_numpy()
 
 
-def key_chunks(keys: Any, by: Sequence[str]) -> Iterator[tuple[int, np.ndarray | None]]:
+def key_chunks(keys: pa.Table | pl.DataFrame, by: Sequence[str]) -> Iterator[tuple[int, np.ndarray | None]]:
     """``(chunk, positions)`` of a histogram's keys (canonical order) for the noise step; ``positions`` is
     ``None`` when there is one chunk (every key, in order: no hashing, no sorting)."""
     c = n_chunks(len(keys))

@@ -9,9 +9,21 @@ import glob
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from ..errors import InputDataError, InputFormatError, InvalidTypeError
+
+if TYPE_CHECKING:  # the data libraries are imported when data are read (``import sparsedp`` stays light)
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+    from duckdb import DuckDBPyRelation
+    from pyspark.sql import DataFrame as SparkDataFrame
+
+#: what a release reads (:func:`kind` tells which): a frame of one of the data libraries, a DuckDB relation,
+#: SQL text, or the path (or glob) of Parquet/CSV files
+InputData: TypeAlias = ("pl.DataFrame | pl.LazyFrame | pa.Table | pa.RecordBatch | pd.DataFrame | DuckDBPyRelation"
+                        " | SparkDataFrame | str | os.PathLike[str]")
 
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 CSV_SUFFIXES = (".csv",)
@@ -19,7 +31,7 @@ _SQL = re.compile(r"^\s*(\(\s*)*(select|with|from|values|table)\b", re.IGNORECAS
 _SQL_WORD = re.compile(r"\b(select|from|where|group|join|with|values)\b", re.IGNORECASE)
 
 
-def kind(data: Any) -> str:
+def kind(data: object) -> str:
     """What ``data`` is: "polars", "polars-lazy", "pandas", "arrow", "duckdb", "sql" or "file"."""
     mod = type(data).__module__.split(".")[0]
     name = type(data).__name__
@@ -73,7 +85,7 @@ def sql_error(e: BaseException) -> str:
     return "; ".join(lines)
 
 
-def file_format(path: str | os.PathLike) -> str:
+def file_format(path: str | os.PathLike[str]) -> str:
     """"parquet" or "csv" for an existing file (or glob of files); raises InputDataError otherwise."""
     p = os.fspath(path)
     low = p.lower()
@@ -102,13 +114,18 @@ def file_format(path: str | os.PathLike) -> str:
     return fmt
 
 
-def expand(path: str | os.PathLike) -> list[str]:
+def as_path(data: InputData) -> str:
+    """The path of an input of kind "file" (:func:`kind`), as a string."""
+    return os.fspath(cast("str | os.PathLike[str]", data))
+
+
+def expand(path: str | os.PathLike[str]) -> list[str]:
     """The files a path or glob names (sorted; ``**`` matches any depth)."""
     p = os.fspath(path)
     return sorted(glob.glob(p, recursive=True)) if glob.has_magic(p) else [p]
 
 
-def resolve_file(path: Any) -> Any:
+def resolve_file(path: InputData) -> InputData:
     """A directory of Parquet (or CSV) parts, as Spark, DuckDB and Hive-partitioned datasets write them, as the
     glob of its data files (``dir/*.parquet``, or ``dir/**/*.parquet`` when they sit in subdirectories); any
     other input unchanged. Every engine reads the glob; files that are not data (``_SUCCESS``, ``.crc``) are
@@ -135,15 +152,15 @@ def resolve_file(path: Any) -> Any:
     return os.path.join(p, f"*{suffix}") if len(flat) == len(deep) else os.path.join(p, "**", f"*{suffix}")
 
 
-def explain_read_error(data: Any, err: InputDataError) -> InputDataError:
+def explain_read_error(data: InputData, err: InputDataError) -> InputDataError:
     """A read error on a CSV input, explained: a file that is not UTF-8 (the line of the first bad byte and how
     to read it), or a ragged file (the first line whose field count differs from the header's). The file is
     scanned only here, after a reader failed. Any other error is returned as it is."""
-    if type(err) is not InputDataError or kind(data) != "file" or not os.fspath(data).lower().endswith(
+    if type(err) is not InputDataError or kind(data) != "file" or not as_path(data).lower().endswith(
             CSV_SUFFIXES):
         return err
     text = str(err).lower()
-    files = expand(data)
+    files = expand(as_path(data))
     if "utf-8" in text or "utf8" in text or "unicode" in text or "encod" in text:
         for f in files:
             line = _first_non_utf8_line(f)
@@ -193,7 +210,7 @@ def _first_ragged_line(path: str) -> tuple[int, int, int] | None:
     return None
 
 
-def file_columns(path: str | os.PathLike) -> list[str]:
+def file_columns(path: str | os.PathLike[str]) -> list[str]:
     """Column names of a Parquet/CSV input (its first file, for a glob), read from the schema only (Parquet by
     Polars: ``pyarrow.parquet`` costs a DuckDB release 0.05 s of imports)."""
     first = expand(path)[0]
@@ -207,11 +224,38 @@ def file_columns(path: str | os.PathLike) -> list[str]:
         return list(r.schema.names)
 
 
-def display(data: Any) -> str:
+def to_lazy(data: InputData) -> pl.LazyFrame:
+    """A Polars LazyFrame over any supported input (files scanned lazily, frames zero-copy where possible)."""
+    import polars as pl
+
+    k = kind(data)
+    if k == "polars-lazy":
+        return cast("pl.LazyFrame", data)
+    if k == "polars":
+        return cast("pl.DataFrame", data).lazy()
+    if k == "pandas":
+        return pl.from_pandas(cast("pd.DataFrame", data)).lazy()
+    if k == "arrow":
+        import pyarrow as pa
+        t = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        frame = pl.from_arrow(t)
+        assert isinstance(frame, pl.DataFrame)  # a table gives a frame
+        return frame.lazy()
+    if k == "duckdb":
+        rows: pl.DataFrame = cast("DuckDBPyRelation", data).pl()
+        return rows.lazy()
+    if k == "file":
+        path = as_path(data)
+        fmt = file_format(path)
+        return pl.scan_parquet(path) if fmt == "parquet" else pl.scan_csv(path)
+    raise InputDataError("SQL text needs the DuckDB engine (engine='duckdb' or engine=None)")
+
+
+def display(data: InputData) -> str:
     """Short description of an input for reports."""
     k = kind(data)
     if k == "file":
-        return f"file {Path(os.fspath(data)).name}"
+        return f"file {Path(as_path(data)).name}"
     if k == "sql":
         s = " ".join(str(data).split())
         return f"SQL {s[:60]}{'…' if len(s) > 60 else ''}"

@@ -22,14 +22,20 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import InvalidParameterError
+from ..core import sources
 from ..core.bounded import BoundingStats, LocalHistogram
 from ..core.checks import check_columns
 from ..core.engine import Capability, Engine
 from .base import EmbeddedEngine, RawCounts
 from .bounding import bound, draw_bounding_secret, select_pairs
+from .choice import fastest_engine
+from ..core.sources import InputData
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,7 @@ class EngineEntry:
     """A registered engine: how to build it and which input kinds (:func:`sources.kind`) it reads."""
 
     name: str
-    factory: Callable[[Any], Engine]
+    factory: Callable[[DuckDBPyConnection | None], Engine]
     kinds: frozenset[str]
     #: (module the engine needs, the extra that installs it), or None when the core install has it
     needs: tuple[str, str] | None = None
@@ -46,7 +52,8 @@ class EngineEntry:
 _ENGINES: dict[str, EngineEntry] = {}
 
 
-def register(name: str, target: "str | type[Engine]", kinds: set[str], needs: tuple[str, str] | None = None) -> None:
+def register(name: str, target: "str | Callable[..., Engine]", kinds: set[str],
+             needs: tuple[str, str] | None = None) -> None:
     """Register engine ``name``: ``target`` = "module:Class" (imported on first use) or the class itself, the
     class taking the optional DuckDB ``connection`` when it declares ``takes_connection``; ``kinds`` = the input
     kinds it reads (:func:`sources.kind`); ``needs`` = (module, extra) when the engine needs an optional
@@ -54,7 +61,8 @@ def register(name: str, target: "str | type[Engine]", kinds: set[str], needs: tu
     if name in _ENGINES:
         raise ValueError(f"engine {name!r} is already registered")
 
-    def factory(connection: Any) -> Engine:
+    def factory(connection: DuckDBPyConnection | None) -> Engine:
+        klass: Callable[..., Engine]  # an Engine class, taking the connection when it declares takes_connection
         if isinstance(target, str):
             mod, cls = target.split(":")
             klass = getattr(importlib.import_module(mod, __name__), cls)
@@ -85,18 +93,24 @@ def names() -> tuple[str, ...]:
     return tuple(_ENGINES)
 
 
-def default_engine(data: Any) -> str:
+def default_engine(data: InputData) -> str:
     """The engine used when none is named: the measured-fastest for the input (:mod:`.choice`)."""
-    from .choice import fastest_engine
-
     return fastest_engine(data)
 
 
-def get_engine(name: str | None, data: Any = None, connection: Any = None) -> Engine:
+def fastest_embedded_engine(data: InputData) -> EmbeddedEngine:
+    """An instance of the fastest engine for ``data`` among the embedded ones that apply the ℓ0 choice
+    themselves (Polars, DuckDB; :func:`~sparsedp.engines.choice.fastest_engine`): where the Arrow and pandas
+    engines send their inputs."""
+    engine = get_engine(fastest_engine(data))
+    assert isinstance(engine, EmbeddedEngine)
+    return engine
+
+
+def get_engine(name: str | Engine | None, data: InputData | None = None,
+               connection: DuckDBPyConnection | None = None) -> Engine:
     """The engine called ``name``; ``None`` picks one for ``data`` (:func:`default_engine`). Refuses an engine
     that cannot read ``data``, naming the ones that can."""
-    from ..core import sources
-
     kind = sources.kind(data) if data is not None else None
     if isinstance(name, Engine):  # an engine object with its options, e.g. DuckDBEngine(memory_limit="6GB")
         return _configured(name, kind, data, connection)
@@ -116,11 +130,10 @@ def get_engine(name: str | None, data: Any = None, connection: Any = None) -> En
     return entry.factory(connection)
 
 
-def _configured(engine: Engine, kind: str | None, data: Any, connection: Any) -> Engine:
+def _configured(engine: Engine, kind: str | None, data: InputData | None,
+                connection: DuckDBPyConnection | None) -> Engine:
     """An engine object given as ``engine=``: refused if it cannot read ``data`` or if a ``connection`` is given
     as well (the object holds its own)."""
-    from ..core import sources
-
     if connection is not None:
         raise InvalidParameterError("connection= goes with an engine name; an engine object holds its own "
                                     "(DuckDBEngine(connection))")
@@ -130,6 +143,7 @@ def _configured(engine: Engine, kind: str | None, data: Any, connection: Any) ->
     return engine
 
 
-__all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundingStats", "Capability", "EmbeddedEngine", "Engine", "LocalHistogram",
-           "RawCounts", "bound", "check_columns", "default_engine", "draw_bounding_secret", "get_engine", "names",
+__all__ = ["ENGINES", "DISTRIBUTED_ENGINES", "BoundingStats", "Capability", "EmbeddedEngine", "Engine",
+           "LocalHistogram", "RawCounts", "bound", "check_columns", "default_engine", "draw_bounding_secret",
+           "fastest_embedded_engine", "get_engine", "names",
            "register", "select_pairs", "unregister"]

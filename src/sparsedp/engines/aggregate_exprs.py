@@ -17,11 +17,14 @@ and null, NaN or infinite values (:func:`check_value_columns`, one pass).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..aggregates import Sum, noise_columns
+from ..aggregates import Aggregate, Sum, noise_columns
 from ..errors import InputDataError, InvalidTypeError
-from .input_checks import check_nulls_and_rows
+from .bounding import COUNT, Choice, choose_from_per_key
+
+if TYPE_CHECKING:  # Polars is imported when the expressions are built (``import sparsedp`` stays light)
+    import polars as pl
 
 __all__ = ["grid_column_name", "check_value_columns", "value_check_exprs", "raise_bad_values", "contribution_exprs", "gridded", "unit_key_contributions",
            "key_grid_sums"]
@@ -32,12 +35,12 @@ def grid_column_name(i: int) -> str:
     return f"__sparsedp_agg_{i}"
 
 
-def _sums(aggregates: Sequence[Any]) -> list[Sum]:
+def _sums(aggregates: Sequence[Aggregate]) -> list[Sum]:
     """The distinct noisy grid columns (:func:`sparsedp.aggregates.noise_columns`)."""
     return noise_columns(aggregates)[0]
 
 
-def check_value_columns(lf: Any, aggregates: Sequence[Any]) -> None:
+def check_value_columns(lf: pl.LazyFrame | pl.DataFrame, aggregates: Sequence[Aggregate]) -> None:
     """Raise if a Sum/Mean value column is missing, non-numeric, or holds null, NaN or ±inf values.
 
     ``lf``: Polars LazyFrame or DataFrame of the rows. One pass (a single ``select`` of counts).
@@ -50,7 +53,7 @@ def check_value_columns(lf: Any, aggregates: Sequence[Any]) -> None:
         raise_bad_values(lf.select(exprs).collect().row(0, named=True))
 
 
-def value_check_exprs(schema: Any, aggregates: Sequence[Any]) -> list:
+def value_check_exprs(schema: pl.Schema, aggregates: Sequence[Aggregate]) -> list[pl.Expr]:
     """The counting expressions of :func:`check_value_columns` (nulls, non-finite values per value column),
     for a ``select`` that may hold other counts too; raises at once on a missing or non-numeric column."""
     import polars as pl
@@ -68,7 +71,7 @@ def value_check_exprs(schema: Any, aggregates: Sequence[Any]) -> list:
     return exprs
 
 
-def raise_bad_values(row: dict) -> None:
+def raise_bad_values(row: Mapping[str, Any]) -> None:
     """Raise :func:`bad_values` if a ``null|…``/``nonfinite|…`` count of :func:`value_check_exprs` in ``row``
     (a collected row; other fields are ignored) is not zero."""
     bad = [(k.split("|", 1)[1], k.split("|", 1)[0], int(n)) for k, n in row.items()
@@ -82,7 +85,7 @@ def missing_value_column(column: str, available: list[str]) -> InputDataError:
     return InputDataError(f"value column {column!r} is not in the data (columns: {available})")
 
 
-def non_numeric_value_column(column: str, dtype: Any) -> InvalidTypeError:
+def non_numeric_value_column(column: str, dtype: object) -> InvalidTypeError:
     """The error for a value column that is not numeric (``dtype``: the engine's name of its type)."""
     return InvalidTypeError(f"value column {column!r} must be numeric, got {dtype}")
 
@@ -93,7 +96,7 @@ def bad_values(bad: Sequence[tuple[str, str, int]]) -> InputDataError:
     return InputDataError(f"value columns must be finite numbers without nulls: {what}. Nothing was released.")
 
 
-def contribution_exprs(aggregates: Sequence[Any]) -> list:
+def contribution_exprs(aggregates: Sequence[Aggregate]) -> list[pl.Expr]:
     """Polars aggregation expressions (for ``group_by([unit, *by]).agg``) of each Sum/Mean's gridded,
     clipped, re-centred contribution (module docstring), named :func:`grid_column_name` (i = index of the
     distinct grid column, :func:`sparsedp.aggregates.noise_columns`: a Sum and a Mean of the same column and
@@ -104,7 +107,7 @@ def contribution_exprs(aggregates: Sequence[Any]) -> list:
             for i, a in enumerate(_sums(aggregates))]
 
 
-def gridded(total: Any, a: Sum) -> Any:
+def gridded(total: pl.Expr, a: Sum) -> pl.Expr:
     """The expression of a pair's contribution to ``a``'s grid column given ``total``, the expression of the
     pair's Float64 sum of values: ``clip(floor(clip(total, lower, upper)/g + 1/2), q(lower), q(upper)) − c``."""
     import polars as pl
@@ -114,8 +117,9 @@ def gridded(total: Any, a: Sum) -> Any:
     return q.cast(pl.Int64) - a.centre
 
 
-def unit_key_contributions(rows: Any, unit: str, by: Sequence[str], aggregates: Sequence[Any],
-                           kept_pairs: Any = None) -> Any:
+def unit_key_contributions(rows: pl.LazyFrame | pl.DataFrame, unit: str, by: Sequence[str],
+                           aggregates: Sequence[Aggregate],
+                           kept_pairs: pl.LazyFrame | pl.DataFrame | None = None) -> pl.LazyFrame:
     """LazyFrame ``[unit, *by, grid columns…]``: one row per kept (unit, key) with each contribution.
 
     ``rows``: the input rows (LazyFrame/DataFrame with ``unit``, ``by`` and the value columns).
@@ -132,8 +136,8 @@ def unit_key_contributions(rows: Any, unit: str, by: Sequence[str], aggregates: 
     return lf.group_by([unit] + by).agg(contribution_exprs(aggregates))
 
 
-def key_grid_sums(rows: Any, unit: str, by: Sequence[str], aggregates: Sequence[Any],
-                  kept_pairs: Any = None) -> Any:
+def key_grid_sums(rows: pl.LazyFrame | pl.DataFrame, unit: str, by: Sequence[str], aggregates: Sequence[Aggregate],
+                  kept_pairs: pl.LazyFrame | pl.DataFrame | None = None) -> pl.LazyFrame:
     """LazyFrame ``[*by, grid columns…]``: each key's Int64 sum of its kept units' contributions."""
     import polars as pl
 
@@ -142,51 +146,8 @@ def key_grid_sums(rows: Any, unit: str, by: Sequence[str], aggregates: Sequence[
     return contrib.group_by(list(by)).agg([pl.col(grid_column_name(i)).sum() for i in range(n)])
 
 
-def bounded_raw_counts_with_sums(lf: Any, unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                                 aggregates: Sequence[Any]):
-    """The bounded counts AND the per-key grid sums of the kept (unit, key) pairs, for every embedded engine.
-
-    ``lf``: Polars LazyFrame of the rows. Order of work (nothing random before every check passed):
-
-    1. checks: no rows, nulls in the unit/key columns (:func:`~sparsedp.engines.base.check_nulls_and_rows`),
-       value columns missing, non-numeric, null, NaN or infinite (:func:`check_value_columns`);
-    2. the distinct pairs with each Sum column's clipped, gridded, re-centred contribution (:func:`gridded` of
-       the pair's Float64 sum of values, added in input row order) and the ONE ℓ0 choice with the bounding
-       secret (:func:`~sparsedp.engines.bounding.draw_bounding_secret`), on integer pair ids
-       (:func:`sparsedp.engines.pair_ids.bounded_raw_counts`): the same choice and the same per-key values as
-       :func:`per_key_contributions` + :func:`bounded_key_sums` (Spark's path), so each key's grid sum is the
-       sum over exactly the pairs the count keeps.
-
-    Returns a :class:`~sparsedp.engines.base.RawCounts` whose ``key_counts`` (Polars, canonical key order,
-    ``pairs_dropped_l0`` set) also hold the Int64 grid sums in columns :func:`grid_column_name` ``(i)``, i over
-    :func:`sparsedp.aggregates.noise_columns`.
-    """
-    import polars as pl
-
-    from . import pair_ids
-    by = list(by)
-    lf = lf.lazy() if isinstance(lf, pl.DataFrame) else lf
-    cols = [unit] + by
-    sums = _sums(aggregates)
-    vcols = list(dict.fromkeys(a.column for a in sums))
-    if set(vcols) & set(cols):
-        raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
-    # missing / non-numeric value columns are refused now (schema only); the value, row and null counts are
-    # one select, collected with the pass over the rows (a file is read once) and checked before any draw:
-    # bad values first (naming the column), then no rows / null units or keys
-    vchecks = value_check_exprs(lf.collect_schema(), aggregates)
-    lf = lf.select(cols + vcols)
-    counts = lf.select(*vchecks, pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
-
-    def on_counts(results: list) -> None:
-        c = results[0].row(0, named=True)
-        raise_bad_values(c)
-        check_nulls_and_rows(int(c["__rows"]), {k: int(c[k]) for k in cols})
-
-    return pair_ids.bounded_raw_counts(lf, unit, by, l0, rng, aggregates, checks=([counts], on_counts))
-
-
-def per_key_contributions(lf: Any, unit: str, by: Sequence[str], aggregates: Sequence[Any]):
+def per_key_contributions(lf: pl.LazyFrame | pl.DataFrame, unit: str, by: Sequence[str],
+                          aggregates: Sequence[Aggregate]) -> pl.DataFrame:
     """Collected Polars frame: one row per key with the list of its distinct units and, aligned with it, the
     list of each unit's contribution to every grid column (:func:`contribution_exprs`). One group-by by
     ``(unit, *by)`` over the rows (it de-duplicates the pairs), then one by ``by`` over the pairs."""
@@ -199,14 +160,13 @@ def per_key_contributions(lf: Any, unit: str, by: Sequence[str], aggregates: Seq
             .group_by(by).agg(pl.col(unit), *[pl.col(n) for n in names]).collect())
 
 
-def bounded_key_sums(pk: Any, unit: str, by: Sequence[str], l0: int | None, secret: bytes | None, n_columns: int):
+def bounded_key_sums(pk: pl.DataFrame, unit: str, by: Sequence[str], l0: int | None, secret: bytes | None,
+                     n_columns: int) -> tuple[pl.DataFrame, Choice]:
     """``(key_counts, choice)``: the ℓ0 choice on :func:`per_key_contributions` (the one
     :func:`~sparsedp.engines.bounding.choose_from_per_key`, same secret = same kept pairs as the count-only
     path) and a Polars frame ``[*by, COUNT, grid columns…]`` of every input key in canonical order: the
     bounded count and the Int64 grid sums over the kept pairs. Spark's bounding task calls it per partition."""
     import polars as pl
-
-    from .bounding import COUNT, choose_from_per_key
 
     names = [grid_column_name(i) for i in range(n_columns)]
     ch = choose_from_per_key(pk, unit, list(by), l0, secret, sums=names)

@@ -11,16 +11,26 @@ Files are read with only the unit and key columns (``pyarrow.parquet.read_table(
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core import sources
 from ..errors import InputDataError
+from . import fastest_embedded_engine
 from .base import EmbeddedEngine, RawCounts
-from .input_checks import check_nulls_and_rows
 from .bounding import COUNT
+from .input_checks import check_nulls_and_rows
+from .duckdb_engine import to_arrow_table
+from ..core.sources import InputData
+
+if TYPE_CHECKING:  # pyarrow is imported when the engine runs (``import sparsedp`` stays light)
+    import polars as pl
+    import pyarrow as pa
+    from duckdb import DuckDBPyRelation
+
+    from ..core.engine import RandomSource
 
 
-def to_arrow(data: Any, columns: list[str] | None = None):
+def to_arrow(data: InputData, columns: list[str] | None = None) -> pa.Table:
     """A ``pyarrow.Table`` over ``data``."""
     import pyarrow as pa
 
@@ -28,20 +38,18 @@ def to_arrow(data: Any, columns: list[str] | None = None):
     if k == "arrow":
         return pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
     if k == "polars":
-        return data.to_arrow()
+        return cast("pl.DataFrame", data).to_arrow()
     if k == "polars-lazy":
-        return data.collect().to_arrow()
+        return cast("pl.LazyFrame", data).collect().to_arrow()
     if k == "pandas":
         return pa.Table.from_pandas(data, preserve_index=False)
     if k == "duckdb":
-        from .duckdb_engine import to_arrow_table
-
-        return to_arrow_table(data)
+        return to_arrow_table(cast("DuckDBPyRelation", data))
     if k == "file":
         import pyarrow.csv as pacsv
         import pyarrow.parquet as pq
 
-        path = os.fspath(data)
+        path = sources.as_path(data)
         try:
             fmt = sources.file_format(path)
             parts = [pq.read_table(f, columns=columns) if fmt == "parquet" else
@@ -58,21 +66,19 @@ class ArrowEngine(EmbeddedEngine):
 
     name = "arrow"
 
-    def columns(self, data: Any) -> list[str]:
+    def columns(self, data: InputData) -> list[str]:
         if sources.kind(data) == "file":
-            return sources.file_columns(data)
+            return sources.file_columns(sources.as_path(data))
         return list(to_arrow(data).column_names)
 
-    def bounded_raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None,
-                           rng: Any) -> RawCounts:
+    def bounded_raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
+                           rng: RandomSource) -> RawCounts:
         """The bounded counts from the fastest engine for this input (:mod:`sparsedp.engines.choice`), which
         takes it without a round trip through pyarrow compute (same choice, same counts, same statistics);
         :meth:`raw_counts` is this engine's own generic path."""
-        from .choice import fastest_embedded_engine
-
         return fastest_embedded_engine(data).bounded_raw_counts(data, privacy_unit, by, l0, rng)
 
-    def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
+    def raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         import pyarrow as pa
         import pyarrow.compute as pc
 

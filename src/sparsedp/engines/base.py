@@ -20,47 +20,41 @@ The engine protocol itself (:class:`~sparsedp.core.engine.Engine`) and the value
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
+from ..aggregates import Aggregate, noise_columns
 from ..core.bounded import BoundingStats, KeptPairs, LocalHistogram, LocalRelease, OneGroupRows, PairIds, UnitPairs
 from ..core.checks import check_columns, engine_errors_as_input_errors
-from ..core.engine import Capability, Engine
+from ..core.engine import Capability, Engine, NoiseTask
 from ..core.histogram import SparseHistogram
+from ..core.noise_chunks import key_chunks, n_chunks
+from ..core.sources import InputData, to_lazy
 from ..core.unit_keys import UnitKeyCounts
+from ..progress import report
 from . import pairs
+from .aggregate_exprs import grid_column_name
+from .bounding import bound, draw_bounding_secret
 from .input_checks import (check_key_values, check_mixed_types, check_nan_keys, check_nulls_and_rows,
                            check_pandas_nan_keys, check_unique_names)
+from .pair_ids import bounded_raw_counts_with_sums
+from .raw_counts import RawCounts
+
+if TYPE_CHECKING:
+    import polars as pl
+    import pyarrow as pa
+
+    from ..core.engine import RandomSource
 
 
-@dataclass(frozen=True)
-class RawCounts:
-    """What an engine computes natively (step 1–2 of the module docstring); :func:`finish` does the rest.
-
-    Attributes:
-        rows_in, units_in, pairs_in: see :class:`BoundingStats`.
-        units_over_l0: units with more than ``l0`` keys (0 when ``l0`` is None).
-        key_counts: ``pyarrow.Table`` (or Polars DataFrame) of the key columns plus :data:`COUNT` (distinct units
-            per key, before the ℓ0 bound).
-        heavy_pairs: ``pyarrow.Table`` (or Polars DataFrame) with the unit column and the key columns: every
-            distinct pair of every unit with more than ``l0`` keys, in any order. ``None`` when ``l0`` is None.
-        pairs_dropped_l0: see the attribute comment (``None``: the choice is left to :func:`bound`).
-    """
-
-    rows_in: int
-    units_in: int
-    pairs_in: int
-    units_over_l0: int
-    key_counts: Any
-    heavy_pairs: Any
-    #: set by engines that apply the ℓ0 choice themselves (:meth:`Engine.bounded_raw_counts`): ``key_counts``
-    #: then holds the *bounded* counts of every input key and ``heavy_pairs`` is None
-    pairs_dropped_l0: int | None = None
+__all__ = ["EmbeddedEngine", "RawCounts", "numpy_to_arrow"]
 
 
-class EmbeddedEngine(Engine):
+
+
+class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
     """An engine whose bounded histogram is held in this process (Polars, DuckDB, pandas, Arrow).
 
     Subclasses implement :meth:`columns` and :meth:`raw_counts` (or :meth:`bounded_raw_counts`); this class
@@ -71,41 +65,35 @@ class EmbeddedEngine(Engine):
     capabilities = frozenset({Capability.PAIRS, Capability.UNIT_KEY_COUNTS})
 
     @abstractmethod
-    def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
+    def raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         """De-duplicate, count keys and units, and return the heavy units' pairs (see :class:`RawCounts`).
 
         Must raise :class:`~sparsedp.errors.InputDataError` on empty input or nulls in the unit/key columns.
         """
 
-    def bounded_raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None,
-                           rng: Any) -> RawCounts:
+    def bounded_raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
+                           rng: RandomSource) -> RawCounts:
         """:meth:`raw_counts`, or (engines that can) the counts with the ℓ0 choice already applied, i.e.
         :func:`~sparsedp.engines.bounding.select_pairs` with the secret ``draw_bounding_secret(rng)``, drawn
         only after the data passed validation and only when ``l0`` is set (``RawCounts.pairs_dropped_l0``
         set)."""
         return self.raw_counts(data, privacy_unit, by, l0)
 
-    def rows_lazy(self, data: Any) -> Any:
+    def rows_lazy(self, data: InputData) -> pl.LazyFrame:
         """The input rows as a Polars LazyFrame (the SUM/MEAN path, shared by every embedded engine)."""
-        from .polars_engine import to_lazy
-
         return to_lazy(data)
 
-    def bounded_raw_counts_with_sums(self, data: Any, privacy_unit: str, by: list[str], l0: int | None, rng: Any,
-                                     aggregates: Sequence[Any]) -> RawCounts:
+    def bounded_raw_counts_with_sums(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
+                                     rng: RandomSource, aggregates: Sequence[Aggregate]) -> RawCounts:
         """:meth:`bounded_raw_counts` plus the per-key grid sums of the SUM/MEAN ``aggregates`` over the kept
         pairs (columns :func:`~sparsedp.engines.aggregate_exprs.grid_column_name`). Default: the shared Polars
-        path (:func:`~sparsedp.engines.aggregate_exprs.bounded_raw_counts_with_sums`: the same ℓ0 choice as
+        path (:func:`~sparsedp.engines.pair_ids.bounded_raw_counts_with_sums`: the same ℓ0 choice as
         the count-only path, same secret drawn at the same point, the grid sums carried along); an engine may
         compute the same table itself (DuckDB: in SQL)."""
-        from .aggregate_exprs import bounded_raw_counts_with_sums
-
         return bounded_raw_counts_with_sums(self.rows_lazy(data), privacy_unit, by, l0, rng, aggregates)
 
-    def histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                  pre_threshold: int = 1, aggregates: Sequence[Any] = ()) -> LocalHistogram:
-        from .bounding import bound, draw_bounding_secret
-
+    def histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
+                  pre_threshold: int = 1, aggregates: Sequence[Aggregate] = ()) -> LocalHistogram:
         by = list(by)
         check_unique_names(data)
         check_mixed_types(data, privacy_unit, by)
@@ -126,17 +114,15 @@ class EmbeddedEngine(Engine):
         stats = BoundingStats(rows_in=raw.rows_in, units_in=raw.units_in, pairs_in=raw.pairs_in,
                               units_over_l0=raw.units_over_l0, pairs_dropped_l0=info["pairs_dropped_l0"],
                               keys_in=info["keys_in"], keys_bounded=info["keys_bounded"], keys_out=len(hist), l0=l0)
-        columns: tuple = ()
+        columns: tuple[np.ndarray, ...] = ()
         if aggregates:
-            from ..aggregates import noise_columns
-            from .aggregate_exprs import grid_column_name
-
             sel = info["selected"]
             columns = tuple(raw.key_counts[grid_column_name(i)].to_numpy().astype(np.int64)[sel]
                             for i in range(len(noise_columns(aggregates)[0])))
         return LocalHistogram(keys=hist.keys, counts=hist.counts, stats=stats, columns=columns)
 
-    def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: Sequence[str], candidates: Sequence[int]) -> Any:
+    def keys_per_unit_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
+                             candidates: Sequence[int]) -> UnitKeyCounts:
         """Shared Polars path (every embedded engine's rows as a LazyFrame): distinct (unit, key) pairs, keys per
         unit, then the histogram of those degrees (:meth:`Engine.keys_per_unit_counts`)."""
         import polars as pl
@@ -154,8 +140,8 @@ class EmbeddedEngine(Engine):
             check = lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
             deg = (lf.unique().group_by(privacy_unit).agg(pl.len().alias("__d"))
                    .group_by("__d").agg(pl.len().alias("__n")))
-            c, bad, hist = pl.collect_all([check, nan.head(1), deg])
-        c = c.row(0, named=True)
+            counts, bad, hist = pl.collect_all([check, nan.head(1), deg])
+        c = counts.row(0, named=True)
         check_nulls_and_rows(int(c.pop("__rows")), {k: int(x) for k, x in c.items()})
         check_key_values(bad.to_arrow(), by)
         return UnitKeyCounts.from_degrees(candidates, hist["__d"].to_numpy(), hist["__n"].to_numpy())
@@ -185,16 +171,14 @@ class EmbeddedEngine(Engine):
             return 0
         return int(np.partition(c, c.size - k)[c.size - k])
 
-    def noise_keys(self, hist: LocalHistogram, task: Any) -> LocalRelease:
-        from ..progress import report
-        from ..core.noise_chunks import key_chunks, n_chunks
-
+    def noise_keys(self, hist: LocalHistogram, task: NoiseTask) -> LocalRelease:
         by = hist.keys.column_names
         names = task.column_names
         if len(hist.columns) != task.n_grid_columns:
             raise ValueError("the histogram's grid sums do not match the release's aggregates")
-        parts_pos, parts_val = [], []
-        parts_cols: dict[str, list] = {n: [] for n in names}
+        parts_pos: list[np.ndarray] = []
+        parts_val: list[np.ndarray] = []
+        parts_cols: dict[str, list[np.ndarray]] = {n: [] for n in names}
         total = n_chunks(len(hist.counts))
         for done, (chunk, idx) in enumerate(key_chunks(hist.keys, by)):
             report(done, total, "key chunks")
@@ -221,14 +205,14 @@ class EmbeddedEngine(Engine):
     def collect(self, hist: LocalHistogram) -> SparseHistogram:
         return SparseHistogram(keys=hist.keys, counts=hist.counts, distinct=True)
 
-    def to_arrow(self, released: LocalRelease, by: Sequence[str], value_column: str) -> Any:
+    def to_arrow(self, released: LocalRelease, by: Sequence[str], value_column: str) -> pa.Table:
         out = released.keys.append_column(value_column, numpy_to_arrow(released.values))
         for name, col in released.columns.items():
             out = out.append_column(name, numpy_to_arrow(col, np.float64))
         return out
 
 
-def numpy_to_arrow(a: Any, dtype: Any = None) -> Any:
+def numpy_to_arrow(a: np.ndarray, dtype: npt.DTypeLike | None = None) -> pa.Array:
     """A 1-d numeric numpy array as a ``pyarrow`` array over the same buffer (``dtype``: cast first). Unlike
     ``pa.array(a)`` it never imports pandas (pyarrow checks every ``pa.array`` input for pandas objects: about
     0.4 s of CPU at start-up)."""

@@ -59,13 +59,20 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import InputDataError
 from ..core.histogram import SparseHistogram
 from ..core.key_order import SEED_KEY, SEED_UNIT, canonical_expr, canonical_exprs, canonical_order
+
+if TYPE_CHECKING:  # Polars is imported when the choice runs (``import sparsedp`` stays light)
+    import polars as pl
+    import pyarrow as pa
+
+    from ..core.engine import RandomSource
+
 
 COUNT = "__sparsedp_n"  # internal count column name (never shown to users)
 DEG = "__sparsedp_d"
@@ -74,20 +81,21 @@ _TAG = b"sparsedp select_pairs v1 AES-256 rank key"
 SECRET_BYTES = 32
 
 
-def draw_bounding_secret(rng: Any) -> bytes:
+def draw_bounding_secret(rng: RandomSource) -> bytes:
     """The per-release bounding secret ``K``: 32 bytes from a :mod:`sparsedp.noise` source (``random_bytes``;
     sources with only ``uint64`` give 4 words, little-endian)."""
     rb = getattr(rng, "random_bytes", None)
     if callable(rb):
         out = bytes(rb(SECRET_BYTES))
     else:
-        out = np.asarray(rng.uint64(SECRET_BYTES // 8), dtype="<u8").tobytes()
+        words = getattr(rng, "uint64")  # a source with 64-bit words only
+        out = np.asarray(words(SECRET_BYTES // 8), dtype="<u8").tobytes()
     if len(out) != SECRET_BYTES:
         raise RuntimeError("the random source returned the wrong number of bytes")
     return out
 
 
-def fingerprint_exprs(unit: str, by: list[str]):
+def fingerprint_exprs(unit: str, by: list[str]) -> tuple[pl.Expr, pl.Expr]:
     """``(h_u, h_k)`` expressions over *canonicalised* columns (public fixed seeds)."""
     import polars as pl
 
@@ -96,7 +104,7 @@ def fingerprint_exprs(unit: str, by: list[str]):
     return hu.alias("__hu"), hk.alias("__hk")
 
 
-def unit_fingerprints(units: Any) -> np.ndarray:
+def unit_fingerprints(units: pl.Series) -> np.ndarray:
     """``h_u`` (uint64) of each value of the Polars Series ``units``: its canonical value
     (:func:`canonical_expr`) hashed with :data:`SEED_UNIT` — the same whatever type the values arrive in
     (e.g. Int32 or Int64 from Arrow)."""
@@ -104,7 +112,7 @@ def unit_fingerprints(units: Any) -> np.ndarray:
             .to_series().to_numpy())
 
 
-def key_fingerprints(keys: Any, by: list[str]) -> np.ndarray:
+def key_fingerprints(keys: pl.DataFrame, by: list[str]) -> np.ndarray:
     """``h_k`` (uint64) of each row of the key columns ``by`` of the Polars DataFrame ``keys``: the canonical
     values (:func:`canonical_exprs`) hashed with :data:`SEED_KEY` (one column: the column, several: their
     struct), as :func:`fingerprint_exprs`."""
@@ -133,7 +141,7 @@ def prf_ranks(hu: np.ndarray, hk: np.ndarray, secret: bytes, iu: np.ndarray | No
         m = min(step, n - i)
         block[:m, 0] = hu[i:i + m] if iu is None else hu[iu[i:i + m]]
         block[:m, 1] = hk[i:i + m] if ik is None else hk[ik[i:i + m]]
-        if enc.update_into(memoryview(block[:m]).cast("B"), ct) != 16 * m:
+        if enc.update_into(block[:m].data.cast("B"), ct.data) != 16 * m:
             raise RuntimeError("AES-ECB produced an unexpected number of bytes")
         out[i:i + m] = ct[:16 * m].view(">u8")[::2]
     return out
@@ -152,7 +160,7 @@ def keep_smallest(group: np.ndarray, rank: np.ndarray, tiebreak: np.ndarray, l0:
     want = int(np.minimum(d, l0).sum())
     b = max(1, int(n_groups - 1).bit_length())
     if n and b <= 40:
-        def packed():
+        def packed() -> np.ndarray:
             p = group.astype(np.uint64)
             p <<= np.uint64(64 - b)
             p |= rank >> np.uint64(b)
@@ -164,7 +172,7 @@ def keep_smallest(group: np.ndarray, rank: np.ndarray, tiebreak: np.ndarray, l0:
         srt = pl.Series(packed()).sort().to_numpy()  # Polars' sort: multi-threaded, about 2x np.sort here
         cut = srt[np.maximum(last, 0)]
         del srt  # packed words are recomputed rather than kept next to their sorted copy (peak memory)
-        keep = packed() <= cut[group]
+        keep: np.ndarray = packed() <= cut[group]
         if int(keep.sum()) == want:
             return keep
     group = group.astype(np.int64, copy=False)
@@ -188,21 +196,21 @@ class Choice:
             per-pair value over the KEPT pairs, aligned with ``keys`` (empty tuple when no sums were asked).
     """
 
-    keys: Any
+    keys: pl.DataFrame
     units_per_key: np.ndarray
     dropped_per_key: np.ndarray
     units_in: int
     pairs_in: int
     units_over_l0: int
-    pairs: Any = None
-    kept_sums: tuple = ()
+    pairs: pl.DataFrame | None = None
+    kept_sums: tuple[np.ndarray, ...] = ()
 
 
 KEY = "__sparsedp_k"
 SEG = "__sparsedp_g"
 
 
-def per_key_units(lf: Any, unit: str, by: list[str]):
+def per_key_units(lf: pl.LazyFrame, unit: str, by: list[str]) -> pl.LazyFrame:
     """Lazy query: one row per distinct key with the list of its distinct units (the one pass over all rows;
     it also de-duplicates the pairs)."""
     import polars as pl
@@ -210,7 +218,7 @@ def per_key_units(lf: Any, unit: str, by: list[str]):
     return lf.group_by(by).agg(pl.col(unit).unique())
 
 
-def choose_from_per_key(pk: Any, unit: str, by: list[str], l0: int | None, secret: bytes | None,
+def choose_from_per_key(pk: pl.DataFrame, unit: str, by: list[str], l0: int | None, secret: bytes | None,
                         with_pairs: bool = False, sums: Sequence[str] = ()) -> Choice:
     """The ℓ0 choice (module docstring) given ``pk`` = :func:`per_key_units` collected.
 
@@ -273,7 +281,8 @@ def choose_from_per_key(pk: Any, unit: str, by: list[str], l0: int | None, secre
                   units_over_l0=heavy_n if l0 is not None else 0, pairs=pairs, kept_sums=tuple(totals))
 
 
-def _choose(pairs: Any, unit: str, by: list[str], l0: int, secret: bytes, with_pairs: bool = False) -> Choice:
+def _choose(pairs: pl.DataFrame | pl.LazyFrame, unit: str, by: list[str], l0: int, secret: bytes | None,
+            with_pairs: bool = False) -> Choice:
     """:func:`choose_from_per_key` on a Polars DataFrame or LazyFrame of (possibly repeated) pairs."""
     import polars as pl
 
@@ -282,7 +291,8 @@ def _choose(pairs: Any, unit: str, by: list[str], l0: int, secret: bytes, with_p
     return choose_from_per_key(pk, unit, by, l0, secret, with_pairs=with_pairs)
 
 
-def select_pairs(pairs: Any, unit: str, by: list[str], l0: int, secret: bytes):
+def select_pairs(pairs: pl.DataFrame | pl.LazyFrame, unit: str, by: list[str], l0: int,
+                 secret: bytes) -> pl.DataFrame:
     """The kept distinct ``(unit, by…)`` pairs of the random ℓ0 choice (module docstring), as a Polars DataFrame
     with columns ``[unit, *by]`` in the input's dtypes (any row order).
 
@@ -293,11 +303,13 @@ def select_pairs(pairs: Any, unit: str, by: list[str], l0: int, secret: bytes):
     import polars as pl
 
     ch = _choose(pairs, unit, list(by), l0, secret, with_pairs=True)
+    assert ch.pairs is not None  # asked for
     k = ch.pairs[KEY].to_numpy()
     return pl.concat([ch.pairs.select(unit), ch.keys[k]], how="horizontal")
 
 
-def bounded_key_counts(pairs: Any, unit: str, by: list[str], l0: int, secret: bytes):
+def bounded_key_counts(pairs: pl.DataFrame | pl.LazyFrame, unit: str, by: list[str], l0: int,
+                       secret: bytes) -> pl.DataFrame:
     """The key histogram of :func:`select_pairs` (the same choice) without materialising the kept pairs:
     a Polars DataFrame ``[*by, COUNT]`` (Int64 counts >= 1; keys in the input's dtypes, canonical order)."""
     import polars as pl
@@ -307,8 +319,9 @@ def bounded_key_counts(pairs: Any, unit: str, by: list[str], l0: int, secret: by
     return ch.keys.with_columns(pl.Series(COUNT, counts, dtype=pl.Int64)).filter(pl.col(COUNT) > 0)
 
 
-def bound(key_counts: Any, heavy_pairs: Any, unit: str, by: list[str], l0: int | None, secret: bytes | None,
-          pre_threshold: int = 1, pairs_dropped_l0: int | None = None) -> tuple[SparseHistogram, dict]:
+def bound(key_counts: pa.Table | pl.DataFrame, heavy_pairs: pa.Table | pl.DataFrame | None, unit: str,
+          by: list[str], l0: int | None, secret: bytes | None, pre_threshold: int = 1,
+          pairs_dropped_l0: int | None = None) -> tuple[SparseHistogram, dict[str, Any]]:
     """Apply the random ℓ0 choice to an engine's counts and build the bounded histogram (module docstring).
 
     Args:

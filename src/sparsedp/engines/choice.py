@@ -43,9 +43,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from ..core import sources
+from ..core.sources import InputData
 
 #: input kind → (engine, why), from the measurements in the module docstring
 _FASTEST = {
@@ -87,7 +88,7 @@ def physical_memory() -> int:
         return 0
 
 
-def in_memory_bytes(path: Any) -> int:
+def in_memory_bytes(path: str | os.PathLike[str]) -> int:
     """The input's size once decoded, in bytes, from metadata only: the uncompressed size of every column chunk
     of a Parquet file (or of every file of a glob), the size on disk of a CSV file."""
     total = 0
@@ -102,7 +103,7 @@ def in_memory_bytes(path: Any) -> int:
     return total
 
 
-def choose_engine(data: Any) -> EngineChoice:
+def choose_engine(data: InputData) -> EngineChoice:
     """The measured-fastest engine for ``data`` (module docstring), with its reason; a Parquet/CSV input whose
     in-memory estimate (:func:`in_memory_bytes` × :data:`POLARS_MEMORY_FACTOR`) passes half the machine's RAM
     goes to DuckDB, whose operators spill to disk (the Polars engine holds the input in memory)."""
@@ -112,7 +113,7 @@ def choose_engine(data: Any) -> EngineChoice:
     if k == "file":
         ram = physical_memory()
         try:
-            need = in_memory_bytes(data) * POLARS_MEMORY_FACTOR
+            need = in_memory_bytes(cast("str | os.PathLike[str]", data)) * POLARS_MEMORY_FACTOR
         except Exception:  # unreadable metadata: the engine reports it, in the user's terms
             need = 0
         if ram and need > ram / 2:
@@ -121,19 +122,6 @@ def choose_engine(data: Any) -> EngineChoice:
     return EngineChoice(engine=engine, input_kind=k, reason=reason)
 
 
-def fastest_engine(data: Any) -> str:
+def fastest_engine(data: InputData) -> str:
     """Name of the fastest engine for ``data`` ("polars", "duckdb" or "spark"; see the module docstring)."""
     return choose_engine(data).engine
-
-
-def fastest_embedded_engine(data: Any):
-    """An instance of the fastest engine for ``data`` among the embedded ones that apply the ℓ0 choice
-    themselves (Polars, DuckDB): where the Arrow and pandas engines send their inputs."""
-    name = fastest_engine(data)
-    if name == "duckdb":
-        from .duckdb_engine import DuckDBEngine
-
-        return DuckDBEngine()
-    from .polars_engine import PolarsEngine
-
-    return PolarsEngine()

@@ -62,19 +62,39 @@ the engine runs after drawing it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 
+import numpy as np
+
+from ..aggregates import Aggregate, Sum, noise_columns
 from ..core import sources
+from ..core.sources import InputData
 from ..core.checks import check_columns
 from ..core.unit_keys import UnitKeyCounts
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidParameterError
+from ..progress import listening, polling, report
+from .aggregate_exprs import bad_values, grid_column_name, missing_value_column, non_numeric_value_column
 from .base import EmbeddedEngine, RawCounts, numpy_to_arrow
-from .input_checks import check_key_values, check_mixed_types, check_nulls_and_rows, check_unique_names, nan_key_error
+from .input_checks import (check_key_values, check_mixed_types, check_nulls_and_rows, check_unique_names,
+                           nan_key_error)
 from .bounding import COUNT, draw_bounding_secret
+from .duckdb_objects import bounding_objects, drop_tables
+from .duckdb_settings import DuckDBSettings, size_bytes
 from .pair_ids import PairContext, PairCounts, bits_for, bound_pair_ids, key_context, offset_values, pack_pairs
+
+if TYPE_CHECKING:  # DuckDB, Polars and pyarrow are imported when the engine runs (``import sparsedp`` stays light)
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+    from duckdb import DuckDBPyConnection, DuckDBPyRelation
+    from duckdb.sqltypes import DuckDBPyType
+
+    from ..core.engine import RandomSource
 
 
 def _q(name: str) -> str:
@@ -82,13 +102,20 @@ def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def to_arrow_table(rel):
+def _query(rel: DuckDBPyRelation, name: str, sql: str) -> DuckDBPyRelation:
+    """``rel.query(name, sql)``: the SELECT ``sql`` over ``rel`` (named ``name`` in it) as a relation."""
+    out = rel.query(name, sql)
+    assert out is not None  # a query, not a statement: DuckDB returns its relation
+    return out
+
+
+def to_arrow_table(rel: DuckDBPyRelation) -> pa.Table:
     """A relation's result as a ``pyarrow.Table`` (``to_arrow_table`` in new DuckDB, ``fetch_arrow_table`` before)."""
     f = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
     return f()
 
 
-def polars_to_arrow(df: Any):
+def polars_to_arrow(df: pl.DataFrame) -> pa.Table:
     """A Polars DataFrame as Arrow without re-encoding strings (newest compat level: string views)."""
     import polars as pl
 
@@ -114,19 +141,17 @@ def _input_error(what: str, e: BaseException) -> BaseException:
 
 
 @contextmanager
-def query_progress(con: Any, lo: float = 0.0, hi: float = 100.0) -> Iterator[None]:
+def query_progress(con: DuckDBPyConnection, lo: float = 0.0, hi: float = 100.0) -> Iterator[None]:
     """While the block runs a query on ``con``, report DuckDB's own estimate of its progress (percent,
     ``query_progress()``) to the display (:mod:`sparsedp.progress`), mapped onto ``[lo, hi]`` percent of the
     stage (the bounding stage runs several queries and in-process work: each gets its share of the bar, so
     the bar advances through the whole stage); nothing when no display listens. DuckDB's progress bar is
     enabled for the block (not printed) and the connection's settings restored after."""
-    from ..progress import listening, polling, report
-
     if not listening():
         yield
         return
     try:
-        old = [con.execute(f"SELECT current_setting('{k}')").fetchone()[0]
+        old = [con.execute(f"SELECT current_setting('{k}')").fetchall()[0][0]
                for k in ("enable_progress_bar", "enable_progress_bar_print")]
         con.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
     except Exception:  # a connection that cannot report: no progress, same release
@@ -163,12 +188,13 @@ def _dbl(x: float) -> str:
     return f"CAST('{float(x)!r}' AS DOUBLE)"
 
 
-def contribution_sql(a: Any, col: str) -> str:
+def contribution_sql(a: Sum, col: str) -> str:
     """SQL aggregate (over the rows of one (unit, key) group) of a Sum/Mean's gridded, clipped, re-centred
     contribution, the same IEEE double operations as
     :func:`~sparsedp.engines.aggregate_exprs.contribution_exprs`:
     ``CAST(clip(floor(clip(Σ CAST(v AS DOUBLE), lower, upper)/g + 0.5), q(lower), q(upper)) AS BIGINT) − c``."""
     ql, qu = a.grid_bounds
+    assert a.granularity is not None  # set when the Sum was built
     v = f"least(greatest(sum(CAST({col} AS DOUBLE)), {_dbl(a.lower)}), {_dbl(a.upper)})"
     q = f"least(greatest(floor({v} / {_dbl(a.granularity)} + {_dbl(0.5)}), {_dbl(ql)}), {_dbl(qu)})"
     return f"(CAST({q} AS BIGINT) - {int(a.centre)})"
@@ -201,7 +227,7 @@ def keys_sql(key_type_ids: list[str]) -> str:
                                           for i, t in enumerate(key_type_ids)) + " FROM __src"
 
 
-def pairs_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, sums: Sequence[tuple[Any, int]] = (),
+def pairs_sql(unit_type_id: str, key_type_ids: list[str], keys_view: str, sums: Sequence[tuple[Sum, int]] = (),
               part: tuple[int, int] | None = None, distinct: bool = True) -> str:
     """Step 1 of the module docstring over the relation ``__src`` and the registered key table ``keys_view``
     (the distinct keys ``__sparsedp_k{i}`` with their index ``{_KI}`` in canonical key order): the distinct
@@ -255,6 +281,132 @@ def batch_sql(pairs: str, n_sums: int, batch: int, batches: int, passes: int,
     return f"SELECT ({off} << {int(b)}) | CAST({_KI} AS UBIGINT) AS {_P}{a_sel} FROM {pairs}{where}"
 
 
+@dataclass(frozen=True)
+class _ValueColumns:
+    """The SUM/MEAN value columns of a release as the DuckDB statements read them: ``vcols`` (each value
+    column once, ``__sp_v{j}`` in ``__src``), ``sums`` (each distinct grid column,
+    :func:`sparsedp.aggregates.noise_columns`, with the index ``j`` of its value column) and ``grid_names``
+    (:func:`~sparsedp.engines.aggregate_exprs.grid_column_name`). Empty for a count-only release."""
+
+    vcols: list[str]
+    sums: list[tuple[Sum, int]]
+    grid_names: list[str]
+
+
+def _value_columns(aggregates: Sequence[Any], cols: list[str]) -> _ValueColumns:
+    """The :class:`_ValueColumns` of ``aggregates``; a value column that is the unit or a key is refused."""
+    if not aggregates:
+        return _ValueColumns([], [], [])
+    grid = noise_columns(aggregates)[0]
+    vcols = list(dict.fromkeys(a.column for a in grid))
+    if set(vcols) & set(cols):
+        raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
+    return _ValueColumns(vcols=vcols, sums=[(a, vcols.index(a.column)) for a in grid],
+                         grid_names=[grid_column_name(i) for i in range(len(grid))])
+
+
+_NUMERIC = frozenset({"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint",
+                      "uinteger", "ubigint", "uhugeint", "float", "double", "decimal"})
+
+
+def _value_checks(types: dict[str, DuckDBPyType], vcols: list[str],
+                  columns: list[str]) -> list[tuple[str, str, str]]:
+    """The SQL counts of bad values, ``(column, "null" or "nonfinite", SQL count)``, after refusing a missing
+    or non-numeric value column (as :func:`~sparsedp.engines.aggregate_exprs.check_value_columns`: missing /
+    non-numeric first, by name)."""
+    for c in sorted(vcols):
+        if c not in types:
+            raise missing_value_column(c, columns)
+        if types[c].id not in _NUMERIC:
+            raise non_numeric_value_column(c, types[c])
+    vchecks = []
+    for c in sorted(vcols):
+        v = _vcol(vcols.index(c))
+        vchecks.append((c, "null", f"count(*) - count({v})"))
+        if types[c].id in ("float", "double"):
+            vchecks.append((c, "nonfinite", f"count(*) FILTER (WHERE NOT isfinite({v}))"))
+    return vchecks
+
+
+def _checked_projection(con: DuckDBPyConnection, rel: DuckDBPyRelation, privacy_unit: str, by: list[str],
+                        vcols: list[str], types: dict[str, DuckDBPyType], vchecks: list[tuple[str, str, str]]
+                        ) -> tuple[DuckDBPyRelation, tuple[Any, ...], list[int]]:
+    """``(proj, check, floats)``: the input projected onto ``__sp_unit``, ``__sp_key{i}`` and the value columns
+    ``__sp_v{j}``; the input checks' counts (rows, null units and keys, ``vchecks``, NaN in the float keys),
+    one SQL aggregate and the first read of the rows; the positions of the float key columns."""
+    import duckdb
+
+    try:
+        proj = _query(rel, "__in", "SELECT " + ", ".join(
+            [f"{_q(privacy_unit)} AS __sp_unit"] + [f"{_q(c)} AS __sp_key{i}" for i, c in enumerate(by)]
+            + [f"{_q(c)} AS {_vcol(j)}" for j, c in enumerate(vcols)]) + " FROM __in")
+        floats = [i for i, c in enumerate(by) if types[c].id in ("float", "double")]
+        with query_progress(con, 0.0, 30.0):  # the input checks: the first read of the rows
+            check = _query(proj, "__src", "SELECT count(*), " + ", ".join(
+                ["count(*) - count(__sp_unit)"] + [f"count(*) - count(__sp_key{i})" for i in range(len(by))]
+                + [e for _, _, e in vchecks]
+                + [f"count(*) FILTER (WHERE isnan(__sp_key{i}))" for i in floats]) + " FROM __src"
+            ).fetchall()[0]
+    except duckdb.Error as e:
+        raise _input_error("DuckDB could not read the input", e) from None
+    return proj, check, floats
+
+
+def _rows_after_checks(check: tuple[Any, ...], cols: list[str], by: list[str],
+                       vchecks: list[tuple[str, str, str]], floats: list[int]) -> int:
+    """The input's number of rows, once the counts of :func:`_checked_projection` passed: bad values first
+    (naming the column), then no rows / null units or keys, then the NaN-key rule
+    (:func:`~sparsedp.engines.input_checks.check_nan_keys`)."""
+    n_v = 1 + len(cols)
+    bad = [(c, kind, int(n)) for (c, kind, _), n in zip(vchecks, check[n_v:n_v + len(vchecks)]) if n]
+    if bad:
+        raise bad_values(bad)
+    rows = int(check[0])
+    check_nulls_and_rows(rows, dict(zip(cols, map(int, check[1:1 + len(cols)]))))
+    for i, n in zip(floats, check[n_v + len(vchecks):]):
+        if n:
+            raise nan_key_error(by[i])
+    return rows
+
+
+def _distinct_keys(con: DuckDBPyConnection, proj: DuckDBPyRelation, tid: list[str]) -> pa.Table:
+    """Step 0: the distinct keys (no randomness), in DuckDB's order (a key's index is its row)."""
+    import duckdb
+
+    try:
+        with query_progress(con, 30.0, 50.0):
+            return to_arrow_table(_query(proj, "__src", keys_sql(tid[1:])))
+    except duckdb.Error as e:
+        raise _input_error("DuckDB could not group the input", e) from None
+
+
+def _key_frame(keys: pa.Table, by: list[str]) -> pl.DataFrame:
+    """The distinct keys as a Polars frame with the key columns' own names (row ``i``: key index ``i``)."""
+    import polars as pl
+
+    kdf = pl.from_arrow(keys)
+    assert isinstance(kdf, pl.DataFrame)
+    return kdf.rename({_kcol(i): c for i, c in enumerate(by)})
+
+
+def _scan(con: DuckDBPyConnection, data: InputData, k: str) -> DuckDBPyRelation:
+    """A relation on ``con`` over a file or frame input of kind ``k`` (:func:`~sparsedp.core.sources.kind`):
+    a Parquet/CSV scan, or the frame scanned in place (Arrow zero-copy, Polars through its Arrow export)."""
+    if k == "file":
+        fmt = sources.file_format(sources.as_path(data))
+        path = sources.as_path(data).replace("'", "''")
+        return con.sql(f"SELECT * FROM read_{fmt}('{path}')")
+    if k == "polars-lazy":
+        return con.from_arrow(polars_to_arrow(cast("pl.LazyFrame", data).collect()))
+    if k == "polars":
+        return con.from_arrow(polars_to_arrow(cast("pl.DataFrame", data)))
+    if k == "pandas":
+        return con.from_df(data)
+    if k == "arrow":
+        return con.from_arrow(data)
+    raise InputDataError(f"unsupported input for the DuckDB engine: {type(data).__name__}")
+
+
 class DuckDBEngine(EmbeddedEngine):
     """Bounded histograms of DuckDB inputs: DuckDB reads and joins (and past memory de-duplicates) the
     (unit, key index) pairs; degrees, counts and the ℓ0 choice are computed in this process by the Polars
@@ -262,8 +414,9 @@ class DuckDBEngine(EmbeddedEngine):
 
     name = "duckdb"
 
-    def __init__(self, connection: Any = None, *, memory_limit: str | None = None,
-                 temp_directory: str | os.PathLike | None = None, threads: int | None = None, passes: int = 1):
+    def __init__(self, connection: DuckDBPyConnection | None = None, *, memory_limit: str | None = None,
+                 temp_directory: str | os.PathLike[str] | None = None, threads: int | None = None,
+                 passes: int = 1) -> None:
         """``connection``: run on this DuckDB connection (its own settings) instead of a private one.
         ``memory_limit``, ``temp_directory``, ``threads``: the out-of-core settings of the private connection
         (:class:`~sparsedp.engines.duckdb_settings.DuckDBSettings`; for inputs larger than memory); refused
@@ -273,31 +426,25 @@ class DuckDBEngine(EmbeddedEngine):
         bounded counts and grid sums add up to exactly the one-pass histogram; DuckDB's working set (the
         distinct pairs, 7–17 bytes each when spilling) shrinks by the number of passes, at one read of the input
         per pass. For inputs whose distinct pairs do not fit in ``memory_limit`` in one pass."""
-        from .duckdb_settings import DuckDBSettings
-
         if isinstance(passes, bool) or not isinstance(passes, int) or not 1 <= passes <= 4096:
-            from ..errors import InvalidParameterError
-
             raise InvalidParameterError(f"passes must be an integer from 1 to 4096; got {passes!r}")
         self.passes = passes
 
         self.settings = DuckDBSettings(memory_limit=memory_limit, temp_directory=temp_directory, threads=threads)
         if connection is not None and self.settings != DuckDBSettings():
-            from ..errors import InvalidParameterError
-
             raise InvalidParameterError("memory_limit, temp_directory and threads configure the engine's own "
                                         "connection; with connection=…, set them on that connection (SET …)")
         self.connection = connection
         #: when a list: (SQL text, EXPLAIN output) of every statement run after the secret was drawn
         self.plan_log: list[tuple[str, str]] | None = None
 
-    def _con(self):
+    def _con(self) -> DuckDBPyConnection:
         import duckdb
 
         return self.connection if self.connection is not None else duckdb.default_connection()
 
     @contextmanager
-    def _source(self, data: Any) -> Iterator[tuple[Any, Any]]:
+    def _source(self, data: InputData) -> Iterator[tuple[DuckDBPyConnection, DuckDBPyRelation]]:
         """``(connection, relation)`` over ``data``. SQL text runs on the given (or default) connection and a
         relation on its own; files and frames on the given connection, else on a private one (all threads,
         spilling to a private temporary directory), closed afterwards."""
@@ -308,13 +455,13 @@ class DuckDBEngine(EmbeddedEngine):
         tmp = None
         try:
             if k == "duckdb":
+                rel = cast("DuckDBPyRelation", data)
                 con = getattr(data, "_con", None) or self._con()
-                yield con, data
+                yield con, rel
                 return
             if k == "sql":
                 con = self._con()
-                rel = con.sql(data)
-                yield con, rel
+                yield con, con.sql(cast(str, data))
                 return
             if self.connection is not None:
                 con = self.connection
@@ -323,21 +470,7 @@ class DuckDBEngine(EmbeddedEngine):
                 # (duckdb_settings: DuckDB's defaults, 80 % of RAM and all cores, unless given)
                 tmp = self.settings.spill_directory()
                 own = con = duckdb.connect(config=self.settings.config(tmp))
-            if k == "file":
-                fmt = sources.file_format(data)
-                path = os.fspath(data).replace("'", "''")
-                rel = con.sql(f"SELECT * FROM read_{fmt}('{path}')")
-            elif k == "polars-lazy":
-                rel = con.from_arrow(polars_to_arrow(data.collect()))
-            elif k == "polars":
-                rel = con.from_arrow(polars_to_arrow(data))
-            elif k == "pandas":
-                rel = con.from_df(data)
-            elif k == "arrow":
-                rel = con.from_arrow(data)
-            else:
-                raise InputDataError(f"unsupported input for the DuckDB engine: {type(data).__name__}")
-            yield con, rel
+            yield con, _scan(con, data, k)
         except duckdb.Error as e:
             raise _input_error(_read_error(k), e) from None
         finally:
@@ -346,7 +479,7 @@ class DuckDBEngine(EmbeddedEngine):
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
 
-    def relation(self, data: Any):
+    def relation(self, data: InputData) -> DuckDBPyRelation:
         """A DuckDB relation over ``data`` (on the given or default connection; kept for callers that scan
         it themselves)."""
         import duckdb
@@ -355,50 +488,38 @@ class DuckDBEngine(EmbeddedEngine):
         con = self._con()
         try:
             if k == "duckdb":
-                return data
+                return cast("DuckDBPyRelation", data)
             if k == "sql":
-                return con.sql(data)
-            if k == "file":
-                fmt = sources.file_format(data)
-                path = os.fspath(data).replace("'", "''")
-                return con.sql(f"SELECT * FROM read_{fmt}('{path}')")
-            if k == "polars-lazy":
-                return con.from_arrow(polars_to_arrow(data.collect()))
-            if k == "polars":
-                return con.from_arrow(polars_to_arrow(data))
-            if k == "pandas":
-                return con.from_df(data)
-            if k == "arrow":
-                return con.from_arrow(data)
+                return con.sql(cast(str, data))
+            return _scan(con, data, k)
         except duckdb.Error as e:
             raise _input_error(_read_error(k), e) from None
-        raise InputDataError(f"unsupported input for the DuckDB engine: {type(data).__name__}")
 
-    def columns(self, data: Any) -> list[str]:
+    def columns(self, data: InputData) -> list[str]:
         k = sources.kind(data)
-        if k == "file":
-            return sources.file_columns(data)  # schema only (raises the friendly errors for foreign files)
+        if k == "file":  # schema only (raises the friendly errors for foreign files)
+            return sources.file_columns(sources.as_path(data))
         if k == "polars":
-            return list(data.columns)
+            return list(cast("pl.DataFrame", data).columns)
         if k == "polars-lazy":
-            return data.collect_schema().names()
+            return cast("pl.LazyFrame", data).collect_schema().names()
         if k == "pandas":
-            return [str(c) for c in data.columns]
+            return [str(c) for c in cast("pd.DataFrame", data).columns]
         if k == "arrow":
-            return list(data.schema.names)
+            return list(cast("pa.Table", data).schema.names)
         return list(self.relation(data).columns)
 
-    def bounded_raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None,
-                           rng: Any) -> RawCounts:
+    def bounded_raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
+                           rng: RandomSource) -> RawCounts:
         """The bounded counts of every key, computed in DuckDB (module docstring), in canonical key order."""
         return self._bounded(data, privacy_unit, by, l0, rng, ())
 
-    def bounded_raw_counts_with_sums(self, data: Any, privacy_unit: str, by: list[str], l0: int | None, rng: Any,
-                                     aggregates: Sequence[Any]) -> RawCounts:
+    def bounded_raw_counts_with_sums(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
+                                     rng: RandomSource, aggregates: Sequence[Aggregate]) -> RawCounts:
         """The bounded counts AND the per-key grid sums of the SUM/MEAN ``aggregates``: each distinct pair's
         contribution computed in DuckDB's pairs statement (:func:`pairs_sql` with ``sums``,
         :func:`contribution_sql`), the kept ones summed per key in the process. The same table as the shared
-        Polars path (:func:`~sparsedp.engines.aggregate_exprs.bounded_raw_counts_with_sums`) for the same
+        Polars path (:func:`~sparsedp.engines.pair_ids.bounded_raw_counts_with_sums`) for the same
         secret — the same kept pairs, the same contributions, the same checks and errors, the secret drawn at
         the same point.
 
@@ -409,117 +530,84 @@ class DuckDBEngine(EmbeddedEngine):
         rounding)."""
         return self._bounded(data, privacy_unit, by, l0, rng, aggregates)
 
-    _NUMERIC = frozenset({"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint",
-                          "uinteger", "ubigint", "uhugeint", "float", "double", "decimal"})
-
-    def _bounded(self, data: Any, privacy_unit: str, by: list[str], l0: int | None, rng: Any,
-                 aggregates: Sequence[Any]) -> RawCounts:
-        import duckdb
-        import polars as pl
-
-        import numpy as np
-
-        from ..progress import report
-        from .duckdb_objects import bounding_objects, drop_tables
-
+    def _bounded(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None, rng: RandomSource,
+                 aggregates: Sequence[Aggregate]) -> RawCounts:
+        """The bounded counts (and grid sums) of the module docstring, in named steps: the value columns'
+        plan, the input checks (one SQL aggregate), the distinct keys, the secret (only now), then the
+        in-memory route or the passes over DuckDB's distinct pairs."""
         cols = [privacy_unit] + by
-        sums: list = []
-        grid_names: list[str] = []
-        vcols: list[str] = []
-        if aggregates:
-            from ..aggregates import noise_columns
-            from .aggregate_exprs import bad_values, grid_column_name, missing_value_column, non_numeric_value_column
-
-            grid = noise_columns(aggregates)[0]
-            vcols = list(dict.fromkeys(a.column for a in grid))
-            if set(vcols) & set(cols):
-                raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
-            sums = [(a, vcols.index(a.column)) for a in grid]
-            grid_names = [grid_column_name(i) for i in range(len(grid))]
+        values = _value_columns(aggregates, cols)
         with self._source(data) as (con, rel):
             types = dict(zip(rel.columns, rel.types))
-            for c in sorted(vcols):  # as check_value_columns: missing / non-numeric first, by name
-                if c not in types:
-                    raise missing_value_column(c, list(rel.columns))
-                if types[c].id not in self._NUMERIC:
-                    raise non_numeric_value_column(c, types[c])
-            vchecks = []
-            for c in sorted(vcols):
-                v = _vcol(vcols.index(c))
-                vchecks.append((c, "null", f"count(*) - count({v})"))
-                if types[c].id in ("float", "double"):
-                    vchecks.append((c, "nonfinite", f"count(*) FILTER (WHERE NOT isfinite({v}))"))
-            try:
-                proj = rel.query("__in", "SELECT " + ", ".join(
-                    [f"{_q(privacy_unit)} AS __sp_unit"] + [f"{_q(c)} AS __sp_key{i}" for i, c in enumerate(by)]
-                    + [f"{_q(c)} AS {_vcol(j)}" for j, c in enumerate(vcols)]) + " FROM __in")
-                floats = [i for i, c in enumerate(by) if types[c].id in ("float", "double")]
-                with query_progress(con, 0.0, 30.0):  # the input checks: the first read of the rows
-                    check = proj.query("__src", "SELECT count(*), " + ", ".join(
-                        ["count(*) - count(__sp_unit)"] + [f"count(*) - count(__sp_key{i})" for i in range(len(by))]
-                        + [e for _, _, e in vchecks]
-                        + [f"count(*) FILTER (WHERE isnan(__sp_key{i}))" for i in floats]) + " FROM __src"
-                    ).fetchall()[0]
-            except duckdb.Error as e:
-                raise _input_error("DuckDB could not read the input", e) from None
-            n_v = 1 + len(cols)
-            bad = [(c, kind, int(n)) for (c, kind, _), n in zip(vchecks, check[n_v:n_v + len(vchecks)]) if n]
-            if bad:
-                raise bad_values(bad)
-            rows = int(check[0])
-            check_nulls_and_rows(rows, dict(zip(cols, map(int, check[1:1 + len(cols)]))))
-            for i, n in zip(floats, check[n_v + len(vchecks):]):  # the NaN-key rule (base.check_nan_keys)
-                if n:
-                    raise nan_key_error(by[i])
-            tid = [types[c].id for c in cols]
-            budget = self.batch_budget(con, len(sums))
-            try:  # the distinct keys (no randomness), each with its index in DuckDB's order
-                with query_progress(con, 30.0, 50.0):
-                    keys = to_arrow_table(proj.query("__src", keys_sql(tid[1:])))
-            except duckdb.Error as e:
-                raise _input_error("DuckDB could not group the input", e) from None
+            vchecks = _value_checks(types, values.vcols, list(rel.columns))
+            proj, check, floats = _checked_projection(con, rel, privacy_unit, by, values.vcols, types, vchecks)
+            rows = _rows_after_checks(check, cols, by, vchecks, floats)
+            tid: list[str] = [types[c].id for c in cols]
+            budget = self.batch_budget(con, len(values.sums))
+            keys = _distinct_keys(con, proj, tid)
             secret = draw_bounding_secret(rng) if l0 is not None else None  # after validation only
-            kdf = pl.from_arrow(keys)
-            assert isinstance(kdf, pl.DataFrame)
-            kdf = kdf.rename({_kcol(i): c for i, c in enumerate(by)})
-            n_keys = kdf.height
-            ctx = key_context(kdf, by, bits_for(n_keys - 1), l0, secret, privacy_unit, [a for a, _ in sums],
-                              grid_names)
-            acc: PairCounts | None = None
-            with bounding_objects(con) as (view, tag):
-                # the key index is the row's position in DuckDB's order (a sorted build side made the join fail
-                # to spill under a memory limit); the canonical order is applied in the process (ctx.pos)
-                ki = np.arange(n_keys, dtype=np.int32 if n_keys < 2**31 else np.int64)
-                con.register(view, keys.append_column(_KI, numpy_to_arrow(ki)))
-                tp = f"__sparsedp_p_{tag}"
-                if self.passes == 1 and rows <= budget:  # in memory: the rows go to the process
-                    try:
-                        with query_progress(con, 50.0, 70.0):
-                            rows_t = self._run(con, pairs_sql(tid[0], tid[1:], view, sums, None, distinct=False),
-                                               fetch=True, src=proj)
-                    except duckdb.Error as e:
-                        raise _input_error("DuckDB could not group the input", e) from None
-                    report(70.0, 100.0, "%")  # the bound and the counts, in the process
-                    acc = self._bound_rows(rows_t, ctx, vcols)
-                for i in range(self.passes if acc is None else 0):
-                    part = None if self.passes == 1 else (i, self.passes)
-                    try:
-                        step = 50.0 / self.passes
-                        with query_progress(con, 50.0 + i * step, 50.0 + (i + 0.7) * step):  # runs when built
-                            self._run(con, f"CREATE TEMP TABLE {tp} AS "
-                                      + pairs_sql(tid[0], tid[1:], view, sums, part), src=proj)
-                        report(50.0 + (i + 0.7) * step, 100.0, "%")
-                        got = self._bound_pairs(con, tp, tid[0], ctx, budget)
-                        acc = got if acc is None else acc.add(got)
-                    except duckdb.Error as e:
-                        raise _input_error("DuckDB could not group the input", e) from None
-                    finally:
-                        drop_tables(con, tag)  # before the next pass: DuckDB holds one slice at a time
-        assert acc is not None  # at least one pass and one batch
+            kdf = _key_frame(keys, by)
+            ctx = key_context(kdf, by, bits_for(kdf.height - 1), l0, secret, privacy_unit,
+                              [a for a, _ in values.sums], values.grid_names)
+            acc = self._bound_keyed(con, proj, keys, tid, values, ctx, rows, budget)
         return acc.raw_counts(kdf, ctx, rows)
 
+    def _bound_keyed(self, con: DuckDBPyConnection, proj: DuckDBPyRelation, keys: pa.Table, tid: list[str],
+                     values: _ValueColumns, ctx: PairContext, rows: int, budget: int) -> PairCounts:
+        """Register the key table ``(key, key index)`` and bound the pairs: in memory (one pass, at most
+        ``budget`` rows) or in :attr:`passes` over DuckDB's distinct pairs; the temporary objects are removed
+        afterwards (:func:`~sparsedp.engines.duckdb_objects.bounding_objects`)."""
+        with bounding_objects(con) as (view, tag):
+            # the key index is the row's position in DuckDB's order (a sorted build side made the join fail
+            # to spill under a memory limit); the canonical order is applied in the process (ctx.pos)
+            ki = np.arange(ctx.n_keys, dtype=np.int32 if ctx.n_keys < 2**31 else np.int64)
+            con.register(view, keys.append_column(_KI, numpy_to_arrow(ki)))
+            if self.passes == 1 and rows <= budget:  # in memory: the rows go to the process
+                return self._bound_in_memory(con, proj, view, tid, values, ctx)
+            return self._bound_in_passes(con, proj, view, tag, tid, values.sums, ctx, budget)
+
+    def _bound_in_memory(self, con: DuckDBPyConnection, proj: DuckDBPyRelation, view: str, tid: list[str],
+                         values: _ValueColumns, ctx: PairContext) -> PairCounts:
+        """Step 1 of the module docstring: the joined rows leave DuckDB once and are bounded in the process."""
+        import duckdb
+
+        try:
+            with query_progress(con, 50.0, 70.0):
+                rows_t = self._fetch(con, pairs_sql(tid[0], tid[1:], view, values.sums, None, distinct=False),
+                                     src=proj)
+        except duckdb.Error as e:
+            raise _input_error("DuckDB could not group the input", e) from None
+        report(70.0, 100.0, "%")  # the bound and the counts, in the process
+        return self._bound_rows(rows_t, ctx, values.vcols)
+
+    def _bound_in_passes(self, con: DuckDBPyConnection, proj: DuckDBPyRelation, view: str, tag: str,
+                         tid: list[str], sums: Sequence[tuple[Sum, int]], ctx: PairContext,
+                         budget: int) -> PairCounts:
+        """Step 2 of the module docstring: per pass, DuckDB's distinct pairs in a temporary table, bounded in
+        batches (:meth:`_bound_pairs`); the per-key results of the passes added up."""
+        import duckdb
+
+        tp = f"__sparsedp_p_{tag}"
+        acc: PairCounts | None = None
+        for i in range(self.passes):
+            part = None if self.passes == 1 else (i, self.passes)
+            try:
+                step = 50.0 / self.passes
+                with query_progress(con, 50.0 + i * step, 50.0 + (i + 0.7) * step):  # runs when built
+                    self._run(con, f"CREATE TEMP TABLE {tp} AS "
+                              + pairs_sql(tid[0], tid[1:], view, sums, part), src=proj)
+                report(50.0 + (i + 0.7) * step, 100.0, "%")
+                got = self._bound_pairs(con, tp, tid[0], ctx, budget)
+                acc = got if acc is None else acc.add(got)
+            except duckdb.Error as e:
+                raise _input_error("DuckDB could not group the input", e) from None
+            finally:
+                drop_tables(con, tag)  # before the next pass: DuckDB holds one slice at a time
+        assert acc is not None  # at least one pass and one batch
+        return acc
+
     @staticmethod
-    def _bound_rows(rows: Any, ctx: PairContext, vcols: list[str]) -> PairCounts:
+    def _bound_rows(rows: pa.Table, ctx: PairContext, vcols: list[str]) -> PairCounts:
         """The in-memory route of :meth:`_bounded`: the joined rows ``({_U}, {_KI}[, values])`` (Arrow, not
         de-duplicated) through the Polars engine's steps 2–4 (:func:`~sparsedp.engines.pair_ids.pack_pairs`,
         :func:`~sparsedp.engines.pair_ids.bound_pair_ids` with de-duplication, and with SUM/MEAN the rows'
@@ -534,28 +622,27 @@ class DuckDBEngine(EmbeddedEngine):
         del t
         return bound_pair_ids(ctx, pid, value_of, values)
 
-    def _bound_pairs(self, con: Any, pairs: str, unit_type_id: str, ctx: PairContext, budget: int) -> PairCounts:
+    def _bound_pairs(self, con: DuckDBPyConnection, pairs: str, unit_type_id: str, ctx: PairContext,
+                     budget: int) -> PairCounts:
         """Steps 2–3 of the module docstring for one pass: the pairs table ``pairs`` leaves DuckDB in batches
         of whole units of at most about ``budget`` pairs (:func:`batch_sql`; pair ids packed by DuckDB for
         integer units whose offsets fit beside the key bits), each bounded by
         :func:`~sparsedp.engines.pair_ids.bound_pair_ids`; the per-key results added up."""
-        import dataclasses
-
         import polars as pl
 
         # distinct pairs; with SUM/MEAN, each carries its contribution computed in SQL (contribution_sql)
         ctx = dataclasses.replace(ctx, distinct=True, given=bool(ctx.names))
         packable = unit_type_id in _PACKED_UNITS
-        info = self._run(con, "SELECT count(*) AS n" + (f", min({_U}) AS lo, max({_U}) AS hi" if packable else "")
-                         + f" FROM {pairs}", fetch=True).to_pylist()[0]
+        info = self._fetch(con, "SELECT count(*) AS n" + (f", min({_U}) AS lo, max({_U}) AS hi" if packable else "")
+                           + f" FROM {pairs}").to_pylist()[0]
         n_batches = max(1, -(-int(info["n"]) // budget))
         pack = None
         if packable and info["n"] and bits_for(int(info["hi"]) - int(info["lo"])) + ctx.bk <= 64:
             pack = (int(info["lo"]), ctx.bk, unit_type_id)
         acc: PairCounts | None = None
         for b in range(n_batches):
-            t = pl.from_arrow(self._run(con, batch_sql(pairs, len(ctx.names), b, n_batches, self.passes, pack),
-                                        fetch=True))  # no copy
+            t = pl.from_arrow(self._fetch(con, batch_sql(pairs, len(ctx.names), b, n_batches, self.passes,
+                                                         pack)))  # no copy
             assert isinstance(t, pl.DataFrame)
             if pack is not None:  # pair ids packed by DuckDB: unit offsets from lo
                 pid = t[_P]
@@ -572,23 +659,28 @@ class DuckDBEngine(EmbeddedEngine):
     #: once, plus 16 per SUM/MEAN column): the cap when the connection's memory limit allows more
     PAIR_BATCH = 1 << 27
 
-    def batch_budget(self, con: Any, n_sums: int) -> int:
+    def batch_budget(self, con: DuckDBPyConnection, n_sums: int) -> int:
         """Pairs per batch: the connection's ``memory_limit`` (DuckDB's default: 80 % of RAM) / (256 + 128 per
         SUM/MEAN column), at least 2^16, at most :attr:`PAIR_BATCH`: a batch then takes about a ninth of the
         limit in the process, beside DuckDB's own memory."""
-        from .duckdb_settings import size_bytes
-
         limit = size_bytes(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
         if limit is None:
             return self.PAIR_BATCH
         return min(self.PAIR_BATCH, max(1 << 16, limit // (256 + 128 * n_sums)))
 
-    def _run(self, con: Any, sql: str, fetch: bool = False, src: Any = None) -> Any:
+    def _fetch(self, con: DuckDBPyConnection, sql: str, src: DuckDBPyRelation | None = None) -> pa.Table:
+        """:meth:`_run` of a query, with its result as an Arrow table."""
+        out = self._run(con, sql, fetch=True, src=src)
+        assert out is not None  # fetched
+        return out
+
+    def _run(self, con: DuckDBPyConnection, sql: str, fetch: bool = False,
+             src: DuckDBPyRelation | None = None) -> pa.Table | None:
         """Run one statement of the bounded histogram on ``con`` (or on ``src``, the input's projection, which
         the statement reads as ``__src``), recording it and its plan in :attr:`plan_log`; with ``fetch`` return
         its result as an Arrow table."""
-        def rel(text: str) -> Any:
-            return src.query("__src", text) if src is not None else con.sql(text)
+        def rel(text: str) -> DuckDBPyRelation:
+            return _query(src, "__src", text) if src is not None else con.sql(text)
 
         if self.plan_log is not None:
             self.plan_log.append((sql, "\n".join(str(r[-1]) for r in rel("EXPLAIN " + sql).fetchall())))
@@ -600,7 +692,8 @@ class DuckDBEngine(EmbeddedEngine):
             con.execute(sql)
         return None
 
-    def keys_per_unit_counts(self, data: Any, privacy_unit: str, by: list[str], candidates: Any) -> Any:
+    def keys_per_unit_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
+                             candidates: Sequence[int]) -> UnitKeyCounts:
         """In DuckDB: the histogram of distinct keys per unit (:meth:`Engine.keys_per_unit_counts`), with the
         same input checks as the histogram (columns, nulls, no rows, key values) before any charge."""
         import duckdb
@@ -616,28 +709,30 @@ class DuckDBEngine(EmbeddedEngine):
             u, ks = _q(privacy_unit), ", ".join(_q(c) for c in by)
             floats = [c for c in by if types[c].id in ("float", "double")]
             try:
-                check = rel.query("__src", "SELECT count(*), " + ", ".join(
+                check = _query(rel, "__src", "SELECT count(*), " + ", ".join(
                     f"count(*) - count({_q(c)})" for c in cols) + " FROM __src").fetchall()[0]
                 check_nulls_and_rows(int(check[0]), dict(zip(cols, map(int, check[1:]))))
                 where = " OR ".join(f"isnan({_q(c)})" for c in floats) or "false"
-                bad = to_arrow_table(rel.query("__src", f"SELECT {ks} FROM __src WHERE {where} LIMIT 1"))
+                bad = to_arrow_table(_query(rel, "__src", f"SELECT {ks} FROM __src WHERE {where} LIMIT 1"))
                 check_key_values(bad, by)
-                hist = rel.query("__src", f"SELECT d, count(*) FROM (SELECT {u}, count(*) AS d FROM "
+                hist = _query(rel, "__src", f"SELECT d, count(*) FROM (SELECT {u}, count(*) AS d FROM "
                                           f"(SELECT DISTINCT {u}, {ks} FROM __src) GROUP BY {u}) GROUP BY d").fetchall()
             except duckdb.Error as e:
                 raise InputDataError(f"DuckDB could not group the input: {e}") from None
         return UnitKeyCounts.from_degrees(candidates, [int(d) for d, _ in hist], [int(n) for _, n in hist])
 
-    def rows_lazy(self, data: Any) -> Any:
+    def rows_lazy(self, data: InputData) -> pl.LazyFrame:
         """The relation's rows as a Polars LazyFrame (SUM/MEAN releases run the shared Polars path)."""
         import polars as pl
 
         k = sources.kind(data)
         if k in ("polars", "polars-lazy", "pandas", "arrow", "file"):
             return super().rows_lazy(data)
-        return pl.from_arrow(to_arrow_table(self.relation(data))).lazy()
+        rows = pl.from_arrow(to_arrow_table(self.relation(data)))
+        assert isinstance(rows, pl.DataFrame)  # a table gives a frame
+        return rows.lazy()
 
-    def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
+    def raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         """Generic interface (the choice left to :func:`~sparsedp.engines.bounding.bound`): unbounded counts per
         key and the heavy units' pairs. :meth:`bounded_raw_counts` is the fast path."""
         import duckdb
@@ -647,19 +742,19 @@ class DuckDBEngine(EmbeddedEngine):
             ks = ", ".join(_q(c) for c in by)
             cols = [privacy_unit] + by
             try:
-                check = rel.query("__src", "SELECT count(*), " + ", ".join(
+                check = _query(rel, "__src", "SELECT count(*), " + ", ".join(
                     f"count(*) - count({_q(c)})" for c in cols) + " FROM __src").fetchall()[0]
                 check_nulls_and_rows(int(check[0]), dict(zip(cols, map(int, check[1:]))))
-                pairs = rel.query("__src", f"SELECT DISTINCT {u}, {ks} FROM __src").materialize()
+                pairs = _query(rel, "__src", f"SELECT DISTINCT {u}, {ks} FROM __src").materialize()
                 lim = l0 if l0 is not None else 2**62
-                units, npairs, heavy_n = pairs.query(
+                units, npairs, heavy_n = _query(pairs, 
                     "__p", f"SELECT count(*), coalesce(sum(d), 0), count(*) FILTER (WHERE d > {lim}) "
                            f"FROM (SELECT count(*) AS d FROM __p GROUP BY {u})").fetchall()[0]
-                key_counts = to_arrow_table(pairs.query(
+                key_counts = to_arrow_table(_query(pairs, 
                     "__p", f"SELECT {ks}, count(*)::BIGINT AS {COUNT} FROM __p GROUP BY {ks}"))
                 heavy = None
                 if l0 is not None:
-                    heavy = to_arrow_table(pairs.query(
+                    heavy = to_arrow_table(_query(pairs, 
                         "__p", f"SELECT {u}, {ks} FROM __p WHERE {u} IN "
                                f"(SELECT {u} FROM __p GROUP BY {u} HAVING count(*) > {lim})"))
             except duckdb.Error as e:

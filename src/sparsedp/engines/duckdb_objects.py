@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import secrets
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:  # DuckDB is imported when the engine runs (``import sparsedp`` stays light)
+    from duckdb import DuckDBPyConnection
 
 
 @contextmanager
-def bounding_objects(con: Any) -> Iterator[tuple[str, str]]:
+def bounding_objects(con: DuckDBPyConnection) -> Iterator[tuple[str, str]]:
     """Yield ``(key table name, tag)`` for one release on ``con``: the caller registers its key table (the
     distinct keys and their index) under that name and names its temporary tables ``__sparsedp_*_{tag}``;
     the key table and every temporary table of that form are removed afterwards, whatever happens."""
@@ -34,7 +37,7 @@ def bounding_objects(con: Any) -> Iterator[tuple[str, str]]:
         drop_tables(con, tag)
 
 
-def drop_tables(con: Any, tag: str) -> None:
+def drop_tables(con: DuckDBPyConnection, tag: str) -> None:
     """Drop the temporary tables ``__sparsedp_*_{tag}`` of one release from ``con`` (if it is still open)."""
     try:
         names = [r[0] for r in con.execute(

@@ -32,6 +32,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InvalidParameterError
 
@@ -51,7 +52,7 @@ class DuckDBSettings:
     """
 
     memory_limit: str | None = None
-    temp_directory: str | os.PathLike | None = None
+    temp_directory: str | os.PathLike[str] | None = None
     threads: int | None = None
 
     def __post_init__(self) -> None:
@@ -75,9 +76,9 @@ class DuckDBSettings:
         return tempfile.mkdtemp(prefix="sparsedp-duckdb-",
                                 dir=None if self.temp_directory is None else os.fspath(self.temp_directory))
 
-    def config(self, spill_directory: str) -> dict:
+    def config(self, spill_directory: str) -> dict[str, Any]:
         """The ``duckdb.connect(config=…)`` dictionary, spilling into ``spill_directory``."""
-        cfg: dict = {"temp_directory": spill_directory, "preserve_insertion_order": False}
+        cfg: dict[str, Any] = {"temp_directory": spill_directory, "preserve_insertion_order": False}
         if self.memory_limit is not None:
             cfg["memory_limit"] = self.memory_limit.replace(" ", "")
         if self.threads is not None:

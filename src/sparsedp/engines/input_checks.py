@@ -5,9 +5,16 @@ charged, drawn or written.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections import Counter
+from typing import TYPE_CHECKING, Sequence, cast
 
+from ..core.sources import InputData
 from ..errors import ColumnTypeError, InputDataError
+
+if TYPE_CHECKING:  # the data libraries are imported where a check needs them (``import sparsedp`` stays light)
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
 
 __all__ = ["nan_key_error", "check_nan_keys", "check_pandas_nan_keys", "check_key_values", "check_unique_names",
            "check_mixed_types", "check_nulls_and_rows"]
@@ -19,7 +26,7 @@ def nan_key_error(column: str) -> InputDataError:
                           f"sentinel value) before releasing")
 
 
-def check_nan_keys(keys: Any, by: Sequence[str]) -> None:
+def check_nan_keys(keys: pa.Table | pl.DataFrame, by: Sequence[str]) -> None:
     """The NaN-key rule: a float key column holding NaN is refused (:func:`nan_key_error`), before bounding,
     the ledger charge or any randomness. NaN never equals itself, so "the units with key NaN" is ill-defined
     (engines group it differently), and it is not null either (pandas' missing value is checked separately,
@@ -28,27 +35,29 @@ def check_nan_keys(keys: Any, by: Sequence[str]) -> None:
     polars_frame = type(keys).__module__.split(".")[0] == "polars"  # no pyarrow import for a Polars frame
     for c in by:
         if polars_frame:
-            if keys[c].dtype.is_float() and keys[c].is_nan().any():
+            col_pl = cast("pl.DataFrame", keys)[c]
+            if col_pl.dtype.is_float() and col_pl.is_nan().any():
                 raise nan_key_error(c)
             continue
         import pyarrow as pa
 
-        col = keys.column(c)
+        col = cast("pa.Table", keys).column(c)
         if pa.types.is_floating(col.type) and len(col) and _any_nan(col):
             raise nan_key_error(c)
 
 
-def check_pandas_nan_keys(data: Any, by: Sequence[str]) -> None:
+def check_pandas_nan_keys(data: InputData, by: Sequence[str]) -> None:
     """:func:`check_nan_keys` on a pandas frame's float key columns, before any engine converts NaN to null."""
     if type(data).__module__.split(".")[0] != "pandas":
         return
+    frame = cast("pd.DataFrame", data)
     for c in by:
-        col = data[c]
+        col = frame[c]
         if getattr(col.dtype, "kind", "") == "f" and bool(col.isna().any()):
             raise nan_key_error(c)
 
 
-def check_key_values(keys: Any, by: Sequence[str]) -> None:
+def check_key_values(keys: pa.Table, by: Sequence[str]) -> None:
     """The one rule for key values on every engine (checked on the bounded histogram's keys, before any
     charge or noise): nested values (lists, structs, maps) are refused, and so is NaN in a float key column
     (NaN never equals itself, so its "count" is ill-defined and engines disagree on it; :func:`check_nan_keys`
@@ -65,20 +74,18 @@ def check_key_values(keys: Any, by: Sequence[str]) -> None:
             raise nan_key_error(c)
 
 
-def _any_nan(column: Any) -> bool:
+def _any_nan(column: pa.Array | pa.ChunkedArray) -> bool:
     """Whether a float Arrow column holds NaN (``pyarrow.compute`` imported only here: ~0.2 s at start-up)."""
     import pyarrow.compute as pc
 
     return bool(pc.any(pc.is_nan(column)).as_py())
 
 
-def check_unique_names(data: Any) -> None:
+def check_unique_names(data: InputData) -> None:
     """Frames with a repeated column name are ambiguous (which "user_id"?): refuse them by name."""
-    from collections import Counter
-
     names = getattr(data, "column_names", None)  # pyarrow
     if names is None and type(data).__module__.split(".")[0] == "pandas":
-        names = [str(c) if not isinstance(c, str) else c for c in data.columns]
+        names = [str(c) if not isinstance(c, str) else c for c in cast("pd.DataFrame", data).columns]
     if names is None:
         return
     dup = sorted({repr(n) for n, c in Counter(names).items() if c > 1})
@@ -91,7 +98,7 @@ def check_unique_names(data: Any) -> None:
 _MIXED = ("mixed", "mixed-integer")
 
 
-def check_mixed_types(data: Any, privacy_unit: str | None, by: Sequence[str]) -> None:
+def check_mixed_types(data: InputData, privacy_unit: str | None, by: Sequence[str]) -> None:
     """The one rule on every engine for a unit or key column holding values of different kinds (a pandas
     object column with ``1`` and ``"1"``): refused with :class:`~sparsedp.errors.ColumnTypeError` naming the
     column, before any budget is charged. Engines would otherwise disagree: Polars and pandas fail on it, and
@@ -103,11 +110,12 @@ def check_mixed_types(data: Any, privacy_unit: str | None, by: Sequence[str]) ->
         return
     from pandas.api.types import infer_dtype
 
+    frame = cast("pd.DataFrame", data)
     for role, col in ([("privacy_unit", privacy_unit)] if privacy_unit is not None else []) + [("by", c)
                                                                                                for c in by]:
-        if col not in data.columns:
+        if col not in frame.columns:
             continue
-        series = data[col]
+        series = frame[col]
         if getattr(series.dtype, "kind", "") != "O":
             continue
         kind = infer_dtype(series, skipna=True)

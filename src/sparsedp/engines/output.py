@@ -7,10 +7,15 @@ import hashlib
 import json
 import os
 import time
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Mapping
 
 from ..errors import (GuaranteeMismatchError, InputDataError, InvalidParameterError, InvalidTypeError,
                       OutputExistsError, OutputWriteError)
+
+if TYPE_CHECKING:  # the data libraries are imported when a table is written (``import sparsedp`` stays light)
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
 
 #: Parquet key-value metadata key holding a release's guarantee (JSON)
 METADATA_KEY = "sparsedp.guarantee"
@@ -20,7 +25,7 @@ TABLE_KEY = "table"
 OUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 
 
-def check_out_path(out: Any, overwrite: bool = False) -> tuple[str, str]:
+def check_out_path(out: object, overwrite: bool = False) -> tuple[str, str]:
     """``(absolute path, format)`` for an output file that can be written; raises before any data is read, any
     budget charged or any noise drawn.
 
@@ -60,14 +65,16 @@ OUTPUT_KIND = {"polars": "polars", "polars-lazy": "polars", "pandas": "pandas", 
                "duckdb": "polars", "sql": "polars", "file": "polars"}
 
 
-def convert(table: Any, kind: str):
+def convert(table: pa.Table, kind: str) -> pa.Table | pl.DataFrame | pd.DataFrame:
     """A ``pyarrow.Table`` as "arrow", "polars" or "pandas"."""
     if kind == "arrow":
         return table
     if kind == "polars":
         import polars as pl
 
-        return pl.from_arrow(table)
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)  # a table gives a frame
+        return frame
     if kind == "pandas":
         return table.to_pandas()
     raise ValueError(kind)
@@ -78,7 +85,7 @@ def convert(table: Any, kind: str):
 _PAUSE_ENV = "SPARSEDP_TEST_PAUSE_BEFORE_RENAME"
 
 
-def write_atomic(table: Any, path: str, fmt: str, metadata: Mapping[str, Any] | None = None, *,
+def write_atomic(table: pa.Table, path: str, fmt: str, metadata: Mapping[str, Any] | None = None, *,
                  charge_id: int | None = None) -> dict[str, Any]:
     """Write ``table`` (pyarrow) to ``path`` as "parquet" or "csv", atomically; returns the metadata written.
 
@@ -152,7 +159,7 @@ def write_atomic(table: Any, path: str, fmt: str, metadata: Mapping[str, Any] | 
     return meta or {}
 
 
-def table_identity(table: Any, charge_id: int | None = None) -> dict[str, Any]:
+def table_identity(table: pa.Table, charge_id: int | None = None) -> dict[str, Any]:
     """What identifies a released table in its guarantee: ``rows``, ``sha256`` (:func:`content_hash`) and the
     ledger's ``charge_id`` (None without a ledger)."""
     return {"rows": int(table.num_rows), "sha256": content_hash(table), "charge_id": charge_id}
@@ -165,7 +172,7 @@ class _HashSink:
         self.h = hashlib.sha256()
         self.closed = False
 
-    def write(self, data: Any) -> int:
+    def write(self, data: bytes) -> int:
         self.h.update(data)
         return len(data)
 
@@ -176,7 +183,7 @@ class _HashSink:
         return True
 
 
-def content_hash(table: Any) -> str:
+def content_hash(table: pa.Table) -> str:
     """SHA-256 (hex) of ``table`` written as CSV by pyarrow: for a CSV output, exactly the hash of the file's
     bytes; for Parquet, of the table read back (Parquet keeps Arrow's types, so the rendering is the same)."""
     import pyarrow.csv as pacsv
@@ -186,7 +193,7 @@ def content_hash(table: Any) -> str:
     return sink.h.hexdigest()
 
 
-def _write_table(table: Any, fh: Any, fmt: str) -> None:
+def _write_table(table: pa.Table, fh: BinaryIO, fmt: str) -> None:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
@@ -198,7 +205,7 @@ def _write_table(table: Any, fh: Any, fmt: str) -> None:
         raise ValueError(f"unknown output format {fmt!r}")
 
 
-def _write_temporary(directory: str, name: str, write: Any, temps: list) -> str:
+def _write_temporary(directory: str, name: str, write: Callable[[BinaryIO], object], temps: list[str]) -> str:
     """A complete, fsynced hidden temporary file next to ``name`` (its path appended to ``temps`` as soon as it
     exists, so the caller's clean-up always finds it)."""
     fd, tmp = _create_temporary(directory, name)
@@ -216,7 +223,7 @@ def sidecar_path(path: str) -> str:
     return os.fspath(path) + ".json"
 
 
-def read_guarantee(path: str, *, verify: bool = True) -> dict:
+def read_guarantee(path: str, *, verify: bool = True) -> dict[str, Any]:
     """The guarantee metadata of a released file (Parquet key-value metadata or the CSV's JSON sidecar).
 
     With ``verify`` (the default) the file must be the table the guarantee describes: same row count and content
@@ -232,7 +239,7 @@ def read_guarantee(path: str, *, verify: bool = True) -> dict:
         meta = pq.read_schema(path).metadata or {}
         if METADATA_KEY.encode() not in meta:
             raise InputDataError(f"{path!r} carries no sparsedp guarantee (no {METADATA_KEY!r} metadata)")
-        guarantee = json.loads(meta[METADATA_KEY.encode()])
+        guarantee: dict[str, Any] = json.loads(meta[METADATA_KEY.encode()])
     else:
         try:
             with open(sidecar_path(path)) as fh:

@@ -52,15 +52,33 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar, cast
 
 import numpy as np
 
+from ..aggregates import Aggregate, Sum
 from ..core.key_order import canonical_order
+from ..errors import InputDataError
+from .aggregate_exprs import _sums, grid_column_name, gridded, raise_bad_values, value_check_exprs
 from .bounding import COUNT, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks, unit_fingerprints
-from .input_checks import check_nan_keys
+from .input_checks import check_nan_keys, check_nulls_and_rows
+from .raw_counts import RawCounts
 
-__all__ = ["PairContext", "PairCounts", "bound_pair_ids", "bounded_raw_counts", "key_context", "pack_pairs"]
+if TYPE_CHECKING:  # Polars is imported when the pairs are bounded (``import sparsedp`` stays light)
+    import polars as pl
+
+    from ..core.engine import RandomSource
+
+
+#: unit ids (uint64) → the units' values, a Polars Series (:func:`pack_pairs`, :func:`offset_values`)
+UnitValues = Callable[[np.ndarray], "pl.Series"]
+#: LazyFrames collected with the pass over the rows, and the check of their results (:func:`bounded_raw_counts`)
+Checks = tuple[list["pl.LazyFrame"], Callable[[list["pl.DataFrame"]], None]]
+_T = TypeVar("_T")
+_U = TypeVar("_U")
+
+__all__ = ["PairContext", "PairCounts", "bound_pair_ids", "bounded_raw_counts", "bounded_raw_counts_with_sums",
+           "key_context", "pack_pairs"]
 
 _PAIR = "__sparsedp_p"
 _ROW = "__sparsedp_i"
@@ -73,7 +91,7 @@ def bits_for(n: int) -> int:
     return max(1, int(n).bit_length())
 
 
-def pack_pairs(units: Any, kid: Any, key_bits: int) -> tuple[Any, Any]:
+def pack_pairs(units: pl.Series, kid: pl.Series | np.ndarray, key_bits: int) -> tuple[pl.Series, UnitValues]:
     """``(p, value_of)``: the pair id ``p = unit id · 2^key_bits + key id`` of every row (a Polars ``UInt64``
     Series; ``unit id · 2^key_bits`` fits in 64 bits), and a function mapping an array of unit ids to a Polars
     Series of those units' values (the column's dtype).
@@ -85,9 +103,11 @@ def pack_pairs(units: Any, kid: Any, key_bits: int) -> tuple[Any, Any]:
 
     dt = units.dtype
     n = units.len()
-    uid, value_of = None, None
+    uid: pl.Expr | None = None
+    value_of: UnitValues | None = None
+    ids: pl.Series | np.ndarray
     if dt.is_integer() and n:
-        lo, hi = units.min(), units.max()
+        lo, hi = cast(int, units.min()), cast(int, units.max())  # integers (n > 0)
         if bits_for(int(hi) - int(lo)) + key_bits <= 64:  # exact: 0 <= unit - lo < 2^bits
             u = pl.col(_ROW)
             uid = (u - pl.lit(lo, dtype=pl.UInt64)) if dt == pl.UInt64 else (u.cast(pl.Int64) - lo).cast(pl.UInt64)
@@ -103,19 +123,21 @@ def pack_pairs(units: Any, kid: Any, key_bits: int) -> tuple[Any, Any]:
                                                             groups[_ROW].list.len().to_numpy())
         uid = pl.col(_ROW)
 
-        def value_of(i: np.ndarray) -> Any:
+        def gathered(i: np.ndarray) -> pl.Series:
             return values.gather(i.astype(np.int64))
+        value_of = gathered
+    assert uid is not None
     p = pl.DataFrame({_ROW: ids, _KEY: kid}).select(
         (uid * pl.lit(1 << key_bits, dtype=pl.UInt64) + pl.col(_KEY).cast(pl.UInt64)).alias(_PAIR))[_PAIR]
     return p, value_of
 
 
-def offset_values(name: str, lo: int, dtype: Any) -> Callable[[np.ndarray], Any]:
+def offset_values(name: str, lo: int, dtype: pl.DataType) -> UnitValues:
     """The ``value_of`` of integer unit ids that are offsets ``unit − lo``: unit ids (uint64) → the units'
     values, a Polars Series ``name`` of ``dtype``."""
     import polars as pl
 
-    def value_of(i: np.ndarray) -> Any:
+    def value_of(i: np.ndarray) -> pl.Series:
         v = i + np.uint64(lo) if dtype == pl.UInt64 else i.view(np.int64) + np.int64(lo)
         return pl.Series(name, v).cast(dtype)
 
@@ -129,7 +151,7 @@ def _threads() -> int:
     return max(1, min(os.cpu_count() or 1, pl.thread_pool_size()))
 
 
-def _in_threads(fn: Callable[[Any], Any], items: list) -> list:
+def _in_threads(fn: Callable[[_T], _U], items: list[_T]) -> list[_U]:
     """``[fn(x) for x in items]``, in a thread pool when there is more than one item and one thread."""
     threads = _threads()
     if len(items) <= 1 or threads == 1:
@@ -138,8 +160,9 @@ def _in_threads(fn: Callable[[Any], Any], items: list) -> list:
         return list(ex.map(fn, items))
 
 
-def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rng: Any,
-                       aggregates: Sequence[Any] = (), checks: Any = None, chunks: int | None = None) -> Any:
+def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
+                       aggregates: Sequence[Aggregate] = (), checks: Checks | None = None,
+                       chunks: int | None = None) -> RawCounts:
     """The bounded counts (and grid sums) of the rows ``lf`` as a
     :class:`~sparsedp.engines.base.RawCounts` with the ℓ0 choice applied (``pairs_dropped_l0`` set): every
     input key in canonical order with its bounded count and (``aggregates``) the Int64 grid sums of its kept
@@ -149,13 +172,11 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     ``None``, or ``(queries, callback)``: LazyFrames collected in the same ``collect_all`` as the pass over the
     rows (e.g. a file's row and null counts, so it is read once), whose results ``callback`` checks before
     anything else happens. The bounding secret is drawn from ``rng`` after the NaN-key check on every distinct
-    key, only when ``l0`` is set, as in :func:`~sparsedp.engines.aggregate_exprs.bounded_raw_counts_with_sums`.
+    key, only when ``l0`` is set, as in :func:`~sparsedp.engines.pair_ids.bounded_raw_counts_with_sums`.
     ``chunks``: the number of slices of whole units the sorted rows are cut into (default: about
     :data:`_BLOCK` rows each); the result does not depend on it (tests vary it).
     """
     import polars as pl
-
-    from .aggregate_exprs import _sums, grid_column_name
 
     by = list(by)
     sums = _sums(aggregates)
@@ -177,10 +198,11 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     else:
         g = query.collect()
     pending = None
+    kid: pl.Series | np.ndarray
     if cats is not None:  # category i has physical id i; the strings are read in a thread while Polars
         # builds and sorts the pair ids (it releases the GIL): :func:`_category_strings`
         kid = g[_KEY].to_physical()  # UInt32, the same buffer
-        n_ids = int(kid.max() or 0) + 1
+        n_ids = int(cast("int | None", kid.max()) or 0) + 1
         pending = ThreadPoolExecutor(max_workers=1)
         bulk = g[_KEY] if _bulk_strings(n_ids, g.height, _threads()) else None  # else not kept alive
         future = pending.submit(_category_strings, cats, bulk, by[0], n_ids)
@@ -217,7 +239,54 @@ def bounded_raw_counts(lf: Any, unit: str, by: Sequence[str], l0: int | None, rn
     return res.raw_counts(keys, ctx, n_rows)
 
 
-def _category_strings(cats: Any, column: Any, name: str, n_ids: int) -> Any:
+def bounded_raw_counts_with_sums(lf: pl.LazyFrame | pl.DataFrame, unit: str, by: Sequence[str], l0: int | None,
+                                 rng: RandomSource, aggregates: Sequence[Aggregate]) -> RawCounts:
+    """The bounded counts AND the per-key grid sums of the kept (unit, key) pairs, for every embedded engine.
+
+    ``lf``: Polars LazyFrame of the rows. Order of work (nothing random before every check passed):
+
+    1. checks: no rows, nulls in the unit/key columns (:func:`~sparsedp.engines.input_checks.check_nulls_and_rows`),
+       value columns missing, non-numeric, null, NaN or infinite
+       (:func:`~sparsedp.engines.aggregate_exprs.check_value_columns`);
+    2. the distinct pairs with each Sum column's clipped, gridded, re-centred contribution
+       (:func:`~sparsedp.engines.aggregate_exprs.gridded` of the pair's Float64 sum of values, added in input row
+       order) and the ONE ℓ0 choice with the bounding secret
+       (:func:`~sparsedp.engines.bounding.draw_bounding_secret`), on integer pair ids (:func:`bounded_raw_counts`):
+       the same choice and the same per-key values as
+       :func:`~sparsedp.engines.aggregate_exprs.per_key_contributions` +
+       :func:`~sparsedp.engines.aggregate_exprs.bounded_key_sums` (Spark's path), so each key's grid sum is the
+       sum over exactly the pairs the count keeps.
+
+    Returns a :class:`~sparsedp.engines.base.RawCounts` whose ``key_counts`` (Polars, canonical key order,
+    ``pairs_dropped_l0`` set) also hold the Int64 grid sums in columns
+    :func:`~sparsedp.engines.aggregate_exprs.grid_column_name` ``(i)``, i over
+    :func:`sparsedp.aggregates.noise_columns`.
+    """
+    import polars as pl
+
+    by = list(by)
+    lf = lf.lazy() if isinstance(lf, pl.DataFrame) else lf
+    cols = [unit] + by
+    sums = _sums(aggregates)
+    vcols = list(dict.fromkeys(a.column for a in sums))
+    if set(vcols) & set(cols):
+        raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
+    # missing / non-numeric value columns are refused now (schema only); the value, row and null counts are
+    # one select, collected with the pass over the rows (a file is read once) and checked before any draw:
+    # bad values first (naming the column), then no rows / null units or keys
+    vchecks = value_check_exprs(lf.collect_schema(), aggregates)
+    lf = lf.select(cols + vcols)
+    counts = lf.select(*vchecks, pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
+
+    def on_counts(results: list[pl.DataFrame]) -> None:
+        c = results[0].row(0, named=True)
+        raise_bad_values(c)
+        check_nulls_and_rows(int(c["__rows"]), {k: int(c[k]) for k in cols})
+
+    return bounded_raw_counts(lf, unit, by, l0, rng, aggregates, checks=([counts], on_counts))
+
+
+def _category_strings(cats: pl.Categories, column: pl.Series | None, name: str, n_ids: int) -> pl.DataFrame:
     """The distinct keys of the private Categorical namespace ``cats`` as a one-column frame ``name`` whose row
     ``i`` is the string of physical id ``i`` (``0 … n_ids−1``); ``column``: the rows' Categorical column when
     the bulk way is chosen (:func:`_bulk_strings`), else ``None``.
@@ -244,8 +313,8 @@ def _bulk_strings(n_ids: int, rows: int, threads: int) -> bool:
     return n_ids * threads * 12 > rows
 
 
-def key_context(keys: Any, by: Sequence[str], bk: int, l0: int | None, secret: bytes | None, unit: str,
-                sums: Sequence[Any] = (), names: Sequence[str] = ()) -> PairContext:
+def key_context(keys: pl.DataFrame, by: Sequence[str], bk: int, l0: int | None, secret: bytes | None, unit: str,
+                sums: Sequence[Sum] = (), names: Sequence[str] = ()) -> PairContext:
     """The :class:`PairContext` of the distinct keys ``keys`` (Polars DataFrame, columns ``by``; row ``i`` is key
     id ``i``): each key id's canonical position (:func:`~sparsedp.core.key_order.canonical_order`) and, when
     ``l0`` is set, its fingerprint ``h_k``; ``bk`` key bits, the bound and secret, the unit's name, the
@@ -259,8 +328,8 @@ def key_context(keys: Any, by: Sequence[str], bk: int, l0: int | None, secret: b
                        else None, pos=pos, unit=unit, sums=tuple(sums), names=tuple(names))
 
 
-def bound_pair_ids(ctx: PairContext, p: Any, value_of: Callable[[np.ndarray], Any],
-                   values: dict | None = None) -> PairCounts:
+def bound_pair_ids(ctx: PairContext, p: pl.Series, value_of: UnitValues,
+                   values: dict[str, pl.Series] | None = None) -> PairCounts:
     """Steps 3–4 of the module docstring on the pair ids ``p`` of rows or pairs computed elsewhere (the DuckDB
     engine: its rows, or its distinct pairs, or one batch of their units): sorted by Polars, then the slices
     of whole units in threads. Each unit must have all its rows in this call (the ℓ0 choice is per unit).
@@ -284,7 +353,7 @@ def bound_pair_ids(ctx: PairContext, p: Any, value_of: Callable[[np.ndarray], An
     return _map_parts(dataclasses.replace(ctx, value_of=value_of), srt, vals, None)
 
 
-def _sorted_pairs(p: Any, values: dict) -> tuple[np.ndarray, dict]:
+def _sorted_pairs(p: pl.Series, values: dict[str, pl.Series]) -> tuple[np.ndarray, dict[str, pl.Series]]:
     """``(srt, vals)``: the pair ids sorted (count only: ``Series.sort``, multi-threaded; with values: the rows
     sorted by pair id, stable, so a pair's rows stay in input order) and the value Series in that order."""
     import polars as pl
@@ -308,9 +377,9 @@ class PairContext:
     hk: np.ndarray | None
     pos: np.ndarray
     unit: str
-    value_of: Callable[[np.ndarray], Any] | None = None
-    sums: tuple = ()
-    names: tuple = ()
+    value_of: UnitValues | None = None
+    sums: tuple[Sum, ...] = ()
+    names: tuple[str, ...] = ()
     #: the value Series are already each distinct pair's Int64 contribution, by grid column name (the DuckDB
     #: engine's :func:`~sparsedp.engines.duckdb_engine.contribution_sql`), not rows' raw values
     given: bool = False
@@ -325,17 +394,15 @@ class PairCounts:
 
     upk: np.ndarray
     dropped: np.ndarray
-    totals: list
+    totals: list[np.ndarray]
     units: int
     pairs: int
     heavy: int
 
-    def raw_counts(self, keys: Any, ctx: PairContext, rows_in: int) -> Any:
+    def raw_counts(self, keys: pl.DataFrame, ctx: PairContext, rows_in: int) -> RawCounts:
         """These counts as the engines' :class:`~sparsedp.engines.base.RawCounts`: the keys ``keys`` (row ``i``
         is key id ``i``) in canonical order (``ctx.pos``) with their bounded counts and Int64 grid sums."""
         import polars as pl
-
-        from .base import RawCounts
 
         order = np.empty_like(ctx.pos)
         order[ctx.pos] = np.arange(ctx.n_keys, dtype=order.dtype)
@@ -368,7 +435,7 @@ def _parts(srt: np.ndarray, bk: int, n_parts: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(c[:-1], c[1:]) if b > a] or [(0, n)]
 
 
-def _map_parts(ctx: PairContext, srt: np.ndarray, vals: dict, chunks: int | None) -> PairCounts:
+def _map_parts(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series], chunks: int | None) -> PairCounts:
     """:func:`_bound_slice` on slices of whole units of the sorted rows (about :func:`_block_size` rows each,
     or ``chunks`` slices), taken one after the other by the threads of a pool (numpy's ufuncs, sorts and
     gathers on large buffers, Polars and the AES release the GIL), each thread adding up its slices'
@@ -395,7 +462,7 @@ def _map_parts(ctx: PairContext, srt: np.ndarray, vals: dict, chunks: int | None
     return functools.reduce(PairCounts.add, parts[1:], parts[0])
 
 
-def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict) -> PairCounts:
+def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) -> PairCounts:
     """The ℓ0 choice on a slice of whole units of the sorted pair ids ``srt`` (repeated pairs adjacent; with
     sums, ``vals``: the rows' value Series in the same order). The distinct pairs are the run starts; each
     pair's Float64 sums of values in row order (:func:`_pair_sums`) become its Int64 grid contributions
@@ -404,8 +471,6 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict) -> PairCounts:
     fingerprints of those units, AES ranks (:func:`~sparsedp.engines.bounding.prf_ranks`) and
     :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position as tie-break."""
     import polars as pl
-
-    from .aggregate_exprs import gridded
 
     n_keys = ctx.n_keys
     first = None if ctx.distinct else _run_starts(srt)
@@ -435,6 +500,7 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict) -> PairCounts:
         if heavy_n:
             if ctx.secret is None or ctx.hk is None:
                 raise ValueError("bounding needs the per-release secret")
+            assert ctx.value_of is not None  # set by bound_pair_ids and bounded_raw_counts
             hidx, seg = _run_index(hs, deg[heavy])  # the heavy units' pairs, and the heavy unit index of each
             hu = unit_fingerprints(ctx.value_of(pu[hs]))
             k = pk[hidx]
@@ -474,7 +540,7 @@ def _key_sums(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
     return out
 
 
-def _pair_sums(values: Any, starts: np.ndarray) -> np.ndarray:
+def _pair_sums(values: pl.Series, starts: np.ndarray) -> np.ndarray:
     """Each pair's Float64 sum of ``values`` (rows sorted by pair, in input order within a pair; ``starts``:
     each pair's first row): :func:`sequential_segment_sums`, or for integer columns whose every partial sum
     is an exactly representable integer (``max |v| · rows < 2^53``) the same sums by ``np.add.reduceat``,
@@ -482,7 +548,7 @@ def _pair_sums(values: Any, starts: np.ndarray) -> np.ndarray:
     import polars as pl
 
     if values.dtype.is_integer() and values.len():
-        m = max(abs(int(values.min())), abs(int(values.max())))
+        m = max(abs(cast(int, values.min())), abs(cast(int, values.max())))  # integers (not empty)
         if m * values.len() < 2**53:
             return np.add.reduceat(values.cast(pl.Float64).to_numpy(), starts)
     return sequential_segment_sums(values.cast(pl.Float64).to_numpy(), starts)
@@ -503,7 +569,7 @@ def sequential_segment_sums(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
     the ``j``-th value of every run longer than ``j`` (the runs still active shrink, so the work is one
     addition per value)."""
     x = np.asarray(x, dtype=np.float64)
-    acc = x[starts]
+    acc: np.ndarray = x[starts]
     lengths = np.diff(starts, append=x.size)
     active = np.flatnonzero(lengths > 1)
     j = 1

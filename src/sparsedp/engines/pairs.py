@@ -11,7 +11,7 @@ passed every check, in the order the mechanism's docstring states.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -101,8 +101,9 @@ def kept_pairs(engine: Any, data: Any, unit: str, by: Sequence[str], l0: int, rn
     del up
     secret = draw_bounding_secret(rng)
     ch = choose_from_per_key(pk, unit, by, l0, secret, with_pairs=True)
+    assert ch.pairs is not None  # asked for
     kept = ch.pairs.with_columns(pl.col(unit).rank("dense").cast(pl.Int64).alias("__u") - 1)
-    n_units = int(kept["__u"].max() or -1) + 1
+    n_units = int(cast("int | None", kept["__u"].max()) or -1) + 1
     arrow = ch.keys.to_arrow()
     check_key_values(arrow, by)
     n_keys = ch.keys.height

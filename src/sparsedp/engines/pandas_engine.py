@@ -8,16 +8,26 @@ The bounded histogram (:meth:`PandasEngine.bounded_raw_counts`) is computed by t
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core import sources
 from ..errors import InputDataError
+from . import fastest_embedded_engine
 from .base import EmbeddedEngine, RawCounts
-from .input_checks import check_nulls_and_rows
 from .bounding import COUNT
+from .input_checks import check_nulls_and_rows
+from ..core.sources import InputData
+
+if TYPE_CHECKING:  # pandas and pyarrow are imported when the engine runs (``import sparsedp`` stays light)
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+    from duckdb import DuckDBPyRelation
+
+    from ..core.engine import RandomSource
 
 
-def to_pandas(data: Any, columns: list[str] | None = None):
+def to_pandas(data: InputData, columns: list[str] | None = None) -> pd.DataFrame:
     """A pandas DataFrame over ``data`` (files read with only ``columns``)."""
     import pandas as pd
 
@@ -25,16 +35,16 @@ def to_pandas(data: Any, columns: list[str] | None = None):
     if k == "pandas":
         return data
     if k == "polars":
-        return data.to_pandas()
+        return cast("pl.DataFrame", data).to_pandas()
     if k == "polars-lazy":
-        return data.collect().to_pandas()
+        return cast("pl.LazyFrame", data).collect().to_pandas()
     if k == "arrow":
-        return data.to_pandas()
+        return cast("pa.Table", data).to_pandas()
     if k == "duckdb":
-        return data.df()
+        return cast("DuckDBPyRelation", data).df()
     if k == "file":
-        fmt = sources.file_format(data)
-        path = os.fspath(data)
+        fmt = sources.file_format(sources.as_path(data))
+        path = sources.as_path(data)
         try:
             parts = [pd.read_parquet(f, columns=columns) if fmt == "parquet" else pd.read_csv(f, usecols=columns)
                      for f in sources.expand(path)]
@@ -49,21 +59,19 @@ class PandasEngine(EmbeddedEngine):
 
     name = "pandas"
 
-    def columns(self, data: Any) -> list[str]:
+    def columns(self, data: InputData) -> list[str]:
         if sources.kind(data) == "file":
-            return sources.file_columns(data)
+            return sources.file_columns(sources.as_path(data))
         return [str(c) for c in to_pandas(data).columns]
 
-    def bounded_raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None,
-                           rng: Any) -> RawCounts:
+    def bounded_raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
+                           rng: RandomSource) -> RawCounts:
         """The bounded counts from the fastest engine for this input (:mod:`sparsedp.engines.choice`), which
         takes it without a round trip through pandas (same choice, same counts, same statistics);
         :meth:`raw_counts` is this engine's own generic path."""
-        from .choice import fastest_embedded_engine
-
         return fastest_embedded_engine(data).bounded_raw_counts(data, privacy_unit, by, l0, rng)
 
-    def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
+    def raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         import pandas as pd
         import pyarrow as pa
 

@@ -9,38 +9,23 @@ row); the pairs become one ``u64`` id each, are de-duplicated by a sort, and the
 
 from __future__ import annotations
 
-import os
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from ..core import sources
 from ..errors import InputDataError
 from .base import EmbeddedEngine, RawCounts
-from .input_checks import check_nulls_and_rows
 from .bounding import COUNT
+from .input_checks import check_nulls_and_rows
+from .pair_ids import Checks, bounded_raw_counts
+from ..core.sources import InputData, to_lazy
 
-
-def to_lazy(data: Any):
-    """A Polars LazyFrame over any supported input (files scanned lazily, frames zero-copy where possible)."""
+if TYPE_CHECKING:  # Polars is imported when the engine runs (``import sparsedp`` stays light)
     import polars as pl
 
-    k = sources.kind(data)
-    if k == "polars-lazy":
-        return data
-    if k == "polars":
-        return data.lazy()
-    if k == "pandas":
-        return pl.from_pandas(data).lazy()
-    if k == "arrow":
-        import pyarrow as pa
-        t = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
-        return pl.from_arrow(t).lazy()
-    if k == "duckdb":
-        return data.pl().lazy()
-    if k == "file":
-        fmt = sources.file_format(data)
-        path = os.fspath(data)
-        return pl.scan_parquet(path) if fmt == "parquet" else pl.scan_csv(path)
-    raise InputDataError("SQL text needs the DuckDB engine (engine='duckdb' or engine=None)")
+    from ..core.engine import RandomSource
+
+
+__all__ = ["PolarsEngine", "to_lazy"]
 
 
 class PolarsEngine(EmbeddedEngine):
@@ -49,7 +34,7 @@ class PolarsEngine(EmbeddedEngine):
 
     name = "polars"
 
-    def columns(self, data: Any) -> list[str]:
+    def columns(self, data: InputData) -> list[str]:
         import polars as pl
 
         try:
@@ -57,21 +42,20 @@ class PolarsEngine(EmbeddedEngine):
         except pl.exceptions.PolarsError as e:
             raise InputDataError(f"could not read the input: {e}") from None
 
-    def bounded_raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None,
-                           rng: Any) -> RawCounts:
+    def bounded_raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
+                           rng: RandomSource) -> RawCounts:
         import polars as pl
-
-        from .pair_ids import bounded_raw_counts
 
         cols = [privacy_unit] + by
         lf = to_lazy(data).select(cols)
-        checks = None
+        checks: Checks | None = None
         try:
             if sources.kind(data) == "polars":  # row and null counts are metadata of an in-memory frame
-                check_nulls_and_rows(data.height, {c: int(n) for c, n in data.select(cols).null_count()
-                                                   .row(0, named=True).items()})
+                frame = cast("pl.DataFrame", data)
+                check_nulls_and_rows(frame.height, {c: int(n) for c, n in frame.select(cols).null_count()
+                                                    .row(0, named=True).items()})
             else:  # counted in the same collect_all as the pass over the rows (a file is read once)
-                def on_counts(results: list) -> None:
+                def on_counts(results: list[pl.DataFrame]) -> None:
                     c = results[0].row(0, named=True)
                     check_nulls_and_rows(int(c.pop("__rows")), {k: int(v) for k, v in c.items()})
 
@@ -81,7 +65,7 @@ class PolarsEngine(EmbeddedEngine):
         except pl.exceptions.PolarsError as e:
             raise InputDataError(f"could not read or group the input: {e}") from None
 
-    def raw_counts(self, data: Any, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
+    def raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         import polars as pl
 
         cols = [privacy_unit] + by
@@ -90,7 +74,8 @@ class PolarsEngine(EmbeddedEngine):
         try:
             # Generic path (tests compare it with the fast path): de-duplicate, then group the distinct pairs.
             if sources.kind(data) == "polars":  # row and null counts are metadata of an in-memory frame
-                out = [data.select(cols).null_count().with_columns(pl.lit(data.height).alias("__rows")),
+                frame = cast("pl.DataFrame", data)
+                out = [frame.select(cols).null_count().with_columns(pl.lit(frame.height).alias("__rows")),
                        lf.unique().collect()]
             else:
                 out = pl.collect_all([check, lf.unique()])
@@ -107,7 +92,7 @@ class PolarsEngine(EmbeddedEngine):
             heavy = pairs.join(heavy_units, on=privacy_unit, how="semi").collect()
         c = out[0].row(0, named=True)
         check_nulls_and_rows(int(c.pop("__rows")), {k: int(v) for k, v in c.items()})
-        s = s.row(0, named=True)
-        return RawCounts(rows_in=int(out[0]["__rows"][0]), units_in=int(s["units"]), pairs_in=int(s["pairs"] or 0),
-                         units_over_l0=int(s["heavy"] or 0) if l0 is not None else 0,
+        n = s.row(0, named=True)
+        return RawCounts(rows_in=int(out[0]["__rows"][0]), units_in=int(n["units"]), pairs_in=int(n["pairs"] or 0),
+                         units_over_l0=int(n["heavy"] or 0) if l0 is not None else 0,
                          key_counts=key_counts, heavy_pairs=heavy)

@@ -56,32 +56,49 @@ is a cache, the PRF design is the guarantee.
 
 from __future__ import annotations
 
+import difflib
+import functools
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar, cast
 
 import numpy as np
 
+from ..aggregates import Aggregate, Sum, noise_columns
+from ..core import sources
 from ..core.bounded import BoundingStats
 from ..core.checks import check_columns
-from ..core.engine import Engine
+from ..core.engine import Engine, HistogramHandle, NoiseTask
 from ..core.histogram import SparseHistogram
-from ..errors import InputDataError, InvalidParameterError
-from .input_checks import check_nulls_and_rows, nan_key_error
+from ..core.key_order import canonical_order
+from ..core.noise_chunks import CHUNK, chunk_expr, n_chunks
+from ..core.sources import InputData
+from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
+from ..progress import listening, polling
+from .aggregate_exprs import bad_values, bounded_key_sums, grid_column_name, per_key_contributions
 from .bounding import COUNT  # the same internal count column as the embedded engines
+from .bounding import bounded_key_counts, draw_bounding_secret
+from .input_checks import check_nulls_and_rows, nan_key_error
+
+if TYPE_CHECKING:  # pyspark, Polars and pyarrow are imported when Spark runs (``import sparsedp`` stays light)
+    import polars as pl
+    import pyarrow as pa
+    from pyspark.sql import DataFrame as SparkDataFrame
+    from pyspark.sql import SparkSession
+
+    from ..core.engine import RandomSource
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 VALUE = "__sparsedp_v"  # released value column inside Spark (renamed on output)
 
 
-def spark_task_progress(method: Any) -> Any:
+def spark_task_progress(method: _F) -> _F:
     """Decorator: while ``method`` runs, report completed/total tasks of the active Spark stages (the status
     tracker) to the display (:mod:`sparsedp.progress`); nothing when no display listens."""
-    import functools
-
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        from ..progress import listening, polling
-
         session = None
         if listening():
             from pyspark.sql import SparkSession
@@ -102,25 +119,27 @@ def spark_task_progress(method: Any) -> Any:
         with polling(sample):
             return method(self, *args, **kwargs)
 
-    return wrapper
+    return cast(_F, wrapper)
+
+
 #: local property a test sets to make the first attempt of every bounding and noise task emit output and fail
 FAULT_PROPERTY = "sparsedp.test.failFirstAttempt"
 
 
-def is_spark_frame(data: Any) -> bool:
+def is_spark_frame(data: object) -> bool:
     """True for a (classic or Connect) PySpark DataFrame; never imports pyspark."""
     t = type(data)
     return t.__module__.startswith("pyspark.") and t.__name__ == "DataFrame"
 
 
-def _require_pyspark():
+def _require_pyspark() -> None:
     try:
         import pyspark  # noqa: F401
     except ImportError:  # pragma: no cover - depends on the environment
         raise InvalidParameterError("the spark engine needs pyspark: pip install 'sparsedp[spark]'") from None
 
 
-def get_session(master: str | None = None):
+def get_session(master: str | None = None) -> SparkSession:
     """The active Spark session, or a new one: the configured cluster (``spark-defaults.conf``,
     ``PYSPARK_SUBMIT_ARGS``, ``SPARK_MASTER``) or, when none is configured, local mode on every core."""
     _require_pyspark()
@@ -148,10 +167,8 @@ def _spark_defaults_master() -> bool:
         return any(line.split() and line.split()[0] == "spark.master" for line in fh)
 
 
-def read_file(path: str, spark=None):
+def read_file(path: str, spark: SparkSession | None = None) -> SparkDataFrame:
     """A Spark DataFrame over a Parquet or CSV file (or glob), read lazily by Spark."""
-    from ..core import sources
-
     fmt = sources.file_format(path)
     spark = spark or get_session()
     p = os.fspath(path)
@@ -171,36 +188,33 @@ class _BoundTask:
     """
 
     unit: str
-    by: tuple
+    by: tuple[str, ...]
     l0: int
     secret: bytes = field(repr=False)
     #: SUM/MEAN aggregates: the task then also emits each key's partial grid sums of the kept pairs
-    aggregates: tuple = ()
+    aggregates: tuple[Aggregate, ...] = ()
 
-    def __call__(self, batches):
-        import pyarrow as pa
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import polars as pl
+        import pyarrow as pa
 
-        from .aggregate_exprs import bounded_key_sums, grid_column_name, noise_columns, per_key_contributions
-        from .bounding import bounded_key_counts
-
-        batches = [b for b in batches if b.num_rows]
-        if not batches:
+        parts = [b for b in batches if b.num_rows]
+        if not parts:
             return
-        table = pa.Table.from_batches(batches)
+        table = pa.Table.from_batches(parts)
         types = {c: table.schema.field(c).type for c in self.by}
         grid: list[str] = []
         if self.aggregates:
             # the same choice (choose_from_per_key, same secret) with the per-pair contributions carried along
             n = len(noise_columns(self.aggregates)[0])
             grid = [grid_column_name(i) for i in range(n)]
-            pk = per_key_contributions(pl.from_arrow(table), self.unit, list(self.by), self.aggregates)
+            pk = per_key_contributions(_polars(table), self.unit, list(self.by), self.aggregates)
             kc, _ = bounded_key_sums(pk, self.unit, list(self.by), self.l0, self.secret, n)
             counts = kc.filter(pl.col(COUNT) > 0).to_arrow()
         else:
             # select_pairs' choice, counted per key without materialising the kept pairs; it canonicalises
             # dtypes itself (Int32 -> Int64, large strings -> String, time zones…)
-            pairs = pl.from_arrow(table.select([self.unit, *self.by]))
+            pairs = _polars(table.select([self.unit, *self.by]))
             counts = bounded_key_counts(pairs, self.unit, list(self.by), self.l0, self.secret).to_arrow()
         out = pa.Table.from_arrays([counts.column(c).cast(types[c]) for c in self.by] +
                                    [counts.column(c).cast(pa.int64()) for c in [COUNT, *grid]],
@@ -210,8 +224,18 @@ class _BoundTask:
             raise RuntimeError("sparsedp test fault: first attempt of a bounding task fails after output")
 
 
-def bounded_partial_counts(src, unit: str, by: list[str], l0: int, secret: bytes, *,
-                           partitions: int | None = None, aggregates: tuple = ()):
+def _polars(table: pa.Table) -> pl.DataFrame:
+    """An Arrow table as a Polars frame (no copy)."""
+    import polars as pl
+
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)  # a table gives a frame
+    return frame
+
+
+def bounded_partial_counts(src: SparkDataFrame, unit: str, by: list[str], l0: int, secret: bytes, *,
+                           partitions: int | None = None,
+                           aggregates: Sequence[Aggregate] = ()) -> SparkDataFrame:
     """Per-partition key counts of the pairs kept by the ℓ0 choice (module docstring, step 1). Lazy.
 
     ``repartition(unit)`` puts every row of a unit in one partition (``partitions``: a fixed count instead of
@@ -220,8 +244,6 @@ def bounded_partial_counts(src, unit: str, by: list[str], l0: int, secret: bytes
     ``(by…, COUNT)`` partial counts, whose sums over partitions are the bounded histogram.
     """
     from pyspark.sql import types as T
-
-    from .aggregate_exprs import grid_column_name, noise_columns
 
     vcols = list(dict.fromkeys(a.column for a in noise_columns(aggregates)[0]))
     grid = [grid_column_name(i) for i in range(len(noise_columns(aggregates)[0]))] if aggregates else []
@@ -233,14 +255,12 @@ def bounded_partial_counts(src, unit: str, by: list[str], l0: int, secret: bytes
                                       aggregates=tuple(aggregates)), schema)
 
 
-def histogram_frame(src, unit: str, by: list[str], l0: int | None, secret: bytes | None, *,
-                    partitions: int | None = None, aggregates: tuple = ()):
+def histogram_frame(src: SparkDataFrame, unit: str, by: list[str], l0: int | None, secret: bytes | None, *,
+                    partitions: int | None = None, aggregates: Sequence[Aggregate] = ()) -> SparkDataFrame:
     """Bounded counts per key as a lazy Spark frame ``(by…, COUNT)``; ``l0=None``: distinct units per key.
     With SUM/MEAN ``aggregates`` (``l0`` required) also the Int64 grid sums of the kept pairs, in columns
     :func:`~sparsedp.engines.aggregate_exprs.grid_column_name` ``(i)``."""
     from pyspark.sql import functions as F
-
-    from .aggregate_exprs import grid_column_name, noise_columns
 
     if l0 is None and aggregates:
         # no ℓ0 bound (top-k): the bounding task with a bound no unit reaches keeps every distinct pair (no
@@ -262,20 +282,17 @@ class _ChunkTask:
     """Adds each key's noise chunk (:func:`sparsedp.core.noise_chunks.chunk_expr`, computed with Polars
     exactly as on the embedded engines)."""
 
-    by: tuple
+    by: tuple[str, ...]
     chunks: int
 
-    def __call__(self, batches):
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import polars as pl
         import pyarrow as pa
-
-        from ..core.noise_chunks import CHUNK, chunk_expr
 
         for b in batches:
             if not b.num_rows:
                 continue
-            frame = pl.from_arrow(pa.Table.from_batches([b]))
-            assert isinstance(frame, pl.DataFrame)
+            frame = _polars(pa.Table.from_batches([b]))
             ids = frame.select(chunk_expr(frame.schema, self.by, self.chunks).cast(pl.Int32))[CHUNK]
             yield from pa.Table.from_batches([b]).append_column(CHUNK, ids.to_arrow()).to_batches()
 
@@ -285,23 +302,17 @@ class _NoiseTask:
     """The per-key step on one Spark partition: the partition's chunks, each in canonical key order, go through
     :meth:`sparsedp.mechanisms.key_noise.KeyNoise.apply` (the same code as the embedded engines)."""
 
-    task: Any  # KeyNoise (holds the secret noise key; its repr hides it)
-    by: tuple
+    task: NoiseTask  # KeyNoise (holds the secret noise key; its repr hides it)
+    by: tuple[str, ...]
 
-    def __call__(self, batches):
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import polars as pl
         import pyarrow as pa
-
-        from ..core.key_order import canonical_order
-        from ..core.noise_chunks import CHUNK
 
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         if not tables:
             return
-        frame = pl.from_arrow(pa.concat_tables(tables))
-        assert isinstance(frame, pl.DataFrame)
-        from .aggregate_exprs import grid_column_name
-
+        frame = _polars(pa.concat_tables(tables))
         frame = frame.sort([pl.col(CHUNK)] + canonical_order(frame.schema, list(self.by)))
         chunk = frame[CHUNK].to_numpy()
         counts = frame[COUNT].to_numpy().astype(np.int64)
@@ -312,7 +323,7 @@ class _NoiseTask:
         ends = np.r_[starts[1:], chunk.size]
         fault = _first_attempt_fault()
         for s, e in zip(starts.tolist(), ends.tolist()):
-            cols: dict = {}
+            cols: dict[str, np.ndarray] = {}
             if names:  # the joint release: the same code as the embedded engines (KeyNoise.apply_joint)
                 pos, values, cols = self.task.apply_joint(counts[s:e], [g[s:e] for g in grid], int(chunk[s]))
             else:
@@ -339,30 +350,29 @@ def _first_attempt_fault() -> bool:
 class SparkHistogram:
     """The bounded histogram as a persisted Spark frame ``(by…, COUNT)`` (keys with count >= the pre-threshold)."""
 
-    frame: Any
-    by: tuple
-    stats: "SparkBoundingStats"
+    frame: SparkDataFrame
+    by: tuple[str, ...]
+    stats: SparkBoundingStats
 
     def __len__(self) -> int:
         return int(self.stats.keys_out)
 
 
-class SparkEngine(Engine):
+class SparkEngine(Engine[SparkHistogram, "SparkDataFrame"]):
     """The whole release in the executors (module docstring): only k+1 counts (top-k), the released rows and the
     report's numbers reach the driver, unless a mechanism asks for the whole histogram (:meth:`collect`:
     the pure-DP and Misra–Gries mechanisms, whose algorithms need it in one place)."""
 
     name = "spark"
 
-    def columns(self, data: Any) -> list[str]:
+    def columns(self, data: InputData) -> list[str]:
         return list(as_spark_frame(data).columns)
 
     @spark_task_progress
-    def histogram(self, data, privacy_unit, by, l0, rng, pre_threshold=1, aggregates=()) -> SparkHistogram:
+    def histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
+                  pre_threshold: int = 1, aggregates: Sequence[Aggregate] = ()) -> SparkHistogram:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
-
-        from .bounding import draw_bounding_secret
 
         by = list(by)
         frame = as_spark_frame(data)
@@ -373,24 +383,16 @@ class SparkEngine(Engine):
             raise InputDataError(f"key column {nested[0]!r} has type {src.schema[nested[0]].dataType.simpleString()}; "
                                  f"keys must be scalar values (strings, numbers, dates, booleans)")
         rows_in = check_input(src, privacy_unit, by)
-        floats = [c for c in [privacy_unit] + by
-                  if type(src.schema[c].dataType).__name__ in ("FloatType", "DoubleType")]
-        if floats:  # NaN is not a value one can count units for (and would not match itself); refuse it
-            found = src.select(*[F.max(F.isnan(F.col(c)).cast("int")).alias(f"__nan{i}")
-                                 for i, c in enumerate(floats)]).first()
-            for i, c in enumerate(floats):
-                if found[f"__nan{i}"]:
-                    if c in by:
-                        raise nan_key_error(c)  # the same error as every embedded engine
-                    raise InputDataError(f"privacy_unit column {c!r} contains NaN; replace NaN before releasing")
+        check_no_nan(src, privacy_unit, by)
         if aggregates:  # value columns checked before anything is drawn (one more scan)
             check_value_columns(frame, aggregates)
-            src = frame.select(privacy_unit, *by, *dict.fromkeys(a.column for a in aggregates))
+            src = frame.select(privacy_unit, *by, *dict.fromkeys(a.column for a in aggregates if isinstance(a, Sum)))
         secret = draw_bounding_secret(rng) if l0 is not None else None
         hist = histogram_frame(src, privacy_unit, by, l0, secret, aggregates=tuple(aggregates))
         hist = hist.persist(StorageLevel.MEMORY_AND_DISK)
         s = hist.agg(F.count(F.lit(1)).alias("b"),
                      F.sum((F.col(COUNT) >= pre_threshold).cast("long")).alias("o")).first()
+        assert s is not None  # an aggregate has one row
         if pre_threshold > 1:
             hist = hist.where(F.col(COUNT) >= pre_threshold)
         stats = SparkBoundingStats(rows_in=rows_in, units_in=None, pairs_in=None, units_over_l0=None,
@@ -405,10 +407,8 @@ class SparkEngine(Engine):
         top = [r[0] for r in hist.frame.select(COUNT).orderBy(F.col(COUNT).desc()).limit(k).collect()]
         return int(top[k - 1]) if len(top) == k else 0
 
-    def noise_keys(self, hist: SparkHistogram, task: Any):
+    def noise_keys(self, hist: SparkHistogram, task: NoiseTask) -> SparkDataFrame:
         from pyspark.sql import types as T
-
-        from ..core.noise_chunks import CHUNK, n_chunks
 
         by = list(hist.by)
         src = hist.frame
@@ -433,19 +433,16 @@ class SparkEngine(Engine):
     def collect(self, hist: SparkHistogram) -> SparseHistogram:
         import polars as pl
 
-        from ..core.key_order import canonical_order
-
-        frame = pl.from_arrow(to_arrow(hist.frame))
-        assert isinstance(frame, pl.DataFrame)
+        frame = _polars(to_arrow(hist.frame))
         frame = frame.sort(canonical_order(frame.schema, list(hist.by)))
-        return SparseHistogram(keys=frame.select(list(hist.by)).to_arrow(), counts=frame[COUNT].to_numpy().astype(np.int64),
-                               distinct=True)
+        return SparseHistogram(keys=frame.select(list(hist.by)).to_arrow(),
+                               counts=frame[COUNT].to_numpy().astype(np.int64), distinct=True)
 
-    def to_arrow(self, released: Any, by, value_column: str):
+    def to_arrow(self, released: SparkDataFrame, by: Sequence[str], value_column: str) -> pa.Table:
         return to_arrow(released.withColumnRenamed(VALUE, value_column))
 
     @spark_task_progress
-    def native(self, released: Any, by, value_column: str):
+    def native(self, released: SparkDataFrame, by: Sequence[str], value_column: str) -> tuple[SparkDataFrame, int]:
         """The released rows as a lazy Spark frame (one draw: recomputing it gives the same rows), largest
         value first, persisted; and their number."""
         from pyspark import StorageLevel
@@ -456,7 +453,7 @@ class SparkEngine(Engine):
         # released rows are few: one partition sorted locally (no range-partitioning sample job, no shuffle)
         return table.coalesce(1).sortWithinPartitions(F.col(value_column).desc(), *[F.col(c) for c in by]), n
 
-    def from_arrow(self, table: Any):
+    def from_arrow(self, table: pa.Table) -> SparkDataFrame:
         """Released rows computed in this process (pure DP, Misra–Gries) as a Spark DataFrame."""
         spark = get_session()
         try:
@@ -464,31 +461,27 @@ class SparkEngine(Engine):
         except TypeError:  # pragma: no cover - pyspark 3.5
             return spark.createDataFrame(table.to_pylist())
 
-    def release_resources(self, hist: SparkHistogram) -> None:
+    def release_resources(self, hist: HistogramHandle) -> None:
         if isinstance(hist, SparkHistogram):  # a Misra-Gries sketch summary holds nothing persisted
             hist.frame.unpersist()
 
 
-def as_spark_frame(data: Any):
+def as_spark_frame(data: InputData) -> SparkDataFrame:
     """``data`` as a Spark DataFrame: Spark frames as they are, Parquet/CSV paths read by Spark."""
     if is_spark_frame(data):
-        return data
+        return cast("SparkDataFrame", data)
     if isinstance(data, (str, os.PathLike)):
         return read_file(os.fspath(data))
     raise InvalidParameterError(f"the spark engine takes a Spark DataFrame or a Parquet/CSV path, got "
                                 f"{type(data).__name__}")
 
 
-def check_value_columns(frame, aggregates) -> None:
+def check_value_columns(frame: SparkDataFrame, aggregates: Sequence[Aggregate]) -> None:
     """SUM/MEAN value columns on Spark: present, numeric (not boolean), no null, NaN or ±inf (one job); the
     errors of :func:`sparsedp.engines.aggregate_exprs.check_value_columns`."""
-    import difflib
-
     from pyspark.sql import functions as F
 
-    from ..errors import InvalidTypeError
-
-    cols = list(dict.fromkeys(a.column for a in aggregates))
+    cols = list(dict.fromkeys(a.column for a in aggregates if isinstance(a, Sum)))
     exprs = []
     for c in cols:
         if c not in frame.columns:
@@ -502,15 +495,32 @@ def check_value_columns(frame, aggregates) -> None:
         if t in ("FloatType", "DoubleType"):
             bad = F.isnan(F.col(c)) | (F.abs(F.col(c)) == float("inf"))
             exprs.append(F.sum(bad.cast("long")).alias(f"nonfinite|{c}"))
-    row = frame.agg(*exprs).first().asDict()
-    bad = [(k.split("|", 1)[1], k.split("|", 1)[0], int(n)) for k, n in row.items() if n]
-    if bad:
-        what = "; ".join(f"{c!r}: {n} {'null' if kind == 'null' else 'NaN or infinite'} value(s)"
-                         for c, kind, n in bad)
-        raise InputDataError(f"value columns must be finite numbers without nulls: {what}. Nothing was released.")
+    first = frame.agg(*exprs).first()
+    assert first is not None  # an aggregate has one row
+    found = [(k.split("|", 1)[1], k.split("|", 1)[0], int(n)) for k, n in first.asDict().items() if n]
+    if found:
+        raise bad_values(found)
 
 
-def check_input(src, unit: str, by: list[str]) -> int:
+def check_no_nan(src: SparkDataFrame, unit: str, by: list[str]) -> None:
+    """Refuse NaN in a float unit or key column (one Spark job): NaN is not a value one can count units for, and
+    would not match itself; a key gets the same error as on every embedded engine."""
+    from pyspark.sql import functions as F
+
+    floats = [c for c in [unit] + by if type(src.schema[c].dataType).__name__ in ("FloatType", "DoubleType")]
+    if not floats:
+        return
+    found = src.select(*[F.max(F.isnan(F.col(c)).cast("int")).alias(f"__nan{i}")
+                         for i, c in enumerate(floats)]).first()
+    assert found is not None  # an aggregate has one row
+    for i, c in enumerate(floats):
+        if found[f"__nan{i}"]:
+            if c in by:
+                raise nan_key_error(c)  # the same error as every embedded engine
+            raise InputDataError(f"privacy_unit column {c!r} contains NaN; replace NaN before releasing")
+
+
+def check_input(src: SparkDataFrame, unit: str, by: list[str]) -> int:
     """Column, emptiness and null checks in one Spark job (a scan); returns the number of rows."""
     from pyspark.sql import functions as F
 
@@ -518,6 +528,7 @@ def check_input(src, unit: str, by: list[str]) -> int:
     cols = [unit] + by
     row = src.agg(F.count(F.lit(1)).alias("__rows"),
                   *[F.sum(F.col(c).isNull().cast("long")).alias(f"__null{i}") for i, c in enumerate(cols)]).first()
+    assert row is not None  # an aggregate has one row
     rows = int(row["__rows"])
     check_nulls_and_rows(rows, {c: int(row[f"__null{i}"] or 0) for i, c in enumerate(cols)})
     return rows
@@ -529,12 +540,8 @@ class SparkBoundingStats(BoundingStats):
     pair-level numbers (``units_in``, ``pairs_in``, ``units_over_l0``, ``pairs_dropped_l0``, ``keys_in``) are
     ``None`` (each would cost another shuffle of the input)."""
 
-    @property
-    def duplicate_rows_removed(self):  # type: ignore[override]
-        return None if self.pairs_in is None else self.rows_in - self.pairs_in
 
-
-def to_arrow(df):
+def to_arrow(df: SparkDataFrame) -> pa.Table:
     """Collect a (small: released rows only) Spark frame as a ``pyarrow.Table``."""
     if hasattr(df, "toArrow"):  # pyspark >= 4
         return df.toArrow()
@@ -542,4 +549,5 @@ def to_arrow(df):
 
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return pa.Table.from_batches(df._collect_as_arrow(), schema=to_arrow_schema(df.schema))
+    collect = getattr(df, "_collect_as_arrow")  # pyspark 3.5's collector (not in pyspark 4's types)
+    return pa.Table.from_batches(collect(), schema=to_arrow_schema(df.schema))

@@ -56,6 +56,9 @@ from ..noise import inversion
 from ..noise.inversion import DiscreteGaussianLaw, DiscreteLaplaceLaw, IntegerLaw
 from ..noise.source import SecureRandom
 
+__all__ = ["noise_and_filter", "draw_shared_noise", "noise_plan", "NoisePlan", "correlated_rule", "debias_noise",
+           "truncate_top_k"]
+
 if TYPE_CHECKING:
     from types import ModuleType
 
@@ -66,8 +69,6 @@ if TYPE_CHECKING:
 SharedNoise: TypeAlias = "SharedGaussianTerm | int | float | None"
 #: an array of integers (counts, thresholds, noise draws)
 IntArray: TypeAlias = npt.NDArray[np.int64]
-
-__all__ = ["noise_and_filter", "draw_shared_noise", "noise_plan", "NoisePlan", "correlated_rule", "debias_noise"]
 
 
 def _rounded() -> ModuleType:
@@ -340,3 +341,18 @@ def noise_and_filter(counts: npt.ArrayLike, calibration: Any, pre_threshold: int
         noisy = noisy_all[sel]
     positions = sel if pos is None else pos[sel]
     return positions.astype(np.int64, copy=False), noisy
+
+
+def truncate_top_k(counts: np.ndarray, k: int) -> tuple[int, np.ndarray]:
+    """``(t, H̃)``: t = the (k+1)-th largest count (0 if there are at most k counts), H̃ = max(0, H − t)
+    (Lebeda & Retschmeier (2024) Algorithm 3; by their Lemma 4.1 H̃ is k-sparse monotonic).
+
+    O(n) (``np.partition``). At most k entries of H̃ are positive.
+    """
+    c = np.asarray(counts, dtype=np.int64)
+    if c.size <= k:
+        return 0, c.copy()
+    t = int(np.partition(c, c.size - k - 1)[c.size - k - 1])
+    out = c - t
+    np.maximum(out, 0, out=out)
+    return t, out

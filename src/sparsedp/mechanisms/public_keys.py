@@ -176,8 +176,8 @@ def align(engine: Engine, hist: Any, keys: PublicKeys) -> PublicCounts:
     import polars as pl
 
     by = list(keys.columns)
-    stats = engine.stats(hist)
-    if getattr(stats, "units_in", None) is None:
+    units = getattr(engine.stats(hist), "units_in", None)
+    if units is None:
         raise InvalidParameterError(f"engine {engine.name!r} does not count the privacy units, which the public-key "
                                     f"release needs (n); use an embedded engine (polars, duckdb, pandas, arrow)")
     sh = engine.collect(hist)
@@ -211,7 +211,7 @@ def align(engine: Engine, hist: Any, keys: PublicKeys) -> PublicCounts:
         counts = joined["__sparsedp_count"].fill_null(0).to_numpy().astype(np.int64)
     if counts.size != keys.d:  # pragma: no cover - distinct keys on both sides
         raise RuntimeError("joining the key list to the histogram changed its length")
-    return PublicCounts(counts=counts, n=int(stats.units_in), keys=keys)
+    return PublicCounts(counts=counts, n=int(units), keys=keys)
 
 
 # ------------------------------------------------------------------ the mechanisms

@@ -1,18 +1,20 @@
-"""``release_histogram``: one call from a SparseHistogram to a private Release (what the API calls)."""
+"""``release_histogram``: one call from an in-memory SparseHistogram to a private Release: the chosen (or best
+valid) mechanism's calibration, then the registered class's in-memory release
+(:meth:`~sparsedp.mechanisms.thresholded.GSHM.release_counts`; CSH on a k-sparse sketch by
+:func:`~sparsedp.mechanisms.csh.csh`). A release from data goes through :func:`sparsedp.release` instead."""
 
 from __future__ import annotations
 
 from .. import _validate as v
+from ..accounting.calibration import Calibration
 from ..accounting.names import GSHM, LAPLACE, TOPK_CSH
-from ..core.histogram import Release, SparseHistogram
 from ..errors import InvalidParameterError
-from ..noise.source import SecureRandom
 from ._common import check_histogram, check_pre_threshold
 from .auto import MECHANISMS, calibrate_mechanism, choose_mechanism, valid_mechanisms
 from .csh import check_k_sparse, csh
-from .gshm import gshm
-from .laplace import laplace_histogram
-from .topk import topk_csh
+from ..core.histogram import Release, SparseHistogram
+from .thresholded import GSHM as GSHMMechanism, Laplace, TopKCSH
+from ..noise.source import SecureRandom
 
 __all__ = ["release_histogram"]
 
@@ -57,15 +59,18 @@ def release_histogram(hist: SparseHistogram, *, epsilon: float, delta: float, l0
                                         f"top_k={top_k}")
         cal = calibrate_mechanism(mech, valid[mech], eps, dlt, insecure_float=insecure_float)
         report = {"chosen": mech, "reason": "requested explicitly", "candidates": []}
-    if cal.mechanism == GSHM:
-        rel = gshm(hist, cal, pre_threshold=pre, rng=rng, insecure_float=insecure_float)
-    elif cal.mechanism == LAPLACE:
-        rel = laplace_histogram(hist, cal, pre_threshold=pre, rng=rng, insecure_float=insecure_float)
-    elif cal.mechanism == "csh":
+    if cal.mechanism == "csh":  # CSH on a k-sparse sketch: no registered class (Misra-Gries releases through it)
         rel = csh(hist, cal, pre_threshold=pre, rng=rng, insecure_float=insecure_float)
     else:
-        rel = topk_csh(hist, cal, rng=rng, insecure_float=insecure_float)
+        rel = _registered(cal, pre).release_counts(hist, cal, rng=rng, insecure_float=insecure_float)
     extra = dict(rel.extra)
     extra["auto"] = report
     return Release(keys=rel.keys, counts=rel.counts, calibration=rel.calibration, n_keys_in=rel.n_keys_in,
                    n_keys_out=rel.n_keys_out, extra=extra)
+
+
+def _registered(cal: Calibration, pre: int) -> GSHMMechanism | Laplace | TopKCSH:
+    """The registered mechanism a calibration was made for, with the pre-threshold."""
+    if cal.mechanism == TOPK_CSH:
+        return TopKCSH.of_calibration(cal)
+    return GSHMMechanism(pre_threshold=pre) if cal.mechanism == GSHM else Laplace(pre_threshold=pre)

@@ -182,7 +182,8 @@ class WeightedGaussian(_SetUnion):
         assert request.max_groups_per_unit is not None  # needed by check()
         l0 = int(request.max_groups_per_unit)
         _need_pairs(engine)
-        return engine.weighted_histogram(data, privacy_unit, list(by), l0, grid_weights(l0, self.grid), rng)
+        weights: list[int] = grid_weights(l0, self.grid).tolist()  # W_t for t = 1..l0, exact integers
+        return engine.weighted_histogram(data, privacy_unit, list(by), l0, weights, rng)
 
     def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
             request: ReleaseRequest) -> Released:

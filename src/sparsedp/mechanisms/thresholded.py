@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
+import numpy as np
+
 from .. import _validate as v
 from ..accounting import laws
 from ..accounting.aggregates import calibrate_joint_gshm
@@ -30,15 +32,18 @@ from ..accounting.column_shape import (ColumnShapeFit, calibrate_joint_gshm_shap
 from ..accounting.csh import csh_rounded_noise_std
 from ..accounting.csh_aggregates import calibrate_csh_joint_rounded
 from ..accounting.discrete import dgauss_variance
+from ..accounting.events import event_of
 from ..accounting.names import GSHM as GSHM_NAME, LAPLACE, TOPK_CSH
 from ..aggregates import Mean, Sum, column_sensitivities, noise_columns
+from ..core.histogram import Release, SparseHistogram
 from ..errors import InfeasibleError, InvalidParameterError
 from ..noise.source import SecureRandom
 from . import kernel
+from ._common import make_release
 from .aggregate_noise import column_indices, expected_errors, grid_step, noise_map, topk_expected_errors
 from .base import Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from .catalog import register
-from .kernel import debias_noise, noise_plan
+from .kernel import noise_plan
 from .key_noise import KeyNoise
 
 if TYPE_CHECKING:
@@ -134,7 +139,7 @@ def _key_task(cal: Any, pre: int, rng: SecureRandom, insecure_float: bool, *, cu
     shared = kernel.draw_shared_noise(plan, rng, insecure_float=insecure_float)
     offset: float | None = None
     if debias:
-        offset = cutoff + debias_noise(plan, rng)
+        offset = cutoff + kernel.debias_noise(plan, rng)
     return KeyNoise(plan=plan, pre=pre, secret=secret, cutoff=cutoff, offset=offset, shared=shared,
                     insecure_float=insecure_float)
 
@@ -191,12 +196,12 @@ def _disclosure(self: Mechanism, request: ReleaseRequest, cal: Any, value_column
 
 
 def _charge(self: Mechanism, calibration: Any, disclosure: Disclosure) -> Any:
-    """The charge with the calibration's privacy event (:meth:`~sparsedp.accounting.calibration.Calibration.event`),
+    """The charge with the calibration's privacy event (:func:`~sparsedp.accounting.events.event_of`),
     so the ledger composes repeated releases tightly (docs/proofs/ledger-composition.md). A joint release with
     SUM/MEAN columns is charged as its joint event (:class:`~sparsedp.accounting.events.AggregateGSHMEvent`), never
     with the count-only profile (which would under-charge it)."""
     if isinstance(calibration, JointCalibration):
-        return Charge.of_event(calibration.event(disclosure.neighbours), self.name)
+        return Charge.of_event(event_of(calibration, disclosure.neighbours), self.name)
     return Charge.from_calibration(calibration, disclosure.neighbours)
 
 
@@ -260,6 +265,27 @@ class _PerKeyThresholded(Mechanism):
                                        column_sigma2s=tuple(calibration.joint.column_sigma2s),
                                        column_noise=tuple(noise_map(calibration.joint).items()) or None)
         return Released(rows=engine.noise_keys(hist, task), disclosure=disclosure)
+
+    def release_counts(self, hist: SparseHistogram, calibration: Calibration, *, rng: Any = None,
+                       insecure_float: bool = False) -> Release:
+        """This mechanism on an in-memory, already bounded histogram (the function-level form: ``sd.mechanisms.
+        gshm``, ``laplace_histogram``, ``release_histogram``): a key is released iff ``count >= pre_threshold`` and
+        ``count + Z >= pre_threshold + margin``, with ``Z`` drawn from ``rng`` key by key in the histogram's order
+        (a release from data draws from keyed per-chunk streams instead, :meth:`run`)."""
+        pos, noisy = self.noise_counts(hist.counts, calibration, rng=rng, insecure_float=insecure_float)
+        return make_release(hist, pos, noisy, calibration, self.release_facts(calibration))
+
+    def noise_counts(self, counts: np.ndarray, calibration: Calibration, *, rng: Any = None,
+                     insecure_float: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, noisy counts)`` of the released keys of ``counts`` (:meth:`release_counts`' rule)."""
+        if calibration.mechanism != self.name:
+            raise InvalidParameterError(f"calibration is for {calibration.mechanism!r}, not {self.name!r}")
+        return kernel.noise_and_filter(counts, calibration, self.pre_threshold, rng, insecure_float=insecure_float)
+
+    def release_facts(self, calibration: Calibration) -> dict[str, Any]:
+        """``Release.extra`` of :meth:`release_counts`: the mechanism, pre-threshold and absolute threshold."""
+        pre = self.pre_threshold
+        return {"mechanism": self.name, "pre_threshold": pre, "threshold": pre + calibration.tau}
 
 
 @register
@@ -434,3 +460,43 @@ class TopKCSH(Mechanism):
         if self.debias:
             disclosure = disclosure.with_notes(f"released noisy cut-off t̃ = {task.offset:g}")
         return Released(rows=engine.noise_keys(hist, task), disclosure=disclosure)
+
+    @classmethod
+    def of_calibration(cls, calibration: Calibration, debias: bool | None = None) -> "TopKCSH":
+        """The top-k CSH a calibration was made for (its ``k``, ``debias`` and noise); ``debias``, if given, must
+        agree with the calibration's."""
+        if calibration.mechanism != TOPK_CSH:
+            raise InvalidParameterError(f"calibration is for {calibration.mechanism!r}, not {TOPK_CSH!r}")
+        if calibration.k is None:
+            raise InvalidParameterError("a top-k CSH calibration must carry k (the number of keys kept)")
+        cal_debias = bool(calibration.debias)
+        if debias is not None and bool(debias) != cal_debias:
+            raise InvalidParameterError(f"debias={debias} but the calibration was made with debias={cal_debias}")
+        plan = kernel.noise_plan(calibration)
+        return cls(k=int(calibration.k), debias=cal_debias,
+                   noise="alg4" if plan.discrete and not plan.rounded else "rounded")
+
+    def release_counts(self, hist: SparseHistogram, calibration: Calibration, *, rng: Any = None,
+                       insecure_float: bool = False, shared_noise: Any = None) -> Release:
+        """Algorithm 3 on an in-memory histogram (the function-level form: ``sd.mechanisms.topk.topk_csh``,
+        ``release_histogram(top_k=…)``): truncate at the (k+1)-th largest count ``t``, then CSH with
+        pre-threshold 1, every draw from ``rng`` (the shared term unless ``shared_noise`` is given, the keys in
+        the histogram's order, then t̃'s noise). Released values are ``count − t + noise``
+        (``extra['bias']``) or, de-biased, ``count − t + noise + t̃`` with ``extra['t_tilde']``."""
+        made_for = TopKCSH.of_calibration(calibration)
+        if self != made_for:
+            raise InvalidParameterError(f"the calibration is for {made_for.describe()}, not {self.describe()}")
+        plan = kernel.noise_plan(calibration)
+        if shared_noise is None:
+            shared_noise = kernel.draw_shared_noise(plan, rng, insecure_float=insecure_float)
+        t, trunc = kernel.truncate_top_k(hist.counts, self.k)
+        pos, noisy = kernel.noise_and_filter(trunc, plan, 1, rng, shared_noise, insecure_float=insecure_float)
+        extra: dict[str, Any] = {"mechanism": TOPK_CSH, "pre_threshold": 1, "threshold": 1 + calibration.tau,
+                                 "k": self.k}
+        if self.debias:
+            t_tilde = t + kernel.debias_noise(plan, rng)
+            noisy = noisy + t_tilde
+            extra["t_tilde"] = t_tilde
+        else:
+            extra["bias"] = "released values estimate count minus the (k+1)-th largest count"
+        return make_release(hist, pos, noisy, calibration, extra)

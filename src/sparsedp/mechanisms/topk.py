@@ -1,4 +1,5 @@
-"""Top-k CSH: Lebeda & Retschmeier, Algorithm 3 (truncate at the (k+1)-th largest count, then CSH).
+"""Top-k CSH on an in-memory histogram: Lebeda & Retschmeier, Algorithm 3 (truncate at the (k+1)-th largest
+count, then CSH), a thin wrapper of the registered :class:`~sparsedp.mechanisms.thresholded.TopKCSH`.
 
 Source: Lebeda & Retschmeier (2024) §3.3. With ``t = H^{(k+1)}`` (the (k+1)-th largest count; 0 when
 there are at most k non-zero counts) the truncated histogram ``H̃_i = max(0, H_i − t)`` has at most ``k``
@@ -22,64 +23,29 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..accounting.calibration import Calibration
-from ..accounting.names import TOPK_CSH
+from ._common import check_histogram
 from ..core.histogram import Release, SparseHistogram
-from ..errors import InvalidParameterError
-from ..noise.source import SecureRandom
-from ._common import check_histogram, make_release
-from .kernel import debias_noise, draw_shared_noise, noise_and_filter, noise_plan
+from .kernel import debias_noise, truncate_top_k
+from .thresholded import TopKCSH
 
 __all__ = ["truncate_top_k", "topk_csh", "debias_noise"]
 
 
-def truncate_top_k(counts: np.ndarray, k: int) -> tuple[int, np.ndarray]:
-    """``(t, H̃)``: t = the (k+1)-th largest count (0 if there are at most k counts), H̃ = max(0, H − t).
-
-    O(n) (``np.partition``). At most k entries of H̃ are positive.
-    """
-    c = np.asarray(counts, dtype=np.int64)
-    if c.size <= k:
-        return 0, c.copy()
-    t = int(np.partition(c, c.size - k - 1)[c.size - k - 1])
-    out = c - t
-    np.maximum(out, 0, out=out)
-    return t, out
-
-
-def topk_csh(hist: SparseHistogram, calibration: Calibration, *, rng: SecureRandom | None = None,
-             insecure_float: bool = False, shared_noise: Any = None, debias: bool | None = None) -> Release:
-    """Release the top-k keys of ``hist`` with Algorithm 3 (truncation, then CSH) under ``calibration``.
+def topk_csh(hist: SparseHistogram, calibration: Calibration, *, rng: Any = None, insecure_float: bool = False,
+             shared_noise: Any = None, debias: bool | None = None) -> Release:
+    """Release the top-k keys of ``hist`` with Algorithm 3 (truncation, then CSH) under ``calibration``: a thin
+    wrapper of :meth:`TopKCSH.release_counts <sparsedp.mechanisms.thresholded.TopKCSH.release_counts>` for the
+    top-k CSH the calibration was made for (:meth:`TopKCSH.of_calibration`).
 
     ``calibration``: from ``sparsedp.accounting.calibrate("topk-csh", top_k=…[, debias=True])`` (secure
     rounded noise by default) or :func:`sparsedp.accounting.discrete_histograms.calibrate_topk_debias_discrete`
-    (Algorithm 4, de-biased); its ``k`` is
-    the number of keys kept and its ``debias`` selects the de-biasing variant (``debias`` here must
-    agree if given). Released values are ``H_i − t + noise`` (``extra['bias'] = 'minus t'``) or, de-biased,
-    ``H_i − t + noise + t̃`` with ``extra['t_tilde']`` the released estimate of t. The pre-threshold is 1
-    (Algorithm 3's data-dependent pre-threshold is ``1 + t``).
+    (Algorithm 4, de-biased); its ``k`` is the number of keys kept and its ``debias`` selects the de-biasing
+    variant (``debias`` here must agree if given). Released values are ``H_i − t + noise``
+    (``extra['bias']``) or, de-biased, ``H_i − t + noise + t̃`` with ``extra['t_tilde']`` the released estimate
+    of t. The pre-threshold is 1 (Algorithm 3's data-dependent pre-threshold is ``1 + t``).
     """
     hist = check_histogram(hist)
-    if calibration.mechanism != TOPK_CSH:
-        raise InvalidParameterError(f"calibration is for {calibration.mechanism!r}, not 'topk-csh'")
-    if calibration.k is None:
-        raise InvalidParameterError("a top-k CSH calibration must carry k (the number of keys kept)")
-    k = int(calibration.k)
-    cal_debias = bool(calibration.debias)
-    if debias is not None and bool(debias) != cal_debias:
-        raise InvalidParameterError(f"debias={debias} but the calibration was made with debias={cal_debias}")
-    plan = noise_plan(calibration)
-    if shared_noise is None:
-        shared_noise = draw_shared_noise(plan, rng, insecure_float=insecure_float)
-    t, trunc = truncate_top_k(hist.counts, k)
-    pos, noisy = noise_and_filter(trunc, plan, 1, rng, shared_noise, insecure_float=insecure_float)
-    extra = {"mechanism": TOPK_CSH, "pre_threshold": 1, "threshold": 1 + calibration.tau, "k": k}
-    if cal_debias:
-        t_tilde = t + debias_noise(plan, rng)
-        noisy = noisy + t_tilde
-        extra["t_tilde"] = t_tilde
-    else:
-        extra["bias"] = "released values estimate count minus the (k+1)-th largest count"
-    return make_release(hist, pos, noisy, calibration, extra)
+    return TopKCSH.of_calibration(calibration, debias).release_counts(hist, calibration, rng=rng,
+                                                                      insecure_float=insecure_float,
+                                                                      shared_noise=shared_noise)

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import _validate as v
-from ..accounting.calibration import Neighbours
+from ..accounting.calibration import Calibration, Neighbours
 from ..accounting.charge import Charge
-from ..accounting.events import ApproxDPEvent, SequenceEvent
+from ..accounting.events import ApproxDPEvent, SequenceEvent, event_of
 from ..accounting.split import split_epsilon
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..noise.source import SecureRandom
@@ -230,8 +230,7 @@ class TwoStage(Mechanism):
         cal: TwoStageCalibration = calibration
         rel = disclosure.neighbours
         r1, r2 = cal.select_request, cal.count_request
-        event_of = getattr(cal.select_cal, "event", None)
-        first = (event_of(rel) if event_of is not None
+        first = (event_of(cal.select_cal, rel) if isinstance(cal.select_cal, Calibration)
                  else ApproxDPEvent(epsilon=r1.epsilon, delta=r1.delta, neighbours=rel, mechanism=cal.select.name))
         second = ApproxDPEvent(epsilon=r2.epsilon, delta=r2.delta, neighbours=rel, mechanism=self.count.name)
         seq = SequenceEvent([first, second], epsilon=disclosure.epsilon, delta=disclosure.delta)

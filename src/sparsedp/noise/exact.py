@@ -14,7 +14,8 @@ fall back on when their fast path cannot decide.
 * :func:`discrete_gaussian` — P[X = x] ∝ exp(−x²/(2σ²)) for rational σ² (CKS20 Algorithm 3:
   propose Y ~ DLap(t), t = ⌊σ⌋ + 1, accept with probability exp(−(|Y| − σ²/t)²/(2σ²))).
 * :func:`exp_neg_bounds` — integers lo <= 2^prec · exp(−x) <= hi for rational x >= 0 (hi − lo of a
-  few units), by the alternating Taylor series in fixed point with directed rounding.
+  few units), by the alternating Taylor series in fixed point with directed rounding; pure arithmetic, so it
+  lives in :mod:`sparsedp.accounting.exp_bounds` (the blanket accountant needs it too) and is re-exported here.
 * :class:`LazyUniform` — a uniform real V in [0, 1) of which only a prefix of bits has been drawn;
   ``V < exp(−x)`` is decided exactly by drawing more bits until the interval of V and the bounds of
   exp(−x) separate (which happens with probability 1, since exp(−x) is irrational for rational x > 0).
@@ -29,6 +30,7 @@ import math
 from fractions import Fraction
 
 from .. import _validate as v
+from ..accounting.exp_bounds import exp_neg_bounds
 from .source import SecureRandom, default_source
 
 __all__ = [
@@ -107,69 +109,6 @@ def discrete_gaussian(sigma2, rng: SecureRandom | None = None) -> int:
         y = _discrete_laplace(t, 1, rng)
         if bernoulli_exp((abs(y) - c) ** 2 / (2 * s2), rng):
             return y
-
-
-# ----------------------------------------------------------------------------- exp(-x) bounds
-
-
-def _exp_neg_small(a: int, b: int, p: int) -> tuple[int, int]:
-    """Fixed-point bounds of e^{-a/b} at scale 2^p for 0 <= a <= b (alternating Taylor series).
-
-    With terms t_k = f^k/k! (non-increasing for f <= 1), every odd partial sum is <= e^{-f} and
-    every even one is >= e^{-f}. Terms are carried with floor (lower) and ceil (upper) rounding.
-    """
-    one = 1 << p
-    tl = th = one            # bounds of the term t_k at scale 2^p
-    low = high = one         # bounds of the partial sum S_k
-    prev_high = one
-    k = 0
-    while True:
-        k += 1
-        tl = (tl * a) // (b * k)
-        th = -((-th * a) // (b * k))
-        prev_high = high
-        if k % 2:
-            low, high = low - th, high - tl
-            if th <= 1:
-                # S_k (k odd) <= e^{-f} <= S_{k-1} (k-1 even)
-                return max(low, 0), prev_high
-        else:
-            low, high = low + tl, high + th
-
-
-def _fixed_pow(x: int, m: int, p: int, up: bool) -> int:
-    """x^m for a fixed-point x at scale 2^p, rounding every product down (or up)."""
-    result = 1 << p
-    while m:
-        if m & 1:
-            result = -((-result * x) >> p) if up else (result * x) >> p
-        m >>= 1
-        if m:
-            x = -((-x * x) >> p) if up else (x * x) >> p
-    return result
-
-
-def exp_neg_bounds(x, prec: int) -> tuple[int, int]:
-    """Integers ``lo <= 2**prec * exp(-x) <= hi`` for rational ``x >= 0``; ``hi - lo`` is a few units.
-
-    exp(−x) = exp(−1)^m · exp(−f), m = ⌊x⌋, f = x − m, each factor from :func:`_exp_neg_small` with
-    ``prec + 2·bit_length(m) + 16`` working bits, multiplied with directed rounding.
-    """
-    x = Fraction(x)
-    if x < 0:
-        raise v.InvalidParameterError(f"x must be >= 0, got {x}")
-    m = x.numerator // x.denominator
-    if m * 1.4426950408889634 >= prec + 2:  # e^{-m} <= 2^{-1.4427 m} <= 2^{-prec-2}
-        return 0, 1
-    f = x - m
-    p = prec + 2 * m.bit_length() + 16
-    f_lo, f_hi = _exp_neg_small(f.numerator, f.denominator, p)
-    if m:
-        e_lo, e_hi = _exp_neg_small(1, 1, p)
-        f_lo = (f_lo * _fixed_pow(e_lo, m, p, up=False)) >> p
-        f_hi = -((-f_hi * _fixed_pow(e_hi, m, p, up=True)) >> p)
-    shift = p - prec
-    return f_lo >> shift, -((-f_hi) >> shift)
 
 
 class LazyUniform:

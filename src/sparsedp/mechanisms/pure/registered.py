@@ -382,7 +382,12 @@ class PureSparse(_Pure):
         hist = super().histogram(engine, data, privacy_unit, by, request, rng, **extra)
         if self.max_units is None:  # replace-one: n (units, one key each) is public; checked before the charge
             try:
-                _threshold_check(self, int(engine.stats(hist).units_in), float(self.calibrate(request)))
+                units = engine.stats(hist).units_in
+                if units is None:
+                    raise InvalidParameterError(
+                        f"mechanism={self.name!r} treats the number of units as public, which the {engine.name} "
+                        f"engine does not count; pass max_units=… (a public bound) or use an embedded engine")
+                _threshold_check(self, int(units), float(self.calibrate(request)))
             except BaseException:
                 engine.release_resources(hist)
                 raise
