@@ -20,6 +20,9 @@ STRICT: list[str] = [
     "mechanisms",
     "accounting",
     "engines",
+    "core",
+    "mechanisms/mg_stream.py",
+    "pipeline.py", "request.py", "execution.py", "ledger.py", "report.py",
 ]
 
 

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 from . import _validate as v
 from .core.unit_keys import UnitKeyCounts
 from .errors import InvalidParameterError, InvalidTypeError
+from .noise import sample_discrete_laplace
 
 __all__ = ["AutoBound", "BoundChoice", "parse_auto", "utilities",
            "noise_scale", "select_bound", "report_noisy_max", "OBJECTIVES"]
@@ -143,8 +144,6 @@ def report_noisy_max(utilities: Sequence[int], scale: Fraction, rng: Any) -> int
     """The index maximising u_i + Z_i, Z_i iid exact discrete Laplace of scale ``scale`` drawn from ``rng``;
     ties go to the smallest index (``docs/proofs/auto-bound.md``: pure ε-DP when ``scale`` = 2Δ/ε, or Δ/ε for
     utilities that all move in the same direction between neighbours)."""
-    from .noise import sample_discrete_laplace
-
     z = sample_discrete_laplace(scale, len(utilities), rng)
     noisy = [int(a) + int(b) for a, b in zip(utilities, z)]
     return max(range(len(noisy)), key=lambda j: (noisy[j], -j))

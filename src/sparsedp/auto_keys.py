@@ -48,8 +48,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .accounting import laws
+from .accounting.discrete import dgauss_logpmf, dlaplace_logpmf
+from .auto_bound import report_noisy_max
 from .core.engine import Capability
+from .engines.bounding import (canonical_order, draw_bounding_secret, key_fingerprints, per_key_units, prf_ranks,
+                               unit_fingerprints)
 from .errors import InvalidParameterError
+from .mechanisms.kernel import NoisePlan
 
 __all__ = ["SCALE", "KeysTable", "KeysPlan", "CandidateCounts", "KeysChoice", "release_table", "keys_plan",
            "candidate_counts", "key_utilities", "select_by_keys"]
@@ -91,10 +97,6 @@ def release_table(calibration: Any, pre_threshold: int, scale: int = SCALE,
     (discrete Gaussian or discrete Laplace noise, rule ``n + X >= thr`` or ``>``; module docstring) and its
     sensitivity for units adding ``weights[t − 1]`` to each of their t kept keys (None: 1, counts, l0 =
     ``calibration.l0``)."""
-    from .accounting import laws
-    from .accounting.discrete import dgauss_logpmf, dlaplace_logpmf
-    from .mechanisms.kernel import NoisePlan
-
     law = calibration.noise
     if not isinstance(law, (laws.DiscreteGaussian, laws.DiscreteLaplace)):
         raise InvalidParameterError(f"AutoBound(objective='keys') needs exact integer per-key noise (discrete "
@@ -188,10 +190,7 @@ def candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidate
     """n_k^(c) for every candidate c from one pass and one secret ranking (module docstring). Every input check
     of the engines happens first (:meth:`~sparsedp.core.engine.Engine.distinct_pairs`); the ranking secret is drawn
     from ``rng`` after them. Embedded engines only (Spark is refused before anything is read or charged)."""
-    import polars as pl
-
-    from .engines.bounding import (canonical_order, draw_bounding_secret, key_fingerprints, per_key_units,
-                                   prf_ranks, unit_fingerprints)
+    import polars as pl  # heavy: loaded by the embedded engines before this runs
 
     # weights[i]: None (counts) or the W_t table of candidate i (the key's statistic is Σ W_{min(d_u, c)})
 
@@ -289,8 +288,6 @@ def select_by_keys(counts: CandidateCounts, plan: KeysPlan, options: Any, rng: A
                                                                                               CandidateCounts]:
     """Report Noisy Max of the key utilities (pure ε₁-DP); also returns ``counts`` with the true expected key
     numbers filled in for the curator."""
-    from .auto_bound import report_noisy_max
-
     u = key_utilities(counts, plan)
     i = report_noisy_max(u, plan.scale, rng)
     curator = CandidateCounts(candidates=counts.candidates, counts=(), units=counts.units,

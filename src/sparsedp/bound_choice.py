@@ -22,8 +22,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from .accounting.charge import Charge
 from .accounting.split import split_epsilon
 from .auto_bound import AutoBound, select_bound
+from .auto_keys import candidate_counts, keys_plan, select_by_keys
 from .core.engine import Capability
 from .errors import InvalidParameterError
 from .mechanisms.base import Mechanism, Planned, Read, Released, ReleaseRequest
@@ -72,9 +74,6 @@ class AutoBounded(Mechanism):
         self.inner.check_engine(engine)
 
     def plan_release(self, request: ReleaseRequest, count_name: str) -> Planned:
-        from .auto_keys import keys_plan
-        from .accounting.charge import Charge
-
         eps_sel, eps_rel = split_epsilon(request.epsilon, self.bound.share)
         inner_request = dataclasses.replace(request, epsilon=eps_rel,
                                             max_groups_per_unit=self.bound.candidates[-1])
@@ -90,8 +89,6 @@ class AutoBounded(Mechanism):
 
     def read(self, ctx: Any, planned: Planned) -> Read:
         """Keys per unit for every candidate (input checked here, no noise)."""
-        from .auto_keys import candidate_counts
-
         split: _Split = planned.detail
         cands = self.bound.candidates
         with ctx.stage("choosing max_groups_per_unit", "choose l0"):
@@ -104,8 +101,6 @@ class AutoBounded(Mechanism):
 
     def draw(self, ctx: Any, planned: Planned, read: Read) -> Released:
         """The private choice of l0, then the inner mechanism at that bound (its read and its draw)."""
-        from .auto_keys import select_by_keys
-
         split: _Split = planned.detail
         with ctx.stage(None, "choose l0"):
             if split.keys_plan is not None:

@@ -15,8 +15,19 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from . import __version__
+from .advice import DeltaWarning, delta_note, delta_units_note
+from .core import sources
+from .engines import get_engine
+from .engines.base import numpy_to_arrow
+from .engines.choice import choose_engine
+from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError
+from .ledger import Ledger, _dataset_name, open_ledger
 from .progress import Stages
+from .report import Curator, Report, Result, warn_insecure
 
 __all__ = ["ReleaseContext", "LedgerSession", "Published", "open_engine", "check_output_columns", "warn_before",
            "publish", "result"]
@@ -43,8 +54,6 @@ class ReleaseContext(Stages):
 
     def warn_units(self, units: int | None) -> None:
         """The curator-only δ advice once the number of units is known (:func:`sparsedp.advice.delta_units_note`)."""
-        from .advice import DeltaWarning, delta_units_note
-
         if units is None:
             return
         self.units_warning = delta_units_note(self.request.delta, units)
@@ -59,9 +68,6 @@ class ReleaseContext(Stages):
 def open_engine(request: Any, mechanism: Any) -> Any:
     """The engine for the request's input (``engine=`` or the default for the input's kind), refused if the
     mechanism lacks a primitive on it (:meth:`Mechanism.check_engine`); file formats and SQL are checked here."""
-    from .core import sources
-    from .engines import get_engine
-
     kind = sources.kind(request.data)
     if kind == "file":
         sources.file_format(request.data)
@@ -84,9 +90,6 @@ def check_output_columns(request: Any, value_column: str) -> None:
 
 def warn_before(request: Any) -> str | None:
     """The warnings known before any data is read (float noise, a risky δ); returns the δ note for the report."""
-    from .advice import DeltaWarning, delta_note
-    from .report import warn_insecure
-
     note = delta_note(request.delta)
     if request.insecure_float:
         warn_insecure()
@@ -100,14 +103,15 @@ class LedgerSession:
     budget), pre-checked, charged once (before any noise), marked published, closed if this release opened it."""
 
     def __init__(self, ledger: Any, dataset: str | None) -> None:
-        self.ledger, self.dataset, self.owned, self.charge_id = None, dataset, False, None
+        self.ledger: Ledger | None = None
+        self.dataset = dataset
+        self.owned = False
+        self.charge_id: int | None = None
         if ledger is None:
             if dataset is not None:
                 raise InvalidParameterError("⟨dataset=…⟩ names a budget in a ledger; pass ⟨ledger=…⟩ too",
                                             param="ledger")
             return
-        from .ledger import _dataset_name, open_ledger
-
         if dataset is None:
             raise InvalidParameterError("⟨ledger=…⟩ needs ⟨dataset=…⟩: the name of the dataset whose budget the "
                                         "release charges", param="dataset")
@@ -120,11 +124,11 @@ class LedgerSession:
             raise
 
     def check(self, charge: Any) -> None:
-        if self.ledger is not None:
+        if self.ledger is not None and self.dataset is not None:
             self.ledger.check(self.dataset, charge)
 
     def charge(self, charge: Any, source_name: str, what: str = "release") -> None:
-        if self.ledger is not None:
+        if self.ledger is not None and self.dataset is not None:
             self.charge_id = self.ledger.charge(self.dataset, charge, note=f"{what} {source_name}")
 
     def published(self, output: str | None) -> None:
@@ -139,10 +143,7 @@ class LedgerSession:
 
 def _sorted_table(arrow: Any, value_column: str) -> Any:
     """Largest value first (stable: ties keep the engine's canonical key order)."""
-    import numpy as np
-    import polars as pl
-
-    from .engines.base import numpy_to_arrow
+    import polars as pl  # heavy: loaded by the engines before a table is published
 
     # through a Polars frame: pyarrow's to_numpy imports pandas, Polars' Series-from-Arrow pyarrow.compute
     frame = pl.from_arrow(arrow.select([value_column]))
@@ -164,8 +165,6 @@ class Published:
 
 def _tables(ctx: ReleaseContext, released: Any, value_column: str) -> Published:
     """The released rows as a sorted Arrow table (and a Spark DataFrame for Spark input: Spark in, Spark out)."""
-    from .core import sources
-
     eng, by, spark = ctx.engine, list(ctx.by), sources.kind(ctx.data) == "spark"
     if released.in_process:
         arrow = _sorted_table(released.rows, value_column)
@@ -179,30 +178,20 @@ def _tables(ctx: ReleaseContext, released: Any, value_column: str) -> Published:
     return Published(arrow, None, arrow.num_rows)
 
 
-def _report(request: Any, planned: Any, released: Any, rows: int, delta_note: str | None) -> Any:
-    """The public report: the plan (or the run's re-plan) and the disclosure of the run."""
-    from . import __version__
-    from .report import Report
-
+def _report(request: Any, planned: Any, released: Any, rows: int, delta_note: str | None) -> Report:
+    """The public report, built from the charged event and the run's disclosure (the plan's, or the run's
+    re-plan's mechanism)."""
     final = released.planned or planned
-    d, mech = released.disclosure, final.mechanism
-    return Report(
-        mechanism=mech.name, options=mech.options(), reason=final.reason, analysis=d.analysis, epsilon=d.epsilon,
-        delta=d.delta, neighbours=d.neighbours, delta_achieved=d.delta_achieved, delta_parts=dict(d.delta_parts),
-        sigma=d.sigma, noise_std=d.noise_std, threshold=d.threshold, margin=d.margin,
-        pre_threshold=d.pre_threshold, comparison=d.comparison, contribution=d.contribution,
-        value_column=final.value_column, released_keys=int(rows), insecure_float=request.insecure_float,
-        notes=d.notes + ((delta_note,) if delta_note else ()), candidates=final.candidates, version=__version__,
-        profile=planned.charge.profile, column_errors=dict(d.column_errors), **released.report_fields)
+    return Report(event=planned.charge.event, disclosure=released.disclosure, mechanism=final.mechanism.name,
+                  options=final.mechanism.options(), reason=final.reason, released_keys=int(rows),
+                  insecure_float=request.insecure_float, advice=(delta_note,) if delta_note else (),
+                  candidates=final.candidates, version=__version__, **released.report_fields)
 
 
 def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSession,
-            delta_note: str | None) -> tuple[Any, Any]:
+            delta_note: str | None) -> tuple[Any, Report]:
     """Stage 6: ``(table, report)``; only released rows leave the engine, the file is written atomically with the
     report as metadata, then the charge is marked published."""
-    from .engines.output import OUTPUT_KIND, convert, write_atomic
-    from .core import sources
-
     request = ctx.request
     with ctx.stage("writing the output" if request.out else "building the table", "output"):
         tables = _tables(ctx, released, planned.value_column)
@@ -210,8 +199,9 @@ def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSess
         table = tables.native if tables.native is not None else convert(
             tables.arrow, OUTPUT_KIND.get(sources.kind(request.data), "polars"))
         if request.out:
+            path, fmt = request.out
             try:
-                write_atomic(tables.arrow, *request.out, metadata=report.metadata(), charge_id=ledger.charge_id)
+                write_atomic(tables.arrow, path, fmt, metadata=report.metadata(), charge_id=ledger.charge_id)
             except OutputWriteError as e:  # the budget is spent: hand the caller what it paid for
                 e.table, e.report = table, report
                 raise
@@ -219,17 +209,12 @@ def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSess
     return table, report
 
 
-def result(ctx: ReleaseContext, table: Any, report: Any, released: Any, t_start: float) -> Any:
+def result(ctx: ReleaseContext, table: Any, report: Report, released: Any, t_start: float) -> Result:
     """Stage 7: the :class:`~sparsedp.report.Result` with the curator-only figures."""
-    from .core import sources
-    from .report import Curator, Result
-
     request = ctx.request
     ctx.timings["total"] = time.perf_counter() - t_start
     engine_choice = None
     if request.engine is None:
-        from .engines.choice import choose_engine
-
         engine_choice = choose_engine(request.data).describe()
     fields = {"auto_bound": None, **released.curator_fields}
     curator = Curator(engine=ctx.engine.name, source=sources.display(request.data),

@@ -79,9 +79,13 @@ from . import _validate as v
 from .accounting import events as _events
 from .accounting.calibration import Neighbours
 from .accounting.charge import Charge
+from .accounting.composition import compose
+from .accounting.conversions import epsilon_from_delta
 from .accounting.events import PrivacyEvent, event_from_dict, event_from_profile
-from .accounting.profiles import PrivacyProfile, epsilon_from_delta, profile_from_dict
-from .errors import BudgetExceededError, InfeasibleError, InvalidParameterError
+from .accounting.pld import compose_all
+from .accounting.profiles import PrivacyProfile, profile_from_dict
+from .accounting.zcdp import zcdp_to_dp_delta, zcdp_to_dp_epsilon
+from .errors import BudgetExceededError, InfeasibleError, InvalidParameterError, InvalidTypeError
 
 _SLACK = 1e-12
 
@@ -161,7 +165,7 @@ class ChargeRecord:
 class Ledger:
     """Budget ledger in the SQLite file at ``path`` (created if missing; older files are migrated)."""
 
-    def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0):
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 60.0):
         self.path = Path(path)
         if self.path.exists() and self.path.is_dir():
             raise InvalidParameterError(f"ledger path {str(self.path)!r} is a directory; give a file name")
@@ -202,7 +206,7 @@ class Ledger:
         eps = v.epsilon(epsilon)
         dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
         if not isinstance(neighbours, Neighbours):
-            raise v.InvalidTypeError(f"neighbours must be a Neighbours member, got {neighbours!r}")
+            raise InvalidTypeError(f"neighbours must be a Neighbours member, got {neighbours!r}")
         with self._immediate():
             row = self._con.execute("SELECT epsilon, delta, neighbours FROM datasets WHERE name=?",
                                     (name,)).fetchone()
@@ -346,7 +350,7 @@ class Ledger:
         """Record that the release charged as ``charge_id`` was published (to ``output``, if a file)."""
         cid = v.integer("charge_id", charge_id, lo=1, hi=2**63 - 1)
         if output is not None and not isinstance(output, str):
-            raise v.InvalidTypeError(f"output must be a path string or None, got {type(output).__name__}")
+            raise InvalidTypeError(f"output must be a path string or None, got {type(output).__name__}")
         with self._immediate():
             n = self._con.execute(
                 "UPDATE charges SET status='published', output=?, published=? WHERE id=?",
@@ -357,7 +361,7 @@ class Ledger:
     def history(self, dataset: str | None = None) -> list[ChargeRecord]:
         q = ("SELECT id, dataset, epsilon, delta, rho, mechanism, note, status, output, created, neighbours, "
              "profile, event, samples FROM charges")
-        args: tuple = ()
+        args: tuple[Any, ...] = ()
         if dataset is not None:
             q += " WHERE dataset=?"
             args = (_dataset_name(dataset),)
@@ -490,8 +494,6 @@ class _Accounts:
         pairs = [p for p in (r.profile.pair() for r in rows if r.profile is not None) if p is not None]
         self.pair: Any = None
         if pairs:
-            from .accounting.composition import compose
-
             self.pair = compose(pairs)
             rest = [r for r in rows if r.profile is None or r.profile.pair() is None]
             self.eps_o = math.fsum(r.epsilon for r in rest)
@@ -502,7 +504,7 @@ class _Accounts:
 
     def _composed_delta(self, eps_p: float) -> float:
         try:
-            return self.pair.delta(eps_p)
+            return float(self.pair.delta(eps_p))
         except InfeasibleError:  # numeric table too large: this accounting is unavailable
             return math.inf
 
@@ -511,8 +513,6 @@ class _Accounts:
         """The privacy-loss distribution of all the charges composed (every charge by its event's PLD), or
         ``None`` when its table would be too large (then this accounting is unavailable)."""
         if self._pld is None:
-            from .accounting.pld import compose_all
-
             try:
                 self._pld = compose_all([(ev.pld(), n) for ev, n in self.events.items()])
             except InfeasibleError:
@@ -542,8 +542,6 @@ class _Accounts:
             return 0.0
         best = self.eps if self.dlt <= b_dlt * (1 + _SLACK) else math.inf
         if self.rho is not None and self.rho_delta < b_dlt:
-            from .accounting.zcdp import zcdp_to_dp_epsilon
-
             best = min(best, float(zcdp_to_dp_epsilon(self.rho, b_dlt - self.rho_delta)))
         if self.pair is not None and self.dlt_o < b_dlt:
             try:
@@ -559,7 +557,7 @@ def _as_charge(charge: Any, epsilon: float | None, delta: float | None, rho: flo
                mechanism: Any) -> Charge:
     if charge is not None:
         if not isinstance(charge, Charge):
-            raise v.InvalidTypeError(f"charge must be a sparsedp.ledger.Charge, got {type(charge).__name__}")
+            raise InvalidTypeError(f"charge must be a sparsedp.ledger.Charge, got {type(charge).__name__}")
         if epsilon is not None or delta is not None or rho is not None:
             raise InvalidParameterError("pass either a Charge or epsilon=/delta=/rho=, not both")
         return charge
@@ -594,7 +592,7 @@ def open_ledger(ledger: object) -> tuple["Ledger", bool]:
             raise InvalidParameterError(f"no ledger file at {os.fspath(ledger)!r}; create it and set the "
                                         f"dataset's budget first (sparsedp ledger init FILE --dataset NAME …)")
         return Ledger(ledger), True
-    raise v.InvalidTypeError(f"ledger must be a sparsedp.Ledger or the path of a ledger file, got "
+    raise InvalidTypeError(f"ledger must be a sparsedp.Ledger or the path of a ledger file, got "
                              f"{type(ledger).__name__}")
 
 
@@ -606,8 +604,6 @@ def _dataset_name(name: object) -> str:
 
 def _zcdp_fits(rho: float, rho_delta: float, b_eps: float, b_dlt: float) -> bool:
     """Does (ρ, δ')-approximate zCDP imply (b_eps, b_dlt)-DP? (CKS conversion with δ_conv = b_dlt − δ')."""
-    from .accounting.zcdp import zcdp_to_dp_delta
-
     if rho_delta >= b_dlt:
         return False
     return zcdp_to_dp_delta(rho, b_eps) <= (b_dlt - rho_delta)

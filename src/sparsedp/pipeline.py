@@ -24,19 +24,17 @@ mechanism's accountant assumes.
 
 from __future__ import annotations
 
+import html
 import os
 import time
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
+from typing import Any, Callable, ContextManager, Sequence
 
-from . import _validate as v
-from .errors import InvalidParameterError
+from .accounting.profiles import profile_of
 from .mechanisms import registry
+from .mechanisms.base import ReleaseRequest
 from .query import HistogramQuery, run_query
+from .report import Result
 from .request import OUT_FORMATS, build_plan_request, build_request, check_out_path
-
-if TYPE_CHECKING:
-    from .mechanisms.base import ReleaseRequest
-    from .report import Result
 
 __all__ = ["release", "plan", "Plan", "check_out_path", "OUT_FORMATS"]
 
@@ -47,7 +45,7 @@ __all__ = ["release", "plan", "Plan", "check_out_path", "OUT_FORMATS"]
 
 def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: float, delta: float,
             max_groups_per_unit: Any = None, top_k: int | None = None, mechanism: Any = "auto", *,
-            aggregates: Any = None, engine: str | None = None, out: str | os.PathLike | None = None,
+            aggregates: Any = None, engine: str | None = None, out: str | os.PathLike[str] | None = None,
             overwrite: bool = False,
             ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
             rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None, keys: Any = None,
@@ -154,14 +152,15 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                             insecure_float=insecure_float, engine=engine, connection=connection, out=out,
                             overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress)
     # 2.-7. ledger pre-check, the engine's pass, the charge, one private draw, publish, report (query.run_query)
-    return run_query(HistogramQuery(request, t_start), request.ledger, request.dataset)
+    res: Result = run_query(HistogramQuery(request, t_start), request.ledger, request.dataset)
+    return res
 
 
-class Plan(tuple):
+class Plan(tuple[Any, ...]):
     """``plan()``'s result: the calibrations of every applicable mechanism, the one ``auto`` would use first
     (a tuple of calibrations; ``.mechanisms`` gives the matching mechanism objects). Prints as a table."""
 
-    mechanisms: tuple
+    mechanisms: tuple[Any, ...]
     title: str
 
     def __new__(cls, rows: list[tuple[Any, Any]], title: str = "sparsedp plan") -> "Plan":
@@ -178,8 +177,6 @@ class Plan(tuple):
         """The privacy profile of row ``i`` (default: the best): δ(ε) of the noise actually sampled
         (``.delta(eps)``), its ``.epsilon(delta)``, and the f-DP trade-off curve ``.tradeoff_curve(alpha)``
         (Karrer et al. (2022) Thm 7.1 for continuous GSHM); ``None`` for mechanisms without one (basic composition)."""
-        from .accounting.profiles import profile_of
-
         cal = self[i]
         return profile_of(cal) if hasattr(cal, "noise") else None
 
@@ -221,8 +218,6 @@ class Plan(tuple):
         return str(self)
 
     def _repr_html_(self) -> str:
-        import html
-
         rows = self.rows()
         cols = list(dict.fromkeys(k for r in rows for k in r))
         head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
@@ -232,8 +227,6 @@ class Plan(tuple):
 
 
 def _plan_request(cal: Any) -> ReleaseRequest:
-    from .mechanisms.base import ReleaseRequest
-
     return ReleaseRequest(epsilon=cal.epsilon, delta=cal.delta, max_groups_per_unit=cal.l0 if cal.top_k is None
                           else None, aggregates=cal.aggregates, column_shape=_requested_shape(cal))
 

@@ -11,11 +11,13 @@ highlighted. Needs matplotlib (``pip install 'sparsedp[plot]'``).
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import Any, Sequence
 
-
 from . import _validate as v
+from .accounting import compare
 from .errors import InvalidParameterError
+from .pipeline import plan
 
 DEFAULT_KS = (1, 2, 3, 5, 8, 13, 20, 32, 50, 80, 128, 200, 320, 500, 800, 1000)
 
@@ -23,8 +25,6 @@ DEFAULT_KS = (1, 2, 3, 5, 8, 13, 20, 32, 50, 80, 128, 200, 320, 500, 800, 1000)
 def threshold_curves(epsilon: float, delta: float, ks: Sequence[int] = DEFAULT_KS,
                      noise: str = "both") -> dict[str, tuple[list[int], list[float]]]:
     """``{label: (ks, absolute thresholds 1 + τ)}`` for every mechanism/analysis feasible at each k."""
-    from .accounting import compare
-
     eps, dlt = v.epsilon(epsilon), v.delta(delta)
     noise = v.choice("noise", noise, ("discrete", "continuous", "both"))
     discrete = {"discrete": True, "continuous": False, "both": None}[noise]
@@ -59,8 +59,6 @@ def plan_curves(epsilon: float, delta: float, ks: Sequence[int], bound: str = "l
     :func:`sparsedp.plan` lists first, i.e. the mechanisms ``auto`` chooses among: with ``bound="l0"`` every
     auto candidate at ``max_groups_per_unit = k`` (GSHM, Laplace), with ``bound="top_k"`` top-k CSH
     (de-biased counts) at ``top_k = k``."""
-    from .pipeline import plan
-
     if bound not in ("l0", "top_k"):
         raise InvalidParameterError(f"bound must be 'l0' or 'top_k', got {bound!r}")
     curves: dict[str, tuple[list[int], list[float]]] = {}
@@ -91,7 +89,6 @@ def plot_plan(epsilon: float, delta: float, path: str | os.PathLike, ks: Sequenc
     """
     path, ext = check_plot_path(path)
     fig = plan_figure(epsilon, delta, ks, max_groups_per_unit, top_k)
-    import tempfile
     fd, tmp = tempfile.mkstemp(prefix=".plot.", suffix="." + ext, dir=os.path.dirname(path))
     os.close(fd)
     try:
@@ -114,8 +111,6 @@ def plan_figure(epsilon: float, delta: float, ks: Sequence[int] | None = None,
         from matplotlib.figure import Figure
     except ImportError:  # pragma: no cover - depends on the installation
         raise InvalidParameterError("plotting needs matplotlib: pip install 'sparsedp[plot]'") from None
-    from .pipeline import plan
-
     eps, dlt = v.epsilon(epsilon), v.delta(delta)
     if max_groups_per_unit is not None and top_k is not None:
         raise InvalidParameterError("plot one contribution bound: max_groups_per_unit or top_k, not both")

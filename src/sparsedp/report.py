@@ -8,14 +8,27 @@ no key that was not released and no exact count of any key is stored anywhere in
 
 from __future__ import annotations
 
+import functools
 import html
+import re
 import warnings
+from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .accounting.calibration import Neighbours
+from .accounting.events import ApproxDPEvent, PrivacyEvent
+from .accounting.profiles import PrivacyProfile
+from .mechanisms.base import Disclosure
 
-__all__ = ["Report", "Curator", "Result", "InsecureNoiseWarning"]
+__all__ = ["Report", "Curator", "Result", "InsecureNoiseWarning", "PUBLIC_FIELDS"]
+
+#: the public fields of a :class:`Report`, in the order of ``to_dict()`` (what a released file's reader and the
+#: JSON output see)
+PUBLIC_FIELDS = ("mechanism", "options", "reason", "analysis", "epsilon", "delta", "neighbours", "delta_achieved",
+                 "delta_parts", "sigma", "noise_std", "threshold", "margin", "pre_threshold", "comparison",
+                 "contribution", "value_column", "released_keys", "insecure_float", "notes", "candidates",
+                 "version", "profile", "column_errors", "auto_bound")
 
 INSECURE_LINE = ("WARNING: insecure float noise (insecure_float=True): this release is for research "
                  "reproduction only and is NOT a secure differentially private release")
@@ -33,60 +46,122 @@ def warn_insecure() -> None:
 class Report:
     """How a release was made — public: it may be published with the table. ``print(result.report)``.
 
-    Attributes:
-        mechanism, options: the registered mechanism and its options; ``reason``: why it was used.
-        analysis: the accountant that calibrated it.
-        epsilon, delta, neighbours: the guarantee; ``delta_achieved``: δ of the noise actually sampled (<= δ).
-        delta_parts: δ split into its named parts.
-        sigma, noise_std: noise scale and the standard deviation of each released value.
-        threshold, margin, pre_threshold, comparison: a key is released iff its noisy value ``comparison``
-            ``threshold`` (= pre-threshold + margin).
-        contribution: the contribution model the engine enforced.
-        value_column: the released value column; ``released_keys``: rows in the table.
-        insecure_float: float noise was requested by name (not a secure release).
-        notes: further public facts (top-k's released t̃, pure mechanisms' error bounds, fallbacks).
-        candidates: for ``mechanism="auto"``, every candidate with its margin.
-        column_errors: for a release with SUM/MEAN aggregates, each such output column's expected error in
-            value units (SUM: std of its noise; MEAN: worst-case RMSE at the release threshold,
-            :func:`sparsedp.mechanisms.aggregate_noise.expected_errors`); empty for a count-only release.
+    Built from what the release was charged and what its mechanism discloses, never restated field by field:
+
+    * ``event`` — the charged :class:`~sparsedp.accounting.events.PrivacyEvent` (what the ledger composes): the
+      guarantee ``epsilon``, ``delta``, ``neighbours`` and the privacy ``profile`` are read from it
+      (``event.describe()`` states its noise parameters in one line);
+    * ``disclosure`` — the mechanism's public :class:`~sparsedp.mechanisms.base.Disclosure` of its noise and
+      threshold: ``analysis``, ``delta_achieved``, ``delta_parts``, ``sigma``, ``noise_std``, ``threshold``,
+      ``margin``, ``pre_threshold``, ``comparison``, ``contribution``, ``value_column``, ``column_errors`` and
+      its notes are read from it;
+    * the facts of the run: ``mechanism`` and ``options`` (the registered mechanism used), ``reason`` (why),
+      ``released_keys`` (rows in the table), ``insecure_float`` (float noise requested by name: not a secure
+      release), ``advice`` (notes of the run, such as a risky δ), ``candidates`` (for ``mechanism="auto"``, every
+      candidate with its margin), ``version`` and ``auto_bound`` (``max_groups_per_unit="auto"``: the chosen
+      bound, the share of ε spent choosing it, the candidates and quantile,
+      :meth:`sparsedp.auto_bound.BoundChoice.to_dict`; ``epsilon`` is then the total; None otherwise).
+
+    Attributes read through: a key is released iff its noisy value ``comparison`` ``threshold`` (= pre-threshold +
+    margin); ``delta_achieved`` is δ of the noise actually sampled (<= δ); ``column_errors``: for a release with
+    SUM/MEAN aggregates, each such output column's expected error in value units (SUM: std of its noise; MEAN:
+    worst-case RMSE at the release threshold, :func:`sparsedp.mechanisms.aggregate_noise.expected_errors`);
+    ``notes``: the disclosure's public facts (top-k's released t̃, pure mechanisms' error bounds, fallbacks)
+    then ``advice``.
     """
 
+    event: PrivacyEvent
+    disclosure: Disclosure
     mechanism: str
     options: Mapping[str, Any]
     reason: str
-    analysis: str
-    epsilon: float
-    delta: float
-    neighbours: Neighbours
-    delta_achieved: float
-    delta_parts: Mapping[str, float]
-    sigma: float | None
-    noise_std: float | None
-    threshold: float | None
-    margin: float | None
-    pre_threshold: int | None
-    comparison: str
-    contribution: str
-    value_column: str
     released_keys: int
     insecure_float: bool = False
-    notes: tuple[str, ...] = ()
+    advice: tuple[str, ...] = ()
     candidates: tuple[Mapping[str, Any], ...] = ()
     version: str = ""
-    #: the release's privacy profile (:mod:`sparsedp.accounting.profiles`: ``.delta(eps)``, ``.epsilon(delta)``,
-    #: ``.tradeoff_curve(alpha)``), None if it has none; data-independent, public
-    profile: Any = None
-    column_errors: Mapping[str, float] = field(default_factory=dict)
-    #: ``max_groups_per_unit="auto"``: the chosen bound, the share of ε spent choosing it, the candidates and
-    #: quantile (:meth:`sparsedp.auto_bound.BoundChoice.to_dict`); ``epsilon`` is then the total; None otherwise
     auto_bound: Mapping[str, Any] | None = None
+
+    # -- the guarantee: the charged event --------------------------------------------------------------
+    @property
+    def epsilon(self) -> float:
+        return self.event.epsilon
+
+    @property
+    def delta(self) -> float:
+        return self.event.delta
+
+    @property
+    def neighbours(self) -> Neighbours:
+        return self.event.neighbours
+
+    @functools.cached_property
+    def profile(self) -> PrivacyProfile | None:
+        """The release's privacy profile (:mod:`sparsedp.accounting.profiles`: ``.delta(eps)``,
+        ``.epsilon(delta)``, ``.tradeoff_curve(alpha)``): the charged event's, None for an event known only by
+        its (ε, δ) (:class:`~sparsedp.accounting.events.ApproxDPEvent`) or without a single-release profile
+        object; data-independent, public."""
+        return None if isinstance(self.event, ApproxDPEvent) else self.event.profile()
+
+    # -- the mechanism's disclosure --------------------------------------------------------------------
+    @property
+    def analysis(self) -> str:
+        return self.disclosure.analysis
+
+    @property
+    def delta_achieved(self) -> float:
+        return self.disclosure.delta_achieved
+
+    @property
+    def delta_parts(self) -> Mapping[str, float]:
+        return self.disclosure.delta_parts
+
+    @property
+    def sigma(self) -> float | None:
+        return self.disclosure.sigma
+
+    @property
+    def noise_std(self) -> float | None:
+        return self.disclosure.noise_std
+
+    @property
+    def threshold(self) -> float | None:
+        return self.disclosure.threshold
+
+    @property
+    def margin(self) -> float | None:
+        return self.disclosure.margin
+
+    @property
+    def pre_threshold(self) -> int | None:
+        return self.disclosure.pre_threshold
+
+    @property
+    def comparison(self) -> str:
+        return self.disclosure.comparison
+
+    @property
+    def contribution(self) -> str:
+        return self.disclosure.contribution
+
+    @property
+    def value_column(self) -> str:
+        return self.disclosure.value_column
+
+    @property
+    def column_errors(self) -> Mapping[str, float]:
+        return self.disclosure.column_errors
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(self.disclosure.notes) + self.advice
 
     def guarantee(self) -> str:
         return f"({self.epsilon:g}, {self.delta:g})-DP, {self.neighbours.value}"
 
     def to_dict(self) -> dict[str, Any]:
-        """The public fields as plain JSON-friendly values."""
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """The public fields (:data:`PUBLIC_FIELDS`) as plain JSON-friendly values."""
+        out = {k: getattr(self, k) for k in PUBLIC_FIELDS}
         out["neighbours"] = self.neighbours.value
         out["options"] = {k: _plain(x) for k, x in self.options.items()}
         out["delta_parts"] = dict(self.delta_parts)
@@ -137,7 +212,7 @@ class Report:
         if self.delta_parts:
             lines.append("  delta parts   " + ", ".join(f"{k} {val:.3g}" for k, val in self.delta_parts.items()))
         if self.profile is not None:
-            pts = ", ".join(f"delta({e:g}) = {float(self.profile.delta(e)):.3g}"
+            pts = ", ".join(f"delta({e:g}) = {float(self.event.delta_at(e)):.3g}"
                             for e in (self.epsilon / 2, 2 * self.epsilon))
             lines.append(f"  profile       {pts} (the same noise at other epsilons)")
         lines += [f"  note          {n}" for n in self.notes]
@@ -155,8 +230,6 @@ class Report:
 def _lines_table(lines: list[str]) -> str:
     """``lines`` (a title line, then ``"  label   value"`` lines) as an HTML table: the title as caption, one row
     per line with the label in the first column (a line without a label spans both columns)."""
-    import re
-
     caption, rows = "", []
     for line in lines:
         m = re.match(r"^ {2}(\S+(?: \S+)?) {2,}(.*)$", line)
@@ -172,8 +245,6 @@ def _lines_table(lines: list[str]) -> str:
 
 
 def _plain(x: Any) -> Any:
-    from fractions import Fraction
-
     if isinstance(x, Fraction):
         return str(x)
     if isinstance(x, tuple):
@@ -190,7 +261,7 @@ def _known(x: Any) -> str:
 class Curator:
     """Figures for the curator only — NOT differentially private, never publish them.
 
-    ``bounding`` (:class:`~sparsedp.engines.BoundingStats`: rows, units and keys in, what the contribution bound
+    ``bounding`` (:class:`~sparsedp.core.bounded.BoundingStats`: rows, units and keys in, what the contribution bound
     dropped), ``timings`` (seconds per stage), ``engine``, ``source``, ``output`` (where the table was written)
     and ``warnings`` (data-dependent advice such as :func:`sparsedp.advice.delta_units_note`).
     """
@@ -204,7 +275,7 @@ class Curator:
     #: warnings that depend on the data (e.g. δ against the exact number of units): curator only
     warnings: tuple[str, ...] = ()
     #: ``max_groups_per_unit="auto"``: the true counts the choice was made from
-    #: (:class:`~sparsedp.auto_bound.UnitKeyCounts`: units, and units with at most each candidate's keys)
+    #: (:class:`~sparsedp.core.unit_keys.UnitKeyCounts`: units, and units with at most each candidate's keys)
     auto_bound: Any = None
 
     def lines(self) -> list[str]:

@@ -12,14 +12,20 @@ mechanism.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from typing import Any, Callable, ContextManager
 
 from . import _validate as v
-from .aggregates import Count
+from .aggregates import Count, Sum, output_names
+from .auto_bound import parse_auto
+from .bound_choice import AutoBounded
+from .core import sources
 from .engines.output import OUT_FORMATS, check_out_path
 from .errors import InvalidParameterError, InvalidTypeError
+from .mechanisms import registry
+from .mechanisms.base import Mechanism, ReleaseRequest
+from .mechanisms.thresholded import fit_shape
+from .noise import default_source
 
 __all__ = ["Request", "PlanRequest", "build_request", "build_plan_request", "check_out_path", "columns", "split_aggregates", "OUT_FORMATS"]
 
@@ -45,7 +51,7 @@ class Request:
     top_k: int | None
     mechanism: Any
     count: Count
-    sums: tuple
+    sums: tuple[Sum, ...]
     keys: Any
     column_shape: Any
     insecure_float: bool
@@ -57,10 +63,8 @@ class Request:
     source: Any = None
     progress: Callable[[str], ContextManager[Any]] | None = None
 
-    def mechanism_request(self) -> Any:
+    def mechanism_request(self) -> ReleaseRequest:
         """The data-independent part the mechanism calibrates (:class:`~sparsedp.mechanisms.base.ReleaseRequest`)."""
-        from .mechanisms.base import ReleaseRequest
-
         return ReleaseRequest(epsilon=self.epsilon, delta=self.delta, max_groups_per_unit=self.bound,
                               insecure_float=self.insecure_float, aggregates=self.sums, keys=self.keys,
                               column_shape=self.column_shape)
@@ -82,14 +86,12 @@ def columns(privacy_unit: Any, by: Any) -> tuple[str | None, list[str]]:
     return privacy_unit, cols
 
 
-def split_aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tuple[Count, tuple]:
+def split_aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tuple[Count, tuple[Sum, ...]]:
     """``(count, sums)``: the count aggregate of ``aggregates`` (default ``Count()``; at most one) and the
     SUM/MEAN aggregates (:class:`~sparsedp.aggregates.Sum`, :class:`~sparsedp.aggregates.Mean`) in the given
     order. Types, duplicate output names, output names that are input columns, and value columns that are the
     unit or a key are refused here (no data read). The SUM/MEAN columns are released with the count by the
     joint GSHM (:mod:`sparsedp.accounting.aggregates`)."""
-    from .aggregates import Sum, output_names
-
     if aggregates is None:
         return Count(), ()
     aggs = list(aggregates) if isinstance(aggregates, (list, tuple)) else [aggregates]
@@ -110,22 +112,17 @@ def split_aggregates(aggregates: Any, unit: str | None, cols: list[str]) -> tupl
     return (counts[0] if counts else Count()), sums
 
 
-def check_column_shape(shape: Any, sums: tuple) -> Any:
+def check_column_shape(shape: Any, sums: tuple[Sum, ...]) -> Any:
     """``column_shape`` checked and fitted once before anything is read (errors in the user's terms), kept as a
     tuple of tuples for the request (:func:`sparsedp.mechanisms.thresholded.fit_shape`)."""
     if shape is None:
         return None
-    from .mechanisms.thresholded import fit_shape
-
     return fit_shape(sums, shape).requested
 
 
 def mechanism_object(spec: Any, top_k: Any, bound_given: bool, keys: bool) -> Any:
     """The mechanism object for ``mechanism=spec`` (a registered name or object) and the ``top_k=…`` shorthand:
     the class that ``top_k`` configures says so (:meth:`Mechanism.with_top_k`)."""
-    from .mechanisms import registry
-    from .mechanisms.base import Mechanism
-
     if top_k is not None and keys:
         raise InvalidParameterError("⟨keys=…⟩ releases every listed key (no threshold); ⟨top_k⟩ selects keys "
                                     "from the data: pass one of them", param="top_k")
@@ -142,8 +139,6 @@ def mechanism_object(spec: Any, top_k: Any, bound_given: bool, keys: bool) -> An
 
 def source(rng: Any) -> Any:
     """The release's random source: the secure default, or a seeded source for tests."""
-    from .noise import default_source
-
     if rng is None:
         return default_source()
     if not callable(getattr(rng, "uint64", None)) or not callable(getattr(rng, "random_bytes", None)):
@@ -153,15 +148,11 @@ def source(rng: Any) -> Any:
 
 def _input(data: Any) -> Any:
     """The input as the engines read it: a directory of Parquet/CSV parts becomes the glob of its files."""
-    from .core import sources
-
     return sources.resolve_file(data) if sources.kind(data) == "file" else data
 
 
 def _bound(max_groups_per_unit: Any) -> tuple[int | None, Any]:
     """``(l0, AutoBound options)``: an integer bound, or the options of a bound chosen from the data."""
-    from .auto_bound import parse_auto
-
     auto = parse_auto(max_groups_per_unit)
     if auto is not None:
         return None, auto
@@ -171,11 +162,12 @@ def _bound(max_groups_per_unit: Any) -> tuple[int | None, Any]:
 
 
 def _keys(keys: Any, cols: list[str]) -> Any:
+    """The public key list (:class:`~sparsedp.mechanisms.public_keys.PublicKeys`), checked; its module loads only
+    when a list is given (:func:`~sparsedp.mechanisms.registry.builtin_module`: a default release stays light)."""
     if keys is None:
         return None
-    from .mechanisms.public_keys import PublicKeys, public_keys
-
-    pub = keys if isinstance(keys, PublicKeys) else public_keys(keys, cols)
+    mod = registry.builtin_module("public_keys")
+    pub = keys if isinstance(keys, mod.PublicKeys) else mod.public_keys(keys, cols)
     if list(pub.columns) != cols:
         raise InvalidParameterError(f"keys has the columns {list(pub.columns)}, not the by columns {cols}")
     return pub
@@ -199,8 +191,6 @@ def build_request(data: Any, privacy_unit: Any, by: Any, epsilon: Any, delta: An
                                     "counts)")
     mech = mechanism_object(mechanism, top_k, max_groups_per_unit is not None, pub is not None)
     if auto is not None:
-        from .bound_choice import AutoBounded
-
         mech = AutoBounded(inner=mech, bound=auto)
     out, rng, overwrite = rest.pop("out", None), rest.pop("rng", None), rest.pop("overwrite", False)
     data = _input(data)
@@ -227,17 +217,15 @@ class PlanRequest:
     top_k: int | None
     max_units: int | None
     beta: Any
-    sums: tuple
+    sums: tuple[Sum, ...]
     column_shape: Any
     insecure_float: bool
     keys: Any = None
     d: int | None = None
     group: str | None = None
 
-    def request(self, **changes: Any) -> Any:
+    def request(self, **changes: Any) -> ReleaseRequest:
         """The :class:`~sparsedp.mechanisms.base.ReleaseRequest` the mechanisms calibrate (``changes`` applied)."""
-        from .mechanisms.base import ReleaseRequest
-
         base = ReleaseRequest(epsilon=self.epsilon, delta=self.delta, max_groups_per_unit=self.l0,
                               insecure_float=self.insecure_float, aggregates=self.sums,
                               column_shape=self.column_shape)
@@ -277,7 +265,7 @@ def build_plan_request(epsilon: Any, delta: Any, max_groups_per_unit: Any, top_k
         return PlanRequest(delta=dlt, sums=(), column_shape=None, keys=keys, d=d, group=group, **common)
     if group is not None:
         raise InvalidParameterError("plan(group=…) groups a public key list: pass keys=<frame with that column>")
-    sums: tuple = () if aggregates is None else split_aggregates(aggregates, "", [])[1]
+    sums: tuple[Sum, ...] = () if aggregates is None else split_aggregates(aggregates, "", [])[1]
     if sums and (max_units is not None or dlt == 0):
         raise InvalidParameterError("SUM/MEAN are released by GSHM and top-k CSH only (delta > 0, "
                                     "max_groups_per_unit or top_k), not by the pure mechanisms")

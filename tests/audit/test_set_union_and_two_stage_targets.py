@@ -14,7 +14,6 @@ from sparsedp.audit.runner import law_runs_needed
 from sparsedp.audit.set_union import policy_scenarios, weighted_scenarios
 from sparsedp.audit.targets import _engine
 from sparsedp.audit.two_stage import two_stage_scenarios
-from sparsedp.mechanisms.set_union import policy_histogram, weighted_histogram
 from sparsedp.noise import InsecureSeededRandom
 
 EPS, DELTA = 1.0, 1e-3
@@ -35,13 +34,13 @@ def _by_key(keys: pa.Table, values) -> dict[int, float]:
 
 def test_weighted_scenarios_are_what_the_histogram_step_computes():
     """A unit that kept t keys adds W_t to each: the rows of D' of "new" (one unit, l0 keys) and "new-1" (one unit,
-    one key) give exactly the audited weight sums through the mechanism's own weighted_histogram."""
+    one key) give exactly the audited weight sums through the mechanism's own histogram step (the engine's)."""
     t = build_target("weighted-gaussian", epsilon=EPS, delta=DELTA, bound=3)
     w = grid_weights(3, t.mechanism.grid)
     scs = {s.name: s for s in weighted_scenarios(t.calibration, 3)}
     assert set(scs) == {"shared", "new", "new-1", "mixed"}
     for name, units in (("new", [[0, 1, 2]]), ("new-1", [[0]])):
-        h = weighted_histogram(_engine(), _rows(units), "uid", ["key"], 3, w, InsecureSeededRandom(1))
+        h = t.mechanism.histogram(_engine(), _rows(units), "uid", ["key"], t.request, InsecureSeededRandom(1))
         got = _by_key(h.keys, h.counts)
         assert got == {k: int(scs[name].counts1[k]) for k in range(len(units[0]))}
     for sc in scs.values():  # one unit of t keys: +W_t on at most l0 keys, nothing else moves
@@ -85,8 +84,8 @@ def test_policy_scenarios_are_what_the_policy_computes():
     shared = scs["shared"]
     h = int(round(shared.counts0[0] * np.sqrt(2)))  # H units with both keys, 1/√2 each
     for counts, n_units in ((shared.counts0, h), (shared.counts1, h + 1)):
-        hist = policy_histogram(_engine(), _rows([[0, 1]] * n_units), "uid", ["key"], 2, t.calibration.gamma,
-                                InsecureSeededRandom(2))
+        hist = t.mechanism.histogram(_engine(), _rows([[0, 1]] * n_units), "uid", ["key"], t.request,
+                                     InsecureSeededRandom(2))
         got = _by_key(hist.keys, hist.weights)
         assert got == pytest.approx({0: counts[0], 1: counts[1]}, rel=1e-12)
     assert shared.counts1[0] <= t.calibration.gamma and shared.counts1[0] - shared.counts0[0] == pytest.approx(
@@ -160,3 +159,19 @@ def test_misra_gries_half_sigma_is_refuted_by_the_law_of_its_csh():
     bad = audit("misra-gries", epsilon=EPS, delta=DELTA, sigma_scale=0.5, scenarios=(), law_runs=80,
                 rng=InsecureSeededRandom(14))
     assert bad.refutes_calibration, str(bad)
+
+
+def test_cli_audits_the_new_targets():
+    from typer.testing import CliRunner
+
+    from sparsedp.cli import app
+
+    runner = CliRunner()
+    ok = runner.invoke(app, ["audit", "weighted-gaussian", "--epsilon", "1", "--delta", "1e-3", "--runs", "20000",
+                             "--law-runs", "20000", "--seed", "3"])
+    assert ok.exit_code == 0 and "no contradiction" in ok.output, ok.output
+    bad = runner.invoke(app, ["audit", "weighted-gaussian", "--epsilon", "1", "--delta", "1e-3", "--runs", "20000",
+                              "--law-runs", "20000", "--seed", "3", "--sigma-scale", "0.5"])
+    assert bad.exit_code == 1 and "CONTRADICTION" in bad.output, bad.output
+    err = runner.invoke(app, ["audit", "vector-sum", "--epsilon", "1", "--delta", "1e-5", "--margin-shift", "-1"])
+    assert err.exit_code == 2 and "--margin-shift" in err.output, err.output

@@ -150,11 +150,29 @@ def _q_bracket(x0: FloatArray, r: float, m: FloatArray, h: float = _H,
     return np.minimum(lo, 1.0), np.minimum(hi * _SAFETY, 1.0)
 
 
+#: p_inf brackets already computed, by (σ, τ, k) then m. They do not depend on ε, so a profile evaluated at many
+#: ε (a trade-off curve: 401 points; the ledger's samples) computes each once. :func:`_q_bracket` works row by
+#: row (its grid depends on x0 = τ/σ only), so a value is the same bits whichever batch computed it. Bounded.
+_P_INF: dict[tuple[float, float, int], dict[float, tuple[float, float]]] = {}
+_P_INF_KEYS = 256
+
+
 def _p_inf_bracket(sigma: float, tau: float, k: int, m: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Certified (lower, upper) of p_inf(m) = 1 − E[Φ((τ − A)/σ)^m], A ~ N(0, σ²/√k), for an array m
-    (z = A/σ_c, x = τ/σ − k^{-1/4} z; :func:`_q_bracket`)."""
-    m = np.atleast_1d(np.asarray(m, float))[:, None]
-    return _q_bracket(np.full(m.shape, tau / sigma), k ** -0.25, m)
+    (z = A/σ_c, x = τ/σ − k^{-1/4} z; :func:`_q_bracket`); each (σ, τ, k, m) computed once (:data:`_P_INF`)."""
+    ms = np.atleast_1d(np.asarray(m, float)).tolist()
+    key = (float(sigma), float(tau), int(k))
+    known = _P_INF.get(key)
+    if known is None:
+        if len(_P_INF) >= _P_INF_KEYS:
+            _P_INF.pop(next(iter(_P_INF)))
+        known = _P_INF[key] = {}
+    missing = sorted(set(ms) - known.keys())
+    if missing:
+        col = np.array(missing)[:, None]
+        lo, hi = _q_bracket(np.full(col.shape, tau / sigma), k ** -0.25, col)
+        known.update(zip(missing, zip(lo.tolist(), hi.tolist())))
+    return np.array([known[x][0] for x in ms]), np.array([known[x][1] for x in ms])
 
 
 def _bw(mu: npt.ArrayLike, x: npt.ArrayLike) -> FloatArray:

@@ -15,8 +15,8 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
+from ..core.bounded import BoundingStats, LocalHistogram
 from ..engines import get_engine
-from ..engines.base import BoundingStats, LocalHistogram
 
 __all__ = ["arrow_engine", "local_histogram", "released_rows", "key_id", "size_estimate", "release_tiled"]
 
@@ -29,7 +29,7 @@ def arrow_engine():
 
 
 def local_histogram(counts: np.ndarray, ids: np.ndarray, units: int | None = None) -> LocalHistogram:
-    """A bounded :class:`~sparsedp.engines.base.LocalHistogram` of the given keys (int ids) and counts, as an
+    """A bounded :class:`~sparsedp.core.bounded.LocalHistogram` of the given keys (int ids) and counts, as an
     embedded engine hands it to ``Mechanism.run`` (keys with a count below 1 are not in it); ``units``: the number
     of privacy units in the input (default: the total count, one key per unit)."""
     n = int(counts.size)

@@ -21,6 +21,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 import typer
 
+from ..errors import SparsedpError, render
+
 #: exit code of a usage error (bad flag value, bad input, budget exceeded): nothing was written or charged
 USAGE = 2
 #: exit code after Ctrl-C / SIGTERM (128 + SIGINT, the shell convention)
@@ -91,8 +93,6 @@ def to_cli(message: Any, flags: Mapping[str, str]) -> str:
     as it is. Multi-line messages (DuckDB's SQL errors with a caret line) are joined into one line without the
     position marks.
     """
-    from ..errors import SparsedpError, render
-
     if isinstance(message, Warning) and message.args:  # a warning's text (a ParamText keeps its template)
         message = message.args[0]
     if isinstance(message, SparsedpError):
@@ -138,8 +138,6 @@ def cli_errors(flags: Mapping[str, str], interrupt_note: str = "nothing was writ
     """Run a command's library calls: a :class:`~sparsedp.errors.SparsedpError` exits 2 with its message in
     ``flags`` terms (:func:`to_cli`), an interrupt (Ctrl-C, SIGTERM, DuckDB's ``InterruptException``) exits
     130; one line on stderr either way, no traceback."""
-    from ..errors import SparsedpError
-
     try:
         with sigterm_as_interrupt():
             yield

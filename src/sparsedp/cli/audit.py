@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from ..errors import SparsedpError
+from ..noise import InsecureSeededRandom
 from . import app
 from ._errors import AUDIT_FLAGS, fail, interruptible
 
@@ -48,15 +50,10 @@ def audit(
     """Release MECHANISM many times through its real release path on worst-case neighbouring inputs; report an
     empirical lower bound on epsilon at the claimed delta (Clopper-Pearson) and a test of the released law
     against the calibrated mechanism's; exit code 1 on a contradiction."""
-    from ..audit import audit as run_audit
-    from ..errors import SparsedpError
+    from ..audit import audit as run_audit  # imports scipy.stats: not at start-up (``sparsedp --help`` stays light)
 
     try:
-        rng = None
-        if seed is not None:
-            from ..noise import InsecureSeededRandom
-
-            rng = InsecureSeededRandom(seed)
+        rng = None if seed is None else InsecureSeededRandom(seed)
         res = run_audit(mechanism, epsilon=epsilon, delta=delta, bound=l0, runs=runs, law_runs=law_runs,
                         sigma_scale=sigma_scale, margin_shift=margin_shift, confidence=confidence,
                         scenarios=scenario or None, rng=rng)

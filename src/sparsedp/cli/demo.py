@@ -9,8 +9,10 @@ from typing import Optional
 
 import typer
 
+from .. import demo_data
 from . import app
 from ._errors import DEMO_FLAGS, cli_errors, interruptible
+from .release import progress_stages, run_release
 
 
 #: the folder the demo writes into by default (created in the current directory)
@@ -43,9 +45,6 @@ def demo(
     """Synthetic search log (Zipf queries, heavy-tailed users) -> private query counts, with a report."""
     from rich.console import Console
 
-    from ..demo_data import log_format, search_log, write_search_log
-    from .release import progress_stages, run_release
-
     console, err = Console(), Console(stderr=True)
     if delta is None:
         delta = default_delta(rows)
@@ -54,16 +53,16 @@ def demo(
         out, overwrite = os.path.join(DEMO_DIR, "release.csv"), True
     if write is not None:
         try:
-            log_format(write)
+            demo_data.log_format(write)
         except ValueError:
             err.print(f"--write must name a .parquet or .csv file, got {write!r}", markup=False, highlight=False)
             raise typer.Exit(2)
     stage = progress_stages(err)
     t = time.perf_counter()
     with cli_errors(DEMO_FLAGS), stage(f"generating a synthetic search log ({rows:,} rows)"):
-        log = search_log(rows, seed=seed)
+        log = demo_data.search_log(rows, seed=seed)
     if write is not None:
-        write_search_log(log, write)
+        demo_data.write_search_log(log, write)
         console.print(f"synthetic search log written to {write}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"synthetic search log: {log.height:,} rows, {log['user_id'].n_unique():,} users, "
                   f"{log['query'].n_unique():,} distinct queries ({time.perf_counter() - t:.1f}s)",

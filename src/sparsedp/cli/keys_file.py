@@ -11,6 +11,7 @@ import os
 from typing import Sequence
 
 from ..errors import InvalidParameterError
+from ..mechanisms import registry
 
 __all__ = ["read_keys"]
 
@@ -20,8 +21,7 @@ def read_keys(path: str, by: Sequence[str]):
     (errors name ``--keys``)."""
     import polars as pl
 
-    from ..mechanisms.public_keys import public_keys
-
+    public_keys = registry.builtin_module("public_keys").public_keys  # loads on use (registration order kept)
     if not os.path.isfile(path):
         raise InvalidParameterError(f"--keys {path}: no such file")
     ext = os.path.splitext(path)[1].lower()

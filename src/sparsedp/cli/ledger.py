@@ -11,9 +11,13 @@ from pathlib import Path
 
 import typer
 
+from .. import accounting
+from ..accounting.calibration import Neighbours
+from ..errors import SparsedpError
+from ..ledger import Charge, Ledger
+from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 from . import app
 from ._errors import LEDGER_FLAGS, fail, interruptible
-from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 
 ledger_app = typer.Typer(help="Privacy-budget ledger: set budgets, list releases, plan more.", no_args_is_help=True)
 
@@ -32,10 +36,6 @@ def init(
                                    help="Neighbouring relation of the budget: add-remove or replace-one."),
 ) -> None:
     """Set the total (epsilon, delta) budget of a dataset (lowering allowed, raising refused)."""
-    from ..accounting.calibration import Neighbours
-    from ..errors import SparsedpError
-    from ..ledger import Ledger
-
     if neighbours not in _RELATIONS:
         fail(f"--neighbours must be one of {', '.join(_RELATIONS)}, got {neighbours!r}")
     try:
@@ -54,9 +54,6 @@ def show(
 ) -> None:
     """Budgets, spent and remaining epsilon at the budget's delta, and every charge."""
     from rich.console import Console
-
-    from ..errors import SparsedpError
-    from ..ledger import Ledger
 
     if not path.exists():
         fail(f"no ledger at {path}")
@@ -145,18 +142,13 @@ def plan(
     """How many more releases of one kind fit the remaining budget (composed vs basic composition)."""
     import math
 
-    from ..accounting import calibrate
-    from ..accounting.calibration import Neighbours
-    from ..errors import SparsedpError
-    from ..ledger import Charge, Ledger
-
     if not path.exists():
         fail(f"no ledger at {path}")
     if mechanism not in (GSHM.name, Laplace.name, TopKCSH.name):
         fail(f"--mechanism must be gshm, laplace or topk-csh, got {mechanism!r}")
     try:
         kw = {"top_k": top_k} if mechanism == TopKCSH.name else {"l0": max_groups}
-        cal = calibrate(mechanism, epsilon=epsilon, delta=delta, **kw)
+        cal = accounting.calibrate(mechanism, epsilon=epsilon, delta=delta, **kw)
         charge = Charge.from_calibration(cal)
         with Ledger(path) as led:
             b_eps, b_dlt = led.budget(dataset)

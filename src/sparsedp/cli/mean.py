@@ -7,8 +7,13 @@ from typing import Optional
 
 import typer
 
+from ..engines.output import write_atomic
+from ..errors import InvalidParameterError, SparsedpError
+from ..pipeline import check_out_path
+from ..vectors import vector_mean, vector_sum
 from . import app
-from ._errors import VECTOR_FLAGS, fail, interrupted, interruptible
+from ._errors import VECTOR_FLAGS, fail, interrupted, interruptible, sigterm_as_interrupt
+from .release import progress_stages
 
 _COMMON_HELP = {
     "unit": "Privacy unit column (whom the guarantee protects); a unit's rows are summed per coordinate.",
@@ -23,8 +28,6 @@ _COMMON_HELP = {
 
 
 def _numbers(flag: str, text: Optional[str]):
-    from ..errors import InvalidParameterError
-
     if text is None:
         return None
     try:
@@ -36,8 +39,6 @@ def _numbers(flag: str, text: Optional[str]):
 
 def _layout(columns, coordinate, value, coordinates, lower, upper, bounds):
     """Keyword arguments for sd.vector_sum/vector_mean from the CLI flags (errors in flag terms)."""
-    from ..errors import InvalidParameterError
-
     kw: dict = {}
     if columns is not None:
         if coordinate is not None or value is not None:
@@ -82,21 +83,14 @@ def _layout(columns, coordinate, value, coordinates, lower, upper, bounds):
 
 
 def _run(fn, input: str, console, err, out: Optional[str], head: int, overwrite: bool = False, **kw):
-    from ..errors import SparsedpError
-    from .release import progress_stages, sigterm_as_interrupt
-
     try:
         out_path = None
         if out is not None:
-            from ..pipeline import check_out_path
-
             out_path = check_out_path(out, overwrite)
         with sigterm_as_interrupt():
             res = fn(input, progress=progress_stages(err), **kw)
         frame = res.table
         if out_path is not None:
-            from ..engines.output import write_atomic
-
             write_atomic(frame.to_arrow(), *out_path, metadata=res.report.metadata())
     except SparsedpError as e:
         fail(e, VECTOR_FLAGS)
@@ -149,9 +143,6 @@ def sum_(
     """Private vector sum with per-coordinate bounds (elliptical Gaussian / parallelotope Laplace, exact noise)."""
     from rich.console import Console
 
-    from ..errors import SparsedpError
-    from ..vectors import vector_sum
-
     err = Console(stderr=True)
     try:
         kw = _layout(columns, coordinate, value, coordinates, lower, upper, bounds)
@@ -195,9 +186,6 @@ def mean(
     """Private mean of each unit's vector by PLAN (variance-aware noise, thesis Ch. 5; replace-one neighbours), or
     --method sum-count (add-remove neighbours)."""
     from rich.console import Console
-
-    from ..errors import SparsedpError
-    from ..vectors import vector_mean
 
     err = Console(stderr=True)
     try:

@@ -10,9 +10,13 @@ from typing import Optional
 
 import typer
 
+from ..accounting import best, compare
+from ..errors import SparsedpError
+from ..mechanisms.thresholded import Laplace, TopKCSH
+from .. import pipeline
+from ..plotting import check_plot_path, plot_plan
 from . import app
 from ._errors import PLAN_FLAGS, fail, interruptible
-from ..mechanisms.thresholded import Laplace, TopKCSH
 
 _NOISE = {"discrete": True, "continuous": False, "both": None}
 
@@ -64,9 +68,7 @@ def render_pure_table(epsilon: float, delta: float, max_units: int) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from ..pipeline import plan
-
-    cals = [c for c in plan(epsilon, delta, max_units=max_units) if hasattr(c, "accuracy")]
+    cals = [c for c in pipeline.plan(epsilon, delta, max_units=max_units) if hasattr(c, "accuracy")]
     beta = cals[0].beta if cals else 0.05
     table = Table(title=f"pure DP (one key per unit), n={max_units} units, epsilon rounded down to "
                         f"{cals[0].epsilon:g}" if cals else "pure DP", caption=(
@@ -106,10 +108,7 @@ def _calibrations(epsilon: float, delta: float, l0: Optional[int], top_k: Option
     """``(secure plan or None, rows, their "use" texts)``: the secure rows are the registered mechanisms, as a
     release samples them (:func:`sparsedp.plan`: the first is auto's choice); the paper analyses (continuous
     noise) are listed for research (:func:`sparsedp.accounting.compare`)."""
-    from ..accounting import compare
-    from ..pipeline import plan
-
-    secure = plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k) if noise != "continuous" and (
+    secure = pipeline.plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k) if noise != "continuous" and (
         l0 is not None or top_k is not None) else None
     cals = list(secure) if secure is not None else []
     uses = [row_use(m, i == 0) for i, m in enumerate(secure.mechanisms)] if secure is not None else []
@@ -125,8 +124,6 @@ def _calibrations(epsilon: float, delta: float, l0: Optional[int], top_k: Option
 def summary_line(cals) -> str:
     """'best analysis: …' sentence over every listed row, paper analyses included: the smallest margin
     overall, and the gain over the Laplace stability histogram (the peers' default) when it is listed."""
-    from ..accounting import best
-
     top = best(cals)
     label = "best" if all(not c.discrete for c in cals) else "lowest margin of any analysis"
     return (f"{label}: {_name(top)} with threshold margin {top.tau:,.2f} and noise std {top.noise_std:,.2f}"
@@ -176,13 +173,9 @@ def plan(
                                  "profile delta(epsilon) and its f-DP trade-off curve."),
 ) -> None:
     """Print the calibration (sigma, threshold) of every applicable mechanism and say which is best."""
-    from ..errors import SparsedpError
-    from ..pipeline import plan
-
     if noise not in _NOISE:
         raise typer.BadParameter(f"must be one of {', '.join(_NOISE)}; got {noise!r}", param_hint="--noise")
     if plot:  # a bad plot path fails before anything is printed
-        from ..plotting import check_plot_path
 
         try:
             check_plot_path(plot)
@@ -209,11 +202,9 @@ def plan(
     if len(cals) > (len(secure) if secure is not None else 0):
         typer.echo(summary_line(cals))
     if profile and (l0 is not None or top_k is not None):
-        _print_profile(plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k))
+        _print_profile(pipeline.plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k))
     if plot:
         from rich.console import Console
-
-        from ..plotting import plot_plan
 
         try:
             with Console(stderr=True).status("plotting the threshold against the contribution bound"):

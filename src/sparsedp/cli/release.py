@@ -8,9 +8,14 @@ from typing import Any, Iterator, List, Optional
 import typer
 from typer.core import TyperCommand
 
+from ..aggregates import Count, Mean, Sum
+from ..auto_bound import AutoBound
+from .. import pipeline
+from ..errors import InvalidParameterError, SparsedpError
+from ..mechanisms import registry
 from . import app
-from ._errors import (RELEASE_FLAGS, cli_errors, fail, interruptible,  # noqa: F401 (sigterm_as_interrupt:
-                      sigterm_as_interrupt, to_cli)  # re-exported for other commands)
+from ._errors import RELEASE_FLAGS, cli_errors, fail, interruptible, to_cli
+from .keys_file import read_keys
 
 
 def progress_stages(console):
@@ -69,8 +74,6 @@ def run_release(data, *, console, err_console, head: int = 10, flags=RELEASE_FLA
     an interrupt exits 130 (:func:`~sparsedp.cli._errors.cli_errors`), warnings as ``warning: …`` lines."""
     import warnings
 
-    from ..pipeline import release
-
     original = warnings.showwarning
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file=None,
@@ -84,7 +87,7 @@ def run_release(data, *, console, err_console, head: int = 10, flags=RELEASE_FLA
     with cli_errors(flags), warnings.catch_warnings():
         warnings.simplefilter("always")
         warnings.showwarning = show
-        res = release(data, progress=progress_stages(err_console), **kwargs)
+        res = pipeline.release(data, progress=progress_stages(err_console), **kwargs)
     print_result(res, console, head)
     if res.curator.output:
         console.print(f"output written to {res.curator.output}", markup=False, highlight=False, soft_wrap=True)
@@ -108,9 +111,6 @@ def parse_options(specs: Optional[List[str]], mechanism: str, top_k: Optional[in
     class's field (``int``, ``float``, ``bool``, ``str``, a tuple of strings as ``a,b,c``; ``none`` for an
     optional one). The options are the registered class's typed fields, so a new mechanism's options reach the
     CLI without a new flag."""
-    from ..errors import InvalidParameterError
-    from ..mechanisms import registry
-
     if not specs:
         return {}
     cls = registry.get(mechanism)
@@ -132,8 +132,6 @@ def parse_options(specs: Optional[List[str]], mechanism: str, top_k: Optional[in
 
 
 def _parse_value(name: str, text: str, annotation: Any) -> Any:
-    from ..errors import InvalidParameterError
-
     kind = str(annotation)
     if text.lower() == "none" and ("None" in kind or "Any" in kind):
         return None
@@ -159,9 +157,6 @@ def build_mechanism(name: str, options: dict):
     fields. ``--top-k`` with a mechanism that has no ``k`` is the top-k shorthand
     (:meth:`~sparsedp.mechanisms.base.Mechanism.with_top_k`). Raises
     :class:`~sparsedp.errors.InvalidParameterError` in CLI terms."""
-    from ..errors import InvalidParameterError
-    from ..mechanisms import registry
-
     cls = registry.get(name)
     options = dict(options)
     if "k" in options and "k" not in registry.option_names(cls):  # --top-k K: the class that k configures
@@ -189,8 +184,6 @@ def build_mechanism(name: str, options: dict):
 def mechanism_from_flags(mechanism: str, flags: dict, option: Optional[List[str]], top_k: Optional[int]):
     """The mechanism object of ``--mechanism``, its shorthand flags (``flags``: option name -> value or None) and
     its ``--option NAME=VALUE`` settings; an option given both ways is refused."""
-    from ..errors import InvalidParameterError
-
     options = {k: x for k, x in flags.items() if x is not None}
     extra = parse_options(option, mechanism, top_k)
     twice = sorted(set(extra) & set(options))
@@ -202,9 +195,6 @@ def mechanism_from_flags(mechanism: str, flags: dict, option: Optional[List[str]
 def parse_aggregate(flag: str, spec: str):
     """``--sum``/``--mean`` ``COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Sum` /
     :class:`~sparsedp.aggregates.Mean`; raises :class:`~sparsedp.errors.InvalidParameterError` in flag terms."""
-    from ..aggregates import Mean, Sum
-    from ..errors import InvalidParameterError
-
     parts = spec.split(":")
     if len(parts) not in (3, 4) or not parts[0]:
         raise InvalidParameterError(f"{flag} takes COLUMN:LOWER:UPPER[:NAME] (e.g. {flag} dwell_s:0:600), "
@@ -220,8 +210,6 @@ def parse_aggregate(flag: str, spec: str):
 def parse_column_shape(spec: Optional[str]):
     """``--column-shape`` ``a,b;c,d`` (rows separated by ``;``, entries by ``,``) → a list of rows of floats;
     the matrix itself is checked by the library (symmetric, positive definite, one row per SUM/MEAN column)."""
-    from ..errors import InvalidParameterError
-
     if spec is None:
         return None
     try:
@@ -236,9 +224,6 @@ def parse_max_groups(value: Optional[str], share: Optional[float], quantile: Opt
                      objective: Optional[str] = None):
     """``--max-groups``: a positive integer, or ``auto`` (with ``--auto-share`` / ``--auto-quantile`` /
     ``--auto-objective``)."""
-    from ..auto_bound import AutoBound
-    from ..errors import InvalidParameterError
-
     if value is not None and value.strip().lower() == "auto":
         opts: dict[str, Any] = {k: x for k, x in (("share", share), ("quantile", quantile),
                                                   ("objective", objective)) if x is not None}
@@ -258,8 +243,6 @@ def parse_max_groups(value: Optional[str], share: Optional[float], quantile: Opt
 
 def mechanism_help() -> str:
     """``--mechanism``'s help, from the registry (every registered name, grouped by what it needs)."""
-    from ..mechanisms import registry
-
     names = [n for n in registry.names() if n != "auto"]
     pure = {n for n, _ in registry.pure_names()}
     keyed = [n for n in names if registry.get(n).public_keys]
@@ -367,9 +350,6 @@ def release(
     contribution bounding and a printed report."""
     from rich.console import Console
 
-    from ..aggregates import Count
-    from ..errors import InvalidParameterError, SparsedpError
-
     err = Console(stderr=True)
     flags = {"pre_threshold": pre_threshold, "sketch_size": sketch_size, "max_units": max_units,
              "domain_size": domain_size, "max_key_bytes": max_key_bytes, "k": top_k, "c": size_weight,
@@ -392,8 +372,6 @@ def release(
         shape = parse_column_shape(column_shape)
         keys = None
         if keys_file is not None:
-            from .keys_file import read_keys
-
             keys = read_keys(keys_file, [c.strip() for c in by.split(",") if c.strip()])
     except SparsedpError as e:
         fail(e, RELEASE_FLAGS)

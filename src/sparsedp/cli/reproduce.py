@@ -48,7 +48,7 @@ def reproduce(
     """Reproduce a figure or table of the papers and print our numbers next to the paper's."""
     from rich.console import Console
 
-    from .. import reproduce as rp
+    from .. import reproduce as rp  # imports every target (scipy, matplotlib helpers): not at start-up
 
     if all_:
         if name is not None:

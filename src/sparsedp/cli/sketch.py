@@ -12,8 +12,13 @@ from typing import Optional
 
 import typer
 
+from .. import pipeline
+from ..errors import SparsedpError
+from ..mechanisms import registry
+from ..sketches.partitions import partition_progress
 from . import app
-from ._errors import SKETCH_FLAGS, fail, interrupted, interruptible
+from ._errors import SKETCH_FLAGS, fail, interrupted, interruptible, sigterm_as_interrupt
+from .release import print_result
 
 
 @app.command()
@@ -45,16 +50,11 @@ def sketch(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ..errors import SparsedpError
-    from ..mechanisms.misra_gries import MisraGries
-    from ..pipeline import release as run
-    from ..sketches.partitions import partition_progress
-    from .release import print_result, sigterm_as_interrupt
-
     err = Console(stderr=True)
     console = Console()
     try:
-        mech = MisraGries(sketch_size=sketch_size, release=release, combine=combine, universe_size=universe_size)
+        # the Misra-Gries module loads on use, after the mechanisms registered before it (registration order)
+        mech = registry.builtin_module("misra_gries").MisraGries(sketch_size=sketch_size, release=release, combine=combine, universe_size=universe_size)
         with Progress(TextColumn("sketching"), BarColumn(), MofNCompleteColumn(), TextColumn("partitions"),
                       TimeElapsedColumn(), console=err, transient=False) as bar:
             task = bar.add_task("sketch", total=None)
@@ -63,7 +63,7 @@ def sketch(
                 bar.update(task, completed=done, total=total)
 
             with sigterm_as_interrupt(), partition_progress(tick):
-                res = run(input, None, [c.strip() for c in by.split(",") if c.strip()], epsilon, delta,
+                res = pipeline.release(input, None, [c.strip() for c in by.split(",") if c.strip()], epsilon, delta,
                           mechanism=mech, out=out, overwrite=overwrite, ledger=ledger,
                           dataset=dataset)
     except SparsedpError as e:

@@ -113,6 +113,8 @@ class Engine(ABC, Generic[H, R]):
     name: str = ""
     #: what this engine offers beyond the abstract methods (module docstring)
     capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    #: the DuckDB connection SQL text runs on (``None``: DuckDB's default connection); set by the DuckDB engine
+    connection: Any = None
 
     def offers(self, capability: Capability) -> bool:
         """Whether this engine declares ``capability``."""
@@ -206,7 +208,8 @@ class Engine(ABC, Generic[H, R]):
 
     def stats(self, hist: H) -> BoundingStats:
         """What bounding did (curator only)."""
-        return hist.stats
+        stats: BoundingStats = hist.stats
+        return stats
 
     def release_resources(self, hist: H) -> None:
         """Free what :meth:`histogram` holds (Spark: the persisted histogram). Embedded engines: nothing."""

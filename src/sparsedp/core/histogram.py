@@ -121,7 +121,7 @@ class Release:
     n_keys_out: int
     extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. top-k's released threshold t~
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[Any, Any]:
         """Released {key: noisy count} (keys as Python objects)."""
         keys = self.keys
         if hasattr(keys, "to_pylist"):

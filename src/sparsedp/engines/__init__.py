@@ -1,4 +1,4 @@
-"""Engines: where a release's data work happens (see :class:`~sparsedp.engines.base.Engine`).
+"""Engines: where a release's data work happens (see :class:`~sparsedp.core.engine.Engine`).
 
 Every engine turns user rows into a bounded histogram where the data live and offers the primitives the
 mechanisms run on (k-th largest count, the per-key noise step by chunks with keyed per-release streams, collect);
@@ -13,7 +13,7 @@ and the same random ℓ0 choice (:mod:`sparsedp.engines.bounding`), so all engin
 ``spark``     Spark DataFrames (and files read by Spark): bounding, counting *and* noise in the executors
 ============  ====================================================================================
 
-Adding an engine: one module with a subclass of :class:`~sparsedp.engines.base.Engine` (or ``EmbeddedEngine``)
+Adding an engine: one module with a subclass of :class:`~sparsedp.core.engine.Engine` (or ``EmbeddedEngine``)
 and one :func:`register` line below.
 """
 

@@ -2,7 +2,7 @@
 
 The bounded histogram (:meth:`ArrowEngine.bounded_raw_counts`) is computed by the fastest engine for the input
 (:func:`sparsedp.engines.choice.fastest_engine`), which reads the Arrow buffers in place; the Arrow-compute
-path below is the generic :meth:`~sparsedp.engines.base.Engine.raw_counts`.
+path below is the generic :meth:`~sparsedp.engines.base.EmbeddedEngine.raw_counts`.
 
 Files are read with only the unit and key columns (``pyarrow.parquet.read_table(columns=…)``,
 ``pyarrow.csv.read_csv(include_columns=…)``), straight into Arrow memory.

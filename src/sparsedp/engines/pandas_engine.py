@@ -2,7 +2,7 @@
 
 The bounded histogram (:meth:`PandasEngine.bounded_raw_counts`) is computed by the fastest engine for the input
 (:func:`sparsedp.engines.choice.fastest_engine`); the pandas path below is the generic
-:meth:`~sparsedp.engines.base.Engine.raw_counts`.
+:meth:`~sparsedp.engines.base.EmbeddedEngine.raw_counts`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ A mechanism is a frozen dataclass whose fields are its options (``sd.TopKCSH(k=1
 3. :meth:`Mechanism.disclosure` — the public description of the release (what the report shows);
 4. the engine's bounded histogram with :meth:`Mechanism.engine_bound` keys per unit
    and :meth:`Mechanism.count_floor`, the ledger charge of :meth:`Disclosure.guarantee`;
-5. :meth:`Mechanism.run` — the private release on engine primitives (:class:`~sparsedp.engines.base.Engine`),
+5. :meth:`Mechanism.run` — the private release on engine primitives (:class:`~sparsedp.core.engine.Engine`),
    returning the released table and the public notes made while releasing (e.g. de-biased top-k's ``t̃``).
 
 Adding a mechanism = its accountant (``sparsedp.accounting``, with its theorem cited) + a subclass registered
@@ -408,7 +408,7 @@ class Mechanism(ABC):
     def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str], request: ReleaseRequest,
                   rng: SecureRandom, **extra: Any) -> Any:
         """Stage 3 of the pipeline: what :meth:`run` releases. Default: the engine's bounded histogram
-        (:meth:`~sparsedp.engines.base.Engine.histogram` with :meth:`engine_bound` and :meth:`count_floor`).
+        (:meth:`~sparsedp.core.engine.Engine.histogram` with :meth:`engine_bound` and :meth:`count_floor`).
         Mechanisms with ``row_units`` override it for ``privacy_unit=None`` (e.g. Misra–Gries sketches built
         from the rows in O(k) memory); the result must carry ``.stats`` (curator statistics)."""
         assert privacy_unit is not None  # refused by validate() unless the class has row_units (and overrides this)

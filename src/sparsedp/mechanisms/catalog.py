@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParameterError
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from .base import AutoRole, Mechanism
 
 __all__ = ["register", "unregister", "planners", "get", "names", "classes", "auto_candidates", "with_auto_role",
+           "builtin_module",
            "option_names", "option_fields", "required_options", "instantiate", "pure_names"]
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
@@ -57,6 +59,18 @@ def _load(upto: int = len(_BUILTIN)) -> None:
         mod = _BUILTIN[_loaded]
         _loaded += 1
         importlib.import_module(mod)
+
+
+def builtin_module(name: str) -> ModuleType:
+    """The built-in mechanism module ``sparsedp.mechanisms.<name>`` (one of ``_BUILTIN``), imported on first use
+    after every built-in module registered before it, so the registration order stays ``_BUILTIN``'s whatever
+    asks first. What the layers above use for the objects of a mechanism a default release does not load (the
+    public key list of :mod:`.public_keys`: issue 19, start-up cost)."""
+    full = f"sparsedp.mechanisms.{name}"
+    if full not in _BUILTIN:
+        raise ValueError(f"{full} is not a built-in mechanism module")
+    _load(_BUILTIN.index(full) + 1)
+    return importlib.import_module(full)
 
 
 def names() -> tuple[str, ...]:

@@ -16,7 +16,6 @@ import numpy as np
 from .. import _validate as v
 from ..core.histogram import Release
 from ..errors import InvalidParameterError
-from ..noise.source import SecureRandom
 from ..sketches.misra_gries import MisraGries
 from ..sketches.private_mg import merged_private_misra_gries, private_misra_gries, pure_private_misra_gries
 from .release import release_histogram
@@ -26,7 +25,7 @@ __all__ = ["PrivateMisraGries", "csh_misra_gries", "misra_gries_release", "VARIA
 VARIANTS = ("pmg", "pure", "merged-laplace", "csh")
 
 
-def csh_misra_gries(sketch: MisraGries, *, epsilon: float, delta: float, rng: SecureRandom | None = None) -> Release:
+def csh_misra_gries(sketch: MisraGries, *, epsilon: float, delta: float, rng: Any = None) -> Release:
     """CSH (Lebeda & Retschmeier (2024), Alg. 2 / its discrete variant) on the sketch's positive counters, sparsity bound k.
 
     Valid because the sketch is a k-sparse monotonic histogram (Lebeda & Retschmeier (2024) Def. 3.1): always ≤ k positive
@@ -47,7 +46,7 @@ class PrivateMisraGries:
     """
 
     def __init__(self, k: int, *, epsilon: float, delta: float | None = None, variant: str = "pmg",
-                 keys: str | None = None):
+                 keys: str | None = None) -> None:
         self.sketch = MisraGries(k, keys=keys)
         self.epsilon = v.epsilon(epsilon)
         self.variant = v.choice("variant", variant, VARIANTS)
@@ -59,21 +58,24 @@ class PrivateMisraGries:
         self.sketch.update(items)
         return self
 
-    def release(self, *, rng: SecureRandom | None = None, universe: Any = None) -> Release:
+    def release(self, *, rng: Any = None, universe: Any = None) -> Release:
         return _dispatch(self.sketch, self.variant, self.epsilon, self.delta, rng, universe)
 
 
-def _dispatch(sketch: MisraGries, variant: str, eps: float, dl: float | None, rng: SecureRandom | None,
-              universe: Any) -> Release:
+def _dispatch(sketch: MisraGries, variant: str, eps: float, dl: float | None, rng: Any, universe: Any) -> Release:
+    if variant != "pure" and dl is None:
+        raise InvalidParameterError(f"variant={variant!r} needs delta (only variant='pure' has delta=0)")
+    if variant == "pmg":
+        assert dl is not None
+        return private_misra_gries(sketch, epsilon=eps, delta=dl, rng=rng)
     if variant == "pure":
         if universe is None:
             raise InvalidParameterError("variant='pure' needs universe= (an int d or a sequence of keys)")
         return pure_private_misra_gries(sketch, epsilon=eps, universe=universe, rng=rng)
-    assert dl is not None  # every variant but 'pure' needs delta (checked when the variant is chosen)
-    if variant == "pmg":
-        return private_misra_gries(sketch, epsilon=eps, delta=dl, rng=rng)
     if variant == "merged-laplace":
+        assert dl is not None
         return merged_private_misra_gries(sketch, epsilon=eps, delta=dl, rng=rng)
+    assert dl is not None
     return csh_misra_gries(sketch, epsilon=eps, delta=dl, rng=rng)
 
 
@@ -82,8 +84,7 @@ def _is_chunk(x: Any) -> bool:
 
 
 def misra_gries_release(items_or_chunks: Any, *, sketch_size: int, epsilon: float, delta: float | None,
-                        rng: SecureRandom | None = None, variant: str | None = None,
-                        universe: Any = None) -> Release:
+                        rng: Any = None, variant: str | None = None, universe: Any = None) -> Release:
     """Sketch a stream (or take ready sketches) and release it privately: the end-to-end entry point.
 
     ``items_or_chunks``: a flat collection or iterator of keys, an iterable of chunks (numpy / Arrow /

@@ -255,7 +255,7 @@ class MisraGries(Mechanism):
                                         "every row is its own unit (one stream element): drop max_groups_per_unit")
 
         return sketch_data(data, by, self.sketch_size, combine=self.combine_mode,
-                           connection=getattr(engine, "connection", None))
+                           connection=engine.connection)
 
     def calibrate(self, request: ReleaseRequest) -> MGCalibration:
         group = self.engine_bound(request) or 1  # PAMG and row units: one step per unit, no group privacy

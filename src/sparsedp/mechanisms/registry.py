@@ -12,11 +12,12 @@ from typing import Any
 
 from ..errors import InvalidParameterError, InvalidTypeError
 from .base import Mechanism
-from .catalog import (_load, auto_candidates, classes, get, instantiate, names, option_fields, option_names, planners,
-                      pure_names, register, required_options, unregister, with_auto_role)
+from .catalog import (_load, auto_candidates, builtin_module, classes, get, instantiate, names, option_fields,
+                      option_names, planners, pure_names, register, required_options, unregister, with_auto_role)
 
 __all__ = ["register", "unregister", "planners", "get", "names", "classes", "create", "auto_candidates",
-           "option_names", "option_fields", "required_options", "pure_names", "with_auto_role", "_load"]
+           "option_names", "option_fields", "required_options", "pure_names", "with_auto_role", "builtin_module",
+           "_load"]
 
 
 def create(spec: Any, **options: Any) -> Mechanism:

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import noise
 from ..mechanisms import elliptical as ell
+from ..noise import InsecureSeededRandom
 from ._registry import Headline, Kind, Paper, ReproResult, new_figure, save_figure, target, write_csv
 
 SENSITIVITIES = (4.0, 1.0)
@@ -22,8 +24,6 @@ SEED = 4_1
 
 
 def _monte_carlo(cal: ell.VectorCalibration, draws: int, rng) -> float:
-    from .. import noise
-
     d = cal.scales.size
     if cal.mechanism == "gaussian":
         z = noise.sample_gaussian(1.0, draws * d, rng=rng, insecure_float=True)
@@ -35,8 +35,6 @@ def _monte_carlo(cal: ell.VectorCalibration, draws: int, rng) -> float:
 
 @target("thesis-fig4.1", "Lebeda thesis Fig. 4.1: elliptical Gaussian / parallelotope Laplace, Δ=(4,1)")
 def figure_4_1(out_dir: Path, fast: bool) -> ReproResult:
-    from ..noise import InsecureSeededRandom
-
     rng = InsecureSeededRandom(SEED)
     draws = 20_000 if fast else 200_000
     rows, heads, cals = [], [], {}

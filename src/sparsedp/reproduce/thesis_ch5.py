@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..mechanisms import mean as pm
+from ..noise import InsecureSeededRandom
 from ._registry import Headline, Kind, Paper, ReproResult, new_figure, save_figure, steps, target, write_csv
 
 # Table 5.1 as printed (rho, sigma2) -> (direct-0.75, direct-0.841, direct-0.9, general k=1, general k=4)
@@ -78,8 +79,6 @@ def _std_normal(n: int, rng) -> np.ndarray:
 
 @target("thesis-table5.1", "Lebeda thesis Table 5.1: private variance estimation on N(10, σ²), n=4000")
 def table_5_1(out_dir: Path, fast: bool) -> ReproResult:
-    from ..noise import InsecureSeededRandom
-
     rng = InsecureSeededRandom(TABLE_SEED)
     runs = 10 if fast else 100
     rows, heads = [], []
@@ -152,8 +151,6 @@ def plan_skew_errors(alpha: float, runs: int, rng, *, n: int = SKEW_N, d: int = 
 
 @target("thesis-plan-skew", "Lebeda thesis Ch. 5: PLAN vs unscaled noise on skewed Gaussian data (d=256)")
 def plan_skew(out_dir: Path, fast: bool) -> ReproResult:
-    from ..noise import InsecureSeededRandom
-
     rng = InsecureSeededRandom(SKEW_SEED)
     runs = 2 if fast else 10
     rows, heads = [], []

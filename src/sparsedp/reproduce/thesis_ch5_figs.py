@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from ..mechanisms import mean as pm
+from ..noise import InsecureSeededRandom
 from ._registry import Headline, Kind, Paper, ReproResult, new_figure, save_figure, target, write_csv
 
 IOME_BUDGET = {"center": 1 / 4, "clip": 3 / 16, "noise": 9 / 16}
@@ -140,8 +141,6 @@ def _finish(out_dir, name, header, rows, png, heads):
 
 @target("thesis-fig5.2a", "Lebeda thesis Fig. 5.2a: PLAN vs IOME-style baseline, Gaussian A (no skew), d sweep")
 def figure_5_2a(out_dir: Path, fast: bool) -> ReproResult:
-    from ..noise import InsecureSeededRandom
-
     rng = InsecureSeededRandom(5_2_1)
     n, runs = 4000, 1 if fast else 3
     dims = (16, 32, 64, 128) if fast else (16, 32, 64, 128, 256, 512)
@@ -161,8 +160,6 @@ def figure_5_2a(out_dir: Path, fast: bool) -> ReproResult:
 
 @target("thesis-fig5.2b", "Lebeda thesis Fig. 5.2b: PLAN vs IOME-style baseline, Gaussian B (skew sweep)")
 def figure_5_2b(out_dir: Path, fast: bool) -> ReproResult:
-    from ..noise import InsecureSeededRandom
-
     rng = InsecureSeededRandom(5_2_2)
     n, d, runs = 10_000, (64 if fast else 128), 1 if fast else 2
     alphas = (0.0, 1.0, 2.0) if fast else (0.0, 0.5, 1.0, 1.5, 2.0)
@@ -185,8 +182,6 @@ def figure_5_2b(out_dir: Path, fast: bool) -> ReproResult:
 
 @target("thesis-fig5.2c", "Lebeda thesis Fig. 5.2c: PLAN vs IOME-style baseline, Gaussian C (skewed, d sweep)")
 def figure_5_2c(out_dir: Path, fast: bool) -> ReproResult:
-    from ..noise import InsecureSeededRandom
-
     rng = InsecureSeededRandom(5_2_3)
     n, runs = 10_000, 1 if fast else 2
     dims = (16, 32, 64) if fast else (16, 32, 64, 128, 256)
@@ -210,8 +205,6 @@ def figure_5_2c(out_dir: Path, fast: bool) -> ReproResult:
 
 @target("thesis-fig5.3", "Lebeda thesis Fig. 5.3a: PLAN (p=1) vs IOME-style baseline on synthetic binary data")
 def figure_5_3(out_dir: Path, fast: bool) -> ReproResult:
-    from ..noise import InsecureSeededRandom
-
     rng = InsecureSeededRandom(5_3)
     n, d, runs = 4096, (128 if fast else 256), 1 if fast else 2
     alphas = (0.0, 0.25, 1.0) if fast else (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -278,8 +271,6 @@ def _item_users(name: str, rng) -> tuple[np.ndarray, int, str]:
 
 @target("thesis-fig5.4", "Lebeda thesis Fig. 5.4: variance histograms of Kosarak and POS with the d^(-2/5) floor")
 def figure_5_4(out_dir: Path, fast: bool) -> ReproResult:
-    from ..noise import InsecureSeededRandom
-
     rng = InsecureSeededRandom(5_4)
     fig, axes = new_figure(2, 1, (10.0, 4.0))
     rows, heads = [], []

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidParameterError
+from ..noise import sample_discrete_laplace, sample_laplace
 
 
 def discrete_laplace(scale, size: int, rng) -> np.ndarray:
     """Exact discrete Laplace, P[X = x] ∝ exp(−|x|/scale), ``scale`` an exact rational (int64 array)."""
-    from ..noise import sample_discrete_laplace
     return np.asarray(sample_discrete_laplace(scale, int(size), rng=rng), dtype=np.int64)
 
 
@@ -18,5 +18,4 @@ def laplace(scale: float, size: int, rng, insecure_float: bool) -> np.ndarray:
     if not insecure_float:
         raise InvalidParameterError("real-valued data need continuous Laplace noise, which is only available "
                                     "with insecure_float=True; or pass integer counts (exact discrete noise)")
-    from ..noise import sample_laplace
     return np.asarray(sample_laplace(scale, int(size), rng=rng, insecure_float=True), dtype=np.float64)

@@ -38,6 +38,7 @@ from ..accounting.calibration import Calibration, Comparison
 from ..accounting.laws import DiscreteCorrelatedLaplace, DiscreteLaplace, ScaledDiscreteLaplace
 from ..core.histogram import Release
 from ..errors import InvalidParameterError, InvalidTypeError
+from ..noise.source import default_source
 from ._noise import discrete_laplace
 from .misra_gries import MisraGries
 
@@ -288,8 +289,6 @@ def threshold2_private_misra_gries(sketch: Any, *, epsilon: float, delta: float,
     m from :func:`threshold2_tail`. (ε, δ)-DP by the discrete transcription of Lemma 2.24's proof
     (``docs/proofs/mg-threshold2.md``; exact single-entry check in the tests). Error n/(k+1) + O(log(1/δ)/ε).
     ``sketch``: an Algorithm-12 sketch or a list of them (§3.7 option A)."""
-    from ..noise.source import default_source
-
     sketches = list(sketch) if isinstance(sketch, (list, tuple)) else [sketch]
     if not sketches or not all(isinstance(sk, MisraGries) for sk in sketches) or any(sk.merged for sk in sketches):
         raise InvalidParameterError("the §3.6 post-processing needs Algorithm-12 sketches (it uses gamma)")
