@@ -21,7 +21,6 @@ STRICT: list[str] = [
     "accounting",
     "engines",
     "core",
-    "mechanisms/mg_stream.py",
     "pipeline.py", "request.py", "execution.py", "ledger.py", "report.py",
 ]
 
