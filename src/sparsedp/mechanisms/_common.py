@@ -7,8 +7,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from .. import _validate as v
-from ..errors import InputDataError, InvalidTypeError
 from ..core.histogram import Release, SparseHistogram, check_distinct_keys, take_keys
+from ..errors import InputDataError, InvalidTypeError
 
 
 def check_histogram(hist: Any) -> SparseHistogram:

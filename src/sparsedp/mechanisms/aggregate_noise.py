@@ -30,16 +30,40 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from fractions import Fraction
+from typing import Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
-from .. import _validate as v
-from ..aggregates import Mean, Sum, noise_columns
+from .. import _validate as v, noise
+from ..accounting.aggregates import JointDiscreteCalibration
+from ..accounting.csh_aggregates import CshJointCalibration
+from ..accounting.discrete import dgauss_logpmf, dgauss_variance
+from ..aggregates import Aggregate, Mean, Sum, noise_columns
 from ..errors import InputDataError, InvalidParameterError
+from ..noise.discrete import checked_source
+from ..noise.source import SecureRandom
 
-__all__ = ["JointRelease", "noisy_grid_sums", "noise_map", "to_value_units", "release_joint", "column_values",
+__all__ = ["JointRelease", "column_indices", "grid_step",
+           "noisy_grid_sums", "noise_map", "to_value_units", "release_joint", "column_values",
            "sum_error_std", "MeanError", "mean_error", "expected_errors", "topk_expected_errors"]
+
+#: an integer array (counts, grid sums, noise draws; int64, or Python integers where int64 could overflow)
+IntArray = npt.NDArray[Any]
+#: an exact discrete-Gaussian scale σ² (rational)
+Sigma2 = Fraction | float
+
+
+def column_indices(aggregates: Sequence[Sum]) -> list[int]:
+    """Per SUM/MEAN aggregate, the index of its distinct noisy grid column (:func:`sparsedp.aggregates.noise_columns`
+    order); a Count (which has none) is refused."""
+    where = noise_columns(aggregates)[1]
+    out = [i for i in where if i is not None]
+    if len(out) != len(where):
+        raise InvalidParameterError("only SUM/MEAN aggregates have noisy grid columns; the count is released "
+                                    "next to them")
+    return out
 
 
 @dataclass(frozen=True)
@@ -47,15 +71,16 @@ class JointRelease:
     """Released keys of a joint release: ``positions`` into the input arrays, the noisy counts, and per column
     the noisy re-centred grid sums (int64, before conversion to value units)."""
 
-    positions: np.ndarray
-    noisy_counts: np.ndarray
-    noisy_grid_sums: tuple[np.ndarray, ...]
+    positions: npt.NDArray[np.intp]
+    noisy_counts: IntArray
+    noisy_grid_sums: tuple[IntArray, ...]
     #: a general column shape's noise-grid refinements F_k (the sums are on grids F_k times finer), else None
     refine: tuple[int, ...] | None = None
 
 
-def noisy_grid_sums(grid_sums: Sequence[np.ndarray], column_sigma2s, rng=None, *, lower=None, refine=None
-                    ) -> tuple[np.ndarray, ...]:
+def noisy_grid_sums(grid_sums: Sequence[IntArray], column_sigma2s: Sequence[Sigma2], rng: SecureRandom | None = None,
+                    *, lower: Sequence[Sequence[int]] | None = None,
+                    refine: Sequence[int] | None = None) -> tuple[IntArray, ...]:
     """``A_k + Y_k``, ``Y_k ~ N_Z(0, column_sigma2s[k])`` i.i.d. exact (one draw per element), int64.
 
     ``grid_sums``: one int64 array per column, the released keys' grid sums (same length). ``rng=None``: the
@@ -64,30 +89,33 @@ def noisy_grid_sums(grid_sums: Sequence[np.ndarray], column_sigma2s, rng=None, *
     the same words as the diagonal release) become ``Y = L z`` and the result is ``F_k A_k + Y_k`` on the
     noise grids (int64, or exact Python integers where int64 could overflow).
     """
-    from ..noise import sample_discrete_gaussian
-    from ..noise.discrete import checked_source
 
     if len(grid_sums) != len(column_sigma2s):
         raise InvalidParameterError(f"{len(grid_sums)} grid-sum columns but {len(column_sigma2s)} noise scales")
     rng = checked_source(rng)
-    arrs, zs = [], []
+    arrs: list[IntArray] = []
+    zs: list[IntArray] = []
     for a, s in zip(grid_sums, column_sigma2s):
         arr = np.asarray(a)
         if arr.dtype.kind not in "iu":
             raise InputDataError(f"grid sums must be integers, got dtype {arr.dtype}")
         arrs.append(arr.astype(np.int64, copy=False))
-        zs.append(sample_discrete_gaussian(s, arr.size, rng))
+        zs.append(noise.sample_discrete_gaussian(s, arr.size, rng))
     if lower is None:
         return tuple(a + z for a, z in zip(arrs, zs))
+    assert refine is not None  # a general column shape gives both L and F (noise_map)
     return tuple(_unimodular_row(k, arrs[k], zs, lower, refine) for k in range(len(arrs)))
 
 
-def _unimodular_row(k: int, arr: np.ndarray, zs: list, lower, refine) -> np.ndarray:
+def _unimodular_row(k: int, arr: IntArray, zs: list[IntArray], lower: Sequence[Sequence[int]],
+                    refine: Sequence[int]) -> IntArray:
     """``F_k A_k + Σ_{m<=k} L_km z_m`` exactly: int64 when the bound of its magnitude is below 2^62, else Python
     integers (object array)."""
     f = int(refine[k])
     coef = [int(lower[k][m]) for m in range(k + 1)]
-    top = lambda x: int(np.max(np.abs(x))) if x.size else 0  # noqa: E731
+    def top(x: IntArray) -> int:
+        return int(np.max(np.abs(x))) if x.size else 0
+
     bound = f * top(arr) + sum(abs(c) * top(zs[m]) for m, c in enumerate(coef))
     if bound < 2 ** 62:
         out = arr * f
@@ -102,7 +130,7 @@ def _unimodular_row(k: int, arr: np.ndarray, zs: list, lower, refine) -> np.ndar
     return out
 
 
-def noise_map(calibration) -> dict:
+def noise_map(calibration: JointDiscreteCalibration) -> dict[str, Any]:
     """The keyword arguments of :func:`noisy_grid_sums` for a joint calibration: ``{}`` for independent columns,
     ``{"lower": L, "refine": F}`` for a general column shape (``calibration.shape``, not diagonal)."""
     fit = getattr(calibration, "shape", None)
@@ -111,14 +139,15 @@ def noise_map(calibration) -> dict:
     return {"lower": fit.lower, "refine": fit.refine}
 
 
-def to_value_units(noisy_grid_sum: np.ndarray, noisy_counts: np.ndarray, aggregate: Sum, refine: int = 1
-                   ) -> np.ndarray:
+def to_value_units(noisy_grid_sum: IntArray, noisy_counts: IntArray, aggregate: Sum, refine: int = 1
+                   ) -> npt.NDArray[np.float64]:
     """The released SUM (or MEAN) column in value units: ``g·(A' + Y) + g·c·(count + Z)`` (divided by the
     noisy count for a :class:`~sparsedp.aggregates.Mean`). ``refine`` = F (a general column shape): the noisy
     value is on the noise grid of step ``g/F`` (``(g/F)·(F A' + Y) + g·c·(count + Z)``)."""
-    g = aggregate.granularity
+    g = grid_step(aggregate)
     cnt = np.asarray(noisy_counts, dtype=np.float64)
-    total = (g / refine) * np.asarray(noisy_grid_sum, dtype=np.float64) + (g * aggregate.centre) * cnt
+    total: npt.NDArray[np.float64] = ((g / refine) * np.asarray(noisy_grid_sum, dtype=np.float64)
+                                      + (g * aggregate.centre) * cnt)
     if isinstance(aggregate, Mean):
         if np.any(cnt <= 0):
             raise InvalidParameterError("a MEAN needs positive noisy counts (release threshold >= 1)")
@@ -126,15 +155,13 @@ def to_value_units(noisy_grid_sum: np.ndarray, noisy_counts: np.ndarray, aggrega
     return total
 
 
-def release_joint(counts, grid_sums: Sequence[np.ndarray], calibration, pre_threshold: int = 1,
-                  rng=None) -> JointRelease:
+def release_joint(counts: IntArray, grid_sums: Sequence[IntArray], calibration: JointDiscreteCalibration,
+                  pre_threshold: int = 1, rng: SecureRandom | None = None) -> JointRelease:
     """Reference kernel of the joint release (``docs/proofs/aggregates.md`` §0): keys with
     ``count >= pre_threshold`` and ``count + Z >= pre_threshold + margin`` (decided by exact inversion,
     :func:`sparsedp.noise.release_by_inversion`, ``Z ~ N_Z(0, count_sigma2)``), then the column noise for the
     released keys only. ``calibration``: a :class:`~sparsedp.accounting.aggregates.JointDiscreteCalibration`.
     """
-    from ..noise import DiscreteGaussianLaw, release_by_inversion
-    from ..noise.discrete import checked_source
 
     pre = v.integer("pre_threshold", pre_threshold, lo=1)
     c = np.asarray(counts)
@@ -144,7 +171,7 @@ def release_joint(counts, grid_sums: Sequence[np.ndarray], calibration, pre_thre
     rng = checked_source(rng)
     elig = np.flatnonzero(c >= pre)
     need = pre + calibration.margin - c[elig]                  # release iff Z >= need
-    pos, z = release_by_inversion(DiscreteGaussianLaw(calibration.count_sigma2), need, rng)
+    pos, z = noise.release_by_inversion(noise.DiscreteGaussianLaw(calibration.count_sigma2), need, rng)
     keys = elig[pos]
     cols = noisy_grid_sums([np.asarray(a)[keys] for a in grid_sums], calibration.column_sigma2s, rng,
                            **noise_map(calibration))
@@ -152,7 +179,7 @@ def release_joint(counts, grid_sums: Sequence[np.ndarray], calibration, pre_thre
                         refine=noise_map(calibration).get("refine"))
 
 
-def column_values(release: JointRelease, aggregates) -> dict[str, np.ndarray]:
+def column_values(release: JointRelease, aggregates: Sequence[Aggregate]) -> dict[str, npt.NDArray[Any]]:
     """Output columns in value units, named after the aggregates; ``release.noisy_grid_sums`` holds the
     distinct grid columns of :func:`sparsedp.aggregates.noise_columns` (shared by a Sum and a Mean of the same
     column and bounds). The count column is the noisy count."""
@@ -160,9 +187,9 @@ def column_values(release: JointRelease, aggregates) -> dict[str, np.ndarray]:
     if len(cols) != len(release.noisy_grid_sums):
         raise InvalidParameterError(f"{len(cols)} grid columns but {len(release.noisy_grid_sums)} noisy columns")
     refine = release.refine or (1,) * len(cols)
-    out = {}
+    out: dict[str, npt.NDArray[Any]] = {}
     for a, i in zip(aggregates, where):
-        if i is None:
+        if i is None or not isinstance(a, Sum):  # the count (a Count is no Sum: it has no grid column)
             out[a.output_name] = np.asarray(release.noisy_counts)
         else:
             out[a.output_name] = to_value_units(release.noisy_grid_sums[i], release.noisy_counts, a, refine[i])
@@ -172,17 +199,19 @@ def column_values(release: JointRelease, aggregates) -> dict[str, np.ndarray]:
 # ------------------------------------------------------------------ expected errors (for the report)
 
 
-def sum_error_std(aggregate: Sum, column_sigma2, count_sigma2) -> float:
+def sum_error_std(aggregate: Sum, column_sigma2: Sigma2, count_sigma2: Sigma2) -> float:
     """Std of a released SUM in value units: ``g·√(Var Y + c² Var Z)`` (unbiased; ``c`` the centre)."""
-    from ..accounting.discrete import dgauss_variance
-
     return _sum_std(aggregate, dgauss_variance(column_sigma2), count_sigma2)
 
 
-def _sum_std(aggregate: Sum, var_y: float, count_sigma2) -> float:
-    from ..accounting.discrete import dgauss_variance
+def grid_step(aggregate: Sum) -> float:
+    """The aggregate's grid step ``g`` (set by its ``__post_init__``: never None once built)."""
+    assert aggregate.granularity is not None
+    return aggregate.granularity
 
-    g = aggregate.granularity
+
+def _sum_std(aggregate: Sum, var_y: float, count_sigma2: Sigma2) -> float:
+    g = grid_step(aggregate)
     return g * math.sqrt(var_y + aggregate.centre ** 2 * dgauss_variance(count_sigma2))
 
 
@@ -203,26 +232,23 @@ class MeanError:
     release_probability: float
 
 
-def mean_error(aggregate: Sum, column_sigma2, count_sigma2, n: int, threshold: int, a: float | None = None
+def mean_error(aggregate: Sum, column_sigma2: Sigma2, count_sigma2: Sigma2, n: int, threshold: int,
+               a: float | None = None
                ) -> MeanError:
     """Exact bias/std of ``mean_hat − mean = g (Y − a Z)/(n + Z)`` given ``n + Z >= threshold`` (module
     docstring). ``a``: per-unit average re-centred contribution in grid units (default: the worst case, the
     sensitivity D). ``threshold`` = pre_threshold + margin (>= 1)."""
-    from ..accounting.discrete import dgauss_variance
-
     return _mean_error(aggregate, dgauss_variance(column_sigma2), count_sigma2, n, threshold, a)
 
 
-def _mean_error(aggregate: Sum, var_y: float, count_sigma2, n: int, threshold: int, a: float | None = None
+def _mean_error(aggregate: Sum, var_y: float, count_sigma2: Sigma2, n: int, threshold: int, a: float | None = None
                 ) -> MeanError:
     """:func:`mean_error` with the column noise given by its variance ``var_y`` (grid units)."""
-    from ..accounting.discrete import dgauss_logpmf, dgauss_variance
-
     n = v.integer("n", n, lo=1)
     t = v.integer("threshold", threshold, lo=1)
     s = float(v.rational("count_sigma2", count_sigma2))
     aa = float(aggregate.sensitivity if a is None else v.real("a", a))
-    g = aggregate.granularity
+    g = grid_step(aggregate)
     w = int(40.0 * math.sqrt(s)) + 2
     lo = max(t - n, -w)
     if lo > w:  # release probability below e^-800
@@ -245,17 +271,18 @@ def _mean_error(aggregate: Sum, var_y: float, count_sigma2, n: int, threshold: i
                      release_probability=min(1.0, p_rel))
 
 
-def expected_errors(aggregates, calibration, n: int | None = None, pre_threshold: int = 1) -> dict[str, float]:
+def expected_errors(aggregates: Sequence[Aggregate], calibration: JointDiscreteCalibration, n: int | None = None,
+                    pre_threshold: int = 1) -> dict[str, float]:
     """Per output column, the expected error (std, value units) for the report: SUM columns
     :func:`sum_error_std`; MEAN columns the exact worst-case RMSE of :func:`mean_error` at count ``n``
     (default: the release threshold ``pre_threshold + margin``, the least accurate released keys); the count
     column the std of its noise."""
-    out = {}
+    out: dict[str, float] = {}
     t = v.integer("pre_threshold", pre_threshold, lo=1) + calibration.margin
     nn = t if n is None else v.integer("n", n, lo=1)
     _, where = noise_columns(aggregates)
     for a, i in zip(aggregates, where):
-        if i is None:
+        if i is None or not isinstance(a, Sum):  # the count (a Count is no Sum: it has no grid column)
             out[a.output_name] = calibration.count_noise_std
         elif isinstance(a, Mean):
             out[a.output_name] = _mean_error(a, calibration.column_variances[i], calibration.count_sigma2, nn,
@@ -265,21 +292,19 @@ def expected_errors(aggregates, calibration, n: int | None = None, pre_threshold
     return out
 
 
-def topk_expected_errors(aggregates, calibration, count_std: float, threshold: float) -> dict[str, float]:
+def topk_expected_errors(aggregates: Sequence[Sum], calibration: CshJointCalibration, count_std: float,
+                         threshold: float) -> dict[str, float]:
     """Per SUM/MEAN output column of a de-biased top-k CSH release with columns
     (:class:`sparsedp.accounting.csh_aggregates.CshJointCalibration`), its expected error in value units:
     SUM ``g·√(Var Y + c²·count_std²)`` (``count_std``: std of the de-biased count estimate, which the re-centred
     sum multiplies by the centre c); MEAN the delta-method std ``g·√(Var Y + D²·count_std²)/n`` at the
     threshold count ``n = threshold`` (worst case |a| = D; an approximation, unlike GSHM's exact
     :func:`mean_error`)."""
-    from ..accounting.discrete import dgauss_variance
-
-    out = {}
-    _, where = noise_columns(aggregates)
+    out: dict[str, float] = {}
     n = max(float(threshold), 1.0)
-    for a, i in zip(aggregates, where):
+    for a, i in zip(aggregates, column_indices(aggregates)):
         var_y = dgauss_variance(calibration.column_sigma2s[i])
-        g = a.granularity
+        g = grid_step(a)
         if isinstance(a, Mean):
             out[a.output_name] = g * math.sqrt(var_y + a.sensitivity ** 2 * count_std ** 2) / n
         else:

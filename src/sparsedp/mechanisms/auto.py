@@ -27,13 +27,19 @@ whose margins are integers with ``>=`` too; its crossover stays at k = 6 there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..accounting.calibration import Calibration
-from ..errors import InfeasibleError, InvalidParameterError
-from .base import Mechanism, ReleaseRequest
-from .registry import auto_candidates, register
+from ..accounting.calibration_cache import cached_calibrate
 from ..accounting.names import GSHM, LAPLACE, TOPK_CSH
+from ..errors import InfeasibleError, InvalidParameterError
+from ..noise.source import SecureRandom
+from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest, Resolved, UserRequest
+from .catalog import auto_candidates, register, with_auto_role
+from .thresholded import TopKCSH
+
+if TYPE_CHECKING:
+    from ..core.engine import Engine
 
 __all__ = ["Auto", "valid_mechanisms", "calibrate_mechanism", "choose_mechanism", "MECHANISMS"]
 
@@ -63,12 +69,10 @@ def calibrate_mechanism(mechanism: str, bound: int, epsilon: float, delta: float
     Secure (default): the accountant of the discrete noise the mechanism samples; ``insecure_float``: the
     tightest continuous analysis. Delegates to :func:`sparsedp.accounting.calibrate`.
     """
-    from ..accounting.calibration_cache import cached_calibrate as calibrate
-
     name = {GSHM: "l0", LAPLACE: "l0", "csh": "k", TOPK_CSH: "top_k"}.get(mechanism)
     if name is None:
         raise InvalidParameterError(f"mechanism must be one of {', '.join(map(repr, MECHANISMS))}; got {mechanism!r}")
-    return calibrate(mechanism, epsilon=epsilon, delta=delta, discrete=not insecure_float, **{name: bound})
+    return cached_calibrate(mechanism, epsilon=epsilon, delta=delta, discrete=not insecure_float, **{name: bound})
 
 
 def choose_mechanism(epsilon: float, delta: float, *, l0: int | None = None, k: int | None = None,
@@ -98,8 +102,9 @@ def _pick(tried: dict[str, Any], epsilon: float, delta: float) -> tuple[str, str
     """The lowest-margin calibration among ``tried`` (name -> Calibration or the error that made it infeasible;
     ties: lower noise), the reason, and every candidate sorted by margin."""
     cals = {m: c for m, c in tried.items() if isinstance(c, Calibration)}
-    cands = [{"mechanism": m, "tau": c.tau, "noise_std": c.noise_std, "analysis": c.analysis}
-             if isinstance(c, Calibration) else {"mechanism": m, "infeasible": str(c)} for m, c in tried.items()]
+    cands: list[dict[str, Any]] = [
+        {"mechanism": m, "tau": c.tau, "noise_std": c.noise_std, "analysis": c.analysis}
+        if isinstance(c, Calibration) else {"mechanism": m, "infeasible": str(c)} for m, c in tried.items()]
     if not cals:
         raise InfeasibleError("no valid mechanism is feasible: " +
                               "; ".join(f"{c['mechanism']}: {c['infeasible']}" for c in cands))
@@ -119,19 +124,20 @@ def _pick(tried: dict[str, Any], epsilon: float, delta: float) -> tuple[str, str
 # ------------------------------------------------------------------ the registered "auto" mechanism
 
 
-def _resolve_public(request: ReleaseRequest, group: str | None = None):
+def _offers(role: AutoRole, request: ReleaseRequest, group: str | None) -> dict[str, Mechanism]:
+    """``{name: candidate}`` of the registered classes offered in ``role`` for ``request`` (their
+    :meth:`~sparsedp.mechanisms.base.Mechanism.auto_offer`, in their ``auto_order``)."""
+    offers = {cls.name: cls.auto_offer(request, group) for cls in with_auto_role(role)}
+    return {name: m for name, m in offers.items() if m is not None}
+
+
+def _resolve_public(request: ReleaseRequest, group: str | None = None) -> Resolved:
     """``auto`` with ``keys=``: every public-key mechanism (default options) calibrated, the lowest per-key error
     std wins (no threshold to compare: each listed key is released). With δ = 0 only the Laplace one is pure.
     ``group``: also Lebeda (2024)'s grouped mechanism on that column
     (:class:`~sparsedp.mechanisms.grouped_keys.GroupedCorrelatedGaussian`, each unit kept in one group)."""
-    from .public_keys import public_candidates
-
     tried: dict[str, Any] = {}
-    mechs = {cls.name: cls() for cls in public_candidates()}
-    if group is not None:
-        from .grouped_keys import GroupedCorrelatedGaussian
-
-        mechs[GroupedCorrelatedGaussian.name] = GroupedCorrelatedGaussian(group=group)
+    mechs = _offers(AutoRole.PUBLIC_KEYS, request, group)
     for name, mech in mechs.items():
         try:
             refusal = mech.auto_refusal(request)
@@ -162,12 +168,10 @@ def _resolve_public(request: ReleaseRequest, group: str | None = None):
 
 
 
-def _resolve_pure(request: ReleaseRequest):
+def _resolve_pure(request: ReleaseRequest) -> Resolved:
     """``auto`` at δ = 0: the pure blanket histogram (linear time, the lowest threshold of the pure mechanisms;
     the Balcer–Vadhan ones are quadratic and only by name)."""
-    from .pure.registered import PureBlanket
-
-    mech = PureBlanket()
+    mech = next(iter(_offers(AutoRole.PURE, request, None).values()))
     if request.max_groups_per_unit not in (None, 1):
         raise InvalidParameterError(
             f"⟨delta=0⟩ (pure DP): auto uses ⟨mechanism='pure-blanket'⟩, one key per unit; drop "
@@ -211,11 +215,9 @@ class Auto(Mechanism):
         """``top_k=k`` with ``auto``: the top-k mechanism (the one registered mechanism ``top_k`` configures)."""
         if spec is not None and spec != cls():
             return super().with_top_k(spec, k, bound_given)
-        from .thresholded import TopKCSH
-
         return TopKCSH(k=k)
 
-    def validate(self, request: Any) -> None:
+    def validate(self, request: UserRequest) -> None:
         if request.bound is None and request.auto_bound is None and request.keys is None and request.delta != 0:
             # δ = 0: the pure mechanisms, one key per unit
             raise InvalidParameterError(
@@ -223,7 +225,7 @@ class Auto(Mechanism):
                 "(release the top-k keys, e.g. 100)", param="max_groups_per_unit")
         super().validate(request)
 
-    def resolve(self, request: ReleaseRequest):
+    def resolve(self, request: ReleaseRequest) -> Resolved:
         """``(chosen mechanism, its calibration, reason, candidates)``: calibrates every candidate."""
         if request.keys is not None:
             return _resolve_public(request, self.group)
@@ -235,9 +237,7 @@ class Auto(Mechanism):
         mechs = {cls.name: cls() for cls in auto_candidates()
                  if cls.supports_aggregates or not request.aggregates}  # SUM/MEAN: only those releasing them
         if self.discover:
-            from .set_union import discovery_candidates
-
-            mechs.update(discovery_candidates(request))
+            mechs.update(_offers(AutoRole.DISCOVERY, request, None))
         tried: dict[str, Any] = {}
         for name, mech in mechs.items():
             try:
@@ -254,12 +254,14 @@ class Auto(Mechanism):
         mech, cal = mechs[best], tried[best]
         return mech, cal, reason, tuple(cands)
 
-    def calibrate(self, request):
+    def calibrate(self, request: ReleaseRequest) -> Any:
         return self.resolve(request)[1]
 
-    def disclosure(self, request, calibration, value_column):  # pragma: no cover - resolved before use
+    def disclosure(self, request: ReleaseRequest, calibration: Any,
+                   value_column: str) -> Disclosure:  # pragma: no cover - resolved before use
         raise NotImplementedError("auto is resolved to a concrete mechanism before it is described")
 
-    def run(self, engine, hist, calibration, disclosure, rng, request):  # pragma: no cover - resolved first
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:  # pragma: no cover - resolved first
         raise NotImplementedError("auto is resolved to a concrete mechanism before it runs")
 

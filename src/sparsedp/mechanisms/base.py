@@ -20,14 +20,107 @@ audit read the registry.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, ContextManager, Mapping, Protocol, Sequence
 
+from .. import _validate as v
 from ..accounting.calibration import Neighbours
-from ..errors import InvalidParameterError, InvalidTypeError
+from ..accounting.charge import Charge
+from ..aggregates import Sum
+from ..errors import InfeasibleError, InvalidParameterError, InvalidTypeError
+from ..noise.source import SecureRandom
+from .catalog import auto_candidates, classes, instantiate, pure_names
 
-__all__ = ["Mechanism", "ReleaseRequest", "Disclosure", "Released", "Planned", "Read"]
+if TYPE_CHECKING:
+    from ..core.engine import Engine
+    from .public_keys import PublicKeys
+
+__all__ = ["Mechanism", "ReleaseRequest", "Disclosure", "Released", "Planned", "Read", "AutoRole", "Resolved",
+           "StageContext", "UserRequest", "PlanQuery"]
+
+
+#: what :meth:`Mechanism.resolve` returns: the mechanism that runs, its calibration, why it was chosen, and the
+#: candidates ``auto`` tried (empty when the mechanism was named)
+Resolved = tuple["Mechanism", Any, str, tuple[dict[str, Any], ...]]
+
+
+class StageContext(Protocol):
+    """What :meth:`Mechanism.read` and :meth:`Mechanism.draw` run on (the pipeline's
+    :class:`sparsedp.execution.ReleaseContext`): the engine, the input, the privacy unit and key columns, the
+    release's random source, the stage display (``stage(label, timing)``) and ``track`` (engine results the
+    pipeline releases at the end)."""
+
+    engine: Engine
+    data: Any
+    unit: str | None
+    by: Sequence[str]
+    source: SecureRandom
+
+    def stage(self, label: str | None, timing: str) -> ContextManager[None]: ...
+
+    def track(self, hist: Any) -> Any: ...
+
+
+class UserRequest(Protocol):
+    """What :meth:`Mechanism.validate` reads of the user's request (the pipeline's
+    :class:`sparsedp.request.Request`): the privacy unit column, the public key list, the SUM/MEAN aggregates, the
+    declared bound (``max_groups_per_unit``) or its automatic choice, and δ."""
+
+    @property
+    def unit(self) -> str | None: ...
+    @property
+    def keys(self) -> Any: ...
+    @property
+    def sums(self) -> tuple[Any, ...]: ...
+    @property
+    def bound(self) -> int | None: ...
+    @property
+    def auto_bound(self) -> Any: ...
+    @property
+    def delta(self) -> float: ...
+
+
+class PlanQuery(Protocol):
+    """What :meth:`Mechanism.plan_rows` reads of a ``plan`` query (the pipeline's
+    :class:`sparsedp.request.PlanRequest`), and ``request(**changes)``: the data-independent
+    :class:`ReleaseRequest` of the query."""
+
+    @property
+    def epsilon(self) -> float: ...
+    @property
+    def delta(self) -> float: ...
+    @property
+    def l0(self) -> int | None: ...
+    @property
+    def top_k(self) -> int | None: ...
+    @property
+    def max_units(self) -> int | None: ...
+    @property
+    def beta(self) -> Any: ...
+    @property
+    def sums(self) -> tuple[Any, ...]: ...
+    @property
+    def insecure_float(self) -> bool: ...
+    @property
+    def keys(self) -> Any: ...
+    @property
+    def d(self) -> int | None: ...
+    @property
+    def group(self) -> str | None: ...
+
+    def request(self, **changes: Any) -> ReleaseRequest: ...
+
+
+class AutoRole(enum.Enum):
+    """The requests a mechanism is offered for by ``mechanism="auto"`` besides its count candidates
+    (``auto_candidate``): ``PUBLIC_KEYS`` (a public key list, ``keys=…``), ``PURE`` (δ = 0) and ``DISCOVERY``
+    (``sd.Auto(discover=True)``). :meth:`Mechanism.auto_offer` makes the candidate for a request."""
+
+    PUBLIC_KEYS = "public-keys"
+    PURE = "pure"
+    DISCOVERY = "discovery"
 
 
 @dataclass(frozen=True)
@@ -49,9 +142,9 @@ class ReleaseRequest:
     delta: float
     max_groups_per_unit: int | None = None
     insecure_float: bool = False
-    aggregates: tuple = ()
-    keys: Any = None
-    column_shape: Any = None
+    aggregates: tuple[Sum, ...] = ()
+    keys: PublicKeys | None = None
+    column_shape: Any = None  # a J × J matrix as the user gave it (fitted by accounting.column_shape)
 
 
 @dataclass(frozen=True)
@@ -118,7 +211,7 @@ class Planned:
     request: ReleaseRequest
     calibration: Any
     reason: str
-    candidates: tuple
+    candidates: tuple[dict[str, Any], ...]
     disclosure: Disclosure
     charge: Any
     value_column: str
@@ -163,6 +256,10 @@ class Mechanism(ABC):
     auto_bound_objectives: ClassVar[tuple[str, ...]] = ()
     #: a mechanism ``auto`` may resolve to on a public key list (``release(..., keys=…)``) although it is not one
     resolves_public_keys: ClassVar[bool] = False
+    #: the requests ``auto`` offers this class for besides its count candidates (:class:`AutoRole`; None: none),
+    #: and its place among the classes of that role (lower first; ties: registration order)
+    auto_role: ClassVar[AutoRole | None] = None
+    auto_order: ClassVar[int] = 0
     #: options a release needs although their field has a default (the CLI asks for them by flag)
     needs_options: ClassVar[tuple[str, ...]] = ()
     #: how :meth:`plan` rows of this class are listed: 0 ranked with the other count mechanisms (by margin),
@@ -180,11 +277,7 @@ class Mechanism(ABC):
 
     def check_delta(self, request: ReleaseRequest) -> None:
         """0 < δ < 1; δ = 0 asked of an (ε, δ) mechanism is refused naming the registered pure-DP ones."""
-        from .. import _validate as v
-
         if request.delta == 0 and not self.pure_dp:
-            from .registry import pure_names
-
             listed = ", ".join(repr(n) for n, keys in pure_names() if not keys)
             with_keys = ", ".join(repr(n) for n, keys in pure_names() if keys)
             raise InvalidParameterError(
@@ -210,11 +303,22 @@ class Mechanism(ABC):
     @classmethod
     def default(cls) -> "Mechanism":
         """The object for ``mechanism="<name>"`` with no options (refused when an option has no default)."""
-        from .registry import create
+        return instantiate(cls, {})
 
-        return create(cls)
+    @classmethod
+    def auto_offer(cls, request: ReleaseRequest, group: str | None) -> "Mechanism | None":
+        """The candidate ``auto`` calibrates for ``request`` in this class's ``auto_role`` (``group``: ``sd.Auto``'s
+        grouping column of a public key list), or None when this class is not offered for it. Default: the
+        object with default options."""
+        return cls()
 
-    def validate(self, request: Any) -> None:
+    @classmethod
+    def auto_refusal(cls, request: ReleaseRequest) -> str | None:
+        """Why ``auto`` does not try this class's candidate for ``request`` (listed with the candidates), or
+        None (default: it is tried)."""
+        return None
+
+    def validate(self, request: UserRequest) -> None:
         """Refuse a user request (:class:`sparsedp.request.Request`) this mechanism cannot serve, before any
         data is read, from the class's declared capabilities (``row_units``, ``public_keys``,
         ``supports_aggregates``, ``auto_bound_objectives``). Subclasses add their own rules."""
@@ -236,19 +340,16 @@ class Mechanism(ABC):
                 f"mechanism={self.describe()} releases counts only; SUM/MEAN aggregates are released by the joint "
                 f"GSHM: mechanism='gshm' or 'auto' with max_groups_per_unit=…")
 
-    def check_engine(self, engine: Any) -> None:
+    def check_engine(self, engine: Engine) -> None:
         """Refuse an engine that lacks a primitive this mechanism needs (before the ledger is touched).
         Default: every engine serves it."""
 
     @classmethod
-    def plan_rows(cls, query: Any) -> list[tuple["Mechanism", Any, int]]:
+    def plan_rows(cls, query: PlanQuery) -> list[tuple["Mechanism", Any, int]]:
         """``sd.plan``'s rows of this class's family (``query``: :class:`sparsedp.request.PlanRequest`), as
         ``(mechanism, calibration, plan_group)``. ``plan`` calls each distinct implementation once, so a family
         sharing one (a base class's) lists itself once. This default is the count mechanisms ``auto`` chooses
         among, at the declared ``max_groups_per_unit`` (infeasible ones left out)."""
-        from ..errors import InfeasibleError
-        from .registry import auto_candidates
-
         if query.d is not None or query.delta == 0 or query.l0 is None:
             return []
         request, rows = query.request(), []
@@ -271,7 +372,7 @@ class Mechanism(ABC):
         return Planned(mechanism=mech, request=request, calibration=cal, reason=reason, candidates=candidates,
                        disclosure=disclosure, charge=mech.charge(cal, disclosure), value_column=value_column)
 
-    def read(self, ctx: Any, planned: Planned) -> Read:
+    def read(self, ctx: StageContext, planned: Planned) -> Read:
         """Stage 3 (before the charge): the resolved mechanism's bounded histogram on ``ctx.engine``
         (:meth:`histogram`) and :meth:`prepare`'s data-dependent checks. ``ctx``:
         :class:`sparsedp.execution.ReleaseContext`."""
@@ -283,7 +384,7 @@ class Mechanism(ABC):
             prepared = mech.prepare(ctx.engine, hist, request)
         return Read(hist=hist, prepared=prepared, units=ctx.engine.stats(hist).units_in)
 
-    def draw(self, ctx: Any, planned: Planned, read: Read) -> Released:
+    def draw(self, ctx: StageContext, planned: Planned, read: Read) -> Released:
         """Stage 5 (after the charge): the resolved mechanism's private :meth:`run`."""
         mech = planned.mechanism
         with ctx.stage(f"adding noise ({mech.name})", "noise"):
@@ -304,15 +405,16 @@ class Mechanism(ABC):
         """Keys per unit the engine keeps (None: no ℓ0 bound, de-duplication only)."""
         return request.max_groups_per_unit
 
-    def histogram(self, engine: Any, data: Any, privacy_unit: str | None, by: list, request: ReleaseRequest,
-                  rng: Any, **extra: Any) -> Any:
+    def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str], request: ReleaseRequest,
+                  rng: SecureRandom, **extra: Any) -> Any:
         """Stage 3 of the pipeline: what :meth:`run` releases. Default: the engine's bounded histogram
         (:meth:`~sparsedp.core.engine.Engine.histogram` with :meth:`engine_bound` and :meth:`count_floor`).
         Mechanisms with ``row_units`` override it for ``privacy_unit=None`` (e.g. Misra–Gries sketches built
         from the rows in O(k) memory); the result must carry ``.stats`` (curator statistics)."""
+        assert privacy_unit is not None  # refused by validate() unless the class has row_units (and overrides this)
         return engine.histogram(data, privacy_unit, by, self.engine_bound(request), rng, self.count_floor(),
                                 **extra)
-    def prepare(self, engine: Any, hist: Any, request: ReleaseRequest) -> Any:
+    def prepare(self, engine: Engine, hist: Any, request: ReleaseRequest) -> Any:
         """What :meth:`run` gets as ``hist``, computed from the engine's histogram after its input checks and
         before the ledger charge (so a data-dependent refusal charges nothing). Default: ``hist`` itself."""
         return hist
@@ -321,7 +423,7 @@ class Mechanism(ABC):
         """Keys whose bounded count is below this never reach the mechanism (the pre-threshold)."""
         return 1
 
-    def resolve(self, request: ReleaseRequest) -> tuple["Mechanism", Any, str, tuple]:
+    def resolve(self, request: ReleaseRequest) -> Resolved:
         """``(mechanism, calibration, reason, candidates)``: itself, calibrated, "requested explicitly".
         ``auto`` overrides it to choose among the registered candidates."""
         self.check(request)
@@ -336,7 +438,7 @@ class Mechanism(ABC):
         """The public description of the release (data-independent)."""
 
     @abstractmethod
-    def run(self, engine: Any, hist: Any, calibration: Any, disclosure: Disclosure, rng: Any,
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
             request: ReleaseRequest) -> Released:
         """The private release of the bounded histogram ``hist`` on ``engine``'s primitives, drawing every
         secret and noise word from ``rng`` (the release's secure source)."""
@@ -345,8 +447,6 @@ class Mechanism(ABC):
         """The ledger charge of a release (:class:`~sparsedp.accounting.charge.Charge`): by default its (ε, δ) under basic
         composition for the disclosed relation; mechanisms with a privacy profile override it so the ledger can
         compose them tightly."""
-        from ..accounting.charge import Charge
-
         return Charge(epsilon=disclosure.epsilon, delta=disclosure.delta, neighbours=disclosure.neighbours,
                       mechanism=self.name)
 
@@ -358,7 +458,5 @@ class Mechanism(ABC):
 
 def _names_with(capability: str, last: str = ", ") -> str:
     """The registered names of the mechanisms with ``capability`` (quoted, in registration order)."""
-    from .registry import classes
-
     names = [repr(c.name) for c in classes() if getattr(c, capability)]
     return ", ".join(names[:-1]) + last + names[-1] if len(names) > 1 else "".join(names)

@@ -25,25 +25,36 @@ including units with no key in the domain.
 
 from __future__ import annotations
 
-from typing import Any
+from fractions import Fraction
+from typing import Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
-from .. import _validate as v
+from .. import _validate as v, noise
+from ..accounting import calibrate
 from ..accounting.calibration import Calibration, Comparison, Neighbours
+from ..accounting.correlated import bounded_density_noise, grouped_correlated_gaussian_calibrate
 from ..accounting.laws import CorrelatedGaussian, DenseCorrelatedGaussian, DiscreteDenseCorrelatedGaussian
-from ..errors import InputDataError, InvalidParameterError
-from ..core.histogram import Release, SparseHistogram
 from ..accounting.names import CORRELATED_GAUSSIAN
+from ..accounting.public_keys import (calibrate_bounded_density, calibrate_grouped_replacement_discrete,
+                                      calibrate_public_gaussian)
+from ..core.histogram import Release, SparseHistogram
+from ..errors import InputDataError, InvalidParameterError
+from ..noise.source import SecureRandom
+from ._common import check_histogram
 
 __all__ = ["calibrate_correlated", "correlated_histogram", "grouped_correlated_histogram",
            "bounded_density_histogram", "domain_counts"]
+
+#: a public key domain (its keys in release order)
+Domain = Sequence[Any] | npt.NDArray[Any]
 
 
 DenseLaw = DiscreteDenseCorrelatedGaussian | DenseCorrelatedGaussian
 
 
-def domain_counts(hist: SparseHistogram, domain) -> np.ndarray:
+def domain_counts(hist: SparseHistogram, domain: Domain) -> np.ndarray:
     """Counts of ``hist`` laid out over the public ``domain`` (absent keys are 0; keys outside raise)."""
     dom = list(domain)
     index = {key: i for i, key in enumerate(dom)}
@@ -60,19 +71,15 @@ def domain_counts(hist: SparseHistogram, domain) -> np.ndarray:
     return out
 
 
-def calibrate_correlated(epsilon, delta, d, *, insecure_float: bool = False) -> Calibration:
+def calibrate_correlated(epsilon: float, delta: float, d: int, *, insecure_float: bool = False) -> Calibration:
     """Calibrate Algorithm 1's embedding form for d queries (``accounting.calibrate("correlated-gaussian")``).
 
     Secure default: integer C and the exact discrete accountant; ``insecure_float``: C = d^{1/4}, σ₁.
     """
-    from ..accounting import calibrate
-
     return calibrate(CORRELATED_GAUSSIAN, epsilon=epsilon, delta=delta, d=d, discrete=not insecure_float)
 
 
-def _embedded_noise(law: DenseLaw, size: int, rng, insecure_float: bool) -> np.ndarray:
-    from .. import noise
-
+def _embedded_noise(law: DenseLaw, size: int, rng: SecureRandom | None, insecure_float: bool) -> np.ndarray:
     if isinstance(law, DiscreteDenseCorrelatedGaussian):
         return noise.sample_discrete_gaussian(law.sigma2, size, rng=rng)
     if not insecure_float:
@@ -80,7 +87,8 @@ def _embedded_noise(law: DenseLaw, size: int, rng, insecure_float: bool) -> np.n
     return noise.sample_gaussian(law.sigma, size, rng=rng, insecure_float=True)
 
 
-def _embed_release(f: np.ndarray, n, cal: Calibration, rng, insecure_float: bool):
+def _embed_release(f: npt.NDArray[np.int64], n: int | npt.NDArray[np.int64], cal: Calibration,
+                   rng: SecureRandom | None, insecure_float: bool) -> tuple[Any, Any]:
     """Lemma 3.3/3.4 for one row (f of shape (d,), n a scalar) or many independent rows (f (m, d), n (m,)):
     y = (2f − n, C n) + Z with i.i.d. Z per coordinate (the law ``cal.noise``); returns (f̃, ñ)."""
     law = cal.noise
@@ -107,22 +115,20 @@ def _embed_release(f: np.ndarray, n, cal: Calibration, rng, insecure_float: bool
     return est, n_tilde
 
 
-def _check_units(f: np.ndarray, n_units) -> int:
+def _check_units(f: np.ndarray, n_units: int) -> int:
     n = v.integer("n_units", n_units, lo=0)
     if f.size and (int(f.min()) < 0 or int(f.max()) > n):
         raise InputDataError(f"each count must lie in [0, n_units={n}] (each unit adds at most 1 per key)")
     return n
 
 
-def correlated_histogram(hist: SparseHistogram, domain, n_units, *, epsilon, delta, rng=None,
-                         insecure_float: bool = False) -> Release:
+def correlated_histogram(hist: SparseHistogram, domain: Domain, n_units: int, *, epsilon: float, delta: float,
+                         rng: SecureRandom | None = None, insecure_float: bool = False) -> Release:
     """Release every key of the public ``domain`` with Algorithm 1 (embedding form) and the size estimate.
 
     Returns a Release whose keys are the whole domain (in order) and whose counts are the float estimates
     ``f̃``; ``extra['n_estimate']`` is ñ. Per-key error std ≈ σ₁(√d+1)/2 (vs σ₁√d for independent noise).
     """
-    from ._common import check_histogram
-
     hist = check_histogram(hist)
     f = domain_counts(hist, domain)
     n = _check_units(f, n_units)
@@ -134,8 +140,9 @@ def correlated_histogram(hist: SparseHistogram, domain, n_units, *, epsilon, del
                    extra={"mechanism": CORRELATED_GAUSSIAN, "n_estimate": n_tilde})
 
 
-def grouped_correlated_histogram(counts, row_counts, *, epsilon, delta, neighbours: str = "add-remove",
-                                 rng=None, insecure_float: bool = False) -> dict[str, Any]:
+def grouped_correlated_histogram(counts: npt.ArrayLike, row_counts: npt.ArrayLike, *, epsilon: float, delta: float,
+                                 neighbours: str = "add-remove", rng: SecureRandom | None = None,
+                                 insecure_float: bool = False) -> dict[str, Any]:
     """Algorithm 2: ``counts`` is an (m, d) integer matrix, ``row_counts[j]`` the units in row j.
 
     Returns ``{"estimates": (m, d) floats, "row_estimates": (m,) floats, "calibration": Calibration}``.
@@ -155,12 +162,8 @@ def grouped_correlated_histogram(counts, row_counts, *, epsilon, delta, neighbou
     if nb == "add-remove":
         cal = calibrate_correlated(epsilon, delta, d, insecure_float=insecure_float)
     elif not insecure_float:  # secure: integer C = ⌊√d⌋, exact discrete δ (docs/proofs/public-keys.md §9)
-        from ..accounting.public_keys import calibrate_grouped_replacement_discrete
-
         cal = calibrate_grouped_replacement_discrete(epsilon, delta, d)
     else:
-        from ..accounting.correlated import grouped_correlated_gaussian_calibrate
-
         nz = grouped_correlated_gaussian_calibrate(epsilon, delta, d, neighbours="replacement")
         cal = Calibration(mechanism="correlated-gaussian-grouped", analysis="exact", epsilon=float(epsilon),
                           delta=float(delta), sigma=nz.sigma1, tau=0.0, noise_std=nz.per_query_std,
@@ -170,8 +173,9 @@ def grouped_correlated_histogram(counts, row_counts, *, epsilon, delta, neighbou
     return {"estimates": est, "row_estimates": rows, "calibration": cal}
 
 
-def bounded_density_histogram(hist: SparseHistogram, domain, k, *, epsilon, delta, rng=None,
-                              insecure_float: bool = False, n_units=None) -> Release:
+def bounded_density_histogram(hist: SparseHistogram, domain: Domain, k: int, *, epsilon: float, delta: float,
+                              rng: SecureRandom | None = None, insecure_float: bool = False,
+                              n_units: int | None = None) -> Release:
     """Release the public domain when each unit has at most ``k`` non-zero keys (Lebeda (2024) §4.1).
 
     Secure (default), exact integer noise: with ``n_units`` (every unit counted, as for
@@ -184,10 +188,6 @@ def bounded_density_histogram(hist: SparseHistogram, domain, k, *, epsilon, delt
     (:func:`sparsedp.accounting.correlated.bounded_density_noise`),
     float noise, no size estimate.
     """
-    from ._common import check_histogram
-    from .. import noise
-    from ..accounting.correlated import bounded_density_noise
-
     hist = check_histogram(hist)
     f = domain_counts(hist, domain)
     kk = v.integer("k", k, lo=1, hi=max(1, f.size))
@@ -210,31 +210,31 @@ def bounded_density_histogram(hist: SparseHistogram, domain, k, *, epsilon, delt
 
 
 
-def _bounded_density_secure(hist: SparseHistogram, domain, f: np.ndarray, k: int, epsilon, delta, rng,
-                            n_units) -> Release:
+def _bounded_density_secure(hist: SparseHistogram, domain: Domain, f: np.ndarray, k: int, epsilon: float,
+                            delta: float, rng: SecureRandom | None, n_units: int | None) -> Release:
     """:func:`bounded_density_histogram` with exact integer noise (see there)."""
-    from .. import noise
-    from ..accounting.public_keys import calibrate_bounded_density, calibrate_public_gaussian
-
     d = f.size
     dom = list(domain)
     keys = np.asarray(dom) if isinstance(domain, np.ndarray) else dom
     if n_units is None:
         pk = calibrate_public_gaussian(epsilon, delta, d, k)
         counts = (f + noise.sample_discrete_gaussian(pk.scale, d, rng=rng)).astype(np.float64)
-        extra = {"mechanism": "correlated-gaussian-bounded", "variant": "standard"}
+        extra: dict[str, Any] = {"mechanism": "correlated-gaussian-bounded", "variant": "standard"}
     else:
         n = _check_units(f, n_units)
         pk = calibrate_bounded_density(epsilon, delta, d, k)
         z = noise.sample_discrete_gaussian(pk.scale, d + 1, rng=rng)
+        c = pk.c
+        assert c is not None  # the centred embedding's weight (calibrate_bounded_density)
         y = pk.q * f - pk.p * n + z[:d]
-        y_last = pk.c * n + int(z[d])
-        counts = (y + pk.p * (y_last / pk.c)) / pk.q
+        y_last = c * n + int(z[d])
+        counts = (y + pk.p * (y_last / c)) / pk.q
         extra = {"mechanism": "correlated-gaussian-bounded", "variant": f"centred embedding p/q={pk.p}/{pk.q}, "
-                 f"c={pk.c}", "n_estimate": y_last / pk.c}
+                 f"c={pk.c}", "n_estimate": y_last / c}
     cal = Calibration(mechanism="correlated-gaussian-bounded", analysis="discrete-exact", epsilon=pk.epsilon,
                       delta=pk.delta, sigma=pk.sigma, tau=0.0, noise_std=pk.noise_std,
                       delta_parts=dict(pk.delta_parts), delta_achieved=pk.delta_achieved,
-                      noise=DiscreteDenseCorrelatedGaussian(pk.scale, pk.c if pk.c else 1), comparison=Comparison.NONE,
+                      noise=DiscreteDenseCorrelatedGaussian(Fraction(pk.scale), int(pk.c) if pk.c else 1),
+                      comparison=Comparison.NONE,
                       d=d, k=k)
     return Release(keys=keys, counts=counts, calibration=cal, n_keys_in=len(hist), n_keys_out=d, extra=extra)

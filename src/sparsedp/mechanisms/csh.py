@@ -30,12 +30,15 @@ For a plain group-by histogram use GSHM with ``l0`` or top-k CSH.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..accounting.calibration import Calibration
-from ..errors import InputDataError, InvalidParameterError
-from ._common import check_histogram, check_pre_threshold, make_release
-from ..core.histogram import Release, SparseHistogram
-from .kernel import draw_shared_noise, noise_and_filter
 from ..accounting.names import TOPK_CSH
+from ..core.histogram import Release, SparseHistogram
+from ..errors import InputDataError, InvalidParameterError
+from ..noise.source import SecureRandom
+from ._common import check_histogram, check_pre_threshold, make_release
+from .kernel import draw_shared_noise, noise_and_filter
 
 __all__ = ["csh", "check_k_sparse"]
 
@@ -51,8 +54,8 @@ def check_k_sparse(hist: SparseHistogram, k: int) -> int:
     return nnz
 
 
-def csh(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int = 1, rng=None,
-        insecure_float: bool = False, shared_noise=None) -> Release:
+def csh(hist: SparseHistogram, calibration: Calibration, *, pre_threshold: int = 1, rng: SecureRandom | None = None,
+        insecure_float: bool = False, shared_noise: Any = None) -> Release:
     """Release a k-sparse monotonic histogram with CSH (Algorithm 2/4) under ``calibration``.
 
     The caller guarantees the structural requirement of the module docstring (``calibration.k``

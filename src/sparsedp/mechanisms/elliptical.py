@@ -63,10 +63,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 from scipy import special
 
-from .. import _validate as v
+from .. import _validate as v, noise
+from ..accounting import gaussian_sigma
+from ..accounting.zcdp import zcdp_to_dp_delta
 from ..errors import InfeasibleError, InputDataError, InvalidParameterError
+from ..noise.source import SecureRandom
 
 __all__ = [
     "VectorCalibration",
@@ -81,6 +85,9 @@ __all__ = [
     "laplace_sum",
     "unit_sigma",
 ]
+
+#: a float vector (sensitivities, shapes, noise scales)
+FloatArray = npt.NDArray[np.float64]
 
 SHAPES = ("optimal", "spherical", "proportional")
 
@@ -102,7 +109,7 @@ def laplace_moment(p: float) -> float:
     return math.exp(special.gammaln(p + 1))
 
 
-def _sensitivities(sensitivities) -> np.ndarray:
+def _sensitivities(sensitivities: npt.ArrayLike) -> np.ndarray:
     d = np.asarray(sensitivities, dtype=float)
     if d.ndim != 1 or d.size == 0:
         raise InvalidParameterError(f"sensitivities must be a non-empty 1-D vector, got shape {d.shape}")
@@ -114,7 +121,7 @@ def _sensitivities(sensitivities) -> np.ndarray:
     return d
 
 
-def gaussian_shape(sensitivities, p: float = 2.0, shape: str = "optimal") -> np.ndarray:
+def gaussian_shape(sensitivities: npt.ArrayLike, p: float = 2.0, shape: str = "optimal") -> np.ndarray:
     """The vector b of Algorithm 15 (‖b‖₂ = 1 over the coordinates with Δ⃗_i > 0; 0 elsewhere).
 
     ``"optimal"``: b_i = Δ⃗_i^{p/(p+2)}/√(Σ_j Δ⃗_j^{2p/(p+2)}) (Lemma 4.8); ``"spherical"``: b_i = Δ⃗_i/‖Δ⃗‖₂
@@ -122,12 +129,12 @@ def gaussian_shape(sensitivities, p: float = 2.0, shape: str = "optimal") -> np.
     """
     p = v.positive("p", p)
     d, pos, w = _shape_weights(sensitivities, p / (p + 2), shape)
-    b = np.zeros_like(d)
+    b: FloatArray = np.zeros_like(d)
     b[pos] = w / math.sqrt(float(np.sum(w * w)))
     return b
 
 
-def laplace_shape(sensitivities, p: float = 1.0, shape: str = "optimal") -> np.ndarray:
+def laplace_shape(sensitivities: npt.ArrayLike, p: float = 1.0, shape: str = "optimal") -> np.ndarray:
     """The vector b of Algorithm 16 (‖b‖₁ = 1 over the coordinates with Δ⃗_i > 0).
 
     ``"optimal"``: b_i = Δ⃗_i^{p/(p+1)}/Σ_j Δ⃗_j^{p/(p+1)} (Lemma 4.11); ``"spherical"``: b_i = Δ⃗_i/‖Δ⃗‖₁
@@ -135,12 +142,13 @@ def laplace_shape(sensitivities, p: float = 1.0, shape: str = "optimal") -> np.n
     """
     p = v.positive("p", p)
     d, pos, w = _shape_weights(sensitivities, p / (p + 1), shape)
-    b = np.zeros_like(d)
+    b: FloatArray = np.zeros_like(d)
     b[pos] = w / float(np.sum(w))
     return b
 
 
-def _shape_weights(sensitivities, exponent: float, shape: str):
+def _shape_weights(sensitivities: npt.ArrayLike, exponent: float,
+                   shape: str) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
     """Unnormalised weights of the noise shape on the coordinates with Δ⃗_i > 0.
 
     ``"optimal"``: (Δ⃗_i/max Δ⃗)^exponent; ``"spherical"``: Δ⃗_i/max Δ⃗; ``"proportional"``: 1. Working
@@ -161,8 +169,6 @@ def _shape_weights(sensitivities, exponent: float, shape: str):
 
 def _largest_rho_for(epsilon: float, delta: float) -> float:
     """Largest ρ whose zCDP → (ε, δ) conversion (accounting layer) gives δ' <= δ (bisection on log ρ)."""
-    from ..accounting.zcdp import zcdp_to_dp_delta
-
     lo, hi = 1e-12, 1.0
     while zcdp_to_dp_delta(hi, epsilon) <= delta:
         lo, hi = hi, hi * 2.0
@@ -181,7 +187,8 @@ def _largest_rho_for(epsilon: float, delta: float) -> float:
     return lo  # lo always satisfies the predicate: conservative
 
 
-def _unit(rho, epsilon, delta, insecure_float: bool) -> tuple[float, float | None]:
+def _unit(rho: float | None, epsilon: float | None, delta: float | None,
+          insecure_float: bool) -> tuple[float, float | None]:
     """(σ_opt, the zCDP ρ it provides, or None for the analytic-Gaussian (ε, δ) float calibration)."""
     if rho is not None:
         if epsilon is not None or delta is not None:
@@ -193,14 +200,13 @@ def _unit(rho, epsilon, delta, insecure_float: bool) -> tuple[float, float | Non
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     if insecure_float:
-        from ..accounting import gaussian_sigma
-
         return gaussian_sigma(eps, dlt, 1.0), None
     r = _largest_rho_for(eps, dlt)
     return 1.0 / math.sqrt(2.0 * r), r
 
 
-def unit_sigma(*, rho=None, epsilon=None, delta=None, insecure_float: bool = False) -> float:
+def unit_sigma(*, rho: float | None = None, epsilon: float | None = None, delta: float | None = None,
+               insecure_float: bool = False) -> float:
     """σ_opt: the spherical Gaussian noise std for ℓ₂ sensitivity 1 (thesis Lemma 4.2).
 
     Exactly one of ``rho`` (ρ-zCDP: σ_opt = 1/√(2ρ), Lemma 4.1) or ``epsilon`` and ``delta``.
@@ -243,7 +249,7 @@ class VectorCalibration:
 
     def expected_mean_error(self, n: int) -> float:
         """E‖η/n‖_p^p: the error of the mean (sum divided by the public n)."""
-        return self.expected_error / float(n) ** self.p
+        return float(self.expected_error / float(n) ** self.p)
 
 
 def _freeze(a: np.ndarray) -> np.ndarray:
@@ -252,8 +258,9 @@ def _freeze(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def calibrate_gaussian(sensitivities, *, rho=None, epsilon=None, delta=None, p: float = 2.0,
-                       shape: str = "optimal", insecure_float: bool = False) -> VectorCalibration:
+def calibrate_gaussian(sensitivities: npt.ArrayLike, *, rho: float | None = None, epsilon: float | None = None,
+                       delta: float | None = None, p: float = 2.0, shape: str = "optimal",
+                       insecure_float: bool = False) -> VectorCalibration:
     """Per-coordinate σ_i of Algorithm 15 (or 14) for ρ-zCDP or (ε, δ)-DP; see the module docstring.
 
     σ_i = σ_opt·Δ⃗_i/b_i; the optimal shape gives E‖η‖_p^p = m_p σ_opt^p ‖Δ⃗‖_{2p/(p+2)}^p (Theorem 4.1).
@@ -278,7 +285,7 @@ def calibrate_gaussian(sensitivities, *, rho=None, epsilon=None, delta=None, p: 
         expected_error=mp * float(np.sum(sig[pos] ** p)), spherical_error=spherical)
 
 
-def calibrate_laplace(sensitivities, *, epsilon, p: float = 1.0, shape: str = "optimal",
+def calibrate_laplace(sensitivities: npt.ArrayLike, *, epsilon: float, p: float = 1.0, shape: str = "optimal",
                       insecure_float: bool = False) -> VectorCalibration:
     """Per-coordinate Laplace scales s_i = Δ⃗_i/(b_i ε) of Algorithm 16 (pure ε-DP, Lemma 4.9).
 
@@ -326,7 +333,7 @@ class VectorRelease:
         return self.values / self.n
 
 
-def _rows(x, d_expected: int | None = None) -> np.ndarray:
+def _rows(x: npt.ArrayLike, d_expected: int | None = None) -> np.ndarray:
     """``d_expected`` only disambiguates 1-D input (n values of one column, or one row of d values)."""
     """An (n, d) float array from a numpy array, a list of rows, or a (pandas/polars) DataFrame."""
     if hasattr(x, "to_numpy") and not isinstance(x, np.ndarray):
@@ -346,7 +353,7 @@ def _rows(x, d_expected: int | None = None) -> np.ndarray:
     return a
 
 
-def _box(lower, upper, dim: int) -> tuple[np.ndarray, np.ndarray]:
+def _box(lower: npt.ArrayLike, upper: npt.ArrayLike, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """The box as two length-``dim`` vectors (scalars broadcast)."""
     lo = np.asarray(lower, dtype=float)
     hi = np.asarray(upper, dtype=float)
@@ -377,8 +384,7 @@ def _grid_units(n: int, width: np.ndarray, scale: np.ndarray) -> int:
 
 
 def _add_box_noise(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, cal: VectorCalibration,
-                   rng, insecure_float: bool) -> VectorRelease:
-    from .. import noise
+                   rng: SecureRandom | None, insecure_float: bool) -> VectorRelease:
 
     n, dim = x.shape
     xc = np.clip(x, lo, hi)
@@ -409,10 +415,12 @@ def _add_box_noise(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, cal: VectorCal
         k = kf.astype(np.int64)
         r = np.clip(np.rint((xc[:, idx] - lo[idx]) / gamma), 0, k).astype(np.int64)
         if cal.mechanism == "gaussian":
+            assert cal.zcdp_rho is not None  # secure Gaussian noise is calibrated in zCDP (_unit)
             s_eff2 = sum(Fraction(int(ki)) ** 2 for ki in k) / (2 * Fraction(cal.zcdp_rho))
             z = noise.sample_discrete_gaussian(s_eff2, idx.size, rng=rng)
             grid_noise = math.sqrt(float(s_eff2))
         else:
+            assert cal.epsilon is not None  # the Laplace mechanism is calibrated in ε (calibrate_laplace)
             t_eff = Fraction(int(k.sum())) / Fraction(cal.epsilon)
             z = noise.sample_discrete_laplace(t_eff, idx.size, rng=rng)
             grid_noise = float(t_eff)
@@ -425,8 +433,9 @@ def _add_box_noise(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, cal: VectorCal
                          rounding_bound=_freeze(rounding), grid_spacing=_freeze(spacing), grid_sensitivity=sens)
 
 
-def gaussian_sum(x, lower, upper, *, rho=None, epsilon=None, delta=None, p: float = 2.0,
-                 shape: str = "optimal", rng=None, insecure_float: bool = False) -> VectorRelease:
+def gaussian_sum(x: npt.ArrayLike, lower: npt.ArrayLike, upper: npt.ArrayLike, *, rho: float | None = None,
+                 epsilon: float | None = None, delta: float | None = None, p: float = 2.0, shape: str = "optimal",
+                 rng: SecureRandom | None = None, insecure_float: bool = False) -> VectorRelease:
     """Release Σ_j x_j with the elliptical Gaussian mechanism (Algorithm 15; Algorithm 14 for
     ``shape="spherical"``), ρ-zCDP (give ``rho``) or (ε, δ)-DP (give ``epsilon`` and ``delta``).
 
@@ -442,8 +451,8 @@ def gaussian_sum(x, lower, upper, *, rho=None, epsilon=None, delta=None, p: floa
     return _add_box_noise(a, lo, hi, cal, rng, bool(insecure_float))
 
 
-def laplace_sum(x, lower, upper, *, epsilon, p: float = 1.0, shape: str = "optimal", rng=None,
-                insecure_float: bool = False) -> VectorRelease:
+def laplace_sum(x: npt.ArrayLike, lower: npt.ArrayLike, upper: npt.ArrayLike, *, epsilon: float, p: float = 1.0,
+                shape: str = "optimal", rng: SecureRandom | None = None, insecure_float: bool = False) -> VectorRelease:
     """Release Σ_j x_j with the parallelotope Laplace mechanism (Algorithm 16), pure ε-DP.
 
     Same input conventions as :func:`gaussian_sum`; noise is exact discrete Laplace on a fine grid

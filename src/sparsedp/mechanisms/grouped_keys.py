@@ -35,17 +35,23 @@ Replacement neighbours (S4.1's ERRATUM, shared variance 1/μ²) are offered by t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..accounting.public_keys import calibrate_correlated_public
 from ..core.bounded import BoundingStats
 from ..core.engine import Capability
 from ..core.key_order import canonical_exprs, canonical_order
-from ..errors import InvalidParameterError, InvalidTypeError
-from .base import Released, ReleaseRequest
-from .public_keys import PublicCounts, PublicKeyMechanism, _draws, _independent, _need_keys, _table, align
+from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
+from ..noise.source import SecretKeyedStream, SecureRandom
+from .base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
+from .public_keys import (PublicCounts, PublicKeyMechanism, PublicKeys, _arrow_frame, _draws, _independent, _need_keys,
+                          _table, align, public_keys)
 from .registry import register
+
+if TYPE_CHECKING:
+    from ..core.engine import Engine
 
 __all__ = ["GroupedCorrelatedGaussian", "GroupedCounts", "group_sizes", "plan_grouped"]
 
@@ -57,7 +63,7 @@ def group_sizes(keys: Any, group: str) -> tuple[Any, np.ndarray, np.ndarray]:
     order), each listed key's group index (aligned with ``keys.table``) and the number of keys per group."""
     import polars as pl
 
-    df = pl.from_arrow(keys.table).select(group)
+    df = _arrow_frame(keys.table).select(group)
     assert isinstance(df, pl.DataFrame)
     groups = df.unique().sort(canonical_order(df.schema, [group]))
     canon_g = groups.select(canonical_exprs(groups.schema, [group])).with_row_index("__g")
@@ -112,6 +118,8 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
     group: str | None = None
     c: int | None = None
     name = "grouped-correlated-gaussian"
+    auto_role = AutoRole.PUBLIC_KEYS
+    auto_order = 4  # after the ungrouped public-key mechanisms
     #: ``group`` defaults to None (the object can be built before the key list is known) but a release needs it
     needs_options = ("group",)
 
@@ -134,13 +142,25 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
                                         f"<key column>] and keys as (group, key) tuples")
         return self.group
 
+    @classmethod
+    def auto_offer(cls, request: ReleaseRequest, group: str | None) -> "GroupedCorrelatedGaussian | None":
+        """Offered by ``sd.Auto(group=…)`` with a public key list (``group``: the grouping column), else not."""
+        return None if group is None else cls(group=group)
+
+    @classmethod
+    def plan_rows(cls, query: PlanQuery) -> list[tuple[Mechanism, Any, int]]:
+        """With ``keys`` and ``group`` at δ > 0: the grouped mechanism's row (:func:`plan_grouped`), listed after
+        the other public-key mechanisms."""
+        if query.d is None or query.group is None or query.delta <= 0:
+            return []
+        request = query.request(keys=PublicKeys(table=None, d=query.d, columns=()))
+        return [(*plan_grouped(query.keys, query.group, request), 0)]
+
     def check(self, request: ReleaseRequest) -> None:
         super().check(request)
         self._group(request)
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting.public_keys import calibrate_correlated_public
-
         keys = _need_keys(self.name, request)
         group = self._group(request)
         if keys.table is None:
@@ -172,13 +192,14 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
                 f"the group's shared term {cal.shared_std:.4g} + independent {cal.independent_std:.4g}; groups "
                 f"are independent; each group's size estimate has std {cal.n_noise_std:.4g}",)
 
-    def histogram(self, engine: Any, data: Any, privacy_unit: str | None, by: list, request: ReleaseRequest,
-                  rng: Any, **extra: Any) -> Any:
+    def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str], request: ReleaseRequest,
+                  rng: SecureRandom, **extra: Any) -> Any:
         if not engine.offers(Capability.PAIRS):
             raise InvalidParameterError(f"mechanism={self.name!r} runs on the embedded engines (polars, duckdb, "
                                         f"pandas, arrow), not {engine.name!r}")
         keys = _need_keys(self.name, request)
         group = self._group(request)
+        assert privacy_unit is not None  # no row units: refused by validate()
         groups, _, _ = group_sizes(keys, group)
         one = engine.one_group_per_unit(data, privacy_unit, list(by), group, groups, keys.from_text, rng)
         if len(one.rows) == 0:  # no unit in a listed group: every count is 0, n_j = 0
@@ -188,7 +209,7 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
                                      self.engine_bound(request), rng, self.count_floor())
         return GroupedHistogram(inner=inner, rows_in=one.rows_in, n_per_group=one.n_per_group)
 
-    def prepare(self, engine: Any, hist: Any, request: ReleaseRequest) -> Any:
+    def prepare(self, engine: Engine, hist: Any, request: ReleaseRequest) -> Any:
         import polars as pl
 
         keys = _need_keys(self.name, request)
@@ -212,9 +233,8 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
         return GroupedCounts(counts=counts, n=n, keys=keys, group_index=gidx, n_per_group=n_per_group,
                              groups=groups)
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
-        from ..noise.source import SecretKeyedStream
-
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         gc: GroupedCounts = hist
         cal = calibration
         secret = self._secret(rng)
@@ -241,8 +261,6 @@ def plan_grouped(keys: Any, group: str, request: ReleaseRequest) -> tuple[Groupe
     import dataclasses
 
     import polars as pl
-
-    from .public_keys import public_keys
 
     mod = type(keys).__module__.split(".")[0]
     frame = keys if isinstance(keys, pl.DataFrame) else pl.from_pandas(keys) if mod == "pandas" and hasattr(

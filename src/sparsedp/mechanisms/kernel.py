@@ -43,15 +43,41 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
-from .. import _validate
+from .. import _validate, noise
+from ..accounting import laws
+from ..accounting.calibration import Comparison
 from ..errors import InvalidParameterError
+from ..noise import inversion
+from ..noise.inversion import DiscreteGaussianLaw, DiscreteLaplaceLaw, IntegerLaw
+from ..noise.source import SecureRandom
 
 __all__ = ["noise_and_filter", "draw_shared_noise", "noise_plan", "NoisePlan", "correlated_rule", "debias_noise",
            "truncate_top_k"]
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from ..noise.rounded import SharedGaussianTerm
+
+#: the one shared term of a CSH release (:func:`draw_shared_noise`): the rounded mechanism's refinable Gaussian,
+#: Algorithm 4's integer, a float (continuous noise), or None (no shared term)
+SharedNoise: TypeAlias = "SharedGaussianTerm | int | float | None"
+#: an array of integers (counts, thresholds, noise draws)
+IntArray: TypeAlias = npt.NDArray[np.int64]
+
+
+def _rounded() -> ModuleType:
+    """:mod:`sparsedp.noise.rounded` (the exact rounded-Gaussian laws of CSH), imported on first use: it loads
+    mpmath (a few tenths of a second), which a GSHM or Laplace release never needs (issue 19, start-up cost)."""
+    from ..noise import rounded
+
+    return rounded
+
 
 class NoisePlan:
     """What to sample and how to compare, derived once from a Calibration (cheap; pure).
@@ -63,11 +89,20 @@ class NoisePlan:
 
     __slots__ = ("mechanism", "noise", "discrete", "family", "scale", "shared_scale", "sigma", "shared_sigma",
                  "tau", "strict", "k", "rounded")
+    mechanism: str
+    noise: Any  # the calibration's noise law (sparsedp.accounting.laws)
+    discrete: bool
+    family: str
+    scale: Fraction | None
+    shared_scale: Fraction | None
+    sigma: float
+    shared_sigma: float | None
+    tau: float
+    strict: bool
+    k: int | None
+    rounded: bool
 
     def __init__(self, calibration: Any):
-        from ..accounting import laws
-        from ..accounting.calibration import Comparison
-
         cal = calibration
         law = cal.noise
         self.mechanism = str(cal.mechanism)
@@ -107,21 +142,19 @@ class NoisePlan:
             raise InvalidParameterError("rounded CSH is accounted for the rule c + X >= pre + margin (GE)")
 
     # -- discrete rules as "X_i >= j_i" (see the module docstring) ------------------------------------
-    def law(self, shared=None):
+    def law(self, shared: SharedNoise = None) -> IntegerLaw:
         """The law of each key's own noise X_i in a discrete release (given the release's shared term)."""
-        from ..noise.inversion import DiscreteGaussianLaw, DiscreteLaplaceLaw
-
         if not self.discrete:
             raise InvalidParameterError("a continuous plan has no integer noise law")
+        if self.rounded:                                # X_i = round(G_i + A) given the shared A
+            law: IntegerLaw = _rounded().RoundedShiftedGaussianLaw(self.sigma, shared)
+            return law
+        assert self.scale is not None  # every discrete independent law has its exact scale
         if self.family == "laplace":
             return DiscreteLaplaceLaw(self.scale)
-        if self.rounded:                                # X_i = round(G_i + A) given the shared A
-            from ..noise.rounded import RoundedShiftedGaussianLaw
-
-            return RoundedShiftedGaussianLaw(self.sigma, shared)
         return DiscreteGaussianLaw(self.scale)          # GSHM: N_Z(0, σ²); CSH: Z_i ~ N_Z(0, 4σ²)
 
-    def release_floor(self, counts: np.ndarray, threshold: float, shared=None) -> np.ndarray:
+    def release_floor(self, counts: IntArray, threshold: Fraction | float, shared: SharedNoise = None) -> IntArray:
         """int64 ``j`` with: key i is released iff its noise ``X_i >= j[i]``.
 
         GSHM / Laplace: ``c + X >= thr`` (``thr = ⌈threshold⌉``, or ``⌊threshold⌋ + 1`` for ``>``), so
@@ -133,26 +166,33 @@ class NoisePlan:
         if self.family == "correlated":
             t2 = 2 * threshold      # exact for a Fraction threshold (noise_and_filter passes one)
             base = math.floor(t2) + 1 if self.strict else math.ceil(t2)
-            return (base - int(shared)) - 2 * counts
+            return (base - _int(shared)) - 2 * counts
         thr = math.floor(threshold) + 1 if self.strict else math.ceil(threshold)
         return thr - counts
 
-    def noisy_values(self, counts: np.ndarray, x: np.ndarray, shared=None) -> np.ndarray:
+    def noisy_values(self, counts: IntArray, x: IntArray, shared: SharedNoise = None) -> npt.NDArray[Any]:
         """Released values from the counts and noises of the released keys: ``c + X`` (int64), or for CSH
         ``(2c + X + Z_corr)/2`` (float64 on the ½-lattice)."""
         if self.family == "correlated" and not self.rounded:
-            return (2 * counts + x + int(shared)) * 0.5
-        return counts + x
+            halves: npt.NDArray[np.floating[Any]] = (2 * counts + x + _int(shared)) * 0.5
+            return halves
+        values: IntArray = counts + x
+        return values
 
 
-def _release_discrete(plan: NoisePlan, counts: np.ndarray, threshold: float, shared, rng):
+def _int(shared: SharedNoise) -> int:
+    """Algorithm 4's shared term ``Z_corr`` (an integer: :func:`draw_shared_noise` of a discrete plan)."""
+    assert isinstance(shared, (int, np.integer)), "Algorithm 4 needs its integer shared term"
+    return int(shared)
+
+
+def _release_discrete(plan: NoisePlan, counts: IntArray, threshold: Fraction | float, shared: SharedNoise,
+                      rng: SecureRandom | None) -> tuple[npt.NDArray[np.intp], npt.NDArray[Any]]:
     """``(selected positions into counts, noisy values)`` of a discrete release (exact; module docstring)."""
-    from ..noise.inversion import inversion_fits, release_by_inversion
-
     law = plan.law(shared)
     j = plan.release_floor(counts, threshold, shared)
-    if inversion_fits(law):
-        sel, x = release_by_inversion(law, j, rng)
+    if inversion.inversion_fits(law):
+        sel, x = inversion.release_by_inversion(law, j, rng)
     elif plan.rounded:
         raise InvalidParameterError(f"sigma={plan.sigma:g} is too large for the exact rounded-CSH sampler "
                                     "(inversion table); calibrate with csh_noise='alg4'")
@@ -175,7 +215,8 @@ def _check_float(plan: NoisePlan, insecure_float: bool) -> None:
             "discrete noise (the default) or pass insecure_float=True for research reproduction")
 
 
-def draw_shared_noise(calibration: Any, rng=None, *, insecure_float: bool = False):
+def draw_shared_noise(calibration: Any, rng: SecureRandom | None = None, *,
+                      insecure_float: bool = False) -> SharedNoise:
     """The one shared term of CSH / top-k CSH (``Z_corr``), drawn once per release; ``None`` otherwise.
 
     Rounded (secure default): a :class:`~sparsedp.noise.rounded.SharedGaussianTerm` ``A ~ N(0, σ²/√k)``
@@ -188,9 +229,8 @@ def draw_shared_noise(calibration: Any, rng=None, *, insecure_float: bool = Fals
         return None
     _check_float(plan, insecure_float)
     if plan.rounded:
-        from ..noise.rounded import SharedGaussianTerm
-
-        return SharedGaussianTerm.draw(plan.shared_sigma, rng)
+        term: SharedGaussianTerm = _rounded().SharedGaussianTerm.draw(plan.shared_sigma, rng)
+        return term
     z = _sample_shared(plan, 1, rng)[0]
     return int(z) if plan.discrete else float(z)
 
@@ -201,23 +241,17 @@ def debias_noise(plan: NoisePlan, rng: Any) -> int | float:
     (:class:`~sparsedp.noise.rounded.RoundedShiftedGaussianLaw` with shift 0); Algorithm 4: ``Z_t/2`` with
     ``Z_t ~ N_Z(0, 4σ²/√k)``; float (``insecure_float``): ``N(0, σ²/√k)`` (Lebeda & Retschmeier (2024) §4).
     Used by every engine."""
-    from .. import noise
-
     if plan.rounded:
-        from ..noise.inversion import sample_by_inversion
-        from ..noise.rounded import RoundedShiftedGaussianLaw
-
-        return int(sample_by_inversion(RoundedShiftedGaussianLaw(plan.shared_sigma), 1, rng)[0])
+        law = _rounded().RoundedShiftedGaussianLaw(plan.shared_sigma)
+        return int(inversion.sample_by_inversion(law, 1, rng)[0])
     if plan.discrete:
         return int(noise.sample_discrete_gaussian(plan.shared_scale, 1, rng=rng)[0]) / 2.0
     return float(noise.sample_gaussian(plan.shared_sigma, 1, rng=rng, insecure_float=True)[0])
 
 
-def _sample_shared(plan: NoisePlan, size: int, rng) -> np.ndarray:
+def _sample_shared(plan: NoisePlan, size: int, rng: SecureRandom | None) -> npt.NDArray[Any]:
     """``size`` draws of the shared term's law (one per release; tests simulate many releases).
     Rounded plans: float draws, for *simulation only* (audit, tests; see :func:`correlated_rule`)."""
-    from .. import noise
-
     if plan.rounded:
         return noise.sample_gaussian(plan.shared_sigma, size, rng=rng, insecure_float=True)
     if plan.discrete:
@@ -225,9 +259,7 @@ def _sample_shared(plan: NoisePlan, size: int, rng) -> np.ndarray:
     return noise.sample_gaussian(plan.shared_sigma, size, rng=rng, insecure_float=True)
 
 
-def _sample(plan: NoisePlan, size: int, rng, insecure_float: bool) -> np.ndarray:
-    from .. import noise
-
+def _sample(plan: NoisePlan, size: int, rng: SecureRandom | None, insecure_float: bool) -> npt.NDArray[Any]:
     if plan.family == "laplace":
         if plan.discrete:
             return noise.sample_discrete_laplace(plan.scale, size, rng=rng)
@@ -237,7 +269,8 @@ def _sample(plan: NoisePlan, size: int, rng, insecure_float: bool) -> np.ndarray
     return noise.sample_gaussian(plan.sigma, size, rng=rng, insecure_float=True)
 
 
-def correlated_rule(plan: NoisePlan, counts: np.ndarray, z: np.ndarray, shared, threshold: float):
+def correlated_rule(plan: NoisePlan, counts: npt.NDArray[Any], z: npt.NDArray[Any], shared: Any,
+                    threshold: float) -> tuple[npt.NDArray[np.bool_], npt.NDArray[Any]]:
     """CSH's per-key rule (Algorithm 2 / 4): ``(keep mask, noisy values)`` for counts, independent noise z
     and the shared term (a scalar in a release; arrays broadcast, which the sampling-law tests use to
     simulate many releases at once). Discrete: ``2c + Z_i + Z_corr`` is an exact integer compared with
@@ -256,8 +289,9 @@ def correlated_rule(plan: NoisePlan, counts: np.ndarray, z: np.ndarray, shared, 
     return (noisy > threshold if plan.strict else noisy >= threshold), noisy
 
 
-def noise_and_filter(counts, calibration, pre_threshold=1, rng=None, shared_noise=None, *,
-                     insecure_float: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def noise_and_filter(counts: npt.ArrayLike, calibration: Any, pre_threshold: int = 1, rng: SecureRandom | None = None,
+                     shared_noise: Any = None, *,
+                     insecure_float: bool = False) -> tuple[npt.NDArray[np.intp], npt.NDArray[Any]]:
     """Noise the counts and keep the released ones: returns ``(positions, noisy_counts)``.
 
     ``counts``: non-negative ``int64`` array (validated by the caller, e.g. ``SparseHistogram``).

@@ -11,12 +11,17 @@ deterministic function of ``(K_noise, histogram)`` on every engine ("one release
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from fractions import Fraction
+from typing import Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
+from ..aggregates import Mean, Sum
 from ..core.noise_chunks import chunk_label
-from .kernel import NoisePlan, noise_and_filter
+from ..noise.source import SecretKeyedStream, SecureRandom
+from .aggregate_noise import column_indices, noisy_grid_sums, to_value_units
+from .kernel import NoisePlan, SharedNoise, noise_and_filter
 
 __all__ = ["KeyNoise"]
 
@@ -48,12 +53,12 @@ class KeyNoise:
     pre: int
     secret: bytes = field(repr=False)
     cutoff: int = 0
-    offset: Any = None
-    shared: Any = None
+    offset: float | None = None
+    shared: SharedNoise = None
     insecure_float: bool = False
-    aggregates: tuple = ()
-    column_sigma2s: tuple = ()
-    column_noise: Any = None
+    aggregates: tuple[Sum, ...] = ()
+    column_sigma2s: tuple[Fraction, ...] = ()
+    column_noise: tuple[tuple[str, Any], ...] | None = None
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -73,17 +78,16 @@ class KeyNoise:
             return True
         return self.offset is not None and not float(self.offset).is_integer()
 
-    def stream(self, chunk: int):
+    def stream(self, chunk: int) -> SecretKeyedStream:
         """The chunk's noise stream ``SecretKeyedStream(K_noise, chunk_label(chunk))``."""
-        from ..noise.source import SecretKeyedStream
-
         return SecretKeyedStream(self.secret, chunk_label(chunk))
 
-    def apply(self, counts: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    def apply(self, counts: npt.NDArray[np.int64], chunk: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[Any]]:
         """``(positions, values)`` of the released keys among one chunk's counts (canonical key order)."""
         return self._counts(counts, self.stream(chunk))
 
-    def _counts(self, counts: np.ndarray, rng: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _counts(self, counts: npt.NDArray[np.int64],
+                rng: SecureRandom) -> tuple[npt.NDArray[np.intp], npt.NDArray[Any]]:
         c = np.asarray(counts, dtype=np.int64)
         if self.cutoff:
             c = np.maximum(c - self.cutoff, 0)
@@ -92,7 +96,8 @@ class KeyNoise:
             values = values + self.offset
         return pos, np.asarray(values, dtype=np.float64 if self.float_output else np.int64)
 
-    def apply_joint(self, counts: np.ndarray, grid_sums, chunk: int):
+    def apply_joint(self, counts: npt.NDArray[np.int64], grid_sums: Sequence[npt.ArrayLike],
+                    chunk: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[Any], dict[str, npt.NDArray[np.float64]]]:
         """The joint release of one chunk (``docs/proofs/aggregates.md`` §0): ``(positions, noisy counts,
         {output name: values})``.
 
@@ -103,15 +108,12 @@ class KeyNoise:
         (:func:`~sparsedp.mechanisms.aggregate_noise.to_value_units`: ``g·(A' + Y) + g·c·(count + Z)``, divided
         by the noisy count for MEAN). Keys not released get no column noise and leave nothing.
         """
-        from ..aggregates import Mean, Sum, noise_columns
-        from .aggregate_noise import noisy_grid_sums, to_value_units
-
         if self.float_output or self.insecure_float:
             raise ValueError("aggregate columns are released with integer count noise only (discrete GSHM, "
                              "rounded de-biased top-k CSH)")
         if self.cutoff and self.offset is None:
             raise ValueError("top-k CSH releases aggregate columns with de-biased counts only")
-        _, where = noise_columns(self.aggregates)
+        where = column_indices(self.aggregates)
         if len(grid_sums) != len(self.column_sigma2s):
             raise ValueError(f"{len(grid_sums)} grid-sum columns for {len(self.column_sigma2s)} noise scales")
         rng = self.stream(chunk)
@@ -120,7 +122,7 @@ class KeyNoise:
         noisy = noisy_grid_sums([np.asarray(a, dtype=np.int64)[pos] for a in grid_sums], self.column_sigma2s, rng,
                                 **extra)
         refine = extra.get("refine") or (1,) * len(self.column_sigma2s)
-        cols = {}
+        cols: dict[str, npt.NDArray[np.float64]] = {}
         for a, i in zip(self.aggregates, where):
             if isinstance(a, Mean):
                 # MEAN = (re-centred noisy sum) / (count estimate); top-k's de-biased estimate can in principle

@@ -40,14 +40,19 @@ Gaussian). The reported noise std includes the (2K + ⌈√d⌉)/(2K) inflation.
 
 from __future__ import annotations
 
+from typing import Any, Mapping, Sequence
+
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
-from .. import _validate as v
+from .. import _validate as v, noise
 from ..errors import InputDataError, InvalidParameterError
+from ..noise import default_source
+from ..noise.source import SecureRandom
 from .elliptical import gaussian_moment
 
 __all__ = [
@@ -62,16 +67,12 @@ _VARIANCE_MODES = ("estimate", "binary", "none")
 _INT_BUDGET = 2**60
 
 
-def _source(rng):
-    from ..noise import default_source
-
+def _source(rng: SecureRandom | None) -> SecureRandom:
     return default_source() if rng is None else rng
 
 
-def _count_noise(sigma2: Fraction, size: int, rng, insecure_float: bool) -> np.ndarray:
+def _count_noise(sigma2: Fraction, size: int, rng: SecureRandom | None, insecure_float: bool) -> np.ndarray:
     """Noise for integer counts: exact N_ℤ(0, σ²), or float N(0, σ²) when ``insecure_float``."""
-    from .. import noise
-
     if insecure_float:
         return math.sqrt(float(sigma2)) * np.asarray(
             noise.sample_gaussian(1.0, size, rng=rng, insecure_float=True), dtype=float)
@@ -99,9 +100,9 @@ def _steps_for(lower: float, upper: float, resolution: float, log_scale: bool) -
     return max(1, math.ceil(math.log2(max(span, 1.0))))
 
 
-def private_quantile(values, q: float, *, rho, lower: float, upper: float, steps: int | None = None,
-                     resolution: float | None = None, log_scale: bool = False, rng=None,
-                     insecure_float: bool = False) -> np.ndarray:
+def private_quantile(values: npt.ArrayLike, q: float, *, rho: float, lower: float, upper: float,
+                     steps: int | None = None, resolution: float | None = None, log_scale: bool = False,
+                     rng: SecureRandom | None = None, insecure_float: bool = False) -> np.ndarray:
     """PRIVQUANTILE (thesis §5.2.3): a ρ-zCDP estimate of the q-quantile of each column by binary search.
 
     ``values``: (n,) or (n, d). The budget ρ is split evenly over the d columns (zCDP composition) and
@@ -147,7 +148,8 @@ def private_quantile(values, q: float, *, rho, lower: float, upper: float, steps
         below = noisy < target
         lo = np.where(below, mid, lo)
         hi = np.where(below, hi, mid)
-    return np.sqrt(lo * hi) if log_scale else (lo + hi) / 2.0
+    est: npt.NDArray[np.float64] = np.sqrt(lo * hi) if log_scale else (lo + hi) / 2.0
+    return est
 
 
 def _chi2_median_factor(k: int) -> float:
@@ -155,13 +157,13 @@ def _chi2_median_factor(k: int) -> float:
     return (1.0 - 2.0 / (9.0 * k)) ** 3
 
 
-def _permutation(n: int, src) -> np.ndarray:
+def _permutation(n: int, src: SecureRandom) -> np.ndarray:
     """A uniformly random order (ties in 64-bit keys are harmless: the grouping only needs to be data-independent)."""
     return np.argsort(src.uint64(n), kind="stable")
 
 
-def estimate_variance(data, *, rho, bound: float, pairs: int = 1, chi2_correction: bool = True,
-                      min_variance: float | None = None, resolution: float = 0.02, rng=None,
+def estimate_variance(data: Any, *, rho: float, bound: float, pairs: int = 1, chi2_correction: bool = True,
+                      min_variance: float | None = None, resolution: float = 0.02, rng: SecureRandom | None = None,
                       insecure_float: bool = False) -> np.ndarray:
     """Algorithm 18 (VARIANCEESTIMATE, thesis App. 5.C), per coordinate; ρ-zCDP in total.
 
@@ -199,17 +201,18 @@ def estimate_variance(data, *, rho, bound: float, pairs: int = 1, chi2_correctio
     return est
 
 
-def _binary_variance(x: np.ndarray, rho: float, src, insecure_float: bool) -> np.ndarray:
+def _binary_variance(x: np.ndarray, rho: float, src: SecureRandom, insecure_float: bool) -> np.ndarray:
     """Binary data (thesis §5.7.1): q̃ from the Gaussian mechanism on the column counts (ℓ₂ sensitivity √d
     under replacement, so N_ℤ(0, d/(2ρ)) per count), σ̂² = q̃(1 − q̃) floored at d^{−2/5} (Lemma 5.9)."""
     n, d = x.shape
     counts = x.sum(axis=0).astype(np.int64)
     noisy = counts + _count_noise(Fraction(d) / (2 * Fraction(rho)), d, src, insecure_float)
     q = np.clip(noisy / n, 0.0, 1.0)
-    return np.maximum(q * (1.0 - q), d ** -0.4)
+    var: npt.NDArray[np.float64] = np.maximum(q * (1.0 - q), d ** -0.4)
+    return var
 
 
-def _matrix(data, columns=None) -> np.ndarray:
+def _matrix(data: Any, columns: Sequence[str] | None = None) -> np.ndarray:
     if columns is not None:
         if isinstance(columns, str):
             columns = [columns]
@@ -250,7 +253,7 @@ class MeanEstimate:
     n: int
     d: int
     rho: float
-    rho_parts: dict = field(repr=False)
+    rho_parts: dict[str, float] = field(repr=False)
     center: np.ndarray = field(repr=False)
     sigma_hat: np.ndarray = field(repr=False)
     clip_radius: float = 0.0
@@ -264,7 +267,7 @@ _SPLIT_ESTIMATED = {"center": 1 / 16, "variance": 3 / 16, "clip": 3 / 16, "noise
 _SPLIT_PUBLIC = {"center": 1 / 4, "variance": 0.0, "clip": 3 / 16, "noise": 9 / 16}
 
 
-def _budget(rho: float, budget, estimated: bool) -> dict:
+def _budget(rho: float, budget: Mapping[str, float] | None, estimated: bool) -> dict[str, float]:
     if budget is None:
         frac = dict(_SPLIT_ESTIMATED if estimated else _SPLIT_PUBLIC)
     else:
@@ -285,9 +288,10 @@ def _budget(rho: float, budget, estimated: bool) -> dict:
     return parts
 
 
-def plan_mean(data, *, rho, bound: float, p: float = 2.0, variances="estimate", columns=None,
-              variance_pairs: int = 1, regularize: bool = True, beta: float = 0.05, budget: dict | None = None,
-              resolution: float | None = None, clip_steps: int = 10, check_sample_size: bool = True, rng=None,
+def plan_mean(data: Any, *, rho: float, bound: float, p: float = 2.0, variances: str | npt.ArrayLike = "estimate",
+              columns: Sequence[str] | None = None, variance_pairs: int = 1, regularize: bool = True,
+              beta: float = 0.05, budget: Mapping[str, float] | None = None, resolution: float | None = None,
+              clip_steps: int = 10, check_sample_size: bool = True, rng: SecureRandom | None = None,
               insecure_float: bool = False) -> MeanEstimate:
     """PLAN (thesis Algorithm 17): ρ-zCDP estimate of the mean of n rows in [−M, M]^d (M = ``bound``).
 
@@ -345,6 +349,7 @@ def plan_mean(data, *, rho, bound: float, p: float = 2.0, variances="estimate", 
     center = private_quantile(x, 0.5, rho=parts["center"], lower=-m, upper=m, steps=t_center, rng=src,
                               insecure_float=insecure_float)
     if mode == "public":
+        assert public_var is not None  # set with mode "public" above
         sig = np.sqrt(public_var)
     elif mode == "estimate":
         sig = np.sqrt(estimate_variance(x, rho=parts["variance"], bound=m, pairs=variance_pairs, rng=src,
@@ -369,7 +374,6 @@ def plan_mean(data, *, rho, bound: float, p: float = 2.0, variances="estimate", 
     if insecure_float:
         noise_y = math.sqrt(2.0 / parts["noise"]) * c
         gamma = None
-        from .. import noise
 
         eta = noise_y * np.asarray(noise.sample_gaussian(1.0, d, rng=src, insecure_float=True), dtype=float)
         total = yc.sum(axis=0) + eta
@@ -382,7 +386,6 @@ def plan_mean(data, *, rho, bound: float, p: float = 2.0, variances="estimate", 
         ints = np.rint(yc / gamma).astype(np.int64)
         sens = 2 * kk + math.isqrt(d - 1) + 1          # integer >= 2K + √d
         sigma2 = Fraction(sens) ** 2 / (2 * Fraction(parts["noise"]))
-        from .. import noise
 
         z = np.asarray(noise.sample_discrete_gaussian(sigma2, d, rng=src), dtype=np.int64)
         total = gamma * (ints.sum(axis=0) + z).astype(float)

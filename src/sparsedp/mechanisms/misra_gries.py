@@ -57,15 +57,30 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _validate as v
 from ..core.engine import Capability
+from ..core.histogram import Release, SparseHistogram
 from ..errors import InvalidParameterError
+from ..noise.source import SecureRandom
+from ..sketches import MisraGries as Sketch
+from ..sketches.misra_gries import key_code
+from ..sketches.partitions import Combine, SketchSummary, sketch_data
+from ..sketches.private_mg import (merged_private_misra_gries, private_misra_gries, pure_private_misra_gries,
+                                   threshold2_private_misra_gries)
+from ..sketches.user_mg import UnitSketchSummary, sketch_units
+from .auto import calibrate_mechanism
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
+from .csh import csh
+from .pure.registered import joined_keys, key_mode
 from .registry import register
+
+if TYPE_CHECKING:
+    from ..core.engine import Engine
 
 __all__ = ["MisraGries", "MGRelease", "MGCalibration", "UnitSketch", "group_privacy_parameters"]
 
@@ -106,17 +121,18 @@ def _chain(delta_e: float, eps_e: float, group: int) -> float:
     return min(1.0, math.nextafter(delta_e * math.fsum(math.exp(i * eps_e) for i in range(group)), 2.0))
 
 
-def sorted_stream(keys: list, counts: np.ndarray, codes: np.ndarray | None = None):
+def sorted_stream(keys: Sequence[Any] | None, counts: npt.ArrayLike, codes: npt.NDArray[np.int64] | None = None
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.intp]]:
     """Codes in the public order and the matching counts (see the module docstring)."""
-    from ..sketches.misra_gries import key_code
-
     if codes is None:
+        assert keys is not None  # the keys to code, unless their codes are given
         codes = np.fromiter((key_code(k) for k in keys), dtype=np.int64, count=len(keys))
     order = np.argsort(codes, kind="stable")
     return codes[order], np.asarray(counts, dtype=np.int64)[order], order
 
 
-def stream_chunks(codes: np.ndarray, counts: np.ndarray, target: int = 1 << 20):
+def stream_chunks(codes: npt.NDArray[np.int64], counts: npt.NDArray[np.int64],
+                  target: int = 1 << 20) -> Iterator[npt.NDArray[np.int64]]:
     """``np.repeat(codes, counts)`` in chunks of about ``target`` elements (memory O(target + k))."""
     i, n = 0, codes.size
     cum = np.cumsum(counts)
@@ -159,15 +175,13 @@ class MisraGries(Mechanism):
 
     sketch_size: int
     release: MGRelease = MGRelease.CSH
-    combine: Any = None
+    combine: Combine | None = None
     universe_size: int | None = None
-    unit_sketch: Any = None
+    unit_sketch: UnitSketch | None = None
     name = "misra-gries"
     row_units: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        from ..sketches.partitions import Combine
-
         object.__setattr__(self, "sketch_size", v.integer("sketch_size", self.sketch_size, lo=1))
         rel = self.release.value if isinstance(self.release, MGRelease) else self.release
         object.__setattr__(self, "release", MGRelease(v.choice("release", rel, tuple(r.value for r in MGRelease))))
@@ -193,9 +207,7 @@ class MisraGries(Mechanism):
                                         "(thesis §3.7); use combine='sequential', or release='csh'")
 
     @property
-    def combine_mode(self):
-        from ..sketches.partitions import Combine
-
+    def combine_mode(self) -> Combine:
         if self.combine is not None:
             return self.combine
         return Combine.SEQUENTIAL if self.release is MGRelease.PMG else Combine.MERGE
@@ -227,12 +239,10 @@ class MisraGries(Mechanism):
     def engine_bound(self, request: ReleaseRequest) -> int | None:
         return None if self.unit_mode(request) is UnitSketch.PAMG else request.max_groups_per_unit or 1
 
-    def histogram(self, engine: Any, data: Any, privacy_unit: Any, by: list, request: ReleaseRequest, rng: Any,
-                  **extra: Any) -> Any:
+    def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str], request: ReleaseRequest,
+                  rng: SecureRandom, **extra: Any) -> Any:
         if privacy_unit is not None:
             if self.unit_mode(request) is UnitSketch.PAMG:
-                from ..sketches.user_mg import sketch_units
-
                 if not engine.offers(Capability.PAIRS):
                     raise InvalidParameterError(
                         f"unit_sketch='pamg' reads the (unit, key) pairs in this process, which the {engine.name} "
@@ -243,7 +253,6 @@ class MisraGries(Mechanism):
         if request.max_groups_per_unit is not None:
             raise InvalidParameterError("max_groups_per_unit bounds a privacy unit's keys; with privacy_unit=None "
                                         "every row is its own unit (one stream element): drop max_groups_per_unit")
-        from ..sketches.partitions import sketch_data
 
         return sketch_data(data, by, self.sketch_size, combine=self.combine_mode,
                            connection=engine.connection)
@@ -256,8 +265,6 @@ class MisraGries(Mechanism):
             eps_e, dlt_e = group_privacy_parameters(request.epsilon, request.delta, group)
         csh = None
         if self.release is MGRelease.CSH:
-            from .auto import calibrate_mechanism
-
             csh = calibrate_mechanism("csh", self.sketch_size, eps_e, dlt_e)
         return MGCalibration(release=self.release, epsilon=request.epsilon, delta=request.delta, epsilon_e=eps_e,
                              delta_e=dlt_e, group=group, k=self.sketch_size, csh=csh)
@@ -273,7 +280,7 @@ class MisraGries(Mechanism):
                 MGRelease.THRESHOLD2: "the (eps, delta) §3.6 variant: Threshold2 on the post-processed sketch",
                 MGRelease.MERGED_LAPLACE: "discrete Laplace(k/eps) with the merged-sketch threshold (§3.7)"}[
             c.release]
-        extra = {}
+        extra: dict[str, Any] = {}
         if c.csh is not None:
             extra = dict(sigma=float(c.csh.sigma), noise_std=float(c.csh.noise_std), margin=float(c.csh.tau),
                          threshold=1.0 + float(c.csh.tau), delta_achieved=_chain(c.csh.delta_achieved, c.epsilon_e, g))
@@ -287,13 +294,12 @@ class MisraGries(Mechanism):
                                     f"each sketch count underestimates the count by at most n/(k+1) before noise",),
             **extra)
 
-    def run(self, engine, hist, calibration: MGCalibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: MGCalibration, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         import pyarrow as pa
 
-        from ..sketches.partitions import SketchSummary
-        from ..sketches.user_mg import UnitSketchSummary
-
         c = calibration
+        note: tuple[str, ...]
         if isinstance(hist, UnitSketchSummary):  # unit level, PAMG
             rel = _release_sketch(hist.sketch, (hist.sketch,), c, None, rng)
             table = hist.keys.take(pa.array(np.asarray(rel.keys, np.int64), pa.int64()))
@@ -308,9 +314,6 @@ class MisraGries(Mechanism):
             contribution = "one row = one privacy unit = one stream element (event-level)"
             note = (f"sketched in {hist.info.partitions} partition(s), combine={hist.info.combine}",)
         else:
-            from ..sketches import MisraGries as Sketch
-            from .pure.registered import joined_keys, key_mode
-
             h = engine.collect(hist)
             cols = h.keys.column_names
             int_keys = len(cols) == 1 and pa.types.is_integer(h.keys.schema.field(cols[0]).type)
@@ -349,22 +352,19 @@ class MisraGries(Mechanism):
         return Released(rows=table, disclosure=disclosure, in_process=True)
 
 
-def _release_sketch(sketch, parts, c: MGCalibration, universe_size: int | None, rng):
-    """The private release of the sketch (``parts``: the per-partition Algorithm-12 sketches) at (ε', δ')."""
-    from ..sketches.private_mg import merged_private_misra_gries, private_misra_gries, pure_private_misra_gries
-
+def _release_sketch(sketch: Any, parts: Sequence[Any], c: MGCalibration, universe_size: int | None,
+                    rng: SecureRandom) -> Release:
+    """The private release of the sketch (``parts``: the per-partition Algorithm-12 sketches) at (ε', δ').
+    ``sketch``: a :class:`~sparsedp.sketches.MisraGries` or, unit level, a
+    :class:`~sparsedp.sketches.user_mg.UserMisraGries` (the same counters interface)."""
     if c.release is MGRelease.CSH:
-        from ..core.histogram import SparseHistogram
-        from .csh import csh
-
         st = sketch.standard()
         codes = np.fromiter(st.keys(), np.int64, len(st))
         counts = np.fromiter(st.values(), np.int64, len(st))
         order = np.argsort(codes, kind="stable")  # public release order (by key code)
         codes, counts = codes[order], counts[order]
+        assert c.csh is not None  # calibrated with the CSH release
         if codes.size == 0:
-            from ..core.histogram import Release
-
             return Release(keys=[], counts=np.zeros(0, np.int64), calibration=c.csh, n_keys_in=0, n_keys_out=0,
                            extra={"threshold": 1.0 + c.csh.tau})
         rel = csh(SparseHistogram(keys=codes.tolist(), counts=counts), c.csh, rng=rng)
@@ -373,8 +373,6 @@ def _release_sketch(sketch, parts, c: MGCalibration, universe_size: int | None, 
     if c.release is MGRelease.PMG:
         return private_misra_gries(sketch, epsilon=c.epsilon_e, delta=c.delta_e, rng=rng)
     if c.release is MGRelease.THRESHOLD2:
-        from ..sketches.private_mg import threshold2_private_misra_gries
-
         return threshold2_private_misra_gries(list(parts) if len(parts) > 1 else sketch, epsilon=c.epsilon_e,
                                               delta=c.delta_e, rng=rng)
     if c.release is MGRelease.PURE:
@@ -385,11 +383,11 @@ def _release_sketch(sketch, parts, c: MGCalibration, universe_size: int | None, 
     return merged_private_misra_gries(sketch, epsilon=c.epsilon_e, delta=c.delta_e, rng=rng)
 
 
-def _key_table(keys: list, by: tuple, types: tuple):
+def _key_table(keys: Sequence[Any], by: tuple[str, ...], types: tuple[Any, ...]) -> Any:
     """Released keys (Python scalars or tuples) as an Arrow table of the key columns in their input types."""
     import pyarrow as pa
 
-    cols = list(zip(*keys)) if len(by) > 1 else [keys]
+    cols: list[Sequence[Any]] = list(zip(*keys)) if len(by) > 1 else [keys]
     if not keys:
         cols = [[] for _ in by]
     arrays = {}

@@ -25,17 +25,27 @@ number of distinct units in the input (a unit with no listed key is the zero vec
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
-from .. import _validate as v
+from .. import _validate as v, noise
+from ..accounting.calibration import Neighbours
+from ..accounting.names import CORRELATED_GAUSSIAN, LAPLACE
+from ..accounting.public_keys import (calibrate_bounded_density, calibrate_correlated_public, calibrate_public_gaussian,
+                                      calibrate_public_laplace)
 from ..core.key_order import canonical_exprs, canonical_order
 from ..core.noise_chunks import chunk_label, key_chunks
-from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
-from .base import Disclosure, Mechanism, Released, ReleaseRequest
+from ..errors import InfeasibleError, InputDataError, InvalidParameterError, InvalidTypeError
+from ..noise.source import SecretKeyedStream, SecureRandom
+from .base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from .registry import register
-from ..accounting.names import CORRELATED_GAUSSIAN, LAPLACE
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from ..core.engine import Engine
 
 __all__ = ["PublicKeys", "public_keys", "CorrelatedGaussian", "BoundedDensity", "PublicGaussian", "PublicLaplace",
            "PublicCounts", "public_candidates"]
@@ -51,6 +61,15 @@ class PublicKeys:
     columns: tuple[str, ...]
     #: the keys were read as text (``--keys FILE``, one key per line): cast to the data's key type when joining
     from_text: bool = False
+
+
+def _arrow_frame(table: Any) -> pl.DataFrame:
+    """An Arrow table as a Polars DataFrame (``pl.from_arrow`` of a table is always a frame)."""
+    import polars as pl
+
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
 def _as_polars(keys: Any, by: list[str]) -> Any:
@@ -74,7 +93,7 @@ def _as_polars(keys: Any, by: list[str]) -> Any:
     return keys
 
 
-def _frame(keys: Any, by: list[str]):
+def _frame(keys: Any, by: list[str]) -> pl.DataFrame:
     """``keys`` as a Polars DataFrame with exactly the columns ``by``."""
     import polars as pl
 
@@ -151,33 +170,31 @@ class PublicCounts:
     keys: PublicKeys
 
 
-def align(engine: Any, hist: Any, keys: PublicKeys) -> PublicCounts:
+def align(engine: Engine, hist: Any, keys: PublicKeys) -> PublicCounts:
     """Join the engine's bounded histogram to the public list on canonical key values (keys outside the list
     dropped, listed keys without data at 0). Refuses a key column whose type differs from the data's."""
     import polars as pl
 
     by = list(keys.columns)
-    stats = engine.stats(hist)
-    if getattr(stats, "units_in", None) is None:
+    units = getattr(engine.stats(hist), "units_in", None)
+    if units is None:
         raise InvalidParameterError(f"engine {engine.name!r} does not count the privacy units, which the public-key "
                                     f"release needs (n); use an embedded engine (polars, duckdb, pandas, arrow)")
     sh = engine.collect(hist)
-    data = pl.from_arrow(sh.keys)
-    assert isinstance(data, pl.DataFrame)
+    data = _arrow_frame(sh.keys)
     data = data.select(canonical_exprs(data.schema, by)).with_columns(
         pl.Series("__sparsedp_count", np.asarray(sh.counts, dtype=np.int64)))
-    lst = pl.from_arrow(keys.table)
-    assert isinstance(lst, pl.DataFrame)
+    lst = _arrow_frame(keys.table)
     lst = lst.select(canonical_exprs(lst.schema, by))
     if keys.from_text and data.height and any(lst.schema[c] == pl.String != data.schema[c] for c in by):
         try:  # keys read as text: take the data's key types (then re-validate: "01" and "1" may now collide)
-            cast = pl.from_arrow(keys.table).with_columns(
+            cast = _arrow_frame(keys.table).with_columns(
                 [pl.col(c).cast(data.schema[c], strict=True) for c in by if lst.schema[c] == pl.String])
         except pl.exceptions.PolarsError:
             raise InputDataError(f"the keys file (--keys) holds values that are not of the data's key type "
                                  f"({', '.join(f'{c}: {data.schema[c]}' for c in by)})") from None
         keys = public_keys(cast, by)
-        lst = pl.from_arrow(keys.table)
+        lst = _arrow_frame(keys.table)
         lst = lst.select(canonical_exprs(lst.schema, by))
     for c in by:
         a, b = lst.schema[c], data.schema[c]
@@ -194,7 +211,7 @@ def align(engine: Any, hist: Any, keys: PublicKeys) -> PublicCounts:
         counts = joined["__sparsedp_count"].fill_null(0).to_numpy().astype(np.int64)
     if counts.size != keys.d:  # pragma: no cover - distinct keys on both sides
         raise RuntimeError("joining the key list to the histogram changed its length")
-    return PublicCounts(counts=counts, n=int(stats.units_in), keys=keys)
+    return PublicCounts(counts=counts, n=int(units), keys=keys)
 
 
 # ------------------------------------------------------------------ the mechanisms
@@ -202,8 +219,6 @@ def align(engine: Any, hist: Any, keys: PublicKeys) -> PublicCounts:
 
 def _draws(cal: Any, size: int, rng: Any, insecure_float: bool, std: float | None = None) -> np.ndarray:
     """``size`` draws of the calibration's per-coordinate law from ``rng``."""
-    from .. import noise
-
     if cal.secure:
         if cal.family == LAPLACE:
             return noise.sample_discrete_laplace(cal.scale, size, rng=rng)
@@ -219,7 +234,6 @@ def _independent(cal: Any, d: int, keys: PublicKeys, secret: bytes, insecure_flo
     """One independent draw per listed key, chunk by chunk (the engines' convention,
     :mod:`sparsedp.core.noise_chunks`): chunk c's keys, in canonical order, read
     ``SecretKeyedStream(K_noise, chunk_label(c))``."""
-    from ..noise.source import SecretKeyedStream
 
     out = np.empty(d, dtype=np.int64 if cal.secure else np.float64)
     for chunk, pos in key_chunks(keys.table, list(keys.columns)):
@@ -232,7 +246,7 @@ def _independent(cal: Any, d: int, keys: PublicKeys, secret: bytes, insecure_flo
     return out
 
 
-def _table(keys: PublicKeys, value_column: str, values: np.ndarray):
+def _table(keys: PublicKeys, value_column: str, values: npt.NDArray[Any]) -> Any:
     import pyarrow as pa
 
     return keys.table.append_column(value_column, pa.array(values))
@@ -264,15 +278,14 @@ class PublicKeyMechanism(Mechanism):
         return None if cls.plannable(request) else "needs delta > 0"
 
     @classmethod
-    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
-        """With ``keys``: every public-key mechanism at d keys (ranked by per-key error), and with ``group`` the
-        grouped mechanism (:func:`~sparsedp.mechanisms.grouped_keys.plan_grouped`)."""
-        from ..errors import InfeasibleError
-
+    def plan_rows(cls, query: PlanQuery) -> list[tuple[Mechanism, Any, int]]:
+        """With ``keys``: every public-key mechanism at d keys (ranked by per-key error); with ``group`` the
+        grouped mechanism lists itself
+        (:meth:`~sparsedp.mechanisms.grouped_keys.GroupedCorrelatedGaussian.plan_rows`)."""
         if query.d is None:
             return []
         request = query.request(keys=PublicKeys(table=None, d=query.d, columns=()))
-        rows = []
+        rows: list[tuple[Mechanism, Any, int]] = []
         for c in public_candidates():
             if not c.plannable(request):
                 continue
@@ -280,10 +293,6 @@ class PublicKeyMechanism(Mechanism):
                 rows.append((c(), c().calibrate(request), 0))
             except (InfeasibleError, InvalidParameterError):
                 continue
-        if query.group is not None and query.delta > 0:
-            from .grouped_keys import plan_grouped
-
-            rows.append((*plan_grouped(query.keys, query.group, request), 0))
         return rows
 
     def check(self, request: ReleaseRequest) -> None:
@@ -293,7 +302,7 @@ class PublicKeyMechanism(Mechanism):
                                         f"offered with keys=")
         v.delta(request.delta)
 
-    def prepare(self, engine: Any, hist: Any, request: ReleaseRequest) -> Any:
+    def prepare(self, engine: Engine, hist: Any, request: ReleaseRequest) -> Any:
         return align(engine, hist, _need_keys(self.name, request))
 
     def _contribution(self, cal: Any) -> str:
@@ -301,8 +310,6 @@ class PublicKeyMechanism(Mechanism):
         return f"every listed key released (no threshold); 1 per key per unit, {per}"
 
     def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
-        from ..accounting.calibration import Neighbours
-
         cal = calibration
         notes = (f"public key list of {cal.d} keys: absent keys get noise too, keys outside the list are dropped; "
                  f"the list must not be derived from the private data",) + self._notes(cal)
@@ -322,7 +329,8 @@ class PublicKeyMechanism(Mechanism):
 
 @dataclass(frozen=True)
 class _IndependentPublic(PublicKeyMechanism):
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         pc: PublicCounts = hist
         secret = self._secret(rng)
         z = _independent(calibration, pc.keys.d, pc.keys, secret, request.insecure_float)
@@ -340,10 +348,10 @@ class PublicGaussian(_IndependentPublic):
     (:func:`~sparsedp.accounting.public_keys.calibrate_public_gaussian`)."""
 
     name = "public-gaussian"
+    auto_role = AutoRole.PUBLIC_KEYS
+    auto_order = 2  # auto's public-key candidates: correlated, bounded density, Gaussian, Laplace
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting.public_keys import calibrate_public_gaussian
-
         k = _need_keys(self.name, request)
         return calibrate_public_gaussian(request.epsilon, request.delta, k.d, request.max_groups_per_unit,
                                          insecure_float=request.insecure_float)
@@ -357,6 +365,8 @@ class PublicLaplace(_IndependentPublic):
     (:func:`~sparsedp.accounting.public_keys.calibrate_public_laplace`)."""
 
     name = "public-laplace"
+    auto_role = AutoRole.PUBLIC_KEYS
+    auto_order = 3  # auto's public-key candidates: correlated, bounded density, Gaussian, Laplace
     pure_dp = True
 
     def check(self, request: ReleaseRequest) -> None:
@@ -365,8 +375,6 @@ class PublicLaplace(_IndependentPublic):
             raise InvalidParameterError("mechanism='public-laplace' releases counts only")
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting.public_keys import calibrate_public_laplace
-
         k = _need_keys(self.name, request)
         return calibrate_public_laplace(request.epsilon, request.delta, k.d, request.max_groups_per_unit,
                                         insecure_float=request.insecure_float)
@@ -392,6 +400,8 @@ class CorrelatedGaussian(PublicKeyMechanism):
     c: int | None = None
     known_n: float | None = None
     name = CORRELATED_GAUSSIAN
+    auto_role = AutoRole.PUBLIC_KEYS
+    auto_order = 0  # auto's public-key candidates: correlated, bounded density, Gaussian, Laplace
 
     def __post_init__(self) -> None:
         if self.c is not None and (isinstance(self.c, bool) or not isinstance(self.c, (int, float))):
@@ -405,8 +415,6 @@ class CorrelatedGaussian(PublicKeyMechanism):
                                             "estimate of n no size coordinate is released (Lebeda (2024) Lemma 3.6)")
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting.public_keys import calibrate_correlated_public
-
         k = _need_keys(self.name, request)
         c = self.c
         if c is not None and not request.insecure_float:
@@ -425,7 +433,8 @@ class CorrelatedGaussian(PublicKeyMechanism):
                 f"{cal.noise_std:.4g} = shared term {cal.shared_std:.4g} (the same for every key) + independent "
                 f"{cal.independent_std:.4g}; the size estimate n~ has std {cal.n_noise_std:.4g}",)
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         pc: PublicCounts = hist
         cal = calibration
         secret = self._secret(rng)
@@ -436,6 +445,7 @@ class CorrelatedGaussian(PublicKeyMechanism):
             values = (y + cal.known_n) / 2.0
             return Released(rows=_table(pc.keys, disclosure.value_column, values), disclosure=disclosure,
                             in_process=True)
+        shared: int | float
         if cal.secure:
             shared = int(_draws(cal, 1, rng, False)[0])                    # Z_{d+1}: the shared coordinate
             y_last = cal.c * n + shared                                    # exact integer
@@ -464,11 +474,14 @@ class BoundedDensity(PublicKeyMechanism):
     [Beyond the paper: docs/proofs/public-keys.md §8.] Cost: the exact δ is evaluated for every a = 0 … k."""
 
     name = "bounded-density"
+    auto_role = AutoRole.PUBLIC_KEYS
+    auto_order = 1  # auto's public-key candidates: correlated, bounded density, Gaussian, Laplace
     run = CorrelatedGaussian.run  # the same embedding release, with this calibration's (p, q, c)
 
     @classmethod
     def plannable(cls, request: ReleaseRequest) -> bool:
         """Only below the number of keys: a unit that may touch every key is the correlated Gaussian."""
+        assert request.keys is not None  # planned and tried with a public key list only
         l0, d = request.max_groups_per_unit, request.keys.d
         return super().plannable(request) and l0 is not None and l0 < d
 
@@ -476,6 +489,7 @@ class BoundedDensity(PublicKeyMechanism):
     def auto_refusal(cls, request: ReleaseRequest) -> str | None:
         if request.delta == 0:
             return "needs delta > 0"
+        assert request.keys is not None  # tried with a public key list only
         d, l0 = request.keys.d, request.max_groups_per_unit
         if l0 is None or l0 >= d:
             return "units may touch every key: it is correlated-gaussian"
@@ -485,8 +499,6 @@ class BoundedDensity(PublicKeyMechanism):
         return None
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting.public_keys import calibrate_bounded_density
-
         k = _need_keys(self.name, request)
         return calibrate_bounded_density(request.epsilon, request.delta, k.d, request.max_groups_per_unit,
                                          insecure_float=request.insecure_float)

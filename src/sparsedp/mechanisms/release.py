@@ -14,13 +14,14 @@ from .auto import MECHANISMS, calibrate_mechanism, choose_mechanism, valid_mecha
 from .csh import check_k_sparse, csh
 from ..core.histogram import Release, SparseHistogram
 from .thresholded import GSHM as GSHMMechanism, Laplace, TopKCSH
+from ..noise.source import SecureRandom
 
 __all__ = ["release_histogram"]
 
 
-def release_histogram(hist: SparseHistogram, *, epsilon, delta, l0=None, k=None, top_k=None,
-                      mechanism: str = "auto", pre_threshold=1, rng=None,
-                      insecure_float: bool = False) -> Release:
+def release_histogram(hist: SparseHistogram, *, epsilon: float, delta: float, l0: int | None = None,
+                      k: int | None = None, top_k: int | None = None, mechanism: str = "auto", pre_threshold: int = 1,
+                      rng: SecureRandom | None = None, insecure_float: bool = False) -> Release:
     """Release ``hist`` at (ε, δ) with the chosen (or best valid) sparse-histogram mechanism.
 
     Contribution model (declare at least one; the engine must enforce it): ``l0`` = keys per unit

@@ -31,17 +31,22 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
+from ..accounting.set_union import (PolicyCalibration, SetUnionCalibration, calibrate_policy_gaussian,
+                                    calibrate_weighted_gaussian, grid_weights)
 from ..core.bounded import LocalRelease
 from ..core.engine import Capability, Engine
 from ..errors import InfeasibleError, InvalidParameterError
-from .base import Disclosure, Mechanism, Released, ReleaseRequest
+from ..noise.floating import sample_gaussian
+from ..noise.source import SecureRandom
+from .base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from .registry import register
+from .thresholded import _key_task
 
 __all__ = ["WeightedGaussian", "PolicyGaussian", "policy_histogram", "l2_descent_weights", "discovery_candidates",
            "plan_rows", "PLAN_MAX_L0", "AUTO_MAX_L0"]
 
 
-def _need_pairs(engine: Any) -> None:
+def _need_pairs(engine: Engine) -> None:
     """Refuse (before anything is drawn or charged) an engine that does not read the pairs in this process."""
     if not engine.offers(Capability.PAIRS):
         raise InvalidParameterError(f"the set-union mechanisms run on the embedded engines (polars, duckdb, pandas, "
@@ -78,9 +83,7 @@ def plan_rows(request: ReleaseRequest) -> list[tuple[Mechanism, Any]]:
 
 
 @functools.lru_cache(maxsize=64)
-def _calibrate(epsilon: float, delta: float, l0: int, grid: int):
-    from ..accounting.set_union import calibrate_weighted_gaussian
-
+def _calibrate(epsilon: float, delta: float, l0: int, grid: int) -> SetUnionCalibration:
     return calibrate_weighted_gaussian(epsilon, delta, l0, grid)
 
 
@@ -91,7 +94,7 @@ class _SetUnion(Mechanism):
     plan_group = 1  # listed after the count mechanisms: key weights, count-equivalent margins
 
     @classmethod
-    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+    def plan_rows(cls, query: PlanQuery) -> list[tuple[Mechanism, Any, int]]:
         if query.d is not None or query.delta == 0 or query.l0 is None:
             return []
         return [(m, cal, cls.plan_group) for m, cal in plan_rows(query.request())]
@@ -130,11 +133,17 @@ class WeightedGaussian(_SetUnion):
     name = "weighted-gaussian"
     #: releases key weights, not counts: considered by ``sd.Auto(discover=True)`` only (never by plain ``auto``)
     discovery = True
+    auto_role = AutoRole.DISCOVERY
     #: ``max_groups_per_unit=sd.AutoBound(objective="keys")`` may choose its Δ0 (the expected released keys)
     auto_bound_objectives = ("keys",)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "grid", v.integer("grid", self.grid, lo=1, hi=1 << 20))
+
+    @classmethod
+    def auto_offer(cls, request: ReleaseRequest, group: str | None) -> Mechanism | None:
+        """Offered by ``sd.Auto(discover=True)`` (:func:`discovery_candidates`)."""
+        return discovery_candidates(request).get(cls.name)
 
     def check(self, request: ReleaseRequest) -> None:
         super().check(request)
@@ -167,16 +176,17 @@ class WeightedGaussian(_SetUnion):
                    f"Gaussian noise N_Z(0, {cal.noise.sigma2}) on the grid 1/{g}, released iff weight*{g} + noise "
                    f">= {cal.threshold_int} (docs/proofs/set-union.md)",))
 
-    def histogram(self, engine, data, privacy_unit, by, request, rng, **extra):
+    def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str],
+                  request: ReleaseRequest, rng: SecureRandom, **extra: Any) -> Any:
         privacy_unit = self._need_unit(privacy_unit)
-        from ..accounting.set_union import grid_weights
-
+        assert request.max_groups_per_unit is not None  # needed by check()
         l0 = int(request.max_groups_per_unit)
         _need_pairs(engine)
-        return engine.weighted_histogram(data, privacy_unit, list(by), l0, grid_weights(l0, self.grid), rng)
+        weights: list[int] = grid_weights(l0, self.grid).tolist()  # W_t for t = 1..l0, exact integers
+        return engine.weighted_histogram(data, privacy_unit, list(by), l0, weights, rng)
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
-        from .thresholded import _key_task
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
 
         task = _key_task(calibration.kernel(), 1, rng, False)   # rule S >= 1 and S + Z >= 1 + (T − 1)
         rel = engine.noise_keys(hist, task)
@@ -237,9 +247,7 @@ def policy_histogram(engine: Engine, data: Any, unit: str, by: list[str], l0: in
 
 
 @functools.lru_cache(maxsize=64)
-def _calibrate_policy(epsilon: float, delta: float, l0: int, alpha: float):
-    from ..accounting.set_union import calibrate_policy_gaussian
-
+def _calibrate_policy(epsilon: float, delta: float, l0: int, alpha: float) -> PolicyCalibration:
     return calibrate_policy_gaussian(epsilon, delta, l0, alpha)
 
 
@@ -283,16 +291,17 @@ class PolicyGaussian(_SetUnion):
             notes=("set union (Gopi et al. ICML 2020, Policy Gaussian) with FLOAT noise: values are noisy policy "
                    "weights, not counts (docs/proofs/set-union.md §4)",))
 
-    def histogram(self, engine, data, privacy_unit, by, request, rng, **extra):
+    def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str],
+                  request: ReleaseRequest, rng: SecureRandom, **extra: Any) -> Any:
         privacy_unit = self._need_unit(privacy_unit)
         cal = self.calibrate(request)
+        assert request.max_groups_per_unit is not None  # needed by check()
         return policy_histogram(engine, data, privacy_unit, list(by), int(request.max_groups_per_unit), cal.gamma,
                                 rng)
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         import pyarrow as pa
-
-        from ..noise.floating import sample_gaussian
 
         noisy = hist.weights + sample_gaussian(calibration.sigma, hist.weights.size, rng, insecure_float=True)
         keep = np.flatnonzero(noisy >= calibration.tau)

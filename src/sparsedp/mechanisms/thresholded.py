@@ -14,20 +14,40 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
 
 import numpy as np
 
 from .. import _validate as v
+from ..accounting import laws
+from ..accounting.aggregates import calibrate_joint_gshm
+from ..accounting.calibrate import ROUNDED_SIGMA_MAX
 from ..accounting.calibration import Calibration, Comparison
+from ..accounting.calibration_cache import cached_calibrate
+from ..accounting.charge import Charge
+from ..accounting.column_shape import (ColumnShapeFit, calibrate_joint_gshm_shaped, fit_column_shape,
+                                       unimodular_shift_bounds)
+from ..accounting.csh import csh_rounded_noise_std
+from ..accounting.csh_aggregates import calibrate_csh_joint_rounded
+from ..accounting.discrete import dgauss_variance
 from ..accounting.events import event_of
-from ..errors import InvalidParameterError
+from ..accounting.names import GSHM as GSHM_NAME, LAPLACE, TOPK_CSH
+from ..aggregates import Mean, Sum, column_sensitivities, noise_columns
+from ..core.histogram import Release, SparseHistogram
+from ..errors import InfeasibleError, InvalidParameterError
+from ..noise.source import SecureRandom
 from . import kernel
 from ._common import make_release
-from .base import Disclosure, Mechanism, Released, ReleaseRequest
-from ..core.histogram import Release, SparseHistogram
-from .registry import register
-from ..accounting.names import GSHM as GSHM_NAME, LAPLACE, TOPK_CSH
+from .aggregate_noise import column_indices, expected_errors, grid_step, noise_map, topk_expected_errors
+from .base import Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
+from .catalog import register
+from .kernel import noise_plan
+from .key_noise import KeyNoise
+
+if TYPE_CHECKING:
+    from ..core.engine import Engine
 
 __all__ = ["GSHM", "Laplace", "TopKCSH", "JointCalibration", "joint_calibration"]
 
@@ -45,7 +65,7 @@ class JointCalibration(Calibration):
     """
 
     joint: Any = None
-    aggregates: tuple = ()
+    aggregates: tuple[Sum, ...] = ()
 
 
 def joint_calibration(request: ReleaseRequest) -> JointCalibration:
@@ -53,11 +73,6 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
     from :func:`sparsedp.aggregates.column_sensitivities` (distinct grid columns), then
     :func:`sparsedp.accounting.aggregates.calibrate_joint_gshm` (default allocation: every column as private
     as the count). Secure noise only: float noise has no aggregate path."""
-    from ..accounting.aggregates import calibrate_joint_gshm
-    from ..accounting.discrete import dgauss_variance
-    from ..accounting.laws import DiscreteGaussian
-    from ..aggregates import column_sensitivities
-
     if request.insecure_float:
         raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
                                     "insecure_float=True")
@@ -67,8 +82,6 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
         j = calibrate_joint_gshm(request.epsilon, request.delta, request.max_groups_per_unit,
                                  column_sensitivities(aggs))
     else:
-        from ..accounting.column_shape import calibrate_joint_gshm_shaped
-
         j = calibrate_joint_gshm_shaped(request.epsilon, request.delta, request.max_groups_per_unit,
                                         fit_shape(aggs, request.column_shape))
     p = j.parts
@@ -76,17 +89,14 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
         mechanism=GSHM_NAME, analysis="discrete-exact-joint", epsilon=j.epsilon, delta=j.delta,
         sigma=math.sqrt(float(j.count_sigma2)), tau=float(j.margin),
         noise_std=math.sqrt(dgauss_variance(j.count_sigma2)),
-        noise=DiscreteGaussian(j.count_sigma2), comparison=Comparison.GE,
+        noise=laws.DiscreteGaussian(j.count_sigma2), comparison=Comparison.GE,
         delta_parts={"infinite": p.infinite, "forward": p.forward, "reverse": p.reverse},
         delta_achieved=float(p.total), l0=j.l0, joint=j, aggregates=aggs)
 
 
-def fit_shape(aggregates: tuple, column_shape: Any):
+def fit_shape(aggregates: tuple[Sum, ...], column_shape: Any) -> ColumnShapeFit:
     """``column_shape`` fitted to unimodular integer noise over the distinct noisy columns of ``aggregates``
     (:func:`sparsedp.accounting.column_shape.fit_column_shape`; refused before any data is read)."""
-    from ..accounting.column_shape import fit_column_shape
-    from ..aggregates import noise_columns
-
     cols = noise_columns(aggregates)[0]
     if not cols:
         raise InvalidParameterError("⟨column_shape⟩ shapes the noise of SUM/MEAN columns: pass aggregates=[…] with "
@@ -98,17 +108,16 @@ def fit_shape(aggregates: tuple, column_shape: Any):
 def _shape_notes(j: Any) -> tuple[str, ...]:
     """The report's statement of a general column shape: the covariance actually sampled (value units), the
     requested one at the same count variance, the deviation, L, F and the per-row μ_o² (Eq. 5.1)."""
-    import numpy as np
-
-    from ..accounting.column_shape import unimodular_shift_bounds
-
     fit = j.shape
     if fit is None:
         return ()
     s = float(j.count_sigma2)
     used = fit.noise_covariance(j.column_sigma2s)
     mu2, _ = unimodular_shift_bounds(fit.lower, fit.fine_sensitivities, j.column_sigma2s)
-    fmt = lambda m: "[" + "; ".join(", ".join(f"{x:.6g}" for x in row) for row in np.asarray(m)) + "]"  # noqa: E731
+
+    def fmt(m: Any) -> str:
+        return "[" + "; ".join(", ".join(f"{x:.6g}" for x in row) for row in np.asarray(m)) + "]"
+
     return (f"column noise covariance used (value units, exact law of the sampled noise): {fmt(used)}; requested "
             f"count variance x column_shape = {fmt(s * np.asarray(fit.requested))} (largest normalised deviation "
             f"{fit.deviation:.3g}); noise = L z with the integer unit lower-triangular L = {fmt(fit.lower)}, "
@@ -118,19 +127,17 @@ def _shape_notes(j: Any) -> tuple[str, ...]:
             f"maximum over the contribution box), count 1/sigma^2 = {1 / s:.6g}")
 
 
-def _noise_words(rng: Any) -> bytes:
+def _noise_words(rng: SecureRandom) -> bytes:
     return bytes(rng.random_bytes(32))
 
 
-def _key_task(cal: Any, pre: int, rng: Any, insecure_float: bool, *, cutoff: int = 0, debias: bool = False):
+def _key_task(cal: Any, pre: int, rng: SecureRandom, insecure_float: bool, *, cutoff: int = 0,
+              debias: bool = False) -> KeyNoise:
     """The :class:`KeyNoise` of a release (draws ``K_noise``, the shared term and t̃'s noise, in that order)."""
-    from .kernel import draw_shared_noise, noise_plan
-    from .key_noise import KeyNoise
-
     plan = noise_plan(cal)
     secret = _noise_words(rng)
-    shared = draw_shared_noise(plan, rng, insecure_float=insecure_float)
-    offset = None
+    shared = kernel.draw_shared_noise(plan, rng, insecure_float=insecure_float)
+    offset: float | None = None
     if debias:
         offset = cutoff + kernel.debias_noise(plan, rng)
     return KeyNoise(plan=plan, pre=pre, secret=secret, cutoff=cutoff, offset=offset, shared=shared,
@@ -143,13 +150,6 @@ def topk_joint_calibration(request: ReleaseRequest, k: int) -> JointCalibration:
     columns' μ² and the de-biasing ½√(k + 5√k)); count noise as the count-only rounded CSH (law
     :class:`~sparsedp.accounting.laws.RoundedCorrelatedGaussian`, rule ``c − t + X >= pre + margin``). Secure noise
     only, rounded CSH only (σ within its exact sampler's range)."""
-    from ..accounting import laws
-    from ..accounting.calibrate import ROUNDED_SIGMA_MAX
-    from ..accounting.csh import csh_rounded_noise_std
-    from ..accounting.csh_aggregates import calibrate_csh_joint_rounded
-    from ..aggregates import column_sensitivities
-    from ..errors import InfeasibleError
-
     if request.insecure_float:
         raise InvalidParameterError("SUM/MEAN aggregates are released with secure discrete noise only; drop "
                                     "insecure_float=True")
@@ -170,16 +170,14 @@ def topk_joint_calibration(request: ReleaseRequest, k: int) -> JointCalibration:
         k=k, top_k=k, debias=True, tau_continuous=j.margin - 0.5, joint=j, aggregates=aggs)
 
 
-def _column_notes(aggs: tuple, errors: dict, column_stds: tuple, what: str, correlated: bool = False
-                  ) -> tuple[str, ...]:
-    from ..aggregates import Mean, noise_columns
-
-    _, where = noise_columns(aggs)
+def _column_notes(aggs: tuple[Sum, ...], errors: Mapping[str, float], column_stds: tuple[float, ...], what: str,
+                  correlated: bool = False) -> tuple[str, ...]:
+    where = column_indices(aggs)
     kind = "correlated (L z, unimodular)" if correlated else "independent"
     notes = (f"joint release ({what}): the count decides release, the SUM/MEAN columns get {kind} exact "
              "discrete Gaussian noise on released keys only; delta is that of the whole joint release",)
     return notes + tuple(
-        f"column {a.output_name}: noise std {column_stds[i] * a.granularity:.4g} (value units) on the grid sum; "
+        f"column {a.output_name}: noise std {column_stds[i] * grid_step(a):.4g} (value units) on the grid sum; "
         f"expected error {errors[a.output_name]:.4g}"
         + (" (MEAN = noisy sum / noisy count: worst-case error at the threshold count)" if isinstance(a, Mean)
            else "") for a, i in zip(aggs, where))
@@ -202,16 +200,12 @@ def _charge(self: Mechanism, calibration: Any, disclosure: Disclosure) -> Any:
     so the ledger composes repeated releases tightly (docs/proofs/ledger-composition.md). A joint release with
     SUM/MEAN columns is charged as its joint event (:class:`~sparsedp.accounting.events.AggregateGSHMEvent`), never
     with the count-only profile (which would under-charge it)."""
-    from ..accounting.charge import Charge
-
     if isinstance(calibration, JointCalibration):
         return Charge.of_event(event_of(calibration, disclosure.neighbours), self.name)
     return Charge.from_calibration(calibration, disclosure.neighbours)
 
 
-def _clipping(aggs: tuple) -> str:
-    from ..aggregates import noise_columns
-
+def _clipping(aggs: tuple[Sum, ...]) -> str:
     return "; " + "; ".join(f"{c.column}: each unit's per-key total clipped to [{c.lower:g}, {c.upper:g}] "
                             f"(grid {c.granularity:g})" for c in noise_columns(aggs)[0])
 
@@ -237,23 +231,19 @@ class _PerKeyThresholded(Mechanism):
         return self.pre_threshold
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting.calibration_cache import cached_calibrate as calibrate
-
         assert request.max_groups_per_unit is not None
         if request.aggregates:
             if not self.supports_aggregates:
                 raise InvalidParameterError(f"mechanism={self.name!r} releases counts only; SUM/MEAN need "
                                             f"mechanism='gshm' (or 'auto')")
             return joint_calibration(request)
-        return calibrate(self.name, epsilon=request.epsilon, delta=request.delta, l0=request.max_groups_per_unit,
+        return cached_calibrate(self.name, epsilon=request.epsilon, delta=request.delta, l0=request.max_groups_per_unit,
                          discrete=_secure(request))
 
     def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
         contribution = f"at most {request.max_groups_per_unit} keys per unit, 1 per key"
         if not isinstance(calibration, JointCalibration):
             return _disclosure(self, request, calibration, value_column, contribution, pre=self.pre_threshold)
-        from .aggregate_noise import expected_errors
-
         j = calibration.joint
         aggs = calibration.aggregates
         contribution += _clipping(aggs)
@@ -267,11 +257,10 @@ class _PerKeyThresholded(Mechanism):
 
     charge = _charge
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         task = _key_task(calibration, self.pre_threshold, rng, request.insecure_float)
         if isinstance(calibration, JointCalibration):
-            from .aggregate_noise import noise_map
-
             task = dataclasses.replace(task, aggregates=calibration.aggregates,
                                        column_sigma2s=tuple(calibration.joint.column_sigma2s),
                                        column_noise=tuple(noise_map(calibration.joint).items()) or None)
@@ -369,11 +358,9 @@ class TopKCSH(Mechanism):
     plan_group = 2  # the shifted variant (the de-biased one is ranked with the count mechanisms)
 
     @classmethod
-    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+    def plan_rows(cls, query: PlanQuery) -> list[tuple[Mechanism, Any, int]]:
         """With ``top_k``: the de-biased counts (ranked) and, without SUM/MEAN, the shifted variant after them;
         with secure noise and no SUM/MEAN, both again with Algorithm 4's noise (``noise="alg4"``)."""
-        from ..errors import InfeasibleError
-
         if query.d is not None or query.top_k is None or query.delta == 0:
             return []
         request = query.request(max_groups_per_unit=None)
@@ -383,7 +370,7 @@ class TopKCSH(Mechanism):
         if not (query.sums or query.insecure_float):  # Algorithm 4's exact discrete noise (the paper's own)
             variants += [(cls(k=query.top_k, noise="alg4"), cls.plan_group),
                          (cls(k=query.top_k, debias=False, noise="alg4"), cls.plan_group)]
-        rows = []
+        rows: list[tuple[Mechanism, Any, int]] = []
         for m, group in variants:
             try:
                 rows.append((m, m.calibrate(request), group))
@@ -423,8 +410,6 @@ class TopKCSH(Mechanism):
         return default if self.debias else "count_minus_cutoff"
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ..accounting.calibration_cache import cached_calibrate as calibrate
-
         if self.noise == "alg4" and not _secure(request):
             raise InvalidParameterError("noise='alg4' is Algorithm 4's exact integer noise; insecure_float=True asks "
                                         "for float noise: drop one of them")
@@ -436,11 +421,12 @@ class TopKCSH(Mechanism):
                 raise InvalidParameterError("SUM/MEAN with top-k CSH need the de-biased counts (debias=True): the "
                                             "re-centred sums add centre × count estimate")
             return topk_joint_calibration(request, self.k)
-        return calibrate(TOPK_CSH, epsilon=request.epsilon, delta=request.delta, top_k=self.k,
+        return cached_calibrate(TOPK_CSH, epsilon=request.epsilon, delta=request.delta, top_k=self.k,
                          debias=self.debias, discrete=_secure(request), csh_noise=self.noise)
 
     def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
         cal = calibration
+        notes: tuple[str, ...]
         if self.debias:
             # each released value is c + X_i + (t̃ − t): the shared variance σ²/√k of t̃'s noise adds to the count noise
             std = math.sqrt(float(cal.noise_std) ** 2 + float(cal.sigma) ** 2 / math.sqrt(self.k))
@@ -453,8 +439,6 @@ class TopKCSH(Mechanism):
         contribution = f"top-{self.k} keys, 1 per key per unit (no l0 bound)"
         if not isinstance(cal, JointCalibration):
             return _disclosure(self, request, cal, value_column, contribution, pre=1, noise_std=std, notes=notes)
-        from .aggregate_noise import topk_expected_errors
-
         j = cal.joint
         aggs = cal.aggregates
         errors = topk_expected_errors(aggs, j, std, 1 + j.margin)
@@ -466,7 +450,8 @@ class TopKCSH(Mechanism):
 
     charge = _charge
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         t = engine.kth_largest(hist, self.k + 1)
         task = _key_task(calibration, 1, rng, request.insecure_float, cutoff=t, debias=self.debias)
         if isinstance(calibration, JointCalibration):

@@ -31,16 +31,23 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _validate as v
 from ..accounting.calibration import Calibration, Neighbours
-from ..accounting.events import event_of
+from ..accounting.charge import Charge
+from ..accounting.events import ApproxDPEvent, SequenceEvent, event_of
+from ..accounting.split import split_epsilon
 from ..errors import InvalidParameterError, InvalidTypeError
+from ..noise.source import SecureRandom
+from . import registry
 from .base import Disclosure, Mechanism, Released, ReleaseRequest
+from .public_keys import CorrelatedGaussian, PublicKeys, align, public_keys
 from .registry import register
-from .public_keys import CorrelatedGaussian
 from .thresholded import GSHM
+
+if TYPE_CHECKING:
+    from ..core.engine import Engine
 
 __all__ = ["TwoStage", "TwoStageCalibration", "TwoStageHistogram"]
 
@@ -90,8 +97,6 @@ class TwoStageHistogram:
 
 
 def _mechanism(spec: Any, what: str) -> Mechanism:
-    from . import registry
-
     if isinstance(spec, type) and issubclass(spec, Mechanism):
         spec = spec()
     if not isinstance(spec, (str, Mechanism)):
@@ -156,8 +161,6 @@ class TwoStage(Mechanism):
     def _requests(self, request: ReleaseRequest) -> tuple[ReleaseRequest, ReleaseRequest]:
         """Stage 1's and stage 2's requests: ε₁ + ε₂ <= ε and δ₁ + δ₂ <= δ exactly (no rounding above the
         charge; :func:`~sparsedp.accounting.split.split_epsilon`)."""
-        from ..accounting.split import split_epsilon
-
         try:
             eps1, eps2 = split_epsilon(request.epsilon, self.split)
             d1, d2 = split_epsilon(request.delta, self.delta_split)
@@ -186,8 +189,6 @@ class TwoStage(Mechanism):
                                         param="max_groups_per_unit")
 
     def calibrate(self, request: ReleaseRequest) -> TwoStageCalibration:
-        from .public_keys import PublicKeys
-
         self.check(request)
         r1, r2 = self._requests(request)
         sel, cal1, _, _ = self.select.resolve(r1)
@@ -225,8 +226,6 @@ class TwoStage(Mechanism):
         before any output), stage 2 by its (ε₂, δ₂) guarantee only (its calibration depends on stage 1's key
         count d, and (ε₂, δ₂) holds at every d), so the ledger composes it as a fixed randomised-response pair
         (docs/proofs/ledger-composition.md §0)."""
-        from ..accounting.events import ApproxDPEvent, SequenceEvent
-        from ..accounting.charge import Charge
 
         cal: TwoStageCalibration = calibration
         rel = disclosure.neighbours
@@ -239,15 +238,16 @@ class TwoStage(Mechanism):
 
     # ---------------------------------------------------------------- data
 
-    def histogram(self, engine: Any, data: Any, privacy_unit: str | None, by: list, request: ReleaseRequest,
-                  rng: Any, **extra: Any) -> TwoStageHistogram:
+    def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str], request: ReleaseRequest,
+                  rng: SecureRandom, **extra: Any) -> TwoStageHistogram:
         """Both bounded histograms (every input check happens in the first, before anything is drawn)."""
         r1, r2 = self._requests(request)
         h1 = self.select.histogram(engine, data, privacy_unit, by, r1, rng)
+        assert privacy_unit is not None  # no row units: refused by validate() (and stage 1's mechanism needs one)
         h2 = engine.histogram(data, privacy_unit, by, self.count_bound, rng, 1)
         return TwoStageHistogram(select=h1, count=h2, by=tuple(by), stats=engine.stats(h1))
 
-    def prepare(self, engine: Any, hist: Any, request: ReleaseRequest) -> TwoStageHistogram:
+    def prepare(self, engine: Engine, hist: Any, request: ReleaseRequest) -> TwoStageHistogram:
         """Stage 1's own preparation, and the refusal (before the charge) of an engine that does not count the
         units (stage 2's embedding needs n)."""
         h: TwoStageHistogram = hist
@@ -260,11 +260,10 @@ class TwoStage(Mechanism):
         r1, _ = self._requests(request)
         return dataclasses.replace(h, select=self.select.prepare(engine, h.select, r1))
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         import numpy as np
         import pyarrow as pa
-
-        from .public_keys import align, public_keys
 
         h: TwoStageHistogram = hist
         cal: TwoStageCalibration = calibration

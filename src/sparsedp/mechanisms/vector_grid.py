@@ -36,14 +36,19 @@ shape, s ≈ S and the noise actually added, γ_i·s, is the calibrated σ_i up 
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
+from .. import noise
 from ..accounting.calibration import Neighbours
 from ..errors import InfeasibleError, InputDataError
+from ..noise.source import SecureRandom
 
 __all__ = ["VectorGrid", "box_grid", "l2_grid"]
 
@@ -53,10 +58,10 @@ _T_MAX = 2.0 ** 38          # discrete Laplace scale (sampler range 2^40)
 _SUM_MAX = 2 ** 62          # |Σ r| must stay below this (int64)
 
 
-def _frozen(a, dtype=float) -> np.ndarray:
-    a = np.array(a, dtype=dtype)
-    a.setflags(write=False)
-    return a
+def _frozen(a: npt.ArrayLike, dtype: npt.DTypeLike = float) -> npt.NDArray[Any]:
+    out: npt.NDArray[Any] = np.array(a, dtype=dtype)
+    out.setflags(write=False)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,10 +98,8 @@ class VectorGrid:
         per = math.sqrt(p) if self.law == "discrete-gaussian" else math.sqrt(2.0) * p
         return _frozen(self.spacing * per)
 
-    def sample(self, rng) -> np.ndarray:
+    def sample(self, rng: SecureRandom | None) -> np.ndarray:
         """One draw of Z (int64, 0 on the noiseless coordinates) from the exact samplers of :mod:`sparsedp.noise`."""
-        from .. import noise
-
         pos = self.spacing > 0
         z = np.zeros(self.d, dtype=np.int64)
         m = int(pos.sum())
@@ -114,7 +117,8 @@ class VectorGrid:
         if np.any(np.abs(s) >= _SUM_MAX):
             raise InputDataError("the grid sums overflow 62 bits (more than 2^31 units?); split the data")
         tot = s + np.asarray(z, dtype=np.int64)
-        return self.offset * float(n_units) + self.spacing * tot.astype(float)
+        values: npt.NDArray[np.float64] = self.offset * float(n_units) + self.spacing * tot.astype(float)
+        return values
 
     def rounding_bound(self, n_units: int) -> np.ndarray:
         """Deterministic grid-rounding error per coordinate: at most n·γ_i/2 (curator information under
@@ -133,7 +137,7 @@ def _power_of_two_below(x: float) -> int:
     if not x >= 1.0:
         raise InfeasibleError("the noise is too small relative to the bounds for exact integer noise on a 62-bit "
                               "grid; lower epsilon (or rho) or narrow the bounds")
-    return 2 ** int(math.floor(math.log2(x)))
+    return int(2 ** int(math.floor(math.log2(x))))
 
 
 def box_grid(lower: np.ndarray, upper: np.ndarray, scales: np.ndarray, neighbours: Neighbours, *,
@@ -153,6 +157,7 @@ def box_grid(lower: np.ndarray, upper: np.ndarray, scales: np.ndarray, neighbour
     if rho is not None:
         cap = min(cap, math.sqrt(_S2_MAX * 2.0 * rho / float(np.sum(ratio ** 2))))
     else:
+        assert epsilon is not None  # a Laplace grid is calibrated in epsilon
         cap = min(cap, _T_MAX * epsilon / (float(np.sum(ratio)) * 1.001))
     big_s = _power_of_two_below(cap)
     gamma = np.zeros_like(sc)
@@ -175,6 +180,7 @@ def box_grid(lower: np.ndarray, upper: np.ndarray, scales: np.ndarray, neighbour
     if rho is not None:
         law, param = "discrete-gaussian", Fraction(s2) / (2 * Fraction(rho))
     else:
+        assert epsilon is not None
         law, param = "discrete-laplace", Fraction(s1) / Fraction(epsilon)
     return VectorGrid(spacing=_frozen(gamma), offset=_frozen(offset), r_lo=_frozen(r_lo, np.int64),
                       r_hi=_frozen(r_hi, np.int64), radius_units=None, sensitivity2=s2, sensitivity1=s1, law=law,

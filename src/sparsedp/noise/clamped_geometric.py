@@ -353,7 +353,12 @@ class FastSample(_CountingSampler):
         return f"FastSample(n={self.n}, epsilon=1/{self.params.k}, gamma=1/{self.g}, t={self.t})"
 
 
-def counting_sampler(n: int, epsilon: object, gamma: object | None = None, t: int | str = "min"):
+#: the two exact counting samplers (what :func:`counting_sampler` returns)
+CountingSampler = GeoSample | FastSample
+
+
+def counting_sampler(n: int, epsilon: object, gamma: object | None = None,
+                     t: int | str = "min") -> CountingSampler:
     """The recommended exact counting-query sampler.
 
     ``gamma=None`` → :class:`GeoSample`. Otherwise :class:`FastSample` with truncation ``t``, **unless**

@@ -223,7 +223,7 @@ def _in_range(name: str, x: Fraction, rng_: tuple[Fraction, Fraction]) -> Fracti
     return x
 
 
-def checked_source(rng):
+def checked_source(rng: SecureRandom | None) -> SecureRandom:
     """``rng``, or the secure default source for ``None``; anything without ``uint64`` is refused."""
     if rng is None:
         return default_source()

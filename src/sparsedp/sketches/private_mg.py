@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -163,7 +163,7 @@ def private_misra_gries(sketch: MisraGries, *, epsilon: float, delta: float, rng
     return _release(sketch, codes[keep], noisy[keep], cal, sketch.k, {"threshold": tau})
 
 
-def pure_private_misra_gries(sketch: MisraGries, *, epsilon: float, universe: Any, rng=None,
+def pure_private_misra_gries(sketch: MisraGries | Sequence[MisraGries], *, epsilon: float, universe: Any, rng=None,
                              chunk_size: int = 1 << 16) -> Release:
     """The pure ε-DP variant of thesis §3.6 on an Algorithm-12 sketch over a finite universe.
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ...errors import InvalidParameterError
-from ...noise.clamped_geometric import FastSample
+from ...noise.clamped_geometric import CountingSampler, FastSample
+from .compact import CompactHistogram
 
 __all__ = [
     "figure1", "figure2", "corollary73", "Accuracy",
@@ -77,7 +78,7 @@ class Accuracy:
     beta: float
 
 
-def _count_acc(sampler, beta: Fraction) -> int:
+def _count_acc(sampler: CountingSampler, beta: Fraction) -> int:
     if beta <= 0:
         raise InvalidParameterError("the failure-probability budget left for the noise is <= 0; "
                                     "raise beta or lower beta1/beta2")
@@ -86,13 +87,13 @@ def _count_acc(sampler, beta: Fraction) -> int:
     return sampler.accuracy(beta)
 
 
-def basic_accuracy(sampler, beta, domain_size: int) -> Accuracy:
+def basic_accuracy(sampler: CountingSampler, beta: Fraction | float | str, domain_size: int) -> Accuracy:
     """Thm 5.1: per-query ``a(β)``, simultaneous ``a(β/|X|)`` (union bound over the |X| bins)."""
     beta = Fraction(beta)
     return Accuracy(_count_acc(sampler, beta), 0, _count_acc(sampler, beta / domain_size), float(beta))
 
 
-def keep_heavy_accuracy(sampler, beta, domain_size: int) -> Accuracy:
+def keep_heavy_accuracy(sampler: CountingSampler, beta: Fraction | float | str, domain_size: int) -> Accuracy:
     """Thm 6.1: ``(a₁, 2β′)`` per-query on counts > ``2a₂``, ``(2a₂, β′)`` simultaneous, with the
     BasicHistogram's failure ``β′ = β/2`` (per-query) resp. ``β`` (simultaneous)."""
     beta = Fraction(beta)
@@ -102,7 +103,8 @@ def keep_heavy_accuracy(sampler, beta, domain_size: int) -> Accuracy:
     return Accuracy(a1, 2 * a2_pq, 2 * a2_sim, float(beta))
 
 
-def pure_sparse_accuracy(sampler, beta, domain_size: int, beta1, beta2) -> Accuracy:
+def pure_sparse_accuracy(sampler: CountingSampler, beta: Fraction | float | str, domain_size: int,
+                         beta1: Fraction | float | str | None, beta2: Fraction | float | str) -> Accuracy:
     """Thm 6.6: per-query ``(a₁, β₁+2β₂+2β₃)`` on counts > ``2a₂``; simultaneous ``(2a₂, β₁+2β₂+β₃)``;
     ``β₃`` is what remains of ``beta``. ``beta1=None`` (exact label sampling) counts as ``β₁ = 0``."""
     beta, b1, b2 = Fraction(beta), Fraction(beta1 or 0), Fraction(beta2)
@@ -113,7 +115,7 @@ def pure_sparse_accuracy(sampler, beta, domain_size: int, beta1, beta2) -> Accur
     return Accuracy(a1, thr, 2 * _count_acc(sampler, b3_sim / domain_size), float(beta))
 
 
-def compact_accuracy(hist, beta) -> Accuracy:
+def compact_accuracy(hist: CompactHistogram, beta: Fraction | float | str) -> Accuracy:
     """Thm 7.2 for a released :class:`~.compact.CompactHistogram` (its public parameters only): per-query
     ``a`` such that both the occupied-bin law ``M(c)`` and the empty-bin law ``M₀`` are within ``a``
     w.p. ``1−β``; simultaneous at ``β/|X|`` per bin."""
@@ -131,7 +133,7 @@ def compact_accuracy(hist, beta) -> Accuracy:
     return Accuracy(acc(beta), 0, acc(beta / hist.domain_size), float(beta))
 
 
-def stability_accuracy(sampler, beta, tau: int) -> Accuracy:
+def stability_accuracy(sampler: CountingSampler, beta: Fraction | float | str, tau: int) -> Accuracy:
     """Stability histogram: a bin with true count > ``τ + a`` is released within ``a = a(β)``; all bins
     are within ``τ + a(β/n)`` simultaneously (only the ``<= n`` occupied bins carry noise)."""
     beta = Fraction(beta)

@@ -37,7 +37,7 @@ from ...accounting.blanket import BlanketParams
 from ...errors import InputDataError
 from ...noise.inversion import release_by_inversion, sample_by_inversion
 from ...noise.rational_geometric import GeometricLaw, blanket_size, distinct_uniform
-from ...noise.source import default_source
+from ...noise.source import SecureRandom, default_source
 
 __all__ = ["BlanketRelease", "blanket_histogram"]
 
@@ -51,7 +51,8 @@ class BlanketRelease:
     values: tuple[int, ...]
 
 
-def blanket_histogram(counts: Mapping[int, int], params: BlanketParams, rng=None) -> BlanketRelease:
+def blanket_histogram(counts: Mapping[int, int], params: BlanketParams,
+                      rng: SecureRandom | None = None) -> BlanketRelease:
     """Run the blanket histogram on ``counts`` (label → count >= 1; at most ``params.n`` labels)."""
     rng = default_source() if rng is None else rng
     labels = list(counts)

@@ -22,8 +22,8 @@ from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
 from ...errors import InputDataError, InvalidParameterError
-from ...noise.clamped_geometric import FastSample, GeoSample
-from ...noise.source import default_source
+from ...noise.clamped_geometric import CountingSampler, FastSample, GeoSample
+from ...noise.source import SecureRandom, default_source
 from .gf2 import GF2k
 from .keep_heavy import check_counts
 
@@ -69,14 +69,14 @@ def choose_ell(domain_size: int, d: int, q_min: int, n: int) -> int:
     return ell
 
 
-def _sampler_state(s) -> dict:
-    st = {"kind": type(s).__name__, "n": s.n, "epsilon_k": s.params.k, "d": s.d}
+def _sampler_state(s: CountingSampler) -> dict[str, Any]:
+    st: dict[str, Any] = {"kind": type(s).__name__, "n": s.n, "epsilon_k": s.params.k, "d": s.d}
     if isinstance(s, FastSample):
         st.update(gamma_g=s.g, t=s.t)
     return st
 
 
-def _sampler_from_state(st: Mapping[str, Any]):
+def _sampler_from_state(st: Mapping[str, Any]) -> CountingSampler:
     if st["kind"] == "GeoSample":
         return GeoSample(st["n"], Fraction(1, st["epsilon_k"]))
     return FastSample(st["n"], Fraction(1, st["epsilon_k"]), Fraction(1, st["gamma_g"]), t=st["t"])
@@ -91,7 +91,7 @@ class CompactHistogram:
     different labels are only ``(n+1)``-wise independent.
     """
 
-    sampler: Any
+    sampler: CountingSampler
     ell: int
     coeffs: tuple[int, ...]
     domain_size: int
@@ -142,7 +142,7 @@ class CompactHistogram:
         eps = 2 * self.sampler.epsilon_count + math.log(r2) + math.log(r3)
         return math.nextafter(eps * (1 + 1e-12), math.inf)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Serialisable public description; :meth:`from_dict` rebuilds an identical histogram."""
         return {"format": "sparsedp.compact-histogram/1",
                 "field": f"GF(2^{self._field.k}) = F2[x]/(x^{self._field.k} + x^{self._field.half} + 1)",
@@ -155,8 +155,9 @@ class CompactHistogram:
                    coeffs=tuple(int(c, 16) for c in d["coeffs"]), domain_size=int(d["domain_size"]))
 
 
-def compact_histogram(sampler, counts: Mapping[int, int], domain_size: int, rng=None, *,
-                      q_min: int | None = None, ell: int | None = None) -> CompactHistogram:
+def compact_histogram(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int,
+                      rng: SecureRandom | None = None, *, q_min: int | None = None,
+                      ell: int | None = None) -> CompactHistogram:
     """CompactHistogram_{M,M₀} (Balcer & Vadhan (2019), Alg 9, Thm 7.2).
 
     ``q_min`` (default ``⌈20/ε⌉`` for the sampler's ε = 1/k, i.e. ``ε₂+ε₃ <= ε/10``) sets the least block

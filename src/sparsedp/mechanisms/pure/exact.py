@@ -15,15 +15,19 @@ import itertools
 from collections import Counter
 from fractions import Fraction
 from math import factorial
-from typing import Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
+from ...noise.clamped_geometric import CountingSampler
 from . import ordstats
 from .labels import coupon_failure_probability
 from .ordstats import approx_precision
 from .pure_sparse import pure_sparse_delta
 from .stability import stability_threshold
 
-Dist = dict  # output -> Fraction
+#: an exact output law: output -> probability
+Dist = dict[Any, Fraction]
+#: a dataset: a sorted tuple of labels
+Dataset = tuple[int, ...]
 
 __all__ = [
     "exp_lower", "exp_upper", "datasets", "neighbours", "as_counts", "max_ratio", "hockey_stick", "tv_distance",
@@ -50,14 +54,14 @@ def exp_upper(x: Fraction, terms: int = 40) -> Fraction:
 
 
 # ------------------------------------------------------------------------------------------ DP checker
-def datasets(domain_size: int, n: int):
+def datasets(domain_size: int, n: int) -> list[Dataset]:
     """All datasets of ``n`` rows over ``X``, as sorted tuples (mechanisms see only the histogram)."""
     return list(itertools.combinations_with_replacement(range(domain_size), n))
 
 
-def neighbours(D: tuple[int, ...], domain_size: int):
+def neighbours(D: Dataset, domain_size: int) -> set[Dataset]:
     """Datasets obtained by replacing one row of ``D``."""
-    out = set()
+    out: set[Dataset] = set()
     for i in range(len(D)):
         for x in range(domain_size):
             if x != D[i]:
@@ -69,11 +73,13 @@ def as_counts(D: tuple[int, ...]) -> dict[int, int]:
     return dict(Counter(D))
 
 
-def max_ratio(dist_of: Callable[[dict[int, int]], Dist], domain_size: int, n: int):
+def max_ratio(dist_of: Callable[[dict[int, int]], Dist], domain_size: int,
+              n: int) -> tuple[Fraction | float, tuple[Dataset, Dataset, Any] | None]:
     """``max_{D ~ D′, o} P[M(D)=o]/P[M(D′)=o]`` (``float('inf')`` if some output has zero probability
     under one neighbour only), with a witness ``(D, D′, o)``."""
     laws = {D: dist_of(as_counts(D)) for D in datasets(domain_size, n)}
-    best, witness = Fraction(0), None
+    best: Fraction = Fraction(0)
+    witness: tuple[Dataset, Dataset, Any] | None = None
     for D, PD in laws.items():
         for D2 in neighbours(D, domain_size):
             PD2 = laws[D2]
@@ -88,7 +94,8 @@ def max_ratio(dist_of: Callable[[dict[int, int]], Dist], domain_size: int, n: in
     return best, witness
 
 
-def hockey_stick(dist_of: Callable[[dict[int, int]], Dist], domain_size: int, n: int, exp_eps: Fraction):
+def hockey_stick(dist_of: Callable[[dict[int, int]], Dist], domain_size: int, n: int,
+                 exp_eps: Fraction) -> Fraction:
     """``max_{D ~ D′} Σ_o max(0, P_D[o] − e^ε·P_{D′}[o])`` exactly, with ``e^ε`` given as a rational."""
     laws = {D: dist_of(as_counts(D)) for D in datasets(domain_size, n)}
     worst = Fraction(0)
@@ -100,12 +107,12 @@ def hockey_stick(dist_of: Callable[[dict[int, int]], Dist], domain_size: int, n:
     return worst
 
 
-def tv_distance(P: Mapping, Q: Mapping) -> Fraction:
+def tv_distance(P: Mapping[Any, Fraction], Q: Mapping[Any, Fraction]) -> Fraction:
     keys = set(P) | set(Q)
-    return sum((abs(P.get(k, 0) - Q.get(k, 0)) for k in keys), Fraction(0)) / 2
+    return sum((abs(P.get(k, Fraction(0)) - Q.get(k, Fraction(0))) for k in keys), Fraction(0)) / 2
 
 
-def _mix(*parts) -> Dist:
+def _mix(*parts: tuple[Fraction, Dist]) -> Dist:
     out: Dist = {}
     for w, law in parts:
         for o, p in law.items():
@@ -114,7 +121,7 @@ def _mix(*parts) -> Dist:
 
 
 # ------------------------------------------------------------------------------------- mechanism laws
-def basic_dist(sampler, counts: Mapping[int, int], labels) -> Dist:
+def basic_dist(sampler: CountingSampler, counts: Mapping[int, int], labels: Iterable[int]) -> Dist:
     """Law of BasicHistogram_{M,A}: product of the per-label pmfs (outputs as sorted tuples)."""
     labels = sorted(set(labels))
     pmfs = [sampler.pmf(counts.get(x, 0)) for x in labels]
@@ -130,12 +137,12 @@ def basic_dist(sampler, counts: Mapping[int, int], labels) -> Dist:
     return out
 
 
-def _heaviest(noisy: Mapping[int, int], n: int):
+def _heaviest(noisy: Mapping[int, int], n: int) -> tuple[tuple[int, int], ...]:
     thr = sorted(noisy.values(), reverse=True)[n]
     return tuple(sorted((x, c) for x, c in noisy.items() if c > thr))
 
 
-def keep_heavy_dist(sampler, counts: Mapping[int, int], domain_size: int) -> Dist:
+def keep_heavy_dist(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int) -> Dist:
     """Law of KeepHeavy by enumerating all ``(n+1)^{|X|}`` noisy vectors."""
     out: Dist = {}
     for vec, p in basic_dist(sampler, counts, range(domain_size)).items():
@@ -144,7 +151,7 @@ def keep_heavy_dist(sampler, counts: Mapping[int, int], domain_size: int) -> Dis
     return out
 
 
-def _kh_core_dist(sampler, counts: Mapping[int, int], domain_size: int, order_dist: Dist) -> Dist:
+def _kh_core_dist(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int, order_dist: Dist) -> Dist:
     """KH′ structure: Basic over A, a uniform sequence of n+1 distinct labels of X \\ A carrying the
     order statistics ``order_dist`` (law of the tuple of values), keep the heaviest."""
     n = sampler.n
@@ -164,16 +171,16 @@ def _kh_core_dist(sampler, counts: Mapping[int, int], domain_size: int, order_di
     return out
 
 
-def _F0(sampler):
+def _F0(sampler: CountingSampler) -> Callable[[int], int]:
     return lambda z: sampler.cdf(0, z)
 
 
-def exact_order_dist(sampler, m: int) -> Dist:
+def exact_order_dist(sampler: CountingSampler, m: int) -> Dist:
     """Exact law of the top ``n+1`` of ``m`` iid ``M(0, U)`` (level-wise binomial recursion)."""
     return ordstats.top_order_stats_dist(_F0(sampler), sampler.n, m, ordstats.exact_trunc_binomial_dist)
 
 
-def kh_prime_dist(sampler, counts: Mapping[int, int], domain_size: int,
+def kh_prime_dist(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int,
                   order_dist_of: Callable[[int], Dist] | None = None) -> Dist:
     """Law of KH′; ``order_dist_of(m)`` gives the order-statistics law (default: exact)."""
     counts = {x: c for x, c in counts.items() if c > 0}
@@ -182,7 +189,7 @@ def kh_prime_dist(sampler, counts: Mapping[int, int], domain_size: int,
     return _kh_core_dist(sampler, counts, domain_size, od)
 
 
-def kh_double_prime_dist(sampler, counts: Mapping[int, int], domain_size: int, g1: int | None,
+def kh_double_prime_dist(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int, g1: int | None,
                          order_dist_of: Callable[[int], Dist] | None = None) -> Dist:
     """Law of KH″ = p_fail·δ_∅ + (1 − p_fail)·KH′ (spec T16); ``g1=None``: exact labels, p_fail = 0."""
     core = kh_prime_dist(sampler, counts, domain_size, order_dist_of)
@@ -192,7 +199,8 @@ def kh_double_prime_dist(sampler, counts: Mapping[int, int], domain_size: int, g
     return _mix((pf, {(): Fraction(1)}), (1 - pf, core))
 
 
-def sparse_dist(sampler, counts: Mapping[int, int], domain_size: int, g1: int | None, delta: Fraction) -> Dist:
+def sparse_dist(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int, g1: int | None,
+                delta: Fraction) -> Dist:
     """Law of SparseHistogram (KH″ with the approximate order statistics at the precision it uses)."""
     P = approx_precision(sampler.n, domain_size, delta)
     bd = lambda M, pn, pd, T: ordstats.approx_trunc_binomial_dist(M, pn, pd, T, P)  # noqa: E731
@@ -213,7 +221,8 @@ def uniform_component_dist(domain_size: int, n: int) -> Dist:
     return out
 
 
-def pure_sparse_dist(sampler, counts: Mapping[int, int], domain_size: int, g1: int | None, g2: int) -> Dist:
+def pure_sparse_dist(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int, g1: int | None,
+                     g2: int) -> Dist:
     """Law of PureSparseHistogram (Alg 8)."""
     delta = pure_sparse_delta(sampler.params.k, g2, domain_size, sampler.n)
     b2 = Fraction(1, g2)
@@ -221,7 +230,7 @@ def pure_sparse_dist(sampler, counts: Mapping[int, int], domain_size: int, g1: i
                 (b2, uniform_component_dist(domain_size, sampler.n)))
 
 
-def stability_dist(sampler, counts: Mapping[int, int], delta: Fraction) -> Dist:
+def stability_dist(sampler: CountingSampler, counts: Mapping[int, int], delta: Fraction) -> Dist:
     """Law of the stability histogram (bins are independent: each is suppressed or released above τ)."""
     tau = stability_threshold(sampler, delta)
     A = [x for x in sorted(counts) if counts[x] > 0]

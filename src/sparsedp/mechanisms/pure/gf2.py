@@ -11,7 +11,10 @@ reads back the slot parities with numpy (the slot never overflows: a slot sums a
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 try:  # optional accelerator for the big-integer product inside clmul (same exact result)
     from gmpy2 import mpz as _mpz
@@ -34,7 +37,7 @@ def _clmul_loop(a: int, b: int) -> int:
     return r
 
 
-def _spread(a: int, nbytes: int, dtype) -> int:
+def _spread(a: int, nbytes: int, dtype: np.dtype[Any]) -> int:
     bits = np.unpackbits(np.frombuffer(a.to_bytes(nbytes, "little"), dtype=np.uint8), bitorder="little")
     return int.from_bytes(bits.astype(dtype).tobytes(), "little")
 
@@ -48,7 +51,8 @@ def clmul(a: int, b: int) -> int:
     dtype = np.dtype("<u2") if 8 * nbytes < 65536 else np.dtype("<u4")
     w = dtype.itemsize
     prod = int(_mpz(_spread(a, nbytes, dtype)) * _mpz(_spread(b, nbytes, dtype)))
-    slots = np.frombuffer(prod.to_bytes(2 * 8 * nbytes * w, "little"), dtype=dtype)
+    raw = prod.to_bytes(2 * 8 * nbytes * w, "little")
+    slots: npt.NDArray[np.unsignedinteger[Any]] = np.frombuffer(raw, dtype=dtype)
     bits = (slots & 1).astype(np.uint8)
     return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
 
@@ -60,11 +64,11 @@ class GF2k:
         if ell < 0:
             raise ValueError(f"ell must be >= 0, got {ell}")
         self.ell = ell
-        self.k = 2 * 3 ** ell
-        self.half = 3 ** ell
-        self.modulus = (1 << self.k) | (1 << self.half) | 1
-        self.mask = (1 << self.k) - 1
-        self.size = 1 << self.k
+        self.half: int = 3 ** ell
+        self.k: int = 2 * self.half
+        self.modulus: int = (1 << self.k) | (1 << self.half) | 1
+        self.mask: int = (1 << self.k) - 1
+        self.size: int = 1 << self.k
 
     def __repr__(self) -> str:
         return f"GF2k(ell={self.ell}, k={self.k})"

@@ -21,11 +21,11 @@ Every released sparse histogram is a tuple of ``(label, count)`` pairs sorted by
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from ...errors import InputDataError, InvalidParameterError
-from ...noise.clamped_geometric import unit_fraction
-from ...noise.source import default_source
+from ...noise.clamped_geometric import CountingSampler, unit_fraction
+from ...noise.source import SecureRandom, default_source
 from . import ordstats
 from .labels import coupon_labels, distinct_labels
 
@@ -65,7 +65,8 @@ def _require_domain(domain_size: int, need: int, what: str) -> None:
         raise InvalidParameterError(f"{what} needs |X| >= {need}, got domain_size={domain_size}")
 
 
-def basic_histogram(sampler, counts: Mapping[int, int], labels: Iterable[int], rng=None) -> Histogram:
+def basic_histogram(sampler: CountingSampler, counts: Mapping[int, int], labels: Iterable[int],
+                    rng: SecureRandom | None = None) -> Histogram:
     """BasicHistogram_{M,A} (Balcer & Vadhan (2019), Alg 3, Thm 5.1): a noisy count for every label of ``labels``.
 
     ``labels`` (the set A) must not depend on the data: then the release is ``(2·ε_count, 0)``-DP, and
@@ -82,7 +83,8 @@ def release_heaviest(noisy: Mapping[int, int], n: int) -> Histogram:
     return tuple(sorted((x, c) for x, c in noisy.items() if c > thr))
 
 
-def keep_heavy(sampler, counts: Mapping[int, int], domain_size: int, rng=None) -> Histogram:
+def keep_heavy(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int,
+               rng: SecureRandom | None = None) -> Histogram:
     """KeepHeavy_M (Balcer & Vadhan (2019), Alg 4, Thm 6.1): BasicHistogram over all of X, keep bins above the
     ``(n+1)``-th largest noisy count. ``(ε, 0)``-DP. Time linear in ``|X|``: the reference semantics."""
     n = sampler.n
@@ -91,18 +93,20 @@ def keep_heavy(sampler, counts: Mapping[int, int], domain_size: int, rng=None) -
     return release_heaviest(dict(basic_histogram(sampler, counts, range(domain_size), rng)), n)
 
 
-def _assemble(sampler, counts: dict[int, int], qs: list[int], vals: tuple[int, ...], rng) -> Histogram:
+def _assemble(sampler: CountingSampler, counts: dict[int, int], qs: list[int], vals: tuple[int, ...],
+              rng: SecureRandom) -> Histogram:
     noisy = dict(basic_histogram(sampler, counts, counts.keys(), rng))
     for q, val in zip(qs, vals):
         noisy[q] = val
     return release_heaviest(noisy, sampler.n)
 
 
-def _F0(sampler):
+def _F0(sampler: CountingSampler) -> Callable[[int], int]:
     return lambda z: sampler.cdf(0, z)
 
 
-def kh_prime(sampler, counts: Mapping[int, int], domain_size: int, rng=None) -> Histogram:
+def kh_prime(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int,
+             rng: SecureRandom | None = None) -> Histogram:
     """KH′_M (Balcer & Vadhan (2019), Alg 5, Prop 6.2), identically distributed to :func:`keep_heavy`.
 
     Occupied bins get ``M(c_x)``; ``n+1`` uniformly chosen distinct empty labels (P7) get the exact top
@@ -120,22 +124,24 @@ def kh_prime(sampler, counts: Mapping[int, int], domain_size: int, rng=None) -> 
     return _assemble(sampler, counts, qs, vals, rng)
 
 
-def _kh2(sampler, counts, domain_size, g1, binom, rng) -> Histogram:
+def _kh2(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int, g1: int | None,
+         binom: ordstats.Binom, rng: SecureRandom) -> Histogram:
     n = sampler.n
     _require_domain(domain_size, 4 * n, "KH''/SparseHistogram")
     counts = check_counts(counts, n, domain_size)
     if g1 is None:  # exact distinct sampling (P7, footnote 4): no failure event, beta1 = 0
         qs = distinct_labels(domain_size, counts.keys(), n + 1, rng)
     else:
-        qs = coupon_labels(domain_size, set(counts), n, g1, rng)
-        if qs is None:
+        drawn = coupon_labels(domain_size, set(counts), n, g1, rng)
+        if drawn is None:
             return ()
+        qs = drawn
     vals = ordstats.top_order_stats(_F0(sampler), n, domain_size - len(counts), binom)
     return _assemble(sampler, counts, qs, vals, rng)
 
 
-def kh_double_prime(sampler, counts: Mapping[int, int], domain_size: int, beta1: object | None,
-                    rng=None) -> Histogram:
+def kh_double_prime(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int, beta1: object | None,
+                    rng: SecureRandom | None = None) -> Histogram:
     """KH″_{M,β₁} (Balcer & Vadhan (2019), Alg 7, Thm 6.4) with exact level-wise order statistics.
 
     Step 1 draws ``(4n+2)/β₁`` iid labels and releases the empty histogram if fewer than ``2n+1`` are
@@ -148,8 +154,8 @@ def kh_double_prime(sampler, counts: Mapping[int, int], domain_size: int, beta1:
     return _kh2(sampler, counts, domain_size, g1, binom, rng)
 
 
-def sparse_histogram(sampler, counts: Mapping[int, int], domain_size: int, beta1: object | None,
-                     delta: object, rng=None) -> Histogram:
+def sparse_histogram(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int, beta1: object | None,
+                     delta: Fraction | float | str, rng: SecureRandom | None = None) -> Histogram:
     """SparseHistogram_{M,β₁,δ} (Balcer & Vadhan (2019), Thm 6.5; construction spec §5.10).
 
     KH″ with the order statistics sampled by the dyadic round-down binomial walk at precision
@@ -158,9 +164,9 @@ def sparse_histogram(sampler, counts: Mapping[int, int], domain_size: int, beta1
     """
     rng = default_source() if rng is None else rng
     g1 = None if beta1 is None else unit_fraction("beta1", beta1)
-    delta = Fraction(delta)
-    if not 0 < delta < 1:
-        raise InvalidParameterError(f"delta must be in (0, 1), got {delta}")
-    P = ordstats.approx_precision(sampler.n, domain_size, delta)
+    d = Fraction(delta)
+    if not 0 < d < 1:
+        raise InvalidParameterError(f"delta must be in (0, 1), got {d}")
+    P = ordstats.approx_precision(sampler.n, domain_size, d)
     binom = lambda M, pn, pd, T: ordstats.approx_trunc_binomial(M, pn, pd, T, P, rng)  # noqa: E731
     return _kh2(sampler, counts, domain_size, g1, binom, rng)

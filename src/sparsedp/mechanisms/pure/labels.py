@@ -9,12 +9,12 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Iterable
 
-from ...noise.source import default_source
+from ...noise.source import SecureRandom, default_source
 
 __all__ = ["distinct_labels", "coupon_labels", "coupon_draws", "coupon_failure_probability"]
 
 
-def distinct_labels(domain_size: int, exclude: Iterable[int], r: int, rng=None) -> list[int]:
+def distinct_labels(domain_size: int, exclude: Iterable[int], r: int, rng: SecureRandom | None = None) -> list[int]:
     """A uniformly random *sequence* of ``r`` distinct labels of ``X \\ exclude`` (spec P7, exact, β₁ = 0).
 
     Each step draws a rank ``z`` uniformly among the labels still free and maps it to the ``z``-th free
@@ -50,7 +50,8 @@ def coupon_draws(n: int, g1: int) -> int:
     return (4 * n + 2) * g1
 
 
-def coupon_labels(domain_size: int, occupied: set[int], n: int, g1: int, rng=None) -> list[int] | None:
+def coupon_labels(domain_size: int, occupied: set[int], n: int, g1: int,
+                  rng: SecureRandom | None = None) -> list[int] | None:
     """KH″ steps 1 and 4 (Balcer & Vadhan (2019), Alg 7): draw up to ``(4n+2)·g₁`` iid uniform labels; if fewer than
     ``2n+1`` distinct labels appear return ``None`` (release the empty histogram), else return the first
     ``n+1`` distinct labels not in ``occupied``, in order of appearance.

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 from math import comb
-from typing import Callable
+from typing import Callable, Iterator
 
-from ...noise.source import default_source
+from ...noise.clamped_geometric import ceil_log2
+from ...noise.source import SecureRandom, default_source
 from . import dyadic as dy
 
 __all__ = [
@@ -38,7 +39,7 @@ def _exact_weights(M: int, pn: int, pd: int, T: int) -> list[int]:
     return w
 
 
-def exact_trunc_binomial(M: int, pn: int, pd: int, T: int, rng=None) -> int:
+def exact_trunc_binomial(M: int, pn: int, pd: int, T: int, rng: SecureRandom | None = None) -> int:
     """Sample ``min(T, Binomial(M, pn/pd))`` exactly by inverse transform on ``[1, pd^M]`` (spec P5).
 
     Cost is exponential in ``log M`` (the denominator has ``M·log pd`` bits): the reference KH′ only.
@@ -59,7 +60,7 @@ def exact_trunc_binomial_dist(M: int, pn: int, pd: int, T: int) -> list[Fraction
     return [Fraction(w, den) for w in _exact_weights(M, pn, pd, T)]
 
 
-def _approx_thresholds(M: int, pn: int, pd: int, T: int, P: int):
+def _approx_thresholds(M: int, pn: int, pd: int, T: int, P: int) -> Iterator[int]:
     """Yield the cumulative scaled thresholds ``C_0 <= C_1 <= … <= C_{T−1}`` of the approximate walk."""
     qn = pd - pn
     x = dy.power(dy.frac(qn, pd, P), M, P)  # ≈ q^M = P(N = 0), from below
@@ -90,7 +91,7 @@ def _certified_zero(M: int, pn: int, pd: int, P: int, u: int) -> bool:
     return u <= (N << e if e >= 0 else N >> -e)
 
 
-def approx_trunc_binomial(M: int, pn: int, pd: int, T: int, P: int, rng=None) -> int:
+def approx_trunc_binomial(M: int, pn: int, pd: int, T: int, P: int, rng: SecureRandom | None = None) -> int:
     """Sample ``min(T, Binomial(M, pn/pd))`` to within TV ``(16M + 9T)·2^{−P}`` (spec P5).
 
     Uses ``O(log M)`` ``P``-bit multiplications and at most ``T+1`` walk steps (the walk length is the
@@ -151,12 +152,12 @@ def top_order_stats(F: Callable[[int], int], n: int, m: int, binom: Binom) -> tu
 
 
 def top_order_stats_dist(F: Callable[[int], int], n: int, m: int,
-                         binom_dist: Callable[[int, int, int, int], list[Fraction]]) -> dict:
+                         binom_dist: Callable[[int, int, int, int], list[Fraction]]) -> dict[tuple[int, ...], Fraction]:
     """Exact law of :func:`top_order_stats` with ``binom`` replaced by its law ``binom_dist``."""
-    states = {(): Fraction(1)}  # prefix -> probability, prefixes still open
-    done: dict[tuple, Fraction] = {}
+    states: dict[tuple[int, ...], Fraction] = {(): Fraction(1)}  # prefix -> probability, prefixes still open
+    done: dict[tuple[int, ...], Fraction] = {}
     for val in range(n, 0, -1):
-        nxt: dict[tuple, Fraction] = {}
+        nxt: dict[tuple[int, ...], Fraction] = {}
         Fv, Fv1 = F(val), F(val - 1)
         for prefix, pr in states.items():
             slots = n + 1 - len(prefix)
@@ -182,6 +183,4 @@ def approx_precision(n: int, m_bound: int, delta: Fraction) -> int:
     """``P = max(4, ⌈log₂((n+1)(16m + 9n + 9)/δ)⌉)`` so that ApproxTopOrderStats is within TV ``δ``
     (spec §5.8/§5.10). Pass ``m_bound = |X|`` (not the data-dependent ``m``) so P, and timing, do not
     depend on the data."""
-    from ...noise.clamped_geometric import ceil_log2
-
     return max(4, ceil_log2(Fraction((n + 1) * (16 * m_bound + 9 * n + 9)) / Fraction(delta)))

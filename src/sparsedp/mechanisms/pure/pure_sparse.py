@@ -13,9 +13,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Mapping
 
-from ...noise.clamped_geometric import unit_fraction
-from ...noise.source import default_source
 from ...errors import InvalidParameterError
+from ...noise.clamped_geometric import CountingSampler, unit_fraction
+from ...noise.source import SecureRandom, default_source
 from .keep_heavy import Histogram, check_counts, sparse_histogram
 
 __all__ = ["pure_sparse_histogram", "pure_sparse_delta", "uniform_sparse_histogram"]
@@ -26,7 +26,7 @@ def pure_sparse_delta(k: int, g2: int, domain_size: int, n: int) -> Fraction:
     return Fraction(1, 3 * k * g2 * (6 * domain_size) ** n)
 
 
-def uniform_sparse_histogram(domain_size: int, n: int, rng=None) -> Histogram:
+def uniform_sparse_histogram(domain_size: int, n: int, rng: SecureRandom | None = None) -> Histogram:
     """The mixing component ``𝒟`` of Alg 8 step 2: draw ``n`` iid uniform labels, give each distinct one
     a uniform count in ``{0..n}``, keep the positive ones. Full support on ``H_{n,n}(X)``."""
     rng = default_source() if rng is None else rng
@@ -39,8 +39,8 @@ def uniform_sparse_histogram(domain_size: int, n: int, rng=None) -> Histogram:
     return tuple(out)
 
 
-def pure_sparse_histogram(sampler, counts: Mapping[int, int], domain_size: int, beta1: object | None,
-                          beta2: object, rng=None) -> Histogram:
+def pure_sparse_histogram(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int, beta1: object | None,
+                          beta2: object, rng: SecureRandom | None = None) -> Histogram:
     """PureSparseHistogram_{M,ε,β₁,β₂} (Balcer & Vadhan (2019), Alg 8, Thm 6.6).
 
     ``sampler`` must be ``(ε/2, 0)``-DP for counting queries with ``ε = 1/sampler.params.k``

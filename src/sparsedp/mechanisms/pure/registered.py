@@ -32,15 +32,27 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ... import _validate as v
+from ...accounting.blanket import blanket_accuracy, calibrate_blanket
 from ...accounting.calibration import Neighbours
-from ...errors import InputDataError, InvalidParameterError, InvalidTypeError
-from ..base import Disclosure, Mechanism, Released, ReleaseRequest
-from ..registry import register
+from ...accounting.charge import Charge
+from ...accounting.profiles import PureProfile
+from ...core.histogram import SparseHistogram
+from ...errors import InfeasibleError, InputDataError, InvalidParameterError, InvalidTypeError
+from ...noise.clamped_geometric import unit_fraction
+from ...noise.source import SecureRandom
+from ..base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
+from ..registry import get, register
+from .blanket import blanket_histogram
+from .compact import CompactHistogram
+from .release import StringCodec, _configure, _encode, plan_pure, release_pure
+
+if TYPE_CHECKING:
+    from ...core.engine import Engine
 
 __all__ = ["PureBlanket", "PureSparse", "Compact", "Basic", "Stability", "KeepHeavy", "KHPrime", "KHDoublePrime",
            "BVSparseHistogram", "joined_keys", "key_mode", "DEFAULT_MAX_KEY_BYTES"]
@@ -75,9 +87,10 @@ def _join(values: Sequence[Any]) -> str:
     return json.dumps(list(values), ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def joined_keys(key_table: Any, cols: Sequence[str], mode: str) -> list:
+def joined_keys(key_table: Any, cols: Sequence[str], mode: str) -> list[Any]:
     if mode in ("int", "str"):
-        return key_table.column(cols[0]).to_pylist()
+        keys: list[Any] = key_table.column(cols[0]).to_pylist()
+        return keys
     columns = [key_table.column(c).to_pylist() for c in cols]
     return [_join(row) for row in zip(*columns)]
 
@@ -102,11 +115,11 @@ class PreparedKeys:
     hist: Any
     cols: tuple[str, ...]
     mode: str
-    keys: list
+    keys: list[Any]
     labels: tuple[int, ...]
     domain_size: int
     n_items: int
-    query_keys: tuple = ()
+    query_keys: tuple[Any, ...] = ()
 
 
 def _query_key(q: Any, mode: str) -> Any:
@@ -122,13 +135,11 @@ def prepare_keys(h: Any, dense: bool, max_key_bytes: int, domain_size: int | Non
     """Check every key of the collected histogram ``h`` (type, ``max_key_bytes``) and compact's ``query_keys``,
     raising :class:`~sparsedp.errors.InputDataError` / :class:`~sparsedp.errors.InvalidTypeError` before
     anything is charged or drawn."""
-    from .release import _encode
-
     cols = tuple(h.keys.column_names)
     mode = key_mode(h.keys, cols, dense)
     keys = joined_keys(h.keys, cols, mode)
     labels, N, _ = _encode(keys, domain_size if mode == "int" else None, max_key_bytes)
-    qk: tuple = ()
+    qk: tuple[Any, ...] = ()
     if query_keys is not None:
         qk = tuple(_query_key(q, mode) for q in query_keys)
         try:
@@ -171,14 +182,12 @@ def check_cost(name: str, n: int, domain_size: int) -> None:
 class CompactQuery:
     """Point queries of a released compact histogram (public: a post-processing of the private release)."""
 
-    histogram: Any
+    histogram: CompactHistogram
     mode: str
     max_key_bytes: int
 
     def __call__(self, key: Any) -> int:
         """Noisy count of ``key`` (a str, or a tuple/list of column values for joined keys)."""
-        from .release import StringCodec
-
         if self.mode == "json" and not isinstance(key, str):
             key = _join(key)
         if self.mode == "int":
@@ -214,12 +223,9 @@ class _Pure(Mechanism):
     plan_group = 3  # listed last by ``plan``, with their exact error bounds
 
     @classmethod
-    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+    def plan_rows(cls, query: PlanQuery) -> list[tuple[Mechanism, Any, int]]:
         """With ``max_units`` (n units, one key each): the pure mechanisms ``plan_pure`` configures, by their
         error bound at ``beta`` (default 1/20)."""
-        from ..registry import get
-        from .release import plan_pure
-
         if query.d is not None or query.max_units is None:
             return []
         if query.epsilon > 1:
@@ -228,7 +234,12 @@ class _Pure(Mechanism):
         wanted = [c.name for c in (PureSparse, Compact, Stability)]
         pure = plan_pure(n, query.epsilon, Fraction(1, 20) if query.beta is None else query.beta, None,
                          delta=query.delta or None, mechanisms=wanted)
-        return [(get(c.mechanism)(max_units=n), c, cls.plan_group) for c in pure]
+        rows: list[tuple[Mechanism, Any, int]] = []
+        for c in pure:
+            pure_cls = get(c.mechanism)
+            assert issubclass(pure_cls, _Pure)  # plan_pure names the registered pure mechanisms only
+            rows.append((pure_cls(max_units=n), c, cls.plan_group))
+        return rows
 
     @property
     def neighbours(self) -> Neighbours:  # type: ignore[override]
@@ -254,8 +265,6 @@ class _Pure(Mechanism):
         return 1
 
     def calibrate(self, request: ReleaseRequest) -> Any:
-        from ...noise.clamped_geometric import unit_fraction
-
         if self.max_units is not None:  # n = the public bound: a release that would run for hours is refused here
             check_cost(self.name, self.max_units, 0)
         k = unit_fraction("epsilon", request.epsilon)
@@ -273,9 +282,6 @@ class _Pure(Mechanism):
 
     def charge(self, calibration: Any, disclosure: Disclosure) -> Any:
         """Pure ε-DP charges compose exactly in ε (:class:`~sparsedp.accounting.profiles.PureProfile`)."""
-        from ...accounting.profiles import PureProfile
-        from ...accounting.charge import Charge
-
         profile = PureProfile(float(calibration)) if disclosure.delta == 0 else None
         return Charge(epsilon=float(calibration), delta=disclosure.delta, neighbours=self.neighbours,
                       mechanism=self.name, profile=profile)
@@ -283,10 +289,13 @@ class _Pure(Mechanism):
     def _domain_size(self) -> int | None:
         return None
 
-    def _query_keys(self) -> tuple:
+    def _query_keys(self) -> tuple[Any, ...]:
         return ()
 
-    def prepare(self, engine, hist, request) -> "PreparedKeys":
+    def prepare(self, engine: Engine, hist: Any, request: ReleaseRequest) -> "PreparedKeys | BlanketInput":
+        return self._prepare_keys(engine, hist)
+
+    def _prepare_keys(self, engine: Engine, hist: Any) -> "PreparedKeys":
         """Collect the histogram and check every key (type, length: :func:`prepare_keys`) and the running time
         (:func:`check_cost`) before the ledger charge: a refusal here charges nothing."""
         prep = prepare_keys(engine.collect(hist), self.dense, self.max_key_bytes, self._domain_size(),
@@ -295,14 +304,12 @@ class _Pure(Mechanism):
                    prep.domain_size)
         return prep
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         import pyarrow as pa
-
-        from .release import release_pure
 
         prep: PreparedKeys = hist
         cols, mode, keys = list(prep.cols), prep.mode, prep.keys
-        from ...core.histogram import SparseHistogram
 
         qk = list(prep.query_keys) if self.name == "compact" else None
         h = prep.hist
@@ -335,9 +342,6 @@ def _threshold_check(mech: "_Pure", n: int, epsilon: float) -> None:
     """Refuse a release whose public parameters make every real key unreleasable: the (1 − β) release
     threshold of Thm 6.6 (a function of n, ε, β and |X| only, all public: n is public under replace-one, and
     the bound max_units under add/remove) is at least n, the largest possible count."""
-    from ...noise.clamped_geometric import unit_fraction
-    from .release import StringCodec, _configure
-
     k = unit_fraction("epsilon", epsilon)
     N = StringCodec(mech.max_key_bytes).domain_size
     NX = N + 1 if mech.max_units is not None else N
@@ -373,11 +377,17 @@ class PureSparse(_Pure):
             _threshold_check(self, self.max_units, float(cal))
         return cal
 
-    def histogram(self, engine, data, privacy_unit, by, request, rng, **extra):
+    def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str],
+                  request: ReleaseRequest, rng: SecureRandom, **extra: Any) -> Any:
         hist = super().histogram(engine, data, privacy_unit, by, request, rng, **extra)
         if self.max_units is None:  # replace-one: n (units, one key each) is public; checked before the charge
             try:
-                _threshold_check(self, int(engine.stats(hist).units_in), float(self.calibrate(request)))
+                units = engine.stats(hist).units_in
+                if units is None:
+                    raise InvalidParameterError(
+                        f"mechanism={self.name!r} treats the number of units as public, which the {engine.name} "
+                        f"engine does not count; pass max_units=… (a public bound) or use an embedded engine")
+                _threshold_check(self, int(units), float(self.calibrate(request)))
             except BaseException:
                 engine.release_resources(hist)
                 raise
@@ -447,14 +457,14 @@ class Compact(_Pure):
     """Balcer–Vadhan compact histogram (§7, Cor. 7.3): a queryable private sketch of every key's count
     (``result.query(key)``); the table lists the public ``query_keys`` only. δ = 0. One key per unit."""
 
-    query_keys: tuple = ()
+    query_keys: tuple[Any, ...] = ()
     name = "compact"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "query_keys", tuple(self.query_keys))
 
-    def _query_keys(self) -> tuple:
+    def _query_keys(self) -> tuple[Any, ...]:
         return self.query_keys
 
 
@@ -493,8 +503,6 @@ def utf8_fraction_bound(max_bytes: int) -> Fraction:
     valid UTF-8: strings made of the blocks lead 00–7F; C2–DF + 1 continuation; E0–EF + 2; F0–F4 + 3
     (continuations 80–BF) include every valid UTF-8 string (RFC 3629 §4 restricts some second bytes further),
     and ``f(ℓ) = 128 f(ℓ−1) + 30·64 f(ℓ−2) + 16·64² f(ℓ−3) + 5·64³ f(ℓ−4)`` counts them."""
-    from .release import StringCodec
-
     f = [1]
     for ell in range(1, max_bytes + 1):
         f.append(sum(w * f[ell - j] for j, w in ((1, 128), (2, 30 * 64), (3, 16 * 64 ** 2), (4, 5 * 64 ** 3))
@@ -546,6 +554,7 @@ class PureBlanket(_Pure):
     fake_keys: Fraction = Fraction(1, 1000)
     keep_padding: bool = False
     name = "pure-blanket"
+    auto_role = AutoRole.PURE
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -574,10 +583,6 @@ class PureBlanket(_Pure):
 
     def params(self, n: int, epsilon: float) -> Any:
         """The calibration for ``n`` units (public: the bound ``max_units``, or the number of units)."""
-        from ...accounting.blanket import calibrate_blanket
-        from ...errors import InfeasibleError
-        from .release import StringCodec
-
         d = StringCodec(self.max_key_bytes).domain_size + (1 if self.max_units is not None else 0)
         try:
             return calibrate_blanket(epsilon, n, d, self.blanket_rate())
@@ -598,8 +603,8 @@ class PureBlanket(_Pure):
             notes=(("the number of units is treated as public (pass max_units=… for add/remove neighbours)",)
                    if self.max_units is None else ()))
 
-    def prepare(self, engine, hist, request) -> BlanketInput:
-        prep = super().prepare(engine, hist, request)
+    def prepare(self, engine: Engine, hist: Any, request: ReleaseRequest) -> BlanketInput:
+        prep = self._prepare_keys(engine, hist)
         n = self.max_units if self.max_units is not None else prep.n_items
         if self.max_units is not None and prep.n_items > n:
             raise InputDataError(f"{prep.n_items} units exceed max_units={n}")
@@ -607,14 +612,11 @@ class PureBlanket(_Pure):
             raise InputDataError("no units: pass max_units=… (a public bound) to release an empty dataset")
         return BlanketInput(keys=prep, params=self.params(n, request.epsilon), n=n)
 
-    def run(self, engine, hist, calibration, disclosure, rng, request) -> Released:
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
         import dataclasses
 
         import pyarrow as pa
-
-        from ...accounting.blanket import blanket_accuracy
-        from .blanket import blanket_histogram
-        from .release import StringCodec
 
         inp: BlanketInput = hist
         prep, p = inp.keys, inp.params

@@ -21,16 +21,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Literal, Sequence, overload
 
 import numpy as np
 
 from ... import _validate as v
 from ...accounting.calibration import Neighbours
+from ...core.histogram import Release, SparseHistogram
 from ...errors import InputDataError, InvalidParameterError, InvalidTypeError
 from ...noise.clamped_geometric import FastSample, counting_sampler, unit_fraction
-from ...noise.source import default_source
-from ...core.histogram import Release, SparseHistogram
+from ...noise.source import SecureRandom, default_source
 from . import accuracy as acc
 from .compact import CompactHistogram, choose_ell, compact_histogram
 from .keep_heavy import basic_histogram, keep_heavy, kh_double_prime, kh_prime, sparse_histogram
@@ -84,7 +84,7 @@ class StringCodec:
         self.L = v.integer("max_key_bytes", max_bytes, lo=1)
         self.domain_size = ((1 << (8 * (self.L + 1))) - 1) // 255
 
-    def encode(self, item) -> int:
+    def encode(self, item: object) -> int:
         if isinstance(item, str):
             b = item.encode("utf-8", "surrogateescape")
         elif isinstance(item, (bytes, bytearray)):
@@ -97,7 +97,16 @@ class StringCodec:
                                  "raise max_key_bytes (a public bound) or truncate keys before release")
         return ((1 << (8 * len(b))) - 1) // 255 + int.from_bytes(b, "big")
 
-    def decode(self, label: int, as_str: bool):
+    @overload
+    def decode(self, label: int, as_str: Literal[True]) -> str: ...
+
+    @overload
+    def decode(self, label: int, as_str: Literal[False]) -> bytes: ...
+
+    @overload
+    def decode(self, label: int, as_str: bool) -> str | bytes: ...
+
+    def decode(self, label: int, as_str: bool) -> str | bytes:
         length = 0
         while ((1 << (8 * (length + 1))) - 1) // 255 <= label:
             length += 1
@@ -105,14 +114,14 @@ class StringCodec:
         return b.decode("utf-8", "surrogateescape") if as_str else b
 
 
-def _encode(items: list, domain_size: int | None, max_key_bytes: int):
+def _encode(items: Sequence[Any], domain_size: int | None,
+            max_key_bytes: int) -> tuple[list[int], int, Callable[[int], Any]]:
     if domain_size is None:
         codec = StringCodec(max_key_bytes)
-        labels = [codec.encode(x) for x in items]
         as_str = all(isinstance(x, str) for x in items)
-        return labels, codec.domain_size, (lambda lab: codec.decode(lab, as_str))
+        return [codec.encode(x) for x in items], codec.domain_size, (lambda lab: codec.decode(lab, as_str))
     N = v.integer("domain_size", domain_size, lo=2)
-    labels = []
+    labels: list[int] = []
     for x in items:
         if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
             raise InvalidTypeError(f"items must be integers in [0, domain_size) when domain_size is given, "
@@ -129,9 +138,9 @@ def _beta_unit(beta: Fraction, div: int) -> Fraction:
     return Fraction(1, unit_fraction("beta", beta / div))
 
 
-def pure_histogram(items: Iterable, epsilon: object, beta: object = Fraction(1, 20), domain_size: int | None = None,
-                   mechanism: str = "pure-sparse", rng=None, *, max_items: int | None = None,
-                   delta: object | None = None, query_keys: Iterable | None = None,
+def pure_histogram(items: Iterable[Any], epsilon: object, beta: object = Fraction(1, 20),
+                   domain_size: int | None = None, mechanism: str = "pure-sparse", rng: SecureRandom | None = None, *,
+                   max_items: int | None = None, delta: object | None = None, query_keys: Iterable[Any] | None = None,
                    max_key_bytes: int = 64) -> Release:
     """Release a pure ε-DP histogram of ``items`` (each unit contributes exactly one item).
 
@@ -160,15 +169,15 @@ def pure_histogram(items: Iterable, epsilon: object, beta: object = Fraction(1, 
 
 
 def release_pure(hist: SparseHistogram, *, epsilon: object, beta: object = Fraction(1, 20),
-                 domain_size: int | None = None, mechanism: str = "pure-sparse", rng=None,
-                 max_items: int | None = None, delta: object | None = None, query_keys: Iterable | None = None,
+                 domain_size: int | None = None, mechanism: str = "pure-sparse", rng: SecureRandom | None = None,
+                 max_items: int | None = None, delta: object | None = None, query_keys: Iterable[Any] | None = None,
                  max_key_bytes: int = 64) -> Release:
     """:func:`pure_histogram` for a :class:`SparseHistogram` of per-key unit counts (``l0 = 1``: the
     counts sum to the number of units). Keys must be ints (with ``domain_size``) or str/bytes."""
     mechanism = v.choice("mechanism", mechanism, MECHANISMS)
     keys = hist.keys.tolist() if isinstance(hist.keys, np.ndarray) else list(hist.keys)
     labels, N, decode = _encode(keys, domain_size, max_key_bytes)
-    counts: Counter = Counter()
+    counts: Counter[int] = Counter()
     for lab, c in zip(labels, hist.counts.tolist()):
         counts[lab] += int(c)
     return _release(counts, N, decode, epsilon, beta, mechanism, rng, max_items, delta, query_keys,
@@ -176,36 +185,84 @@ def release_pure(hist: SparseHistogram, *, epsilon: object, beta: object = Fract
                     max_key_bytes=max_key_bytes)
 
 
-def _release(counts: Counter, N: int, decode, epsilon, beta, mechanism, rng, max_items, delta, query_keys,
-             *, n_rows: int, domain_given: bool, max_key_bytes: int) -> Release:
-    k = unit_fraction("epsilon", epsilon)
-    eps = Fraction(1, k)
-    beta = v.rational("beta", beta)
-    if not 0 < beta < 1:
-        raise InvalidParameterError(f"beta must be in (0, 1), got {beta}")
-    if mechanism in ("stability", "sparse-histogram"):
-        if delta is None:
-            raise InvalidParameterError(f"mechanism={mechanism!r} needs delta (it is (epsilon, delta)-DP)")
-        delta = v.rational("delta", delta)
-        if not 0 < delta < 1:
-            raise InvalidParameterError(f"delta must be in (0, 1), got {delta}")
-    elif delta is not None:
-        raise InvalidParameterError("delta is only used by mechanism='stability' (pure DP has delta=0)")
+@dataclass(frozen=True)
+class _Units:
+    """The neighbouring relation of a release: ``n`` units (public), the padded domain size ``NX`` and the
+    dummy label the padding uses (``None``: replace-one neighbours with ``n`` public, no padding)."""
+
+    n: int
+    neighbours: Neighbours
+    dummy: int | None
+    NX: int
+
+
+def _release(counts: Counter[int], N: int, decode: Callable[[int], Any], epsilon: object, beta: object,
+             mechanism: str, rng: SecureRandom | None, max_items: int | None, delta: object | None,
+             query_keys: Iterable[Any] | None, *, n_rows: int, domain_given: bool, max_key_bytes: int) -> Release:
+    """Check every public parameter (before any randomness), configure the mechanism, draw, and decode."""
+    k, beta_q, delta_q = _check_rates(mechanism, epsilon, beta, delta)
     if mechanism in ("basic", "keep-heavy") and N > DENSE_LIMIT:
         raise InvalidParameterError(f"mechanism={mechanism!r} runs in time linear in |X|={N}; use "
                                     f"'pure-sparse' or 'compact' for domains above 2^20")
-    # neighbours: replace-one with public n, or add/remove with a public bound (pad with a dummy label)
+    units = _units(counts, N, n_rows, max_items)
+    _check_domain(mechanism, N, units.NX, units.n)
+    qlabels = _query_labels(mechanism, query_keys, N if domain_given else None, max_key_bytes)
+    cfg = _configure(mechanism, units.n, units.NX, k, beta_q, delta_q)  # public parameters only, no randomness yet
+    out, histogram = _draw(mechanism, cfg, counts, units.NX, k, delta_q, qlabels,
+                           default_source() if rng is None else rng)
+    if units.dummy is not None:
+        out = tuple((x, c) for x, c in out if x != units.dummy)
+    keys = [decode(x) for x, _ in out]
+    noisy = np.fromiter((c for _, c in out), dtype=np.int64, count=len(out))
+    delta_f = 0.0 if delta_q is None else float(cfg.delta if cfg.delta is not None else delta_q)
+    cal = PureCalibration(mechanism=mechanism, epsilon=float(Fraction(1, k)), epsilon_realised=cfg.realised,
+                          delta=delta_f, beta=float(beta_q), neighbours=units.neighbours, n=units.n, domain_size=N,
+                          accuracy=cfg.accuracy, options=cfg.options)
+    extra = {"histogram": histogram} if mechanism == "compact" else {}
+    n_in = len([x for x in counts if x != units.dummy])
+    return Release(keys=keys, counts=noisy, calibration=cal, n_keys_in=n_in, n_keys_out=len(keys), extra=extra)
+
+
+def _check_rates(mechanism: str, epsilon: object, beta: object,
+                 delta: object | None) -> tuple[int, Fraction, Fraction | None]:
+    """``(k, β, δ)``: ε = 1/k rounded down to a unit fraction, β in (0, 1), and δ in (0, 1) for the (ε, δ)
+    mechanisms (``stability``, ``sparse-histogram``) and ``None`` for the pure ones (which refuse a δ)."""
+    k = unit_fraction("epsilon", epsilon)
+    beta_q = v.rational("beta", beta)
+    if not 0 < beta_q < 1:
+        raise InvalidParameterError(f"beta must be in (0, 1), got {beta_q}")
+    if mechanism not in ("stability", "sparse-histogram"):
+        if delta is not None:
+            raise InvalidParameterError("delta is only used by mechanism='stability' (pure DP has delta=0)")
+        return k, beta_q, None
+    if delta is None:
+        raise InvalidParameterError(f"mechanism={mechanism!r} needs delta (it is (epsilon, delta)-DP)")
+    delta_q = v.rational("delta", delta)
+    if not 0 < delta_q < 1:
+        raise InvalidParameterError(f"delta must be in (0, 1), got {delta_q}")
+    return k, beta_q, delta_q
+
+
+def _units(counts: Counter[int], N: int, n_rows: int, max_items: int | None) -> _Units:
+    """Neighbours: replace-one with ``n = n_rows`` public, or add/remove with the public bound ``max_items``
+    (``counts`` is padded in place with ``max_items − n_rows`` dummy items of the label ``N``)."""
     if max_items is None:
-        n, neighbours, dummy, NX = n_rows, Neighbours.REPLACE_ONE, None, N
+        units = _Units(n=n_rows, neighbours=Neighbours.REPLACE_ONE, dummy=None, NX=N)
     else:
         n = v.integer("max_items", max_items, lo=1)
         if n_rows > n:
             raise InputDataError(f"{n_rows} items exceed max_items={n}")
-        neighbours, dummy, NX = Neighbours.ADD_REMOVE, N, N + 1
+        units = _Units(n=n, neighbours=Neighbours.ADD_REMOVE, dummy=N, NX=N + 1)
         if n > n_rows:
-            counts[dummy] = n - n_rows
-    if n < 1:
+            counts[N] = n - n_rows
+    if units.n < 1:
         raise InputDataError("no items: pass max_items=… (a public bound) to release an empty dataset")
+    return units
+
+
+def _check_domain(mechanism: str, N: int, NX: int, n: int) -> None:
+    """The domain-size conditions of each mechanism (Balcer & Vadhan (2019): |X| ≥ 4n for pure-sparse, n + 1
+    for KeepHeavy, 2n + 1 for KH′, 4n for KH″ and SparseHistogram; exact order statistics only for small |X|)."""
     if mechanism == "pure-sparse" and NX < 4 * n:
         raise InvalidParameterError(f"pure-sparse needs |X| >= 4n (|X|={NX}, n={n}); use mechanism='basic'")
     if mechanism == "keep-heavy" and NX < n + 1:
@@ -217,16 +274,28 @@ def _release(counts: Counter, N: int, decode, epsilon, beta, mechanism, rng, max
     need = {"kh-prime": 2 * n + 1, "kh-double-prime": 4 * n, "sparse-histogram": 4 * n}.get(mechanism)
     if need is not None and NX < need:
         raise InvalidParameterError(f"{mechanism} needs |X| >= {need} (|X|={NX}, n={n}); use mechanism='basic'")
-    qkeys = None
-    if mechanism == "compact":
-        qkeys = [] if query_keys is None else list(query_keys)
-        qlabels, _, _ = _encode(qkeys, N if domain_given else None, max_key_bytes)
-    elif query_keys is not None:
-        raise InvalidParameterError("query_keys is only used by mechanism='compact'")
-    cfg = _configure(mechanism, n, NX, k, beta, delta)  # public parameters only, no randomness yet
-    rng = default_source() if rng is None else rng
+
+
+def _query_labels(mechanism: str, query_keys: Iterable[Any] | None, domain_size: int | None,
+                  max_key_bytes: int) -> list[int]:
+    """The labels of compact's ``query_keys`` (the keys whose counts it releases); refused for the others."""
+    if mechanism != "compact":
+        if query_keys is not None:
+            raise InvalidParameterError("query_keys is only used by mechanism='compact'")
+        return []
+    qlabels, _, _ = _encode([] if query_keys is None else list(query_keys), domain_size, max_key_bytes)
+    return qlabels
+
+
+def _draw(mechanism: str, cfg: "_Config", counts: Counter[int], NX: int, k: int, delta: Fraction | None,
+          qlabels: list[int], rng: SecureRandom) -> tuple[tuple[tuple[int, int], ...], CompactHistogram | None]:
+    """The private step: ``((label, noisy count), …)`` released by ``mechanism`` (and compact's queryable
+    histogram), every random word drawn from ``rng``."""
     sampler, opts = cfg.sampler, cfg.options
-    histogram = None
+    if mechanism == "compact":
+        assert opts.q_min is not None and opts.ell is not None
+        histogram = compact_histogram(sampler, counts, NX, rng, q_min=opts.q_min, ell=opts.ell)
+        return tuple((lab, histogram.count(lab)) for lab in qlabels), histogram
     if mechanism == "basic":
         out = basic_histogram(sampler, counts, range(NX), rng)
     elif mechanism == "keep-heavy":
@@ -236,25 +305,15 @@ def _release(counts: Counter, N: int, decode, epsilon, beta, mechanism, rng, max
     elif mechanism == "kh-double-prime":
         out = kh_double_prime(sampler, counts, NX, None, rng)
     elif mechanism == "sparse-histogram":
+        assert delta is not None
         out = sparse_histogram(sampler, counts, NX, None, _sh_delta(delta, k), rng)
     elif mechanism == "pure-sparse":
+        assert opts.beta1 is not None and opts.beta2 is not None
         out = pure_sparse_histogram(sampler, counts, NX, opts.beta1, opts.beta2, rng)
-    elif mechanism == "stability":
-        out = stability_histogram(sampler, counts, NX, delta, rng)
     else:
-        histogram = compact_histogram(sampler, counts, NX, rng, q_min=opts.q_min, ell=opts.ell)
-        out = tuple((lab, histogram.count(lab)) for lab in qlabels)
-
-    if dummy is not None:
-        out = tuple((x, c) for x, c in out if x != dummy)
-    keys = [decode(x) for x, _ in out]
-    noisy = np.fromiter((c for _, c in out), dtype=np.int64, count=len(out))
-    cal = PureCalibration(mechanism=mechanism, epsilon=float(eps), epsilon_realised=cfg.realised,
-                          delta=0.0 if delta is None else float(cfg.delta if cfg.delta is not None else delta), beta=float(beta), neighbours=neighbours,
-                          n=n, domain_size=N, accuracy=cfg.accuracy, options=opts)
-    extra = {"histogram": histogram} if mechanism == "compact" else {}
-    n_in = len([x for x in counts if x != dummy])
-    return Release(keys=keys, counts=noisy, calibration=cal, n_keys_in=n_in, n_keys_out=len(keys), extra=extra)
+        assert delta is not None
+        out = stability_histogram(sampler, counts, NX, delta, rng)
+    return tuple(out), None
 
 
 @dataclass(frozen=True)
@@ -304,6 +363,7 @@ def _configure(mechanism: str, n: int, NX: int, k: int, beta: Fraction, delta: F
         accuracy = (acc.basic_accuracy if mechanism == "basic" else acc.keep_heavy_accuracy)(sampler, beta, NX)
         realised = 2 * sampler.epsilon_count
         if mechanism == "sparse-histogram":
+            assert delta is not None  # an (epsilon, delta) mechanism: checked by the callers
             delta_out = 4 * _sh_delta(delta, k)  # (e^ε+1)·δ_TV ≤ 4·δ_TV = δ
     elif mechanism == "pure-sparse":
         b12 = _beta_unit(beta, 6)  # Figure 2: beta1 = beta2 = beta/6, gamma = beta/(8|X|) (E3)
@@ -312,6 +372,7 @@ def _configure(mechanism: str, n: int, NX: int, k: int, beta: Fraction, delta: F
         realised = float(eps)  # Lemma 3.1 mixing is calibrated to eps, not eps~
         opts = replace(opts, beta1=b12, beta2=b12)
     elif mechanism == "stability":
+        assert delta is not None  # an (epsilon, delta) mechanism: checked by the callers
         # the uniform part of FastSample adds up to gamma to the release tail: keep it below delta/4
         gamma = Fraction(1, unit_fraction("gamma", min(beta / (2 * n), delta / 4)))
         sampler = counting_sampler(n, eps, gamma)
@@ -351,10 +412,9 @@ def plan_pure(n: int, epsilon: object, beta: object = Fraction(1, 20), domain_si
     if not 0 < beta < 1:
         raise InvalidParameterError(f"beta must be in (0, 1), got {beta}")
     N = StringCodec(max_key_bytes).domain_size if domain_size is None else v.integer("domain_size", domain_size, lo=2)
-    if delta is not None:
-        delta = v.rational("delta", delta)
-        if not 0 < delta < 1:
-            raise InvalidParameterError(f"delta must be in (0, 1), got {delta}")
+    delta_q = None if delta is None else v.rational("delta", delta)
+    if delta_q is not None and not 0 < delta_q < 1:
+        raise InvalidParameterError(f"delta must be in (0, 1), got {delta_q}")
     wanted = MECHANISMS[:5] if mechanisms is None else tuple(v.choice("mechanisms", m, MECHANISMS)
                                                              for m in mechanisms)
     need = {"pure-sparse": 4 * n, "keep-heavy": n + 1, "kh-prime": 2 * n + 1, "kh-double-prime": 4 * n,
@@ -362,12 +422,13 @@ def plan_pure(n: int, epsilon: object, beta: object = Fraction(1, 20), domain_si
     approx = ("stability", "sparse-histogram")
     out = []
     for m in wanted:
-        if (m in ("basic", "keep-heavy") and N > DENSE_LIMIT) or (m in approx and delta is None) \
+        if (m in ("basic", "keep-heavy") and N > DENSE_LIMIT) or (m in approx and delta_q is None) \
                 or N < need.get(m, 0) or (m in ("kh-prime", "kh-double-prime") and N > EXACT_ORDSTATS_LIMIT):
             continue
-        cfg = _configure(m, n, N, k, beta, delta if m in approx else None)
+        cfg = _configure(m, n, N, k, beta, delta_q if m in approx else None)
         out.append(PureCalibration(mechanism=m, epsilon=1 / k, epsilon_realised=cfg.realised,
-                                   delta=float(delta) if m in approx else 0.0, beta=float(beta),
+                                   delta=float(delta_q) if m in approx and delta_q is not None else 0.0,
+                                   beta=float(beta),
                                    neighbours=Neighbours.REPLACE_ONE, n=n, domain_size=N,
                                    accuracy=cfg.accuracy, options=cfg.options))
     return sorted(out, key=lambda c: (c.accuracy.threshold, c.accuracy.per_query))

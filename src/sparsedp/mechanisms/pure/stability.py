@@ -17,27 +17,28 @@ from fractions import Fraction
 from typing import Mapping
 
 from ...errors import InvalidParameterError
-from ...noise.source import default_source
+from ...noise.clamped_geometric import CountingSampler
+from ...noise.source import SecureRandom, default_source
 from .keep_heavy import Histogram, basic_histogram, check_counts
 
 __all__ = ["stability_threshold", "stability_histogram"]
 
 
-def stability_threshold(sampler, delta: object) -> int:
+def stability_threshold(sampler: CountingSampler, delta: Fraction | float | str) -> int:
     """``τ`` = least ``b ∈ [0, n]`` with ``cdf(1, b) >= d·(1 − δ/2)``, exactly. ``τ = n`` means nothing
     can ever be released (δ too small for this n and ε)."""
-    delta = Fraction(delta)
-    if not 0 < delta < 1:
-        raise InvalidParameterError(f"delta must be in (0, 1), got {delta}")
-    target = sampler.d * (1 - delta / 2)
+    d = Fraction(delta)
+    if not 0 < d < 1:
+        raise InvalidParameterError(f"delta must be in (0, 1), got {d}")
+    target = sampler.d * (1 - d / 2)
     for b in range(sampler.n + 1):
         if sampler.cdf(1, b) >= target:
             return b
     return sampler.n  # pragma: no cover - cdf(1, n) = d
 
 
-def stability_histogram(sampler, counts: Mapping[int, int], domain_size: int, delta: object,
-                        rng=None) -> Histogram:
+def stability_histogram(sampler: CountingSampler, counts: Mapping[int, int], domain_size: int,
+                        delta: Fraction | float | str, rng: SecureRandom | None = None) -> Histogram:
     """Release ``{(x, M(c_x)) : c_x > 0, M(c_x) > τ}`` sorted by label; ``(ε, δ)``-DP (spec §5.13)."""
     rng = default_source() if rng is None else rng
     tau = stability_threshold(sampler, delta)
