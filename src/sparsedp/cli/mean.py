@@ -3,6 +3,7 @@ thesis Ch. 5) of a Parquet/CSV file, with per-coordinate bounds enforced by the 
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Optional
 
 import typer
@@ -10,10 +11,17 @@ import typer
 from ..engines.output import write_atomic
 from ..errors import InvalidParameterError, SparsedpError
 from ..pipeline import check_out_path
-from ..vectors import vector_mean, vector_sum
 from . import app
 from ._errors import VECTOR_FLAGS, fail, interrupted, interruptible, sigterm_as_interrupt
 from .release import progress_stages
+
+def _vectors() -> ModuleType:
+    """:mod:`sparsedp.vectors`, imported when a vector command runs: it imports Polars and scipy, which
+    ``sparsedp --help`` and the other commands' start-up do not load."""
+    from .. import vectors
+
+    return vectors
+
 
 _COMMON_HELP = {
     "unit": "Privacy unit column (whom the guarantee protects); a unit's rows are summed per coordinate.",
@@ -150,7 +158,7 @@ def sum_(
         fail(e, VECTOR_FLAGS)
     if max_norm is not None:
         kw.pop("lower", None), kw.pop("upper", None)
-    _run(vector_sum, input, Console(), err, out, head, overwrite, privacy_unit=unit, max_norm=max_norm, epsilon=epsilon,
+    _run(_vectors().vector_sum, input, Console(), err, out, head, overwrite, privacy_unit=unit, max_norm=max_norm, epsilon=epsilon,
          delta=delta, rho=rho, mechanism=mechanism, neighbours=neighbours, p=p, shape=shape, ledger=ledger,
          dataset=dataset, **kw)
 
@@ -195,5 +203,5 @@ def mean(
             var = [var]
     except SparsedpError as e:
         fail(e, VECTOR_FLAGS)
-    _run(vector_mean, input, Console(), err, out, head, overwrite, privacy_unit=unit, epsilon=epsilon, delta=delta, rho=rho,
+    _run(_vectors().vector_mean, input, Console(), err, out, head, overwrite, privacy_unit=unit, epsilon=epsilon, delta=delta, rho=rho,
          variances=var, p=p, method=method, ledger=ledger, dataset=dataset, **kw)
