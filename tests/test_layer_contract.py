@@ -14,7 +14,6 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sparsedp"
 
@@ -186,7 +185,6 @@ def _in_function_count() -> int:
     return sum(1 for i in IMPORTS if i.kind == "function")
 
 
-@pytest.mark.xfail(strict=False, reason="other helpers are hoisting")
 def test_few_imports_of_own_modules_inside_functions():
     """sparsedp's own imports sit at the top of each module; lazy imports are for heavy third-party libraries."""
     assert _in_function_count() <= MAX_IN_FUNCTION, f"{_in_function_count()} in-function imports of own modules"
