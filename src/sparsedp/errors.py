@@ -22,7 +22,10 @@ same everywhere.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import warnings
 from typing import Any, Callable, Mapping
 
 #: a parameter marker in an error template: ⟨name⟩, ⟨name=…⟩, ⟨name=value⟩
@@ -189,3 +192,15 @@ class BudgetExceededError(SparsedpError):
         self.remaining = remaining
         self.needed = needed
         super().__init__(message, param=param, fix=fix)
+
+
+def warn_at_caller(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the user's line: the first frame outside the sparsedp package, however deep
+    inside the pipeline the warning is raised (a fixed ``stacklevel`` breaks whenever a stage moves)."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = sys._getframe(1)
+    level = 2  # stacklevel 2 = the caller of this function
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)

@@ -11,7 +11,6 @@ mechanism; the only engine distinction is the input's own kind (a Spark DataFram
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +23,7 @@ from .engines import get_engine
 from .engines.base import numpy_to_arrow
 from .engines.choice import choose_engine
 from .engines.output import OUTPUT_KIND, convert, write_atomic
-from .errors import InvalidParameterError, OutputWriteError
+from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
 from .ledger import Ledger, _dataset_name, open_ledger
 from .progress import Stages
 from .report import Curator, Report, Result, warn_insecure
@@ -58,7 +57,7 @@ class ReleaseContext(Stages):
             return
         self.units_warning = delta_units_note(self.request.delta, units)
         if self.units_warning:
-            warnings.warn(self.units_warning, DeltaWarning, stacklevel=4)
+            warn_at_caller(self.units_warning, DeltaWarning)
 
     def close(self) -> None:
         for hist in self.hists:
@@ -94,7 +93,7 @@ def warn_before(request: Any) -> str | None:
     if request.insecure_float:
         warn_insecure()
     if note:
-        warnings.warn(note, DeltaWarning, stacklevel=3)
+        warn_at_caller(note, DeltaWarning)
     return note
 
 

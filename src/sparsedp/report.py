@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import html
 import re
-import warnings
+
 from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -19,6 +19,7 @@ from typing import Any, Mapping
 from .accounting.calibration import Neighbours
 from .accounting.events import ApproxDPEvent, PrivacyEvent
 from .accounting.profiles import PrivacyProfile
+from .errors import warn_at_caller
 from .mechanisms.base import Disclosure
 
 __all__ = ["Report", "Curator", "Result", "InsecureNoiseWarning", "PUBLIC_FIELDS"]
@@ -39,7 +40,7 @@ class InsecureNoiseWarning(UserWarning):
 
 
 def warn_insecure() -> None:
-    warnings.warn(INSECURE_LINE, InsecureNoiseWarning, stacklevel=3)
+    warn_at_caller(INSECURE_LINE, InsecureNoiseWarning)
 
 
 @dataclass(frozen=True)

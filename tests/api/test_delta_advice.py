@@ -61,3 +61,20 @@ def test_cli_prints_the_warning_in_flag_terms(tmp_path, log):
                                  "--epsilon", "1", "--delta", "0.5", "--max-groups", "2"])
     assert r.exit_code == 0, r.stderr
     assert "warning: --delta 0.5 is above 1e-4" in r.stderr
+
+
+def test_warnings_point_at_the_users_line():
+    """The δ advice and the float-noise warning are attributed to the caller's line, not to a pipeline stage."""
+    import warnings
+
+    import polars as pl
+
+    import sparsedp as sd
+
+    df = pl.DataFrame({"u": list(range(300)) * 2, "k": [f"k{i % 7}" for i in range(600)]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sd.release(df, "u", "k", epsilon=1.0, delta=1e-3, max_groups_per_unit=3, insecure_float=True)
+    kinds = {type(w.message).__name__ for w in caught}
+    assert {"DeltaWarning", "InsecureNoiseWarning"} <= kinds
+    assert all(w.filename == __file__ for w in caught), [(w.filename, w.lineno) for w in caught]
