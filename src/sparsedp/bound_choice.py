@@ -67,10 +67,12 @@ class AutoBounded(Mechanism):
                                         f"'laplace', not {self.inner.describe()}")
         self.inner.validate(request)
 
+    def needs(self, request: Any) -> frozenset[Capability]:
+        """The keys per unit of every candidate; the keys objective ranks the (unit, key) pairs in this process."""
+        own = {Capability.UNIT_KEY_COUNTS} | ({Capability.PAIRS} if self.bound.objective == "keys" else set())
+        return self.inner.needs(request) | own
+
     def check_engine(self, engine: Any) -> None:
-        if self.bound.objective == "keys" and not engine.offers(Capability.PAIRS):
-            raise InvalidParameterError(f"AutoBound(objective='keys') runs on the embedded engines (polars, duckdb, "
-                                        f"pandas, arrow), not on {engine.name!r}; use objective='quantile'")
         self.inner.check_engine(engine)
 
     def plan_release(self, request: ReleaseRequest, count_name: str) -> Planned:

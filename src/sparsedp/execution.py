@@ -19,6 +19,7 @@ import numpy as np
 from . import __version__
 from .advice import DeltaWarning, delta_note, delta_units_note
 from .core import sources
+from .core.engine import lacks_error
 from .engines import get_engine
 from .engines.base import numpy_to_arrow
 from .engines.choice import choose_engine
@@ -73,6 +74,9 @@ def open_engine(request: Any, mechanism: Any) -> Any:
     elif kind == "sql":
         sources.check_sql(request.data)
     engine = get_engine(request.engine, request.data, request.connection)
+    missing = mechanism.needs(request) - engine.capabilities
+    if missing:
+        raise lacks_error(engine.name, missing, f"mechanism={mechanism.describe()}")
     mechanism.check_engine(engine)
     return engine
 

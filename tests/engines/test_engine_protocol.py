@@ -85,3 +85,27 @@ def test_the_pair_primitives_check_the_input_before_drawing():
     ids = eng.pair_ids(DF, "u", ["k"])
     assert ids.keys.column("k").to_pylist() == ["a", "b", "c"] and ids.rows == 4 and ids.pairs == 4
     assert sorted(zip(ids.unit_ids.tolist(), ids.key_ids.tolist())) == [(1, 0), (1, 1), (2, 0), (3, 2)]
+
+
+@pytest.mark.parametrize("mechanism, bound, extra", [
+    ("weighted-gaussian", 2, {}),                           # set union: the distinct pairs
+    ("policy-gaussian", 2, {"insecure_float": True}),       # (float noise only, by its own refusal)
+    ("misra-gries-pamg", None, {}),                         # PAMG: the unit's pairs as integer codes
+    ("gshm", "auto", {}),                                   # the automatic bound: keys per unit
+])
+def test_the_pipeline_refuses_a_missing_capability_when_it_opens_the_engine(tmp_path, mechanism, bound, extra):
+    """One generic refusal (core.engine.lacks_error), raised when the engine is opened: before the ledger is
+    touched, before any row is read (RowsButNoCapability fails on a read) or anything drawn (Tripwire)."""
+    import sparsedp as sd
+    from sparsedp.ledger import Ledger
+
+    if mechanism == "misra-gries-pamg":
+        mechanism = sd.MisraGries(sketch_size=4)
+    ledger = Ledger(tmp_path / "budget.db")
+    ledger.set_budget("d", epsilon=3.0, delta=1e-5)
+    with pytest.raises(InvalidParameterError, match="needs the engine primitives .* which the 'rows-only' engine "
+                                                    "does not offer; use an embedded engine") as err:
+        sd.release(DF, "u", "k", epsilon=1.0, delta=1e-6, max_groups_per_unit=bound, mechanism=mechanism,
+                   engine=RowsButNoCapability(), ledger=ledger, dataset="d", rng=Tripwire(), **extra)
+    assert err.value.param == "engine"
+    assert ledger.history("d") == []

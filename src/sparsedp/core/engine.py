@@ -91,6 +91,15 @@ class Capability(Enum):
     UNIT_KEY_COUNTS = "unit-key-counts"
 
 
+def lacks_error(engine_name: str, missing: frozenset[Capability], what: str) -> InvalidParameterError:
+    """The one refusal of a request whose mechanism needs engine primitives the engine does not declare
+    (:attr:`Engine.capabilities`): raised when the engine is opened, before the ledger is touched or any data read."""
+    names = ", ".join(sorted(c.value for c in missing))
+    return InvalidParameterError(f"{what} needs the engine primitives {names!s}, which the {engine_name!r} engine does "
+                                 f"not offer; use an embedded engine (⟨engine=polars⟩, or duckdb, pandas, arrow)",
+                                 param="engine")
+
+
 class Engine(ABC, Generic[H, R]):
     """Where a release's data work happens: the bounded histogram, and the primitives mechanisms run on.
 

@@ -29,6 +29,7 @@ from .. import _validate as v
 from ..accounting.calibration import Neighbours
 from ..accounting.charge import Charge
 from ..aggregates import Sum
+from ..core.engine import Capability
 from ..errors import InfeasibleError, InvalidParameterError, InvalidTypeError
 from ..noise.source import SecureRandom
 from .catalog import auto_candidates, classes, instantiate, pure_names
@@ -339,6 +340,12 @@ class Mechanism(ABC):
             raise InvalidParameterError(
                 f"mechanism={self.describe()} releases counts only; SUM/MEAN aggregates are released by the joint "
                 f"GSHM: mechanism='gshm' or 'auto' with max_groups_per_unit=…")
+
+    def needs(self, request: UserRequest) -> frozenset[Capability]:
+        """The engine capabilities (beyond the core methods) this release needs. The pipeline refuses an engine
+        that does not declare one of them when it opens it, before the ledger is touched, with one message
+        (:func:`sparsedp.core.engine.lacks_error`). Default: none."""
+        return frozenset()
 
     def check_engine(self, engine: Engine) -> None:
         """Refuse an engine that lacks a primitive this mechanism needs (before the ledger is touched).

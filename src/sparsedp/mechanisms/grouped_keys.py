@@ -45,7 +45,7 @@ from ..core.engine import Capability
 from ..core.key_order import canonical_exprs, canonical_order
 from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
 from ..noise.source import SecretKeyedStream, SecureRandom
-from .base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
+from .base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest, UserRequest
 from .public_keys import (PublicCounts, PublicKeyMechanism, PublicKeys, _arrow_frame, _draws, _independent, _need_keys,
                           _table, align, public_keys)
 from .registry import register
@@ -118,6 +118,9 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
     group: str | None = None
     c: int | None = None
     name = "grouped-correlated-gaussian"
+
+    def needs(self, request: UserRequest) -> frozenset[Capability]:
+        return frozenset({Capability.PAIRS})  # one group per unit, chosen in this process
     auto_role = AutoRole.PUBLIC_KEYS
     auto_order = 4  # after the ungrouped public-key mechanisms
     #: ``group`` defaults to None (the object can be built before the key list is known) but a release needs it

@@ -74,7 +74,7 @@ from ..sketches.private_mg import (merged_private_misra_gries, private_misra_gri
                                    threshold2_private_misra_gries)
 from ..sketches.user_mg import UnitSketchSummary, sketch_units
 from .auto import calibrate_mechanism
-from .base import Disclosure, Mechanism, Released, ReleaseRequest
+from .base import Disclosure, Mechanism, Released, ReleaseRequest, UserRequest
 from .csh import csh
 from .pure.registered import joined_keys, key_mode
 from .registry import register
@@ -215,11 +215,20 @@ class MisraGries(Mechanism):
     def unit_mode(self, request: ReleaseRequest) -> UnitSketch:
         """The unit-level sketch in force: ``unit_sketch`` if given; else PAMG where the release allows it and no
         ``max_groups_per_unit`` is asked for (an explicit l0 bound keeps the bounded, group-privacy route)."""
+        return self._unit_mode(request.max_groups_per_unit)
+
+    def _unit_mode(self, max_groups_per_unit: int | None) -> UnitSketch:
         if self.unit_sketch is not None:
             return self.unit_sketch
-        if self.release in PAMG_RELEASES and request.max_groups_per_unit is None:
+        if self.release in PAMG_RELEASES and max_groups_per_unit is None:
             return UnitSketch.PAMG
         return UnitSketch.GROUP_PRIVACY
+
+    def needs(self, request: UserRequest) -> frozenset[Capability]:
+        """PAMG reads the (unit, key) pairs in this process."""
+        if request.unit is not None and self._unit_mode(request.bound) is UnitSketch.PAMG:
+            return frozenset({Capability.PAIRS})
+        return frozenset()
 
     def check(self, request: ReleaseRequest) -> None:
         if self.unit_sketch is UnitSketch.PAMG and request.max_groups_per_unit is not None:

@@ -38,7 +38,7 @@ from ..core.engine import Capability, Engine
 from ..errors import InfeasibleError, InvalidParameterError
 from ..noise.floating import sample_gaussian
 from ..noise.source import SecureRandom
-from .base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
+from .base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest, UserRequest
 from .registry import register
 from .thresholded import _key_task
 
@@ -110,6 +110,9 @@ class _SetUnion(Mechanism):
 
     def value_column(self, default: str) -> str:
         return "weight"
+
+    def needs(self, request: UserRequest) -> frozenset[Capability]:
+        return frozenset({Capability.PAIRS})  # the distinct (unit, key) pairs, chosen in this process
 
     def _need_unit(self, privacy_unit: str | None) -> str:
         if privacy_unit is None:
