@@ -52,97 +52,44 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             column_shape: Any = None) -> Result:
     """Differentially private ``SELECT by…, COUNT(DISTINCT privacy_unit) [, SUM(x), AVG(x)] … GROUP BY by…``.
 
+    Every argument in detail, with the rules each one follows: the documentation's "release() arguments" page
+    (``docs/release-arguments.md``).
+
     Args:
-        data: a Polars DataFrame/LazyFrame, pandas DataFrame, pyarrow Table, DuckDB relation, SQL text (run by
-            DuckDB on ``connection``), a Spark DataFrame, or the path of a Parquet/CSV file (or glob).
-        privacy_unit: the column identifying whom the guarantee protects (user id, account, device…);
-            ``None`` (Misra–Gries only): every row is its own unit, the sketch is built in O(k) memory.
+        data: a Polars/pandas DataFrame, Polars LazyFrame, pyarrow Table, DuckDB relation, SQL text (run by DuckDB
+            on ``connection``), a Spark DataFrame, or the path of a Parquet/CSV file (or glob).
+        privacy_unit: the column identifying whom the guarantee protects; ``None`` (Misra–Gries only): each row.
         by: the key column(s).
-        epsilon, delta: the guarantee, ε > 0 and 0 < δ < 1 (δ = 0 for the pure-DP mechanisms). A legal but
-            risky δ is warned (:class:`~sparsedp.advice.DeltaWarning`, not refused): δ > 1e-4 before any data
-            is read (also a note of the report), else δ > 1/(10·units) once the number of privacy units is
-            known (curator only: it depends on the exact count). See :mod:`sparsedp.advice`.
-        max_groups_per_unit: l0, the number of distinct keys kept per unit (uniformly at random from the secure
-            source); needed by GSHM, Laplace and ``auto``. ``"auto"`` (or ``sd.AutoBound(share=0.1,
-            candidates=(1, 2, 4, …, 256), quantile=0.9)``): l0 is chosen privately from the data with ``share``·ε
-            (report noisy max with exact discrete Laplace noise over the candidates, targeting the ``quantile`` of
-            distinct keys per unit; pure DP) and the release runs with the rest of ε and the same δ; the whole
-            is (ε, δ)-DP by basic composition, charged once; ``report.auto_bound`` states the share, the candidates
-            and the chosen bound (:mod:`sparsedp.auto_bound`, ``docs/proofs/auto-bound.md``).
-        top_k: release (at most) the top-k keys: shorthand for ``mechanism=sd.TopKCSH(k=top_k)`` (de-biased
-            counts; no per-unit key bound needed).
-        mechanism: ``"auto"`` (lowest release threshold among the valid mechanisms), a registered name
-            (``sparsedp.mechanisms.registry.names()``: "gshm", "laplace", "topk-csh", "pure-sparse", "compact",
-            "basic", "stability", "misra-gries") or a mechanism object with its options, e.g.
-            ``sd.GSHM(pre_threshold=5)``, ``sd.TopKCSH(k=1000, debias=False)``, ``sd.MisraGries(sketch_size=…)``,
-            ``sd.PureSparse(max_units=…)``.
-        aggregates: the statistics per key; default ``[sd.Count()]`` (``sd.Count(name="n")`` renames the column).
-            ``sd.Sum(column, lower, upper)`` / ``sd.Mean(column, lower, upper)`` add private SUM / MEAN columns
-            (``sum_<column>`` / ``mean_<column>`` unless ``name=``), in value units. Contribution model, enforced
-            by the engine: a unit's contribution to a key's sum is the sum of its rows' values for that key,
-            clipped to [lower, upper], for the same kept keys as the count (``max_groups_per_unit``), on a public
-            grid (:mod:`sparsedp.aggregates`). Released jointly with the count: the count decides release, each
-            column gets exact discrete Gaussian noise on released keys only, and (ε, δ) is that of the joint
-            release (:mod:`sparsedp.accounting.aggregates`; charged once). MEAN = noisy sum / noisy count (its
-            bias and error: :func:`sparsedp.mechanisms.aggregate_noise.mean_error`); ``report.column_errors``
-            gives each column's expected error. Mechanisms: ``gshm`` / ``auto`` with ``max_groups_per_unit``,
-            or de-biased ``top_k`` (CSH with columns, :mod:`sparsedp.accounting.csh_aggregates`); the others are
-            refused before any data is read. Value columns that are missing, non-numeric, null, NaN or
-            infinite are refused before the ledger charge and before any randomness.
-        column_shape: with SUM/MEAN columns and GSHM (or ``auto`` with ``max_groups_per_unit``): the shape of
-            the columns' noise covariance, a J × J symmetric positive definite matrix in value units², one row
-            and column per noisy column (a Sum and a Mean of the same column and bounds share one), in the
-            order of ``aggregates``; the column noise then has covariance ≈ σ²·``column_shape`` (σ² the count's
-            noise variance, calibrated), as in Karrer et al. (2022) Algorithm 1 with a general Σ. Default: independent
-            columns, ``diag((sensitivity_k · granularity_k)²)``. Sampled exactly as ``L z`` (integer unit
-            lower-triangular L, independent discrete Gaussians z; :mod:`sparsedp.accounting.column_shape`); the
-            report states the covariance actually used and the Mahalanobis sensitivity μ_o² (Eq. 5.1). Bad
-            shapes are refused before any data is read.
-        engine: "polars" (default), "duckdb" (default for SQL and DuckDB relations), "pandas", "arrow", "spark"
-            (default for Spark DataFrames; the table is then a lazy Spark DataFrame, one draw); files larger
-            than memory default to "duckdb" (:mod:`sparsedp.engines.choice`). Or an engine object with its
-            options, e.g. ``DuckDBEngine(memory_limit="6GB", temp_directory=…)`` (out-of-core settings,
-            :mod:`sparsedp.engines.duckdb_settings`).
-        out: also write the table atomically to this .parquet/.csv file, with the guarantee as metadata
-            (Parquet key-value metadata; a ``<out>.json`` sidecar for CSV) naming the table it describes (rows,
-            content hash, ledger charge id; checked by :func:`sparsedp.engines.output.read_guarantee`). An existing
-            file is refused before anything is read or charged (:class:`~sparsedp.errors.OutputExistsError`)
-            unless ``overwrite=True``. A write that fails after the charge (a full disk) raises
-            :class:`~sparsedp.errors.OutputWriteError` with the charge id, the table and the report.
-        ledger, dataset: charge the release against ``dataset``'s budget in this
-            :class:`~sparsedp.ledger.Ledger` (or ledger file path): checked before the data are read, committed
-            after they are counted and before any noise is drawn; refused with
-            :class:`~sparsedp.errors.BudgetExceededError` (nothing drawn, nothing written).
+        epsilon, delta: the guarantee, ε > 0 and 0 < δ < 1 (δ = 0 for the pure-DP mechanisms); a risky δ is warned
+            (:class:`~sparsedp.advice.DeltaWarning`).
+        max_groups_per_unit: l0, the distinct keys kept per unit (uniformly at random, secure source); ``"auto"``
+            or ``sd.AutoBound(...)`` chooses it privately from the data (:mod:`sparsedp.auto_bound`).
+        top_k: release at most the top-k keys: shorthand for ``mechanism=sd.TopKCSH(k=top_k)``.
+        mechanism: ``"auto"`` (lowest release threshold), a registered name, or a mechanism object with its
+            options (``sd.GSHM(pre_threshold=5)``, ``sd.TopKCSH(k=1000)``, ``sd.MisraGries(sketch_size=…)``…).
+        aggregates: the statistics per key; default ``[sd.Count()]``; ``sd.Sum``/``sd.Mean(column, lower, upper)``
+            add private SUM/MEAN columns released jointly with the count (:mod:`sparsedp.aggregates`).
+        column_shape: the SUM/MEAN columns' noise covariance shape (J × J, value units²) for GSHM.
+        engine: "polars", "duckdb", "pandas", "arrow", "spark", or an engine object with its options; the default
+            follows the input (:mod:`sparsedp.engines.choice`).
+        out, overwrite: also write the table atomically to this .parquet/.csv file with the guarantee as metadata;
+            an existing file is refused unless ``overwrite=True``.
+        ledger, dataset: charge the release against ``dataset``'s budget in this ledger (or ledger file path).
         connection: DuckDB connection for SQL text.
         insecure_float: float noise (research reproduction only; not secure; warned and recorded).
         rng: random source; ``None`` = the secure default. Tests pass a seeded one; never in production.
-        progress: ``progress(stage)`` returns a context manager wrapped around each stage (the CLI's display); if
-            it yields a callable ``reporter(done, total, unit)``, the stage reports its progress through it
-            where the engine can measure it (:mod:`sparsedp.progress`).
-        keys: a PUBLIC key list (a list — of tuples for several ``by`` columns —, a Series, or a frame with the
-            ``by`` columns): every listed key gets a noisy count with no threshold, keys absent from the data
-            included; keys in the data but not in the list are dropped. The list must be fixed without looking
-            at the private data (a list derived from it discloses which keys occur). Mechanisms:
-            ``"auto"`` (lowest expected error per key, the report says why), ``"correlated-gaussian"``
-            (Lebeda (2024), ``sd.CorrelatedGaussian(c=…, known_n=…)``), ``"bounded-density"`` (Lebeda (2024) §4.1, for
-            ``max_groups_per_unit`` below the number of keys), ``"public-gaussian"``, ``"public-laplace"``;
-            ``max_groups_per_unit`` is optional (without it a unit may count in every listed key; with it the
-            bound is applied to all of a unit's keys in the data, listed or not, before the list is applied:
-            filter the data to the listed keys first to keep more of them). Empty lists,
-            nulls, NaN and duplicates are refused before any data is read (:mod:`sparsedp.mechanisms.public_keys`).
+        progress: ``progress(stage)`` returns a context manager wrapped around each stage (:mod:`sparsedp.progress`).
+        keys: a PUBLIC key list: every listed key gets a noisy count with no threshold
+            (:mod:`sparsedp.mechanisms.public_keys`).
 
     Returns:
-        :class:`~sparsedp.report.Result` with ``.table`` (Polars for Polars/files/SQL/DuckDB input, pandas for
-        pandas, Arrow for Arrow, Spark for Spark), ``.report`` (public) and ``.curator`` (not private).
+        :class:`~sparsedp.report.Result`: ``.table`` (the input's frame type), ``.report`` (public), ``.curator``
+        (not private).
 
     Raises:
-        InvalidParameterError / InvalidTypeError: bad arguments (checked before any data is read).
-        InfeasibleError: no mechanism meets (ε, δ) (checked before any data is read).
-        InputDataError: missing columns, nulls, NaN or nested keys, empty input, unreadable file (before any
-            budget is charged or noise drawn). NaN keys, one rule on every engine (Spark included): a float key
-            column holding NaN is refused with ``key column '<name>' contains NaN``, whatever the key's count
-            (NaN never equals itself, so its units cannot be counted; it is not treated as null, and a pandas
-            frame's NaN is refused the same way). Replace it by null and drop, or by a sentinel value.
+        InvalidParameterError / InvalidTypeError: bad arguments (before any data is read).
+        InfeasibleError: no mechanism meets (ε, δ) (before any data is read).
+        InputDataError: missing columns, nulls, NaN keys, empty or unreadable input (before any charge or noise).
         BudgetExceededError: the ledger's budget for ``dataset`` does not admit this release.
     """
     t_start = time.perf_counter()
