@@ -76,7 +76,7 @@ def open_engine(request: Any, mechanism: Any) -> Any:
     engine = get_engine(request.engine, request.data, request.connection)
     missing = mechanism.needs(request) - engine.capabilities
     if missing:
-        raise lacks_error(engine.name, missing, f"mechanism={mechanism.describe()}")
+        raise lacks_error(engine.name, missing, f"mechanism={mechanism.describe()}", mechanism.lacks_hint)
     mechanism.check_engine(engine)
     return engine
 

@@ -91,12 +91,14 @@ class Capability(Enum):
     UNIT_KEY_COUNTS = "unit-key-counts"
 
 
-def lacks_error(engine_name: str, missing: frozenset[Capability], what: str) -> InvalidParameterError:
+def lacks_error(engine_name: str, missing: frozenset[Capability], what: str, instead: str = "") -> InvalidParameterError:
     """The one refusal of a request whose mechanism needs engine primitives the engine does not declare
-    (:attr:`Engine.capabilities`): raised when the engine is opened, before the ledger is touched or any data read."""
+    (:attr:`Engine.capabilities`): raised when the engine is opened, before the ledger is touched or any data read.
+    ``instead``: the request's other way out, if the mechanism has one (e.g. another option)."""
     names = ", ".join(sorted(c.value for c in missing))
     return InvalidParameterError(f"{what} needs the engine primitives {names!s}, which the {engine_name!r} engine does "
-                                 f"not offer; use an embedded engine (⟨engine=polars⟩, or duckdb, pandas, arrow)",
+                                 f"not offer; use an embedded engine (⟨engine=polars⟩, or duckdb, pandas, arrow)"
+                                 + (f", or {instead}" if instead else ""),
                                  param="engine")
 
 

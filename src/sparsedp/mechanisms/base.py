@@ -341,6 +341,9 @@ class Mechanism(ABC):
                 f"mechanism={self.describe()} releases counts only; SUM/MEAN aggregates are released by the joint "
                 f"GSHM: mechanism='gshm' or 'auto' with max_groups_per_unit=…")
 
+    #: the request's other way out when the engine lacks what :meth:`needs` asks (appended to the refusal)
+    lacks_hint: ClassVar[str] = ""
+
     def needs(self, request: UserRequest) -> frozenset[Capability]:
         """The engine capabilities (beyond the core methods) this release needs. The pipeline refuses an engine
         that does not declare one of them when it opens it, before the ledger is touched, with one message

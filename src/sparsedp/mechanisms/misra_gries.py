@@ -224,6 +224,8 @@ class MisraGries(Mechanism):
             return UnitSketch.PAMG
         return UnitSketch.GROUP_PRIVACY
 
+    lacks_hint = "unit_sketch='group-privacy' (each unit's keys bounded, group privacy)"
+
     def needs(self, request: UserRequest) -> frozenset[Capability]:
         """PAMG reads the (unit, key) pairs in this process."""
         if request.unit is not None and self._unit_mode(request.bound) is UnitSketch.PAMG:
