@@ -234,7 +234,7 @@ def output_names(aggregates: Sequence[Any]) -> list[str]:
     return names
 
 
-def _grid_key(a: Sum) -> tuple:
+def _grid_key(a: Sum) -> tuple[Any, ...]:
     return (a.column, a.lower, a.upper, a.granularity, a.recentre)
 
 
@@ -248,7 +248,7 @@ def noise_columns(aggregates: Sequence[Any]) -> tuple[list[Sum], list[int | None
     """
     output_names(aggregates)  # type and duplicate-name checks
     cols: list[Sum] = []
-    index: dict[tuple, int] = {}
+    index: dict[tuple[Any, ...], int] = {}
     where: list[int | None] = []
     for a in aggregates:
         if not isinstance(a, Sum):

@@ -39,7 +39,7 @@ def threshold_curves(epsilon: float, delta: float, ks: Sequence[int] = DEFAULT_K
     return curves
 
 
-def check_plot_path(path: str | os.PathLike) -> tuple[str, str]:
+def check_plot_path(path: str | os.PathLike[str]) -> tuple[str, str]:
     """``(absolute path, extension)`` of a plot file, or an error naming the fix (checked before any work)."""
     path = os.path.abspath(os.fspath(path))
     ext = os.path.splitext(path)[1].lower().lstrip(".")
@@ -76,7 +76,7 @@ def plan_curves(epsilon: float, delta: float, ks: Sequence[int], bound: str = "l
     return curves
 
 
-def plot_plan(epsilon: float, delta: float, path: str | os.PathLike, ks: Sequence[int] | None = None,
+def plot_plan(epsilon: float, delta: float, path: str | os.PathLike[str], ks: Sequence[int] | None = None,
               max_groups_per_unit: int | None = None, top_k: int | None = None) -> str:
     """Save a figure of the release threshold against the contribution bound, read in five seconds.
 
