@@ -51,7 +51,6 @@ import numpy as np
 from .accounting import laws
 from .accounting.discrete import dgauss_logpmf, dlaplace_logpmf
 from .auto_bound import report_noisy_max
-from .core.engine import Capability
 from .engines.bounding import (canonical_order, draw_bounding_secret, key_fingerprints, per_key_units, prf_ranks,
                                unit_fingerprints)
 from .errors import InvalidParameterError
@@ -189,14 +188,12 @@ def candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidate
                      rng: Any, weights: Sequence[Any] | None = None) -> CandidateCounts:
     """n_k^(c) for every candidate c from one pass and one secret ranking (module docstring). Every input check
     of the engines happens first (:meth:`~sparsedp.core.engine.Engine.distinct_pairs`); the ranking secret is drawn
-    from ``rng`` after them. Embedded engines only (Spark is refused before anything is read or charged)."""
+    from ``rng`` after them. Embedded engines only: the pipeline refuses an engine without the pair primitives
+    when it opens it (``Mechanism.needs``)."""
     import polars as pl  # heavy: loaded by the embedded engines before this runs
 
     # weights[i]: None (counts) or the W_t table of candidate i (the key's statistic is Σ W_{min(d_u, c)})
 
-    if not engine.offers(Capability.PAIRS):
-        raise InvalidParameterError(f"AutoBound(objective='keys') runs on the embedded engines (polars, duckdb, "
-                                    f"pandas, arrow), not on {engine.name!r}; use objective='quantile'")
     by = list(by)
     pairs = engine.distinct_pairs(data, unit, by).pairs
     pk = per_key_units(pairs.lazy(), unit, by).collect()

@@ -197,9 +197,6 @@ class GroupedCorrelatedGaussian(PublicKeyMechanism):
 
     def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str], request: ReleaseRequest,
                   rng: SecureRandom, **extra: Any) -> Any:
-        if not engine.offers(Capability.PAIRS):
-            raise InvalidParameterError(f"mechanism={self.name!r} runs on the embedded engines (polars, duckdb, "
-                                        f"pandas, arrow), not {engine.name!r}")
         keys = _need_keys(self.name, request)
         group = self._group(request)
         assert privacy_unit is not None  # no row units: refused by validate()

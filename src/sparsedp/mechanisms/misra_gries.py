@@ -254,11 +254,6 @@ class MisraGries(Mechanism):
                   rng: SecureRandom, **extra: Any) -> Any:
         if privacy_unit is not None:
             if self.unit_mode(request) is UnitSketch.PAMG:
-                if not engine.offers(Capability.PAIRS):
-                    raise InvalidParameterError(
-                        f"unit_sketch='pamg' reads the (unit, key) pairs in this process, which the {engine.name} "
-                        f"engine does not offer; use an embedded engine (polars, duckdb, pandas, arrow) or "
-                        f"unit_sketch='group-privacy'")
                 return sketch_units(engine.pair_ids(data, privacy_unit, list(by)), self.sketch_size)
             return super().histogram(engine, data, privacy_unit, by, request, rng, **extra)
         if request.max_groups_per_unit is not None:
