@@ -160,7 +160,7 @@ class TwoStage(Mechanism):
         cnt = _mechanism(self.count, "count")
         if sel.name == "auto":
             raise InvalidParameterError(
-                "TwoStage select='auto' is not offered: name the selecting mechanism ('gshm', 'laplace', "
+                "TwoStage select='auto' is not offered: name stage 1's selecting mechanism ('gshm', 'laplace', "
                 "'weighted-gaussian', 'optimal-partition' at one key per unit, …); `sparsedp plan` lists them")
         if isinstance(sel, TwoStage) or sel.public_keys or sel.row_units or sel.pure_dp \
                 or sel.neighbours is not Neighbours.ADD_REMOVE:
@@ -254,7 +254,7 @@ class TwoStage(Mechanism):
         rule = f"threshold {d1.threshold:.6g}" if d1.threshold is not None else d1.analysis
         notes = (f"two-stage release: stage 1 {cal.select.describe()} at epsilon {cal.select_request.epsilon:.4g}, "
                  f"delta {cal.select_request.delta:.3g} selects the keys ({rule}; "
-                 f"{_bound_text(cal.select_request.max_groups_per_unit)}); only its key set is used, its values "
+                 f"{_bound_text(cal.select_request.max_groups_per_unit)}); only its key set is used, its counts "
                  f"are not published",
                  f"stage 2 {self.count.describe()} at epsilon {r2.epsilon:.4g}, delta {r2.delta:.3g} counts the "
                  f"selected keys as a public list ({bound}): the released counts are stage 2's",)
