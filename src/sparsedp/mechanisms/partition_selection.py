@@ -41,6 +41,8 @@ from .registry import register
 
 __all__ = ["OptimalPartitionSelection", "PartitionSelectionTask", "KEYS_ONLY"]
 
+_NO_AGGREGATES = ("mechanism={name!r} releases keys only; SUM/MEAN need mechanism='gshm' or 'auto' (for counts "
+                  "of the selected keys: sd.TwoStage(select={name!r}))")
 #: the value column of a keys-only release: none (the published table holds the ``by`` columns only)
 KEYS_ONLY = ""
 
@@ -130,6 +132,8 @@ class OptimalPartitionSelection(Mechanism):
         return [(m, m.calibrate(req), cls.plan_group)]
 
     def validate(self, request: UserRequest) -> None:
+        if request.sums:
+            raise InvalidParameterError(_NO_AGGREGATES.format(name=self.name))
         super().validate(request)
         _one_key(request, f"mechanism={self.name!r}")
 
@@ -140,9 +144,7 @@ class OptimalPartitionSelection(Mechanism):
         self.check_delta(request)
         _one_key(request, f"mechanism={self.name!r}")
         if request.aggregates:
-            raise InvalidParameterError(f"mechanism={self.name!r} releases keys only; SUM/MEAN need "
-                                        "mechanism='gshm' or 'auto' (or sd.TwoStage(select='optimal-partition') "
-                                        "for counts of the selected keys)")
+            raise InvalidParameterError(_NO_AGGREGATES.format(name=self.name))
         if request.keys is not None:
             raise InvalidParameterError(f"mechanism={self.name!r} discovers keys; with a public key list use "
                                         "mechanism='auto' or a public-key mechanism")
