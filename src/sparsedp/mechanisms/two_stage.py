@@ -190,7 +190,8 @@ class TwoStage(Mechanism):
         when it is omitted (its ``engine_bound`` without a declared bound: 1 for ``optimal-partition``)."""
         if request.max_groups_per_unit is not None:
             return request.max_groups_per_unit
-        return self.select.engine_bound(ReleaseRequest(request.epsilon, request.delta, None))
+        sel: Mechanism = self.select
+        return sel.engine_bound(ReleaseRequest(request.epsilon, request.delta, None))
 
     def stage_one(self, request: ReleaseRequest) -> tuple[Mechanism, ReleaseRequest]:
         """The seam where stage 1's mechanism and request are fixed (data-independent): the named ``select`` at
@@ -229,7 +230,8 @@ class TwoStage(Mechanism):
 
     def needs(self, request: UserRequest) -> frozenset[Capability]:
         """What stage 1's mechanism needs of the engine (the Weighted Gaussian: the pair primitives)."""
-        return self.select.needs(request)
+        sel: Mechanism = self.select
+        return sel.needs(request)
 
     def calibrate(self, request: ReleaseRequest) -> TwoStageCalibration:
         self.check(request)

@@ -47,7 +47,7 @@ def dyadic_bernoulli(numerators: Sequence[int], bits: int, index: npt.ArrayLike,
     top = np.array([0 if a == one else a >> low_bits for a in nums], dtype=np.uint64)
     words = src.uint64(n)
     a_hi = top[idx]
-    out = (words < a_hi) | sure[idx]
+    out: npt.NDArray[np.bool_] = (words < a_hi) | sure[idx]
     ties = np.flatnonzero((words == a_hi) & ~sure[idx])
     if ties.size and low_bits:
         mask = (1 << low_bits) - 1
