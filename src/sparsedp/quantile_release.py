@@ -78,11 +78,11 @@ class QuantileQuery(HistogramQuery):
         for q in self.quantiles:
             if q.column == request.unit or q.column in request.by:
                 raise InvalidParameterError(f"{type(q).__name__}({q.column!r}): the value column must not be the "
-                                            f"privacy unit or a key column", param="aggregates")
+                                            f"privacy unit or a key column", param="quantile")
             if q.output_name in taken or names.count(q.output_name) > 1:
                 raise InvalidParameterError(f"the output column {q.output_name!r} is used twice (an input column or "
                                             f"another aggregate); name it: {type(q).__name__}(…, name=…)",
-                                            param="aggregates")
+                                            param="quantile")
         self.split: QuantileSplit = split_budget(request.epsilon, request.delta, request.bound,
                                                  [q.share for q in self.quantiles])
 
