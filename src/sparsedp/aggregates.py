@@ -276,15 +276,17 @@ DEFAULT_QUANTILE_CELLS = 1024
 
 
 def quantile_level(q: object, what: str = "Quantile") -> Fraction:
-    """``q`` as the exact rational a/b the integer utility uses: a float is read at its shortest decimal form
-    (``0.95`` -> 19/20), a Fraction/int as it is; 0 < q < 1 and b <= :data:`MAX_QUANTILE_DENOMINATOR`."""
+    """``q`` as the exact rational a/b the integer utility uses: the fraction with b <= :data:`MAX_QUANTILE_DENOMINATOR`
+    within 1e-12 of ``q`` (``0.95`` -> 19/20, ``1/3`` -> 1/3); 0 < q < 1."""
     if isinstance(q, bool) or not isinstance(q, (numbers.Real, Fraction)):
         raise InvalidTypeError(f"{what} q must be a number in (0, 1), got {type(q).__name__} {q!r}")
-    f = q if isinstance(q, Fraction) else Fraction(repr(float(q))) if isinstance(q, float) else Fraction(q)  # type: ignore[arg-type]
-    if not 0 < f < 1:
+    exact = Fraction(q)  # type: ignore[arg-type]
+    if not 0 < exact < 1:
         raise InvalidParameterError(f"{what} q must be strictly between 0 and 1, got {q!r}")
-    if f.denominator > MAX_QUANTILE_DENOMINATOR:
-        raise InvalidParameterError(f"{what} q={q!r} has more than 4 decimals; give it with at most 4 (e.g. 0.95)")
+    f = exact.limit_denominator(MAX_QUANTILE_DENOMINATOR)
+    if abs(f - exact) > Fraction(1, 10**12):
+        raise InvalidParameterError(f"{what} q={q!r} is not a fraction a/b with b <= {MAX_QUANTILE_DENOMINATOR}; give "
+                                    f"it with at most 4 decimals (e.g. 0.95) or as a simple fraction (1/3)")
     return f
 
 

@@ -9,7 +9,7 @@ order :func:`~sparsedp.query.run_query` runs them:
    one :class:`~sparsedp.accounting.events.ComposedPureEvent` (``l0`` exponential mechanisms) per quantile,
    charged at the user's (ε, δ). An engine without the rows path (Spark) is refused here, before anything is
    read or charged.
-2. **read** — the count's engine pass, and the quantile columns checked (present, numeric, finite, no nulls).
+2. **read** — the quantile columns checked (present, numeric, finite, no nulls), then the count's engine pass.
 3. **charge**, then **draw** — the count's private release; then, for the released keys only (public), the
    engine's bounded cell counts (:mod:`sparsedp.engines.quantile_cells`) and one exact exponential-mechanism draw
    per key and quantile (:mod:`sparsedp.mechanisms.quantiles`), added as columns.
@@ -108,11 +108,10 @@ class QuantileQuery(HistogramQuery):
         return dataclasses.replace(planned, charge=charge)
 
     def read(self, planned: Any) -> Any:
-        read = super().read(planned)
         assert self.ctx is not None
-        with self.ctx.stage("checking the quantile columns", "bound+count"):
+        with self.ctx.stage("checking the quantile columns", "bound+count"):  # before anything is drawn
             check_quantile_columns(self.ctx.engine.rows_lazy(self.ctx.data), self.quantiles)
-        return read
+        return super().read(planned)
 
     def draw(self, planned: Any, read: Any) -> Any:
         drawn = super().draw(planned, read)
