@@ -280,10 +280,11 @@ def quantile_level(q: object, what: str = "Quantile") -> Fraction:
     within 1e-12 of ``q`` (``0.95`` -> 19/20, ``1/3`` -> 1/3); 0 < q < 1."""
     if isinstance(q, bool) or not isinstance(q, (numbers.Real, Fraction)):
         raise InvalidTypeError(f"{what} q must be a number in (0, 1), got {type(q).__name__} {q!r}")
-    exact = Fraction(q)  # type: ignore[arg-type]
+    exact = q if isinstance(q, Fraction) else Fraction(float(q)) if isinstance(q, float) else Fraction(int(q)) \
+        if isinstance(q, numbers.Integral) else Fraction(float(q))
     if not 0 < exact < 1:
         raise InvalidParameterError(f"{what} q must be strictly between 0 and 1, got {q!r}")
-    f = exact.limit_denominator(MAX_QUANTILE_DENOMINATOR)
+    f: Fraction = exact.limit_denominator(MAX_QUANTILE_DENOMINATOR)
     if abs(f - exact) > Fraction(1, 10**12):
         raise InvalidParameterError(f"{what} q={q!r} is not a fraction a/b with b <= {MAX_QUANTILE_DENOMINATOR}; give "
                                     f"it with at most 4 decimals (e.g. 0.95) or as a simple fraction (1/3)")
