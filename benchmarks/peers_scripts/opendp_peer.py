@@ -181,5 +181,38 @@ def public_keys(table, listed, eps, delta, l0, noise):
                                "calibration": f"Gaussian scale {hi:.6g} (zCDP -> approxDP)"}
 
 
+def quantiles(table, eps, delta, l0, lower, upper, cells):
+    """Per-key medians through OpenDP's Polars Context: ``group_by("key").agg(pl.len().dp.noise(),
+    pl.col("value").clip(lower, upper).dp.median(candidates))`` with the candidates the midpoints of ``cells`` equal
+    cells of [lower, upper] (sparsedp's grid); unknown keys are released through the Context's own threshold on the
+    noisy ``len``, ε split by the Context. One row per (unit, key) and at most l0 keys per unit are kept with Polars
+    before the Context (Polars' shuffle, not a CSPRNG: benchmark only), and the Context is told so with
+    ``dp.unit_of(contributions=[Bound(per_group=l0), Bound(by=["key"], per_group=1)])``."""
+    import polars as pl
+    df = (pl.from_arrow(table).with_columns(pl.int_range(pl.len()).shuffle().over("unit", "key").alias("_r"))
+          .filter(pl.col("_r") < 1).drop("_r")
+          .with_columns(pl.int_range(pl.len()).shuffle().over("unit").alias("_r"))
+          .filter(pl.col("_r") < l0).drop("_r"))
+    n = max(table.num_rows, 1)
+    width = (upper - lower) / cells
+    cands = [lower + (k + 0.5) * width for k in range(cells)]
+    ctx = dp.Context.compositor(
+        data=df.lazy(),
+        privacy_unit=dp.unit_of(contributions=[dp.polars.Bound(per_group=l0),
+                                               dp.polars.Bound(by=["key"], per_group=1)]),
+        privacy_loss=dp.loss_of(epsilon=eps, delta=delta), split_evenly_over=1,
+        margins=[dp.polars.Margin(by=["key"], max_length=n, max_groups=n)])
+    q = ctx.query().group_by("key").agg(pl.len().dp.noise().alias("count"),
+                                         pl.col("value").fill_null(0).clip(lower, upper).dp.median(cands)
+                                         .alias("median"))
+    summ = q.summarize()
+    out = q.release().collect()
+    thr = [x for x in summ["threshold"].to_list() if x is not None] if "threshold" in summ.columns else []
+    return out["key"].to_list(), [float(x) for x in out["median"].to_list()], {
+        "version": "opendp 0.16", "mechanism": f"Polars Context: len().dp.noise() + dp.median({cells} candidates)",
+        "calibration": f"threshold {thr[0] if thr else '?'}, scales: count {float(summ['scale'][0]):.4g}, "
+                       f"median {float(summ['scale'][1]):.4g}"}
+
+
 if __name__ == "__main__":
-    main(thresholds, release, aggregates, public_keys)
+    main(thresholds, release, aggregates, public_keys, quantiles)

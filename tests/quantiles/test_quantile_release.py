@@ -31,7 +31,7 @@ class Tripwire:
     random_bytes = getrandbits = randbelow = uint64
 
 
-def _iid_keys(n_keys: int = 150, units_per_key: int = 64) -> pl.DataFrame:
+def _iid_keys(n_keys: int = 150, units_per_key: int = 96) -> pl.DataFrame:
     """Every key has the same multiset of values (each unit one row in one key), so each key's released median is
     an independent draw from one law."""
     rows = []
@@ -44,15 +44,15 @@ def _iid_keys(n_keys: int = 150, units_per_key: int = 64) -> pl.DataFrame:
 def test_released_medians_have_the_accountants_law():
     """One release of 150 keys with identical data: the released cells are i.i.d. from the exponential mechanism
     at the split's ε per key (chi-square), and not from the law at twice that ε (the test can fail)."""
-    q = sd.Median("x", 0, 8, cells=16)
+    q = sd.Median("x", 0, 8, cells=16, share=0.1)  # a small ε per key: a law spread over several cells
     res = sd.release(_iid_keys(), privacy_unit="user", by="key", epsilon=1.0, delta=1e-6, max_groups_per_unit=1,
                      aggregates=[sd.Count(), q], rng=InsecureSeededRandom(11))
     vals = res.table["median_x"].to_numpy()
     assert res.table.height >= 100
     cells = np.floor((vals - q.lower) / q.width).astype(int)
     assert np.allclose(q.cell_value(cells), vals)  # every released value is a cell midpoint
-    h = np.bincount(np.floor(np.array(VALUES * 8) / q.width).astype(int), minlength=q.cells)
-    eps_key = split_budget(1.0, 1e-6, 1, [None]).key_epsilons[0]
+    h = np.bincount(np.floor(np.array(VALUES * 12) / q.width).astype(int), minlength=q.cells)
+    eps_key = split_budget(1.0, 1e-6, 1, [0.1]).key_epsilons[0]
     for eps, ok in ((eps_key, True), (2 * eps_key, False)):
         law = key_law(h, q, eps)
         obs = np.bincount(cells, minlength=q.cells).astype(float)

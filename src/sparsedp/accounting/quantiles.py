@@ -29,9 +29,11 @@ Composition over keys
     (count release, all quantiles) (proof, Theorem 2).
 
 The split (:func:`split_budget`)
-    Quantile ``j`` gets ``share_j·ε`` (default: an equal share ``1/(1 + J)`` with the count and the ``J``
-    quantiles), spent as ``ε_key = share_j·ε/l0`` per key; the count mechanism is calibrated at
-    ``(ε − Σ_j share_j·ε, δ)``. By basic composition the release is (ε, δ)-DP; the ledger composes the parts'
+    Quantile ``j`` gets ``share_j·ε`` (default :data:`DEFAULT_QUANTILES_SHARE` ``= 3/4`` of ε for the ``J``
+    quantiles together, ``3/(4J)`` each), spent as ``ε_key = share_j·ε/l0`` per key; the count mechanism is
+    calibrated at ``(ε − Σ_j share_j·ε, δ)``. Why 3/4 (``docs/quantiles.md``): the count only decides which keys
+    appear, and its thresholded mechanisms keep a usable threshold at ε/4, while each quantile's share is divided
+    by ``l0`` and its error falls in proportion to it; measured on the demo log in ``docs/benchmarks_quantiles.md``. By basic composition the release is (ε, δ)-DP; the ledger composes the parts'
     events (the count's own event and one :class:`~.events.ComposedPureEvent` per quantile) by privacy-loss
     distributions, which is never looser.
 """
@@ -50,7 +52,10 @@ from .. import _validate as v
 from ..errors import InvalidParameterError
 from ._types import FloatArray, RealOrArray
 
-__all__ = ["quantile_utilities", "exponential_law", "pure_composition_delta", "utility_gap", "QuantileSplit",
+#: the part of ε the quantiles of a release get together when no ``share`` is given (module docstring)
+DEFAULT_QUANTILES_SHARE = 0.75
+
+__all__ = ["DEFAULT_QUANTILES_SHARE", "quantile_utilities", "exponential_law", "pure_composition_delta", "utility_gap", "QuantileSplit",
            "split_budget", "em_scale"]
 
 
@@ -151,7 +156,7 @@ class QuantileSplit:
 
 
 def split_budget(epsilon: float, delta: float, l0: int, shares: Sequence[float | None]) -> QuantileSplit:
-    """The split of the module docstring: quantile ``j`` gets ``shares[j]·ε`` (``None``: ``1/(1 + J)``), the count
+    """The split of the module docstring: quantile ``j`` gets ``shares[j]·ε`` (``None``: ``3/(4J)``), the count
     the rest of ε and all of δ. Refused if the quantiles' shares leave nothing for the count."""
     eps = v.epsilon(epsilon)
     dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
@@ -159,7 +164,7 @@ def split_budget(epsilon: float, delta: float, l0: int, shares: Sequence[float |
     n = len(shares)
     if n == 0:
         raise InvalidParameterError("split_budget needs at least one quantile")
-    sh = [1.0 / (1 + n) if s is None else float(s) for s in shares]
+    sh = [DEFAULT_QUANTILES_SHARE / n if s is None else float(s) for s in shares]
     total = math.fsum(sh)
     if not total < 1.0:
         raise InvalidParameterError(f"the quantiles' shares of epsilon add up to {total:g}; they must leave a part "
