@@ -637,6 +637,8 @@ def quantile_truth(path: Path, lower: float, upper: float):
 def run_quantiles(a, pythons: dict[str, Path]) -> tuple[list[str], dict]:
     import polars as pl
     libs = [lib for lib in QUANTILE_PEERS if lib in pythons]
+    if "sparsedp" in libs:  # sparsedp again at each extra median share (--median-shares), as its own row
+        libs[1:1] = [f"sparsedp@{x}" for x in (a.median_shares or "").split(",") if x]
     errs: dict[str, list[float]] = {lib: [] for lib in libs}
     own: dict[str, list[float]] = {lib: [] for lib in libs}
     keys: dict[str, list[int]] = {lib: [] for lib in libs}
@@ -653,13 +655,17 @@ def run_quantiles(a, pythons: dict[str, Path]) -> tuple[list[str], dict]:
             outs = {}
             for lib in libs:
                 out, mp = tmp / f"q_{lib}.parquet", tmp / f"q_{lib}.json"
+                name, _, share = lib.partition("@")
+                os.environ["SPARSEDP_PEER_MEDIAN_SHARE"] = share  # read by sparsedp_peer.quantiles only
                 try:
-                    run_script(pythons[lib], _script(lib), [
+                    run_script(pythons[name], _script(name), [
                         "quantiles", str(data), str(out), str(mp), str(a.epsilon), str(a.delta), str(a.l0),
                         str(a.lower), str(a.upper), str(a.cells)], a.timeout)
                 except RuntimeError as err:
                     print(f"  {lib}: {err}", flush=True)
                     continue
+                finally:
+                    os.environ.pop("SPARSEDP_PEER_MEDIAN_SHARE", None)
                 meta_last[lib] = json.loads(mp.read_text())
                 outs[lib] = pl.read_parquet(out).join(truth, on="key", how="inner")
                 keys[lib].append(outs[lib].height)
@@ -685,17 +691,22 @@ def run_quantiles(a, pythons: dict[str, Path]) -> tuple[list[str], dict]:
             lines.append(f"| {lib} | failed |" + " |" * (len(head) - 2))
             continue
         summary[lib] = (_quantile(errs[lib], 0.5), _quantile(errs[lib], 0.9), _quantile(own[lib], 0.5))
-        lines.append("| " + " | ".join([PEERS.get(lib, {}).get("label", lib), meta_last[lib].get("mechanism", ""),
+        label = PEERS.get(lib, {}).get("label", lib.replace("@", " with median share="))
+        lines.append("| " + " | ".join([label, meta_last[lib].get("mechanism", ""),
                                         f"{_median(keys[lib]):.0f}", f"{_median(secs[lib]):.2f}",
                                         f"{summary[lib][0]:.4g}", f"{summary[lib][1]:.4g}",
                                         f"{summary[lib][2]:.4g}"]) + " |")
-    peers_done = [lib for lib in summary if lib != "sparsedp"]
+    peers_done = [lib for lib in summary if not lib.startswith("sparsedp")]
     verdict = "not run"
     if "sparsedp" in summary and peers_done:
         best = min(peers_done, key=lambda lib: summary[lib][0])
-        ratio = summary["sparsedp"][0] / summary[best][0]
-        verdict = (f"sparsedp / best peer ({PEERS[best]['label']}) median abs. error on the common keys = "
-                   f"{ratio:.3f}; target <= 0.8: **{'met' if ratio <= 0.8 else 'not met'}**")
+        parts = []
+        for lib in [x for x in summary if x.startswith("sparsedp")]:
+            ratio = summary[lib][0] / summary[best][0]
+            what = "sparsedp (default share)" if lib == "sparsedp" else lib.replace("@", " with median share=")
+            parts.append(f"{what} / best peer ({PEERS[best]['label']}) median abs. error on the common keys = "
+                         f"{ratio:.3f}; target <= 0.8: **{'met' if ratio <= 0.8 else 'not met'}**")
+        verdict = "; ".join(parts)
     info.update(common=common_sizes, verdict=verdict,
                 calibration=[f"{lib}: {m.get('calibration', m.get('mechanism', ''))}" for lib, m in meta_last.items()])
     return lines, info
@@ -711,7 +722,8 @@ def quantiles_main(a, pythons: dict[str, Path], versions: dict[str, str], setup:
     out = Path(a.out) if a.out else ROOT / "docs" / "benchmarks_quantiles.md"
     cmd = (f"python benchmarks/peers.py --quantiles{' --skip-install' if a.skip_install else ''} --rows {a.rows} "
            f"--epsilon {a.epsilon:g} --delta {a.delta:g} --l0 {a.l0} --lower {a.lower:g} --upper {a.upper:g} "
-           f"--cells {a.cells} --repeats {a.repeats} --value-seed {a.value_seed} --peers {a.peers}")
+           f"--cells {a.cells} --repeats {a.repeats} --value-seed {a.value_seed} --peers {a.peers}"
+           + (f" --median-shares {a.median_shares}" if a.median_shares else ""))
     md = [
         "# Per-key medians: sparsedp against OpenDP and PipelineDP",
         "",
@@ -746,9 +758,9 @@ def quantiles_main(a, pythons: dict[str, Path], versions: dict[str, str], setup:
         "## How each library was run",
         "",
         "* **sparsedp**: `sd.release(..., max_groups_per_unit=l0, aggregates=[sd.Median('value', lower, upper, "
-        "cells=cells)])`: the count mechanism (`auto`) selects keys at half of ε, the median of each released key is "
-        "one exact draw of the exponential mechanism over the grid cells at (ε/2)/l0 (pure DP, composed l0-fold "
-        "per unit; the ledger event is the composition of both parts).",
+        "cells=cells)])`: the count mechanism (`auto`) selects keys at ε/4, the median of each released key is "
+        "one exact draw of the exponential mechanism over the grid cells at (3ε/4)/l0 (its default share of ε; "
+        "pure DP, composed l0-fold per unit; the ledger event is the composition of both parts).",
         "* **OpenDP 0.16** Polars Context: `group_by('key').agg(pl.len().dp.noise(), pl.col('value').clip(lower, "
         "upper).dp.median(candidates))` under `dp.loss_of(epsilon, delta)` with `dp.unit_of(contributions="
         "[Bound(per_group=l0), Bound(by=['key'], per_group=1)])`; the Context chooses the split, the threshold "
@@ -966,6 +978,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quantiles", action="store_true",
                     help="only the per-key median comparison (issue 34); writes docs/benchmarks_quantiles.md")
     ap.add_argument("--cells", type=int, default=1024, help="--quantiles: grid cells (candidates) over the bounds")
+    ap.add_argument("--median-shares", default="",
+                    help="--quantiles: also run sparsedp with these median shares of ε (comma-separated)")
     ap.add_argument("--public-keys", action="store_true",
                     help="only the public-key-domain comparison (docs/benchmarks_public_keys.md)")
     ap.add_argument("--pk-configs", default="100:100,1000:1000,1000:20",
@@ -976,7 +990,9 @@ def main(argv: list[str] | None = None) -> int:
         a.peers = "opendp,pipelinedp"  # Tumult is not part of the public-keys comparison
     if a.aggregates and a.peers == "opendp,pipelinedp,tumult":
         a.peers = "opendp,pipelinedp"  # Tumult is not part of the aggregates comparison
-    if a.out is None and not a.aggregates and not a.public_keys:
+    if a.quantiles and a.peers == "opendp,pipelinedp,tumult":
+        a.peers = "opendp,pipelinedp"  # Tumult is not part of the quantiles comparison
+    if a.out is None and not a.aggregates and not a.public_keys and not a.quantiles:
         a.out = str(ROOT / "docs" / "benchmarks.md")
     t_start = time.perf_counter()
 

@@ -92,6 +92,17 @@ def release(table, eps, delta, l0, noise):
         "threshold": t, "scale": scale}
 
 
+def _context(df, eps, delta, l0, n):
+    """The Polars Context over ``df`` (at most l0 keys per unit, one row per (unit, key), told by ``unit_of``) at
+    ``loss_of(epsilon, delta)``, one query, with the loose public margin ``max_length = max_groups = n``."""
+    return dp.Context.compositor(
+        data=df.lazy(),
+        privacy_unit=dp.unit_of(contributions=[dp.polars.Bound(per_group=l0),
+                                               dp.polars.Bound(by=["key"], per_group=1)]),
+        privacy_loss=dp.loss_of(epsilon=eps, delta=delta), split_evenly_over=1,
+        margins=[dp.polars.Margin(by=["key"], max_length=n, max_groups=n)])
+
+
 SCALE = 10  # the aggregates' fixed-point grid: 0.1 value units (sparsedp's default grid for [0, 600]: 0.25)
 
 
@@ -119,12 +130,7 @@ def aggregates(table, eps, delta, l0, lower, upper, noise):
           .with_columns(pl.int_range(pl.len()).shuffle().over("unit").alias("_r"))
           .filter(pl.col("_r") < l0).drop("_r"))  # NB: polars' shuffle is not a CSPRNG; benchmark only
     n = max(table.num_rows, 1)
-    ctx = dp.Context.compositor(
-        data=df.lazy(),
-        privacy_unit=dp.unit_of(contributions=[dp.polars.Bound(per_group=l0),
-                                               dp.polars.Bound(by=["key"], per_group=1)]),
-        privacy_loss=dp.loss_of(epsilon=eps, delta=delta), split_evenly_over=1,
-        margins=[dp.polars.Margin(by=["key"], max_length=n, max_groups=n)])
+    ctx = _context(df, eps, delta, l0, n)
     q = ctx.query().group_by("key").agg(pl.len().dp.noise().alias("count"),
                                          pl.col("value").fill_null(0).dp.sum((round(lower * SCALE),
                                                                                round(upper * SCALE))).alias("sum"))
@@ -196,12 +202,7 @@ def quantiles(table, eps, delta, l0, lower, upper, cells):
     n = max(table.num_rows, 1)
     width = (upper - lower) / cells
     cands = [lower + (k + 0.5) * width for k in range(cells)]
-    ctx = dp.Context.compositor(
-        data=df.lazy(),
-        privacy_unit=dp.unit_of(contributions=[dp.polars.Bound(per_group=l0),
-                                               dp.polars.Bound(by=["key"], per_group=1)]),
-        privacy_loss=dp.loss_of(epsilon=eps, delta=delta), split_evenly_over=1,
-        margins=[dp.polars.Margin(by=["key"], max_length=n, max_groups=n)])
+    ctx = _context(df, eps, delta, l0, n)
     q = ctx.query().group_by("key").agg(pl.len().dp.noise().alias("count"),
                                          pl.col("value").fill_null(0).clip(lower, upper).dp.median(cands)
                                          .alias("median"))

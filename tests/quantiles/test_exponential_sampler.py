@@ -37,14 +37,14 @@ CASES = [  # (cell counts, level, epsilon, sensitivity)
 ]
 
 
-@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("case", [0, pytest.param(1, marks=pytest.mark.slow), 2, 3])
 def test_sampler_has_the_exponential_law(case):
     h, level, eps, d = CASES[case]
     u = quantile_utilities(h, level)
     law = exponential_law(u, eps, d)
     t = Fraction(eps) / (2 * d)
     rng = InsecureSeededRandom(1000 + case)
-    draws = np.array([ex.sample_runs(u.tolist(), t, rng) for _ in range(4000)])
+    draws = np.array([ex.sample_runs(u.tolist(), t, rng) for _ in range(3000)])
     assert _chi2_p(draws, law) > 1e-3
     # the test can fail: the law at twice the epsilon is rejected (except for the flat, data-free case)
     if u.max() != u.min():

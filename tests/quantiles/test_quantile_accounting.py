@@ -39,8 +39,10 @@ def _worst_log_ratio(q: sd.Quantile, eps: float, sensitivity: int | None = None)
     return worst
 
 
-@pytest.mark.parametrize("q", [sd.Median("x", 0, 5, cells=5), sd.Quantile("x", 0.9, 0, 5, cells=5),
-                               sd.Quantile("x", 1 / 3, 0, 4, cells=4, max_rows=2),
+@pytest.mark.parametrize("q", [sd.Median("x", 0, 5, cells=5),
+                               pytest.param(sd.Quantile("x", 0.9, 0, 5, cells=5), marks=pytest.mark.slow),
+                               pytest.param(sd.Quantile("x", 1 / 3, 0, 4, cells=4, max_rows=2),
+                                            marks=pytest.mark.slow),
                                sd.Median("x", 0, 4, cells=4, max_rows=2)])
 def test_exponential_mechanism_is_epsilon_dp_by_exact_enumeration(q):
     """Every neighbouring pair (one unit's <= max_rows values added) of every tiny input: the log-ratio of the
