@@ -32,6 +32,7 @@ from typing import Any, Callable, ContextManager, Sequence
 from .accounting.profiles import profile_of
 from .mechanisms import registry
 from .mechanisms.base import ReleaseRequest
+from .quantile_release import QuantileQuery, split_quantiles
 from .query import HistogramQuery, run_query
 from .report import Result
 from .request import OUT_FORMATS, build_plan_request, build_request, check_out_path
@@ -93,13 +94,15 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         BudgetExceededError: the ledger's budget for ``dataset`` does not admit this release.
     """
     t_start = time.perf_counter()
+    aggregates, quantiles = split_quantiles(aggregates)  # sd.Quantile / sd.Median: quantile_release.py
     # 1. Validate and calibrate: no data read, no noise drawn.
     request = build_request(data, privacy_unit, by, epsilon, delta, max_groups_per_unit, top_k, mechanism,
                             aggregates=aggregates, keys=keys, column_shape=column_shape,
                             insecure_float=insecure_float, engine=engine, connection=connection, out=out,
                             overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress)
     # 2.-7. ledger pre-check, the engine's pass, the charge, one private draw, publish, report (query.run_query)
-    res: Result = run_query(HistogramQuery(request, t_start), request.ledger, request.dataset)
+    query = QuantileQuery(request, quantiles, t_start) if quantiles else HistogramQuery(request, t_start)
+    res: Result = run_query(query, request.ledger, request.dataset)
     return res
 
 

@@ -8,7 +8,7 @@ from typing import Any, Iterator, List, Optional
 import typer
 from typer.core import TyperCommand
 
-from ..aggregates import Count, Mean, Sum
+from ..aggregates import Count, Mean, Median, Quantile, Sum
 from ..auto_bound import AutoBound
 from .. import pipeline
 from ..errors import InvalidParameterError, SparsedpError
@@ -207,6 +207,26 @@ def parse_aggregate(flag: str, spec: str):
     return cls(parts[0], lo, hi, name=parts[3] if len(parts) == 4 else None)
 
 
+def parse_quantile(flag: str, spec: str):
+    """``--quantile COLUMN:Q:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Quantile`, ``--median
+    COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Median`; errors in flag terms."""
+    parts = spec.split(":")
+    n = 4 if flag == "--quantile" else 3
+    form = "COLUMN:Q:LOWER:UPPER[:NAME] (e.g. --quantile dwell_s:0.9:0:600)" if n == 4 else \
+        "COLUMN:LOWER:UPPER[:NAME] (e.g. --median dwell_s:0:600)"
+    if len(parts) not in (n, n + 1) or not parts[0]:
+        raise InvalidParameterError(f"{flag} takes {form}, got {spec!r}", param="quantile")
+    try:
+        nums = [float(x) for x in parts[1:n]]
+    except ValueError:
+        raise InvalidParameterError(f"{flag} {spec!r}: {'Q, ' if n == 4 else ''}LOWER and UPPER must be numbers",
+                                    param="quantile") from None
+    name = parts[n] if len(parts) == n + 1 else None
+    if n == 4:
+        return Quantile(parts[0], nums[0], nums[1], nums[2], name=name)
+    return Median(parts[0], nums[0], nums[1], name=name)
+
+
 def parse_column_shape(spec: Optional[str]):
     """``--column-shape`` ``a,b;c,d`` (rows separated by ``;``, entries by ``,``) → a list of rows of floats;
     the matrix itself is checked by the library (symmetric, positive definite, one row per SUM/MEAN column)."""
@@ -332,6 +352,11 @@ def release(
                                              help="Private SUM per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
     means: Optional[List[str]] = typer.Option(None, "--mean", rich_help_panel=_AGG,
                                               help="Private MEAN per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
+    quantiles: Optional[List[str]] = typer.Option(
+        None, "--quantile", rich_help_panel=_AGG,
+        help="Private q-quantile per released key: COLUMN:Q:LOWER:UPPER[:NAME]; repeatable."),
+    medians: Optional[List[str]] = typer.Option(None, "--median", rich_help_panel=_AGG,
+                                                help="Private median per released key: COLUMN:LOWER:UPPER[:NAME]."),
     column_shape: Optional[str] = typer.Option(None, "--column-shape", rich_help_panel=_AGG,
                                                help="Noise covariance shape, e.g. '90000,750;750,25'."),
     out: Optional[str] = typer.Option(None, "--out", rich_help_panel=_OUT,
@@ -369,6 +394,8 @@ def release(
         aggregates = [Count(name=count_column)]
         aggregates += [parse_aggregate("--sum", x) for x in sums or ()]
         aggregates += [parse_aggregate("--mean", x) for x in means or ()]
+        aggregates += [parse_quantile("--quantile", x) for x in quantiles or ()]
+        aggregates += [parse_quantile("--median", x) for x in medians or ()]
         shape = parse_column_shape(column_shape)
         keys = None
         if keys_file is not None:
