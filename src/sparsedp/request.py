@@ -26,6 +26,7 @@ from .mechanisms import registry
 from .mechanisms.base import Mechanism, ReleaseRequest
 from .mechanisms.thresholded import fit_shape
 from .noise import default_source
+from .other_row import WithOther, other_share
 
 __all__ = ["Request", "PlanRequest", "build_request", "build_plan_request", "check_out_path", "columns", "split_aggregates", "OUT_FORMATS"]
 
@@ -201,7 +202,7 @@ def build_request(data: Any, privacy_unit: Any, by: Any, epsilon: Any, delta: An
                   top_k: Any, mechanism: Any, *, aggregates: Any, keys: Any, column_shape: Any = None,
                   insecure_float: Any = False, **rest: Any) -> Request:
     """The :class:`Request` of ``sd.release``'s arguments (``rest``: engine, connection, out, ledger, dataset,
-    rng, progress), every argument checked and the mechanism's :meth:`validate` passed: no data read."""
+    rng, progress, other), every argument checked and the mechanism's :meth:`validate` passed: no data read."""
     eps = v.epsilon(epsilon)
     dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
     unit, cols = columns(privacy_unit, by)
@@ -218,6 +219,12 @@ def build_request(data: Any, privacy_unit: Any, by: Any, epsilon: Any, delta: An
         mech = _mixed(mech, partial, auto)
     if auto is not None:
         mech = AutoBounded(inner=mech, bound=auto)
+    share = other_share(rest.pop("other", False))
+    if share is not None:
+        if auto is not None:
+            raise InvalidParameterError("⟨other⟩ needs ⟨max_groups_per_unit⟩ as a number (the other row's "
+                                        "sensitivity), not 'auto'", param="max_groups_per_unit")
+        mech = WithOther(inner=mech, share=share)
     out, rng, overwrite = rest.pop("out", None), rest.pop("rng", None), rest.pop("overwrite", False)
     data = _input(data)
     req = Request(data=data, unit=unit, by=tuple(cols), epsilon=eps, delta=dlt, bound=bound, auto_bound=auto,
