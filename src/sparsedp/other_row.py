@@ -129,12 +129,12 @@ class WithOther(Mechanism):
             raise InvalidParameterError(
                 "⟨other⟩ needs ⟨max_groups_per_unit⟩ as a number: a unit changes the total of the keys not released "
                 "by at most that many", param="max_groups_per_unit",
-                fix="give max_groups_per_unit=… (e.g. 5), or drop other=True")
+                fix="give ⟨max_groups_per_unit⟩ as a number (e.g. 5), or drop ⟨other⟩")
         names = {*request.by, request.unit, request.count.output_name, *(a.output_name for a in request.sums)}
         if OTHER_COLUMN in names:
             raise InvalidParameterError(f"⟨other⟩ marks its row with a column {OTHER_COLUMN!r}, which is already a "
                                         f"column of the release", param="other",
-                                        fix="rename that column (or the aggregate's name=…), or drop other=True")
+                                        fix="rename that column (or the aggregate's name=…), or drop ⟨other⟩")
 
     def needs(self, request: Any) -> frozenset[Capability]:
         return self.inner.needs(request)

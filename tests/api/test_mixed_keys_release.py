@@ -202,3 +202,25 @@ def test_a_value_type_unlike_the_data_is_refused_before_the_charge(log, tmp_path
                    ledger=str(path), dataset="d", rng=InsecureSeededRandom(1))
     with Ledger(path) as led:
         assert led.history("d") == []
+
+
+def test_cli_partial_keys_file(log, tmp_path):
+    """``--keys country=FILE``: the text values take the data's type; a name that is not a --by column is refused
+    naming the flag."""
+    from typer.testing import CliRunner
+
+    from sparsedp.cli import app
+
+    data = log.with_columns(country=pl.col("country").replace_strict({"FR": 1, "DE": 2, "US": 3}))
+    path, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    data.write_parquet(path)
+    (tmp_path / "countries.txt").write_text("1\n2\n7\n")
+    base = ["release", str(path), "--unit", "user", "--by", "country,query", "--epsilon", "1", "--delta", "1e-6",
+            "--max-groups", "2"]
+    r = CliRunner().invoke(app, [*base, "--keys", f"country={tmp_path / 'countries.txt'}", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    t = pl.read_parquet(out)
+    assert "mixed-keys" in r.output and t.columns == [*BY, "count"]
+    assert set(t["country"].to_list()) == {1, 2, 7} and t.height == 3 * len(_queries(t))
+    bad = CliRunner().invoke(app, [*base, "--keys", f"nope={tmp_path / 'countries.txt'}"])
+    assert bad.exit_code == 2 and "--keys" in bad.output and "--by columns" in bad.output

@@ -165,3 +165,22 @@ def test_bad_requests_refused_before_any_charge_or_draw(tmp_path, kw, exc, msg):
         sd.release(df, epsilon=EPS, delta=DELTA, ledger=str(path), dataset="d", rng=Tripwire(), **kw)
     with Ledger(path) as led:
         assert led.history("d") == []
+
+
+def test_cli_other(tmp_path):
+    from typer.testing import CliRunner
+
+    from sparsedp.cli import app
+
+    path, out = tmp_path / "in.parquet", tmp_path / "out.csv"
+    _one_key_each().write_parquet(path)
+    base = ["release", str(path), "--unit", "user", "--by", "key", "--epsilon", "2", "--delta", "1e-6"]
+    r = CliRunner().invoke(app, [*base, "--max-groups", "1", "--other", "--other-share", "0.2", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    t = pl.read_csv(out)
+    assert t.columns == ["key", "count", "other"] and t["other"].to_list()[-1] is True
+    assert "other row:" in r.output
+    bad = CliRunner().invoke(app, [*base, "--top-k", "3", "--other"])
+    assert bad.exit_code == 2 and "--other needs --max-groups" in bad.output
+    bad = CliRunner().invoke(app, [*base, "--max-groups", "1", "--other-share", "0.2"])
+    assert bad.exit_code == 2 and "pass --other too" in bad.output
