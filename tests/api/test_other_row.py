@@ -175,12 +175,10 @@ def test_cli_other(tmp_path):
     path, out = tmp_path / "in.parquet", tmp_path / "out.csv"
     _one_key_each().write_parquet(path)
     base = ["release", str(path), "--unit", "user", "--by", "key", "--epsilon", "2", "--delta", "1e-6"]
-    r = CliRunner().invoke(app, [*base, "--max-groups", "1", "--other", "--other-share", "0.2", "--out", str(out)])
+    r = CliRunner().invoke(app, [*base, "--max-groups", "1", "--other", "--out", str(out)])
     assert r.exit_code == 0, r.output
     t = pl.read_csv(out)
     assert t.columns == ["key", "count", "other"] and t["other"].to_list()[-1] is True
     assert "other row:" in r.output
     bad = CliRunner().invoke(app, [*base, "--top-k", "3", "--other"])
     assert bad.exit_code == 2 and "--other needs --max-groups" in bad.output
-    bad = CliRunner().invoke(app, [*base, "--max-groups", "1", "--other-share", "0.2"])
-    assert bad.exit_code == 2 and "pass --other too" in bad.output

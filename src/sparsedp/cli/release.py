@@ -311,9 +311,7 @@ def release(
     pre_threshold: Optional[int] = typer.Option(None, "--pre-threshold", rich_help_panel=_MECH,
                                                 help="Never release keys with fewer units."),
     keys_file: Optional[str] = typer.Option(None, "--keys", rich_help_panel=_MECH,
-                                            help="Public key list (file): every listed key gets a count; "
-                                                 "COL=FILE[,COL=FILE]: those --by columns public, the others "
-                                                 "selected privately."),
+                                            help="Public keys FILE, or COL=FILE,…: only those public."),
     size_weight: Optional[int] = typer.Option(None, "--size-weight", rich_help_panel=_MECH,
                                               help="correlated-gaussian: weight C of the size coordinate."),
     known_n: Optional[float] = typer.Option(None, "--known-n", rich_help_panel=_MECH,
@@ -337,9 +335,7 @@ def release(
     column_shape: Optional[str] = typer.Option(None, "--column-shape", rich_help_panel=_AGG,
                                                help="Noise covariance shape, e.g. '90000,750;750,25'."),
     other: bool = typer.Option(False, "--other", rich_help_panel=_AGG,
-                               help="One more row: the private total of every key not released."),
-    other_share: Optional[float] = typer.Option(None, "--other-share", rich_help_panel=_AGG,
-                                                help="With --other: its share of epsilon (0.1)."),
+                               help="One more row: the private total of the keys not released."),
     out: Optional[str] = typer.Option(None, "--out", rich_help_panel=_OUT,
                                       help="Write the table (.parquet/.csv, atomically, with its guarantee)."),
     overwrite: bool = typer.Option(False, "--overwrite", rich_help_panel=_OUT,
@@ -379,8 +375,6 @@ def release(
         keys = None
         if keys_file is not None:
             keys = read_key_set(keys_file, [c.strip() for c in by.split(",") if c.strip()])
-        if other_share is not None and not other:
-            raise InvalidParameterError("--other-share sets the share of epsilon of the other row: pass --other too")
     except SparsedpError as e:
         fail(e, RELEASE_FLAGS)
     run_release(input, console=Console(), err_console=err, head=head, privacy_unit=unit,
@@ -388,4 +382,4 @@ def release(
                 max_groups_per_unit=max_groups_per_unit, mechanism=mech, engine=engine, out=out, overwrite=overwrite, ledger=ledger,
                 dataset=dataset, aggregates=aggregates, keys=keys,
                 **({"column_shape": shape} if shape is not None else {}),
-                **({"other": True if other_share is None else other_share} if other else {}))
+                **({"other": True} if other else {}))
