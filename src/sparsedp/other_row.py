@@ -35,6 +35,7 @@ from .accounting.charge import Charge
 from .accounting.events import PureEvent, SequenceEvent
 from .accounting.other_total import OtherTotalCalibration, calibrate_other_total
 from .accounting.split import split_epsilon
+from .bound_choice import Wrapper
 from .core.engine import Capability
 from .core.key_order import canonical_exprs
 from .errors import InvalidParameterError, InvalidTypeError
@@ -113,7 +114,7 @@ def with_other_row(table: Any, by: list[str], value_column: str, value: int) -> 
 
 
 @dataclass(frozen=True)
-class WithOther(Mechanism):
+class WithOther(Wrapper):
     """``inner`` with the other row (module docstring). Not registered: :func:`sparsedp.request.build_request`
     builds it from ``other=True`` (``share`` of ε for the row) or ``other=<share>``."""
 
@@ -182,16 +183,6 @@ class WithOther(Mechanism):
             *(n for n in planned.disclosure.notes if n.startswith("other row:")))
         return dataclasses.replace(released, rows=table, in_process=True, disclosure=shown)
 
-    # the wrapper is planned and run through the stages above; these are the inner mechanism's
-    def calibrate(self, request: ReleaseRequest) -> Any:
-        return self.plan_release(request, "count").calibration
-
-    def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Any:
-        return self.inner.disclosure(request, calibration, value_column)
-
-    def run(self, engine: Any, hist: Any, calibration: Any, disclosure: Any, rng: Any,
-            request: ReleaseRequest) -> Released:  # pragma: no cover - the wrapper's draw runs the inner one
-        raise NotImplementedError("WithOther runs through plan_release/read/draw")
 
 
 def _note(cal: OtherTotalCalibration, eps_release: float, count_name: str, sums: bool) -> str:
