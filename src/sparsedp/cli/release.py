@@ -323,7 +323,7 @@ def release(
     count_bound: Optional[int] = typer.Option(None, "--count-bound", rich_help_panel=_MECH,
                                               help="two-stage: keys per unit counted in stage 2."),
     select: Optional[str] = typer.Option(None, "--select", rich_help_panel=_MECH,
-                                         help="two-stage: selecting mechanism (gshm, laplace)."),
+                                         help="two-stage: selecting mechanism (gshm, optimal-partition, …)."),
     option: Optional[List[str]] = typer.Option(None, "--option", rich_help_panel=_MECH,
                                                help="Any mechanism option as NAME=VALUE (repeatable)."),
     count_column: str = typer.Option("count", "--count-column", rich_help_panel=_AGG,

@@ -247,8 +247,9 @@ class Auto(Mechanism):
                 tried[name] = e
         best, reason, cands = _pick(tried, request.epsilon, request.delta)
         if getattr(mechs[best], "discovery", False):
+            what = "key weights, not counts" if mechs[best].value_column("count") else "the keys only, no counts"
             reason += (" (key discovery: its margin is count-equivalent for keys whose units all fill "
-                       "max_groups_per_unit, and it releases key weights, not counts)")
+                       f"max_groups_per_unit, and it releases {what})")
         if request.aggregates:
             reason += " (SUM/MEAN requested: only mechanisms that release aggregate columns were considered)"
         mech, cal = mechs[best], tried[best]

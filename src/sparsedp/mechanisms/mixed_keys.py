@@ -165,7 +165,7 @@ class MixedKeys(TwoStage):
         return f"{self.name}({', '.join(f'{k}={v!r}' for k, v in self.options().items())})"
 
     def check(self, request: ReleaseRequest) -> None:
-        if request.max_groups_per_unit is None and self.select.engine_bound(
+        if self.select_bound(request) is None and self.select.engine_bound(
                 ReleaseRequest(request.epsilon, request.delta, 1)) is not None:
             raise InvalidParameterError("a mixed key set needs ⟨max_groups_per_unit=…⟩: the private values kept per "
                                         "unit by the selection", param="max_groups_per_unit")
@@ -191,9 +191,9 @@ class MixedKeys(TwoStage):
         """The full keys' histogram first (every key column checked before anything is drawn), then the
         projected keys' one for the selection."""
         assert privacy_unit is not None and self.keys is not None
-        r1, _ = self._requests(request)
+        sel, r1 = self.stage_one(request)
         h2 = engine.histogram(data, privacy_unit, by, self.count_bound, rng, 1)
-        h1 = self.select.histogram(engine, data, privacy_unit, list(self.keys.private), r1, rng)
+        h1 = sel.histogram(engine, data, privacy_unit, list(self.keys.private), r1, rng)
         return MixedHistogram(select=h1, count=h2, by=tuple(by), stats=engine.stats(h1), public=self.keys.public)
 
     def prepare(self, engine: Engine, hist: Any, request: ReleaseRequest) -> MixedHistogram:
