@@ -127,6 +127,9 @@ def test_stage_options_follow_the_mechanism_argument(log):
     c = sd.release(log, "user", BY, EPS, DELTA, max_groups_per_unit=2, keys={"country": COUNTRIES},
                    mechanism="public-laplace", rng=InsecureSeededRandom(1)).report
     assert c.options["count"] == "public-laplace"
+    d = sd.release(log, "user", BY, EPS, DELTA, keys={"country": COUNTRIES}, mechanism="optimal-partition",
+                   rng=InsecureSeededRandom(1)).report
+    assert d.options["select"] == "optimal-partition" and "at most 1 per unit" in d.contribution
     with pytest.raises(InvalidParameterError, match="mechanism"):
         sd.release(log, "user", BY, EPS, DELTA, max_groups_per_unit=2, keys={"country": COUNTRIES},
                    mechanism="misra-gries")

@@ -177,7 +177,7 @@ class MixedKeys(TwoStage):
         pub, priv = ", ".join(self.keys.public.columns), ", ".join(self.keys.private)
         bound = "no bound" if self.count_bound is None else f"at most {self.count_bound} keys per unit"
         contribution = (f"selection of {priv}: each unit's distinct {priv} values (whatever its {pub}), at most "
-                        f"{request.max_groups_per_unit} per unit, 1 each; counts of the {pub} × selected {priv} "
+                        f"{self.select_bound(request)} per unit, 1 each; counts of the {pub} × selected {priv} "
                         f"keys: {bound}, 1 per key per unit")
         note = (f"mixed key set: {pub} public ({self.keys.public.d} listed value(s), fixed before the release); "
                 f"{priv} selected privately by stage 1; every selected {priv} value gets a row for every listed "
