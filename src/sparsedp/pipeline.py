@@ -50,7 +50,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             overwrite: bool = False,
             ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
             rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None, keys: Any = None,
-            column_shape: Any = None) -> Result:
+            column_shape: Any = None, other: Any = False) -> Result:
     """Differentially private ``SELECT by…, COUNT(DISTINCT privacy_unit) [, SUM(x), AVG(x)] … GROUP BY by…``.
 
     Every argument in detail, with the rules each one follows: the documentation's "release() arguments" page
@@ -81,7 +81,10 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         rng: random source; ``None`` = the secure default. Tests pass a seeded one; never in production.
         progress: ``progress(stage)`` returns a context manager wrapped around each stage (:mod:`sparsedp.progress`).
         keys: a PUBLIC key list: every listed key gets a noisy count with no threshold
-            (:mod:`sparsedp.mechanisms.public_keys`).
+            (:mod:`sparsedp.mechanisms.public_keys`); a mapping ``{column: values}`` naming some ``by`` columns lists
+            those publicly and selects the others privately (:mod:`sparsedp.mechanisms.mixed_keys`).
+        other: ``True`` (or a share of ε in (0, 1), default 0.1): one more row with the private total of every key
+            not released (:mod:`sparsedp.other_row`).
 
     Returns:
         :class:`~sparsedp.report.Result`: ``.table`` (the input's frame type), ``.report`` (public), ``.curator``
@@ -99,7 +102,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     request = build_request(data, privacy_unit, by, epsilon, delta, max_groups_per_unit, top_k, mechanism,
                             aggregates=aggregates, keys=keys, column_shape=column_shape,
                             insecure_float=insecure_float, engine=engine, connection=connection, out=out,
-                            overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress)
+                            overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress,
+                            other=other)
     # 2.-7. ledger pre-check, the engine's pass, the charge, one private draw, publish, report (query.run_query)
     query = QuantileQuery(request, quantiles, t_start) if quantiles else HistogramQuery(request, t_start)
     res: Result = run_query(query, request.ledger, request.dataset)

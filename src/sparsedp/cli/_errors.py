@@ -41,6 +41,7 @@ RELEASE_FLAGS: Mapping[str, str] = {
     "auto_quantile": "--auto-quantile", "auto_objective": "--auto-objective", "overwrite": "--overwrite",
     "aggregates": "--sum/--mean", "count_name": "--count-column", "keys": "--keys", "group": "--group",
     "quantile": "--quantile/--median", "share": "--quantile/--median",
+    "other": "--other",
 }
 #: ``sparsedp plan``
 PLAN_FLAGS: Mapping[str, str] = {

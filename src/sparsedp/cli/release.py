@@ -15,7 +15,7 @@ from ..errors import InvalidParameterError, SparsedpError
 from ..mechanisms import registry
 from . import app
 from ._errors import RELEASE_FLAGS, cli_errors, fail, interruptible, to_cli
-from .keys_file import read_keys
+from .keys_file import read_key_set
 
 
 def progress_stages(console):
@@ -331,7 +331,7 @@ def release(
     pre_threshold: Optional[int] = typer.Option(None, "--pre-threshold", rich_help_panel=_MECH,
                                                 help="Never release keys with fewer units."),
     keys_file: Optional[str] = typer.Option(None, "--keys", rich_help_panel=_MECH,
-                                            help="Public key list (file): every listed key gets a count."),
+                                            help="Public keys FILE, or COL=FILE,…: only those public."),
     size_weight: Optional[int] = typer.Option(None, "--size-weight", rich_help_panel=_MECH,
                                               help="correlated-gaussian: weight C of the size coordinate."),
     known_n: Optional[float] = typer.Option(None, "--known-n", rich_help_panel=_MECH,
@@ -359,6 +359,8 @@ def release(
                                                 help="Private median per released key: COLUMN:LOWER:UPPER[:NAME]."),
     column_shape: Optional[str] = typer.Option(None, "--column-shape", rich_help_panel=_AGG,
                                                help="Noise covariance shape, e.g. '90000,750;750,25'."),
+    other: bool = typer.Option(False, "--other", rich_help_panel=_AGG,
+                               help="One more row: the private total of the keys not released."),
     out: Optional[str] = typer.Option(None, "--out", rich_help_panel=_OUT,
                                       help="Write the table (.parquet/.csv, atomically, with its guarantee)."),
     overwrite: bool = typer.Option(False, "--overwrite", rich_help_panel=_OUT,
@@ -399,11 +401,12 @@ def release(
         shape = parse_column_shape(column_shape)
         keys = None
         if keys_file is not None:
-            keys = read_keys(keys_file, [c.strip() for c in by.split(",") if c.strip()])
+            keys = read_key_set(keys_file, [c.strip() for c in by.split(",") if c.strip()])
     except SparsedpError as e:
         fail(e, RELEASE_FLAGS)
     run_release(input, console=Console(), err_console=err, head=head, privacy_unit=unit,
                 by=[c.strip() for c in by.split(",") if c.strip()], epsilon=epsilon, delta=delta,
                 max_groups_per_unit=max_groups_per_unit, mechanism=mech, engine=engine, out=out, overwrite=overwrite, ledger=ledger,
                 dataset=dataset, aggregates=aggregates, keys=keys,
-                **({"column_shape": shape} if shape is not None else {}))
+                **({"column_shape": shape} if shape is not None else {}),
+                **({"other": True} if other else {}))
