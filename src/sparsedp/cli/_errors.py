@@ -40,6 +40,7 @@ RELEASE_FLAGS: Mapping[str, str] = {
     "split": "--split", "count_bound": "--count-bound", "auto_share": "--auto-share",
     "auto_quantile": "--auto-quantile", "auto_objective": "--auto-objective", "overwrite": "--overwrite",
     "aggregates": "--sum/--mean", "count_name": "--count-column", "keys": "--keys", "group": "--group",
+    "objective": "--objective",
 }
 #: ``sparsedp plan``
 PLAN_FLAGS: Mapping[str, str] = {

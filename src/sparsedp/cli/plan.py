@@ -12,6 +12,7 @@ import typer
 
 from ..accounting import best, compare
 from ..errors import SparsedpError
+from ..mechanisms.base import AutoRole
 from ..mechanisms.thresholded import Laplace, TopKCSH
 from .. import pipeline
 from ..plotting import check_plot_path, plot_plan
@@ -26,9 +27,12 @@ def _fmt(x: float) -> str:
 
 
 def row_use(mech, chosen: bool) -> str:
-    """What a secure plan row is to a release: the one ``auto`` uses, another count mechanism (blank), or one
-    that publishes something else than counts (its output column: key weights, count minus the cut-off)."""
+    """What a secure plan row is to a release: the one ``auto`` uses, another count mechanism (blank), a key
+    selection mechanism (keys only: ``sd.Auto(objective="keys")`` and ``sd.TwoStage(select=…)`` choose among
+    them; never a count row), or one that publishes something else than counts (its output column)."""
     column = mech.value_column("count")
+    if is_selection(mech):
+        return "keys only (selection" + (", publishes key weights)" if column == "weight" else ")")
     if chosen:
         return "release uses this"
     if column == "weight":
@@ -36,6 +40,12 @@ def row_use(mech, chosen: bool) -> str:
     if column != "count":
         return f"publishes {column.replace('_', ' ')}"
     return ""
+
+
+def is_selection(mech) -> bool:
+    """A key-selection mechanism (registered in ``AutoRole.DISCOVERY``): it publishes keys (and perhaps key
+    weights), never counts."""
+    return mech.auto_role is AutoRole.DISCOVERY
 
 
 def render_table(cals, *, title: str, uses=None) -> None:

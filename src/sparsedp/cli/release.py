@@ -324,6 +324,9 @@ def release(
                                               help="two-stage: keys per unit counted in stage 2."),
     select: Optional[str] = typer.Option(None, "--select", rich_help_panel=_MECH,
                                          help="two-stage: selecting mechanism (gshm, laplace)."),
+    objective: Optional[str] = typer.Option(None, "--objective", rich_help_panel=_MECH,
+                                            help="auto: 'counts' (lowest threshold, default) or 'keys' (most "
+                                                 "released keys, any selection mechanism)."),
     option: Optional[List[str]] = typer.Option(None, "--option", rich_help_panel=_MECH,
                                                help="Any mechanism option as NAME=VALUE (repeatable)."),
     count_column: str = typer.Option("count", "--count-column", rich_help_panel=_AGG,
@@ -355,7 +358,8 @@ def release(
              "domain_size": domain_size, "max_key_bytes": max_key_bytes, "k": top_k, "c": size_weight,
              "known_n": known_n, "group": group, "count_bound": count_bound, "select": select, "split": split,
              "query_keys": None if query_keys is None else tuple(q for q in query_keys.split(",") if q),
-             "debias": False if shifted else None, "unit_sketch": unit_sketch, "noise": csh_noise}
+             "debias": False if shifted else None, "unit_sketch": unit_sketch, "noise": csh_noise,
+             "objective": objective}
     try:
         if csh_noise is not None and csh_noise not in ("rounded", "alg4"):
             raise InvalidParameterError(f"--csh-noise must be 'rounded' or 'alg4', got {csh_noise!r}")
