@@ -129,7 +129,13 @@ OBJECTIVES = ("counts", "keys")
 def publishes(mech: Mechanism) -> str:
     """What a mechanism's table holds besides the keys: ``"counts"``, ``"key weights"`` or another column."""
     column = mech.value_column("count")
-    return {"count": "counts", "weight": "key weights"}.get(column, column.replace("_", " "))
+    return {"count": "counts", "weight": "key weights", "": "keys only"}.get(column, column.replace("_", " "))
+
+
+def _std(cal: Any) -> float:
+    """The calibration's noise std, +inf when it has none (a keys-only selection releases no noisy value)."""
+    x = float(getattr(cal, "noise_std", float("nan")))
+    return x if x == x else float("inf")
 
 
 def _pick_keys(tried: dict[str, Any], mechs: dict[str, Mechanism], epsilon: float,
@@ -148,7 +154,7 @@ def _pick_keys(tried: dict[str, Any], mechs: dict[str, Mechanism], epsilon: floa
         {"mechanism": m, "tau": c.tau, "keep50": keep[m], "noise_std": c.noise_std, "analysis": c.analysis,
          "publishes": publishes(mechs[m])} if m in ok else
         {"mechanism": m, "infeasible": str(c), "publishes": publishes(mechs[m])} for m, c in tried.items()]
-    best = min(ok, key=lambda m: (keep[m], publishes(mechs[m]) != "counts", ok[m].noise_std))
+    best = min(ok, key=lambda m: (keep[m], publishes(mechs[m]) != "counts", _std(ok[m])))
     cands.sort(key=lambda c: c.get("keep50", float("inf")))
     others = [c for c in cands if c["mechanism"] != best and "keep50" in c]
     reason = (f"{best} releases the most keys expected (objective 'keys'): a key held by n units is released with "
