@@ -38,6 +38,7 @@ _API = {
     "alp": "sparsedp.alp_release", "ALP": "sparsedp.sketches.alp",
     "GroupedCorrelatedGaussian": "sparsedp.mechanisms.grouped_keys",
     "TwoStage": "sparsedp.mechanisms.two_stage",
+    "OptimalPartitionSelection": "sparsedp.mechanisms.partition_selection",
     "CorrelatedGaussian": "sparsedp.mechanisms.public_keys", "PublicGaussian": "sparsedp.mechanisms.public_keys",
     "PublicLaplace": "sparsedp.mechanisms.public_keys", "BoundedDensity": "sparsedp.mechanisms.public_keys",
     "Ledger": "sparsedp.ledger", "Neighbours": "sparsedp.accounting.calibration",

@@ -166,8 +166,18 @@ class Published:
     rows: int
 
 
+#: the engine's value column of a keys-only release (value column ``""``: key discovery, e.g.
+#: ``optimal-partition``), dropped before the table is published
+_KEYS_ONLY_COLUMN = "__sparsedp_keys_only"
+
+
 def _tables(ctx: ReleaseContext, released: Any, value_column: str) -> Published:
-    """The released rows as a sorted Arrow table (and a Spark DataFrame for Spark input: Spark in, Spark out)."""
+    """The released rows as a sorted Arrow table (and a Spark DataFrame for Spark input: Spark in, Spark out).
+    A keys-only release (``value_column == ""``) publishes the ``by`` columns only, in canonical key order."""
+    if not value_column:
+        t = _tables(ctx, released, _KEYS_ONLY_COLUMN)
+        return Published(None if t.arrow is None else t.arrow.drop_columns([_KEYS_ONLY_COLUMN]),
+                         None if t.native is None else t.native.drop(_KEYS_ONLY_COLUMN), t.rows)
     eng, by, spark = ctx.engine, list(ctx.by), sources.kind(ctx.data) == "spark"
     if released.in_process:
         arrow = _sorted_table(released.rows, value_column)

@@ -141,8 +141,10 @@ class Plan(tuple[Any, ...]):
             row = {"mechanism": m.describe(), "analysis": getattr(c, "analysis", "balcer-vadhan")}
             for name in ("sigma", "noise_std", "tau", "delta_achieved"):
                 val = getattr(c, name, None)
-                if val is not None:
+                if val is not None and val == val:  # NaN: no noise scale (keys-only selection)
                     row[name] = val
+            if not m.value_column("count"):
+                row["releases"] = "keys only"
             acc = getattr(c, "accuracy", None)
             if acc is not None:
                 row.update(per_count_error=acc.per_query, threshold=acc.threshold)

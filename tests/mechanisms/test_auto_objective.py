@@ -85,7 +85,7 @@ def test_plan_cli_shows_selection_mechanisms_as_keys_only_rows():
     from sparsedp.cli import app
     from sparsedp.cli.plan import row_use
 
-    assert row_use(WeightedGaussian(), True) == "keys only (selection, publishes key weights)"
+    assert row_use(WeightedGaussian(), True) == "keys only (key weights, not counts)"
     assert row_use(sd.GSHM(), True) == "release uses this"
     r = CliRunner().invoke(app, ["plan", "--epsilon", "1", "--delta", "1e-6", "--l0", "5", "--noise", "discrete"],
                            env={"COLUMNS": "200"})

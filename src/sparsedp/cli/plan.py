@@ -23,6 +23,8 @@ _NOISE = {"discrete": True, "continuous": False, "both": None}
 
 
 def _fmt(x: float) -> str:
+    if x != x:  # NaN: no noise scale (a keys-only selection releases no counts)
+        return "-"
     return f"{x:,.4f}" if abs(x) < 1e6 else f"{x:.6g}"
 
 
@@ -32,7 +34,7 @@ def row_use(mech, chosen: bool) -> str:
     them; never a count row), or one that publishes something else than counts (its output column)."""
     column = mech.value_column("count")
     if is_selection(mech):
-        return "keys only (selection" + (", publishes key weights)" if column == "weight" else ")")
+        return "keys only (key weights, not counts)" if column == "weight" else "keys only (no counts)"
     if chosen:
         return "release uses this"
     if column == "weight":
@@ -210,7 +212,8 @@ def plan(
     if secure is not None and len(secure):
         typer.echo(release_line(secure.best, list(secure)))
     if len(cals) > (len(secure) if secure is not None else 0):
-        typer.echo(summary_line(cals))
+        # the lowest margin among the rows that publish counts (keys-only selections are listed, not ranked)
+        typer.echo(summary_line([c for c, u in zip(cals, uses) if not u.startswith("keys only")]))
     if profile and (l0 is not None or top_k is not None):
         _print_profile(pipeline.plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k))
     if plot:
