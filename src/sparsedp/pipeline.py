@@ -31,7 +31,7 @@ from typing import Any, Callable, ContextManager, Sequence
 
 from .accounting.profiles import profile_of
 from .mechanisms import registry
-from .mechanisms.base import ReleaseRequest
+from .mechanisms.base import AutoRole, ReleaseRequest
 from .quantile_release import QuantileQuery, split_quantiles
 from .query import HistogramQuery, run_query
 from .report import Result
@@ -223,6 +223,8 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
                                max_units=max_units, beta=beta, aggregates=aggregates, keys=keys, group=group,
                                column_shape=column_shape)
     rows = [row for plan_rows in registry.planners() for row in plan_rows(query)]
+    # key-selection mechanisms (AutoRole.DISCOVERY) are keys-only rows: never ranked with the count mechanisms
+    rows = [(m, cal, max(g, 1) if m.auto_role is AutoRole.DISCOVERY else g) for m, cal, g in rows]
     ranked = sorted((r for r in rows if r[2] == 0), key=lambda r: query.sort_key(r[1]))
     after = sorted((r for r in rows if r[2] > 0), key=lambda r: r[2])  # stable: registration order within
     return Plan([(m, cal) for m, cal, _ in ranked + after], title=query.title())

@@ -42,6 +42,7 @@ RELEASE_FLAGS: Mapping[str, str] = {
     "aggregates": "--sum/--mean", "count_name": "--count-column", "keys": "--keys", "group": "--group",
     "quantile": "--quantile/--median", "share": "--quantile/--median",
     "other": "--other",
+    "objective": "--objective",
 }
 #: ``sparsedp plan``
 PLAN_FLAGS: Mapping[str, str] = {

@@ -307,9 +307,9 @@ def release(
     top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys instead (top-k CSH)."),
     mechanism: str = typer.Option(DEFAULT_MECHANISM, "--mechanism", help="auto or a registered mechanism."),
     auto_share: Optional[float] = typer.Option(None, "--auto-share", rich_help_panel=_AUTO,
-                                               help="Share of epsilon spent choosing the bound (0.1)."),
+                                               help="Share of epsilon spent choosing the bound (0.05; 0.1 with --auto-objective keys)."),
     auto_quantile: Optional[float] = typer.Option(None, "--auto-quantile", rich_help_panel=_AUTO,
-                                                  help="Fraction of units keeping all their keys (0.9)."),
+                                                  help="Fraction of units keeping all their keys (0.5)."),
     auto_objective: Optional[str] = typer.Option(None, "--auto-objective", rich_help_panel=_AUTO,
                                                  help="'quantile' (default) or 'keys' (most released keys)."),
     shifted: bool = typer.Option(False, "--shifted", rich_help_panel=_MECH,
@@ -344,6 +344,9 @@ def release(
                                               help="two-stage: keys per unit counted in stage 2."),
     select: Optional[str] = typer.Option(None, "--select", rich_help_panel=_MECH,
                                          help="two-stage: selecting mechanism (gshm, optimal-partition, …)."),
+    objective: Optional[str] = typer.Option(None, "--objective", rich_help_panel=_MECH,
+                                            help="auto: 'counts' (lowest threshold, default) or 'keys' (most "
+                                                 "released keys, any selection mechanism)."),
     option: Optional[List[str]] = typer.Option(None, "--option", rich_help_panel=_MECH,
                                                help="Any mechanism option as NAME=VALUE (repeatable)."),
     count_column: str = typer.Option("count", "--count-column", rich_help_panel=_AGG,
@@ -382,7 +385,8 @@ def release(
              "domain_size": domain_size, "max_key_bytes": max_key_bytes, "k": top_k, "c": size_weight,
              "known_n": known_n, "group": group, "count_bound": count_bound, "select": select, "split": split,
              "query_keys": None if query_keys is None else tuple(q for q in query_keys.split(",") if q),
-             "debias": False if shifted else None, "unit_sketch": unit_sketch, "noise": csh_noise}
+             "debias": False if shifted else None, "unit_sketch": unit_sketch, "noise": csh_noise,
+             "objective": objective}
     try:
         if csh_noise is not None and csh_noise not in ("rounded", "alg4"):
             raise InvalidParameterError(f"--csh-noise must be 'rounded' or 'alg4', got {csh_noise!r}")
