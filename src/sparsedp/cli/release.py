@@ -8,7 +8,7 @@ from typing import Any, Iterator, List, Optional
 import typer
 from typer.core import TyperCommand
 
-from ..aggregates import Count, Mean, Sum
+from ..aggregates import Count, Mean, Std, Sum, Variance
 from ..auto_bound import AutoBound
 from .. import pipeline
 from ..errors import InvalidParameterError, SparsedpError
@@ -193,8 +193,8 @@ def mechanism_from_flags(mechanism: str, flags: dict, option: Optional[List[str]
 
 
 def parse_aggregate(flag: str, spec: str):
-    """``--sum``/``--mean`` ``COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Sum` /
-    :class:`~sparsedp.aggregates.Mean`; raises :class:`~sparsedp.errors.InvalidParameterError` in flag terms."""
+    """``--sum``/``--mean``/``--variance``/``--std`` ``COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Sum` /
+    :class:`~sparsedp.aggregates.Mean` / :class:`~sparsedp.aggregates.Variance` / :class:`~sparsedp.aggregates.Std`; raises :class:`~sparsedp.errors.InvalidParameterError` in flag terms."""
     parts = spec.split(":")
     if len(parts) not in (3, 4) or not parts[0]:
         raise InvalidParameterError(f"{flag} takes COLUMN:LOWER:UPPER[:NAME] (e.g. {flag} dwell_s:0:600), "
@@ -203,7 +203,7 @@ def parse_aggregate(flag: str, spec: str):
         lo, hi = float(parts[1]), float(parts[2])
     except ValueError:
         raise InvalidParameterError(f"{flag} {spec!r}: LOWER and UPPER must be numbers") from None
-    cls = Sum if flag == "--sum" else Mean
+    cls = {"--sum": Sum, "--variance": Variance, "--std": Std}.get(flag, Mean)
     return cls(parts[0], lo, hi, name=parts[3] if len(parts) == 4 else None)
 
 
@@ -332,6 +332,10 @@ def release(
                                              help="Private SUM per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
     means: Optional[List[str]] = typer.Option(None, "--mean", rich_help_panel=_AGG,
                                               help="Private MEAN per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
+    variances: Optional[List[str]] = typer.Option(None, "--variance", rich_help_panel=_AGG,
+                                                  help="Private VARIANCE per key: COLUMN:LOWER:UPPER[:NAME]."),
+    stds: Optional[List[str]] = typer.Option(None, "--std", rich_help_panel=_AGG,
+                                             help="Private standard deviation per key: COLUMN:LOWER:UPPER[:NAME]."),
     column_shape: Optional[str] = typer.Option(None, "--column-shape", rich_help_panel=_AGG,
                                                help="Noise covariance shape, e.g. '90000,750;750,25'."),
     out: Optional[str] = typer.Option(None, "--out", rich_help_panel=_OUT,
@@ -369,6 +373,8 @@ def release(
         aggregates = [Count(name=count_column)]
         aggregates += [parse_aggregate("--sum", x) for x in sums or ()]
         aggregates += [parse_aggregate("--mean", x) for x in means or ()]
+        aggregates += [parse_aggregate("--variance", x) for x in variances or ()]
+        aggregates += [parse_aggregate("--std", x) for x in stds or ()]
         shape = parse_column_shape(column_shape)
         keys = None
         if keys_file is not None:

@@ -34,7 +34,7 @@ from ..accounting.csh_aggregates import calibrate_csh_joint_rounded
 from ..accounting.discrete import dgauss_variance
 from ..accounting.events import event_of
 from ..accounting.names import GSHM as GSHM_NAME, LAPLACE, TOPK_CSH
-from ..aggregates import Mean, Sum, column_sensitivities, noise_columns
+from ..aggregates import Mean, Squares, Sum, column_sensitivities, noise_columns
 from ..core.histogram import Release, SparseHistogram
 from ..errors import InfeasibleError, InvalidParameterError
 from ..noise.source import SecureRandom
@@ -206,8 +206,9 @@ def _charge(self: Mechanism, calibration: Any, disclosure: Disclosure) -> Any:
 
 
 def _clipping(aggs: tuple[Sum, ...]) -> str:
-    return "; " + "; ".join(f"{c.column}: each unit's per-key total clipped to [{c.lower:g}, {c.upper:g}] "
-                            f"(grid {c.granularity:g})" for c in noise_columns(aggs)[0])
+    return "; " + "; ".join(f"{c.column}: each unit's per-key total clipped to [{c.lower:g}, {c.upper:g}]"
+                            + (", squared (VARIANCE's sum of squares)" if isinstance(c, Squares) else "")
+                            + f" (grid {c.granularity:g})" for c in noise_columns(aggs)[0])
 
 
 def _secure(request: ReleaseRequest) -> bool:
