@@ -49,7 +49,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             overwrite: bool = False,
             ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
             rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None, keys: Any = None,
-            column_shape: Any = None) -> Result:
+            column_shape: Any = None, interval: Any = None) -> Result:
     """Differentially private ``SELECT by…, COUNT(DISTINCT privacy_unit) [, SUM(x), AVG(x)] … GROUP BY by…``.
 
     Every argument in detail, with the rules each one follows: the documentation's "release() arguments" page
@@ -81,6 +81,9 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         progress: ``progress(stage)`` returns a context manager wrapped around each stage (:mod:`sparsedp.progress`).
         keys: a PUBLIC key list: every listed key gets a noisy count with no threshold
             (:mod:`sparsedp.mechanisms.public_keys`).
+        interval: per-row intervals ``<column>_lo``/``<column>_hi`` for every count, SUM and MEAN column, exact for
+            the noise sampled: a level such as 0.95, ``True`` (0.95), or None/False (default: none); what they mean
+            for released keys: ``docs/proofs/intervals.md``. ``Result.release_probability(count)`` needs none.
 
     Returns:
         :class:`~sparsedp.report.Result`: ``.table`` (the input's frame type), ``.report`` (public), ``.curator``
@@ -97,7 +100,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
     request = build_request(data, privacy_unit, by, epsilon, delta, max_groups_per_unit, top_k, mechanism,
                             aggregates=aggregates, keys=keys, column_shape=column_shape,
                             insecure_float=insecure_float, engine=engine, connection=connection, out=out,
-                            overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress)
+                            overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress,
+                            interval=interval)
     # 2.-7. ledger pre-check, the engine's pass, the charge, one private draw, publish, report (query.run_query)
     res: Result = run_query(HistogramQuery(request, t_start), request.ledger, request.dataset)
     return res

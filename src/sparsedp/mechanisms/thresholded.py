@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-import numpy as np
-
 from .. import _validate as v
 from ..accounting import laws
 from ..accounting.aggregates import calibrate_joint_gshm
@@ -33,6 +31,7 @@ from ..accounting.csh import csh_rounded_noise_std
 from ..accounting.csh_aggregates import calibrate_csh_joint_rounded
 from ..accounting.discrete import dgauss_variance
 from ..accounting.events import event_of
+from ..accounting.intervals import RowLaws
 from ..accounting.names import GSHM as GSHM_NAME, LAPLACE, TOPK_CSH
 from ..aggregates import Mean, Squares, Sum, column_sensitivities, noise_columns
 from ..core.histogram import Release, SparseHistogram
@@ -45,6 +44,7 @@ from .base import Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from .catalog import register
 from .kernel import noise_plan
 from .key_noise import KeyNoise
+from .row_laws import thresholded_laws, topk_laws
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
@@ -258,6 +258,9 @@ class _PerKeyThresholded(Mechanism):
 
     charge = _charge
 
+    def row_laws(self, request: ReleaseRequest, calibration: Any, value_column: str) -> RowLaws | None:
+        return thresholded_laws(value_column, calibration, self.pre_threshold)
+
     def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
             request: ReleaseRequest) -> Released:
         task = _key_task(calibration, self.pre_threshold, rng, request.insecure_float)
@@ -450,6 +453,9 @@ class TopKCSH(Mechanism):
         return dataclasses.replace(d, column_errors={a.output_name: float(errors[a.output_name]) for a in aggs})
 
     charge = _charge
+
+    def row_laws(self, request: ReleaseRequest, calibration: Any, value_column: str) -> RowLaws | None:
+        return topk_laws(value_column, calibration, self.debias, request.aggregates)
 
     def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
             request: ReleaseRequest) -> Released:
