@@ -11,6 +11,7 @@ from typer.core import TyperCommand
 from ..aggregates import Count, Mean, Std, Sum, Variance
 from ..auto_bound import AutoBound
 from .. import pipeline
+from ..request import interval_level
 from ..errors import InvalidParameterError, SparsedpError
 from ..mechanisms import registry
 from . import app
@@ -336,6 +337,10 @@ def release(
                                                   help="Private VARIANCE per key: COLUMN:LOWER:UPPER[:NAME]."),
     stds: Optional[List[str]] = typer.Option(None, "--std", rich_help_panel=_AGG,
                                              help="Private standard deviation per key: COLUMN:LOWER:UPPER[:NAME]."),
+    interval: Optional[float] = typer.Option(None, "--interval", rich_help_panel=_AGG,
+                                             help="Per-row intervals at this level (e.g. 0.95): <col>_lo/_hi."),
+    no_interval: bool = typer.Option(False, "--no-interval", rich_help_panel=_AGG,
+                                     help="No interval columns (the default)."),
     column_shape: Optional[str] = typer.Option(None, "--column-shape", rich_help_panel=_AGG,
                                                help="Noise covariance shape, e.g. '90000,750;750,25'."),
     out: Optional[str] = typer.Option(None, "--out", rich_help_panel=_OUT,
@@ -376,6 +381,9 @@ def release(
         aggregates += [parse_aggregate("--variance", x) for x in variances or ()]
         aggregates += [parse_aggregate("--std", x) for x in stds or ()]
         shape = parse_column_shape(column_shape)
+        if interval is not None and no_interval:
+            raise InvalidParameterError("--interval and --no-interval exclude each other")
+        level = interval_level(None if no_interval else interval)
         keys = None
         if keys_file is not None:
             keys = read_keys(keys_file, [c.strip() for c in by.split(",") if c.strip()])
@@ -385,4 +393,5 @@ def release(
                 by=[c.strip() for c in by.split(",") if c.strip()], epsilon=epsilon, delta=delta,
                 max_groups_per_unit=max_groups_per_unit, mechanism=mech, engine=engine, out=out, overwrite=overwrite, ledger=ledger,
                 dataset=dataset, aggregates=aggregates, keys=keys,
-                **({"column_shape": shape} if shape is not None else {}))
+                **({"column_shape": shape} if shape is not None else {}),
+                **({"interval": level} if level is not None else {}))
