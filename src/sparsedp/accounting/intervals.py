@@ -156,7 +156,7 @@ class LinearNoise:
             s = (support[:, None] + vals[None, :]).ravel()
             q = (prob[:, None] * p[None, :]).ravel()
             support, inv = np.unique(s, return_inverse=True)
-            prob = np.bincount(inv.ravel(), weights=q)
+            prob = np.bincount(inv.ravel(), weights=q).astype(np.float64)
         return a0, x0, support, prob
 
     def cdf(self, t: int) -> float:
