@@ -8,9 +8,10 @@ from typing import Any, Iterator, List, Optional
 import typer
 from typer.core import TyperCommand
 
-from ..aggregates import Count, Mean, Median, Quantile, Sum
+from ..aggregates import Count, Mean, Median, Quantile, Std, Sum, Variance
 from ..auto_bound import AutoBound
 from .. import pipeline
+from ..request import interval_level
 from ..errors import InvalidParameterError, SparsedpError
 from ..mechanisms import registry
 from . import app
@@ -193,8 +194,8 @@ def mechanism_from_flags(mechanism: str, flags: dict, option: Optional[List[str]
 
 
 def parse_aggregate(flag: str, spec: str):
-    """``--sum``/``--mean`` ``COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Sum` /
-    :class:`~sparsedp.aggregates.Mean`; raises :class:`~sparsedp.errors.InvalidParameterError` in flag terms."""
+    """``--sum``/``--mean``/``--variance``/``--std`` ``COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Sum` /
+    :class:`~sparsedp.aggregates.Mean` / :class:`~sparsedp.aggregates.Variance` / :class:`~sparsedp.aggregates.Std`; raises :class:`~sparsedp.errors.InvalidParameterError` in flag terms."""
     parts = spec.split(":")
     if len(parts) not in (3, 4) or not parts[0]:
         raise InvalidParameterError(f"{flag} takes COLUMN:LOWER:UPPER[:NAME] (e.g. {flag} dwell_s:0:600), "
@@ -203,7 +204,7 @@ def parse_aggregate(flag: str, spec: str):
         lo, hi = float(parts[1]), float(parts[2])
     except ValueError:
         raise InvalidParameterError(f"{flag} {spec!r}: LOWER and UPPER must be numbers") from None
-    cls = Sum if flag == "--sum" else Mean
+    cls = {"--sum": Sum, "--variance": Variance, "--std": Std}.get(flag, Mean)
     return cls(parts[0], lo, hi, name=parts[3] if len(parts) == 4 else None)
 
 
@@ -360,6 +361,14 @@ def release(
         help="Private q-quantile per released key: COLUMN:Q:LOWER:UPPER[:NAME]; repeatable."),
     medians: Optional[List[str]] = typer.Option(None, "--median", rich_help_panel=_AGG,
                                                 help="Private median per released key: COLUMN:LOWER:UPPER[:NAME]."),
+    variances: Optional[List[str]] = typer.Option(None, "--variance", rich_help_panel=_AGG,
+                                                  help="Private VARIANCE per key: COLUMN:LOWER:UPPER[:NAME]."),
+    stds: Optional[List[str]] = typer.Option(None, "--std", rich_help_panel=_AGG,
+                                             help="Private standard deviation per key: COLUMN:LOWER:UPPER[:NAME]."),
+    interval: Optional[float] = typer.Option(None, "--interval", rich_help_panel=_AGG,
+                                             help="Per-row intervals at this level (e.g. 0.95): <col>_lo/_hi."),
+    no_interval: bool = typer.Option(False, "--no-interval", rich_help_panel=_AGG,
+                                     help="No interval columns (the default)."),
     column_shape: Optional[str] = typer.Option(None, "--column-shape", rich_help_panel=_AGG,
                                                help="Noise covariance shape, e.g. '90000,750;750,25'."),
     other: bool = typer.Option(False, "--other", rich_help_panel=_AGG,
@@ -402,7 +411,12 @@ def release(
         aggregates += [parse_aggregate("--mean", x) for x in means or ()]
         aggregates += [parse_quantile("--quantile", x) for x in quantiles or ()]
         aggregates += [parse_quantile("--median", x) for x in medians or ()]
+        aggregates += [parse_aggregate("--variance", x) for x in variances or ()]
+        aggregates += [parse_aggregate("--std", x) for x in stds or ()]
         shape = parse_column_shape(column_shape)
+        if interval is not None and no_interval:
+            raise InvalidParameterError("--interval and --no-interval exclude each other")
+        level = interval_level(None if no_interval else interval)
         keys = None
         if keys_file is not None:
             keys = read_key_set(keys_file, [c.strip() for c in by.split(",") if c.strip()])
@@ -413,4 +427,5 @@ def release(
                 max_groups_per_unit=max_groups_per_unit, mechanism=mech, engine=engine, out=out, overwrite=overwrite, ledger=ledger,
                 dataset=dataset, aggregates=aggregates, keys=keys,
                 **({"column_shape": shape} if shape is not None else {}),
-                **({"other": True} if other else {}))
+                **({"other": True} if other else {}),
+                **({"interval": level} if level is not None else {}))
