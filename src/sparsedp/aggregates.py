@@ -60,8 +60,9 @@ from fractions import Fraction
 from . import _validate as v
 from .errors import InvalidParameterError, InvalidTypeError
 
-__all__ = ["Aggregate", "Count", "Sum", "Mean", "Variance", "Std", "Squares", "default_granularity", "grid_index",
-           "output_names", "noise_columns", "square_columns", "column_sensitivities", "DEFAULT_GRID_STEPS_LOG2"]
+__all__ = ["Aggregate", "Count", "Sum", "Mean", "Quantile", "Median", "Variance", "Std", "Squares", "quantile_level",
+           "default_granularity", "grid_index", "output_names", "noise_columns", "square_columns",
+           "column_sensitivities", "DEFAULT_GRID_STEPS_LOG2"]
 
 #: the default grid puts between 2^(this − 1) and 2^this steps across [lower, upper]
 DEFAULT_GRID_STEPS_LOG2 = 12
@@ -354,3 +355,115 @@ def square_columns(aggregates: Sequence[Any]) -> list[int | None]:
 def column_sensitivities(aggregates: Sequence[Any]) -> list[int]:
     """Grid-unit sensitivities of the distinct noisy columns (:func:`noise_columns`), for the accountant."""
     return [c.sensitivity for c in noise_columns(aggregates)[0]]
+
+
+# ------------------------------------------------------------------ quantiles (docs/proofs/quantiles.md)
+
+#: the largest denominator of a quantile level q (q = a/b in lowest terms, b <= this)
+MAX_QUANTILE_DENOMINATOR = 10_000
+#: default number of grid cells over [lower, upper] a quantile is chosen from
+DEFAULT_QUANTILE_CELLS = 1024
+
+
+def quantile_level(q: object, what: str = "Quantile") -> Fraction:
+    """``q`` as the exact rational a/b the integer utility uses: the fraction with b <= :data:`MAX_QUANTILE_DENOMINATOR`
+    within 1e-12 of ``q`` (``0.95`` -> 19/20, ``1/3`` -> 1/3); 0 < q < 1."""
+    if isinstance(q, bool) or not isinstance(q, (numbers.Real, Fraction)):
+        raise InvalidTypeError(f"{what} q must be a number in (0, 1), got {type(q).__name__} {q!r}")
+    exact = q if isinstance(q, Fraction) else Fraction(float(q)) if isinstance(q, float) else Fraction(int(q)) \
+        if isinstance(q, numbers.Integral) else Fraction(float(q))
+    if not 0 < exact < 1:
+        raise InvalidParameterError(f"{what} q must be strictly between 0 and 1, got {q!r}")
+    f: Fraction = exact.limit_denominator(MAX_QUANTILE_DENOMINATOR)
+    if abs(f - exact) > Fraction(1, 10**12):
+        raise InvalidParameterError(f"{what} q={q!r} is not a fraction a/b with b <= {MAX_QUANTILE_DENOMINATOR}; give "
+                                    f"it with at most 4 decimals (e.g. 0.95) or as a simple fraction (1/3)")
+    return f
+
+
+@dataclass(frozen=True)
+class Quantile:
+    """Private ``q``-quantile of ``column`` per released key, chosen from a public grid of ``cells`` cells over
+    [lower, upper] by the exponential mechanism with integer utilities (:mod:`sparsedp.mechanisms.quantiles`;
+    why this algorithm: ``docs/quantiles.md``; proof: ``docs/proofs/quantiles.md``).
+
+    Contribution model (enforced by the engine, :mod:`sparsedp.engines.quantile_cells`): each unit keeps at most
+    l0 of the *released* keys (uniform choice, secure source), and for each kept key at most ``max_rows`` of its
+    rows (uniform choice, secure source), each row's value clipped to [lower, upper] and put in its grid cell.
+    The quantile of a key is released only when the key's count is released, as its own pure-DP mechanism
+    (``share`` of the release's ε; default 3/4 of ε for all quantiles together, equal parts), composed
+    with the count by the ledger's event composition. Output column ``q<100·q>_<column>`` unless ``name``; the
+    released value is the midpoint of the chosen cell.
+    """
+
+    column: str
+    q: float
+    lower: float
+    upper: float
+    cells: int = DEFAULT_QUANTILE_CELLS
+    max_rows: int = 1
+    share: float | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        what = type(self).__name__
+        if not isinstance(self.column, str) or not self.column:
+            raise InvalidTypeError(f"{what} column must be a non-empty string, got {self.column!r}")
+        level = quantile_level(self.q, f"{what}({self.column!r})")
+        object.__setattr__(self, "q", float(level))
+        lo = _bound(f"{what}({self.column!r}) lower", self.lower)
+        hi = _bound(f"{what}({self.column!r}) upper", self.upper)
+        if not lo < hi:
+            raise InvalidParameterError(f"{what}({self.column!r}): lower must be < upper, got lower={lo:g}, "
+                                        f"upper={hi:g}")
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+        object.__setattr__(self, "cells", v.integer(f"{what}({self.column!r}) cells", self.cells, lo=2,
+                                                    hi=1 << 20))
+        object.__setattr__(self, "max_rows", v.integer(f"{what}({self.column!r}) max_rows", self.max_rows, lo=1,
+                                                       hi=1 << 20))
+        if self.share is not None:
+            s = _bound(f"{what}({self.column!r}) share", self.share)
+            if not 0 < s < 1:
+                raise InvalidParameterError(f"{what}({self.column!r}) share must be in (0, 1) (the part of epsilon "
+                                            f"this quantile spends), got {self.share!r}")
+            object.__setattr__(self, "share", s)
+        _name(self.name, what)
+
+    @property
+    def level(self) -> Fraction:
+        """q as the exact fraction a/b of the integer utility."""
+        return quantile_level(self.q)
+
+    @property
+    def sensitivity(self) -> int:
+        """L∞ sensitivity of the integer utility ``U_k = −|(b − a)·L_k − a·G_k|`` per unit and key:
+        ``max_rows · max(a, b − a)`` (one row moves L_k or G_k by at most 1; docs/proofs/quantiles.md Lemma 1)."""
+        a, b = self.level.numerator, self.level.denominator
+        return self.max_rows * max(a, b - a)
+
+    @property
+    def width(self) -> float:
+        """The grid cell width ``(upper − lower)/cells``."""
+        return (self.upper - self.lower) / self.cells
+
+    def cell_value(self, k: Any) -> Any:
+        """The released value of cell ``k`` (its midpoint), numpy-vectorised."""
+        return self.lower + (k + 0.5) * self.width
+
+    @property
+    def output_name(self) -> str:
+        return self.name or f"q{float(self.level) * 100:g}_{self.column}"
+
+
+@dataclass(frozen=True, init=False)
+class Median(Quantile):
+    """``Quantile(column, 0.5, lower, upper, …)``; output column ``median_<column>`` unless ``name``."""
+
+    def __init__(self, column: str, lower: float, upper: float, cells: int = DEFAULT_QUANTILE_CELLS,
+                 max_rows: int = 1, share: float | None = None, name: str | None = None) -> None:
+        super().__init__(column, 0.5, lower, upper, cells, max_rows, share, name)
+
+    @property
+    def output_name(self) -> str:
+        return self.name or f"median_{self.column}"

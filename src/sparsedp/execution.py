@@ -148,16 +148,24 @@ class LedgerSession:
         self.ledger = None
 
 
-def _sorted_table(arrow: Any, value_column: str) -> Any:
-    """Largest value first (stable: ties keep the engine's canonical key order)."""
+def _sorted_table(arrow: Any, value_column: str, by: Any = ()) -> Any:
+    """Largest value first (stable: ties keep the engine's canonical key order); a row whose key is null (the
+    other row, :mod:`sparsedp.other_row`: a real key is never null) last."""
     import polars as pl  # heavy: loaded by the engines before a table is published
 
     # through a Polars frame: pyarrow's to_numpy imports pandas, Polars' Series-from-Arrow pyarrow.compute
-    frame = pl.from_arrow(arrow.select([value_column]))
+    frame = pl.from_arrow(arrow.select([value_column, *by[:1]]))
     assert isinstance(frame, pl.DataFrame)  # a Table converts to a DataFrame
     values = frame[value_column].to_numpy()
     order = np.argsort(-values, kind="stable")
+    if by and frame[by[0]].null_count():
+        order = order[np.argsort(frame[by[0]].is_null().to_numpy()[order], kind="stable")]
     return arrow.take(numpy_to_arrow(order))
+
+
+def _key_rows(arrow: Any, by: Any) -> int:
+    """The released keys of a table (the other row's null key is not one)."""
+    return int(arrow.num_rows - (arrow.column(by[0]).null_count if by else 0))
 
 
 @dataclass(frozen=True)
@@ -170,12 +178,22 @@ class Published:
     rows: int
 
 
+#: the engine's value column of a keys-only release (value column ``""``: key discovery, e.g.
+#: ``optimal-partition``), dropped before the table is published
+_KEYS_ONLY_COLUMN = "__sparsedp_keys_only"
+
+
 def _tables(ctx: ReleaseContext, released: Any, value_column: str) -> Published:
-    """The released rows as a sorted Arrow table (and a Spark DataFrame for Spark input: Spark in, Spark out)."""
+    """The released rows as a sorted Arrow table (and a Spark DataFrame for Spark input: Spark in, Spark out).
+    A keys-only release (``value_column == ""``) publishes the ``by`` columns only, in canonical key order."""
+    if not value_column:
+        t = _tables(ctx, released, _KEYS_ONLY_COLUMN)
+        return Published(None if t.arrow is None else t.arrow.drop_columns([_KEYS_ONLY_COLUMN]),
+                         None if t.native is None else t.native.drop(_KEYS_ONLY_COLUMN), t.rows)
     eng, by, spark = ctx.engine, list(ctx.by), sources.kind(ctx.data) == "spark"
     if released.in_process:
-        arrow = _sorted_table(released.rows, value_column)
-        return Published(arrow, eng.from_arrow(arrow) if spark else None, arrow.num_rows)
+        arrow = _sorted_table(released.rows, value_column, by)
+        return Published(arrow, eng.from_arrow(arrow) if spark else None, _key_rows(arrow, by))
     if spark:
         native, n_rows = eng.native(released.rows, by, value_column)
         arrow = _sorted_table(eng.to_arrow(released.rows, by, value_column), value_column) \

@@ -40,6 +40,9 @@ RELEASE_FLAGS: Mapping[str, str] = {
     "split": "--split", "count_bound": "--count-bound", "auto_share": "--auto-share",
     "auto_quantile": "--auto-quantile", "auto_objective": "--auto-objective", "overwrite": "--overwrite",
     "aggregates": "--sum/--mean/--variance/--std", "count_name": "--count-column", "keys": "--keys", "group": "--group",
+    "quantile": "--quantile/--median", "share": "--quantile/--median",
+    "other": "--other",
+    "objective": "--objective",
     "interval": "--interval",
 }
 #: ``sparsedp plan``
