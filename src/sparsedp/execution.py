@@ -27,7 +27,10 @@ from .engines.choice import choose_engine
 from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
 from .ledger import Ledger, _dataset_name, open_ledger
+from .accounting.intervals import LinearNoise
+from .accounting.laws import DiscreteLaplace
 from .mechanisms.row_intervals import add_intervals, interval_notes
+from .other_row import OTHER_COLUMN, OtherPlan
 from .progress import Stages
 from .report import Curator, Report, Result, warn_insecure
 
@@ -230,13 +233,21 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
     if base is None:  # a Spark frame not written to a file: its released rows (few) collected once
         base = _sorted_table(ctx.engine.to_arrow(released.rows, list(ctx.by), planned.value_column),
                              planned.value_column)
-    arrow, added = add_intervals(base, laws, level, final.value_column)
+    arrow, added = add_intervals(base, laws, level, final.value_column, _other_law(planned))
     native = tables.native
     if native is not None:  # Spark in, Spark out: the table with its intervals
         native = ctx.engine.from_arrow(arrow)
     notes = interval_notes(laws, level, added.coverage, final.mechanism.name)
     return (Published(arrow, native, tables.rows),
             dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes)))
+
+
+def _other_law(planned: Any) -> tuple[str, LinearNoise] | None:
+    """The other row's ``(flag column, count noise law)`` (``release(..., other=True)``: discrete Laplace of its
+    calibration's scale), or None."""
+    if not isinstance(planned.detail, OtherPlan):
+        return None
+    return OTHER_COLUMN, LinearNoise(((1, DiscreteLaplace(planned.detail.calibration.scale)),))
 
 
 def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSession,

@@ -74,6 +74,10 @@ class _OtherPlan:
     calibration: OtherTotalCalibration
 
 
+#: the public name of the plan's detail (per-row intervals read the other row's calibration from it)
+OtherPlan = _OtherPlan
+
+
 @dataclass(frozen=True, eq=False)
 class _OtherRead:
     """The release's own read and the full keys' bounded histogram (in this process; curator only)."""
