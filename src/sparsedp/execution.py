@@ -150,7 +150,8 @@ def _sorted_table(arrow: Any, value_column: str, by: Any = ()) -> Any:
     import polars as pl  # heavy: loaded by the engines before a table is published
 
     # through a Polars frame: pyarrow's to_numpy imports pandas, Polars' Series-from-Arrow pyarrow.compute
-    frame = pl.from_arrow(arrow.select([value_column, *by[:1]]))
+    by = [c for c in by[:1] if c in arrow.column_names]  # some releases key on a joined column
+    frame = pl.from_arrow(arrow.select([value_column, *by]))
     assert isinstance(frame, pl.DataFrame)  # a Table converts to a DataFrame
     values = frame[value_column].to_numpy()
     order = np.argsort(-values, kind="stable")
@@ -161,7 +162,7 @@ def _sorted_table(arrow: Any, value_column: str, by: Any = ()) -> Any:
 
 def _key_rows(arrow: Any, by: Any) -> int:
     """The released keys of a table (the other row's null key is not one)."""
-    return int(arrow.num_rows - (arrow.column(by[0]).null_count if by else 0))
+    return int(arrow.num_rows - (arrow.column(by[0]).null_count if by and by[0] in arrow.column_names else 0))
 
 
 @dataclass(frozen=True)
