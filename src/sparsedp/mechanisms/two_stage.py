@@ -332,6 +332,15 @@ class TwoStage(Mechanism):
         sel, r1 = self.stage_one(request)
         return dataclasses.replace(h, select=sel.prepare(engine, h.select, r1))
 
+    def select_columns(self, hist: TwoStageHistogram) -> list[str]:
+        """The key columns stage 1 selects (every ``by`` column; a mixed key set selects its private ones)."""
+        return list(hist.by)
+
+    def count_list(self, selected: Any, hist: TwoStageHistogram) -> Any:
+        """Stage 2's key list (Arrow, the ``by`` columns) from stage 1's selected keys: those keys themselves
+        (a mixed key set: their product with the public values, :mod:`.mixed_keys`)."""
+        return selected
+
     def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
             request: ReleaseRequest) -> Released:
         import numpy as np
@@ -339,12 +348,12 @@ class TwoStage(Mechanism):
 
         h: TwoStageHistogram = hist
         cal: TwoStageCalibration = calibration
-        by = list(h.by)
+        by, sel_by = list(h.by), self.select_columns(h)
         sel = cal.select
         d1 = sel.disclosure(cal.select_request, cal.select_cal, _SELECT_VALUE)
         rel1 = sel.run(engine, h.select, cal.select_cal, d1, rng, cal.select_request)
-        table1 = rel1.rows if rel1.in_process else engine.to_arrow(rel1.rows, by, _SELECT_VALUE)
-        selected = table1.select(by)  # stage 1's key set only: its counts go no further
+        table1 = rel1.rows if rel1.in_process else engine.to_arrow(rel1.rows, sel_by, _SELECT_VALUE)
+        selected = self.count_list(table1.select(sel_by), h)  # stage 1's key set only: its counts go no further
         if selected.num_rows == 0:
             out = selected.append_column(disclosure.value_column, pa.array(np.empty(0, np.float64)))
             note = "stage 1 selected no key: stage 2 released nothing (no noise drawn)"
