@@ -55,7 +55,7 @@ from ._types import FloatArray, RealOrArray
 #: the part of ε the quantiles of a release get together when no ``share`` is given (module docstring)
 DEFAULT_QUANTILES_SHARE = 0.75
 
-__all__ = ["DEFAULT_QUANTILES_SHARE", "quantile_utilities", "exponential_law", "pure_composition_delta", "utility_gap", "QuantileSplit",
+__all__ = ["DEFAULT_QUANTILES_SHARE", "quantile_utilities", "exponential_law", "permute_and_flip_law", "pure_composition_delta", "utility_gap", "QuantileSplit",
            "split_budget", "em_scale"]
 
 
@@ -88,11 +88,34 @@ def exponential_law(utilities: npt.ArrayLike, epsilon: float, sensitivity: int) 
     return out
 
 
+def permute_and_flip_law(utilities: npt.ArrayLike, epsilon: float, sensitivity: int) -> FloatArray:
+    """The output law of permute-and-flip at ``t = ε/(2Δ)`` (McKenna & Sheldon 2020, arXiv:2010.12603):
+    ``P[k] = p_k ∫_0^1 Π_{j≠k}(1 − τ p_j) dτ``, ``p_j = exp(−t·(max U − U_j))``.
+
+    Why: give every cell an independent uniform arrival time; a uniformly random order is the order of the
+    times, and given cell k's time τ every other cell comes before it independently with probability τ, and is
+    then rejected with probability 1 − p_j. The integrand is a polynomial of degree ``len − 1`` in τ, integrated
+    exactly (up to float rounding) by Gauss–Legendre quadrature with ``len`` nodes. For tests and small grids."""
+    u = np.asarray(utilities, dtype=float)
+    t = float(em_scale(epsilon, sensitivity))
+    p = np.exp(-t * (u.max() - u))
+    nodes, weights = np.polynomial.legendre.leggauss(max(1, u.size))
+    tau = (nodes + 1.0) / 2.0
+    w = weights / 2.0
+    one_minus = 1.0 - np.outer(tau, p)                  # (nodes, cells)
+    log_all = np.log(one_minus).sum(axis=1)             # 1 − τ p_j > 0 at every interior node
+    inner = np.exp(log_all[:, None] - np.log(one_minus))  # Π_{j≠k}
+    out: FloatArray = p * (w @ inner)
+    return out / out.sum()
+
+
 def utility_gap(epsilon: float, sensitivity: int, cells: int, alpha: float) -> float:
     """``g`` with ``P[U_out < U_max − g] <= alpha`` for every input: ``(2Δ/ε)·ln(cells/alpha)``.
 
-    The exponential mechanism's tail (McSherry & Talwar 2007, Thm 8; Dwork & Roth 2014, Thm 3.11): the cells with
-    utility below ``U_max − g`` have total weight at most ``cells·exp(−ε g/(2Δ))`` relative to the best cell's.
+    Both permute-and-flip and the exponential mechanism output cell k with probability at most
+    ``p_k = exp(−t·(U_max − U_k))``, ``t = ε/(2Δ)`` (:func:`permute_and_flip_law`: the integral is at most 1; the
+    exponential mechanism's normaliser is at least 1; McSherry & Talwar 2007, Thm 8; Dwork & Roth 2014, Thm 3.11),
+    so the cells below ``U_max − g`` have total probability at most ``cells·exp(−t·g)``.
     Public (no data): the rank-space half-width of a (1 − alpha) statement about a released quantile."""
     a = v.real("alpha", alpha, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     return 2.0 * v.integer("sensitivity", sensitivity, lo=1) / v.epsilon(epsilon) * math.log(
