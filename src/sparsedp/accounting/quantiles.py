@@ -1,4 +1,4 @@
-"""Accounting of per-key quantiles: the exponential mechanism's law on a grid, its exact l0-fold composition, and
+"""Accounting of per-key quantiles: the selection mechanism's law on a grid, its exact l0-fold composition, and
 the split of a release's ε between the count and its quantiles.
 
 The mechanism (``docs/proofs/quantiles.md``; sampled by :mod:`sparsedp.noise.exponential`)
@@ -12,12 +12,12 @@ The mechanism (``docs/proofs/quantiles.md``; sampled by :mod:`sparsedp.noise.exp
     the grid as in OpenDP's quantile score). Adding or removing one value changes ``L_k`` or ``G_k`` by one for
     every ``k`` other than the value's own cell, so ``|ΔU_k| <= max(a, b − a)``; a unit contributing at most
     ``m`` values to the key moves every ``U_k`` by at most ``Δ = m·max(a, b − a)`` (Lemma 1 of the proof).
-    The mechanism outputs ``k`` with probability
-
-        P[k] = exp(ε·U_k/(2Δ)) / Σ_j exp(ε·U_j/(2Δ))                      (McSherry & Talwar 2007, Thm 6)
-
-    which is ε-DP for add/remove neighbours of the key's multiset (the utilities of a neighbour move in both
-    directions, hence the factor 2).
+    The released mechanism is permute-and-flip at ``t = ε/(2Δ)`` (McKenna & Sheldon, "Permute-and-Flip: A new
+    mechanism for differentially private selection", NeurIPS 2020, arXiv:2010.12603, Thm 1: ε-DP), whose law is
+    :func:`permute_and_flip_law`; the exponential mechanism ``P[k] ∝ exp(ε·U_k/(2Δ))`` (McSherry & Talwar 2007,
+    Thm 6), :func:`exponential_law`, has the same ε and is never more accurate in expectation (McKenna & Sheldon
+    2020, Thm 2). Both are ε-DP for add/remove neighbours of the key's multiset (the utilities of a neighbour move
+    in both directions, hence the factor 2).
 
 Composition over keys
     Each unit keeps at most ``l0`` keys (enforced by the engine), so a unit changes the multisets of at most
@@ -159,7 +159,7 @@ def pure_composition_delta(epsilon0: float, k: int, epsilon: RealOrArray) -> Rea
 class QuantileSplit:
     """The split of a release's (ε, δ): the count mechanism's ``(count_epsilon, count_delta)``; per quantile ``j``
     its total ``quantile_epsilons[j]`` (the basic-composition ε of its ``l0`` per-key mechanisms) and the per-key
-    ``key_epsilons[j] = quantile_epsilons[j]/l0`` each exponential mechanism runs at."""
+    ``key_epsilons[j] = quantile_epsilons[j]/l0`` each per-key mechanism runs at."""
 
     epsilon: float
     delta: float
@@ -173,7 +173,7 @@ class QuantileSplit:
         """Public description of the split (the report shows it)."""
         out = [f"budget split: count (and SUM/MEAN) epsilon={self.count_epsilon:.6g}, delta={self.count_delta:.3g}"]
         for n, e, ek in zip(names, self.quantile_epsilons, self.key_epsilons):
-            out.append(f"budget split: {n} epsilon={e:.6g} (exponential mechanism at epsilon={ek:.6g} per key, "
+            out.append(f"budget split: {n} epsilon={e:.6g} (permute-and-flip at epsilon={ek:.6g} per key, "
                        f"l0={self.l0} keys per unit, pure DP)")
         return tuple(out)
 

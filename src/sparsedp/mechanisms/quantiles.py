@@ -59,7 +59,7 @@ def quantile_interval(cell_counts: np.ndarray, quantile: Quantile, epsilon_key: 
                       alpha: float) -> tuple[float, float]:
     """``(lo, hi)``: the value range of the cells whose utility is within :func:`~sparsedp.accounting.quantiles.
     utility_gap` ``(ε_key, Δ, cells, α)`` of the best cell. With probability >= 1 − α (over the mechanism) the
-    released cell lies in it (exponential mechanism tail bound, for every input). It is a function of the key's
+    released cell lies in it (the tail bound above, for every input). It is a function of the key's
     cell counts: curator-only (not private) as it stands."""
     u = quantile_utilities(cell_counts, quantile.level)
     gap = utility_gap(epsilon_key, quantile.sensitivity, quantile.cells, alpha)
