@@ -106,7 +106,8 @@ def permute_and_flip_law(utilities: npt.ArrayLike, epsilon: float, sensitivity: 
     log_all = np.log(one_minus).sum(axis=1)             # 1 − τ p_j > 0 at every interior node
     inner = np.exp(log_all[:, None] - np.log(one_minus))  # Π_{j≠k}
     out: FloatArray = p * (w @ inner)
-    return out / out.sum()
+    normalised: FloatArray = out / out.sum()
+    return normalised
 
 
 def utility_gap(epsilon: float, sensitivity: int, cells: int, alpha: float) -> float:
