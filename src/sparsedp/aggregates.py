@@ -1,4 +1,4 @@
-"""Aggregates released per key next to the distinct-unit count: ``Count``, ``Sum`` and ``Mean``.
+"""Aggregates released per key next to the distinct-unit count: ``Count``, ``Sum``, ``Mean``, ``Variance``, ``Std``.
 
 Typed, frozen descriptions of *what* is released for every key; the accounting lives in
 :mod:`sparsedp.accounting.aggregates`, the per-(unit, key) contributions in
@@ -60,8 +60,9 @@ from fractions import Fraction
 from . import _validate as v
 from .errors import InvalidParameterError, InvalidTypeError
 
-__all__ = ["Aggregate", "Count", "Sum", "Mean", "Quantile", "Median", "quantile_level", "default_granularity", "grid_index", "output_names",
-           "noise_columns", "column_sensitivities", "DEFAULT_GRID_STEPS_LOG2"]
+__all__ = ["Aggregate", "Count", "Sum", "Mean", "Quantile", "Median", "Variance", "Std", "Squares", "quantile_level",
+           "default_granularity", "grid_index", "output_names", "noise_columns", "square_columns",
+           "column_sensitivities", "DEFAULT_GRID_STEPS_LOG2"]
 
 #: the default grid puts between 2^(this − 1) and 2^this steps across [lower, upper]
 DEFAULT_GRID_STEPS_LOG2 = 12
@@ -218,7 +219,81 @@ class Mean(Sum):
     _kind = "mean"
 
 
-Aggregate = Count | Sum | Mean
+def square_bounds(lower: float, upper: float) -> tuple[float, float]:
+    """The range of ``v²`` for ``v`` in [lower, upper]: ``(0 or min(lower², upper²), max(lower², upper²))``."""
+    hi = max(lower * lower, upper * upper)
+    lo = 0.0 if lower <= 0.0 <= upper else min(lower * lower, upper * upper)
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class Squares(Sum):
+    """The noisy grid column of a :class:`Variance`: per key, the sum over its kept units of the SQUARE of each
+    unit's clipped per-key total ``v = clip(Σ rows, lower, upper)`` (internal: built by :func:`noise_columns`).
+
+    Contribution model: a unit adds ``q(v²) − c`` with ``q`` the grid rounding of :class:`Sum` on the range of
+    ``v²`` (:func:`square_bounds`, ``[0, max(lower², upper²)]`` when the bounds straddle 0), so its sensitivity
+    (grid units) is that range's, re-centred; ``granularity`` (default: about 2^12 steps over that range) is
+    the step of the squares' grid. ``lower``/``upper`` stay the bounds of ``v`` (the engines clip ``v`` first).
+    """
+
+    _kind = "squares"
+
+    def __post_init__(self) -> None:
+        lo, hi = _bound("Variance lower", self.lower), _bound("Variance upper", self.upper)
+        if self.granularity is None and lo <= hi:
+            object.__setattr__(self, "granularity", default_granularity(*square_bounds(lo, hi)))
+        super().__post_init__()
+
+    @property
+    def value_bounds(self) -> tuple[float, float]:
+        """The range of one unit's contribution before gridding: that of ``v²`` (:func:`square_bounds`)."""
+        return square_bounds(self.lower, self.upper)
+
+    @property
+    def grid_bounds(self) -> tuple[int, int]:
+        lo, hi = self.value_bounds
+        return grid_index(lo, self.step), grid_index(hi, self.step)
+
+
+@dataclass(frozen=True)
+class Variance(Sum):
+    """Private variance of the per-unit clipped totals of ``column`` per key, from three noisy statistics released
+    jointly: the count ``n̂``, the sum ``Ŝ₁`` (the grid column of ``Sum(column, lower, upper)``, shared with a
+    Sum/Mean of the same column and bounds) and the sum of squares ``Ŝ₂`` (:class:`Squares`, its own grid and
+    sensitivity). Released value (post-processing of the three):
+
+        var = clamp(Ŝ₂/n̂ − (Ŝ₁/n̂)², 0, ((upper − lower)/2)²)
+
+    The interval is where the variance of any values in [lower, upper] lies (Popoviciu's inequality), so the
+    clamp never moves the estimate away from the truth. It estimates the population variance (divisor n) of the
+    units' clipped, gridded per-key totals; bias: ``docs/proofs/aggregates.md`` §8 (the squared noisy mean adds
+    ``−Var(Ŝ₁ noise)/n²``, the ratio to the noisy count and the clamp add bias of order 1/n). ``granularity``
+    is the grid of the sum; the squares' grid is the default one of their range. Output ``variance_<column>``.
+    """
+
+    _kind = "variance"
+
+    @property
+    def squares(self) -> Squares:
+        """The noisy grid column of the sum of squares this variance reads."""
+        return Squares(self.column, self.lower, self.upper, recentre=self.recentre)
+
+    @property
+    def clamp_upper(self) -> float:
+        """The largest possible variance of values in [lower, upper]: ``((upper − lower)/2)²`` (Popoviciu)."""
+        return ((self.upper - self.lower) / 2.0) ** 2
+
+
+@dataclass(frozen=True)
+class Std(Variance):
+    """Private standard deviation: the square root of the released :class:`Variance` (post-processing; same
+    columns, same accounting). Output ``std_<column>``."""
+
+    _kind = "std"
+
+
+Aggregate = Count | Sum | Mean | Variance | Std
 
 
 def output_names(aggregates: Sequence[Any]) -> list[str]:
@@ -226,7 +301,7 @@ def output_names(aggregates: Sequence[Any]) -> list[str]:
     names: list[str] = []
     for a in aggregates:
         if not isinstance(a, (Count, Sum)):
-            raise InvalidTypeError(f"aggregates must be Count, Sum or Mean objects, got {type(a).__name__} {a!r}")
+            raise InvalidTypeError(f"aggregates must be Count, Sum, Mean, Variance or Std objects, got {type(a).__name__} {a!r}")
         names.append(a.output_name)
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -235,12 +310,14 @@ def output_names(aggregates: Sequence[Any]) -> list[str]:
 
 
 def _grid_key(a: Sum) -> tuple[Any, ...]:
-    return (a.column, a.lower, a.upper, a.granularity, a.recentre)
+    return (isinstance(a, Squares), a.column, a.lower, a.upper, a.granularity, a.recentre)
 
 
 def noise_columns(aggregates: Sequence[Any]) -> tuple[list[Sum], list[int | None]]:
     """The distinct noisy grid columns of a release and, per aggregate, the index of the one it uses.
 
+    A ``Variance``/``Std`` uses the grid sum of its column (as a ``Sum``) and, right after it, a :class:`Squares`
+    column (shared by the variances of the same column and bounds); ``where`` gives its sum column.
     A ``Sum`` and a ``Mean`` (or two of either) of the same column with the same bounds, granularity and
     re-centring share ONE noisy grid sum: the mean is post-processing of it and of the noisy count, so it costs
     nothing extra. ``Count`` maps to ``None``. The returned columns are plain :class:`Sum` objects, in order of
@@ -259,7 +336,20 @@ def noise_columns(aggregates: Sequence[Any]) -> tuple[list[Sum], list[int | None
             index[key] = len(cols)
             cols.append(Sum(a.column, a.lower, a.upper, a.granularity, recentre=a.recentre))
         where.append(index[key])
+        if isinstance(a, Variance):  # a variance also reads the sum of squares: one more noisy column
+            sq = a.squares
+            if _grid_key(sq) not in index:
+                index[_grid_key(sq)] = len(cols)
+                cols.append(sq)
     return cols, where
+
+
+def square_columns(aggregates: Sequence[Any]) -> list[int | None]:
+    """Per aggregate, the index (in :func:`noise_columns` order) of the :class:`Squares` column a
+    :class:`Variance`/:class:`Std` reads; ``None`` for the others."""
+    cols = noise_columns(aggregates)[0]
+    keys = [_grid_key(c) for c in cols]
+    return [keys.index(_grid_key(a.squares)) if isinstance(a, Variance) else None for a in aggregates]
 
 
 def column_sensitivities(aggregates: Sequence[Any]) -> list[int]:
