@@ -53,8 +53,12 @@ class QuantileQuery(HistogramQuery):
     """A sparse-histogram release with per-key quantiles (module docstring). Every argument is checked here,
     before anything is read."""
 
-    def __init__(self, request: Any, quantiles: Sequence[Quantile], t_start: float) -> None:
+    def __init__(self, request: Any, quantiles: Sequence[Quantile], t_start: float, other: bool = False) -> None:
         super().__init__(request, t_start)
+        if other:
+            raise InvalidParameterError("quantiles are released for released keys only; the ⟨other⟩ row (the total of "
+                                        "the keys not released) has no quantile", param="other",
+                                        fix="drop ⟨other⟩, or release the quantiles in a separate release")
         self.quantiles = tuple(quantiles)
         for q in self.quantiles:
             if not isinstance(q, Quantile):
