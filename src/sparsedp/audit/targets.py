@@ -209,8 +209,8 @@ def _broken(picked: str, mech, request, ref, scale: float, shift: int) -> tuple[
     if picked == TWO_STAGE:
         return two_stage_calibration(ref, scale, shift), None
     if picked == VECTOR_SUM:  # σ times scale: ρ over scale²
-        return dataclasses.replace(ref, rho=ref.rho / scale ** 2,
-                                   noise_std=tuple(x * scale for x in ref.noise_std)), None
+        return dataclasses.replace(ref, rho=ref.rho / scale ** 2, noise_std=tuple(x * scale for x in ref.noise_std),
+                                   noise_param=None), None
     if picked == BLANKET and scale != 1.0:
         run = dataclasses.replace(request, epsilon=float(request.epsilon) / scale)
         return mech.calibrate(run), run
