@@ -49,6 +49,8 @@ from .targets import (AUDITABLE, BLANKET, BOUND_NAME, STONES, Target, build_targ
                       scaled_calibration, scaled_law)
 from .two_stage import TWO_STAGE, stage_two, two_stage_scenarios
 from .scale_test import NoiseLaw, ScaleTest, discrete_gaussian, normal, scale_test, two_sided_geometric
+from .alp import ALP_TARGET, ALPLawCheck, alp_check, alp_scenarios
+from .vector_mean import VECTOR_MEAN, mean_scenarios, noise_law_param, release_means
 from .vectors import VECTOR_SUM, vector_scenarios
 
 __all__ = ["AuditResult", "LawCheck", "VarianceCheck", "audit", "AUDITABLE", "default_runs", "law_runs_needed",
@@ -104,6 +106,10 @@ def default_runs(target: Target, confidence: float = 0.95) -> tuple[int, int]:
         return 300, 300
     if target.picked == VECTOR_SUM:  # one sparsedp.vector_sum call per release (~15 ms)
         return 300, 300
+    if target.picked == ALP_TARGET:  # one sparsedp.alp call per release (~20 ms)
+        return 300, 300
+    if target.picked == VECTOR_MEAN:  # one PLAN release of 3 000 units per run (~40 ms); σ/2 needs a few
+        return 150, 100
     if target.picked == BLANKET:  # ~7 ms per release; σ/2 (ε × 2) gives a variance ratio 0.25: 200 are plenty
         return 500, 200
     if target.picked == "misra-gries":  # a sketch and a CSH release per run (~60 ms); σ/2 needs ~42 law runs
@@ -182,7 +188,7 @@ class AuditResult:
     sigma: float
     threshold_margin: float
     bounds: dict[str, EpsilonBound]
-    law: LawCheck | VarianceCheck | None = None
+    law: LawCheck | VarianceCheck | ALPLawCheck | None = None
 
     @property
     def epsilon_lower(self) -> float:
@@ -390,6 +396,16 @@ def vector_check(target: Target, law_runs: int, level: float, rng) -> VarianceCh
     return _checked(test, law_runs, level, "the noise of each coordinate in grid units")
 
 
+def mean_check(target: Target, law_runs: int, level: float, rng) -> VarianceCheck:
+    """The scale test of PLAN's final noise (:mod:`.vector_mean`): each release's noise read back in grid units
+    against ``N_Z(0, Δ_g²/(2ρ_noise))`` at the reference's ρ_noise and the release's grid K."""
+    d = target.mechanism.d
+    out = release_means(target, [0], law_runs, rng)
+    groups = [(discrete_gaussian(noise_law_param(int(k), d, target.reference.rho_noise)),
+               out[out[:, -1] == k, d:2 * d].reshape(-1)) for k in np.unique(out[:, -1])]
+    return _checked(scale_test(groups), law_runs, level, "PLAN's final noise per coordinate in grid units")
+
+
 def _blanket_high(target: Target) -> int:
     """A count far above the blanket histogram's threshold τ (25 noise stds; τ and α do not depend on the number
     of units, only the target length does): released with probability 1 − ~1e-60 (the "shared" pair's count)."""
@@ -451,11 +467,12 @@ def law_runs_needed(target: Target, alternative: Target, *, confidence: float = 
 
 def has_conformance(target: Target) -> bool:
     """Whether ``target`` has a conformance check (:func:`conformance`)."""
-    return (target.thresholded or target.public or target.picked in (WEIGHTED, POLICY, TWO_STAGE, BLANKET, VECTOR_SUM)
+    return (target.thresholded or target.public
+            or target.picked in (WEIGHTED, POLICY, TWO_STAGE, BLANKET, VECTOR_SUM, VECTOR_MEAN, ALP_TARGET)
             or (target.picked == "misra-gries" and getattr(target.reference, "csh", None) is not None))
 
 
-def conformance(target: Target, law_runs: int, level: float, rng) -> LawCheck | VarianceCheck:
+def conformance(target: Target, law_runs: int, level: float, rng) -> LawCheck | VarianceCheck | ALPLawCheck:
     """The conformance check of ``target``: the variance of the likelihood-ratio projection (public-key targets,
     two-stage's stage 2), of the released noise (the blanket histogram), or the exact law of the number released
     (every thresholded kernel: :func:`law_check`)."""
@@ -468,6 +485,10 @@ def conformance(target: Target, law_runs: int, level: float, rng) -> LawCheck | 
         return vector_check(target, law_runs, level, rng)
     if target.picked == BLANKET:
         return blanket_check(target, law_runs, level, rng)
+    if target.picked == ALP_TARGET:
+        return alp_check(target, law_runs, level, rng)
+    if target.picked == VECTOR_MEAN:
+        return mean_check(target, law_runs, level, rng)
     return law_check(target, law_runs, level, rng)
 
 
@@ -484,6 +505,10 @@ def scenarios_of(target: Target) -> list[Scenario]:
         return two_stage_scenarios(target)
     if target.picked == VECTOR_SUM:
         return vector_scenarios(target)
+    if target.picked == ALP_TARGET:
+        return alp_scenarios(target)
+    if target.picked == VECTOR_MEAN:
+        return mean_scenarios(target)
     replace_one = getattr(target.mechanism, "neighbours", None) is Neighbours.REPLACE_ONE
     high = (_STONE_HIGH if target.picked in STONES else _PURE_SPARSE_HIGH if target.picked == "pure-sparse" else
             _blanket_high(target) if target.picked == BLANKET else None)
