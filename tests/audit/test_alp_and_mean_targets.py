@@ -40,9 +40,9 @@ def test_alp_release_reads_the_structure_of_sparsedp_alp():
 
 
 def test_alp_passes_when_calibrated_and_twice_epsilon_is_refuted():
-    ok = audit("alp", epsilon=1.0, delta=0.0, runs=100, law_runs=120, rng=InsecureSeededRandom(3))
-    assert not ok.contradicts and set(ok.bounds) == {"shift", "new"}, str(ok)
-    bad = audit("alp", epsilon=1.0, delta=0.0, sigma_scale=0.5, scenarios=(), law_runs=100,
+    ok = audit("alp", epsilon=1.0, delta=0.0, runs=100, law_runs=100, scenarios=("new",), rng=InsecureSeededRandom(3))
+    assert not ok.contradicts and set(ok.bounds) == {"new"}, str(ok)
+    bad = audit("alp", epsilon=1.0, delta=0.0, sigma_scale=0.5, scenarios=(), law_runs=60,
                 rng=InsecureSeededRandom(4))
     assert bad.refutes_calibration, str(bad)
     mutant = build_target("alp", epsilon=1.0, delta=0.0, sigma_scale=0.5)
