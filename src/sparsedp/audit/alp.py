@@ -60,7 +60,8 @@ _TWO64 = 1 << 64
 class ALPCalibration:
     """What one audited ALP release runs with: ``epsilon`` (per entry change; l0 = 1), ``u`` (public bound of an
     entry), the structure's shape ``m`` × ``s``, the scaling ``ratio`` = ε/α rounded down and the randomized
-    response probability ``p`` as sampled (the report's "noise scale" is p)."""
+    response probability ``p`` as sampled. The report's "noise scale" is α/ε, the value of one column (an
+    estimate's error is a number of columns times it): the ε × 2 mutant halves it."""
 
     epsilon: float
     u: float
@@ -72,7 +73,7 @@ class ALPCalibration:
 
     @property
     def sigma(self) -> float:
-        return self.p
+        return self.alpha / self.epsilon
 
     @property
     def tau(self) -> float:
