@@ -59,6 +59,10 @@ class MeanCalibration:
     def sigma(self) -> float:
         return max(self.noise_std)
 
+    @property
+    def tau(self) -> float:
+        return math.nan  # no threshold (the audit's report prints no margin)
+
 
 @dataclass(frozen=True)
 class VectorMeanRelease:

@@ -18,6 +18,7 @@ the claim stays (ε, δ).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -91,6 +92,10 @@ class VectorCalibration:
     @property
     def sigma(self) -> float:
         return max(self.noise_std)
+
+    @property
+    def tau(self) -> float:
+        return math.nan  # no threshold (the audit's report prints no margin)
 
     @property
     def independent_std(self) -> float:
