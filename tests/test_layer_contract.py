@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("mechanisms | engines", frozenset({"mechanisms", "engines"})),
     ("pipeline", frozenset({"request", "execution", "query", "pipeline", "bound_choice", "auto_bound", "auto_keys",
                             "vectors", "alp_release", "ledger", "report", "advice", "demo_data",
-                            "other_row"})),
+                            "quantile_release", "other_row"})),
     ("front ends", frozenset({"cli", "audit", "reproduce", "plotting", "__main__"})),
 )
 #: packages of one layer that must not import each other (they meet in ``core``'s engine protocol)

@@ -24,6 +24,8 @@ _API = {
     "release": "sparsedp.pipeline", "plan": "sparsedp.pipeline", "Plan": "sparsedp.pipeline",
     "Result": "sparsedp.report", "Report": "sparsedp.report", "Curator": "sparsedp.report",
     "Count": "sparsedp.aggregates", "Sum": "sparsedp.aggregates", "Mean": "sparsedp.aggregates",
+    "Quantile": "sparsedp.aggregates", "Median": "sparsedp.aggregates",
+    "Variance": "sparsedp.aggregates", "Std": "sparsedp.aggregates",
     "GSHM": "sparsedp.mechanisms.thresholded", "Laplace": "sparsedp.mechanisms.thresholded",
     "TopKCSH": "sparsedp.mechanisms.thresholded", "Auto": "sparsedp.mechanisms.auto",
     "WeightedGaussian": "sparsedp.mechanisms.set_union", "PolicyGaussian": "sparsedp.mechanisms.set_union",

@@ -10,6 +10,7 @@ mechanism; the only engine distinction is the input's own kind (a Spark DataFram
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from .engines.choice import choose_engine
 from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
 from .ledger import Ledger, _dataset_name, open_ledger
+from .mechanisms.row_intervals import add_intervals, interval_notes
 from .progress import Stages
 from .report import Curator, Report, Result, warn_insecure
 
@@ -46,6 +48,8 @@ class ReleaseContext(Stages):
         self.mark("validate")
         self.hists: list[Any] = []
         self.units_warning: str | None = None
+        #: the released rows' public error laws (set when the table is published)
+        self.row_laws: Any = None
 
     def track(self, hist: Any) -> Any:
         """Keep ``hist`` (an engine result) to release its resources when the release ends."""
@@ -210,6 +214,32 @@ def _report(request: Any, planned: Any, released: Any, rows: int, delta_note: st
                   candidates=final.candidates, version=__version__, **released.report_fields)
 
 
+def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Published) -> tuple[Published, Any]:
+    """The rows' public error laws (kept on ``ctx`` for :meth:`Result.release_probability`) and, with
+    ``release(..., interval=…)``, the interval columns and the report's notes on them
+    (:mod:`sparsedp.mechanisms.row_intervals`). Post-processing of the released table: no data, no noise."""
+    final = released.planned or planned
+    laws = final.mechanism.row_laws(final.request, final.calibration, final.value_column)
+    ctx.row_laws = laws
+    level = ctx.request.interval
+    if level is None:
+        return tables, released
+    if laws is None:
+        notes = interval_notes(laws, level, {}, final.mechanism.name)
+        return tables, dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes))
+    base = tables.arrow
+    if base is None:  # a Spark frame not written to a file: its released rows (few) collected once
+        base = _sorted_table(ctx.engine.to_arrow(released.rows, list(ctx.by), planned.value_column),
+                             planned.value_column)
+    arrow, added = add_intervals(base, laws, level, final.value_column)
+    native = tables.native
+    if native is not None:  # Spark in, Spark out: the table with its intervals
+        native = ctx.engine.from_arrow(arrow)
+    notes = interval_notes(laws, level, added.coverage, final.mechanism.name)
+    return (Published(arrow, native, tables.rows),
+            dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes)))
+
+
 def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSession,
             delta_note: str | None) -> tuple[Any, Report]:
     """Stage 6: ``(table, report)``; only released rows leave the engine, the file is written atomically with the
@@ -217,6 +247,7 @@ def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSess
     request = ctx.request
     with ctx.stage("writing the output" if request.out else "building the table", "output"):
         tables = _tables(ctx, released, planned.value_column)
+        tables, released = _intervals(ctx, planned, released, tables)
         report = _report(request, planned, released, tables.rows, delta_note)
         table = tables.native if tables.native is not None else convert(
             tables.arrow, OUTPUT_KIND.get(sources.kind(request.data), "polars"))
@@ -243,4 +274,4 @@ def result(ctx: ReleaseContext, table: Any, report: Report, released: Any, t_sta
                       bounding=ctx.engine.stats(ctx.hists[-1] if ctx.hists else None), timings=ctx.timings,
                       output=request.out[0] if request.out else None, engine_choice=engine_choice,
                       warnings=(ctx.units_warning,) if ctx.units_warning else (), **fields)
-    return Result(table=table, report=report, curator=curator, query=released.query)
+    return Result(table=table, report=report, curator=curator, query=released.query, row_laws=ctx.row_laws)

@@ -31,7 +31,8 @@ from typing import Any, Callable, ContextManager, Sequence
 
 from .accounting.profiles import profile_of
 from .mechanisms import registry
-from .mechanisms.base import ReleaseRequest
+from .mechanisms.base import AutoRole, ReleaseRequest
+from .quantile_release import QuantileQuery, split_quantiles
 from .query import HistogramQuery, run_query
 from .report import Result
 from .request import OUT_FORMATS, build_plan_request, build_request, check_out_path
@@ -49,7 +50,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             overwrite: bool = False,
             ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
             rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None, keys: Any = None,
-            column_shape: Any = None, other: Any = False) -> Result:
+            column_shape: Any = None, other: Any = False, interval: Any = None) -> Result:
     """Differentially private ``SELECT by…, COUNT(DISTINCT privacy_unit) [, SUM(x), AVG(x)] … GROUP BY by…``.
 
     Every argument in detail, with the rules each one follows: the documentation's "release() arguments" page
@@ -84,6 +85,9 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             those publicly and selects the others privately (:mod:`sparsedp.mechanisms.mixed_keys`).
         other: ``True`` (or a share of ε in (0, 1), default 0.1): one more row with the private total of every key
             not released (:mod:`sparsedp.other_row`).
+        interval: per-row intervals ``<column>_lo``/``<column>_hi`` for every count, SUM and MEAN column, exact for
+            the noise sampled: a level such as 0.95, ``True`` (0.95), or None/False (default: none); what they mean
+            for released keys: ``docs/proofs/intervals.md``. ``Result.release_probability(count)`` needs none.
 
     Returns:
         :class:`~sparsedp.report.Result`: ``.table`` (the input's frame type), ``.report`` (public), ``.curator``
@@ -96,14 +100,17 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         BudgetExceededError: the ledger's budget for ``dataset`` does not admit this release.
     """
     t_start = time.perf_counter()
+    aggregates, quantiles = split_quantiles(aggregates)  # sd.Quantile / sd.Median: quantile_release.py
     # 1. Validate and calibrate: no data read, no noise drawn.
     request = build_request(data, privacy_unit, by, epsilon, delta, max_groups_per_unit, top_k, mechanism,
                             aggregates=aggregates, keys=keys, column_shape=column_shape,
                             insecure_float=insecure_float, engine=engine, connection=connection, out=out,
                             overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress,
-                            other=other)
+                            other=other, interval=interval)
     # 2.-7. ledger pre-check, the engine's pass, the charge, one private draw, publish, report (query.run_query)
-    res: Result = run_query(HistogramQuery(request, t_start), request.ledger, request.dataset)
+    query = QuantileQuery(request, quantiles, t_start, other=other is not False and other is not None) \
+        if quantiles else HistogramQuery(request, t_start)
+    res: Result = run_query(query, request.ledger, request.dataset)
     return res
 
 
@@ -220,6 +227,8 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
                                max_units=max_units, beta=beta, aggregates=aggregates, keys=keys, group=group,
                                column_shape=column_shape)
     rows = [row for plan_rows in registry.planners() for row in plan_rows(query)]
+    # key-selection mechanisms (AutoRole.DISCOVERY) are keys-only rows: never ranked with the count mechanisms
+    rows = [(m, cal, max(g, 1) if m.auto_role is AutoRole.DISCOVERY else g) for m, cal, g in rows]
     ranked = sorted((r for r in rows if r[2] == 0), key=lambda r: query.sort_key(r[1]))
     after = sorted((r for r in rows if r[2] > 0), key=lambda r: r[2])  # stable: registration order within
     return Plan([(m, cal) for m, cal, _ in ranked + after], title=query.title())

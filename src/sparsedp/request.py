@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, ContextManager
 
 from . import _validate as v
+from .accounting.intervals import DEFAULT_LEVEL, check_level
 from .aggregates import Count, Sum, output_names
 from .auto_bound import parse_auto
 from .bound_choice import AutoBounded
@@ -63,6 +64,8 @@ class Request:
     dataset: str | None = None
     source: Any = None
     progress: Callable[[str], ContextManager[Any]] | None = None
+    #: the level of the per-row intervals (``release(..., interval=…)``), None: no interval columns
+    interval: float | None = None
 
     def mechanism_request(self) -> ReleaseRequest:
         """The data-independent part the mechanism calibrates (:class:`~sparsedp.mechanisms.base.ReleaseRequest`)."""
@@ -152,6 +155,16 @@ def _input(data: Any) -> Any:
     return sources.resolve_file(data) if sources.kind(data) == "file" else data
 
 
+def interval_level(interval: Any) -> float | None:
+    """``release(..., interval=…)``: None/False (no interval columns), True (:data:`~sparsedp.accounting.
+    intervals.DEFAULT_LEVEL`, 95 %) or a level in (0, 1)."""
+    if interval is None or interval is False:
+        return None
+    if interval is True:
+        return DEFAULT_LEVEL
+    return check_level(interval)
+
+
 def _bound(max_groups_per_unit: Any) -> tuple[int | None, Any]:
     """``(l0, AutoBound options)``: an integer bound, or the options of a bound chosen from the data."""
     auto = parse_auto(max_groups_per_unit)
@@ -226,6 +239,7 @@ def build_request(data: Any, privacy_unit: Any, by: Any, epsilon: Any, delta: An
                                         "sensitivity), not 'auto'", param="max_groups_per_unit")
         mech = WithOther(inner=mech, share=share)
     out, rng, overwrite = rest.pop("out", None), rest.pop("rng", None), rest.pop("overwrite", False)
+    rest["interval"] = interval_level(rest.pop("interval", None))
     data = _input(data)
     req = Request(data=data, unit=unit, by=tuple(cols), epsilon=eps, delta=dlt, bound=bound, auto_bound=auto,
                   top_k=top_k, mechanism=mech, count=count, sums=sums, keys=pub, column_shape=None,

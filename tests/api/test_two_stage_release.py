@@ -218,7 +218,6 @@ def test_bad_requests_refused_before_any_charge_or_draw(mixed, tmp_path, kw, exc
     (dict(delta_split=0), InvalidParameterError, "delta_split"),
     (dict(count_bound=0), InvalidParameterError, "count_bound"),
     (dict(select="correlated-gaussian"), InvalidParameterError, "stage 1"),
-    (dict(select="auto"), InvalidParameterError, "stage 1"),
     (dict(count="gshm"), InvalidParameterError, "stage 2"),
     (dict(select=3), InvalidTypeError, "select"),
 ])

@@ -8,9 +8,10 @@ from typing import Any, Iterator, List, Optional
 import typer
 from typer.core import TyperCommand
 
-from ..aggregates import Count, Mean, Sum
+from ..aggregates import Count, Mean, Median, Quantile, Std, Sum, Variance
 from ..auto_bound import AutoBound
 from .. import pipeline
+from ..request import interval_level
 from ..errors import InvalidParameterError, SparsedpError
 from ..mechanisms import registry
 from . import app
@@ -193,8 +194,8 @@ def mechanism_from_flags(mechanism: str, flags: dict, option: Optional[List[str]
 
 
 def parse_aggregate(flag: str, spec: str):
-    """``--sum``/``--mean`` ``COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Sum` /
-    :class:`~sparsedp.aggregates.Mean`; raises :class:`~sparsedp.errors.InvalidParameterError` in flag terms."""
+    """``--sum``/``--mean``/``--variance``/``--std`` ``COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Sum` /
+    :class:`~sparsedp.aggregates.Mean` / :class:`~sparsedp.aggregates.Variance` / :class:`~sparsedp.aggregates.Std`; raises :class:`~sparsedp.errors.InvalidParameterError` in flag terms."""
     parts = spec.split(":")
     if len(parts) not in (3, 4) or not parts[0]:
         raise InvalidParameterError(f"{flag} takes COLUMN:LOWER:UPPER[:NAME] (e.g. {flag} dwell_s:0:600), "
@@ -203,8 +204,28 @@ def parse_aggregate(flag: str, spec: str):
         lo, hi = float(parts[1]), float(parts[2])
     except ValueError:
         raise InvalidParameterError(f"{flag} {spec!r}: LOWER and UPPER must be numbers") from None
-    cls = Sum if flag == "--sum" else Mean
+    cls = {"--sum": Sum, "--variance": Variance, "--std": Std}.get(flag, Mean)
     return cls(parts[0], lo, hi, name=parts[3] if len(parts) == 4 else None)
+
+
+def parse_quantile(flag: str, spec: str):
+    """``--quantile COLUMN:Q:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Quantile`, ``--median
+    COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Median`; errors in flag terms."""
+    parts = spec.split(":")
+    n = 4 if flag == "--quantile" else 3
+    form = "COLUMN:Q:LOWER:UPPER[:NAME] (e.g. --quantile dwell_s:0.9:0:600)" if n == 4 else \
+        "COLUMN:LOWER:UPPER[:NAME] (e.g. --median dwell_s:0:600)"
+    if len(parts) not in (n, n + 1) or not parts[0]:
+        raise InvalidParameterError(f"{flag} takes {form}, got {spec!r}", param="quantile")
+    try:
+        nums = [float(x) for x in parts[1:n]]
+    except ValueError:
+        raise InvalidParameterError(f"{flag} {spec!r}: {'Q, ' if n == 4 else ''}LOWER and UPPER must be numbers",
+                                    param="quantile") from None
+    name = parts[n] if len(parts) == n + 1 else None
+    if n == 4:
+        return Quantile(parts[0], nums[0], nums[1], nums[2], name=name)
+    return Median(parts[0], nums[0], nums[1], name=name)
 
 
 def parse_column_shape(spec: Optional[str]):
@@ -277,19 +298,18 @@ _OUT = "Output and budget"
 def release(
     input: str = typer.Argument(..., help="Parquet/CSV file, glob or directory of parts, or SQL text run by DuckDB "
                                           "(\"SELECT user_id, url FROM 'shares.parquet'\")."),
-    unit: str = typer.Option(..., "--unit", "--privacy-unit", help="Privacy unit column (whom the guarantee "
-                                                                   "protects)."),
+    unit: str = typer.Option(..., "--unit", "--privacy-unit", help="Privacy unit column (whom it protects)."),
     by: str = typer.Option(..., "--by", help="Key column(s), comma-separated."),
     epsilon: float = typer.Option(..., "--epsilon", help="Epsilon (> 0)."),
     delta: Optional[float] = typer.Option(None, "--delta", help="Delta (0 < delta < 1; 0 for pure DP)."),
     max_groups: Optional[str] = typer.Option(None, "--max-groups", "--max-groups-per-unit",
-                                             help="Keys kept per unit (an integer, or 'auto')."),
-    top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys instead (top-k CSH)."),
+                                             help="Keys kept per unit (integer or 'auto')."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys (top-k CSH)."),
     mechanism: str = typer.Option(DEFAULT_MECHANISM, "--mechanism", help="auto or a registered mechanism."),
     auto_share: Optional[float] = typer.Option(None, "--auto-share", rich_help_panel=_AUTO,
-                                               help="Share of epsilon spent choosing the bound (0.1)."),
+                                               help="Share of epsilon spent choosing the bound (0.05; 0.1 with --auto-objective keys)."),
     auto_quantile: Optional[float] = typer.Option(None, "--auto-quantile", rich_help_panel=_AUTO,
-                                                  help="Fraction of units keeping all their keys (0.9)."),
+                                                  help="Fraction of units keeping all their keys (0.5)."),
     auto_objective: Optional[str] = typer.Option(None, "--auto-objective", rich_help_panel=_AUTO,
                                                  help="'quantile' (default) or 'keys' (most released keys)."),
     shifted: bool = typer.Option(False, "--shifted", rich_help_panel=_MECH,
@@ -324,6 +344,9 @@ def release(
                                               help="two-stage: keys per unit counted in stage 2."),
     select: Optional[str] = typer.Option(None, "--select", rich_help_panel=_MECH,
                                          help="two-stage: selecting mechanism (gshm, optimal-partition, …)."),
+    objective: Optional[str] = typer.Option(None, "--objective", rich_help_panel=_MECH,
+                                            help="auto: 'counts' (lowest threshold, default) or 'keys' (most "
+                                                 "released keys, any selection mechanism)."),
     option: Optional[List[str]] = typer.Option(None, "--option", rich_help_panel=_MECH,
                                                help="Any mechanism option as NAME=VALUE (repeatable)."),
     count_column: str = typer.Option("count", "--count-column", rich_help_panel=_AGG,
@@ -332,6 +355,18 @@ def release(
                                              help="Private SUM per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
     means: Optional[List[str]] = typer.Option(None, "--mean", rich_help_panel=_AGG,
                                               help="Private MEAN per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
+    quantiles: Optional[List[str]] = typer.Option(None, "--quantile", rich_help_panel=_AGG,
+                                                  help="Per released key: COL:Q:LO:HI[:NAME]; --median COL:LO:HI."),
+    medians: Optional[List[str]] = typer.Option(None, "--median", rich_help_panel=_AGG, hidden=True,
+                                                help="Private median per released key: COLUMN:LOWER:UPPER[:NAME]."),
+    variances: Optional[List[str]] = typer.Option(None, "--variance", rich_help_panel=_AGG,
+                                                  help="Private VARIANCE per key: COLUMN:LOWER:UPPER[:NAME]."),
+    stds: Optional[List[str]] = typer.Option(None, "--std", rich_help_panel=_AGG,
+                                             help="Private STD per key: COLUMN:LOWER:UPPER[:NAME]."),
+    interval: Optional[float] = typer.Option(None, "--interval", rich_help_panel=_AGG,
+                                             help="Per-row intervals at this level (e.g. 0.95): <col>_lo/_hi."),
+    no_interval: bool = typer.Option(False, "--no-interval", rich_help_panel=_AGG, hidden=True,
+                                     help="No interval columns (the default)."),
     column_shape: Optional[str] = typer.Option(None, "--column-shape", rich_help_panel=_AGG,
                                                help="Noise covariance shape, e.g. '90000,750;750,25'."),
     other: bool = typer.Option(False, "--other", rich_help_panel=_AGG,
@@ -348,8 +383,7 @@ def release(
                                          help="polars, duckdb, pandas, arrow or spark (default: chosen)."),
     head: int = typer.Option(10, "--head", rich_help_panel=_OUT, help="Rows of the table to print."),
 ) -> None:
-    """Release noisy distinct-unit counts per key (and, with --sum/--mean, private sums and means), with
-    contribution bounding and a printed report."""
+    """Release private distinct-unit counts per key (and SUM/MEAN/VARIANCE/STD), bounded, with a report."""
     from rich.console import Console
 
     err = Console(stderr=True)
@@ -357,7 +391,8 @@ def release(
              "domain_size": domain_size, "max_key_bytes": max_key_bytes, "k": top_k, "c": size_weight,
              "known_n": known_n, "group": group, "count_bound": count_bound, "select": select, "split": split,
              "query_keys": None if query_keys is None else tuple(q for q in query_keys.split(",") if q),
-             "debias": False if shifted else None, "unit_sketch": unit_sketch, "noise": csh_noise}
+             "debias": False if shifted else None, "unit_sketch": unit_sketch, "noise": csh_noise,
+             "objective": objective}
     try:
         if csh_noise is not None and csh_noise not in ("rounded", "alg4"):
             raise InvalidParameterError(f"--csh-noise must be 'rounded' or 'alg4', got {csh_noise!r}")
@@ -371,7 +406,14 @@ def release(
         aggregates = [Count(name=count_column)]
         aggregates += [parse_aggregate("--sum", x) for x in sums or ()]
         aggregates += [parse_aggregate("--mean", x) for x in means or ()]
+        aggregates += [parse_quantile("--quantile", x) for x in quantiles or ()]
+        aggregates += [parse_quantile("--median", x) for x in medians or ()]
+        aggregates += [parse_aggregate("--variance", x) for x in variances or ()]
+        aggregates += [parse_aggregate("--std", x) for x in stds or ()]
         shape = parse_column_shape(column_shape)
+        if interval is not None and no_interval:
+            raise InvalidParameterError("--interval and --no-interval exclude each other")
+        level = interval_level(None if no_interval else interval)
         keys = None
         if keys_file is not None:
             keys = read_key_set(keys_file, [c.strip() for c in by.split(",") if c.strip()])
@@ -382,4 +424,5 @@ def release(
                 max_groups_per_unit=max_groups_per_unit, mechanism=mech, engine=engine, out=out, overwrite=overwrite, ledger=ledger,
                 dataset=dataset, aggregates=aggregates, keys=keys,
                 **({"column_shape": shape} if shape is not None else {}),
-                **({"other": True} if other else {}))
+                **({"other": True} if other else {}),
+                **({"interval": level} if level is not None else {}))

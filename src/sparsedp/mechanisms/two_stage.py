@@ -29,8 +29,13 @@ so the guarantee takes the bound over d; the value at the released d is in the n
 [Beyond the papers: the composition of a DP key selection (Karrer et al. (2022)'s GSHM by default) with Lebeda
 (2024)'s mechanism on the selected list.]
 
-``select="auto"`` (choosing the selection mechanism and its bound) is not offered here; :meth:`TwoStage.stage_one`
-is the one place where stage 1's mechanism and request are fixed, where such a choice would go.
+``select="auto"`` (issue 33): stage 1's mechanism is chosen by ``sd.Auto(objective="keys")`` at stage 1's
+``(ε₁, δ₁, l0)`` — the lowest count-equivalent release threshold among every key-selection mechanism and the
+count mechanisms (``optimal-partition`` at l0 = 1, the Weighted Gaussian or GSHM above), without the data, so the
+composition above is unchanged (the choice is a function of public parameters, :meth:`TwoStage.stage_one`). Its
+bound is ``max_groups_per_unit``, or with ``max_groups_per_unit="auto"`` chosen privately from the data by the
+quantile rule (:class:`~sparsedp.bound_choice.AutoBounded` wrapping the two-stage release: a share of ε, basic
+composition, ``docs/proofs/auto-bound.md``). The report's notes say which mechanism stage 1 used and why.
 
 Secrets, in order, from the release's source: stage 1's bounding secret, stage 2's bounding secret (with a
 ``count_bound``), stage 1's noise (``K_noise`` …), stage 2's noise (``K_noise``, the shared coordinate).
@@ -51,7 +56,9 @@ from ..errors import InvalidParameterError, InvalidTypeError
 from ..noise.source import SecureRandom
 from . import registry
 from ..core.engine import Capability
-from .base import Disclosure, Mechanism, Released, ReleaseRequest, UserRequest
+from .auto import Auto
+from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest, UserRequest
+from .catalog import with_auto_role
 from .public_keys import CorrelatedGaussian, PublicKeys, align, public_keys
 from .registry import register
 from .thresholded import GSHM
@@ -84,6 +91,7 @@ class TwoStageCalibration:
     epsilon: float
     delta: float
     analysis: str
+    select_reason: str = ""
 
     @property
     def tau(self) -> float:
@@ -154,16 +162,19 @@ class TwoStage(Mechanism):
     split: float = 0.5
     delta_split: float = 0.5
     name = "two-stage"
+    #: ``max_groups_per_unit="auto"`` chooses stage 1's bound by the quantile rule (its keys objective models a
+    #: one-stage thresholded release, not this one)
+    auto_bound_objectives = ("quantile",)
 
     def __post_init__(self) -> None:
-        sel = _mechanism(self.select, "select")
+        # select="auto": the most keys (objective "keys"); an sd.Auto(...) object is used as given
+        sel = Auto(objective="keys") if self.select == Auto.name else _mechanism(self.select, "select")
         cnt = _mechanism(self.count, "count")
-        if sel.name == "auto":
-            raise InvalidParameterError(
-                "TwoStage select='auto' is not offered: name stage 1's selecting mechanism ('gshm', 'laplace', "
-                "'weighted-gaussian', 'optimal-partition' at one key per unit, …); `sparsedp plan` lists them")
-        if isinstance(sel, TwoStage) or sel.public_keys or sel.row_units or sel.pure_dp \
-                or sel.neighbours is not Neighbours.ADD_REMOVE:
+        if isinstance(sel, Auto) and (sel.group is not None):
+            raise InvalidParameterError("TwoStage select=sd.Auto(group=…): stage 1 selects keys from the data; "
+                                        "group= belongs to a public key list")
+        if not isinstance(sel, Auto) and (isinstance(sel, TwoStage) or sel.public_keys or sel.row_units or sel.pure_dp \
+                or sel.neighbours is not Neighbours.ADD_REMOVE):
             raise InvalidParameterError(
                 f"TwoStage select={sel.describe()}: stage 1 must release keys from the data under add/remove one "
                 f"unit with delta > 0 ({_select_names()})")
@@ -195,8 +206,13 @@ class TwoStage(Mechanism):
 
     def stage_one(self, request: ReleaseRequest) -> tuple[Mechanism, ReleaseRequest]:
         """The seam where stage 1's mechanism and request are fixed (data-independent): the named ``select`` at
-        ``(ε₁, δ₁, select_bound)``. A choice among selection mechanisms (``select="auto"``) belongs here."""
-        return self.select, self._requests(request)[0]
+        ``(ε₁, δ₁, select_bound)``, or for ``select="auto"`` the mechanism ``auto`` resolves to there (public
+        parameters only: module docstring)."""
+        r1 = self._requests(request)[0]
+        sel: Mechanism = self.select
+        if isinstance(sel, Auto):
+            return sel.resolve(r1)[0], r1
+        return sel, r1
 
     def _requests(self, request: ReleaseRequest) -> tuple[ReleaseRequest, ReleaseRequest]:
         """Stage 1's and stage 2's requests: ε₁ + ε₂ <= ε and δ₁ + δ₂ <= δ exactly (no rounding above the
@@ -229,22 +245,29 @@ class TwoStage(Mechanism):
                                         param="max_groups_per_unit")
 
     def needs(self, request: UserRequest) -> frozenset[Capability]:
-        """What stage 1's mechanism needs of the engine (the Weighted Gaussian: the pair primitives)."""
+        """What stage 1's mechanism needs of the engine (the Weighted Gaussian: the pair primitives); for
+        ``select="auto"``, what any selection mechanism it may choose needs (known before the bound is)."""
         sel: Mechanism = self.select
+        if isinstance(sel, Auto):
+            out: frozenset[Capability] = frozenset()
+            for cls in with_auto_role(AutoRole.DISCOVERY):
+                out |= cls.needs(cls.default(), request)
+            return out
         return sel.needs(request)
 
     def calibrate(self, request: ReleaseRequest) -> TwoStageCalibration:
         self.check(request)
         select, r1 = self.stage_one(request)
         _, r2 = self._requests(request)
-        sel, cal1, _, _ = select.resolve(r1)
+        sel, cal1, reason1, _ = (self.select if isinstance(self.select, Auto) else select).resolve(r1)
         probe_req = dataclasses.replace(r2, keys=PublicKeys(table=None, d=1, columns=()))
         _, probe, _, _ = self.count.resolve(probe_req)
         analysis = (f"adaptive basic composition: {sel.name} ({cal1.analysis}) at epsilon {r1.epsilon:.4g}, delta "
                     f"{r1.delta:.3g} + {self.count.name} at epsilon {r2.epsilon:.4g}, delta {r2.delta:.3g}")
         return TwoStageCalibration(select=sel, select_request=r1, select_cal=cal1, count=self.count,
                                    count_request=r2, count_probe=probe, epsilon=request.epsilon,
-                                   delta=request.delta, analysis=analysis)
+                                   delta=request.delta, analysis=analysis,
+                                   select_reason=reason1 if isinstance(self.select, Auto) else "")
 
     def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
         cal: TwoStageCalibration = calibration
@@ -259,7 +282,8 @@ class TwoStage(Mechanism):
                  f"{_bound_text(cal.select_request.max_groups_per_unit)}); only its key set is used, its counts "
                  f"are not published",
                  f"stage 2 {self.count.describe()} at epsilon {r2.epsilon:.4g}, delta {r2.delta:.3g} counts the "
-                 f"selected keys as a public list ({bound}): the released counts are stage 2's",)
+                 f"selected keys as a public list ({bound}): the released counts are stage 2's",) + (
+            (f"stage 1 chosen by select='auto': {cal.select_reason}",) if cal.select_reason else ())
         return Disclosure(
             mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon, delta=cal.delta,
             delta_achieved=float(d1.delta_achieved) + float(r2.delta), neighbours=Neighbours.ADD_REMOVE,
