@@ -28,6 +28,7 @@ from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
 from .ledger import Ledger, _dataset_name, open_ledger
 from .mechanisms.row_intervals import add_intervals, interval_notes
+from .other_row import OtherPlan, with_other_interval
 from .progress import Stages
 from .report import Curator, Report, Result, warn_insecure
 
@@ -236,6 +237,10 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
     if native is not None:  # Spark in, Spark out: the table with its intervals
         native = ctx.engine.from_arrow(arrow)
     notes = interval_notes(laws, level, added.coverage, final.mechanism.name)
+    if isinstance(planned.detail, OtherPlan):  # the other row's interval is its own noise's
+        arrow, note = with_other_interval(arrow, list(ctx.by), final.value_column, planned.detail, level)
+        native = ctx.engine.from_arrow(arrow) if native is not None else None
+        notes += (note,) if note else ()
     return (Published(arrow, native, tables.rows),
             dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes)))
 
