@@ -31,7 +31,8 @@ _REGISTRY: dict[str, type[Mechanism]] = {}
 #: :func:`names`, import them all, in this order, so the registration order is unchanged.
 _BUILTIN = ("sparsedp.mechanisms.thresholded", "sparsedp.mechanisms.auto", "sparsedp.mechanisms.pure.registered",
             "sparsedp.mechanisms.misra_gries", "sparsedp.mechanisms.public_keys", "sparsedp.mechanisms.grouped_keys",
-            "sparsedp.mechanisms.two_stage", "sparsedp.mechanisms.set_union")
+            "sparsedp.mechanisms.two_stage", "sparsedp.mechanisms.set_union",
+            "sparsedp.mechanisms.adaptive_weighting")
 _CORE = 2  # thresholded (gshm, laplace, topk-csh: the auto candidates) and auto
 #: names that are not release mechanisms, with the advice a user needs
 _ADVICE = {

@@ -1,0 +1,277 @@
+"""Adaptive-weighting set union (after Chen, Cohen-Addad, Epasto & Zadimoghaddam, "Scalable Private Partition
+Selection via Adaptive Weighting", ICML 2025, arXiv:2502.08878) as registered key-discovery mechanisms.
+
+Both run rounds of the secure discrete Weighted Gaussian (:mod:`.set_union`), each round on the keys no earlier
+round released, and publish every round's released keys with their noisy weight (column ``weight``, not a
+count). A unit whose keys were released early — the keys far above the threshold — moves its whole ℓ2 budget to
+its other keys: with ``t`` of them left it gives each ``W_t = floor(G/√t)`` instead of ``W_{t_0}`` (its
+*adaptive degree* t is smaller), which raises the weight of the rarer keys it holds.
+
+* ``mad`` (:class:`MAD`): one ℓ0 choice (round 1's); a later round keeps each unit's kept keys that are not
+  released yet and re-weights them (weight rerouted within the kept set).
+* ``mad2r`` (:class:`MAD2R`): the later round also re-chooses: each unit keeps up to Δ0 of *all* its keys not
+  released yet, so keys dropped by round 1's ℓ0 bound get a second chance (the first round biases the second's
+  choice).
+
+The default Gaussian shares ``(0.15, 0.85)``: round 1 is noisy (it releases the keys far above the threshold),
+round 2 gets most of the budget. Accounting: :mod:`sparsedp.accounting.adaptive_weighting` (each round's exact
+Weighted Gaussian profile given the earlier rounds' output, composed by the ledger's
+:class:`~sparsedp.accounting.events.SequenceEvent`); proofs ``docs/proofs/mad.md``.
+
+Order of the secrets drawn from the release's source in :meth:`~_Rounds.run`: the ℓ0 choice's seed (256 bits),
+then per round ``K_noise`` (and round 2's choice seed for ``mad2r`` before its ``K_noise``).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import _validate as v
+from ..accounting.adaptive_weighting import MAX_L0, RoundsCalibration, calibrate_rounds
+from ..accounting.charge import Charge
+from ..accounting.set_union import grid_weights
+from ..core.bounded import BoundingStats, LocalHistogram, PairIds
+from ..core.engine import Engine
+from ..errors import InfeasibleError, InvalidParameterError
+from ..noise.source import SecureRandom
+from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
+from .registry import register
+from .set_union import _need_pairs, _SetUnion
+from .thresholded import _key_task
+
+__all__ = ["MAD", "MAD2R", "RoundsHistogram", "choose_pairs", "round_sums", "rounds_candidates"]
+
+_CODE = "__sparsedp_key"
+
+
+def rounds_candidates(request: ReleaseRequest) -> dict[str, Mechanism]:
+    """What ``sd.Auto(discover=True)`` adds (as :func:`.set_union.discovery_candidates`, up to
+    :data:`~sparsedp.accounting.adaptive_weighting.MAX_L0` keys per unit)."""
+    l0 = request.max_groups_per_unit
+    if request.aggregates or request.keys is not None or request.insecure_float or l0 is None or l0 > MAX_L0:
+        return {}
+    return {MAD.name: MAD(), MAD2R.name: MAD2R()}
+
+
+@functools.lru_cache(maxsize=32)
+def _calibrate(name: str, epsilon: float, delta: float, l0: int, shares: tuple[float, ...],
+               grid: int) -> RoundsCalibration:
+    return calibrate_rounds(name, epsilon, delta, l0, shares, grid)
+
+
+@dataclass(frozen=True)
+class RoundsHistogram:
+    """The distinct (unit, key) pairs as integer ids (curator only, never released): ``ids``
+    (:class:`~sparsedp.core.bounded.PairIds`), ``stats`` (what bounding will do is known only per round: these
+    are the input's figures, ``l0`` the bound)."""
+
+    ids: PairIds
+    stats: BoundingStats
+
+
+def choose_pairs(unit_ids: np.ndarray, eligible: np.ndarray, l0: int, gen: np.random.Generator) -> np.ndarray:
+    """A mask of the pairs kept: among each unit's ``eligible`` pairs, ``min(#eligible, l0)`` chosen uniformly at
+    random (independent uniform priorities, the smallest ``l0`` per unit). A unit's choice depends on its own
+    pairs and the generator only (``docs/proofs/mad.md`` Lemma 1)."""
+    idx = np.flatnonzero(eligible)
+    keep = np.zeros(unit_ids.size, dtype=bool)
+    if idx.size == 0:
+        return keep
+    pri = gen.random(idx.size)
+    order = np.lexsort((pri, unit_ids[idx]))
+    srt = idx[order]
+    u = unit_ids[srt]
+    starts = np.r_[0, np.flatnonzero(np.diff(u)) + 1]
+    rank = np.arange(srt.size) - np.repeat(starts, np.diff(np.r_[starts, srt.size]))
+    keep[srt[rank < l0]] = True
+    return keep
+
+
+def round_sums(unit_ids: np.ndarray, key_ids: np.ndarray, kept: np.ndarray, n_keys: int,
+               weights: np.ndarray) -> np.ndarray:
+    """Each key's integer weight sum ``S_k = Σ W_{t_u}`` over the kept pairs, ``t_u`` = unit u's kept pairs
+    (``weights[t − 1] = W_t``), exactly (int64 throughout)."""
+    uk, kk = unit_ids[kept], key_ids[kept]
+    if uk.size == 0:
+        return np.zeros(n_keys, dtype=np.int64)
+    deg = np.bincount(uk)
+    w = np.asarray(weights, dtype=np.int64)[deg[uk] - 1]
+    out = np.zeros(n_keys, dtype=np.int64)
+    np.add.at(out, kk, w)
+    return out
+
+
+class _Rounds(_SetUnion):
+    """What ``mad`` and ``mad2r`` share (module docstring); ``rechoose``: a later round re-chooses among all the
+    unit's keys not released yet (``mad2r``) rather than keeping round 1's choice (``mad``)."""
+
+    shares: tuple[float, ...] = (0.15, 0.85)
+    grid: int = 4096
+    rechoose = False
+    discovery = True
+    auto_role = AutoRole.DISCOVERY
+
+    def __post_init__(self) -> None:
+        sh = self.shares
+        if not isinstance(sh, (tuple, list)) or not 1 <= len(sh) <= 4:
+            raise InvalidParameterError(f"shares must be a tuple of 1 to 4 positive numbers summing to 1 (each "
+                                        f"round's share of the Gaussian budget), got {sh!r}")
+        fs = tuple(v.positive("shares", f) for f in sh)
+        if abs(sum(fs) - 1.0) > 1e-9:
+            raise InvalidParameterError(f"shares must sum to 1 (each round's share of the Gaussian budget), got "
+                                        f"{sh!r}")
+        object.__setattr__(self, "shares", fs)
+        object.__setattr__(self, "grid", v.integer("grid", self.grid, lo=1, hi=1 << 20))
+
+    @classmethod
+    def auto_offer(cls, request: ReleaseRequest, group: str | None) -> Mechanism | None:
+        """Offered by ``sd.Auto(discover=True)`` (:func:`rounds_candidates`)."""
+        return rounds_candidates(request).get(cls.name)
+
+    @classmethod
+    def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+        if query.d is not None or query.delta == 0 or query.l0 is None or query.l0 > MAX_L0:
+            return []
+        req = query.request()
+        m = rounds_candidates(req).get(cls.name)
+        if m is None:
+            return []
+        try:
+            return [(m, m.calibrate(req), cls.plan_group)]
+        except InfeasibleError:
+            return []
+
+    def check(self, request: ReleaseRequest) -> None:
+        super().check(request)
+        if request.insecure_float:
+            raise InvalidParameterError(f"{self.name} samples exact discrete noise only; drop insecure_float=True")
+        l0 = request.max_groups_per_unit
+        assert l0 is not None  # Mechanism.check refused None
+        if l0 > MAX_L0:
+            raise InvalidParameterError(
+                f"⟨mechanism={self.name!r}⟩ is calibrated up to max_groups_per_unit={MAX_L0} (its composed "
+                f"profile costs seconds per round above that); got {l0}: use mechanism='weighted-gaussian' for "
+                f"larger bounds", param="max_groups_per_unit")
+        if self.grid * self.grid < l0:
+            raise InvalidParameterError(f"grid={self.grid} is too coarse for max_groups_per_unit={l0}: need "
+                                        f"grid^2 >= max_groups_per_unit")
+
+    def calibrate(self, request: ReleaseRequest) -> RoundsCalibration:
+        assert request.max_groups_per_unit is not None
+        return _calibrate(self.name, float(request.epsilon), float(request.delta), int(request.max_groups_per_unit),
+                          tuple(self.shares), int(self.grid))
+
+    def charge(self, calibration: Any, disclosure: Disclosure) -> Any:
+        """The rounds' exact set-union events in sequence (:meth:`RoundsCalibration.event`)."""
+        return Charge.of_event(calibration.event(), self.name)
+
+    def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
+        cal: RoundsCalibration = calibration
+        g = cal.grid
+        last = cal.rounds[-1]
+        rounds = "; ".join(f"round {i + 1}: noise N_Z(0, {float(c.grid_sigma2):.6g}) (std {c.weight_noise_std:.4g}), "
+                           f"released iff weight >= {c.threshold_int / g:.6g}" for i, c in enumerate(cal.rounds))
+        how = ("re-choose up to Δ0 of all their keys not released yet" if self.rechoose
+               else "keep round 1's kept keys that are not released yet")
+        return Disclosure(
+            mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon, delta=cal.delta,
+            delta_achieved=float(cal.delta_achieved), neighbours=self.neighbours,
+            contribution=(f"at most {request.max_groups_per_unit} keys per unit in each of {len(cal.rounds)} "
+                          f"rounds, each of a unit's t kept keys weighted floor({g}/sqrt(t))/{g}; in a later round "
+                          f"units {how}"),
+            value_column=value_column, delta_parts=cal.delta_parts, sigma=last.weight_sigma,
+            noise_std=last.weight_noise_std, threshold=last.threshold_int / g, margin=(last.threshold_int - 1) / g,
+            pre_threshold=None, comparison=">=",
+            notes=(f"adaptive-weighting set union (after Chen, Cohen-Addad, Epasto & Zadimoghaddam, ICML 2025): values "
+                   f"are noisy key weights in the round that released the key, not counts; {rounds}; Gaussian "
+                   f"shares {', '.join(f'{f:g}' for f in cal.shares)}; the rounds' exact profiles composed "
+                   f"(docs/proofs/mad.md)",))
+
+    def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str],
+                  request: ReleaseRequest, rng: SecureRandom, **extra: Any) -> RoundsHistogram:
+        """The distinct pairs as ids (every input check happens here, before anything is drawn or charged)."""
+        unit = self._need_unit(privacy_unit)
+        _need_pairs(engine)
+        ids = engine.pair_ids(data, unit, list(by))
+        l0 = int(request.max_groups_per_unit or 0)
+        n_units = int(ids.unit_ids.max()) if ids.unit_ids.size else 0
+        over = int(np.count_nonzero(np.bincount(ids.unit_ids)[1:] > l0)) if ids.unit_ids.size else 0
+        stats = BoundingStats(rows_in=ids.rows, units_in=n_units, pairs_in=ids.pairs, units_over_l0=over,
+                              pairs_dropped_l0=0, keys_in=ids.keys.num_rows, keys_bounded=ids.keys.num_rows,
+                              keys_out=ids.keys.num_rows, l0=l0)
+        return RoundsHistogram(ids=ids, stats=stats)
+
+    def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
+            request: ReleaseRequest) -> Released:
+        import pyarrow as pa
+
+        h: RoundsHistogram = hist
+        cal: RoundsCalibration = calibration
+        l0 = cal.l0
+        units, keys_ids = h.ids.unit_ids, h.ids.key_ids
+        keys = h.ids.keys
+        n_keys = keys.num_rows
+        coded = keys.append_column(_CODE, pa.array(np.arange(n_keys, dtype=np.int64)))
+        weights = grid_weights(l0, cal.grid)
+        alive = np.ones(n_keys, dtype=bool)
+        gen = np.random.default_rng(int.from_bytes(bytes(rng.random_bytes(32)), "big"))
+        kept = choose_pairs(units, np.ones(units.size, dtype=bool), l0, gen)
+        tables, found = [], []
+        for r, rc in enumerate(cal.rounds):
+            if r > 0:
+                eligible = alive[keys_ids]
+                if self.rechoose:
+                    gen = np.random.default_rng(int.from_bytes(bytes(rng.random_bytes(32)), "big"))
+                    kept = choose_pairs(units, eligible, l0, gen)
+                else:
+                    kept = kept & eligible
+            sums = round_sums(units, keys_ids, kept, n_keys, weights)
+            sel = np.flatnonzero(sums >= 1)
+            task = _key_task(rc.kernel(), 1, rng, False)  # rule S >= 1 and S + Z >= 1 + (T_r − 1)
+            local = LocalHistogram(keys=coded.take(pa.array(sel, pa.int64())), counts=sums[sel], stats=h.stats)
+            rel = engine.noise_keys(local, task)
+            codes = np.asarray(rel.keys.column(_CODE).to_numpy(), dtype=np.int64)
+            alive[codes] = False
+            found.append(int(codes.size))
+            vals = np.asarray(rel.values, dtype=np.float64) / float(cal.grid)
+            tables.append(rel.keys.drop_columns([_CODE]).append_column(disclosure.value_column,
+                                                                       pa.array(vals, pa.float64())))
+        out = pa.concat_tables(tables)
+        note = "keys released by round: " + ", ".join(str(n) for n in found)
+        return Released(rows=out, disclosure=disclosure.with_notes(note), in_process=True)
+
+
+@register
+@dataclass(frozen=True)
+class MAD(_Rounds):
+    """Adaptive-weighting set union with weight rerouted inside each unit's kept keys (module docstring). Needs
+    ``max_groups_per_unit`` (Δ0 <= 32).
+
+    Options: ``shares`` (default ``(0.15, 0.85)``: each round's share of the Gaussian budget, 1 to 4 rounds),
+    ``grid`` (default 4096: weights are multiples of ``1/grid``, each ``1/√t`` rounded down).
+
+    The released value column is ``weight`` (the key's noisy weight in the round that released it), not a
+    count."""
+
+    shares: tuple[float, ...] = (0.15, 0.85)
+    grid: int = 4096
+    name = "mad"
+    rechoose = False
+
+
+@register
+@dataclass(frozen=True)
+class MAD2R(_Rounds):
+    """Two-round adaptive-weighting set union: round 2 re-chooses each unit's keys among all those not released
+    in round 1 (module docstring). Needs ``max_groups_per_unit`` (Δ0 <= 32). Options as :class:`MAD`.
+
+    The released value column is ``weight``, not a count."""
+
+    shares: tuple[float, ...] = (0.15, 0.85)
+    grid: int = 4096
+    name = "mad2r"
+    rechoose = True
