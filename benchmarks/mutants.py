@@ -83,6 +83,7 @@ T_LEDGER = "tests/ledger"
 T_MUT = "tests/api/test_release_integrity.py"
 T_LEDGER_OVERSPEND = "tests/ledger/test_ledger_overspend.py"
 T_SPARK_MUTABLE = "tests/spark/test_spark_mutable_source.py"
+T_MAD = "tests/mechanisms/test_adaptive_weighting.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ noise scale halved (σ/2)
@@ -301,6 +302,20 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("fixed-bounding-secret", "the l0 choice uses a fixed secret (predictable, steerable drops)",
            (Edit("engines/bounding.py", "        out = bytes(rb(SECRET_BYTES))", "        out = bytes(SECRET_BYTES)"),),
            (T_BOUND,)),
+    # ------------------------------------------------------------------ adaptive weighting (mad, mad2r)
+    Mutant("mad-reweight-up", "a re-weighted unit gives its keys the weight of one key fewer (W_{t-1} > W_t: "
+           "its l2 norm exceeds 1 after re-weighting)",
+           (Edit("mechanisms/adaptive_weighting.py", "w = np.asarray(weights, dtype=np.int64)[deg[uk] - 1]",
+                 "w = np.asarray(weights, dtype=np.int64)[np.maximum(deg[uk] - 2, 0)]"),),
+           (T_MAD + "::test_round_weights_are_the_largest_integers_of_unit_norm", T_MAD)),
+    Mutant("mad-round-up", "the re-weighted weight is rounded up (floor(G/sqrt(t)) + 1 grid steps)",
+           (Edit("mechanisms/adaptive_weighting.py", "w = np.asarray(weights, dtype=np.int64)[deg[uk] - 1]",
+                 "w = np.asarray(weights, dtype=np.int64)[deg[uk] - 1] + 1"),),
+           (T_MAD + "::test_round_weights_are_the_largest_integers_of_unit_norm", T_MAD)),
+    Mutant("mad-new-key-threshold-1", "each round's threshold one grid step below the new-key bound",
+           (Edit("accounting/adaptive_weighting.py", "    return _smallest_margin(worst, target, int(ws[0]) + 1)",
+                 "    return _smallest_margin(worst, target, int(ws[0]) + 1) - 1"),),
+           (T_MAD,)),
     # ------------------------------------------------------------------ Spark: one histogram per release
     Mutant("spark-hist-not-persisted", "Spark's bounded histogram is not persisted (recomputed per action)",
            (Edit("engines/spark_engine.py", "        hist = hist.persist(StorageLevel.MEMORY_AND_DISK)\n", ""),),
