@@ -18,34 +18,34 @@ round 2 gets most of the budget. Accounting: :mod:`sparsedp.accounting.adaptive_
 Weighted Gaussian profile given the earlier rounds' output, composed by the ledger's
 :class:`~sparsedp.accounting.events.SequenceEvent`); proofs ``docs/proofs/mad.md``.
 
-Order of the secrets drawn from the release's source in :meth:`~_Rounds.run`: the ℓ0 choice's seed (256 bits),
-then per round ``K_noise`` (and round 2's choice seed for ``mad2r`` before its ``K_noise``).
+Engine primitive: :meth:`~sparsedp.core.engine.Engine.round_histogram` (the embedded engines and Spark: the same
+per-unit code, :func:`sparsedp.engines.pairs.round_key_sums`, with the engines' one keyed ℓ0 choice). Order of
+the secrets drawn from the release's source: round 1's ℓ0 secret (in :meth:`~_Rounds.histogram`, after every
+input check, before the charge), then in :meth:`~_Rounds.run` round 1's ``K_noise``, and for each later round
+its ℓ0 secret (``mad2r`` only: ``mad`` keeps round 1's) and its ``K_noise``.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from .. import _validate as v
 from ..accounting.adaptive_weighting import MAX_L0, RoundsCalibration, calibrate_rounds
 from ..accounting.charge import Charge
 from ..accounting.set_union import grid_weights
-from ..core.bounded import BoundingStats, LocalHistogram, PairIds
-from ..core.engine import Engine
+from ..core.engine import Capability, Engine
 from ..errors import InfeasibleError, InvalidParameterError
 from ..noise.source import SecureRandom
-from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest
+from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest, UserRequest
 from .registry import register
-from .set_union import _need_pairs, _SetUnion
+from .set_union import _SetUnion
 from .thresholded import _key_task
 
-__all__ = ["MAD", "MAD2R", "RoundsHistogram", "choose_pairs", "round_sums", "rounds_candidates"]
+__all__ = ["MAD", "MAD2R", "RoundsHistogram", "rounds_candidates"]
 
-_CODE = "__sparsedp_key"
+_VALUE = "__sparsedp_value"
 
 
 def rounds_candidates(request: ReleaseRequest) -> dict[str, Mechanism]:
@@ -65,44 +65,19 @@ def _calibrate(name: str, epsilon: float, delta: float, l0: int, shares: tuple[f
 
 @dataclass(frozen=True)
 class RoundsHistogram:
-    """The distinct (unit, key) pairs as integer ids (curator only, never released): ``ids``
-    (:class:`~sparsedp.core.bounded.PairIds`), ``stats`` (what bounding will do is known only per round: these
-    are the input's figures, ``l0`` the bound)."""
+    """Round 1's weighted histogram (the engine's, curator only) and what the later rounds need to read the input
+    again: the input handle, the unit and key columns, round 1's ℓ0 secret (``mad`` keeps its choice). ``stats``:
+    round 1's bounding statistics."""
 
-    ids: PairIds
-    stats: BoundingStats
+    first: Any
+    secret: bytes = field(repr=False)
+    data: Any = field(repr=False)
+    unit: str = ""
+    by: tuple[str, ...] = ()
 
-
-def choose_pairs(unit_ids: np.ndarray, eligible: np.ndarray, l0: int, gen: np.random.Generator) -> np.ndarray:
-    """A mask of the pairs kept: among each unit's ``eligible`` pairs, ``min(#eligible, l0)`` chosen uniformly at
-    random (independent uniform priorities, the smallest ``l0`` per unit). A unit's choice depends on its own
-    pairs and the generator only (``docs/proofs/mad.md`` Lemma 1)."""
-    idx = np.flatnonzero(eligible)
-    keep = np.zeros(unit_ids.size, dtype=bool)
-    if idx.size == 0:
-        return keep
-    pri = gen.random(idx.size)
-    order = np.lexsort((pri, unit_ids[idx]))
-    srt = idx[order]
-    u = unit_ids[srt]
-    starts = np.r_[0, np.flatnonzero(np.diff(u)) + 1]
-    rank = np.arange(srt.size) - np.repeat(starts, np.diff(np.r_[starts, srt.size]))
-    keep[srt[rank < l0]] = True
-    return keep
-
-
-def round_sums(unit_ids: np.ndarray, key_ids: np.ndarray, kept: np.ndarray, n_keys: int,
-               weights: np.ndarray) -> np.ndarray:
-    """Each key's integer weight sum ``S_k = Σ W_{t_u}`` over the kept pairs, ``t_u`` = unit u's kept pairs
-    (``weights[t − 1] = W_t``), exactly (int64 throughout)."""
-    uk, kk = unit_ids[kept], key_ids[kept]
-    if uk.size == 0:
-        return np.zeros(n_keys, dtype=np.int64)
-    deg = np.bincount(uk)
-    w = np.asarray(weights, dtype=np.int64)[deg[uk] - 1]
-    out = np.zeros(n_keys, dtype=np.int64)
-    np.add.at(out, kk, w)
-    return out
+    @property
+    def stats(self) -> Any:
+        return self.first.stats
 
 
 class _Rounds(_SetUnion):
@@ -191,55 +166,48 @@ class _Rounds(_SetUnion):
                    f"shares {', '.join(f'{f:g}' for f in cal.shares)}; the rounds' exact profiles composed "
                    f"(docs/proofs/mad.md)",))
 
+    def needs(self, request: UserRequest) -> frozenset[Capability]:
+        return frozenset({Capability.ROUNDS})  # Engine.round_histogram: the embedded engines and Spark
+
     def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str],
                   request: ReleaseRequest, rng: SecureRandom, **extra: Any) -> RoundsHistogram:
-        """The distinct pairs as ids (every input check happens here, before anything is drawn or charged)."""
+        """Round 1's weighted histogram (every input check happens here, before the ℓ0 secret is drawn and
+        before anything is charged)."""
         unit = self._need_unit(privacy_unit)
-        _need_pairs(engine)
-        ids = engine.pair_ids(data, unit, list(by))
         l0 = int(request.max_groups_per_unit or 0)
-        n_units = int(ids.unit_ids.max()) if ids.unit_ids.size else 0
-        over = int(np.count_nonzero(np.bincount(ids.unit_ids)[1:] > l0)) if ids.unit_ids.size else 0
-        stats = BoundingStats(rows_in=ids.rows, units_in=n_units, pairs_in=ids.pairs, units_over_l0=over,
-                              pairs_dropped_l0=0, keys_in=ids.keys.num_rows, keys_bounded=ids.keys.num_rows,
-                              keys_out=ids.keys.num_rows, l0=l0)
-        return RoundsHistogram(ids=ids, stats=stats)
+        first, secret = engine.round_histogram(data, unit, list(by), l0, grid_weights(l0, self.grid).tolist(), rng)
+        return RoundsHistogram(first=first, secret=secret, data=data, unit=unit, by=tuple(by))
 
     def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
             request: ReleaseRequest) -> Released:
+        """Each round: its weighted histogram on the keys no earlier round released (round 1's is ``hist``), the
+        per-key kernel (``K_noise`` drawn per round), the released keys collected (few) and excluded next."""
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         h: RoundsHistogram = hist
         cal: RoundsCalibration = calibration
-        l0 = cal.l0
-        units, keys_ids = h.ids.unit_ids, h.ids.key_ids
-        keys = h.ids.keys
-        n_keys = keys.num_rows
-        coded = keys.append_column(_CODE, pa.array(np.arange(n_keys, dtype=np.int64)))
-        weights = grid_weights(l0, cal.grid)
-        alive = np.ones(n_keys, dtype=bool)
-        gen = np.random.default_rng(int.from_bytes(bytes(rng.random_bytes(32)), "big"))
-        kept = choose_pairs(units, np.ones(units.size, dtype=bool), l0, gen)
+        by = list(h.by)
+        weights = grid_weights(cal.l0, cal.grid).tolist()
         tables, found = [], []
+        excluded: Any = None
         for r, rc in enumerate(cal.rounds):
-            if r > 0:
-                eligible = alive[keys_ids]
-                if self.rechoose:
-                    gen = np.random.default_rng(int.from_bytes(bytes(rng.random_bytes(32)), "big"))
-                    kept = choose_pairs(units, eligible, l0, gen)
-                else:
-                    kept = kept & eligible
-            sums = round_sums(units, keys_ids, kept, n_keys, weights)
-            sel = np.flatnonzero(sums >= 1)
-            task = _key_task(rc.kernel(), 1, rng, False)  # rule S >= 1 and S + Z >= 1 + (T_r − 1)
-            local = LocalHistogram(keys=coded.take(pa.array(sel, pa.int64())), counts=sums[sel], stats=h.stats)
-            rel = engine.noise_keys(local, task)
-            codes = np.asarray(rel.keys.column(_CODE).to_numpy(), dtype=np.int64)
-            alive[codes] = False
-            found.append(int(codes.size))
-            vals = np.asarray(rel.values, dtype=np.float64) / float(cal.grid)
-            tables.append(rel.keys.drop_columns([_CODE]).append_column(disclosure.value_column,
-                                                                       pa.array(vals, pa.float64())))
+            if r == 0:
+                rh = h.first
+            else:
+                rh, _ = engine.round_histogram(h.data, h.unit, by, cal.l0, weights, rng, exclude=excluded,
+                                               choose_first=not self.rechoose,
+                                               secret=None if self.rechoose else h.secret)
+            try:
+                task = _key_task(rc.kernel(), 1, rng, False)  # rule S >= 1 and S + Z >= 1 + (T_r − 1)
+                table = engine.to_arrow(engine.noise_keys(rh, task), by, _VALUE)
+            finally:
+                engine.release_resources(rh)
+            keys = table.select(by)
+            excluded = keys if excluded is None else pa.concat_tables([excluded, keys])
+            found.append(int(table.num_rows))
+            values = pc.divide(pc.cast(table.column(_VALUE), pa.float64()), float(cal.grid))
+            tables.append(keys.append_column(disclosure.value_column, values))
         out = pa.concat_tables(tables)
         note = "keys released by round: " + ", ".join(str(n) for n in found)
         return Released(rows=out, disclosure=disclosure.with_notes(note), in_process=True)
