@@ -305,12 +305,12 @@ MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ adaptive weighting (mad, mad2r)
     Mutant("mad-reweight-up", "a re-weighted unit gives its keys the weight of one key fewer (W_{t-1} > W_t: "
            "its l2 norm exceeds 1 after re-weighting)",
-           (Edit("mechanisms/adaptive_weighting.py", "w = np.asarray(weights, dtype=np.int64)[deg[uk] - 1]",
-                 "w = np.asarray(weights, dtype=np.int64)[np.maximum(deg[uk] - 2, 0)]"),),
+           (Edit("engines/pairs.py", 'pl.len().over(unit).cast(pl.Int64).alias("__t")',
+                 '(pl.len().over(unit) - 1).clip(lower_bound=1).cast(pl.Int64).alias("__t")'),),
            (T_MAD + "::test_round_weights_are_the_largest_integers_of_unit_norm", T_MAD)),
     Mutant("mad-round-up", "the re-weighted weight is rounded up (floor(G/sqrt(t)) + 1 grid steps)",
-           (Edit("mechanisms/adaptive_weighting.py", "w = np.asarray(weights, dtype=np.int64)[deg[uk] - 1]",
-                 "w = np.asarray(weights, dtype=np.int64)[deg[uk] - 1] + 1"),),
+           (Edit("engines/pairs.py", '"__w": np.asarray(weights, dtype=np.int64)})',
+                 '"__w": np.asarray(weights, dtype=np.int64) + 1})'),),
            (T_MAD + "::test_round_weights_are_the_largest_integers_of_unit_norm", T_MAD)),
     Mutant("mad-new-key-threshold-1", "each round's threshold one grid step below the new-key bound",
            (Edit("accounting/adaptive_weighting.py", "    return _smallest_margin(worst, target, int(ws[0]) + 1)",

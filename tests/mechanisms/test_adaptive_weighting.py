@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pytest
 
 import sparsedp as sd
@@ -23,7 +24,8 @@ from sparsedp.accounting.discrete import dgauss_pmf, dgauss_sf
 from sparsedp.accounting.events import SequenceEvent, SetUnionEvent
 from sparsedp.accounting.set_union import calibrate_weighted_gaussian, grid_weights, weighted_gaussian_delta
 from sparsedp.errors import InvalidParameterError
-from sparsedp.mechanisms.adaptive_weighting import choose_pairs, round_sums
+from sparsedp.engines.bounding import COUNT
+from sparsedp.engines.pairs import round_key_sums
 from sparsedp.noise import InsecureSeededRandom
 
 GRID = 2          # W_1 = 2, W_2 = 1
@@ -147,38 +149,40 @@ def test_new_key_threshold_is_the_smallest_meeting_the_target():
 # ------------------------------------------------------------------ the weights each round gives
 
 
+def _round_sums(frame: pl.DataFrame, l0: int, exclude=None, choose_first=False, secret=b"k" * 32) -> dict[str, int]:
+    out = round_key_sums(frame, "unit", ["key"], l0, grid_weights(l0, 4096), secret,
+                         None if exclude is None else pa.table({"key": exclude}), choose_first)
+    return dict(zip(out["key"].to_list(), out[COUNT].to_list()))
+
+
 def test_round_weights_are_the_largest_integers_of_unit_norm():
-    """A unit that kept t pairs gives each W_t = floor(G/√t) exactly: the sums over every kept pair, and each
-    unit's squared weights sum to at most G² (rounding down: a unit never exceeds its ℓ2 budget)."""
-    units = np.array([1, 2, 2, 3, 3, 3, 3, 4], dtype=np.int64)
-    keys = np.array([0, 0, 1, 0, 1, 2, 3, 3], dtype=np.int64)
+    """A unit that kept t pairs gives each W_t = floor(G/√t) exactly, in round 1 and after a key is released (its
+    adaptive degree drops); each unit's squared weights sum to at most G² (rounding down: a re-weighted unit
+    never exceeds its ℓ2 budget)."""
+    rows = [(1, "a"), (2, "a"), (2, "b"), (3, "a"), (3, "b"), (3, "c"), (3, "d"), (4, "d")]
+    df = pl.DataFrame({"unit": [r[0] for r in rows], "key": [r[1] for r in rows]})
     ws = grid_weights(4, 4096)
-    kept = np.ones(units.size, dtype=bool)
-    got = round_sums(units, keys, kept, 4, ws)
-    assert got.tolist() == [ws[0] + ws[1] + ws[3], ws[1] + ws[3], ws[3], ws[3] + ws[0]]
-    # after key 0 is released, unit 2 and 3 re-weight their other keys (adaptive degree 1 and 3)
-    alive = keys != 0
-    again = round_sums(units, keys, kept & alive, 4, ws)
-    assert again.tolist() == [0, ws[0] + ws[2], ws[2], ws[2] + ws[0]]
-    for m in (kept, kept & alive):
-        for u in np.unique(units):
-            t = int(np.count_nonzero(m & (units == u)))
-            if t:
-                assert t * int(ws[t - 1]) ** 2 <= 4096 ** 2
+    assert _round_sums(df, 4) == {"a": ws[0] + ws[1] + ws[3], "b": ws[1] + ws[3], "c": ws[3], "d": ws[3] + ws[0]}
+    # key a released: units 2 and 3 re-weight their other keys (adaptive degrees 1 and 3)
+    for first in (True, False):
+        assert _round_sums(df, 4, exclude=["a"], choose_first=first) == {"b": ws[0] + ws[2], "c": ws[2],
+                                                                  "d": ws[2] + ws[0]}
+    for t in range(1, 5):
+        assert t * int(ws[t - 1]) ** 2 <= 4096 ** 2 < t * (int(ws[t - 1]) + 1) ** 2
 
 
-def test_choice_keeps_at_most_l0_eligible_pairs_per_unit_uniformly():
-    units = np.repeat(np.arange(1, 201, dtype=np.int64), 5)
-    eligible = np.tile(np.array([True, True, True, True, False]), 200)
-    gen = np.random.default_rng(3)
-    counts = np.zeros(5)
-    for _ in range(20):
-        kept = choose_pairs(units, eligible, 2, gen)
-        assert not np.any(kept & ~eligible)
-        assert np.all(np.bincount(units[kept], minlength=201)[1:] == 2)
-        counts += kept.reshape(200, 5).sum(0)
-    assert counts[4] == 0
-    assert np.all(np.abs(counts[:4] - 2000) < 5 * math.sqrt(4000 * 0.5 * 0.5))  # each eligible kept w.p. 1/2
+def test_mad_keeps_round_ones_choice_and_mad2r_chooses_again():
+    """l0 = 2 binds for a unit with 4 keys: ``mad`` (choose_first) keeps round 1's two keys and drops the released
+    one (one key left, weight W_1); ``mad2r`` chooses 2 of the 3 keys not released (each W_2)."""
+    df = pl.DataFrame({"unit": [1, 1, 1, 1], "key": ["a", "b", "c", "d"]})
+    ws = grid_weights(2, 4096)
+    first = _round_sums(df, 2)
+    assert len(first) == 2 and set(first.values()) == {int(ws[1])}
+    gone = sorted(first)[0]
+    mad = _round_sums(df, 2, exclude=[gone], choose_first=True)
+    assert mad == {sorted(first)[1]: int(ws[0])}
+    mad2r = _round_sums(df, 2, exclude=[gone], choose_first=False)
+    assert len(mad2r) == 2 and gone not in mad2r and set(mad2r.values()) == {int(ws[1])}
 
 
 # ------------------------------------------------------------------ the real secure path
