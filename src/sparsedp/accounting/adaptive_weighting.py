@@ -31,7 +31,7 @@ from fractions import Fraction
 
 from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
-from .calibration import Comparison
+from .calibration import Comparison, Neighbours
 from .discrete import dgauss_sf, dgauss_variance
 from .discrete_histograms import _smallest_margin, rational_up
 from .events import SequenceEvent, event_of
@@ -99,6 +99,27 @@ class RoundsCalibration:
     @property
     def comparison(self) -> Comparison:
         return Comparison.GE
+
+    @property
+    def noise(self) -> DiscreteGaussian:
+        """The last round's law (in grid units; every round samples a :class:`~.laws.DiscreteGaussian`)."""
+        law = self.rounds[-1].noise
+        assert isinstance(law, DiscreteGaussian)  # _round builds one
+        return law
+
+    @property
+    def discrete(self) -> bool:
+        """Exact integer noise from the CSPRNG in every round."""
+        return True
+
+    @property
+    def neighbours(self) -> Neighbours:
+        return Neighbours.ADD_REMOVE
+
+    debias = False
+    k = None
+    top_k = None
+    d = None
 
     def event(self) -> SequenceEvent:
         """The ledger event: the rounds' exact events in sequence, charged at (ε, δ)."""

@@ -109,16 +109,18 @@ class _Rounds(_SetUnion):
 
     @classmethod
     def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:
+        """Both rounds mechanisms (one implementation, planned once: :func:`~.catalog.planners`), up to
+        :data:`~sparsedp.accounting.adaptive_weighting.MAX_L0` keys per unit."""
         if query.d is not None or query.delta == 0 or query.l0 is None or query.l0 > MAX_L0:
             return []
         req = query.request()
-        m = rounds_candidates(req).get(cls.name)
-        if m is None:
-            return []
-        try:
-            return [(m, m.calibrate(req), cls.plan_group)]
-        except InfeasibleError:
-            return []
+        rows: list[tuple[Mechanism, Any, int]] = []
+        for m in rounds_candidates(req).values():
+            try:
+                rows.append((m, m.calibrate(req), cls.plan_group))
+            except InfeasibleError:
+                continue
+        return rows
 
     def check(self, request: ReleaseRequest) -> None:
         super().check(request)
