@@ -55,6 +55,7 @@ from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 from ..noise import default_source
 from .histograms import arrow_engine, local_histogram, release_tiled, released_rows, size_estimate
 from .mutants import scaled_calibration, scaled_law, scaled_public, shifted_calibration
+from .adaptive_weighting import ROUNDS, release_rounds, rounds_calibration
 from .set_union import POLICY, WEIGHTED, release_policy, shifted_weighted
 from .two_stage import TWO_STAGE, release_two_stage, two_stage_calibration
 from .vectors import VECTOR_SUM, VectorSumRelease, release_vectors
@@ -67,7 +68,7 @@ __all__ = ["AUDITABLE", "Target", "auditable", "build_target", "default_bound", 
 AUDITABLE = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted", "pure-sparse", "compact", "basic",
              "stability", "pure-blanket", "misra-gries", "auto", "public-gaussian", "public-laplace",
              CorrelatedGaussian.name, "bounded-density", "grouped-correlated-gaussian", "keep-heavy", "kh-prime",
-             "kh-double-prime", "sparse-histogram", TWO_STAGE, WEIGHTED, POLICY, VECTOR_SUM)
+             "kh-double-prime", "sparse-histogram", TWO_STAGE, WEIGHTED, POLICY, VECTOR_SUM) + ROUNDS
 #: the grouped correlated Gaussian (Lebeda (2024) Algorithm 2): audited on group 0 of two groups of ``d`` keys each
 GROUPED = "grouped-correlated-gaussian"
 #: public-key mechanisms (every listed key released, no threshold; σ scale applies)
@@ -84,14 +85,14 @@ THRESHOLDED = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted")
 #: targets whose noise scale and threshold an audit can break (``sigma_scale``, ``margin_shift``) besides the
 #: thresholded ones: the public-key ones (σ only), Misra–Gries (σ of its CSH), the blanket histogram (ε only),
 #: the set-union and two-stage ones (both)
-SCALABLE = THRESHOLDED + PUBLIC + ("misra-gries", BLANKET, WEIGHTED, POLICY, TWO_STAGE, VECTOR_SUM)
-SHIFTABLE = THRESHOLDED + (WEIGHTED, POLICY, TWO_STAGE)
+SCALABLE = THRESHOLDED + PUBLIC + ("misra-gries", BLANKET, WEIGHTED, POLICY, TWO_STAGE, VECTOR_SUM) + ROUNDS
+SHIFTABLE = THRESHOLDED + (WEIGHTED, POLICY, TWO_STAGE) + ROUNDS
 _TILED = (GSHM.name, Laplace.name, "public-gaussian", "public-laplace", WEIGHTED, POLICY)
 _CHUNK = 1 << 18  # keys per tiled release (bounds memory)
 #: the bound each mechanism's contribution model is stated with, and its name in the report
 BOUND_NAME = {GSHM.name: "l0", Laplace.name: "l0", "csh": "k", TopKCSH.name: "top_k", "topk-csh-shifted": "top_k",
               "misra-gries": "l0", "auto": "l0", VECTOR_SUM: "d",
-              **{m: "l0" for m in PUBLIC + _PURE + (WEIGHTED, POLICY, TWO_STAGE)}}
+              **{m: "l0" for m in PUBLIC + _PURE + (WEIGHTED, POLICY, TWO_STAGE) + ROUNDS}}
 
 
 def auditable() -> tuple[str, ...]:
@@ -208,6 +209,8 @@ def _broken(picked: str, mech, request, ref, scale: float, shift: int) -> tuple[
         return shifted_calibration(scaled_calibration(ref, scale), shift), None
     if picked == TWO_STAGE:
         return two_stage_calibration(ref, scale, shift), None
+    if picked in ROUNDS:
+        return rounds_calibration(ref, scale, shift), None
     if picked == VECTOR_SUM:  # σ times scale: ρ over scale²
         return dataclasses.replace(ref, rho=ref.rho / scale ** 2,
                                    noise_std=tuple(x * scale for x in ref.noise_std)), None
@@ -351,6 +354,8 @@ def release_many(target: Target, counts, runs: int, rng, units: int | None = Non
         return release_policy(target, counts, int(runs), rng)
     if target.picked == VECTOR_SUM:  # the counts are the coordinates' true sums
         return release_vectors(target, counts, int(runs), rng)
+    if target.picked in ROUNDS:  # the counts encode units (.adaptive_weighting.rounds_rows)
+        return release_rounds(target, counts, int(runs), rng)
     c = np.asarray(counts, dtype=np.int64)
     if target.picked == TWO_STAGE:
         return release_two_stage(target, c, int(c.sum()) if units is None else int(units), int(runs), rng)
