@@ -112,7 +112,7 @@ def round_key_sums(pairs: Any, unit: str, by: Sequence[str], l0: int, weights: A
     import polars as pl
 
     by = list(by)
-    frame = pairs.select([unit, *by]).unique()
+    frame = pairs.select([unit, *by])  # select_pairs de-duplicates
     if exclude is not None and exclude.num_rows and not choose_first:
         frame = _without(frame, by, exclude)
     kept = select_pairs(frame, unit, by, int(l0), secret)
