@@ -52,8 +52,8 @@ from .gaussian import gaussian_delta, gaussian_sigma
 from .laws import DiscreteGaussian, Gaussian
 
 __all__ = ["DEFAULT_GRID", "grid_weights", "weighted_shift_hockey_stick", "weighted_gaussian_delta",
-           "calibrate_weighted_gaussian", "weighted_gaussian_scale", "SetUnionCalibration", "paper_threshold", "policy_gaussian_delta",
-           "calibrate_policy_gaussian", "PolicyCalibration"]
+           "calibrate_weighted_gaussian", "weighted_gaussian_scale", "SetUnionCalibration", "paper_threshold",
+           "policy_gaussian_delta", "calibrate_policy_gaussian", "PolicyCalibration"]
 
 #: default weight grid G (weights are multiples of 1/G): rounding costs at most 1/G per key and unit
 DEFAULT_GRID = 4096

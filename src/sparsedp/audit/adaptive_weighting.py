@@ -1,5 +1,5 @@
-"""Audit targets of the adaptive-weighting set unions (``mad``, ``mad2r``; :mod:`sparsedp.mechanisms.adaptive_weighting`,
-``docs/proofs/mad.md``): rounds of the discrete Weighted Gaussian, a unit's later-round weights depending on the
+"""Audit targets of the adaptive-weighting set unions (``mad``, ``mad2r``;
+:mod:`sparsedp.mechanisms.adaptive_weighting`, ``docs/proofs/mad.md``): rounds of the discrete Weighted Gaussian, a unit's later-round weights depending on the
 keys earlier rounds released.
 
 The neighbours differ by a **unit**, not by per-key weights, so a scenario's counts encode units: key ``i`` is held
