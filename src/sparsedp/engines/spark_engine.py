@@ -197,13 +197,10 @@ class _BoundTask:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import polars as pl
-        import pyarrow as pa
 
-        parts = [b for b in batches if b.num_rows]
-        if not parts:
+        table = _partition_table(batches)
+        if table is None:
             return
-        table = pa.Table.from_batches(parts)
-        types = {c: table.schema.field(c).type for c in self.by}
         grid: list[str] = []
         if self.aggregates:
             # the same choice (choose_from_per_key, same secret) with the per-pair contributions carried along
@@ -217,10 +214,7 @@ class _BoundTask:
             # dtypes itself (Int32 -> Int64, large strings -> String, time zones…)
             pairs = _polars(table.select([self.unit, *self.by]))
             counts = bounded_key_counts(pairs, self.unit, list(self.by), self.l0, self.secret).to_arrow()
-        out = pa.Table.from_arrays([counts.column(c).cast(types[c]) for c in self.by] +
-                                   [counts.column(c).cast(pa.int64()) for c in [COUNT, *grid]],
-                                   names=[*self.by, COUNT, *grid])
-        yield from out.combine_chunks().to_batches()
+        yield from _partial_batches(counts, table, self.by, [COUNT, *grid])
         if _first_attempt_fault():
             raise RuntimeError("sparsedp test fault: first attempt of a bounding task fails after output")
 
@@ -255,18 +249,30 @@ class _RoundTask:
     choose_first: bool = False
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
-        parts = [b for b in batches if b.num_rows]
-        if not parts:
+        table = _partition_table(batches)
+        if table is None:
             return
-        table = pa.Table.from_batches(parts)
-        types = {c: table.schema.field(c).type for c in self.by}
         sums = round_key_sums(_polars(table.select([self.unit, *self.by])), self.unit, list(self.by), self.l0,
                               self.weights, self.secret, self.exclude, self.choose_first).to_arrow()
-        out = pa.Table.from_arrays([sums.column(c).cast(types[c]) for c in self.by] +
-                                   [sums.column(COUNT).cast(pa.int64())], names=[*self.by, COUNT])
-        yield from out.combine_chunks().to_batches()
+        yield from _partial_batches(sums, table, self.by, [COUNT])
+
+
+def _partition_table(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    """A bounding task's non-empty input batches as one Arrow table (None: an empty partition)."""
+    import pyarrow as pa
+
+    parts = [b for b in batches if b.num_rows]
+    return pa.Table.from_batches(parts) if parts else None
+
+
+def _partial_batches(counts: pa.Table, table: pa.Table, by: Sequence[str], cols: list[str]) -> list[pa.RecordBatch]:
+    """A task's partial per-key results: the key columns cast back to the partition's Spark types, ``cols`` as
+    Int64."""
+    import pyarrow as pa
+
+    out = pa.Table.from_arrays([counts.column(c).cast(table.schema.field(c).type) for c in by] +
+                               [counts.column(c).cast(pa.int64()) for c in cols], names=[*by, *cols])
+    return out.combine_chunks().to_batches()
 
 
 def _polars(table: pa.Table) -> pl.DataFrame:
