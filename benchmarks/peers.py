@@ -605,6 +605,177 @@ def aggregates_main(a, pythons: dict[str, Path], versions: dict[str, str], setup
     return 0
 
 
+# ----------------------------------------------------------------------------------------------- quantiles
+
+QUANTILE_PEERS = ("sparsedp", "opendp", "pipelinedp")
+
+
+def quantiles_dataset(rows: int, value_seed: int, path: Path, l0: int) -> dict:
+    """:func:`aggregates_dataset` (the search log with the dwell-seconds column ``value``, log-normal(3.5, 1.2)
+    rounded to 0.1 s, numpy seed ``value_seed``; at most l0 keys per unit kept, seed ``value_seed + 1``), then one
+    row per (unit, key) kept (a seeded uniform choice, seed ``value_seed + 2``): every library's own bounds (l0
+    keys per unit, one row per key) are then no-ops and each key's true median is what every library estimates."""
+    import numpy as np
+    import polars as pl
+    aggregates_dataset(rows, value_seed, path, l0)
+    df = pl.read_parquet(path).sort("unit", "key", "value")
+    r = np.random.Generator(np.random.PCG64(value_seed + 2)).random(df.height)
+    df = (df.with_columns(_r=pl.Series(r)).with_columns(pl.col("_r").rank("ordinal").over("unit", "key"))
+          .filter(pl.col("_r") == 1).drop("_r"))
+    df.write_parquet(path)
+    return {"rows": df.height, "units": df["unit"].n_unique(), "keys": df["key"].n_unique()}
+
+
+def quantile_truth(path: Path, lower: float, upper: float):
+    """Per key: its number of units and the median of its values clipped to [lower, upper] (numpy's median:
+    the mean of the two middle values for an even count)."""
+    import polars as pl
+    return (pl.read_parquet(path).with_columns(pl.col("value").clip(lower, upper))
+            .group_by("key").agg(pl.len().alias("n"), pl.col("value").median().alias("true_median")))
+
+
+def run_quantiles(a, pythons: dict[str, Path]) -> tuple[list[str], dict]:
+    import polars as pl
+    libs = [lib for lib in QUANTILE_PEERS if lib in pythons]
+    if "sparsedp" in libs:  # sparsedp again at each extra median share (--median-shares), as its own row
+        libs[1:1] = [f"sparsedp@{x}" for x in (a.median_shares or "").split(",") if x]
+    errs: dict[str, list[float]] = {lib: [] for lib in libs}
+    own: dict[str, list[float]] = {lib: [] for lib in libs}
+    keys: dict[str, list[int]] = {lib: [] for lib in libs}
+    secs: dict[str, list[float]] = {lib: [] for lib in libs}
+    meta_last: dict[str, dict] = {}
+    common_sizes = []
+    with tempfile.TemporaryDirectory(prefix="sparsedp-peers-q-") as td:
+        tmp = Path(td)
+        data = tmp / "q.parquet"
+        info = quantiles_dataset(a.rows, a.value_seed, data, a.l0)
+        print(f"data: {info['rows']} rows, {info['units']} units, {info['keys']} keys", flush=True)
+        truth = quantile_truth(data, a.lower, a.upper)
+        for rep in range(a.repeats):
+            outs = {}
+            for lib in libs:
+                out, mp = tmp / f"q_{lib}.parquet", tmp / f"q_{lib}.json"
+                name, _, share = lib.partition("@")
+                os.environ["SPARSEDP_PEER_MEDIAN_SHARE"] = share  # read by sparsedp_peer.quantiles only
+                try:
+                    run_script(pythons[name], _script(name), [
+                        "quantiles", str(data), str(out), str(mp), str(a.epsilon), str(a.delta), str(a.l0),
+                        str(a.lower), str(a.upper), str(a.cells)], a.timeout)
+                except RuntimeError as err:
+                    print(f"  {lib}: {err}", flush=True)
+                    continue
+                finally:
+                    os.environ.pop("SPARSEDP_PEER_MEDIAN_SHARE", None)
+                meta_last[lib] = json.loads(mp.read_text())
+                outs[lib] = pl.read_parquet(out).join(truth, on="key", how="inner")
+                keys[lib].append(outs[lib].height)
+                secs[lib].append(meta_last[lib]["seconds"])
+                own[lib].extend((outs[lib]["median"] - outs[lib]["true_median"]).abs().to_list())
+                print(f"  repeat {rep}: {lib:10s} keys {outs[lib].height:6d}  release {meta_last[lib]['seconds']:.2f} s",
+                      flush=True)
+            common = None
+            for o in outs.values():
+                ks = set(o["key"].to_list())
+                common = ks if common is None else common & ks
+            common = sorted(common or ())
+            common_sizes.append(len(common))
+            for lib, o in outs.items():
+                j = o.filter(pl.col("key").is_in(common))
+                errs[lib].extend((j["median"] - j["true_median"]).abs().to_list())
+    head = ["library", "mechanism", "keys released (median)", "release time (s)",
+            "median abs. error, common keys", "p90, common keys", "median abs. error, own keys"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    summary = {}
+    for lib in libs:
+        if not keys[lib]:
+            lines.append(f"| {lib} | failed |" + " |" * (len(head) - 2))
+            continue
+        summary[lib] = (_quantile(errs[lib], 0.5), _quantile(errs[lib], 0.9), _quantile(own[lib], 0.5))
+        label = PEERS.get(lib, {}).get("label", lib.replace("@", " with median share="))
+        lines.append("| " + " | ".join([label, meta_last[lib].get("mechanism", ""),
+                                        f"{_median(keys[lib]):.0f}", f"{_median(secs[lib]):.2f}",
+                                        f"{summary[lib][0]:.4g}", f"{summary[lib][1]:.4g}",
+                                        f"{summary[lib][2]:.4g}"]) + " |")
+    peers_done = [lib for lib in summary if not lib.startswith("sparsedp")]
+    verdict = "not run"
+    if "sparsedp" in summary and peers_done:
+        best = min(peers_done, key=lambda lib: summary[lib][0])
+        parts = []
+        for lib in [x for x in summary if x.startswith("sparsedp")]:
+            ratio = summary[lib][0] / summary[best][0]
+            what = "sparsedp (default share)" if lib == "sparsedp" else lib.replace("@", " with median share=")
+            parts.append(f"{what} / best peer ({PEERS[best]['label']}) median abs. error on the common keys = "
+                         f"{ratio:.3f}; target <= 0.8: **{'met' if ratio <= 0.8 else 'not met'}**")
+        verdict = "; ".join(parts)
+    info.update(common=common_sizes, verdict=verdict,
+                calibration=[f"{lib}: {m.get('calibration', m.get('mechanism', ''))}" for lib, m in meta_last.items()])
+    return lines, info
+
+
+def quantiles_main(a, pythons: dict[str, Path], versions: dict[str, str], setup: float, t_start: float) -> int:
+    print(f"quantiles: per-key median, ε = {a.epsilon:g}, δ = {a.delta:g}, l0 = {a.l0}, bounds [{a.lower:g}, "
+          f"{a.upper:g}], {a.cells} cells, {a.repeats} repeat(s)", flush=True)
+    lines, info = run_quantiles(a, pythons)
+    print("\n".join(lines), flush=True)
+    print(info["verdict"], flush=True)
+    total = time.perf_counter() - t_start
+    out = Path(a.out) if a.out else ROOT / "docs" / "benchmarks_quantiles.md"
+    cmd = (f"python benchmarks/peers.py --quantiles{' --skip-install' if a.skip_install else ''} --rows {a.rows} "
+           f"--epsilon {a.epsilon:g} --delta {a.delta:g} --l0 {a.l0} --lower {a.lower:g} --upper {a.upper:g} "
+           f"--cells {a.cells} --repeats {a.repeats} --value-seed {a.value_seed} --peers {a.peers}"
+           + (f" --median-shares {a.median_shares}" if a.median_shares else ""))
+    md = [
+        "# Per-key medians: sparsedp against OpenDP and PipelineDP",
+        "",
+        f"Generated by `{cmd}` on {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC in {total / 60:.1f} min "
+        f"({setup:.0f} s of it on the peers' venvs).",
+        "",
+        f"Machine: {machine()} (shared and loaded while this ran: times are indicative only).",
+        "",
+        "Versions: " + "; ".join(f"{k}: {v}" for k, v in versions.items()) + ".",
+        "",
+        f"Data: the synthetic search log (`sparsedp.demo_data.search_log(n_rows={a.rows}, seed=0)`, which has no "
+        "numeric column) with a dwell-like column `value` added deterministically: dwell seconds, log-normal(μ = "
+        f"3.5, σ = 1.2) rounded to 0.1 s, numpy PCG64 seed {a.value_seed}; then at most l0 = {a.l0} keys per unit "
+        f"(seed {a.value_seed + 1}) and one row per (unit, key) (seed {a.value_seed + 2}) kept, so that every "
+        f"library's own bounds are no-ops: {info['rows']:,} rows, {info['units']:,} units, {info['keys']:,} keys.",
+        "",
+        f"Every library: ε = {a.epsilon:g}, δ = {a.delta:g} for the whole release (private key selection and the "
+        f"medians together), l0 = {a.l0} keys per unit, one row per (unit, key), values clipped to [{a.lower:g}, "
+        f"{a.upper:g}]; where a library takes candidates, the midpoints of {a.cells} equal cells.",
+        "",
+        "Error: |released median − true median| per key, the true median of the key's clipped values (mean of the two "
+        "middle values for an even count), pooled over repeats; 'common keys': the keys every library released in "
+        "the same repeat (" + ", ".join(map(str, info["common"])) + " keys); 'own keys': every key the library "
+        "released (libraries that release rarer keys show larger errors there).",
+        "",
+        *lines,
+        "",
+        info["verdict"] + ".",
+        "",
+        "Calibrations (as reported, last repeat): " + "; ".join(info["calibration"]) + ".",
+        "",
+        "## How each library was run",
+        "",
+        "* **sparsedp**: `sd.release(..., max_groups_per_unit=l0, aggregates=[sd.Median('value', lower, upper, "
+        "cells=cells)])`: the count mechanism (`auto`) selects keys at ε/4, the median of each released key is "
+        "one exact draw of the exponential mechanism over the grid cells at (3ε/4)/l0 (its default share of ε; "
+        "pure DP, composed l0-fold per unit; the ledger event is the composition of both parts).",
+        "* **OpenDP 0.16** Polars Context: `group_by('key').agg(pl.len().dp.noise(), pl.col('value').clip(lower, "
+        "upper).dp.median(candidates))` under `dp.loss_of(epsilon, delta)` with `dp.unit_of(contributions="
+        "[Bound(per_group=l0), Bound(by=['key'], per_group=1)])`; the Context chooses the split, the threshold "
+        "for unknown keys and the scales.",
+        "* **PipelineDP** `Metrics.PERCENTILE(50)` with `max_partitions_contributed=l0`, "
+        "`max_contributions_per_partition=1`, `min_value`/`max_value` = the bounds and its default private "
+        "partition selection; `NaiveBudgetAccountant(ε, δ)` splits ε evenly between selection and percentile.",
+        "",
+    ]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(md) + "\n")
+    print(f"wrote {out} ({total / 60:.1f} min)")
+    return 0
+
+
 # ----------------------------------------------------------------------------------------------- main
 
 # ----------------------------------------------------------------------------------------------- public keys
@@ -804,6 +975,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-prebound", action="store_true",
                     help="--aggregates: keep every key of every unit in the data (by default the data keep at "
                     "most l0 keys per unit, so the truth is what each library aggregates before noise)")
+    ap.add_argument("--quantiles", action="store_true",
+                    help="only the per-key median comparison (issue 34); writes docs/benchmarks_quantiles.md")
+    ap.add_argument("--cells", type=int, default=1024, help="--quantiles: grid cells (candidates) over the bounds")
+    ap.add_argument("--median-shares", default="",
+                    help="--quantiles: also run sparsedp with these median shares of ε (comma-separated)")
     ap.add_argument("--public-keys", action="store_true",
                     help="only the public-key-domain comparison (docs/benchmarks_public_keys.md)")
     ap.add_argument("--pk-configs", default="100:100,1000:1000,1000:20",
@@ -814,7 +990,9 @@ def main(argv: list[str] | None = None) -> int:
         a.peers = "opendp,pipelinedp"  # Tumult is not part of the public-keys comparison
     if a.aggregates and a.peers == "opendp,pipelinedp,tumult":
         a.peers = "opendp,pipelinedp"  # Tumult is not part of the aggregates comparison
-    if a.out is None and not a.aggregates and not a.public_keys:
+    if a.quantiles and a.peers == "opendp,pipelinedp,tumult":
+        a.peers = "opendp,pipelinedp"  # Tumult is not part of the quantiles comparison
+    if a.out is None and not a.aggregates and not a.public_keys and not a.quantiles:
         a.out = str(ROOT / "docs" / "benchmarks.md")
     t_start = time.perf_counter()
 
@@ -845,6 +1023,8 @@ def main(argv: list[str] | None = None) -> int:
         return aggregates_main(a, pythons, versions, setup, t_start)
     if a.public_keys:
         return public_keys_main(a, pythons, versions, setup, t_start)
+    if a.quantiles:
+        return quantiles_main(a, pythons, versions, setup, t_start)
 
     with tempfile.TemporaryDirectory(prefix="sparsedp-peers-") as td:
         tmp = Path(td)

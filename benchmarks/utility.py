@@ -7,8 +7,8 @@ For each dataset and ε ∈ {0.3, 1} (δ = 1e-6, add/remove one unit), every rou
 key; each route's released table is scored against the true distinct-unit count of every key with **no** l0
 bound (what a user wants to know), so the error includes the bounding bias:
 
-* sparsedp: GSHM at fixed l0 ∈ {1, 5, 20, 100}; ``max_groups_per_unit="auto"`` (10 % of ε chooses l0, the
-  0.9-quantile of keys per unit, :mod:`sparsedp.auto_bound`; or ``sd.AutoBound(objective="keys")``, the most
+* sparsedp: GSHM at fixed l0 ∈ {1, 5, 20, 100}; ``max_groups_per_unit="auto"`` (5 % of ε chooses l0, the
+  smallest candidate at or above the median keys per unit, :mod:`sparsedp.auto_bound`; or ``sd.AutoBound(objective="keys")``, the most
   expected released keys, :mod:`sparsedp.auto_keys`); de-biased top-k CSH (``top_k=k``); the two-stage
   release (``sd.TwoStage``: GSHM selects at l0 with ``split`` of (ε, δ), the correlated Gaussian counts the
   selected keys with no l0 bound; ``--two-stage L0:SPLIT,…``). In process, seeded source (benchmark

@@ -59,7 +59,7 @@ def test_plan_says_what_the_release_does_and_marks_other_outputs(tmp_path):
     assert rel.report.mechanism == m.group(1) == "gshm"
     assert f"{rel.report.margin:,.2f}" == m.group(2)
     weighted = next(ln for ln in res.output.splitlines() if "weighted-gaussian" in ln)
-    assert "publishes key weights, not counts" in weighted
+    assert "keys only (key weights, not counts)" in weighted
     chosen = next(ln for ln in res.output.splitlines() if "release uses this" in ln)
     assert "gshm" in chosen and "discrete-exact" in chosen
 

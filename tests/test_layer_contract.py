@@ -25,7 +25,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("sketches", frozenset({"sketches"})),
     ("mechanisms | engines", frozenset({"mechanisms", "engines"})),
     ("pipeline", frozenset({"request", "execution", "query", "pipeline", "bound_choice", "auto_bound", "auto_keys",
-                            "vectors", "alp_release", "ledger", "report", "advice", "demo_data"})),
+                            "vectors", "alp_release", "ledger", "report", "advice", "demo_data",
+                            "quantile_release", "other_row"})),
     ("front ends", frozenset({"cli", "audit", "reproduce", "plotting", "__main__"})),
 )
 #: packages of one layer that must not import each other (they meet in ``core``'s engine protocol)

@@ -21,7 +21,7 @@ STRICT: list[str] = [
     "accounting",
     "engines",
     "core",
-    "pipeline.py", "request.py", "execution.py", "ledger.py", "report.py",
+    "pipeline.py", "request.py", "execution.py", "ledger.py", "report.py", "quantile_release.py",
     # the rest of the public API
     "__init__.py", "aggregates.py", "errors.py", "advice.py", "plotting.py", "progress.py", "cli/_errors.py",
 ]

@@ -18,6 +18,11 @@ count is 1 and to the key's sum the sum of its rows' values for that key clipped
 the per-key mean of those per-unit contributions. Each peer script sums a unit's rows per key itself (one row
 per (unit, key), 1-stable under add/remove-one-unit) before handing the rows to its library.
 
+``script.py quantiles IN.parquet OUT.parquet META.json EPS DELTA L0 LOWER UPPER CELLS``: IN as for ``aggregates``;
+OUT gets ``key``, ``median`` (float64) for the keys the library releases (its own private key selection). Contribution
+model: each unit contributes to at most ``L0`` keys and one row (value clipped to [LOWER, UPPER]) to each; the
+candidates / grid are the midpoints of ``CELLS`` equal cells of [LOWER, UPPER] where the library takes candidates.
+
 ``script.py public_keys IN.parquet KEYS.parquet OUT.parquet META.json EPS DELTA L0 NOISE``: IN as for
 ``release``; KEYS has one column ``key`` (string), the public key list; OUT gets ``key``, ``count`` (float64)
 for EVERY listed key (no threshold; keys absent from IN get noise too, keys of IN not listed are dropped).
@@ -31,8 +36,22 @@ import sys
 import time
 
 
-def main(thresholds, release, aggregates=None, public_keys=None) -> None:
+def main(thresholds, release, aggregates=None, public_keys=None, quantiles=None) -> None:
     mode = sys.argv[1]
+    if mode == "quantiles" and quantiles is not None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        src, dst, meta_path = sys.argv[2:5]
+        eps, delta, l0 = float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
+        lower, upper, cells = float(sys.argv[8]), float(sys.argv[9]), int(sys.argv[10])
+        table = pq.read_table(src)
+        t0 = time.perf_counter()
+        keys, medians, meta = quantiles(table, eps, delta, l0, lower, upper, cells)
+        meta["seconds"] = time.perf_counter() - t0
+        pq.write_table(pa.table({"key": pa.array(keys, pa.string()),
+                                 "median": pa.array(medians, pa.float64())}), dst)
+        json.dump(meta, open(meta_path, "w"))
+        return
     if mode == "public_keys" and public_keys is not None:
         import pyarrow as pa
         import pyarrow.parquet as pq

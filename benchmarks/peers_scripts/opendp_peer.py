@@ -92,6 +92,17 @@ def release(table, eps, delta, l0, noise):
         "threshold": t, "scale": scale}
 
 
+def _context(df, eps, delta, l0, n):
+    """The Polars Context over ``df`` (at most l0 keys per unit, one row per (unit, key), told by ``unit_of``) at
+    ``loss_of(epsilon, delta)``, one query, with the loose public margin ``max_length = max_groups = n``."""
+    return dp.Context.compositor(
+        data=df.lazy(),
+        privacy_unit=dp.unit_of(contributions=[dp.polars.Bound(per_group=l0),
+                                               dp.polars.Bound(by=["key"], per_group=1)]),
+        privacy_loss=dp.loss_of(epsilon=eps, delta=delta), split_evenly_over=1,
+        margins=[dp.polars.Margin(by=["key"], max_length=n, max_groups=n)])
+
+
 SCALE = 10  # the aggregates' fixed-point grid: 0.1 value units (sparsedp's default grid for [0, 600]: 0.25)
 
 
@@ -119,12 +130,7 @@ def aggregates(table, eps, delta, l0, lower, upper, noise):
           .with_columns(pl.int_range(pl.len()).shuffle().over("unit").alias("_r"))
           .filter(pl.col("_r") < l0).drop("_r"))  # NB: polars' shuffle is not a CSPRNG; benchmark only
     n = max(table.num_rows, 1)
-    ctx = dp.Context.compositor(
-        data=df.lazy(),
-        privacy_unit=dp.unit_of(contributions=[dp.polars.Bound(per_group=l0),
-                                               dp.polars.Bound(by=["key"], per_group=1)]),
-        privacy_loss=dp.loss_of(epsilon=eps, delta=delta), split_evenly_over=1,
-        margins=[dp.polars.Margin(by=["key"], max_length=n, max_groups=n)])
+    ctx = _context(df, eps, delta, l0, n)
     q = ctx.query().group_by("key").agg(pl.len().dp.noise().alias("count"),
                                          pl.col("value").fill_null(0).dp.sum((round(lower * SCALE),
                                                                                round(upper * SCALE))).alias("sum"))
@@ -181,5 +187,33 @@ def public_keys(table, listed, eps, delta, l0, noise):
                                "calibration": f"Gaussian scale {hi:.6g} (zCDP -> approxDP)"}
 
 
+def quantiles(table, eps, delta, l0, lower, upper, cells):
+    """Per-key medians through OpenDP's Polars Context: ``group_by("key").agg(pl.len().dp.noise(),
+    pl.col("value").clip(lower, upper).dp.median(candidates))`` with the candidates the midpoints of ``cells`` equal
+    cells of [lower, upper] (sparsedp's grid); unknown keys are released through the Context's own threshold on the
+    noisy ``len``, ε split by the Context. One row per (unit, key) and at most l0 keys per unit are kept with Polars
+    before the Context (Polars' shuffle, not a CSPRNG: benchmark only), and the Context is told so with
+    ``dp.unit_of(contributions=[Bound(per_group=l0), Bound(by=["key"], per_group=1)])``."""
+    import polars as pl
+    df = (pl.from_arrow(table).with_columns(pl.int_range(pl.len()).shuffle().over("unit", "key").alias("_r"))
+          .filter(pl.col("_r") < 1).drop("_r")
+          .with_columns(pl.int_range(pl.len()).shuffle().over("unit").alias("_r"))
+          .filter(pl.col("_r") < l0).drop("_r"))
+    n = max(table.num_rows, 1)
+    width = (upper - lower) / cells
+    cands = [lower + (k + 0.5) * width for k in range(cells)]
+    ctx = _context(df, eps, delta, l0, n)
+    q = ctx.query().group_by("key").agg(pl.len().dp.noise().alias("count"),
+                                         pl.col("value").fill_null(0).clip(lower, upper).dp.median(cands)
+                                         .alias("median"))
+    summ = q.summarize()
+    out = q.release().collect()
+    thr = [x for x in summ["threshold"].to_list() if x is not None] if "threshold" in summ.columns else []
+    return out["key"].to_list(), [float(x) for x in out["median"].to_list()], {
+        "version": "opendp 0.16", "mechanism": f"Polars Context: len().dp.noise() + dp.median({cells} candidates)",
+        "calibration": f"threshold {thr[0] if thr else '?'}, scales: count {float(summ['scale'][0]):.4g}, "
+                       f"median {float(summ['scale'][1]):.4g}"}
+
+
 if __name__ == "__main__":
-    main(thresholds, release, aggregates, public_keys)
+    main(thresholds, release, aggregates, public_keys, quantiles)

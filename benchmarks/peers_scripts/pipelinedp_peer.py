@@ -127,5 +127,27 @@ def public_keys(table, listed, eps, delta, l0, noise):
         "version": VERSION, "mechanism": f"PRIVACY_ID_COUNT, {noise} noise, public partitions"}
 
 
+def quantiles(table, eps, delta, l0, lower, upper, cells):
+    """``Metrics.PERCENTILE(50)`` per key in one PipelineDP aggregation at the full (ε, δ): max_partitions_contributed
+    = l0 (its own uniform sample of a unit's keys), max_contributions_per_partition = 1 (its own sample of a
+    unit's rows per key), min_value / max_value = lower / upper; keys by PipelineDP's default private partition
+    selection (NaiveBudgetAccountant: ε split evenly between the selection and the percentile). PipelineDP's
+    percentile (python-dp's quantile tree) takes no candidate grid; ``cells`` is not used."""
+    rows = list(zip(table.column("unit").to_pylist(), table.column("key").to_pylist(),
+                    table.column("value").to_pylist()))
+    acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
+    engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
+    params = pipeline_dp.AggregateParams(
+        metrics=[pipeline_dp.Metrics.PERCENTILE(50)], noise_kind=pipeline_dp.NoiseKind.LAPLACE,
+        max_partitions_contributed=l0, max_contributions_per_partition=1, min_value=lower, max_value=upper)
+    ex = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0], partition_extractor=lambda r: r[1],
+                                    value_extractor=lambda r: r[2])
+    res = engine.aggregate(rows, params, ex)
+    acc.compute_budgets()
+    out = list(res)
+    return [k for k, _ in out], [float(m.percentile_50) for _, m in out], {
+        "version": VERSION, "mechanism": "PERCENTILE(50), Laplace, default partition selection"}
+
+
 if __name__ == "__main__":
-    main(thresholds, release, aggregates, public_keys)
+    main(thresholds, release, aggregates, public_keys, quantiles)

@@ -76,5 +76,25 @@ def public_keys(table, listed, eps, delta, l0, noise):
         "calibration": f"{res.report.analysis}, expected per-key error std {res.report.noise_std:.4g}"}
 
 
+def quantiles(table, eps, delta, l0, lower, upper, cells):
+    """Per-key medians with ``sd.release(..., aggregates=[sd.Median("value", lower, upper, cells=cells)])``
+    (mechanism ``auto`` for the count; the median's exponential mechanism gets its default share of ε, 3/4, or
+    the share in the environment variable ``SPARSEDP_PEER_MEDIAN_SHARE``); sparsedp keeps at most l0 released
+    keys and one row per (unit, key) itself."""
+    import os
+
+    import polars as pl
+    share = os.environ.get("SPARSEDP_PEER_MEDIAN_SHARE")
+    res = sd.release(pl.from_arrow(table), privacy_unit="unit", by="key", epsilon=eps, delta=delta,
+                     max_groups_per_unit=l0, aggregates=[sd.Median("value", lower, upper, cells=cells,
+                                                                   share=float(share) if share else None)])
+    t = res.table
+    notes = [n for n in res.report.notes if n.startswith("budget split")]
+    return t["key"].to_list(), [float(x) for x in t["median_value"].to_list()], {
+        "version": f"sparsedp {getattr(sd, '__version__', 'dev')}",
+        "mechanism": f"{res.report.mechanism} selection + exponential mechanism (exact sampler), {cells} cells",
+        "calibration": f"threshold {float(res.report.threshold):g}; " + "; ".join(notes)}
+
+
 if __name__ == "__main__":
-    main(thresholds, release, aggregates, public_keys)
+    main(thresholds, release, aggregates, public_keys, quantiles)

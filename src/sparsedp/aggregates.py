@@ -1,4 +1,4 @@
-"""Aggregates released per key next to the distinct-unit count: ``Count``, ``Sum`` and ``Mean``.
+"""Aggregates released per key next to the distinct-unit count: ``Count``, ``Sum``, ``Mean``, ``Variance``, ``Std``.
 
 Typed, frozen descriptions of *what* is released for every key; the accounting lives in
 :mod:`sparsedp.accounting.aggregates`, the per-(unit, key) contributions in
@@ -60,8 +60,9 @@ from fractions import Fraction
 from . import _validate as v
 from .errors import InvalidParameterError, InvalidTypeError
 
-__all__ = ["Aggregate", "Count", "Sum", "Mean", "default_granularity", "grid_index", "output_names",
-           "noise_columns", "column_sensitivities", "DEFAULT_GRID_STEPS_LOG2"]
+__all__ = ["Aggregate", "Count", "Sum", "Mean", "Quantile", "Median", "Variance", "Std", "Squares", "quantile_level",
+           "default_granularity", "grid_index", "output_names", "noise_columns", "square_columns",
+           "column_sensitivities", "DEFAULT_GRID_STEPS_LOG2"]
 
 #: the default grid puts between 2^(this − 1) and 2^this steps across [lower, upper]
 DEFAULT_GRID_STEPS_LOG2 = 12
@@ -218,7 +219,81 @@ class Mean(Sum):
     _kind = "mean"
 
 
-Aggregate = Count | Sum | Mean
+def square_bounds(lower: float, upper: float) -> tuple[float, float]:
+    """The range of ``v²`` for ``v`` in [lower, upper]: ``(0 or min(lower², upper²), max(lower², upper²))``."""
+    hi = max(lower * lower, upper * upper)
+    lo = 0.0 if lower <= 0.0 <= upper else min(lower * lower, upper * upper)
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class Squares(Sum):
+    """The noisy grid column of a :class:`Variance`: per key, the sum over its kept units of the SQUARE of each
+    unit's clipped per-key total ``v = clip(Σ rows, lower, upper)`` (internal: built by :func:`noise_columns`).
+
+    Contribution model: a unit adds ``q(v²) − c`` with ``q`` the grid rounding of :class:`Sum` on the range of
+    ``v²`` (:func:`square_bounds`, ``[0, max(lower², upper²)]`` when the bounds straddle 0), so its sensitivity
+    (grid units) is that range's, re-centred; ``granularity`` (default: about 2^12 steps over that range) is
+    the step of the squares' grid. ``lower``/``upper`` stay the bounds of ``v`` (the engines clip ``v`` first).
+    """
+
+    _kind = "squares"
+
+    def __post_init__(self) -> None:
+        lo, hi = _bound("Variance lower", self.lower), _bound("Variance upper", self.upper)
+        if self.granularity is None and lo <= hi:
+            object.__setattr__(self, "granularity", default_granularity(*square_bounds(lo, hi)))
+        super().__post_init__()
+
+    @property
+    def value_bounds(self) -> tuple[float, float]:
+        """The range of one unit's contribution before gridding: that of ``v²`` (:func:`square_bounds`)."""
+        return square_bounds(self.lower, self.upper)
+
+    @property
+    def grid_bounds(self) -> tuple[int, int]:
+        lo, hi = self.value_bounds
+        return grid_index(lo, self.step), grid_index(hi, self.step)
+
+
+@dataclass(frozen=True)
+class Variance(Sum):
+    """Private variance of the per-unit clipped totals of ``column`` per key, from three noisy statistics released
+    jointly: the count ``n̂``, the sum ``Ŝ₁`` (the grid column of ``Sum(column, lower, upper)``, shared with a
+    Sum/Mean of the same column and bounds) and the sum of squares ``Ŝ₂`` (:class:`Squares`, its own grid and
+    sensitivity). Released value (post-processing of the three):
+
+        var = clamp(Ŝ₂/n̂ − (Ŝ₁/n̂)², 0, ((upper − lower)/2)²)
+
+    The interval is where the variance of any values in [lower, upper] lies (Popoviciu's inequality), so the
+    clamp never moves the estimate away from the truth. It estimates the population variance (divisor n) of the
+    units' clipped, gridded per-key totals; bias: ``docs/proofs/aggregates.md`` §8 (the squared noisy mean adds
+    ``−Var(Ŝ₁ noise)/n²``, the ratio to the noisy count and the clamp add bias of order 1/n). ``granularity``
+    is the grid of the sum; the squares' grid is the default one of their range. Output ``variance_<column>``.
+    """
+
+    _kind = "variance"
+
+    @property
+    def squares(self) -> Squares:
+        """The noisy grid column of the sum of squares this variance reads."""
+        return Squares(self.column, self.lower, self.upper, recentre=self.recentre)
+
+    @property
+    def clamp_upper(self) -> float:
+        """The largest possible variance of values in [lower, upper]: ``((upper − lower)/2)²`` (Popoviciu)."""
+        return ((self.upper - self.lower) / 2.0) ** 2
+
+
+@dataclass(frozen=True)
+class Std(Variance):
+    """Private standard deviation: the square root of the released :class:`Variance` (post-processing; same
+    columns, same accounting). Output ``std_<column>``."""
+
+    _kind = "std"
+
+
+Aggregate = Count | Sum | Mean | Variance | Std
 
 
 def output_names(aggregates: Sequence[Any]) -> list[str]:
@@ -226,7 +301,7 @@ def output_names(aggregates: Sequence[Any]) -> list[str]:
     names: list[str] = []
     for a in aggregates:
         if not isinstance(a, (Count, Sum)):
-            raise InvalidTypeError(f"aggregates must be Count, Sum or Mean objects, got {type(a).__name__} {a!r}")
+            raise InvalidTypeError(f"aggregates must be Count, Sum, Mean, Variance or Std objects, got {type(a).__name__} {a!r}")
         names.append(a.output_name)
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -235,12 +310,14 @@ def output_names(aggregates: Sequence[Any]) -> list[str]:
 
 
 def _grid_key(a: Sum) -> tuple[Any, ...]:
-    return (a.column, a.lower, a.upper, a.granularity, a.recentre)
+    return (isinstance(a, Squares), a.column, a.lower, a.upper, a.granularity, a.recentre)
 
 
 def noise_columns(aggregates: Sequence[Any]) -> tuple[list[Sum], list[int | None]]:
     """The distinct noisy grid columns of a release and, per aggregate, the index of the one it uses.
 
+    A ``Variance``/``Std`` uses the grid sum of its column (as a ``Sum``) and, right after it, a :class:`Squares`
+    column (shared by the variances of the same column and bounds); ``where`` gives its sum column.
     A ``Sum`` and a ``Mean`` (or two of either) of the same column with the same bounds, granularity and
     re-centring share ONE noisy grid sum: the mean is post-processing of it and of the noisy count, so it costs
     nothing extra. ``Count`` maps to ``None``. The returned columns are plain :class:`Sum` objects, in order of
@@ -259,9 +336,134 @@ def noise_columns(aggregates: Sequence[Any]) -> tuple[list[Sum], list[int | None
             index[key] = len(cols)
             cols.append(Sum(a.column, a.lower, a.upper, a.granularity, recentre=a.recentre))
         where.append(index[key])
+        if isinstance(a, Variance):  # a variance also reads the sum of squares: one more noisy column
+            sq = a.squares
+            if _grid_key(sq) not in index:
+                index[_grid_key(sq)] = len(cols)
+                cols.append(sq)
     return cols, where
+
+
+def square_columns(aggregates: Sequence[Any]) -> list[int | None]:
+    """Per aggregate, the index (in :func:`noise_columns` order) of the :class:`Squares` column a
+    :class:`Variance`/:class:`Std` reads; ``None`` for the others."""
+    cols = noise_columns(aggregates)[0]
+    keys = [_grid_key(c) for c in cols]
+    return [keys.index(_grid_key(a.squares)) if isinstance(a, Variance) else None for a in aggregates]
 
 
 def column_sensitivities(aggregates: Sequence[Any]) -> list[int]:
     """Grid-unit sensitivities of the distinct noisy columns (:func:`noise_columns`), for the accountant."""
     return [c.sensitivity for c in noise_columns(aggregates)[0]]
+
+
+# ------------------------------------------------------------------ quantiles (docs/proofs/quantiles.md)
+
+#: the largest denominator of a quantile level q (q = a/b in lowest terms, b <= this)
+MAX_QUANTILE_DENOMINATOR = 10_000
+#: default number of grid cells over [lower, upper] a quantile is chosen from
+DEFAULT_QUANTILE_CELLS = 1024
+
+
+def quantile_level(q: object, what: str = "Quantile") -> Fraction:
+    """``q`` as the exact rational a/b the integer utility uses: the fraction with b <= :data:`MAX_QUANTILE_DENOMINATOR`
+    within 1e-12 of ``q`` (``0.95`` -> 19/20, ``1/3`` -> 1/3); 0 < q < 1."""
+    if isinstance(q, bool) or not isinstance(q, (numbers.Real, Fraction)):
+        raise InvalidTypeError(f"{what} q must be a number in (0, 1), got {type(q).__name__} {q!r}")
+    exact = q if isinstance(q, Fraction) else Fraction(float(q)) if isinstance(q, float) else Fraction(int(q)) \
+        if isinstance(q, numbers.Integral) else Fraction(float(q))
+    if not 0 < exact < 1:
+        raise InvalidParameterError(f"{what} q must be strictly between 0 and 1, got {q!r}")
+    f: Fraction = exact.limit_denominator(MAX_QUANTILE_DENOMINATOR)
+    if abs(f - exact) > Fraction(1, 10**12):
+        raise InvalidParameterError(f"{what} q={q!r} is not a fraction a/b with b <= {MAX_QUANTILE_DENOMINATOR}; give "
+                                    f"it with at most 4 decimals (e.g. 0.95) or as a simple fraction (1/3)")
+    return f
+
+
+@dataclass(frozen=True)
+class Quantile:
+    """Private ``q``-quantile of ``column`` per released key, chosen from a public grid of ``cells`` cells over
+    [lower, upper] by the exponential mechanism with integer utilities (:mod:`sparsedp.mechanisms.quantiles`;
+    why this algorithm: ``docs/quantiles.md``; proof: ``docs/proofs/quantiles.md``).
+
+    Contribution model (enforced by the engine, :mod:`sparsedp.engines.quantile_cells`): each unit keeps at most
+    l0 of the *released* keys (uniform choice, secure source), and for each kept key at most ``max_rows`` of its
+    rows (uniform choice, secure source), each row's value clipped to [lower, upper] and put in its grid cell.
+    The quantile of a key is released only when the key's count is released, as its own pure-DP mechanism
+    (``share`` of the release's ε; default 3/4 of ε for all quantiles together, equal parts), composed
+    with the count by the ledger's event composition. Output column ``q<100·q>_<column>`` unless ``name``; the
+    released value is the midpoint of the chosen cell.
+    """
+
+    column: str
+    q: float
+    lower: float
+    upper: float
+    cells: int = DEFAULT_QUANTILE_CELLS
+    max_rows: int = 1
+    share: float | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        what = type(self).__name__
+        if not isinstance(self.column, str) or not self.column:
+            raise InvalidTypeError(f"{what} column must be a non-empty string, got {self.column!r}")
+        level = quantile_level(self.q, f"{what}({self.column!r})")
+        object.__setattr__(self, "q", float(level))
+        lo = _bound(f"{what}({self.column!r}) lower", self.lower)
+        hi = _bound(f"{what}({self.column!r}) upper", self.upper)
+        if not lo < hi:
+            raise InvalidParameterError(f"{what}({self.column!r}): lower must be < upper, got lower={lo:g}, "
+                                        f"upper={hi:g}")
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+        object.__setattr__(self, "cells", v.integer(f"{what}({self.column!r}) cells", self.cells, lo=2,
+                                                    hi=1 << 20))
+        object.__setattr__(self, "max_rows", v.integer(f"{what}({self.column!r}) max_rows", self.max_rows, lo=1,
+                                                       hi=1 << 20))
+        if self.share is not None:
+            s = _bound(f"{what}({self.column!r}) share", self.share)
+            if not 0 < s < 1:
+                raise InvalidParameterError(f"{what}({self.column!r}) share must be in (0, 1) (the part of epsilon "
+                                            f"this quantile spends), got {self.share!r}")
+            object.__setattr__(self, "share", s)
+        _name(self.name, what)
+
+    @property
+    def level(self) -> Fraction:
+        """q as the exact fraction a/b of the integer utility."""
+        return quantile_level(self.q)
+
+    @property
+    def sensitivity(self) -> int:
+        """L∞ sensitivity of the integer utility ``U_k = −|(b − a)·L_k − a·G_k|`` per unit and key:
+        ``max_rows · max(a, b − a)`` (one row moves L_k or G_k by at most 1; docs/proofs/quantiles.md Lemma 1)."""
+        a, b = self.level.numerator, self.level.denominator
+        return self.max_rows * max(a, b - a)
+
+    @property
+    def width(self) -> float:
+        """The grid cell width ``(upper − lower)/cells``."""
+        return (self.upper - self.lower) / self.cells
+
+    def cell_value(self, k: Any) -> Any:
+        """The released value of cell ``k`` (its midpoint), numpy-vectorised."""
+        return self.lower + (k + 0.5) * self.width
+
+    @property
+    def output_name(self) -> str:
+        return self.name or f"q{float(self.level) * 100:g}_{self.column}"
+
+
+@dataclass(frozen=True, init=False)
+class Median(Quantile):
+    """``Quantile(column, 0.5, lower, upper, …)``; output column ``median_<column>`` unless ``name``."""
+
+    def __init__(self, column: str, lower: float, upper: float, cells: int = DEFAULT_QUANTILE_CELLS,
+                 max_rows: int = 1, share: float | None = None, name: str | None = None) -> None:
+        super().__init__(column, 0.5, lower, upper, cells, max_rows, share, name)
+
+    @property
+    def output_name(self) -> str:
+        return self.name or f"median_{self.column}"

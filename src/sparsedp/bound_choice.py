@@ -43,8 +43,25 @@ class _Split:
     keys_plan: Any
 
 
+class Wrapper(Mechanism):
+    """What a mechanism wrapping ``inner`` (the automatic bound, the other row) answers outside its own
+    ``plan_release``/``read``/``draw`` stages: the inner mechanism's calibration and disclosure."""
+
+    inner: Mechanism
+
+    def calibrate(self, request: ReleaseRequest) -> Any:
+        return self.plan_release(request, "count").calibration
+
+    def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Any:
+        return self.inner.disclosure(request, calibration, value_column)
+
+    def run(self, engine: Any, hist: Any, calibration: Any, disclosure: Any, rng: Any,
+            request: ReleaseRequest) -> Released:  # pragma: no cover - the wrapper's draw runs the inner one
+        raise NotImplementedError(f"{type(self).__name__} runs through plan_release/read/draw")
+
+
 @dataclass(frozen=True)
-class AutoBounded(Mechanism):
+class AutoBounded(Wrapper):
     """``inner`` with its ``max_groups_per_unit`` chosen privately from the data by ``bound`` (module docstring).
     Not registered: :func:`sparsedp.request.build_request` builds it from ``max_groups_per_unit="auto"`` or an
     :class:`~sparsedp.auto_bound.AutoBound`."""
@@ -125,12 +142,6 @@ class AutoBounded(Mechanism):
                                    curator_fields={"auto_bound": counts})
 
     # the wrapper is planned and run through the stages above; these are the inner mechanism's
-    def calibrate(self, request: ReleaseRequest) -> Any:
-        return self.plan_release(request, "count").calibration
-
-    def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Any:
-        return self.inner.disclosure(request, calibration, value_column)
-
-    def run(self, engine: Any, hist: Any, calibration: Any, disclosure: Any, rng: Any,
-            request: ReleaseRequest) -> Released:  # pragma: no cover - the wrapper's draw runs the inner one
-        raise NotImplementedError("AutoBounded runs through plan_release/read/draw")
+    calibrate = Wrapper.calibrate
+    disclosure = Wrapper.disclosure
+    run = Wrapper.run

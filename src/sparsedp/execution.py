@@ -10,6 +10,7 @@ mechanism; the only engine distinction is the input's own kind (a Spark DataFram
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from .engines.choice import choose_engine
 from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
 from .ledger import Ledger, _dataset_name, open_ledger
+from .mechanisms.row_intervals import add_intervals, interval_notes
 from .progress import Stages
 from .report import Curator, Report, Result, warn_insecure
 
@@ -46,6 +48,8 @@ class ReleaseContext(Stages):
         self.mark("validate")
         self.hists: list[Any] = []
         self.units_warning: str | None = None
+        #: the released rows' public error laws (set when the table is published)
+        self.row_laws: Any = None
 
     def track(self, hist: Any) -> Any:
         """Keep ``hist`` (an engine result) to release its resources when the release ends."""
@@ -144,16 +148,24 @@ class LedgerSession:
         self.ledger = None
 
 
-def _sorted_table(arrow: Any, value_column: str) -> Any:
-    """Largest value first (stable: ties keep the engine's canonical key order)."""
+def _sorted_table(arrow: Any, value_column: str, by: Any = ()) -> Any:
+    """Largest value first (stable: ties keep the engine's canonical key order); a row whose key is null (the
+    other row, :mod:`sparsedp.other_row`: a real key is never null) last."""
     import polars as pl  # heavy: loaded by the engines before a table is published
 
     # through a Polars frame: pyarrow's to_numpy imports pandas, Polars' Series-from-Arrow pyarrow.compute
-    frame = pl.from_arrow(arrow.select([value_column]))
+    frame = pl.from_arrow(arrow.select([value_column, *by[:1]]))
     assert isinstance(frame, pl.DataFrame)  # a Table converts to a DataFrame
     values = frame[value_column].to_numpy()
     order = np.argsort(-values, kind="stable")
+    if by and frame[by[0]].null_count():
+        order = order[np.argsort(frame[by[0]].is_null().to_numpy()[order], kind="stable")]
     return arrow.take(numpy_to_arrow(order))
+
+
+def _key_rows(arrow: Any, by: Any) -> int:
+    """The released keys of a table (the other row's null key is not one)."""
+    return int(arrow.num_rows - (arrow.column(by[0]).null_count if by else 0))
 
 
 @dataclass(frozen=True)
@@ -166,12 +178,22 @@ class Published:
     rows: int
 
 
+#: the engine's value column of a keys-only release (value column ``""``: key discovery, e.g.
+#: ``optimal-partition``), dropped before the table is published
+_KEYS_ONLY_COLUMN = "__sparsedp_keys_only"
+
+
 def _tables(ctx: ReleaseContext, released: Any, value_column: str) -> Published:
-    """The released rows as a sorted Arrow table (and a Spark DataFrame for Spark input: Spark in, Spark out)."""
+    """The released rows as a sorted Arrow table (and a Spark DataFrame for Spark input: Spark in, Spark out).
+    A keys-only release (``value_column == ""``) publishes the ``by`` columns only, in canonical key order."""
+    if not value_column:
+        t = _tables(ctx, released, _KEYS_ONLY_COLUMN)
+        return Published(None if t.arrow is None else t.arrow.drop_columns([_KEYS_ONLY_COLUMN]),
+                         None if t.native is None else t.native.drop(_KEYS_ONLY_COLUMN), t.rows)
     eng, by, spark = ctx.engine, list(ctx.by), sources.kind(ctx.data) == "spark"
     if released.in_process:
-        arrow = _sorted_table(released.rows, value_column)
-        return Published(arrow, eng.from_arrow(arrow) if spark else None, arrow.num_rows)
+        arrow = _sorted_table(released.rows, value_column, by)
+        return Published(arrow, eng.from_arrow(arrow) if spark else None, _key_rows(arrow, by))
     if spark:
         native, n_rows = eng.native(released.rows, by, value_column)
         arrow = _sorted_table(eng.to_arrow(released.rows, by, value_column), value_column) \
@@ -191,6 +213,30 @@ def _report(request: Any, planned: Any, released: Any, rows: int, delta_note: st
                   candidates=final.candidates, version=__version__, **released.report_fields)
 
 
+def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Published) -> tuple[Published, Any]:
+    """The rows' public error laws (kept on ``ctx`` for :meth:`Result.release_probability`) and, with
+    ``release(..., interval=…)``, the interval columns and the report's notes on them
+    (:mod:`sparsedp.mechanisms.row_intervals`). Post-processing of the released table: no data, no noise."""
+    final = released.planned or planned
+    laws = final.mechanism.row_laws(final.request, final.calibration, final.value_column)
+    ctx.row_laws = laws
+    level = ctx.request.interval
+    if level is None:
+        return tables, released
+    if laws is None or (tables.arrow is None and tables.native is not None):
+        why = "the Spark output (write it with --out/out= to get them in the file)" if laws is not None else ""
+        notes = interval_notes(laws, level, {}, final.mechanism.name) if not why else (
+            f"no per-row intervals on {why}",)
+        return tables, dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes))
+    arrow, added = add_intervals(tables.arrow, laws, level, final.value_column)
+    native = tables.native
+    if native is not None:  # Spark in, Spark out: the table with its intervals
+        native = ctx.engine.from_arrow(arrow)
+    notes = interval_notes(laws, level, added.coverage, final.mechanism.name)
+    return (Published(arrow, native, tables.rows),
+            dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes)))
+
+
 def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSession,
             delta_note: str | None) -> tuple[Any, Report]:
     """Stage 6: ``(table, report)``; only released rows leave the engine, the file is written atomically with the
@@ -198,6 +244,7 @@ def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSess
     request = ctx.request
     with ctx.stage("writing the output" if request.out else "building the table", "output"):
         tables = _tables(ctx, released, planned.value_column)
+        tables, released = _intervals(ctx, planned, released, tables)
         report = _report(request, planned, released, tables.rows, delta_note)
         table = tables.native if tables.native is not None else convert(
             tables.arrow, OUTPUT_KIND.get(sources.kind(request.data), "polars"))
@@ -224,4 +271,4 @@ def result(ctx: ReleaseContext, table: Any, report: Report, released: Any, t_sta
                       bounding=ctx.engine.stats(ctx.hists[-1] if ctx.hists else None), timings=ctx.timings,
                       output=request.out[0] if request.out else None, engine_choice=engine_choice,
                       warnings=(ctx.units_warning,) if ctx.units_warning else (), **fields)
-    return Result(table=table, report=report, curator=curator, query=released.query)
+    return Result(table=table, report=report, curator=curator, query=released.query, row_laws=ctx.row_laws)

@@ -31,7 +31,8 @@ from typing import Any, Callable, ContextManager, Sequence
 
 from .accounting.profiles import profile_of
 from .mechanisms import registry
-from .mechanisms.base import ReleaseRequest
+from .mechanisms.base import AutoRole, ReleaseRequest
+from .quantile_release import QuantileQuery, split_quantiles
 from .query import HistogramQuery, run_query
 from .report import Result
 from .request import OUT_FORMATS, build_plan_request, build_request, check_out_path
@@ -49,7 +50,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             overwrite: bool = False,
             ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
             rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None, keys: Any = None,
-            column_shape: Any = None) -> Result:
+            column_shape: Any = None, other: Any = False, interval: Any = None) -> Result:
     """Differentially private ``SELECT by…, COUNT(DISTINCT privacy_unit) [, SUM(x), AVG(x)] … GROUP BY by…``.
 
     Every argument in detail, with the rules each one follows: the documentation's "release() arguments" page
@@ -80,7 +81,13 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         rng: random source; ``None`` = the secure default. Tests pass a seeded one; never in production.
         progress: ``progress(stage)`` returns a context manager wrapped around each stage (:mod:`sparsedp.progress`).
         keys: a PUBLIC key list: every listed key gets a noisy count with no threshold
-            (:mod:`sparsedp.mechanisms.public_keys`).
+            (:mod:`sparsedp.mechanisms.public_keys`); a mapping ``{column: values}`` naming some ``by`` columns lists
+            those publicly and selects the others privately (:mod:`sparsedp.mechanisms.mixed_keys`).
+        other: ``True`` (or a share of ε in (0, 1), default 0.1): one more row with the private total of every key
+            not released (:mod:`sparsedp.other_row`).
+        interval: per-row intervals ``<column>_lo``/``<column>_hi`` for every count, SUM and MEAN column, exact for
+            the noise sampled: a level such as 0.95, ``True`` (0.95), or None/False (default: none); what they mean
+            for released keys: ``docs/proofs/intervals.md``. ``Result.release_probability(count)`` needs none.
 
     Returns:
         :class:`~sparsedp.report.Result`: ``.table`` (the input's frame type), ``.report`` (public), ``.curator``
@@ -93,13 +100,16 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         BudgetExceededError: the ledger's budget for ``dataset`` does not admit this release.
     """
     t_start = time.perf_counter()
+    aggregates, quantiles = split_quantiles(aggregates)  # sd.Quantile / sd.Median: quantile_release.py
     # 1. Validate and calibrate: no data read, no noise drawn.
     request = build_request(data, privacy_unit, by, epsilon, delta, max_groups_per_unit, top_k, mechanism,
                             aggregates=aggregates, keys=keys, column_shape=column_shape,
                             insecure_float=insecure_float, engine=engine, connection=connection, out=out,
-                            overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress)
+                            overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress,
+                            other=other, interval=interval)
     # 2.-7. ledger pre-check, the engine's pass, the charge, one private draw, publish, report (query.run_query)
-    res: Result = run_query(HistogramQuery(request, t_start), request.ledger, request.dataset)
+    query = QuantileQuery(request, quantiles, t_start) if quantiles else HistogramQuery(request, t_start)
+    res: Result = run_query(query, request.ledger, request.dataset)
     return res
 
 
@@ -141,8 +151,10 @@ class Plan(tuple[Any, ...]):
             row = {"mechanism": m.describe(), "analysis": getattr(c, "analysis", "balcer-vadhan")}
             for name in ("sigma", "noise_std", "tau", "delta_achieved"):
                 val = getattr(c, name, None)
-                if val is not None:
+                if val is not None and val == val:  # NaN: no noise scale (keys-only selection)
                     row[name] = val
+            if not m.value_column("count"):
+                row["releases"] = "keys only"
             acc = getattr(c, "accuracy", None)
             if acc is not None:
                 row.update(per_count_error=acc.per_query, threshold=acc.threshold)
@@ -214,6 +226,8 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
                                max_units=max_units, beta=beta, aggregates=aggregates, keys=keys, group=group,
                                column_shape=column_shape)
     rows = [row for plan_rows in registry.planners() for row in plan_rows(query)]
+    # key-selection mechanisms (AutoRole.DISCOVERY) are keys-only rows: never ranked with the count mechanisms
+    rows = [(m, cal, max(g, 1) if m.auto_role is AutoRole.DISCOVERY else g) for m, cal, g in rows]
     ranked = sorted((r for r in rows if r[2] == 0), key=lambda r: query.sort_key(r[1]))
     after = sorted((r for r in rows if r[2] > 0), key=lambda r: r[2])  # stable: registration order within
     return Plan([(m, cal) for m, cal, _ in ranked + after], title=query.title())

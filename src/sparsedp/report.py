@@ -18,8 +18,9 @@ from typing import Any, Mapping
 
 from .accounting.calibration import Neighbours
 from .accounting.events import ApproxDPEvent, PrivacyEvent
+from .accounting.intervals import RowLaws
 from .accounting.profiles import PrivacyProfile
-from .errors import warn_at_caller
+from .errors import InvalidParameterError, warn_at_caller
 from .mechanisms.base import Disclosure
 
 __all__ = ["Report", "Curator", "Result", "InsecureNoiseWarning", "PUBLIC_FIELDS"]
@@ -322,6 +323,23 @@ class Result:
     report: Report
     curator: Curator
     query: Any = None
+    #: the public error laws of the rows (:class:`~sparsedp.accounting.intervals.RowLaws`, from the calibration
+    #: only), None when the mechanism states none; behind ``release(..., interval=…)`` and
+    #: :meth:`release_probability`
+    row_laws: RowLaws | None = None
+
+    def release_probability(self, count: int) -> float:
+        """The exact probability that a key whose true (bounded) count is ``count`` is released by this
+        mechanism at this calibration: ``P[count >= pre and count + Z >= pre + margin]`` (1 for a public key
+        list). Public: a function of the calibration only. Raises when the release of a key depends on more than
+        its count (top-k: the cut-off) or the noise law is not exact (float noise)."""
+        laws = self.row_laws
+        if laws is not None and laws.every_key:
+            return 1.0
+        if laws is None or laws.release is None:
+            raise InvalidParameterError(f"{self.report.mechanism}: the release of a key is not a function of its "
+                                        f"count alone with an exact noise law here; no release probability")
+        return laws.release.probability(count)
 
     def __repr__(self) -> str:
         return (f"Result({self.report.released_keys} keys released by {self.report.mechanism})\n{self.report}\n"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, ContextManager
 
 from . import _validate as v
+from .accounting.intervals import DEFAULT_LEVEL, check_level
 from .aggregates import Count, Sum, output_names
 from .auto_bound import parse_auto
 from .bound_choice import AutoBounded
@@ -26,6 +27,7 @@ from .mechanisms import registry
 from .mechanisms.base import Mechanism, ReleaseRequest
 from .mechanisms.thresholded import fit_shape
 from .noise import default_source
+from .other_row import WithOther, other_share
 
 __all__ = ["Request", "PlanRequest", "build_request", "build_plan_request", "check_out_path", "columns", "split_aggregates", "OUT_FORMATS"]
 
@@ -62,6 +64,8 @@ class Request:
     dataset: str | None = None
     source: Any = None
     progress: Callable[[str], ContextManager[Any]] | None = None
+    #: the level of the per-row intervals (``release(..., interval=…)``), None: no interval columns
+    interval: float | None = None
 
     def mechanism_request(self) -> ReleaseRequest:
         """The data-independent part the mechanism calibrates (:class:`~sparsedp.mechanisms.base.ReleaseRequest`)."""
@@ -151,6 +155,16 @@ def _input(data: Any) -> Any:
     return sources.resolve_file(data) if sources.kind(data) == "file" else data
 
 
+def interval_level(interval: Any) -> float | None:
+    """``release(..., interval=…)``: None/False (no interval columns), True (:data:`~sparsedp.accounting.
+    intervals.DEFAULT_LEVEL`, 95 %) or a level in (0, 1)."""
+    if interval is None or interval is False:
+        return None
+    if interval is True:
+        return DEFAULT_LEVEL
+    return check_level(interval)
+
+
 def _bound(max_groups_per_unit: Any) -> tuple[int | None, Any]:
     """``(l0, AutoBound options)``: an integer bound, or the options of a bound chosen from the data."""
     auto = parse_auto(max_groups_per_unit)
@@ -161,11 +175,27 @@ def _bound(max_groups_per_unit: Any) -> tuple[int | None, Any]:
     return v.integer("max_groups_per_unit", max_groups_per_unit, lo=1), None
 
 
-def _keys(keys: Any, cols: list[str]) -> Any:
-    """The public key list (:class:`~sparsedp.mechanisms.public_keys.PublicKeys`), checked; its module loads only
-    when a list is given (:func:`~sparsedp.mechanisms.registry.builtin_module`: a default release stays light)."""
+def _keys(keys: Any, cols: list[str]) -> tuple[Any, Any]:
+    """``(public key list, partial key set)``: the public key list
+    (:class:`~sparsedp.mechanisms.public_keys.PublicKeys`), checked, or for a mapping ``{column: values}`` naming
+    some of the ``by`` columns the :class:`~sparsedp.mechanisms.mixed_keys.PartialKeys` (its module loads only
+    when keys are given: :func:`~sparsedp.mechanisms.registry.builtin_module`, a default release stays light)."""
     if keys is None:
-        return None
+        return None, None
+    if isinstance(keys, dict) or type(keys).__name__ == "PartialKeys":
+        mixed = registry.builtin_module("mixed_keys")
+        spec = keys if isinstance(keys, mixed.PartialKeys) else mixed.key_set(keys, cols)
+        if isinstance(spec, mixed.PartialKeys):
+            if list(spec.by) != cols:
+                raise InvalidParameterError(f"keys is a key set for the columns {list(spec.by)}, not the by "
+                                            f"columns {cols}", param="keys")
+            return None, spec
+        return spec, None
+    return _public_list(keys, cols), None
+
+
+def _public_list(keys: Any, cols: list[str]) -> Any:
+    """The public key list of ``keys=`` (a list, frame or :class:`PublicKeys`) for the ``by`` columns."""
     mod = registry.builtin_module("public_keys")
     pub = keys if isinstance(keys, mod.PublicKeys) else mod.public_keys(keys, cols)
     if list(pub.columns) != cols:
@@ -173,26 +203,43 @@ def _keys(keys: Any, cols: list[str]) -> Any:
     return pub
 
 
+def _mixed(mech: Any, partial: Any, auto: Any) -> Any:
+    """The mixed public × private release of a partial key set (:mod:`sparsedp.mechanisms.mixed_keys`)."""
+    if auto is not None:
+        raise InvalidParameterError("a partial key set (keys={column: [...]}) selects its private columns with a "
+                                    "fixed bound: give ⟨max_groups_per_unit⟩ as a number", param="max_groups_per_unit")
+    return registry.builtin_module("mixed_keys").mixed_mechanism(mech, partial)
+
+
 def build_request(data: Any, privacy_unit: Any, by: Any, epsilon: Any, delta: Any, max_groups_per_unit: Any,
                   top_k: Any, mechanism: Any, *, aggregates: Any, keys: Any, column_shape: Any = None,
                   insecure_float: Any = False, **rest: Any) -> Request:
     """The :class:`Request` of ``sd.release``'s arguments (``rest``: engine, connection, out, ledger, dataset,
-    rng, progress), every argument checked and the mechanism's :meth:`validate` passed: no data read."""
+    rng, progress, other), every argument checked and the mechanism's :meth:`validate` passed: no data read."""
     eps = v.epsilon(epsilon)
     dlt = v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
     unit, cols = columns(privacy_unit, by)
     count, sums = split_aggregates(aggregates, unit, cols)
     bound, auto = _bound(max_groups_per_unit)
-    pub = _keys(keys, cols)
+    pub, partial = _keys(keys, cols)
     if not isinstance(insecure_float, bool):
         raise InvalidTypeError(f"insecure_float must be a bool, got {insecure_float!r}")
     if pub is not None and sums:
         raise InvalidParameterError("SUM/MEAN aggregates are not offered with keys= (public key lists release "
                                     "counts)")
     mech = mechanism_object(mechanism, top_k, max_groups_per_unit is not None, pub is not None)
+    if partial is not None:
+        mech = _mixed(mech, partial, auto)
     if auto is not None:
         mech = AutoBounded(inner=mech, bound=auto)
+    share = other_share(rest.pop("other", False))
+    if share is not None:
+        if auto is not None:
+            raise InvalidParameterError("⟨other⟩ needs ⟨max_groups_per_unit⟩ as a number (the other row's "
+                                        "sensitivity), not 'auto'", param="max_groups_per_unit")
+        mech = WithOther(inner=mech, share=share)
     out, rng, overwrite = rest.pop("out", None), rest.pop("rng", None), rest.pop("overwrite", False)
+    rest["interval"] = interval_level(rest.pop("interval", None))
     data = _input(data)
     req = Request(data=data, unit=unit, by=tuple(cols), epsilon=eps, delta=dlt, bound=bound, auto_bound=auto,
                   top_k=top_k, mechanism=mech, count=count, sums=sums, keys=pub, column_shape=None,

@@ -96,7 +96,7 @@ def test_sampled_selection_follows_the_exact_law():
     from scipy import stats
 
     opts = AutoBound(share=0.5, candidates=(1, 2, 3), quantile=0.5)
-    counts = _counts([1, 2, 2, 3], opts.candidates)  # u = (-6, -2, -4) ... with N = 4: b*A - a*N
+    counts = _counts([1, 2, 2, 3], opts.candidates)  # u = (-2, 0, -2): rank 2 of 4 lies in (1, 3]
     eps1 = 1.0
     law = rnm_law(utilities(counts, opts), noise_scale(opts, eps1))
     rng = InsecureSeededRandom(7)
@@ -114,6 +114,32 @@ def test_utilities_and_sensitivity():
     c = UnitKeyCounts(candidates=opts.candidates, units=100, at_most=(10, 20, 40, 80, 90, 95, 99, 100, 100))
     assert utilities(c, opts)[4] == 0 and utilities(c, opts)[0] == -(900 - 100)
     assert float(noise_scale(opts, 0.1)) == pytest.approx(180.0)
+
+
+def test_candidates_above_every_units_keys_do_not_tie_with_the_smallest_that_keeps_them_all():
+    """Issue 33: the old utility −|b·A_c − a·N| gave every candidate at or above the largest keys-per-unit the
+    same value, and the noise chose among them (up to 256 where no unit holds more than 3 keys). The interval
+    utility scores the first candidate covering the q-quantile 0 and every later one −(b − a)·N."""
+    opts = AutoBound(quantile=0.9)
+    n = 1000
+    c = _counts([1] * 500 + [2] * 300 + [3] * 200, opts.candidates)  # every unit holds at most 3 keys
+    u = utilities(c, opts)
+    assert u[2] == 0 and max(u) == 0  # l0 = 4: the smallest candidate with A_c >= 0.9 N
+    assert all(x == -(10 - 9) * n for x in u[3:])  # 8 … 256: an empty interval at rank N
+    assert u.index(max(u)) == 2
+    one_key = _counts([1] * 950 + [5] * 50, opts.candidates)  # most units hold one key
+    assert utilities(one_key, opts).index(0) == 0
+
+
+def test_release_on_units_with_at_most_three_keys_chooses_a_small_bound():
+    """The private choice on a frame where every unit holds at most 3 keys: l0 <= 4 in every seed (the noise
+    is about 18 units at ε₁ = 0.1 against a gap of 0.1·N = 300 units)."""
+    g = np.random.default_rng(5)
+    rows = [(u, f"k{int(k)}") for u in range(3000) for k in g.choice(40, size=int(g.integers(1, 4)), replace=False)]
+    small = pl.DataFrame(rows, schema=["user", "key"], orient="row")
+    for seed in (1, 2, 3):
+        res = sd.release(small, "user", "key", 1.0, 1e-6, max_groups_per_unit="auto", rng=InsecureSeededRandom(seed))
+        assert res.report.auto_bound["bound"] in (2, 4), seed
 
 
 # ------------------------------------------------------------- engines and the release
@@ -157,7 +183,7 @@ def test_auto_release_fixed_seed_same_on_two_engines(df, tmp_path):
         res = sd.release(df, "user", "key", 1.0, 1e-6, max_groups_per_unit="auto", engine=eng,
                          rng=InsecureSeededRandom(11), ledger=str(path), dataset="d")
         r = res.report
-        assert r.epsilon == 1.0 and r.auto_bound["share"] == 0.1
+        assert r.epsilon == 1.0 and r.auto_bound["share"] == 0.05
         assert r.auto_bound["epsilon_selection"] + r.auto_bound["epsilon_release"] <= 1.0
         assert r.auto_bound["bound"] in AutoBound().candidates
         assert f"max_groups_per_unit={r.auto_bound['bound']}" in str(r)

@@ -218,7 +218,6 @@ def test_bad_requests_refused_before_any_charge_or_draw(mixed, tmp_path, kw, exc
     (dict(delta_split=0), InvalidParameterError, "delta_split"),
     (dict(count_bound=0), InvalidParameterError, "count_bound"),
     (dict(select="correlated-gaussian"), InvalidParameterError, "stage 1"),
-    (dict(select="auto"), InvalidParameterError, "stage 1"),
     (dict(count="gshm"), InvalidParameterError, "stage 2"),
     (dict(select=3), InvalidTypeError, "select"),
 ])
@@ -255,3 +254,49 @@ def test_count_bound_bounds_stage_two_only():
         counts = res.table.sort("key")["count"].to_numpy()
         assert res.table["key"].sort().to_list() == ["A", "B"]
         assert ((counts > lo) & (counts < hi)).all(), (bound, counts)
+
+
+def test_optimal_partition_selects_at_one_key_per_unit():
+    """select="optimal-partition": stage 1 bounded to one key per unit with max_groups_per_unit omitted; a key of
+    count c is selected with probability π̂(c) of the curve at (split·ε, delta_split·δ) (binomial test over 3 seeded
+    releases of 300 equal keys, which the curve at the full ε fails); max_groups_per_unit=3 is refused."""
+    from sparsedp.accounting.partition_selection import calibrate_partition_selection
+
+    half = calibrate_partition_selection(EPS * 0.5, DELTA * 0.5)
+    c = half.n50
+    df = _flat(300, c)
+    ts = sd.TwoStage(select="optimal-partition")
+    res = [sd.release(df, "user", "key", EPS, DELTA, mechanism=ts, rng=InsecureSeededRandom(seed))
+           for seed in (1, 2, 3)]
+    released = sum(r.table.height for r in res)
+    assert res[0].table.columns == ["key", "count"]
+    assert stats.binomtest(released, 900, float(half.probabilities([c])[0])).pvalue > 1e-4
+    full = calibrate_partition_selection(EPS, DELTA * 0.5)
+    assert stats.binomtest(released, 900, float(full.probabilities([c])[0])).pvalue < 1e-6
+    assert any("1 key per unit" in n for n in res[0].report.notes)
+    with pytest.raises(InvalidParameterError, match="ONE key per unit"):
+        sd.release(df, "user", "key", EPS, DELTA, max_groups_per_unit=3, mechanism=ts, rng=Tripwire())
+
+
+@pytest.mark.parametrize("select", ["weighted-gaussian", "laplace", sd.GSHM(pre_threshold=2)])
+def test_any_selection_mechanism(mixed, select):
+    """Stage 1 may be any registered release of the data's keys (the Weighted Gaussian releases key weights: its
+    key set only is used); the published table is the selected keys with stage 2's counts."""
+    res = sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=2, rng=InsecureSeededRandom(4),
+                     mechanism=sd.TwoStage(select=select))
+    assert res.table.columns == ["key", "count"] and res.table.height > 0
+    name = select if isinstance(select, str) else select.name
+    assert res.report.options["select"].startswith(name)
+
+
+def test_cli_two_stage_select_optimal_partition(mixed, tmp_path):
+    from typer.testing import CliRunner
+
+    from sparsedp.cli import app
+
+    path = tmp_path / "in.parquet"
+    mixed.write_parquet(path)
+    r = CliRunner().invoke(app, ["release", str(path), "--unit", "user", "--by", "key", "--epsilon", "1",
+                                 "--delta", "1e-6", "--mechanism", "two-stage", "--select", "optimal-partition"])
+    assert r.exit_code == 0, r.output
+    assert "optimal-partition" in r.output

@@ -344,8 +344,9 @@ def _log_cases() -> dict[str, dict]:
         "top_k shifted": dict(by="url", mechanism=sd.TopKCSH(k=10, debias=False)),
         "top_k sums": dict(by="url", top_k=8, aggregates=[sd.Count(), sd.Sum("dwell", 0, 600),
                                                           sd.Mean("clicks", 0, 10)]),
-        "auto bound": dict(by="url", max_groups_per_unit="auto"),
-        "auto bound keys": dict(by="url", max_groups_per_unit=sd.AutoBound(objective="keys")),
+        # the defaults of the capture (issue 33 moved them to share 0.05, quantile 0.5), pinned
+        "auto bound": dict(by="url", max_groups_per_unit=sd.AutoBound(share=0.1, quantile=0.9)),
+        "auto bound keys": dict(by="url", max_groups_per_unit=sd.AutoBound(objective="keys", share=0.1)),
         "weighted-gaussian": dict(by="url", max_groups_per_unit=3, mechanism="weighted-gaussian"),
         "policy-gaussian float": dict(by="url", max_groups_per_unit=3, mechanism="policy-gaussian",
                                       insecure_float=True),

@@ -40,12 +40,14 @@ from .aggregates import JointDiscreteCalibration, joint_gshm_delta
 from ._types import FloatArray, RealOrArray
 from .calibration import Calibration, Neighbours
 from .conversions import epsilon_from_delta
+from .quantiles import pure_composition_delta
 from .profiles import (ApproxDPProfile, CSHProfile, GaussianProfile, GSHMDiscreteProfile, GSHMProfile,
                        LaplaceDiscreteProfile, PrivacyProfile, PureProfile, RoundedCSHProfile, profile_of)
 from .set_union import SetUnionCalibration, weighted_gaussian_delta
 
 __all__ = ["PrivacyEvent", "GSHMEvent", "DiscreteGSHMEvent", "LaplaceThresholdEvent", "CSHEvent",
            "GaussianEvent", "SetUnionEvent", "AggregateGSHMEvent", "PureEvent", "ApproxDPEvent", "SequenceEvent",
+           "ComposedPureEvent",
            "event_of", "Charged", "event_from_dict", "event_from_profile", "remember_samples", "known_samples"]
 
 #: the profile is sampled up to the ε where it stops falling (δ(2ε) >= (1 − _FLAT)·δ(ε)) or drops below _TINY
@@ -363,6 +365,32 @@ class PureEvent(PrivacyEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ComposedPureEvent(PrivacyEvent):
+    """``k`` mechanisms, each ε0-DP, composed (the per-key quantiles of a release: a unit touches at most
+    ``k = l0`` keys; :mod:`.quantiles`). Charged ``(k·ε0, 0)``; profile: the exact δ(ε) of ``k`` randomised
+    responses (Kairouz, Oh & Viswanath 2015, arXiv:1311.0776, Thm 3.3), :func:`.quantiles.pure_composition_delta`."""
+
+    epsilon0: float
+    k: int
+    kind: ClassVar[str] = "pure-composed"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "epsilon0", v.nonnegative("epsilon0", self.epsilon0))
+        object.__setattr__(self, "k", v.integer("k", self.k, lo=1))
+        if self.delta != 0 or not self.epsilon >= self.k * self.epsilon0 * (1 - 1e-12):
+            raise InvalidParameterError(f"a ComposedPureEvent is charged (k*epsilon0, 0), got epsilon={self.epsilon!r}, "
+                                        f"delta={self.delta!r}")
+
+    @overload
+    def delta_at(self, epsilon: float) -> float: ...
+    @overload
+    def delta_at(self, epsilon: FloatArray) -> FloatArray: ...
+    def delta_at(self, epsilon: RealOrArray) -> RealOrArray:
+        return pure_composition_delta(self.epsilon0, self.k, epsilon)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ApproxDPEvent(PrivacyEvent):
     """A release known only by its (ε, δ) guarantee (public-key releases, vector sums, sketches, Algorithm-4
     CSH, float Laplace, …): ``mechanism`` names it. Profile: the randomised-response curve of (ε, δ), which
@@ -446,7 +474,7 @@ def _event_pld(event: PrivacyEvent) -> _pld.GridPLD:
 
 _KINDS: dict[str, type[PrivacyEvent]] = {c.kind: c for c in (
     GSHMEvent, DiscreteGSHMEvent, LaplaceThresholdEvent, CSHEvent, GaussianEvent, SetUnionEvent,
-    AggregateGSHMEvent, PureEvent, ApproxDPEvent, SequenceEvent)}
+    AggregateGSHMEvent, PureEvent, ApproxDPEvent, SequenceEvent, ComposedPureEvent)}
 
 
 def event_from_dict(d: Mapping[str, Any]) -> PrivacyEvent:

@@ -23,6 +23,8 @@ law                                 used by
 :class:`DiscreteCorrelatedLaplace`  PMG, private Misra–Gries (thesis Alg. 13)
 :class:`ScaledDiscreteLaplace`      pure private Misra–Gries (thesis §3.6)
 :class:`DiscreteDenseCorrelatedGaussian`  dense correlated Gaussian, integer embedding (Lebeda (2024) S4.4)
+:class:`ReleaseCurve`               optimal l0 = 1 partition selection (Desfontaines et al. 2022): no noise,
+                                    a key with count n is kept with probability ``numerators[n-1] / 2^bits``
 :class:`Gaussian`, :class:`Laplace`, :class:`CorrelatedGaussian`, :class:`DenseCorrelatedGaussian`
                                     the float (insecure) versions
 ==================================  ====================================================================
@@ -39,7 +41,8 @@ from ..errors import InvalidParameterError
 
 __all__ = ["DiscreteGaussian", "DiscreteLaplace", "RoundedCorrelatedGaussian", "DiscreteCorrelatedGaussian",
            "DiscreteCorrelatedLaplace", "ScaledDiscreteLaplace", "DiscreteDenseCorrelatedGaussian",
-           "Gaussian", "Laplace", "CorrelatedGaussian", "DenseCorrelatedGaussian", "NoiseLaw", "LAWS", "law_as_dict"]
+           "ReleaseCurve", "Gaussian", "Laplace", "CorrelatedGaussian", "DenseCorrelatedGaussian", "NoiseLaw", "LAWS",
+           "law_as_dict"]
 
 
 def _fraction(law: object, name: str, *, zero_ok: bool = False) -> None:
@@ -198,6 +201,37 @@ class DiscreteDenseCorrelatedGaussian:
     integer: ClassVar[bool] = False
 
 
+@dataclass(frozen=True)
+class ReleaseCurve:
+    """No noise: a key held by ``n >= 1`` units is released with probability ``numerators[n − 1] / 2^bits``
+    (``n`` beyond the table: the last entry, which is ``2^bits``, i.e. 1), independently per key; nothing but the
+    key is released. Drawn exactly by :func:`sparsedp.noise.dyadic.dyadic_bernoulli`. The optimal l0 = 1 partition
+    selection of Desfontaines, Voss, Gipson and Mandayam (2022), rounded down to the grid ``2^-bits``
+    (:mod:`sparsedp.accounting.partition_selection`)."""
+
+    bits: int
+    numerators: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        _positive_int(self, "bits")
+        nums = tuple(self.numerators)
+        one = 1 << self.bits
+        if not nums or any(isinstance(x, bool) or not isinstance(x, int) for x in nums) or nums[-1] != one \
+                or any(not 0 <= a <= b <= one for a, b in zip(nums, nums[1:])) or nums[0] < 0:
+            raise InvalidParameterError("ReleaseCurve.numerators must be non-decreasing integers in [0, 2^bits] "
+                                        "ending at 2^bits")
+        object.__setattr__(self, "numerators", nums)
+
+    def probability(self, n: int) -> Fraction:
+        """The exact release probability of a key held by ``n`` units (0 for ``n <= 0``)."""
+        if n <= 0:
+            return Fraction(0)
+        return Fraction(self.numerators[min(n, len(self.numerators)) - 1], 1 << self.bits)
+
+    secure: ClassVar[bool] = True
+    integer: ClassVar[bool] = True
+
+
 # ------------------------------------------------------------------ float noise (insecure)
 
 
@@ -279,7 +313,7 @@ class DenseCorrelatedGaussian:
 
 
 NoiseLaw = (DiscreteGaussian | DiscreteLaplace | RoundedCorrelatedGaussian | DiscreteCorrelatedGaussian
-            | DiscreteCorrelatedLaplace | ScaledDiscreteLaplace | DiscreteDenseCorrelatedGaussian
+            | DiscreteCorrelatedLaplace | ScaledDiscreteLaplace | DiscreteDenseCorrelatedGaussian | ReleaseCurve
             | Gaussian | Laplace | CorrelatedGaussian | DenseCorrelatedGaussian)
 
 #: every law class (``isinstance(x, LAWS)`` tells a NoiseLaw)

@@ -51,7 +51,7 @@ from .laws import DiscreteDenseCorrelatedGaussian
 
 __all__ = ["PublicKeysCalibration", "calibrate_public_gaussian", "calibrate_public_laplace",
            "calibrate_correlated_public", "centred_embedding_delta", "centred_embedding_choice",
-           "calibrate_bounded_density"]
+           "calibrate_bounded_density", "discrete_laplace_scale"]
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,16 @@ def calibrate_public_gaussian(epsilon: float, delta: float, d: int, l0: int | No
                                  achieved, True, independent_std=std, delta_parts={"gaussian": achieved})
 
 
+def discrete_laplace_scale(k: int, epsilon: float) -> Fraction:
+    """The rational scale ``t >= k/ε`` (``k/ε`` rounded up to a multiple of 2⁻²⁰) with the exact check
+    ``k/t <= ε``: the discrete Laplace of scale t is ε-DP for a shift of ℓ1 norm k (its pmf ratio at distance k is
+    ``exp(k/t)``)."""
+    t = rational_up(k / epsilon)
+    while Fraction(k) / t > Fraction(epsilon):  # exact: the rational scale must give loss <= ε
+        t += Fraction(1, 1 << 20)
+    return t
+
+
 def calibrate_public_laplace(epsilon: float, delta: float, d: int, l0: int | None = None, *,
                              insecure_float: bool = False) -> PublicKeysCalibration:
     """Independent (discrete) Laplace noise of scale ``k/ε`` on every public key: ε-DP (δ = 0), ℓ1 sensitivity
@@ -161,9 +171,7 @@ def calibrate_public_laplace(epsilon: float, delta: float, d: int, l0: int | Non
         b = k / eps
         return PublicKeysCalibration("public-laplace", "continuous", eps, dlt, dd, k, LAPLACE, b,
                                      math.sqrt(2) * b, 0.0, False, independent_std=math.sqrt(2) * b)
-    t = rational_up(k / eps)
-    while Fraction(k) / t > Fraction(eps):  # exact: the rational scale must give loss <= ε
-        t += Fraction(1, 1 << 20)
+    t = discrete_laplace_scale(k, eps)
     std = math.sqrt(dlaplace_variance(t))
     return PublicKeysCalibration("public-laplace", "pure", eps, dlt, dd, k, LAPLACE, t, std, 0.0, True,
                                  independent_std=std)

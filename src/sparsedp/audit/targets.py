@@ -46,6 +46,7 @@ import polars as pl
 import pyarrow as pa
 
 from .. import _validate as v
+from ..accounting.partition_selection import OPTIMAL_PARTITION
 from ..errors import InvalidParameterError
 from ..mechanisms import registry
 from ..mechanisms.base import ReleaseRequest
@@ -68,7 +69,8 @@ __all__ = ["AUDITABLE", "Target", "auditable", "build_target", "default_bound", 
 AUDITABLE = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted", "pure-sparse", "compact", "basic",
              "stability", "pure-blanket", "misra-gries", "auto", "public-gaussian", "public-laplace",
              CorrelatedGaussian.name, "bounded-density", "grouped-correlated-gaussian", "keep-heavy", "kh-prime",
-             "kh-double-prime", "sparse-histogram", TWO_STAGE, WEIGHTED, POLICY, VECTOR_SUM) + ROUNDS
+             "kh-double-prime", "sparse-histogram", TWO_STAGE, WEIGHTED, POLICY, VECTOR_SUM,
+             OPTIMAL_PARTITION) + ROUNDS
 #: the grouped correlated Gaussian (Lebeda (2024) Algorithm 2): audited on group 0 of two groups of ``d`` keys each
 GROUPED = "grouped-correlated-gaussian"
 #: public-key mechanisms (every listed key released, no threshold; σ scale applies)
@@ -87,12 +89,14 @@ THRESHOLDED = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted")
 #: the set-union and two-stage ones (both)
 SCALABLE = THRESHOLDED + PUBLIC + ("misra-gries", BLANKET, WEIGHTED, POLICY, TWO_STAGE, VECTOR_SUM) + ROUNDS
 SHIFTABLE = THRESHOLDED + (WEIGHTED, POLICY, TWO_STAGE) + ROUNDS
-_TILED = (GSHM.name, Laplace.name, "public-gaussian", "public-laplace", WEIGHTED, POLICY)
+#: the optimal l0 = 1 partition selection: one key per unit (bound 1), an independent exact bit per key (tiled);
+#: its curve has no noise scale or margin to break (the rounding-up mutant is built in its tests)
+_TILED = (GSHM.name, Laplace.name, "public-gaussian", "public-laplace", WEIGHTED, POLICY, OPTIMAL_PARTITION)
 _CHUNK = 1 << 18  # keys per tiled release (bounds memory)
 #: the bound each mechanism's contribution model is stated with, and its name in the report
 BOUND_NAME = {GSHM.name: "l0", Laplace.name: "l0", "csh": "k", TopKCSH.name: "top_k", "topk-csh-shifted": "top_k",
               "misra-gries": "l0", "auto": "l0", VECTOR_SUM: "d",
-              **{m: "l0" for m in PUBLIC + _PURE + (WEIGHTED, POLICY, TWO_STAGE) + ROUNDS}}
+              **{m: "l0" for m in PUBLIC + _PURE + (WEIGHTED, POLICY, TWO_STAGE, OPTIMAL_PARTITION) + ROUNDS}}
 
 
 def auditable() -> tuple[str, ...]:
@@ -178,8 +182,9 @@ def _mechanism(name: str, bound: int, options: dict):
 
 def default_bound(mechanism: str) -> int:
     """The bound an audit uses when none is given: 1 for the pure mechanisms (one key per unit: their model),
-    2 otherwise (l0, or k for CSH / top-k; small bounds give the most power)."""
-    return 1 if mechanism in _PURE else 2
+    and for the optimal partition selection, 2 otherwise (l0, or k for CSH / top-k; small bounds give the most
+    power)."""
+    return 1 if mechanism in _PURE + (OPTIMAL_PARTITION,) else 2
 
 
 def _broken(picked: str, mech, request, ref, scale: float, shift: int) -> tuple[Any, Any]:

@@ -39,7 +39,11 @@ RELEASE_FLAGS: Mapping[str, str] = {
     "column_shape": "--column-shape",
     "split": "--split", "count_bound": "--count-bound", "auto_share": "--auto-share",
     "auto_quantile": "--auto-quantile", "auto_objective": "--auto-objective", "overwrite": "--overwrite",
-    "aggregates": "--sum/--mean", "count_name": "--count-column", "keys": "--keys", "group": "--group",
+    "aggregates": "--sum/--mean/--variance/--std", "count_name": "--count-column", "keys": "--keys", "group": "--group",
+    "quantile": "--quantile/--median", "share": "--quantile/--median",
+    "other": "--other",
+    "objective": "--objective",
+    "interval": "--interval",
 }
 #: ``sparsedp plan``
 PLAN_FLAGS: Mapping[str, str] = {

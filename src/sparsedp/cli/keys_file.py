@@ -3,6 +3,10 @@
 * ``.parquet`` / ``.pq`` / ``.csv``: a table holding the ``--by`` column(s) (other columns are ignored);
 * any other file: a text file with one key per line (one ``--by`` column only; blank lines are skipped, no
   quoting); the keys are text and take the data's key type when joined (e.g. ``42`` for an integer column).
+
+``--keys COL=FILE[,COL=FILE…]`` (each COL a ``--by`` column): a partial key set, the values of those columns
+listed publicly (one file each, read as above for that column), the other ``--by`` columns selected privately
+(``release(keys={col: values})``, :mod:`sparsedp.mechanisms.mixed_keys`).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Sequence
 from ..errors import InvalidParameterError
 from ..mechanisms import registry
 
-__all__ = ["read_keys"]
+__all__ = ["read_keys", "read_key_set"]
 
 
 def read_keys(path: str, by: Sequence[str]):
@@ -46,3 +50,22 @@ def read_keys(path: str, by: Sequence[str]):
         raise InvalidParameterError(msg if msg.startswith("--keys") else f"--keys {path}: {msg}") from None
     except (OSError, UnicodeDecodeError, pl.exceptions.PolarsError) as e:
         raise InvalidParameterError(f"--keys {path}: could not read the file ({e})") from None
+
+
+def read_key_set(spec: str, by: Sequence[str]):
+    """``--keys``: a key list file (:func:`read_keys`), or ``COL=FILE[,COL=FILE…]`` naming ``--by`` columns: the
+    mapping ``{col: keys}`` of ``release(keys=…)``'s partial key sets."""
+    cols = list(by)
+    if "=" not in spec or os.path.isfile(spec):
+        return read_keys(spec, cols)
+    mapping = {}
+    for item in (x for x in spec.split(",") if x.strip()):
+        col, sep, path = item.partition("=")
+        col, path = col.strip(), path.strip()
+        if not sep or col not in cols:
+            raise InvalidParameterError(f"--keys {spec}: {item.strip()!r} is not COL=FILE with COL one of the --by "
+                                        f"columns ({', '.join(cols)})")
+        if col in mapping:
+            raise InvalidParameterError(f"--keys {spec}: the column {col!r} is listed twice")
+        mapping[col] = read_keys(path, [col])
+    return mapping

@@ -12,6 +12,7 @@ import typer
 
 from ..accounting import best, compare
 from ..errors import SparsedpError
+from ..mechanisms.base import AutoRole
 from ..mechanisms.thresholded import Laplace, TopKCSH
 from .. import pipeline
 from ..plotting import check_plot_path, plot_plan
@@ -22,13 +23,18 @@ _NOISE = {"discrete": True, "continuous": False, "both": None}
 
 
 def _fmt(x: float) -> str:
+    if x != x:  # NaN: no noise scale (a keys-only selection releases no counts)
+        return "-"
     return f"{x:,.4f}" if abs(x) < 1e6 else f"{x:.6g}"
 
 
 def row_use(mech, chosen: bool) -> str:
-    """What a secure plan row is to a release: the one ``auto`` uses, another count mechanism (blank), or one
-    that publishes something else than counts (its output column: key weights, count minus the cut-off)."""
+    """What a secure plan row is to a release: the one ``auto`` uses, another count mechanism (blank), a key
+    selection mechanism (keys only: ``sd.Auto(objective="keys")`` and ``sd.TwoStage(select=…)`` choose among
+    them; never a count row), or one that publishes something else than counts (its output column)."""
     column = mech.value_column("count")
+    if is_selection(mech):
+        return "keys only (key weights, not counts)" if column == "weight" else "keys only (no counts)"
     if chosen:
         return "release uses this"
     if column == "weight":
@@ -36,6 +42,12 @@ def row_use(mech, chosen: bool) -> str:
     if column != "count":
         return f"publishes {column.replace('_', ' ')}"
     return ""
+
+
+def is_selection(mech) -> bool:
+    """A key-selection mechanism (registered in ``AutoRole.DISCOVERY``): it publishes keys (and perhaps key
+    weights), never counts."""
+    return mech.auto_role is AutoRole.DISCOVERY
 
 
 def render_table(cals, *, title: str, uses=None) -> None:
@@ -200,7 +212,8 @@ def plan(
     if secure is not None and len(secure):
         typer.echo(release_line(secure.best, list(secure)))
     if len(cals) > (len(secure) if secure is not None else 0):
-        typer.echo(summary_line(cals))
+        # the lowest margin among the rows that publish counts (keys-only selections are listed, not ranked)
+        typer.echo(summary_line([c for c, u in zip(cals, uses) if not u.startswith("keys only")]))
     if profile and (l0 is not None or top_k is not None):
         _print_profile(pipeline.plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k))
     if plot:

@@ -8,14 +8,15 @@ from typing import Any, Iterator, List, Optional
 import typer
 from typer.core import TyperCommand
 
-from ..aggregates import Count, Mean, Sum
+from ..aggregates import Count, Mean, Median, Quantile, Std, Sum, Variance
 from ..auto_bound import AutoBound
 from .. import pipeline
+from ..request import interval_level
 from ..errors import InvalidParameterError, SparsedpError
 from ..mechanisms import registry
 from . import app
 from ._errors import RELEASE_FLAGS, cli_errors, fail, interruptible, to_cli
-from .keys_file import read_keys
+from .keys_file import read_key_set
 
 
 def progress_stages(console):
@@ -193,8 +194,8 @@ def mechanism_from_flags(mechanism: str, flags: dict, option: Optional[List[str]
 
 
 def parse_aggregate(flag: str, spec: str):
-    """``--sum``/``--mean`` ``COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Sum` /
-    :class:`~sparsedp.aggregates.Mean`; raises :class:`~sparsedp.errors.InvalidParameterError` in flag terms."""
+    """``--sum``/``--mean``/``--variance``/``--std`` ``COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Sum` /
+    :class:`~sparsedp.aggregates.Mean` / :class:`~sparsedp.aggregates.Variance` / :class:`~sparsedp.aggregates.Std`; raises :class:`~sparsedp.errors.InvalidParameterError` in flag terms."""
     parts = spec.split(":")
     if len(parts) not in (3, 4) or not parts[0]:
         raise InvalidParameterError(f"{flag} takes COLUMN:LOWER:UPPER[:NAME] (e.g. {flag} dwell_s:0:600), "
@@ -203,8 +204,28 @@ def parse_aggregate(flag: str, spec: str):
         lo, hi = float(parts[1]), float(parts[2])
     except ValueError:
         raise InvalidParameterError(f"{flag} {spec!r}: LOWER and UPPER must be numbers") from None
-    cls = Sum if flag == "--sum" else Mean
+    cls = {"--sum": Sum, "--variance": Variance, "--std": Std}.get(flag, Mean)
     return cls(parts[0], lo, hi, name=parts[3] if len(parts) == 4 else None)
+
+
+def parse_quantile(flag: str, spec: str):
+    """``--quantile COLUMN:Q:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Quantile`, ``--median
+    COLUMN:LOWER:UPPER[:NAME]`` → :class:`~sparsedp.aggregates.Median`; errors in flag terms."""
+    parts = spec.split(":")
+    n = 4 if flag == "--quantile" else 3
+    form = "COLUMN:Q:LOWER:UPPER[:NAME] (e.g. --quantile dwell_s:0.9:0:600)" if n == 4 else \
+        "COLUMN:LOWER:UPPER[:NAME] (e.g. --median dwell_s:0:600)"
+    if len(parts) not in (n, n + 1) or not parts[0]:
+        raise InvalidParameterError(f"{flag} takes {form}, got {spec!r}", param="quantile")
+    try:
+        nums = [float(x) for x in parts[1:n]]
+    except ValueError:
+        raise InvalidParameterError(f"{flag} {spec!r}: {'Q, ' if n == 4 else ''}LOWER and UPPER must be numbers",
+                                    param="quantile") from None
+    name = parts[n] if len(parts) == n + 1 else None
+    if n == 4:
+        return Quantile(parts[0], nums[0], nums[1], nums[2], name=name)
+    return Median(parts[0], nums[0], nums[1], name=name)
 
 
 def parse_column_shape(spec: Optional[str]):
@@ -287,9 +308,9 @@ def release(
     top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys instead (top-k CSH)."),
     mechanism: str = typer.Option(DEFAULT_MECHANISM, "--mechanism", help="auto or a registered mechanism."),
     auto_share: Optional[float] = typer.Option(None, "--auto-share", rich_help_panel=_AUTO,
-                                               help="Share of epsilon spent choosing the bound (0.1)."),
+                                               help="Share of epsilon spent choosing the bound (0.05; 0.1 with --auto-objective keys)."),
     auto_quantile: Optional[float] = typer.Option(None, "--auto-quantile", rich_help_panel=_AUTO,
-                                                  help="Fraction of units keeping all their keys (0.9)."),
+                                                  help="Fraction of units keeping all their keys (0.5)."),
     auto_objective: Optional[str] = typer.Option(None, "--auto-objective", rich_help_panel=_AUTO,
                                                  help="'quantile' (default) or 'keys' (most released keys)."),
     shifted: bool = typer.Option(False, "--shifted", rich_help_panel=_MECH,
@@ -311,7 +332,7 @@ def release(
     pre_threshold: Optional[int] = typer.Option(None, "--pre-threshold", rich_help_panel=_MECH,
                                                 help="Never release keys with fewer units."),
     keys_file: Optional[str] = typer.Option(None, "--keys", rich_help_panel=_MECH,
-                                            help="Public key list (file): every listed key gets a count."),
+                                            help="Public keys FILE, or COL=FILE,…: only those public."),
     size_weight: Optional[int] = typer.Option(None, "--size-weight", rich_help_panel=_MECH,
                                               help="correlated-gaussian: weight C of the size coordinate."),
     known_n: Optional[float] = typer.Option(None, "--known-n", rich_help_panel=_MECH,
@@ -323,7 +344,10 @@ def release(
     count_bound: Optional[int] = typer.Option(None, "--count-bound", rich_help_panel=_MECH,
                                               help="two-stage: keys per unit counted in stage 2."),
     select: Optional[str] = typer.Option(None, "--select", rich_help_panel=_MECH,
-                                         help="two-stage: selecting mechanism (gshm, laplace)."),
+                                         help="two-stage: selecting mechanism (gshm, optimal-partition, …)."),
+    objective: Optional[str] = typer.Option(None, "--objective", rich_help_panel=_MECH,
+                                            help="auto: 'counts' (lowest threshold, default) or 'keys' (most "
+                                                 "released keys, any selection mechanism)."),
     option: Optional[List[str]] = typer.Option(None, "--option", rich_help_panel=_MECH,
                                                help="Any mechanism option as NAME=VALUE (repeatable)."),
     count_column: str = typer.Option("count", "--count-column", rich_help_panel=_AGG,
@@ -332,8 +356,23 @@ def release(
                                              help="Private SUM per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
     means: Optional[List[str]] = typer.Option(None, "--mean", rich_help_panel=_AGG,
                                               help="Private MEAN per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
+    quantiles: Optional[List[str]] = typer.Option(
+        None, "--quantile", rich_help_panel=_AGG,
+        help="Private q-quantile per released key: COLUMN:Q:LOWER:UPPER[:NAME]; repeatable."),
+    medians: Optional[List[str]] = typer.Option(None, "--median", rich_help_panel=_AGG,
+                                                help="Private median per released key: COLUMN:LOWER:UPPER[:NAME]."),
+    variances: Optional[List[str]] = typer.Option(None, "--variance", rich_help_panel=_AGG,
+                                                  help="Private VARIANCE per key: COLUMN:LOWER:UPPER[:NAME]."),
+    stds: Optional[List[str]] = typer.Option(None, "--std", rich_help_panel=_AGG,
+                                             help="Private standard deviation per key: COLUMN:LOWER:UPPER[:NAME]."),
+    interval: Optional[float] = typer.Option(None, "--interval", rich_help_panel=_AGG,
+                                             help="Per-row intervals at this level (e.g. 0.95): <col>_lo/_hi."),
+    no_interval: bool = typer.Option(False, "--no-interval", rich_help_panel=_AGG,
+                                     help="No interval columns (the default)."),
     column_shape: Optional[str] = typer.Option(None, "--column-shape", rich_help_panel=_AGG,
                                                help="Noise covariance shape, e.g. '90000,750;750,25'."),
+    other: bool = typer.Option(False, "--other", rich_help_panel=_AGG,
+                               help="One more row: the private total of the keys not released."),
     out: Optional[str] = typer.Option(None, "--out", rich_help_panel=_OUT,
                                       help="Write the table (.parquet/.csv, atomically, with its guarantee)."),
     overwrite: bool = typer.Option(False, "--overwrite", rich_help_panel=_OUT,
@@ -355,7 +394,8 @@ def release(
              "domain_size": domain_size, "max_key_bytes": max_key_bytes, "k": top_k, "c": size_weight,
              "known_n": known_n, "group": group, "count_bound": count_bound, "select": select, "split": split,
              "query_keys": None if query_keys is None else tuple(q for q in query_keys.split(",") if q),
-             "debias": False if shifted else None, "unit_sketch": unit_sketch, "noise": csh_noise}
+             "debias": False if shifted else None, "unit_sketch": unit_sketch, "noise": csh_noise,
+             "objective": objective}
     try:
         if csh_noise is not None and csh_noise not in ("rounded", "alg4"):
             raise InvalidParameterError(f"--csh-noise must be 'rounded' or 'alg4', got {csh_noise!r}")
@@ -369,14 +409,23 @@ def release(
         aggregates = [Count(name=count_column)]
         aggregates += [parse_aggregate("--sum", x) for x in sums or ()]
         aggregates += [parse_aggregate("--mean", x) for x in means or ()]
+        aggregates += [parse_quantile("--quantile", x) for x in quantiles or ()]
+        aggregates += [parse_quantile("--median", x) for x in medians or ()]
+        aggregates += [parse_aggregate("--variance", x) for x in variances or ()]
+        aggregates += [parse_aggregate("--std", x) for x in stds or ()]
         shape = parse_column_shape(column_shape)
+        if interval is not None and no_interval:
+            raise InvalidParameterError("--interval and --no-interval exclude each other")
+        level = interval_level(None if no_interval else interval)
         keys = None
         if keys_file is not None:
-            keys = read_keys(keys_file, [c.strip() for c in by.split(",") if c.strip()])
+            keys = read_key_set(keys_file, [c.strip() for c in by.split(",") if c.strip()])
     except SparsedpError as e:
         fail(e, RELEASE_FLAGS)
     run_release(input, console=Console(), err_console=err, head=head, privacy_unit=unit,
                 by=[c.strip() for c in by.split(",") if c.strip()], epsilon=epsilon, delta=delta,
                 max_groups_per_unit=max_groups_per_unit, mechanism=mech, engine=engine, out=out, overwrite=overwrite, ledger=ledger,
                 dataset=dataset, aggregates=aggregates, keys=keys,
-                **({"column_shape": shape} if shape is not None else {}))
+                **({"column_shape": shape} if shape is not None else {}),
+                **({"other": True} if other else {}),
+                **({"interval": level} if level is not None else {}))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..aggregates import Aggregate, Sum, noise_columns
+from ..aggregates import Aggregate, Squares, Sum, noise_columns
 from ..errors import InputDataError, InvalidTypeError
 from .bounding import COUNT, Choice, choose_from_per_key
 
@@ -109,11 +109,15 @@ def contribution_exprs(aggregates: Sequence[Aggregate]) -> list[pl.Expr]:
 
 def gridded(total: pl.Expr, a: Sum) -> pl.Expr:
     """The expression of a pair's contribution to ``a``'s grid column given ``total``, the expression of the
-    pair's Float64 sum of values: ``clip(floor(clip(total, lower, upper)/g + 1/2), q(lower), q(upper)) − c``."""
+    pair's Float64 sum of values: ``clip(floor(clip(total, lower, upper)/g + 1/2), q(lower), q(upper)) − c``
+    (a :class:`~sparsedp.aggregates.Squares` column squares the clipped total first and grids ``v²``)."""
     import polars as pl
 
     ql, qu = a.grid_bounds
-    q = (total.clip(a.lower, a.upper) / a.granularity + 0.5).floor().clip(float(ql), float(qu))
+    v = total.clip(a.lower, a.upper)
+    if isinstance(a, Squares):  # a Variance's sum of squares: the square of the clipped total, then its grid
+        v = v * v
+    q = (v / a.granularity + 0.5).floor().clip(float(ql), float(qu))
     return q.cast(pl.Int64) - a.centre
 
 

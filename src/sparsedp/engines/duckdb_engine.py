@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 
 import numpy as np
 
-from ..aggregates import Aggregate, Sum, noise_columns
+from ..aggregates import Aggregate, Squares, Sum, noise_columns
 from ..core import sources
 from ..core.sources import InputData
 from ..core.checks import check_columns
@@ -196,6 +196,8 @@ def contribution_sql(a: Sum, col: str) -> str:
     ql, qu = a.grid_bounds
     assert a.granularity is not None  # set when the Sum was built
     v = f"least(greatest(sum(CAST({col} AS DOUBLE)), {_dbl(a.lower)}), {_dbl(a.upper)})"
+    if isinstance(a, Squares):  # a Variance's sum of squares: the square of the clipped total
+        v = f"(({v}) * ({v}))"
     q = f"least(greatest(floor({v} / {_dbl(a.granularity)} + {_dbl(0.5)}), {_dbl(ql)}), {_dbl(qu)})"
     return f"(CAST({q} AS BIGINT) - {int(a.centre)})"
 

@@ -40,13 +40,13 @@ from .. import _validate as v, noise
 from ..accounting.aggregates import JointDiscreteCalibration
 from ..accounting.csh_aggregates import CshJointCalibration
 from ..accounting.discrete import dgauss_logpmf, dgauss_variance
-from ..aggregates import Aggregate, Mean, Sum, noise_columns
+from ..aggregates import Aggregate, Mean, Std, Sum, Variance, noise_columns, square_columns
 from ..errors import InputDataError, InvalidParameterError
 from ..noise.discrete import checked_source
 from ..noise.source import SecureRandom
 
 __all__ = ["JointRelease", "column_indices", "grid_step",
-           "noisy_grid_sums", "noise_map", "to_value_units", "release_joint", "column_values",
+           "noisy_grid_sums", "noise_map", "to_value_units", "variance_values", "variance_error", "release_joint", "column_values",
            "sum_error_std", "MeanError", "mean_error", "expected_errors", "topk_expected_errors"]
 
 #: an integer array (counts, grid sums, noise draws; int64, or Python integers where int64 could overflow)
@@ -155,6 +155,21 @@ def to_value_units(noisy_grid_sum: IntArray, noisy_counts: IntArray, aggregate: 
     return total
 
 
+def variance_values(noisy_sum: IntArray, noisy_squares: IntArray, noisy_counts: IntArray, aggregate: Variance,
+                    sum_column: Sum, squares_column: Sum, refine: tuple[int, int] = (1, 1)
+                    ) -> npt.NDArray[np.float64]:
+    """The released VARIANCE (or STD) column: ``clamp(Ŝ₂/n̂ − (Ŝ₁/n̂)², 0, ((upper − lower)/2)²)`` (its square
+    root for :class:`~sparsedp.aggregates.Std`), with ``Ŝ₁``, ``Ŝ₂`` the noisy sum and sum of squares in value
+    units (:func:`to_value_units` of the two grid columns) and ``n̂`` the noisy count, floored at 1 (the
+    division is post-processing; GSHM's released counts are >= 1 anyway). Post-processing of released values."""
+    cnt = np.maximum(np.asarray(noisy_counts, dtype=np.float64), 1.0)
+    s1 = to_value_units(noisy_sum, noisy_counts, sum_column, refine[0]) / cnt
+    s2 = to_value_units(noisy_squares, noisy_counts, squares_column, refine[1]) / cnt
+    var = np.clip(s2 - s1 * s1, 0.0, aggregate.clamp_upper)
+    out: npt.NDArray[np.float64] = np.sqrt(var) if isinstance(aggregate, Std) else var
+    return out
+
+
 def release_joint(counts: IntArray, grid_sums: Sequence[IntArray], calibration: JointDiscreteCalibration,
                   pre_threshold: int = 1, rng: SecureRandom | None = None) -> JointRelease:
     """Reference kernel of the joint release (``docs/proofs/aggregates.md`` §0): keys with
@@ -184,13 +199,19 @@ def column_values(release: JointRelease, aggregates: Sequence[Aggregate]) -> dic
     distinct grid columns of :func:`sparsedp.aggregates.noise_columns` (shared by a Sum and a Mean of the same
     column and bounds). The count column is the noisy count."""
     cols, where = noise_columns(aggregates)
+    squares = square_columns(aggregates)
     if len(cols) != len(release.noisy_grid_sums):
         raise InvalidParameterError(f"{len(cols)} grid columns but {len(release.noisy_grid_sums)} noisy columns")
     refine = release.refine or (1,) * len(cols)
     out: dict[str, npt.NDArray[Any]] = {}
-    for a, i in zip(aggregates, where):
+    for a, i, sq in zip(aggregates, where, squares):
         if i is None or not isinstance(a, Sum):  # the count (a Count is no Sum: it has no grid column)
             out[a.output_name] = np.asarray(release.noisy_counts)
+        elif isinstance(a, Variance):
+            assert sq is not None
+            g = release.noisy_grid_sums
+            out[a.output_name] = variance_values(g[i], g[sq], release.noisy_counts, a, cols[i], cols[sq],
+                                                 (refine[i], refine[sq]))
         else:
             out[a.output_name] = to_value_units(release.noisy_grid_sums[i], release.noisy_counts, a, refine[i])
     return out
@@ -280,16 +301,43 @@ def expected_errors(aggregates: Sequence[Aggregate], calibration: JointDiscreteC
     out: dict[str, float] = {}
     t = v.integer("pre_threshold", pre_threshold, lo=1) + calibration.margin
     nn = t if n is None else v.integer("n", n, lo=1)
-    _, where = noise_columns(aggregates)
-    for a, i in zip(aggregates, where):
+    cols, where = noise_columns(aggregates)
+    var = calibration.column_variances
+    for a, i, sq in zip(aggregates, where, square_columns(aggregates)):
         if i is None or not isinstance(a, Sum):  # the count (a Count is no Sum: it has no grid column)
             out[a.output_name] = calibration.count_noise_std
+        elif isinstance(a, Variance):
+            assert sq is not None
+            out[a.output_name] = variance_error(a, cols[i], cols[sq], var[i], var[sq],
+                                                dgauss_variance(calibration.count_sigma2), nn)
         elif isinstance(a, Mean):
             out[a.output_name] = _mean_error(a, calibration.column_variances[i], calibration.count_sigma2, nn,
                                              t).rmse
         else:
             out[a.output_name] = _sum_std(a, calibration.column_variances[i], calibration.count_sigma2)
     return out
+
+
+def variance_error(aggregate: Variance, sum_column: Sum, squares_column: Sum, var_y1: float, var_y2: float,
+                   var_z: float, n: float) -> float:
+    """Delta-method error (value units²; for a :class:`~sparsedp.aggregates.Std` its square root, since
+    ``|√a − √b| <= √|a − b|``) of a released VARIANCE at count ``n``, worst case over the key's mean ``m`` and
+    mean of squares ``q`` in their ranges: with ``E₁ = g₁(Y₁ + c₁Z)``, ``E₂ = g₂(Y₂ + c₂Z)`` the errors of the
+    noisy sum and sum of squares, ``var̂ − var ≈ (E₂ − 2mE₁ − (q − 2m²)Z)/n``, whose std is
+    ``√(g₂²Var Y₂ + 4m²g₁²Var Y₁ + (g₂c₂ − 2m g₁c₁ − q + 2m²)² Var Z)/n`` (independent Y₁, Y₂, Z). Large-n
+    approximation (the plug-in's bias is ``docs/proofs/aggregates.md`` §8); for the report."""
+    g1, g2 = grid_step(sum_column), grid_step(squares_column)
+    c1, c2 = g1 * sum_column.centre, g2 * squares_column.centre
+    lo, hi = aggregate.lower, aggregate.upper
+    ms = {lo, hi, 0.5 * (lo + hi)} | ({0.0} if lo <= 0.0 <= hi else set())
+    q_hi = max(lo * lo, hi * hi)
+    worst = 0.0
+    for m in ms:
+        for q in (m * m, q_hi):
+            k = c2 - 2.0 * m * c1 - q + 2.0 * m * m
+            worst = max(worst, g2 * g2 * var_y2 + 4.0 * m * m * g1 * g1 * var_y1 + k * k * var_z)
+    err = math.sqrt(worst) / max(float(n), 1.0)
+    return math.sqrt(err) if isinstance(aggregate, Std) else err
 
 
 def topk_expected_errors(aggregates: Sequence[Sum], calibration: CshJointCalibration, count_std: float,
@@ -302,10 +350,15 @@ def topk_expected_errors(aggregates: Sequence[Sum], calibration: CshJointCalibra
     :func:`mean_error`)."""
     out: dict[str, float] = {}
     n = max(float(threshold), 1.0)
-    for a, i in zip(aggregates, column_indices(aggregates)):
+    cols = noise_columns(aggregates)[0]
+    for a, i, sq in zip(aggregates, column_indices(aggregates), square_columns(aggregates)):
         var_y = dgauss_variance(calibration.column_sigma2s[i])
         g = grid_step(a)
-        if isinstance(a, Mean):
+        if isinstance(a, Variance):
+            assert sq is not None
+            out[a.output_name] = variance_error(a, cols[i], cols[sq], var_y,
+                                                dgauss_variance(calibration.column_sigma2s[sq]), count_std ** 2, n)
+        elif isinstance(a, Mean):
             out[a.output_name] = g * math.sqrt(var_y + a.sensitivity ** 2 * count_std ** 2) / n
         else:
             out[a.output_name] = g * math.sqrt(var_y + a.centre ** 2 * count_std ** 2)

@@ -41,7 +41,8 @@ from .thresholded import TopKCSH
 if TYPE_CHECKING:
     from ..core.engine import Engine
 
-__all__ = ["Auto", "valid_mechanisms", "calibrate_mechanism", "choose_mechanism", "MECHANISMS"]
+__all__ = ["Auto", "valid_mechanisms", "calibrate_mechanism", "choose_mechanism", "MECHANISMS", "OBJECTIVES",
+           "publishes"]
 
 MECHANISMS = (GSHM, "csh", TOPK_CSH, LAPLACE)
 
@@ -121,6 +122,52 @@ def _pick(tried: dict[str, Any], epsilon: float, delta: float) -> tuple[str, str
     return best, reason, cands
 
 
+#: ``sd.Auto(objective=…)``: the most released keys, or the lowest threshold among the count mechanisms
+OBJECTIVES = ("counts", "keys")
+
+
+def publishes(mech: Mechanism) -> str:
+    """What a mechanism's table holds besides the keys: ``"counts"``, ``"key weights"`` or another column."""
+    column = mech.value_column("count")
+    return {"count": "counts", "weight": "key weights", "": "keys only"}.get(column, column.replace("_", " "))
+
+
+def _std(cal: Any) -> float:
+    """The calibration's noise std, +inf when it has none (a keys-only selection releases no noisy value)."""
+    x = float(getattr(cal, "noise_std", float("nan")))
+    return x if x == x else float("inf")
+
+
+def _pick_keys(tried: dict[str, Any], mechs: dict[str, Mechanism], epsilon: float,
+               delta: float) -> tuple[str, str, list[dict[str, Any]]]:
+    """The objective ``"keys"``: the candidate with the lowest count-equivalent release threshold keep50 =
+    ``count_floor() + tau`` (ties: the one that publishes counts, then the lower noise), the reason, and every
+    candidate with its keep50 and what it publishes, sorted by keep50. For a count mechanism with symmetric
+    integer noise and rule ``n + X >= pre + tau``, P[release | n] >= 1/2 exactly from n = pre + tau; the key-weight
+    mechanisms state tau count-equivalently for keys whose units fill the bound (their worst case)."""
+    ok = {m: c for m, c in tried.items() if not isinstance(c, Exception)}
+    if not ok:
+        raise InfeasibleError("no key-selection mechanism is feasible: " +
+                              "; ".join(f"{m}: {e}" for m, e in tried.items()))
+    keep = {m: mechs[m].count_floor() + float(c.tau) for m, c in ok.items()}
+    cands: list[dict[str, Any]] = [
+        {"mechanism": m, "tau": c.tau, "keep50": keep[m], "noise_std": c.noise_std, "analysis": c.analysis,
+         "publishes": publishes(mechs[m])} if m in ok else
+        {"mechanism": m, "infeasible": str(c), "publishes": publishes(mechs[m])} for m, c in tried.items()]
+    best = min(ok, key=lambda m: (keep[m], publishes(mechs[m]) != "counts", _std(ok[m])))
+    cands.sort(key=lambda c: c.get("keep50", float("inf")))
+    others = [c for c in cands if c["mechanism"] != best and "keep50" in c]
+    reason = (f"{best} releases the most keys expected (objective 'keys'): a key held by n units is released with "
+              f"probability >= 1/2 from n = {keep[best]:.6g}" + (" (count-equivalent: units that fill "
+                                                                  "max_groups_per_unit)" if publishes(mechs[best])
+                                                                 != "counts" else "")
+              + (", the lowest among " + ", ".join(f"{c['mechanism']} {c['keep50']:.6g}" for c in others)
+                 if others else ", the only feasible selection mechanism")
+              + f" at epsilon={epsilon:g}, delta={delta:g}; chosen without the data (no budget spent); it publishes "
+              f"{publishes(mechs[best])}")
+    return best, reason, cands
+
+
 # ------------------------------------------------------------------ the registered "auto" mechanism
 
 
@@ -195,16 +242,42 @@ class Auto(Mechanism):
     ``group`` (with ``keys=``): a column of ``by`` whose values group the listed keys; Lebeda (2024)'s grouped
     mechanism (each unit kept in one group) then joins the public-key candidates.
 
-    ``discover=True`` (key discovery: the values may be key weights rather than counts): the Weighted Gaussian
-    set union (:class:`~sparsedp.mechanisms.set_union.WeightedGaussian`) joins the candidates, compared by its
-    count-equivalent margin (keys whose units all fill the bound, its worst case; ``docs/proofs/set-union.md``)."""
+    ``objective`` (issue 33): ``"counts"`` (default) chooses among the mechanisms that publish counts, by the
+    lowest threshold margin (above). ``"keys"`` chooses among ALL key-selection mechanisms — every registered
+    class offered in :attr:`AutoRole.DISCOVERY <sparsedp.mechanisms.base.AutoRole>` (the Weighted Gaussian set
+    union today, :class:`~sparsedp.mechanisms.set_union.WeightedGaussian`, and any selection mechanism registered
+    in that role) and the count mechanisms used as selectors — by the most expected released keys, measured by
+    the count-equivalent release threshold keep50 = pre-threshold + margin: a key held by n units that fill the
+    bound is released with probability ≥ 1/2 from n = keep50 on, so the lowest keep50 releases the most keys of
+    any data whose keys' counts are spread over many values (:func:`_pick_keys`). The choice is data-independent:
+    no budget is spent on it (a private choice from the data costs a share of ε, which on the benchmark corpora
+    lost 4–8 % of the keys when choosing l0: ``benchmarks/auto_bound_choice.py``, while the mechanisms' release
+    curves at one bound differ in their thresholds, which need no data). The winner may publish key weights or no
+    values at all: the report says what it publishes. ``discover=True`` is the older spelling of
+    ``objective="keys"``."""
 
     group: str | None = None
     discover: bool = False
+    objective: str = "counts"
     name = "auto"
 
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise InvalidParameterError(f"⟨objective⟩ of mechanism 'auto' must be one of {OBJECTIVES} ('keys': the "
+                                        f"most released keys, 'counts': the lowest threshold among the mechanisms "
+                                        f"that publish counts), got {self.objective!r}", param="objective")
+        if self.discover:
+            object.__setattr__(self, "objective", "keys")
+
+    @property
+    def for_keys(self) -> bool:
+        """The keys objective (``objective="keys"`` or ``discover=True``)."""
+        return self.objective == "keys"
+
     def options(self) -> dict[str, Any]:
-        return {k: x for k, x in (("group", self.group), ("discover", self.discover)) if x}
+        return {k: x for k, x in (("group", self.group), ("discover", self.discover),
+                                  ("objective", None if self.objective == "counts" or self.discover
+                                   else self.objective)) if x}
     supports_aggregates = True  # resolves among the candidates that support them
     bounded = True
     resolves_public_keys = True
@@ -231,12 +304,12 @@ class Auto(Mechanism):
             return _resolve_public(request, self.group)
         if self.group is not None:
             raise InvalidParameterError("auto's group=… groups a public key list: pass keys=[…] too")
-        if request.delta == 0 and not self.discover:
+        if request.delta == 0 and not self.for_keys:
             return _resolve_pure(request)
         self.check(request)
         mechs = {cls.name: cls() for cls in auto_candidates()
                  if cls.supports_aggregates or not request.aggregates}  # SUM/MEAN: only those releasing them
-        if self.discover:
+        if self.for_keys:
             mechs.update(_offers(AutoRole.DISCOVERY, request, None))
         tried: dict[str, Any] = {}
         for name, mech in mechs.items():
@@ -245,10 +318,10 @@ class Auto(Mechanism):
                 tried[name] = mech.calibrate(request)
             except (InfeasibleError, InvalidParameterError) as e:
                 tried[name] = e
-        best, reason, cands = _pick(tried, request.epsilon, request.delta)
-        if getattr(mechs[best], "discovery", False):
-            reason += (" (key discovery: its margin is count-equivalent for keys whose units all fill "
-                       "max_groups_per_unit, and it releases key weights, not counts)")
+        if self.for_keys:
+            best, reason, cands = _pick_keys(tried, mechs, request.epsilon, request.delta)
+        else:
+            best, reason, cands = _pick(tried, request.epsilon, request.delta)
         if request.aggregates:
             reason += " (SUM/MEAN requested: only mechanisms that release aggregate columns were considered)"
         mech, cal = mechs[best], tried[best]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, ContextManager, Mapping, Protoc
 from .. import _validate as v
 from ..accounting.calibration import Neighbours
 from ..accounting.charge import Charge
+from ..accounting.intervals import RowLaws
 from ..aggregates import Sum
 from ..core.engine import Capability
 from ..errors import InfeasibleError, InvalidParameterError, InvalidTypeError
@@ -452,6 +453,13 @@ class Mechanism(ABC):
             request: ReleaseRequest) -> Released:
         """The private release of the bounded histogram ``hist`` on ``engine``'s primitives, drawing every
         secret and noise word from ``rng`` (the release's secure source)."""
+
+    def row_laws(self, request: ReleaseRequest, calibration: Any, value_column: str) -> RowLaws | None:
+        """The public error laws of the released rows (:class:`~sparsedp.accounting.intervals.RowLaws`: per output
+        column the exact law of ``value − truth``, and the release rule of a key given its count), which
+        ``release(..., interval=…)`` turns into per-row intervals (:mod:`sparsedp.mechanisms.intervals`).
+        Default ``None``: this mechanism's values have no exact per-row law (the report says so)."""
+        return None
 
     def charge(self, calibration: Any, disclosure: Disclosure) -> Any:
         """The ledger charge of a release (:class:`~sparsedp.accounting.charge.Charge`): by default its (ε, δ) under basic

@@ -17,10 +17,10 @@ from typing import Any, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..aggregates import Mean, Sum
+from ..aggregates import Mean, Sum, Variance, noise_columns, square_columns
 from ..core.noise_chunks import chunk_label
 from ..noise.source import SecretKeyedStream, SecureRandom
-from .aggregate_noise import column_indices, noisy_grid_sums, to_value_units
+from .aggregate_noise import column_indices, noisy_grid_sums, to_value_units, variance_values
 from .kernel import NoisePlan, SharedNoise, noise_and_filter
 
 __all__ = ["KeyNoise"]
@@ -123,8 +123,13 @@ class KeyNoise:
                                 **extra)
         refine = extra.get("refine") or (1,) * len(self.column_sigma2s)
         cols: dict[str, npt.NDArray[np.float64]] = {}
-        for a, i in zip(self.aggregates, where):
-            if isinstance(a, Mean):
+        grid, squares = noise_columns(self.aggregates)[0], square_columns(self.aggregates)
+        for a, i, sq in zip(self.aggregates, where, squares):
+            if isinstance(a, Variance):
+                assert sq is not None
+                cols[a.output_name] = variance_values(noisy[i], noisy[sq], values, a, grid[i], grid[sq],
+                                                      (refine[i], refine[sq]))
+            elif isinstance(a, Mean):
                 # MEAN = (re-centred noisy sum) / (count estimate); top-k's de-biased estimate can in principle
                 # be <= 0, so the divisor is max(estimate, 1) (post-processing; GSHM's is always >= 1)
                 total = to_value_units(noisy[i], values, Sum(a.column, a.lower, a.upper, a.granularity,

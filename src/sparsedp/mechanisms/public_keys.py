@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from .. import _validate as v, noise
 from ..accounting.calibration import Neighbours
+from ..accounting.intervals import RowLaws
 from ..accounting.names import CORRELATED_GAUSSIAN, LAPLACE
 from ..accounting.public_keys import (calibrate_bounded_density, calibrate_correlated_public, calibrate_public_gaussian,
                                       calibrate_public_laplace)
@@ -41,6 +42,7 @@ from ..errors import InfeasibleError, InputDataError, InvalidParameterError, Inv
 from ..noise.source import SecretKeyedStream, SecureRandom
 from .base import AutoRole, Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from .registry import register
+from .row_laws import public_laws
 
 if TYPE_CHECKING:
     import polars as pl
@@ -322,6 +324,9 @@ class PublicKeyMechanism(Mechanism):
 
     def _notes(self, cal: Any) -> tuple[str, ...]:
         return ()
+
+    def row_laws(self, request: ReleaseRequest, calibration: Any, value_column: str) -> RowLaws | None:
+        return public_laws(value_column, calibration)
 
     def _secret(self, rng: Any) -> bytes:
         return bytes(rng.random_bytes(32))

@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-import numpy as np
-
 from .. import _validate as v
 from ..accounting import laws
 from ..accounting.aggregates import calibrate_joint_gshm
@@ -33,8 +31,9 @@ from ..accounting.csh import csh_rounded_noise_std
 from ..accounting.csh_aggregates import calibrate_csh_joint_rounded
 from ..accounting.discrete import dgauss_variance
 from ..accounting.events import event_of
+from ..accounting.intervals import RowLaws
 from ..accounting.names import GSHM as GSHM_NAME, LAPLACE, TOPK_CSH
-from ..aggregates import Mean, Sum, column_sensitivities, noise_columns
+from ..aggregates import Mean, Squares, Sum, column_sensitivities, noise_columns
 from ..core.histogram import Release, SparseHistogram
 from ..errors import InfeasibleError, InvalidParameterError
 from ..noise.source import SecureRandom
@@ -45,6 +44,7 @@ from .base import Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from .catalog import register
 from .kernel import noise_plan
 from .key_noise import KeyNoise
+from .row_laws import thresholded_laws, topk_laws
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
@@ -206,8 +206,9 @@ def _charge(self: Mechanism, calibration: Any, disclosure: Disclosure) -> Any:
 
 
 def _clipping(aggs: tuple[Sum, ...]) -> str:
-    return "; " + "; ".join(f"{c.column}: each unit's per-key total clipped to [{c.lower:g}, {c.upper:g}] "
-                            f"(grid {c.granularity:g})" for c in noise_columns(aggs)[0])
+    return "; " + "; ".join(f"{c.column}: each unit's per-key total clipped to [{c.lower:g}, {c.upper:g}]"
+                            + (", squared (VARIANCE's sum of squares)" if isinstance(c, Squares) else "")
+                            + f" (grid {c.granularity:g})" for c in noise_columns(aggs)[0])
 
 
 def _secure(request: ReleaseRequest) -> bool:
@@ -256,6 +257,9 @@ class _PerKeyThresholded(Mechanism):
         return dataclasses.replace(d, column_errors={a.output_name: float(errors[a.output_name]) for a in aggs})
 
     charge = _charge
+
+    def row_laws(self, request: ReleaseRequest, calibration: Any, value_column: str) -> RowLaws | None:
+        return thresholded_laws(value_column, calibration, self.pre_threshold)
 
     def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
             request: ReleaseRequest) -> Released:
@@ -449,6 +453,9 @@ class TopKCSH(Mechanism):
         return dataclasses.replace(d, column_errors={a.output_name: float(errors[a.output_name]) for a in aggs})
 
     charge = _charge
+
+    def row_laws(self, request: ReleaseRequest, calibration: Any, value_column: str) -> RowLaws | None:
+        return topk_laws(value_column, calibration, self.debias, request.aggregates)
 
     def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
             request: ReleaseRequest) -> Released:

@@ -4,9 +4,14 @@ selected keys as a public key list with a larger bound (or none).
     sd.release(data, "user", "url", epsilon=1, delta=1e-6, max_groups_per_unit=5,
                mechanism=sd.TwoStage(count_bound=None, split=0.5))
 
-Stage 1 (selection) is a thresholded release (``select``, default GSHM) at ``(split·ε, delta_split·δ)`` of the
-histogram bounded to ``max_groups_per_unit`` keys per unit; only its **key set** K is used (its counts are
-neither published nor combined). Stage 2 (counting) is a public-key mechanism (``count``, default Lebeda (2024)'s
+Stage 1 (selection) is ANY registered release of the data's keys (``select``, default GSHM; also ``laplace``,
+``weighted-gaussian``, ``optimal-partition``, top-k CSH, or a plug-in) at ``(split·ε, delta_split·δ)`` of the
+histogram bounded to the selecting mechanism's own bound: ``max_groups_per_unit`` keys per unit, or the bound the
+mechanism fixes itself (``optimal-partition``: one key per unit, ``max_groups_per_unit`` omitted or 1). Only its
+**key set** K is used (its values, counts or key weights, are neither published nor combined).
+
+    sd.release(data, "user", "url", epsilon=1, delta=1e-6,
+               mechanism=sd.TwoStage(select="optimal-partition"))   # the most keys at one key per unit Stage 2 (counting) is a public-key mechanism (``count``, default Lebeda (2024)'s
 correlated Gaussian, :class:`~sparsedp.mechanisms.public_keys.CorrelatedGaussian`) at the rest of (ε, δ) on
 the histogram bounded to ``count_bound`` keys per unit (``None``: no ℓ0 bound, every (unit, key) pair counts
 once: the correlated Gaussian's embedding shift ``(±1, …, ±1, C)`` has ``|v|² = d + C²`` whatever the number of
@@ -15,13 +20,22 @@ stage-2 counts.
 
 Privacy (``docs/proofs/two-stage.md``): for every fixed list K, stage 2 is ``(ε₂, δ₂)``-DP under add/remove one
 unit (its own accountant, δ of the integer noise actually sampled, calibrated after stage 1 at ``d = |K|``);
-stage 1 is ``(ε₁, δ₁)``-DP and K is a post-processing of its output; the pair is therefore ``(ε₁ + ε₂, δ₁ + δ₂)``
+stage 1 is ``(ε₁, δ₁)``-DP, whichever mechanism it is, and K is a post-processing of its output; the pair is therefore ``(ε₁ + ε₂, δ₁ + δ₂)``
 -DP by adaptive basic composition (Dwork–Roth 2014 Thm 3.16, which holds for adaptively chosen mechanisms,
 Dwork–Rothblum–Vadhan 2010). The ledger is charged once, ``(ε, δ)`` with ``ε₁ + ε₂ = ε`` and ``δ₁ + δ₂ = δ``,
 before any noise is drawn. The reported ``delta_achieved`` is ``δ̂₁ + δ₂``: the δ of stage 1's noise actually
 sampled plus stage 2's target, which bounds the δ of stage 2's integer noise at every d (d is chosen by stage 1,
 so the guarantee takes the bound over d; the value at the released d is in the notes).
-[Beyond the papers: the composition of Karrer et al. (2022)'s GSHM with Lebeda (2024)'s mechanism on a DP-selected list.]
+[Beyond the papers: the composition of a DP key selection (Karrer et al. (2022)'s GSHM by default) with Lebeda
+(2024)'s mechanism on the selected list.]
+
+``select="auto"`` (issue 33): stage 1's mechanism is chosen by ``sd.Auto(objective="keys")`` at stage 1's
+``(ε₁, δ₁, l0)`` — the lowest count-equivalent release threshold among every key-selection mechanism and the
+count mechanisms (``optimal-partition`` at l0 = 1, the Weighted Gaussian or GSHM above), without the data, so the
+composition above is unchanged (the choice is a function of public parameters, :meth:`TwoStage.stage_one`). Its
+bound is ``max_groups_per_unit``, or with ``max_groups_per_unit="auto"`` chosen privately from the data by the
+quantile rule (:class:`~sparsedp.bound_choice.AutoBounded` wrapping the two-stage release: a share of ε, basic
+composition, ``docs/proofs/auto-bound.md``). The report's notes say which mechanism stage 1 used and why.
 
 Secrets, in order, from the release's source: stage 1's bounding secret, stage 2's bounding secret (with a
 ``count_bound``), stage 1's noise (``K_noise`` …), stage 2's noise (``K_noise``, the shared coordinate).
@@ -41,7 +55,10 @@ from ..accounting.split import split_epsilon
 from ..errors import InvalidParameterError, InvalidTypeError
 from ..noise.source import SecureRandom
 from . import registry
-from .base import Disclosure, Mechanism, Released, ReleaseRequest
+from ..core.engine import Capability
+from .auto import Auto
+from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest, UserRequest
+from .catalog import with_auto_role
 from .public_keys import CorrelatedGaussian, PublicKeys, align, public_keys
 from .registry import register
 from .thresholded import GSHM
@@ -74,6 +91,7 @@ class TwoStageCalibration:
     epsilon: float
     delta: float
     analysis: str
+    select_reason: str = ""
 
     @property
     def tau(self) -> float:
@@ -96,6 +114,17 @@ class TwoStageHistogram:
     stats: Any
 
 
+def _select_names() -> str:
+    """The registered mechanisms stage 1 can be (releases of the data's keys), quoted."""
+    names = [c.name for c in registry.classes() if not (c.public_keys or c.row_units or c.pure_dp)
+             and c.name not in ("auto", "two-stage") and c.neighbours is Neighbours.ADD_REMOVE]
+    return ", ".join(repr(n) for n in names)
+
+
+def _bound_text(l0: int | None) -> str:
+    return "no keys-per-unit bound" if l0 is None else f"{l0} key{'s' if l0 != 1 else ''} per unit"
+
+
 def _mechanism(spec: Any, what: str) -> Mechanism:
     if isinstance(spec, type) and issubclass(spec, Mechanism):
         spec = spec()
@@ -110,8 +139,10 @@ class TwoStage(Mechanism):
     """Select keys with a small contribution bound, count them as a public key list with a larger one.
 
     Needs ``max_groups_per_unit`` (stage 1's bound). Options:
-        select: stage 1, a thresholded mechanism that releases keys from the data (name or object; default
-            ``"gshm"``; also ``"laplace"``, ``sd.GSHM(pre_threshold=…)``, ``sd.TopKCSH(k=…)``).
+        select: stage 1, any registered mechanism that releases keys from the data (name or object; default
+            ``"gshm"``; also ``"laplace"``, ``"weighted-gaussian"``, ``"optimal-partition"`` (one key per unit),
+            ``sd.GSHM(pre_threshold=…)``, ``sd.TopKCSH(k=…)``); its key set only is used. Stage 1 is bounded to
+            ``max_groups_per_unit``, or to the mechanism's own bound (``optimal-partition``: 1).
         count: stage 2, a public-key mechanism (default ``"correlated-gaussian"``; also ``"public-gaussian"``,
             ``"public-laplace"``, ``"bounded-density"`` with a ``count_bound``, or ``"auto"``: the lowest
             per-key error at ``d = |K|``).
@@ -131,15 +162,22 @@ class TwoStage(Mechanism):
     split: float = 0.5
     delta_split: float = 0.5
     name = "two-stage"
+    #: ``max_groups_per_unit="auto"`` chooses stage 1's bound by the quantile rule (its keys objective models a
+    #: one-stage thresholded release, not this one)
+    auto_bound_objectives = ("quantile",)
 
     def __post_init__(self) -> None:
-        sel = _mechanism(self.select, "select")
+        # select="auto": the most keys (objective "keys"); an sd.Auto(...) object is used as given
+        sel = Auto(objective="keys") if self.select == Auto.name else _mechanism(self.select, "select")
         cnt = _mechanism(self.count, "count")
-        if isinstance(sel, TwoStage) or sel.public_keys or sel.name == "auto" or sel.row_units \
-                or sel.neighbours is not Neighbours.ADD_REMOVE:
+        if isinstance(sel, Auto) and (sel.group is not None):
+            raise InvalidParameterError("TwoStage select=sd.Auto(group=…): stage 1 selects keys from the data; "
+                                        "group= belongs to a public key list")
+        if not isinstance(sel, Auto) and (isinstance(sel, TwoStage) or sel.public_keys or sel.row_units or sel.pure_dp \
+                or sel.neighbours is not Neighbours.ADD_REMOVE):
             raise InvalidParameterError(
-                f"TwoStage select={sel.describe()}: stage 1 must be a thresholded release of the data's keys under "
-                f"add/remove one unit ('gshm', 'laplace', sd.GSHM(…), sd.TopKCSH(k=…))")
+                f"TwoStage select={sel.describe()}: stage 1 must release keys from the data under add/remove one "
+                f"unit with delta > 0 ({_select_names()})")
         if not (cnt.public_keys or cnt.name == "auto"):
             raise InvalidParameterError(
                 f"TwoStage count={cnt.describe()}: stage 2 counts a public key list; use 'correlated-gaussian', "
@@ -158,9 +196,27 @@ class TwoStage(Mechanism):
 
     # ---------------------------------------------------------------- calibration (no data, no noise)
 
+    def select_bound(self, request: ReleaseRequest) -> int | None:
+        """Stage 1's keys per unit: ``max_groups_per_unit``, or the bound the selecting mechanism fixes itself
+        when it is omitted (its ``engine_bound`` without a declared bound: 1 for ``optimal-partition``)."""
+        if request.max_groups_per_unit is not None:
+            return request.max_groups_per_unit
+        sel: Mechanism = self.select
+        return sel.engine_bound(ReleaseRequest(request.epsilon, request.delta, None))
+
+    def stage_one(self, request: ReleaseRequest) -> tuple[Mechanism, ReleaseRequest]:
+        """The seam where stage 1's mechanism and request are fixed (data-independent): the named ``select`` at
+        ``(ε₁, δ₁, select_bound)``, or for ``select="auto"`` the mechanism ``auto`` resolves to there (public
+        parameters only: module docstring)."""
+        r1 = self._requests(request)[0]
+        sel: Mechanism = self.select
+        if isinstance(sel, Auto):
+            return sel.resolve(r1)[0], r1
+        return sel, r1
+
     def _requests(self, request: ReleaseRequest) -> tuple[ReleaseRequest, ReleaseRequest]:
         """Stage 1's and stage 2's requests: ε₁ + ε₂ <= ε and δ₁ + δ₂ <= δ exactly (no rounding above the
-        charge; :func:`~sparsedp.accounting.split.split_epsilon`)."""
+        charge; :func:`~sparsedp.accounting.split.split_epsilon`); stage 1 at :meth:`select_bound`."""
         try:
             eps1, eps2 = split_epsilon(request.epsilon, self.split)
             d1, d2 = split_epsilon(request.delta, self.delta_split)
@@ -168,7 +224,7 @@ class TwoStage(Mechanism):
             raise InvalidParameterError(f"TwoStage split={self.split}, delta_split={self.delta_split} leave nothing "
                                         f"for one of the two stages at epsilon={request.epsilon:g}, "
                                         f"delta={request.delta:g}") from None
-        r1 = ReleaseRequest(epsilon=eps1, delta=d1, max_groups_per_unit=request.max_groups_per_unit,
+        r1 = ReleaseRequest(epsilon=eps1, delta=d1, max_groups_per_unit=self.select_bound(request),
                             insecure_float=request.insecure_float)
         r2 = ReleaseRequest(epsilon=eps2, delta=d2, max_groups_per_unit=self.count_bound,
                             insecure_float=request.insecure_float)
@@ -182,23 +238,36 @@ class TwoStage(Mechanism):
         if request.keys is not None:
             raise InvalidParameterError("mechanism='two-stage' selects its keys from the data; with a public key "
                                         "list (keys=…) use mechanism='correlated-gaussian' or 'auto'")
-        if request.max_groups_per_unit is None and self.select.engine_bound(
+        if self.select_bound(request) is None and self.select.engine_bound(
                 ReleaseRequest(request.epsilon, request.delta, 1)) is not None:
             raise InvalidParameterError("⟨mechanism='two-stage'⟩ needs ⟨max_groups_per_unit=…⟩ (stage 1's keys "
                                         "per unit, e.g. 5; small bounds select the most keys)",
                                         param="max_groups_per_unit")
 
+    def needs(self, request: UserRequest) -> frozenset[Capability]:
+        """What stage 1's mechanism needs of the engine (the Weighted Gaussian: the pair primitives); for
+        ``select="auto"``, what any selection mechanism it may choose needs (known before the bound is)."""
+        sel: Mechanism = self.select
+        if isinstance(sel, Auto):
+            out: frozenset[Capability] = frozenset()
+            for cls in with_auto_role(AutoRole.DISCOVERY):
+                out |= cls.needs(cls.default(), request)
+            return out
+        return sel.needs(request)
+
     def calibrate(self, request: ReleaseRequest) -> TwoStageCalibration:
         self.check(request)
-        r1, r2 = self._requests(request)
-        sel, cal1, _, _ = self.select.resolve(r1)
+        select, r1 = self.stage_one(request)
+        _, r2 = self._requests(request)
+        sel, cal1, reason1, _ = (self.select if isinstance(self.select, Auto) else select).resolve(r1)
         probe_req = dataclasses.replace(r2, keys=PublicKeys(table=None, d=1, columns=()))
         _, probe, _, _ = self.count.resolve(probe_req)
         analysis = (f"adaptive basic composition: {sel.name} ({cal1.analysis}) at epsilon {r1.epsilon:.4g}, delta "
                     f"{r1.delta:.3g} + {self.count.name} at epsilon {r2.epsilon:.4g}, delta {r2.delta:.3g}")
         return TwoStageCalibration(select=sel, select_request=r1, select_cal=cal1, count=self.count,
                                    count_request=r2, count_probe=probe, epsilon=request.epsilon,
-                                   delta=request.delta, analysis=analysis)
+                                   delta=request.delta, analysis=analysis,
+                                   select_reason=reason1 if isinstance(self.select, Auto) else "")
 
     def disclosure(self, request: ReleaseRequest, calibration: Any, value_column: str) -> Disclosure:
         cal: TwoStageCalibration = calibration
@@ -207,11 +276,14 @@ class TwoStage(Mechanism):
         bound = "no bound" if self.count_bound is None else f"at most {self.count_bound} keys per unit"
         contribution = (f"stage 1 (selection): {d1.contribution}; stage 2 (counts of the selected keys): {bound}, "
                         f"1 per key per unit")
+        rule = f"threshold {d1.threshold:.6g}" if d1.threshold is not None else d1.analysis
         notes = (f"two-stage release: stage 1 {cal.select.describe()} at epsilon {cal.select_request.epsilon:.4g}, "
-                 f"delta {cal.select_request.delta:.3g} selects the keys (threshold {d1.threshold}); only its key "
-                 f"set is used, its counts are not published",
+                 f"delta {cal.select_request.delta:.3g} selects the keys ({rule}; "
+                 f"{_bound_text(cal.select_request.max_groups_per_unit)}); only its key set is used, its counts "
+                 f"are not published",
                  f"stage 2 {self.count.describe()} at epsilon {r2.epsilon:.4g}, delta {r2.delta:.3g} counts the "
-                 f"selected keys as a public list ({bound}): the released counts are stage 2's",)
+                 f"selected keys as a public list ({bound}): the released counts are stage 2's",) + (
+            (f"stage 1 chosen by select='auto': {cal.select_reason}",) if cal.select_reason else ())
         return Disclosure(
             mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon, delta=cal.delta,
             delta_achieved=float(d1.delta_achieved) + float(r2.delta), neighbours=Neighbours.ADD_REMOVE,
@@ -241,8 +313,8 @@ class TwoStage(Mechanism):
     def histogram(self, engine: Engine, data: Any, privacy_unit: str | None, by: list[str], request: ReleaseRequest,
                   rng: SecureRandom, **extra: Any) -> TwoStageHistogram:
         """Both bounded histograms (every input check happens in the first, before anything is drawn)."""
-        r1, r2 = self._requests(request)
-        h1 = self.select.histogram(engine, data, privacy_unit, by, r1, rng)
+        sel, r1 = self.stage_one(request)
+        h1 = sel.histogram(engine, data, privacy_unit, by, r1, rng)
         assert privacy_unit is not None  # no row units: refused by validate() (and stage 1's mechanism needs one)
         h2 = engine.histogram(data, privacy_unit, by, self.count_bound, rng, 1)
         return TwoStageHistogram(select=h1, count=h2, by=tuple(by), stats=engine.stats(h1))
@@ -257,8 +329,17 @@ class TwoStage(Mechanism):
             raise InvalidParameterError(f"engine {engine.name!r} does not count the privacy units, which stage 2 "
                                         f"(a public-key count) needs; use an embedded engine (polars, duckdb, "
                                         f"pandas, arrow)")
-        r1, _ = self._requests(request)
-        return dataclasses.replace(h, select=self.select.prepare(engine, h.select, r1))
+        sel, r1 = self.stage_one(request)
+        return dataclasses.replace(h, select=sel.prepare(engine, h.select, r1))
+
+    def select_columns(self, hist: TwoStageHistogram) -> list[str]:
+        """The key columns stage 1 selects (every ``by`` column; a mixed key set selects its private ones)."""
+        return list(hist.by)
+
+    def count_list(self, selected: Any, hist: TwoStageHistogram) -> Any:
+        """Stage 2's key list (Arrow, the ``by`` columns) from stage 1's selected keys: those keys themselves
+        (a mixed key set: their product with the public values, :mod:`.mixed_keys`)."""
+        return selected
 
     def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
             request: ReleaseRequest) -> Released:
@@ -267,12 +348,12 @@ class TwoStage(Mechanism):
 
         h: TwoStageHistogram = hist
         cal: TwoStageCalibration = calibration
-        by = list(h.by)
+        by, sel_by = list(h.by), self.select_columns(h)
         sel = cal.select
         d1 = sel.disclosure(cal.select_request, cal.select_cal, _SELECT_VALUE)
         rel1 = sel.run(engine, h.select, cal.select_cal, d1, rng, cal.select_request)
-        table1 = rel1.rows if rel1.in_process else engine.to_arrow(rel1.rows, by, _SELECT_VALUE)
-        selected = table1.select(by)  # stage 1's key set only: its counts go no further
+        table1 = rel1.rows if rel1.in_process else engine.to_arrow(rel1.rows, sel_by, _SELECT_VALUE)
+        selected = self.count_list(table1.select(sel_by), h)  # stage 1's key set only: its counts go no further
         if selected.num_rows == 0:
             out = selected.append_column(disclosure.value_column, pa.array(np.empty(0, np.float64)))
             note = "stage 1 selected no key: stage 2 released nothing (no noise drawn)"

@@ -1,0 +1,272 @@
+"""Exact per-row confidence intervals of released values, from the noise law actually sampled.
+
+A released count, sum or mean is a true (bounded, gridded) statistic plus noise whose law is public and exact:
+the discrete Gaussian ``N_Z(0, s)``, the discrete Laplace, the rounding of a Gaussian (rounded CSH), or an
+integer combination of independent draws of these (the re-centred SUM ``Y + c·Z``, Lebeda (2024)'s embedding
+``(C·z_j + p·Z_{d+1})/(q·C)``, de-biased top-k's ``X_i + (t̃ − t)``). :class:`LinearNoise` is that law,
+``E = (Σ_i a_i X_i)/divisor`` with integer ``a_i`` and independent symmetric integer ``X_i``; its exact cdf is
+
+    P[Σ a_i X_i <= t] = Σ_r P[R = r] · F_0(⌊(t − r)/|a_0|⌋),
+
+``X_0`` the term of largest spread (exact cdf ``F_0``: :func:`~.discrete.dgauss_cdf`, :func:`~.discrete.
+dlaplace_cdf`, ``Φ((x + ½)/σ)`` for a rounded Gaussian) and ``R`` the others, whose pmf is convolved exactly
+on its integer lattice over windows leaving out less than ``1e-30`` of the mass (bounded, not estimated:
+``docs/proofs/intervals.md``). Every law here is symmetric, so ``P[|W| <= h] = 2 F(h) − 1``.
+
+:meth:`LinearNoise.halfwidth` is the smallest integer ``h`` with ``P[|W| <= h] >= level``: the interval
+``value ± h/divisor`` (times the grid step for sums) covers the true value with probability exactly
+``coverage = P[|W| <= h] >= level`` over the noise (at least ``level``: the lattice makes ``coverage`` jump, and
+the report gives it). For a MEAN (noisy sum / noisy count), :func:`ratio_interval` inverts the two independent
+intervals at level ``√level`` each (coverage ``>= level`` by independence). All of it is post-processing of
+released values with public parameters: it costs no privacy. Construction and guarantees:
+``docs/proofs/intervals.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import _validate as v
+from ..errors import InvalidParameterError
+from ._special import special
+from .discrete import dgauss_cdf, dgauss_logpmf, dgauss_sf, dgauss_variance, dlaplace_cdf, dlaplace_logpmf, \
+    dlaplace_sf, dlaplace_variance
+from .laws import DiscreteGaussian, DiscreteLaplace
+
+__all__ = ["RoundedGaussian", "LinearNoise", "Halfwidth", "MeanLaw", "RowLaws", "ReleaseRule", "ratio_interval",
+           "check_level", "DEFAULT_LEVEL"]
+
+#: the interval level of ``release(..., interval=True)``
+DEFAULT_LEVEL = 0.95
+#: each term's window leaves out less than this much mass (both tails together)
+_TAIL = 1e-30
+#: at most this many lattice points in the convolved pmf of the smaller terms
+_MAX_POINTS = 4_000_000
+
+
+@dataclass(frozen=True)
+class RoundedGaussian:
+    """``round(G)``, ``G ~ N(0, sigma²)``: ``P[X <= x] = Φ((x + ½)/σ)`` for integers x (ties have probability
+    0). The marginal law of one rounded-CSH noise ``round(G_i + A)`` (``sigma² = σ² + σ_A²``) and of de-biased
+    top-k's ``t̃`` noise (docs/proofs/rounded-csh.md)."""
+
+    sigma: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", v.positive("sigma", self.sigma))
+
+
+Base = DiscreteGaussian | DiscreteLaplace | RoundedGaussian
+
+
+def _cdf(law: Base, t: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``P[X <= t]`` at integer ``t`` (array)."""
+    if isinstance(law, DiscreteGaussian):
+        return np.asarray(dgauss_cdf(t, law.sigma2), dtype=float)
+    if isinstance(law, DiscreteLaplace):
+        return np.asarray(dlaplace_cdf(t, law.scale), dtype=float)
+    return np.asarray(special.ndtr((t + 0.5) / law.sigma), dtype=float)
+
+
+def _spread(law: Base) -> float:
+    if isinstance(law, DiscreteGaussian):
+        return math.sqrt(dgauss_variance(law.sigma2))
+    if isinstance(law, DiscreteLaplace):
+        return math.sqrt(dlaplace_variance(law.scale))
+    return law.sigma
+
+
+def _window(law: Base) -> int:
+    """``w`` with ``P[|X| > w] < _TAIL`` (checked with the exact tail)."""
+    s = max(_spread(law), 1.0)
+    w = int(math.ceil(12.0 * s)) + 2
+    while 2.0 * _sf(law, w + 1) >= _TAIL:
+        w = 2 * w
+    return w
+
+
+def _sf(law: Base, t: int) -> float:
+    if isinstance(law, DiscreteGaussian):
+        return float(dgauss_sf(float(t), law.sigma2))
+    if isinstance(law, DiscreteLaplace):
+        return float(dlaplace_sf(float(t), law.scale))
+    return float(special.ndtr(-(t - 0.5) / law.sigma))
+
+
+def _pmf(law: Base, w: int) -> npt.NDArray[np.float64]:
+    """``P[X = x]`` for ``x = −w … w``."""
+    x = np.arange(-w, w + 1, dtype=float)
+    if isinstance(law, DiscreteGaussian):
+        return np.exp(dgauss_logpmf(x, law.sigma2))
+    if isinstance(law, DiscreteLaplace):
+        return np.exp(dlaplace_logpmf(x, law.scale))
+    return np.asarray(special.ndtr((x + 0.5) / law.sigma) - special.ndtr((x - 0.5) / law.sigma), dtype=float)
+
+
+@dataclass(frozen=True)
+class Halfwidth:
+    """The interval ``value ± lattice/divisor`` (in the law's units): ``lattice`` the integer half-width on the
+    noise lattice, ``width`` = ``lattice/divisor``, ``coverage`` = ``P[|E| <= width]`` exactly (>= the level)."""
+
+    lattice: int
+    width: float
+    coverage: float
+
+
+@dataclass(frozen=True)
+class LinearNoise:
+    """The error of a released value: ``E = (Σ_i a_i X_i)/divisor``, independent symmetric integer ``X_i``
+    (:class:`~.laws.DiscreteGaussian`, :class:`~.laws.DiscreteLaplace`, :class:`RoundedGaussian`), integer
+    ``a_i != 0``. The value is ``truth + E``."""
+
+    terms: tuple[tuple[int, Base], ...]
+    divisor: Fraction = Fraction(1)
+
+    def __post_init__(self) -> None:
+        if not self.terms or any(not isinstance(a, int) or a == 0 for a, _ in self.terms):
+            raise InvalidParameterError("a LinearNoise needs terms (a, law) with non-zero integer a")
+        object.__setattr__(self, "divisor", Fraction(self.divisor))
+        if self.divisor <= 0:
+            raise InvalidParameterError(f"divisor must be > 0, got {self.divisor}")
+
+    @property
+    def std(self) -> float:
+        """Standard deviation of ``E``."""
+        return math.sqrt(sum(a * a * _spread(x) ** 2 for a, x in self.terms)) / float(self.divisor)
+
+    def _split(self) -> tuple[int, Base, npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """``(|a_0|, X_0, r, P[R = r])``: the widest term and the exact pmf of the sum of the others (by
+        symmetry every ``a_i`` is taken positive)."""
+        terms = sorted(((abs(a), x) for a, x in self.terms), key=lambda t: -t[0] * _spread(t[1]))
+        a0, x0 = terms[0]
+        support = np.zeros(1, dtype=np.int64)
+        prob = np.ones(1)
+        for a, x in terms[1:]:
+            w = _window(x)
+            p = _pmf(x, w)
+            vals = a * np.arange(-w, w + 1, dtype=np.int64)
+            if support.size * vals.size > _MAX_POINTS:
+                raise InvalidParameterError("the noise law is too wide for an exact interval")
+            s = (support[:, None] + vals[None, :]).ravel()
+            q = (prob[:, None] * p[None, :]).ravel()
+            support, inv = np.unique(s, return_inverse=True)
+            prob = np.bincount(inv.ravel(), weights=q).astype(np.float64)
+        return a0, x0, support, prob
+
+    def cdf(self, t: int) -> float:
+        """``P[Σ a_i X_i <= t]`` (on the noise lattice: ``E <= t/divisor``)."""
+        a0, x0, r, p = self._split()
+        return float(np.sum(p * _cdf(x0, np.floor((t - r) / a0))))
+
+    def halfwidth(self, level: float) -> Halfwidth:
+        """The smallest integer ``h >= 0`` with ``P[|Σ a_i X_i| <= h] = 2F(h) − 1 >= level``, with that
+        probability (the exact coverage of ``value ± h/divisor``)."""
+        lv = check_level(level)
+        a0, x0, r, p = self._split()
+
+        def cov(h: int) -> float:
+            return 2.0 * float(np.sum(p * _cdf(x0, np.floor((h - r) / a0)))) - 1.0
+
+        hi = max(1, int(math.ceil(3.0 * self.std * float(self.divisor))))
+        while cov(hi) < lv:
+            hi *= 2
+        lo = -1  # cov(-1) = -1 < level
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if cov(mid) >= lv:
+                hi = mid
+            else:
+                lo = mid
+        return Halfwidth(lattice=hi, width=float(Fraction(hi) / self.divisor), coverage=min(1.0, cov(hi)))
+
+
+def check_level(level: object, name: str = "interval") -> float:
+    """An interval level in (0, 1), refused otherwise naming ``name``."""
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0.0 < float(level) < 1.0:
+        raise InvalidParameterError(f"⟨{name}⟩ must be a level in (0, 1) such as 0.95, True (0.95) or None/False "
+                                    f"(no intervals), got {level!r}", param=name)
+    return float(level)
+
+
+@dataclass(frozen=True)
+class MeanLaw:
+    """A released MEAN ``g·c + g·(S' + Y)/(n + Z)`` (docs/proofs/aggregates.md): ``column`` the law of ``Y`` on
+    the column's noise lattice (``refine`` points per grid step), ``count`` that of the count noise ``Z``,
+    ``step`` = g, ``centre`` = c, ``grid`` = ``(q(lower), q(upper))`` (the true mean's range in grid units),
+    ``count_floor`` the least true count of a released key (public)."""
+
+    column: LinearNoise
+    count: LinearNoise
+    step: float
+    centre: int
+    grid: tuple[int, int]
+    count_floor: int = 1
+    refine: int = 1
+
+
+def ratio_interval(mean: npt.ArrayLike, count: npt.ArrayLike, law: MeanLaw, level: float
+                   ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float]:
+    """``(lo, hi, coverage)`` of released MEAN values and their noisy counts: the re-centred noisy sum
+    ``T = (mean/g − c)·n̂`` (on the column's noise lattice) and ``n̂`` give the rectangle
+    ``S' ∈ T ± h_Y``, ``n ∈ [max(n̂ − h_Z, count_floor), n̂ + h_Z]`` at level ``√level`` each; the interval is the
+    range of ``g·(c + S'/n)`` over it, clipped to ``[g·q(lower), g·q(upper)]`` (where the true mean lies).
+    Coverage ``P[|Y| <= h_Y]·P[|Z| <= h_Z] >= level`` (independent noises; docs/proofs/intervals.md §3)."""
+    lv = check_level(level)
+    side = math.sqrt(lv)
+    hy, hz = law.column.halfwidth(side), law.count.halfwidth(side)
+    g, c, f = law.step, law.centre, law.refine
+    n_hat = np.asarray(count, dtype=float)
+    t_hat = np.round((np.asarray(mean, dtype=float) / g - c) * n_hat * f)  # F·(S' + Y): an integer
+    s_lo, s_hi = (t_hat - hy.lattice) / f, (t_hat + hy.lattice) / f
+    n_lo = np.maximum(n_hat - hz.width, float(law.count_floor))
+    n_hi = n_hat + hz.width
+    a_lo, a_hi = float(law.grid[0] - c), float(law.grid[1] - c)
+    ok = n_hi >= n_lo
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = np.minimum(s_lo / n_lo, s_lo / n_hi)
+        hi = np.maximum(s_hi / n_lo, s_hi / n_hi)
+    lo = np.where(ok, np.clip(lo, a_lo, a_hi), a_lo)
+    hi = np.where(ok, np.clip(hi, a_lo, a_hi), a_hi)
+    return g * (c + lo), g * (c + hi), hy.coverage * hz.coverage
+
+
+@dataclass(frozen=True)
+class ReleaseRule:
+    """When a key of true count ``n`` is released: ``n >= pre_threshold`` and ``n + X >= pre_threshold + margin``
+    with ``X`` of law ``noise`` (independent per key)."""
+
+    noise: LinearNoise
+    pre_threshold: int
+    margin: int
+
+    def probability(self, count: int) -> float:
+        """``P[release | n = count]`` exactly (0 below the pre-threshold)."""
+        n = v.integer("count", count, lo=0)
+        if n < self.pre_threshold:
+            return 0.0
+        need = self.pre_threshold + self.margin - n  # released iff X >= need, i.e. not X <= need − 1
+        return max(0.0, min(1.0, 1.0 - self.noise.cdf(need - 1)))
+
+
+@dataclass(frozen=True)
+class RowLaws:
+    """The public laws of a release's rows: per output column the error law of its values (``additive``:
+    count and SUM columns, ``value ± width``; ``means``: MEAN columns, :func:`ratio_interval`) and the release
+    rule of a key given its count (``release``; ``None`` when the release of a key depends on more than its
+    count, e.g. top-k's cut-off; ``every_key`` for public key lists). ``covers`` says what the intervals cover; ``missing`` names the columns left
+    without an interval and why."""
+
+    additive: Mapping[str, LinearNoise] = field(default_factory=dict)
+    means: Mapping[str, MeanLaw] = field(default_factory=dict)
+    release: ReleaseRule | None = None
+    #: every key of a public list is released (no threshold): release probability 1
+    every_key: bool = False
+    covers: str = "the true bounded count (distinct units after contribution bounding) and, for SUM/MEAN, the " \
+                  "sum/mean of the units' clipped per-key totals on the grid"
+    missing: Mapping[str, str] = field(default_factory=dict)

@@ -1,0 +1,105 @@
+"""Per-row intervals added to a released table: ``<column>_lo`` / ``<column>_hi`` next to each value column.
+
+Post-processing only: every interval is a function of the row's released values and of public laws
+(:class:`~sparsedp.accounting.intervals.RowLaws`, from the calibration), so adding it costs no privacy and reads
+no data. For a count or SUM column ``value ± width`` (``width`` the exact half-width of
+:meth:`~sparsedp.accounting.intervals.LinearNoise.halfwidth`; a count's lower end is raised to 0, which never
+excludes a true count); for a MEAN column :func:`~sparsedp.accounting.intervals.ratio_interval` of the row's
+mean and count. Guarantees and how to read them: ``docs/proofs/intervals.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..accounting.intervals import Halfwidth, LinearNoise, RowLaws, ratio_interval
+
+__all__ = ["IntervalColumns", "interval_names", "add_intervals", "interval_notes", "CONDITIONAL_NOTE"]
+
+#: the report's statement of what the intervals mean for released (selected) keys
+CONDITIONAL_NOTE = (
+    "intervals are exact over the noise for every key, released or not, but the table shows released keys "
+    "only: a key near the release threshold is released mostly when its count noise was positive, so "
+    "conditionally on its release its count (and a MEAN dividing by it) tends to be too high and its interval "
+    "to sit too high; read an interval at its stated level for keys far above the threshold (release "
+    "probability near 1: Result.release_probability(count)), as optimistic for keys near it")
+
+
+@lru_cache(maxsize=256)
+def _halfwidth(noise: LinearNoise, level: float) -> Halfwidth:
+    return noise.halfwidth(level)
+
+
+@dataclass(frozen=True)
+class IntervalColumns:
+    """What :func:`add_intervals` added: per value column its exact coverage (>= the level)."""
+
+    level: float
+    coverage: dict[str, float]
+
+
+def interval_names(column: str) -> tuple[str, str]:
+    """The two columns of ``column``'s interval."""
+    return f"{column}_lo", f"{column}_hi"
+
+
+def add_intervals(table: Any, laws: RowLaws, level: float, count_column: str) -> tuple[Any, IntervalColumns]:
+    """``table`` (a ``pyarrow.Table`` of released rows) with ``<c>_lo``/``<c>_hi`` after every column ``c``
+    that ``laws`` gives a law for, and the exact coverage of each. ``count_column``: the noisy count (a MEAN's
+    interval reads it; its own interval's lower end is raised to 0)."""
+    import pyarrow as pa
+
+    cols: dict[str, Any] = {}
+    cov: dict[str, float] = {}
+    for name in table.column_names:
+        cols[name] = table.column(name)
+        if name in laws.additive:
+            h = _halfwidth(laws.additive[name], level)
+            x = np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=np.float64)
+            lo, hi = x - h.width, x + h.width
+            if name == count_column:
+                lo = np.maximum(lo, 0.0)
+            cols.update(_pair(name, lo, hi, table.schema.field(name).type, h.width))
+            cov[name] = h.coverage
+        elif name in laws.means:
+            m = np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=np.float64)
+            n = np.asarray(table.column(count_column).to_numpy(zero_copy_only=False), dtype=np.float64)
+            lo, hi, c = ratio_interval(m, n, laws.means[name], level)
+            cols.update(_pair(name, lo, hi, pa.float64(), 0.5))
+            cov[name] = c
+    return pa.table(cols), IntervalColumns(level=level, coverage=cov)
+
+
+def _pair(name: str, lo: Any, hi: Any, dtype: Any, width: float) -> dict[str, Any]:
+    """The two Arrow arrays, integer when the value column is and the half-width is an integer."""
+    import pyarrow as pa
+
+    lo_n, hi_n = interval_names(name)
+    if pa.types.is_integer(dtype) and float(width).is_integer():
+        return {lo_n: pa.array(np.asarray(lo).astype(np.int64)), hi_n: pa.array(np.asarray(hi).astype(np.int64))}
+    return {lo_n: pa.array(np.asarray(lo, dtype=np.float64)), hi_n: pa.array(np.asarray(hi, dtype=np.float64))}
+
+
+def interval_notes(laws: RowLaws | None, level: float, coverage: dict[str, float], mechanism: str) -> tuple[str, ...]:
+    """The report's lines on the intervals: each column's half-width and exact coverage, what they cover, the
+    columns without one and why, and :data:`CONDITIONAL_NOTE`."""
+    if laws is None:
+        return (f"no per-row intervals: {mechanism}'s released values have no exact per-row noise law here "
+                f"(float noise, a sketch, or a data-dependent shift)",)
+    parts = []
+    for name, c in coverage.items():
+        if name in laws.additive:
+            h = _halfwidth(laws.additive[name], level)
+            parts.append(f"{name} ± {h.width:.6g} (exact coverage {c:.4%})")
+        else:
+            parts.append(f"{name}: from the row's mean and count (coverage >= {c:.4%})")
+    notes = [f"intervals at {level:.4g} ({'; '.join(parts)}) in columns <column>_lo/<column>_hi; they cover "
+             f"{laws.covers} (docs/proofs/intervals.md)"]
+    notes += [f"no interval for {name}: {why}" for name, why in laws.missing.items()]
+    if not laws.every_key:
+        notes.append(CONDITIONAL_NOTE)
+    return tuple(notes)

@@ -1,0 +1,136 @@
+"""Per-key quantiles released next to the count: ``release(..., aggregates=[sd.Count(), sd.Median(...)])``.
+
+:class:`QuantileQuery` is :class:`~sparsedp.query.HistogramQuery` with one more private step. Its stages, in the
+order :func:`~sparsedp.query.run_query` runs them:
+
+1. **plan** — the split of (ε, δ) (:func:`sparsedp.accounting.quantiles.split_budget`): the count mechanism (with
+   any SUM/MEAN columns) is planned at ``(ε_count, δ)``, each quantile ``j`` gets ``ε_j`` spent as ``ε_j/l0`` per
+   key; the ledger charge is the :class:`~sparsedp.accounting.events.SequenceEvent` of the count's own event and
+   one :class:`~sparsedp.accounting.events.ComposedPureEvent` (``l0`` exponential mechanisms) per quantile,
+   charged at the user's (ε, δ). An engine without the rows path (Spark) is refused here, before anything is
+   read or charged.
+2. **read** — the quantile columns checked (present, numeric, finite, no nulls), then the count's engine pass.
+3. **charge**, then **draw** — the count's private release; then, for the released keys only (public), the
+   engine's bounded cell counts (:mod:`sparsedp.engines.quantile_cells`) and one exact exponential-mechanism draw
+   per key and quantile (:mod:`sparsedp.mechanisms.quantiles`), added as columns.
+
+Why releasing the quantiles of the selected keys is covered by this charge: ``docs/proofs/quantiles.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+from .accounting.charge import Charge
+from .accounting.events import ComposedPureEvent, SequenceEvent
+from .accounting.quantiles import QuantileSplit, split_budget, utility_gap
+from .aggregates import Quantile
+from .engines.base import numpy_to_arrow
+from .engines.quantile_cells import bounded_cells, check_quantile_columns
+from .errors import InvalidParameterError, InvalidTypeError
+from .execution import ReleaseContext, check_output_columns, open_engine, warn_before
+from .mechanisms.quantiles import release_quantiles
+from .query import HistogramQuery
+
+__all__ = ["split_quantiles", "QuantileQuery"]
+
+
+def split_quantiles(aggregates: Any) -> tuple[Any, tuple[Quantile, ...]]:
+    """``(the other aggregates, the quantiles)`` of ``release(aggregates=…)``; the other aggregates are ``None``
+    (the default count) when only quantiles were listed."""
+    if aggregates is None:
+        return None, ()
+    aggs = list(aggregates) if isinstance(aggregates, (list, tuple)) else [aggregates]
+    qs = tuple(a for a in aggs if isinstance(a, Quantile))
+    if not qs:
+        return aggregates, ()
+    rest = [a for a in aggs if not isinstance(a, Quantile)]
+    return (rest or None), qs
+
+
+class QuantileQuery(HistogramQuery):
+    """A sparse-histogram release with per-key quantiles (module docstring). Every argument is checked here,
+    before anything is read."""
+
+    def __init__(self, request: Any, quantiles: Sequence[Quantile], t_start: float) -> None:
+        super().__init__(request, t_start)
+        self.quantiles = tuple(quantiles)
+        for q in self.quantiles:
+            if not isinstance(q, Quantile):
+                raise InvalidTypeError(f"expected sd.Quantile/sd.Median objects, got {type(q).__name__}")
+        if request.unit is None:
+            raise InvalidParameterError("quantiles need a privacy_unit (each unit's rows are bounded per key)",
+                                        param="privacy_unit")
+        if request.bound is None:
+            raise InvalidParameterError(
+                "quantiles need ⟨max_groups_per_unit=…⟩ as an integer: each unit's quantile contributions are bounded "
+                "to that many released keys, and the quantiles are accounted l0-fold (\"auto\" and top-k without a "
+                "bound are not offered with quantiles)", param="max_groups_per_unit")
+        if request.keys is not None:
+            raise InvalidParameterError("quantiles are released for the keys the count selects; they are not "
+                                        "offered with ⟨keys=…⟩ (public key lists)", param="keys")
+        if request.insecure_float:
+            raise InvalidParameterError("quantiles are released with the exact secure sampler only; drop "
+                                        "⟨insecure_float=True⟩", param="insecure_float")
+        taken = {request.unit, *request.by, request.count.output_name, *(a.output_name for a in request.sums)}
+        names = [q.output_name for q in self.quantiles]
+        for q in self.quantiles:
+            if q.column == request.unit or q.column in request.by:
+                raise InvalidParameterError(f"{type(q).__name__}({q.column!r}): the value column must not be the "
+                                            f"privacy unit or a key column", param="quantile")
+            if q.output_name in taken or names.count(q.output_name) > 1:
+                raise InvalidParameterError(f"the output column {q.output_name!r} is used twice (an input column or "
+                                            f"another aggregate); name it: {type(q).__name__}(…, name=…)",
+                                            param="quantile")
+        self.split: QuantileSplit = split_budget(request.epsilon, request.delta, request.bound,
+                                                 [q.share for q in self.quantiles])
+
+    def plan(self) -> Any:
+        request, split = self.request, self.split
+        count_request = dataclasses.replace(request.mechanism_request(), epsilon=split.count_epsilon,
+                                            delta=split.count_delta)
+        planned = request.mechanism.plan_release(count_request, request.count.output_name)
+        check_output_columns(request, planned.value_column)
+        engine = open_engine(request, request.mechanism)
+        if not callable(getattr(engine, "rows_lazy", None)):
+            raise InvalidParameterError(
+                f"quantiles are computed on the engine's rows (polars, duckdb, pandas, arrow); ⟨engine="
+                f"{engine.name!r}⟩ does not offer them. Nothing was read or charged: pass engine='duckdb' (or "
+                f"convert the input) to release quantiles", param="engine")
+        self.ctx = ReleaseContext(request, engine, self.t_start)
+        self.delta_note = warn_before(request)
+        parts = [planned.charge.event] + [
+            ComposedPureEvent(epsilon=e, delta=0.0, epsilon0=ek, k=split.l0)
+            for e, ek in zip(split.quantile_epsilons, split.key_epsilons)]
+        event = SequenceEvent(parts, epsilon=split.epsilon, delta=split.delta)
+        charge = Charge.of_event(event, mechanism=f"{planned.mechanism.name}+quantiles")
+        return dataclasses.replace(planned, charge=charge)
+
+    def read(self, planned: Any) -> Any:
+        assert self.ctx is not None
+        with self.ctx.stage("checking the quantile columns", "bound+count"):  # before anything is drawn
+            check_quantile_columns(self.ctx.engine.rows_lazy(self.ctx.data), self.quantiles)
+        return super().read(planned)
+
+    def draw(self, planned: Any, read: Any) -> Any:
+        drawn = super().draw(planned, read)
+        ctx, split = self.ctx, self.split
+        assert ctx is not None
+        with ctx.stage("quantiles (exponential mechanism)", "noise"):
+            if drawn.in_process:
+                table = drawn.rows
+            else:
+                table = ctx.engine.to_arrow(drawn.rows, list(ctx.by), planned.value_column)
+            cells = bounded_cells(ctx.engine.rows_lazy(ctx.data), ctx.unit, list(ctx.by), table.select(list(ctx.by)),
+                                  self.quantiles, split.l0, ctx.source)
+            for q, kc, ek in zip(self.quantiles, cells, split.key_epsilons):
+                table = table.append_column(q.output_name, numpy_to_arrow(release_quantiles(kc, q, ek, ctx.source)))
+        notes = split.lines([q.output_name for q in self.quantiles]) + tuple(
+            f"{q.output_name}: exponential mechanism over {q.cells} cells of width {q.width:.6g} on "
+            f"[{q.lower:g}, {q.upper:g}] (cell midpoints), at most {q.max_rows} row(s) per unit and key; with "
+            f"probability >= 95% the released cell's utility is within "
+            f"{utility_gap(ek, q.sensitivity, q.cells, 0.05):.4g} of the best cell's (rank units x{q.level.denominator})"
+            for q, ek in zip(self.quantiles, split.key_epsilons))
+        return dataclasses.replace(drawn, rows=table, in_process=True,
+                                   disclosure=drawn.disclosure.with_notes(*notes))

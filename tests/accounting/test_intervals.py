@@ -1,0 +1,101 @@
+"""The exact laws behind per-row intervals (sparsedp.accounting.intervals): the cdf of an integer combination of
+independent discrete noises against brute-force enumeration, the half-width's minimality, the mean's coverage by
+exact enumeration on a tiny law, and the release probability against the discrete Gaussian's exact tail."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from sparsedp.accounting.discrete import dgauss_pmf, dgauss_sf, dlaplace_pmf
+from sparsedp.accounting.intervals import (LinearNoise, MeanLaw, ReleaseRule, RoundedGaussian, check_level,
+                                           ratio_interval)
+from sparsedp.accounting.laws import DiscreteGaussian, DiscreteLaplace
+from sparsedp.errors import InvalidParameterError
+from scipy import stats
+
+W = 60  # enumeration window: the mass left out is below 1e-40 for these scales
+
+
+def _pmf(law, x):
+    if isinstance(law, DiscreteGaussian):
+        return dgauss_pmf(x.astype(float), law.sigma2)
+    if isinstance(law, DiscreteLaplace):
+        return dlaplace_pmf(x.astype(float), law.scale)
+    return stats.norm.cdf((x + 0.5) / law.sigma) - stats.norm.cdf((x - 0.5) / law.sigma)
+
+
+def _brute(noise: LinearNoise) -> dict[int, float]:
+    """The pmf of Σ a_i X_i by enumeration of every combination in the window."""
+    xs = np.arange(-W, W + 1)
+    out: dict[int, float] = {}
+    pmfs = [_pmf(law, xs) for _, law in noise.terms]
+    for idx in itertools.product(range(xs.size), repeat=len(noise.terms)):
+        p = float(np.prod([pmfs[t][i] for t, i in enumerate(idx)]))
+        if p < 1e-30:
+            continue
+        w = sum(a * int(xs[i]) for (a, _), i in zip(noise.terms, idx))
+        out[w] = out.get(w, 0.0) + p
+    return out
+
+
+LAWS = [
+    LinearNoise(((1, DiscreteGaussian(Fraction(9))),)),
+    LinearNoise(((1, DiscreteLaplace(Fraction(3, 2))),)),
+    LinearNoise(((1, DiscreteGaussian(Fraction(16))), (3, DiscreteGaussian(Fraction(2))))),       # Y + c·Z
+    LinearNoise(((2, DiscreteGaussian(Fraction(5))), (-1, DiscreteLaplace(Fraction(2)))), Fraction(4)),
+    LinearNoise(((1, RoundedGaussian(2.5)), (1, RoundedGaussian(1.2)))),                          # top-k CSH
+]
+
+
+@pytest.mark.parametrize("noise", LAWS, ids=range(len(LAWS)))
+def test_cdf_and_halfwidth_match_enumeration(noise):
+    pmf = _brute(noise)
+    support = np.array(sorted(pmf))
+    probs = np.array([pmf[w] for w in support])
+    for t in (-7, -1, 0, 2, 5, 11):
+        assert noise.cdf(t) == pytest.approx(probs[support <= t].sum(), abs=1e-12)
+    for level in (0.5, 0.9, 0.95, 0.99):
+        h = noise.halfwidth(level)
+        cov = probs[np.abs(support) <= h.lattice].sum()
+        below = probs[np.abs(support) <= h.lattice - 1].sum()
+        assert h.coverage == pytest.approx(cov, abs=1e-12)
+        assert cov >= level > below  # the smallest integer half-width reaching the level
+        assert h.width == pytest.approx(h.lattice / float(noise.divisor))
+
+
+def test_mean_interval_covers_by_exact_enumeration():
+    """Every (Y, Z) of a tiny joint law enumerated: the true re-centred mean a lies in the ratio interval with
+    total probability >= the level (and the report's coverage is a lower bound of it)."""
+    y_law, z_law = DiscreteGaussian(Fraction(30)), DiscreteGaussian(Fraction(4))
+    law = MeanLaw(column=LinearNoise(((1, y_law),)), count=LinearNoise(((1, z_law),)), step=0.5, centre=10,
+                  grid=(0, 20), count_floor=1)
+    ys, zs = np.arange(-40, 41), np.arange(-15, 16)
+    py, pz = dgauss_pmf(ys.astype(float), 30), dgauss_pmf(zs.astype(float), 4)
+    for n, s_prime in ((12, 30), (40, -300), (25, 0)):
+        yy, zz = np.meshgrid(ys, zs, indexing="ij")
+        p = np.outer(py, pz)
+        n_hat = n + zz
+        ok = n_hat >= 1  # a MEAN divides by a count >= 1 (the release threshold); the rest has mass < 1e-5
+        mean = law.step * (law.centre + (s_prime + yy[ok]) / n_hat[ok])
+        lo, hi, cov = ratio_interval(mean, n_hat[ok], law, 0.9)
+        truth = law.step * (law.centre + s_prime / n)
+        covered = (lo <= truth + 1e-12) & (truth - 1e-12 <= hi)
+        assert float(np.sum(p[ok][covered])) >= cov - 1e-9 >= 0.9 - 1e-9
+        assert np.all(lo >= 0.0) and np.all(hi <= law.step * law.grid[1])
+
+
+def test_release_probability_is_the_exact_tail():
+    rule = ReleaseRule(noise=LinearNoise(((1, DiscreteGaussian(Fraction(50))),)), pre_threshold=3, margin=20)
+    assert rule.probability(2) == 0.0
+    for n in (3, 10, 23, 40):
+        assert rule.probability(n) == pytest.approx(dgauss_sf(23 - n, 50), rel=1e-10)
+
+
+@pytest.mark.parametrize("bad", [0, 1, 1.5, -0.1, "0.9", float("nan")])
+def test_levels_outside_the_open_unit_interval_are_refused(bad):
+    with pytest.raises(InvalidParameterError, match="interval"):
+        check_level(bad)
