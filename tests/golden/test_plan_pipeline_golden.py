@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 import sparsedp as sd
-from sparsedp.mechanisms.adaptive_weighting import PLAN_MAX_L0
 
 GOLDEN = json.loads((Path(__file__).parent / "plan_c337870.json").read_text())["rows"]
 
@@ -40,9 +39,7 @@ def test_plan_matches_the_golden_calibrations(key, rows):
     if l0 is not None:
         # since issue 22 plan lists the key-discovery mechanism (weighted-gaussian) after the count mechanisms
         names = [m.name for m in plan.mechanisms]
-        # since issue 33 also the adaptive-weighting rounds (mad, mad2r) up to l0 = 10
-        assert names[len(rows):] == ((["weighted-gaussian"] if l0 <= 100 else []) +
-                                     (["mad", "mad2r"] if l0 <= PLAN_MAX_L0 else []))
+        assert names[len(rows):] == (["weighted-gaussian"] if l0 <= 100 else [])
         assert len(plan) >= len(rows)
         for cal, row in zip(plan, rows):
             _same(cal, row)
