@@ -81,6 +81,7 @@ T_SPARK = "tests/spark/test_spark_engine.py"
 T_PURE_API = "tests/api/test_api_pure_mg.py"
 T_LEDGER = "tests/ledger"
 T_MUT = "tests/api/test_release_integrity.py"
+T_OPTIMAL = "tests/mechanisms/test_optimal_partition.py"
 T_LEDGER_OVERSPEND = "tests/ledger/test_ledger_overspend.py"
 T_SPARK_MUTABLE = "tests/spark/test_spark_mutable_source.py"
 T_MAD = "tests/mechanisms/test_adaptive_weighting.py"
@@ -316,6 +317,21 @@ MUTANTS: tuple[Mutant, ...] = (
            (Edit("accounting/adaptive_weighting.py", "    return _smallest_margin(worst, target, int(ws[0]) + 1)",
                  "    return _smallest_margin(worst, target, int(ws[0]) + 1) - 1"),),
            (T_MAD,)),
+    # ------------------------------------------------------------------ optimal l0 = 1 partition selection
+    Mutant("optimal-partition-round-up", "the optimal partition selection's curve rounds the e^eps constraint UP "
+           "(ceil instead of floor on the dyadic grid)",
+           (Edit("accounting/partition_selection.py", "        up = (a * two_q * dd + dn * one * hi) // (hi * dd)",
+                 "        up = -(-(a * two_q * dd + dn * one * hi) // (hi * dd))"),),
+           (T_OPTIMAL,)),
+    Mutant("optimal-partition-count+1", "a key of count n is released with the probability of count n + 1",
+           (Edit("mechanisms/partition_selection.py",
+                 "        idx = np.minimum(c[live], len(self.curve.numerators)) - 1",
+                 "        idx = np.minimum(c[live] + 1, len(self.curve.numerators)) - 1"),),
+           (T_OPTIMAL,)),
+    Mutant("dyadic-tie-dropped", "the exact dyadic Bernoulli never draws its low bits: a tie of the first 64-bit "
+           "word is never released (probability a/2^b rounded down to 64 bits)",
+           (Edit("noise/dyadic.py", "    if ties.size and low_bits:", "    if False:"),),
+           (T_OPTIMAL,)),
     # ------------------------------------------------------------------ Spark: one histogram per release
     Mutant("spark-hist-not-persisted", "Spark's bounded histogram is not persisted (recomputed per action)",
            (Edit("engines/spark_engine.py", "        hist = hist.persist(StorageLevel.MEMORY_AND_DISK)\n", ""),),

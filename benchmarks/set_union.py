@@ -196,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peers", default="pipelinedp,opendp,tumult")
     ap.add_argument("--tumult-reps", type=int, default=1)
     ap.add_argument("--tumult-l0s", default="1", help="Tumult's l0 grid (each release starts Spark: minutes)")
+    ap.add_argument("--tumult-epsilons", default="1", help="Tumult's ε values (a subset of --epsilons)")
+    ap.add_argument("--peer-reps", type=int, default=None, help="runs per peer configuration (default: one per seed)")
     ap.add_argument("--skip-install", action="store_true")
     ap.add_argument("--timeout", type=float, default=3600)
     a = ap.parse_args(argv)
@@ -229,9 +231,10 @@ def main(argv: list[str] | None = None) -> int:
             routes = sparsedp_routes(l0s, names)
             peer_rows: dict = {}
             for p in pythons:
-                reps = a.tumult_reps if p == "tumult" else len(seeds)
+                reps = a.tumult_reps if p == "tumult" else (a.peer_reps or len(seeds))
                 grid = tuple(int(x) for x in a.tumult_l0s.split(",")) if p == "tumult" else l0s
-                for e, rs in run_peer(p, path, tmp, eps_list, grid, reps, a.timeout).items():
+                eps_p = [float(x) for x in a.tumult_epsilons.split(",")] if p == "tumult" else eps_list
+                for e, rs in run_peer(p, path, tmp, eps_p, grid, reps, a.timeout).items():
                     peer_rows.setdefault(e, []).extend(rs)
             for eps in eps_list:
                 print(f"  epsilon = {eps:g}", flush=True)

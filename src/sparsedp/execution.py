@@ -223,12 +223,14 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
     level = ctx.request.interval
     if level is None:
         return tables, released
-    if laws is None or (tables.arrow is None and tables.native is not None):
-        why = "the Spark output (write it with --out/out= to get them in the file)" if laws is not None else ""
-        notes = interval_notes(laws, level, {}, final.mechanism.name) if not why else (
-            f"no per-row intervals on {why}",)
+    if laws is None:
+        notes = interval_notes(laws, level, {}, final.mechanism.name)
         return tables, dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes))
-    arrow, added = add_intervals(tables.arrow, laws, level, final.value_column)
+    base = tables.arrow
+    if base is None:  # a Spark frame not written to a file: its released rows (few) collected once
+        base = _sorted_table(ctx.engine.to_arrow(released.rows, list(ctx.by), planned.value_column),
+                             planned.value_column)
+    arrow, added = add_intervals(base, laws, level, final.value_column)
     native = tables.native
     if native is not None:  # Spark in, Spark out: the table with its intervals
         native = ctx.engine.from_arrow(arrow)

@@ -147,6 +147,10 @@ class WithOther(Wrapper):
         eps_other, eps_release = split_epsilon(request.epsilon, self.share)
         assert request.max_groups_per_unit is not None  # validate() refused otherwise
         planned = self.inner.plan_release(dataclasses.replace(request, epsilon=eps_release), count_name)
+        if not planned.value_column:
+            raise InvalidParameterError(
+                f"⟨other⟩ adds a count row; ⟨mechanism={planned.mechanism.name!r}⟩ releases keys only (no counts)",
+                param="other", fix="drop other=True, or count the selected keys: sd.TwoStage(select=…)")
         cal = calibrate_other_total(eps_other, request.max_groups_per_unit)
         rel = planned.disclosure.neighbours
         seq = SequenceEvent([planned.charge.event, PureEvent(epsilon=eps_other, delta=0.0, neighbours=rel)],

@@ -152,6 +152,7 @@ def test_ledger_charged_once_with_the_other_rows_pure_event(tmp_path):
     (dict(other="yes"), InvalidTypeError, "other"),
     (dict(other=True, by="other"), InvalidParameterError, "'other'"),
     (dict(other=True, aggregates=[sd.Count(name="other")]), InvalidParameterError, "'other'"),
+    (dict(other=True, mechanism="optimal-partition"), InvalidParameterError, "keys only"),
 ])
 def test_bad_requests_refused_before_any_charge_or_draw(tmp_path, kw, exc, msg):
     from sparsedp.ledger import Ledger
