@@ -17,7 +17,8 @@ def test_scenario_rows_encode_one_key_units_and_the_added_unit():
     rows = rounds_rows(np.array([4, 5, 1]), copies=2)   # key 0: 2 units; key 1: 2 units + added; key 2: added
     per_copy = rows.filter(rows["key"] < 3)
     assert sorted(per_copy.group_by("key").len().rows()) == [(0, 2), (1, 3), (2, 1)]
-    added = per_copy.group_by("unit").len().filter(per_copy.group_by("unit").len()["len"] > 1)
+    per_unit = per_copy.group_by("unit").len()
+    added = per_unit.filter(per_unit["len"] > 1)
     assert added.height == 1 and added["len"][0] == 2
     assert rows["unit"].n_unique() == 2 * (2 + 2 + 1)   # copies share no unit
     assert set(rows.filter(rows["key"] >= 3)["key"].to_list()) == {3, 4, 5}
