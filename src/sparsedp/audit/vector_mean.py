@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from ..vectors.queries import vector_mean
 from .scenarios import Scenario
+from .vectors import VectorFigures
 
 if TYPE_CHECKING:  # pragma: no cover
     from .targets import Target
@@ -46,7 +47,7 @@ _UNITS = 3000
 
 
 @dataclass(frozen=True)
-class MeanCalibration:
+class MeanCalibration(VectorFigures):
     """What a vector-mean release runs with: ``rho`` (zCDP of the whole release), ``delta``, ``rho_noise`` (the
     final noise's share, thesis §5.7.1 split) and the public per-coordinate ``noise_std`` of the claim's release."""
 
@@ -54,14 +55,6 @@ class MeanCalibration:
     delta: float
     rho_noise: float
     noise_std: tuple[float, ...]
-
-    @property
-    def sigma(self) -> float:
-        return max(self.noise_std)
-
-    @property
-    def tau(self) -> float:
-        return math.nan  # no threshold (the audit's report prints no margin)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from .scenarios import Scenario
 if TYPE_CHECKING:  # pragma: no cover
     from .targets import Target
 
-__all__ = ["VECTOR_SUM", "VectorSumRelease", "vector_scenarios", "release_vectors"]
+__all__ = ["VECTOR_SUM", "VectorSumRelease", "VectorFigures", "vector_scenarios", "release_vectors"]
 
 VECTOR_SUM = "vector-sum"
 #: units of the audit's table (public under replace-one; any number gives a valid pair)
@@ -73,8 +73,23 @@ class VectorSumRelease:
                                  unit_high=tuple(int(x) for x in r.grid.r_hi))
 
 
+class VectorFigures:
+    """The report's figures of a vector calibration (a mixin of the frozen calibrations that hold ``noise_std``):
+    ``sigma`` the largest per-coordinate noise std; no threshold (``tau`` NaN: no margin printed)."""
+
+    noise_std: tuple[float, ...]
+
+    @property
+    def sigma(self) -> float:
+        return max(self.noise_std)
+
+    @property
+    def tau(self) -> float:
+        return math.nan
+
+
 @dataclass(frozen=True)
-class VectorCalibration:
+class VectorCalibration(VectorFigures):
     """What a vector-sum release runs with: ``rho`` (zCDP of the noise), ``delta``, and the public per-coordinate
     ``noise_std`` and ``sensitivity`` of the claim's release (``sigma``: the largest noise std, for the report),
     its grid ``spacing`` γ_i, the exact noise parameter ``noise_param`` = s² of ``N_Z(0, s²)`` in grid units and
@@ -88,18 +103,6 @@ class VectorCalibration:
     spacing: tuple[float, ...] = ()
     noise_param: Fraction | None = None
     unit_high: tuple[int, ...] = ()
-
-    @property
-    def sigma(self) -> float:
-        return max(self.noise_std)
-
-    @property
-    def tau(self) -> float:
-        return math.nan  # no threshold (the audit's report prints no margin)
-
-    @property
-    def independent_std(self) -> float:
-        return 1.0  # the projection below is already standardised per coordinate
 
 
 def vector_scenarios(target: "Target") -> list[Scenario]:
