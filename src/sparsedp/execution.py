@@ -27,10 +27,8 @@ from .engines.choice import choose_engine
 from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
 from .ledger import Ledger, _dataset_name, open_ledger
-from .accounting.intervals import LinearNoise
-from .accounting.laws import DiscreteLaplace
 from .mechanisms.row_intervals import add_intervals, interval_notes
-from .other_row import OTHER_COLUMN, OtherPlan
+from .other_row import OtherPlan, with_other_interval
 from .progress import Stages
 from .report import Curator, Report, Result, warn_insecure
 
@@ -157,7 +155,8 @@ def _sorted_table(arrow: Any, value_column: str, by: Any = ()) -> Any:
     import polars as pl  # heavy: loaded by the engines before a table is published
 
     # through a Polars frame: pyarrow's to_numpy imports pandas, Polars' Series-from-Arrow pyarrow.compute
-    frame = pl.from_arrow(arrow.select([value_column, *by[:1]]))
+    by = [c for c in by[:1] if c in arrow.column_names]  # some releases key on a joined column
+    frame = pl.from_arrow(arrow.select([value_column, *by]))
     assert isinstance(frame, pl.DataFrame)  # a Table converts to a DataFrame
     values = frame[value_column].to_numpy()
     order = np.argsort(-values, kind="stable")
@@ -168,7 +167,7 @@ def _sorted_table(arrow: Any, value_column: str, by: Any = ()) -> Any:
 
 def _key_rows(arrow: Any, by: Any) -> int:
     """The released keys of a table (the other row's null key is not one)."""
-    return int(arrow.num_rows - (arrow.column(by[0]).null_count if by else 0))
+    return int(arrow.num_rows - (arrow.column(by[0]).null_count if by and by[0] in arrow.column_names else 0))
 
 
 @dataclass(frozen=True)
@@ -233,21 +232,17 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
     if base is None:  # a Spark frame not written to a file: its released rows (few) collected once
         base = _sorted_table(ctx.engine.to_arrow(released.rows, list(ctx.by), planned.value_column),
                              planned.value_column)
-    arrow, added = add_intervals(base, laws, level, final.value_column, _other_law(planned))
+    arrow, added = add_intervals(base, laws, level, final.value_column)
     native = tables.native
     if native is not None:  # Spark in, Spark out: the table with its intervals
         native = ctx.engine.from_arrow(arrow)
     notes = interval_notes(laws, level, added.coverage, final.mechanism.name)
+    if isinstance(planned.detail, OtherPlan):  # the other row's interval is its own noise's
+        arrow, note = with_other_interval(arrow, list(ctx.by), final.value_column, planned.detail, level)
+        native = ctx.engine.from_arrow(arrow) if native is not None else None
+        notes += (note,) if note else ()
     return (Published(arrow, native, tables.rows),
             dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes)))
-
-
-def _other_law(planned: Any) -> tuple[str, LinearNoise] | None:
-    """The other row's ``(flag column, count noise law)`` (``release(..., other=True)``: discrete Laplace of its
-    calibration's scale), or None."""
-    if not isinstance(planned.detail, OtherPlan):
-        return None
-    return OTHER_COLUMN, LinearNoise(((1, DiscreteLaplace(planned.detail.calibration.scale)),))
 
 
 def publish(ctx: ReleaseContext, planned: Any, released: Any, ledger: LedgerSession,

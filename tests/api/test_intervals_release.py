@@ -215,6 +215,7 @@ def test_the_other_row_gets_its_own_laws_interval():
     w = LinearNoise(((1, DiscreteLaplace(cal.scale)),)).halfwidth(0.95).width
     assert last["count_hi"][0] - last["count"][0] == w
     assert (rows["count_hi"] - rows["count"]).to_list() == [_coverage_width(res.report)] * rows.height
+    assert any(n.startswith("other row: its interval") for n in res.report.notes)
     assert last["sum_x_lo"].is_null().all() and last["mean_x_hi"].is_null().all()
     assert rows["sum_x_lo"].null_count() == 0
 

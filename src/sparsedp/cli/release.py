@@ -355,10 +355,9 @@ def release(
                                              help="Private SUM per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
     means: Optional[List[str]] = typer.Option(None, "--mean", rich_help_panel=_AGG,
                                               help="Private MEAN per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
-    quantiles: Optional[List[str]] = typer.Option(
-        None, "--quantile", rich_help_panel=_AGG,
-        help="Private q-quantile per released key: COLUMN:Q:LOWER:UPPER[:NAME]; repeatable."),
-    medians: Optional[List[str]] = typer.Option(None, "--median", rich_help_panel=_AGG,
+    quantiles: Optional[List[str]] = typer.Option(None, "--quantile", rich_help_panel=_AGG,
+                                                  help="Per released key: COL:Q:LO:HI[:NAME]; --median COL:LO:HI."),
+    medians: Optional[List[str]] = typer.Option(None, "--median", rich_help_panel=_AGG, hidden=True,
                                                 help="Private median per released key: COLUMN:LOWER:UPPER[:NAME]."),
     variances: Optional[List[str]] = typer.Option(None, "--variance", rich_help_panel=_AGG,
                                                   help="Private VARIANCE per key: COLUMN:LOWER:UPPER[:NAME]."),

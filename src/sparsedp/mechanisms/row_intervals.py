@@ -47,56 +47,41 @@ def interval_names(column: str) -> tuple[str, str]:
     return f"{column}_lo", f"{column}_hi"
 
 
-def add_intervals(table: Any, laws: RowLaws, level: float, count_column: str,
-                  other: tuple[str, LinearNoise] | None = None) -> tuple[Any, IntervalColumns]:
+def add_intervals(table: Any, laws: RowLaws, level: float, count_column: str) -> tuple[Any, IntervalColumns]:
     """``table`` (a ``pyarrow.Table`` of released rows) with ``<c>_lo``/``<c>_hi`` after every column ``c``
     that ``laws`` gives a law for, and the exact coverage of each. ``count_column``: the noisy count (a MEAN's
-    interval reads it; its own interval's lower end is raised to 0). ``other``: ``(flag column, law)`` of the
-    other row (``release(..., other=True)``): its count's interval uses that law (its noise, independent of which
-    keys were released), its other columns' intervals are null."""
+    interval reads it; its own interval's lower end is raised to 0)."""
     import pyarrow as pa
 
     cols: dict[str, Any] = {}
     cov: dict[str, float] = {}
-    mask = np.zeros(table.num_rows, dtype=bool)
-    if other is not None and other[0] in table.column_names:
-        mask = np.asarray(table.column(other[0]).to_numpy(zero_copy_only=False), dtype=bool)
     for name in table.column_names:
         cols[name] = table.column(name)
         if name in laws.additive:
             h = _halfwidth(laws.additive[name], level)
             x = np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=np.float64)
-            width = np.full(x.size, h.width)
-            null = mask
-            if name == count_column and other is not None:
-                ho = _halfwidth(other[1], level)
-                width, null = np.where(mask, ho.width, h.width), np.zeros(x.size, dtype=bool)
-                cov[f"{name} (other row)"] = ho.coverage
-            lo, hi = x - width, x + width
+            lo, hi = x - h.width, x + h.width
             if name == count_column:
                 lo = np.maximum(lo, 0.0)
-            whole = bool(np.all(width == np.floor(width)))
-            cols.update(_pair(name, lo, hi, table.schema.field(name).type, whole, null))
+            cols.update(_pair(name, lo, hi, table.schema.field(name).type, h.width))
             cov[name] = h.coverage
         elif name in laws.means:
             m = np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=np.float64)
             n = np.asarray(table.column(count_column).to_numpy(zero_copy_only=False), dtype=np.float64)
-            lo, hi, c = ratio_interval(np.where(mask, 0.0, m), np.where(mask, 1.0, n), laws.means[name], level)
-            cols.update(_pair(name, lo, hi, pa.float64(), False, mask))
+            lo, hi, c = ratio_interval(m, n, laws.means[name], level)
+            cols.update(_pair(name, lo, hi, pa.float64(), 0.5))
             cov[name] = c
     return pa.table(cols), IntervalColumns(level=level, coverage=cov)
 
 
-def _pair(name: str, lo: Any, hi: Any, dtype: Any, whole: bool, null: Any) -> dict[str, Any]:
-    """The two Arrow arrays (null where ``null``), integer when the value column is and the half-widths are
-    integers."""
+def _pair(name: str, lo: Any, hi: Any, dtype: Any, width: float) -> dict[str, Any]:
+    """The two Arrow arrays, integer when the value column is and the half-width is an integer."""
     import pyarrow as pa
 
     lo_n, hi_n = interval_names(name)
-    kind = np.int64 if pa.types.is_integer(dtype) and whole else np.float64
-    mask = np.asarray(null, dtype=bool) if np.any(null) else None
-    return {lo_n: pa.array(np.asarray(lo).astype(kind), mask=mask),
-            hi_n: pa.array(np.asarray(hi).astype(kind), mask=mask)}
+    if pa.types.is_integer(dtype) and float(width).is_integer():
+        return {lo_n: pa.array(np.asarray(lo).astype(np.int64)), hi_n: pa.array(np.asarray(hi).astype(np.int64))}
+    return {lo_n: pa.array(np.asarray(lo, dtype=np.float64)), hi_n: pa.array(np.asarray(hi, dtype=np.float64))}
 
 
 def interval_notes(laws: RowLaws | None, level: float, coverage: dict[str, float], mechanism: str) -> tuple[str, ...]:
@@ -110,9 +95,6 @@ def interval_notes(laws: RowLaws | None, level: float, coverage: dict[str, float
         if name in laws.additive:
             h = _halfwidth(laws.additive[name], level)
             parts.append(f"{name} ± {h.width:.6g} (exact coverage {c:.4%})")
-        elif name.endswith(" (other row)"):
-            parts.append(f"{name}: its own noise (exact coverage {c:.4%}; it covers the bounded total of the keys "
-                         f"not released, whichever they are)")
         else:
             parts.append(f"{name}: from the row's mean and count (coverage >= {c:.4%})")
     notes = [f"intervals at {level:.4g} ({'; '.join(parts)}) in columns <column>_lo/<column>_hi; they cover "
