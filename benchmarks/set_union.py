@@ -196,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peers", default="pipelinedp,opendp,tumult")
     ap.add_argument("--tumult-reps", type=int, default=1)
     ap.add_argument("--tumult-l0s", default="1", help="Tumult's l0 grid (each release starts Spark: minutes)")
+    ap.add_argument("--tumult-epsilons", default="1", help="Tumult's ε values (a subset of --epsilons)")
+    ap.add_argument("--peer-reps", type=int, default=None, help="runs per peer configuration (default: one per seed)")
     ap.add_argument("--skip-install", action="store_true")
     ap.add_argument("--timeout", type=float, default=3600)
     a = ap.parse_args(argv)
@@ -229,9 +231,10 @@ def main(argv: list[str] | None = None) -> int:
             routes = sparsedp_routes(l0s, names)
             peer_rows: dict = {}
             for p in pythons:
-                reps = a.tumult_reps if p == "tumult" else len(seeds)
+                reps = a.tumult_reps if p == "tumult" else (a.peer_reps or len(seeds))
                 grid = tuple(int(x) for x in a.tumult_l0s.split(",")) if p == "tumult" else l0s
-                for e, rs in run_peer(p, path, tmp, eps_list, grid, reps, a.timeout).items():
+                eps_p = [float(x) for x in a.tumult_epsilons.split(",")] if p == "tumult" else eps_list
+                for e, rs in run_peer(p, path, tmp, eps_p, grid, reps, a.timeout).items():
                     peer_rows.setdefault(e, []).extend(rs)
             for eps in eps_list:
                 print(f"  epsilon = {eps:g}", flush=True)
@@ -248,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                                  f"| {r.l0} | {r.mean:.1f} | {vs} | {err} |")
                 checks.append(_targets(tag, eps, ours, theirs, best_peer, peer_counts, truth, raw,
                                        peer_rows.get(eps, [])))
+                print("\n".join(lines[-len(ours) - len(theirs):] + checks[-1]), flush=True)  # kept if a later part fails
     print("\n| data | ε | library | route (best l0) | releases | l0 | keys (mean) | ÷ best peer | median rel. error "
           "on the keys shared with the best count-releasing peer |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -273,7 +277,7 @@ def _targets(tag, eps, ours, theirs, best_peer, peer_counts, truth, raw, raw_pee
     counts = [r for r in ours if r.counts]
     bc = counts[0] if counts else None
     if bc is not None:
-        ratio = bc.mean / best_peer.mean
+        ratio = bc.mean / best_peer.mean if best_peer.mean else float("inf")
         line = (f"- {tag} ε={eps:g}: best count route {bc.name} l0={bc.l0} {bc.mean:.1f} keys = {ratio:.2f}x the best "
                 f"peer ({best_peer.name} l0={best_peer.l0}, {best_peer.mean:.1f}): target 1.25x "
                 f"{'MET' if ratio >= 1.25 else 'NOT met'}")
@@ -288,7 +292,7 @@ def _targets(tag, eps, ours, theirs, best_peer, peer_counts, truth, raw, raw_pee
     if wg is None or mad is None or mad2r is None:
         out.append(f"- {tag} ε={eps:g}: MAD/MAD2R vs Weighted Gaussian: not checked (mechanism not registered)")
     else:
-        r1, r2 = mad.mean / wg.mean, mad2r.mean / wg.mean
+        r1, r2 = (mad.mean / wg.mean, mad2r.mean / wg.mean) if wg.mean else (float("nan"), float("nan"))
         out.append(f"- {tag} ε={eps:g}: MAD2R {r2:.2f}x and MAD {r1:.2f}x the Weighted Gaussian's keys (best l0 each): "
                    f"targets 1.10x {'MET' if r2 >= 1.10 else 'NOT met'}, 1.0x {'MET' if r1 >= 1.0 else 'NOT met'}")
     geo = next((r for r in raw_peers if r.name.endswith("truncated_geometric") and r.l0 == 1), None)
