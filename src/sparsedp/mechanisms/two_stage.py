@@ -276,12 +276,11 @@ class TwoStage(Mechanism):
         bound = "no bound" if self.count_bound is None else f"at most {self.count_bound} keys per unit"
         contribution = (f"stage 1 (selection): {d1.contribution}; stage 2 (counts of the selected keys): {bound}, "
                         f"1 per key per unit")
-        # a thresholded selection states its threshold (as before); one without (keys only) its rule and bound
-        rule = (f"threshold {d1.threshold}" if d1.threshold is not None else
-                f"{d1.analysis}; {_bound_text(cal.select_request.max_groups_per_unit)}")
+        rule = f"threshold {d1.threshold:.6g}" if d1.threshold is not None else d1.analysis
         notes = (f"two-stage release: stage 1 {cal.select.describe()} at epsilon {cal.select_request.epsilon:.4g}, "
-                 f"delta {cal.select_request.delta:.3g} selects the keys ({rule}); only its key set is used, its "
-                 f"counts are not published",
+                 f"delta {cal.select_request.delta:.3g} selects the keys ({rule}; "
+                 f"{_bound_text(cal.select_request.max_groups_per_unit)}); only its key set is used, its counts "
+                 f"are not published",
                  f"stage 2 {self.count.describe()} at epsilon {r2.epsilon:.4g}, delta {r2.delta:.3g} counts the "
                  f"selected keys as a public list ({bound}): the released counts are stage 2's",) + (
             (f"stage 1 chosen by select='auto': {cal.select_reason}",) if cal.select_reason else ())
