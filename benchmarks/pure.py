@@ -7,6 +7,7 @@ and ratios against the smallest configuration measured in the same run.
     python benchmarks/pure.py            # default sizes (a few minutes)
     python benchmarks/pure.py --quick    # fewer repeats and sizes
     python benchmarks/pure.py --blanket  # only the linear-time pure-blanket tables and the acceptance run
+    python benchmarks/pure.py --cost     # the Balcer–Vadhan refusal's run-time estimates against measured times
 
 pure-blanket (linear time, docs/proofs/pure-blanket.md): its core against n (ratios to the smallest n, with
 pure-sparse at the small n as the quadratic baseline), then the acceptance run of issue 32: ``sd.release`` at
@@ -116,12 +117,62 @@ def acceptance(reps: int) -> None:
               f"{len(fake)} released keys not in the data; columns {res.table.columns}")
 
 
+def _cpu_and_wall(fn, repeats: int) -> tuple[float, float]:
+    """Medians of (process CPU seconds, wall seconds) over ``repeats`` calls of ``fn(r)``."""
+    cpu, wall = [], []
+    for r in range(repeats):
+        c, w = time.process_time(), time.perf_counter()
+        fn(r)
+        cpu.append(time.process_time() - c)
+        wall.append(time.perf_counter() - w)
+    return statistics.median(cpu), statistics.median(wall)
+
+
+def cost_check(reps: int) -> None:
+    """The refusal's estimates (``registered.estimated_seconds``) against the measured CPU and wall time of
+    ``sd.release`` with the same mechanism, one key per unit over 21 string keys (as in the issue's report), ε = 1,
+    δ = 0; pure-blanket on the same data as the baseline of each row. CPU seconds are the figure to compare on a
+    loaded machine (the wall time grows with the load)."""
+    import polars as pl
+
+    import sparsedp as sd
+    from sparsedp.mechanisms import registry
+    from sparsedp.mechanisms.pure.registered import COST_LIMIT_S, estimated_seconds
+
+    print(f"\nBalcer–Vadhan run-time estimates vs measured (median of {reps}; refusal above {COST_LIMIT_S:g} s; "
+          f"load average at the start {os.getloadavg()[0]:.1f})")
+    print(f"  {'mechanism':>11} {'n':>6} {'estimate s':>11} {'CPU s':>8} {'wall s':>8} {'CPU/est':>8} "
+          f"{'blanket CPU s':>14} {'CPU vs blanket':>15}")
+    keys = [f"q{i}" for i in range(21)]
+
+    def frame(n: int):
+        return pl.DataFrame({"uid": list(range(n)), "query": [keys[i % 21] for i in range(n)]})
+
+    for name, sizes in (("pure-sparse", (500, 1000, 2000, 4000)), ("compact", (100, 200, 400))):
+        for n in sizes:
+            df = frame(n)
+            kw = {"mechanism": registry.create("compact", query_keys=tuple(keys))} \
+                if name == "compact" else {"mechanism": name}
+            c, w = _cpu_and_wall(lambda r: sd.release(df, privacy_unit="uid", by="query", epsilon=1.0, delta=0.0,
+                                                      rng=InsecureSeededRandom(r), **kw), reps)
+            b, _ = _cpu_and_wall(lambda r: sd.release(df, privacy_unit="uid", by="query", epsilon=1.0, delta=0.0,
+                                                      mechanism="pure-blanket", rng=InsecureSeededRandom(r)), reps)
+            est = estimated_seconds(name, n)
+            print(f"  {name:>11} {n:6d} {est:11.3f} {c:8.3f} {w:8.3f} {c / est:8.2f} {b:14.3f} {c / b:15.1f}",
+                  flush=True)
+    print(f"  load average at the end: {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--blanket", action="store_true")
+    ap.add_argument("--cost", action="store_true")
     args = ap.parse_args()
     reps = 3 if args.quick else 5
+    if args.cost:
+        cost_check(3)
+        return
     blanket_vs_n(3, args.quick)
     acceptance(3)
     if args.blanket:

@@ -78,7 +78,7 @@ def public_keys(table, listed, eps, delta, l0, noise):
 
 def quantiles(table, eps, delta, l0, lower, upper, cells):
     """Per-key medians with ``sd.release(..., aggregates=[sd.Median("value", lower, upper, cells=cells)])``
-    (mechanism ``auto`` for the count; the median's exponential mechanism gets its default share of ε, 3/4, or
+    (mechanism ``auto`` for the count; the median's permute-and-flip gets its default share of ε, 3/4, or
     the share in the environment variable ``SPARSEDP_PEER_MEDIAN_SHARE``); sparsedp keeps at most l0 released
     keys and one row per (unit, key) itself."""
     import os
@@ -92,7 +92,7 @@ def quantiles(table, eps, delta, l0, lower, upper, cells):
     notes = [n for n in res.report.notes if n.startswith("budget split")]
     return t["key"].to_list(), [float(x) for x in t["median_value"].to_list()], {
         "version": f"sparsedp {getattr(sd, '__version__', 'dev')}",
-        "mechanism": f"{res.report.mechanism} selection + exponential mechanism (exact sampler), {cells} cells",
+        "mechanism": f"{res.report.mechanism} selection + permute-and-flip (exact sampler), {cells} cells",
         "calibration": f"threshold {float(res.report.threshold):g}; " + "; ".join(notes)}
 
 

@@ -384,7 +384,7 @@ def quantile_level(q: object, what: str = "Quantile") -> Fraction:
 @dataclass(frozen=True)
 class Quantile:
     """Private ``q``-quantile of ``column`` per released key, chosen from a public grid of ``cells`` cells over
-    [lower, upper] by the exponential mechanism with integer utilities (:mod:`sparsedp.mechanisms.quantiles`;
+    [lower, upper] by permute-and-flip (exponential-mechanism family) with integer utilities (:mod:`sparsedp.mechanisms.quantiles`;
     why this algorithm: ``docs/quantiles.md``; proof: ``docs/proofs/quantiles.md``).
 
     Contribution model (enforced by the engine, :mod:`sparsedp.engines.quantile_cells`): each unit keeps at most

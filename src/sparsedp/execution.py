@@ -28,6 +28,7 @@ from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
 from .ledger import Ledger, _dataset_name, open_ledger
 from .mechanisms.row_intervals import add_intervals, interval_notes
+from .other_row import OtherPlan, with_other_interval
 from .progress import Stages
 from .report import Curator, Report, Result, warn_insecure
 
@@ -154,7 +155,8 @@ def _sorted_table(arrow: Any, value_column: str, by: Any = ()) -> Any:
     import polars as pl  # heavy: loaded by the engines before a table is published
 
     # through a Polars frame: pyarrow's to_numpy imports pandas, Polars' Series-from-Arrow pyarrow.compute
-    frame = pl.from_arrow(arrow.select([value_column, *by[:1]]))
+    by = [c for c in by[:1] if c in arrow.column_names]  # some releases key on a joined column
+    frame = pl.from_arrow(arrow.select([value_column, *by]))
     assert isinstance(frame, pl.DataFrame)  # a Table converts to a DataFrame
     values = frame[value_column].to_numpy()
     order = np.argsort(-values, kind="stable")
@@ -165,7 +167,7 @@ def _sorted_table(arrow: Any, value_column: str, by: Any = ()) -> Any:
 
 def _key_rows(arrow: Any, by: Any) -> int:
     """The released keys of a table (the other row's null key is not one)."""
-    return int(arrow.num_rows - (arrow.column(by[0]).null_count if by else 0))
+    return int(arrow.num_rows - (arrow.column(by[0]).null_count if by and by[0] in arrow.column_names else 0))
 
 
 @dataclass(frozen=True)
@@ -223,16 +225,22 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
     level = ctx.request.interval
     if level is None:
         return tables, released
-    if laws is None or (tables.arrow is None and tables.native is not None):
-        why = "the Spark output (write it with --out/out= to get them in the file)" if laws is not None else ""
-        notes = interval_notes(laws, level, {}, final.mechanism.name) if not why else (
-            f"no per-row intervals on {why}",)
+    if laws is None:
+        notes = interval_notes(laws, level, {}, final.mechanism.name)
         return tables, dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes))
-    arrow, added = add_intervals(tables.arrow, laws, level, final.value_column)
+    base = tables.arrow
+    if base is None:  # a Spark frame not written to a file: its released rows (few) collected once
+        base = _sorted_table(ctx.engine.to_arrow(released.rows, list(ctx.by), planned.value_column),
+                             planned.value_column)
+    arrow, added = add_intervals(base, laws, level, final.value_column)
     native = tables.native
     if native is not None:  # Spark in, Spark out: the table with its intervals
         native = ctx.engine.from_arrow(arrow)
     notes = interval_notes(laws, level, added.coverage, final.mechanism.name)
+    if isinstance(planned.detail, OtherPlan):  # the other row's interval is its own noise's
+        arrow, note = with_other_interval(arrow, list(ctx.by), final.value_column, planned.detail, level)
+        native = ctx.engine.from_arrow(arrow) if native is not None else None
+        notes += (note,) if note else ()
     return (Published(arrow, native, tables.rows),
             dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes)))
 

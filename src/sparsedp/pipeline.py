@@ -108,7 +108,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
                             overwrite=overwrite, ledger=ledger, dataset=dataset, rng=rng, progress=progress,
                             other=other, interval=interval)
     # 2.-7. ledger pre-check, the engine's pass, the charge, one private draw, publish, report (query.run_query)
-    query = QuantileQuery(request, quantiles, t_start) if quantiles else HistogramQuery(request, t_start)
+    query = QuantileQuery(request, quantiles, t_start, other=other is not False and other is not None) \
+        if quantiles else HistogramQuery(request, t_start)
     res: Result = run_query(query, request.ledger, request.dataset)
     return res
 

@@ -6,12 +6,12 @@ order :func:`~sparsedp.query.run_query` runs them:
 1. **plan** — the split of (ε, δ) (:func:`sparsedp.accounting.quantiles.split_budget`): the count mechanism (with
    any SUM/MEAN columns) is planned at ``(ε_count, δ)``, each quantile ``j`` gets ``ε_j`` spent as ``ε_j/l0`` per
    key; the ledger charge is the :class:`~sparsedp.accounting.events.SequenceEvent` of the count's own event and
-   one :class:`~sparsedp.accounting.events.ComposedPureEvent` (``l0`` exponential mechanisms) per quantile,
+   one :class:`~sparsedp.accounting.events.ComposedPureEvent` (``l0`` ε_key-DP selections) per quantile,
    charged at the user's (ε, δ). An engine without the rows path (Spark) is refused here, before anything is
    read or charged.
 2. **read** — the quantile columns checked (present, numeric, finite, no nulls), then the count's engine pass.
 3. **charge**, then **draw** — the count's private release; then, for the released keys only (public), the
-   engine's bounded cell counts (:mod:`sparsedp.engines.quantile_cells`) and one exact exponential-mechanism draw
+   engine's bounded cell counts (:mod:`sparsedp.engines.quantile_cells`) and one exact permute-and-flip draw
    per key and quantile (:mod:`sparsedp.mechanisms.quantiles`), added as columns.
 
 Why releasing the quantiles of the selected keys is covered by this charge: ``docs/proofs/quantiles.md``.
@@ -53,8 +53,12 @@ class QuantileQuery(HistogramQuery):
     """A sparse-histogram release with per-key quantiles (module docstring). Every argument is checked here,
     before anything is read."""
 
-    def __init__(self, request: Any, quantiles: Sequence[Quantile], t_start: float) -> None:
+    def __init__(self, request: Any, quantiles: Sequence[Quantile], t_start: float, other: bool = False) -> None:
         super().__init__(request, t_start)
+        if other:
+            raise InvalidParameterError("quantiles are released for released keys only; the ⟨other⟩ row (the total of "
+                                        "the keys not released) has no quantile", param="other",
+                                        fix="drop ⟨other⟩, or release the quantiles in a separate release")
         self.quantiles = tuple(quantiles)
         for q in self.quantiles:
             if not isinstance(q, Quantile):
@@ -117,7 +121,7 @@ class QuantileQuery(HistogramQuery):
         drawn = super().draw(planned, read)
         ctx, split = self.ctx, self.split
         assert ctx is not None
-        with ctx.stage("quantiles (exponential mechanism)", "noise"):
+        with ctx.stage("quantiles (permute-and-flip)", "noise"):
             if drawn.in_process:
                 table = drawn.rows
             else:
@@ -127,7 +131,7 @@ class QuantileQuery(HistogramQuery):
             for q, kc, ek in zip(self.quantiles, cells, split.key_epsilons):
                 table = table.append_column(q.output_name, numpy_to_arrow(release_quantiles(kc, q, ek, ctx.source)))
         notes = split.lines([q.output_name for q in self.quantiles]) + tuple(
-            f"{q.output_name}: exponential mechanism over {q.cells} cells of width {q.width:.6g} on "
+            f"{q.output_name}: permute-and-flip over {q.cells} cells of width {q.width:.6g} on "
             f"[{q.lower:g}, {q.upper:g}] (cell midpoints), at most {q.max_rows} row(s) per unit and key; with "
             f"probability >= 95% the released cell's utility is within "
             f"{utility_gap(ek, q.sensitivity, q.cells, 0.05):.4g} of the best cell's (rank units x{q.level.denominator})"

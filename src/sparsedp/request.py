@@ -303,6 +303,10 @@ def build_plan_request(epsilon: Any, delta: Any, max_groups_per_unit: Any, top_k
     k = None if top_k is None else v.integer("top_k", top_k, lo=1)
     common = dict(epsilon=eps, l0=l0, top_k=k, max_units=max_units, beta=beta, insecure_float=insecure_float)
     if keys is not None:
+        if isinstance(keys, dict):
+            raise InvalidParameterError("plan(keys={column: values}): a partial key set is not planned; plan its "
+                                        "stages: the selection at its share of epsilon, the counting with "
+                                        "keys=<number of public values x expected selected>", param="keys")
         if top_k is not None or aggregates is not None or max_units is not None:
             raise InvalidParameterError("plan(keys=…) lists the public-key mechanisms; top_k, aggregates and "
                                         "max_units do not apply to them")

@@ -54,11 +54,39 @@ def _hs(p: np.ndarray, q: np.ndarray, eps: float) -> float:
     return float(np.sum(np.maximum(p - math.exp(eps) * q, 0.0)))
 
 
+def _hs_product(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarray, eps: float) -> float:
+    """``_hs(outer(p1, p2).ravel(), outer(q1, q2).ravel(), eps)`` without the n1·n2 outer products.
+
+    Σ_{x1,x2} max(p1 p2 − e^ε q1 q2, 0) = Σ_{x1} p1(x1) · Σ_{x2: p2/q2 > c(x1)} (p2 − c(x1) q2) with
+    c(x1) = e^ε q1(x1) / p1(x1) (x1 with p1 = 0 add nothing; q1 = 0 gives c = 0). The inner sums are tails of
+    the x2 sorted by likelihood ratio, summed from the largest ratio down (the same terms as the direct sum)."""
+    keep = p2 > 0                      # x2 with p2 = 0 never add a positive term
+    pk, qk = p2[keep], q2[keep]
+    with np.errstate(divide="ignore"):
+        ratio = np.where(qk > 0, pk / np.where(qk > 0, qk, 1.0), np.inf)
+    order = np.argsort(-ratio, kind="stable")
+    r_desc = ratio[order]
+    ptail = np.concatenate(([0.0], np.cumsum(pk[order])))
+    qtail = np.concatenate(([0.0], np.cumsum(qk[order])))
+    on = p1 > 0
+    c = math.exp(eps) * q1[on] / p1[on]
+    n_above = np.searchsorted(-r_desc, -c, side="left")   # count of ratios strictly above c
+    inner = np.maximum(ptail[n_above] - c * qtail[n_above], 0.0)
+    return float(np.sum(p1[on] * inner))
+
+
 def _true_delta(eps, s, s1, m, D, l0, counts):
     """max over configurations of both hockey-stick directions (one unit on l0 keys; column shift in [-D, D])."""
     cmax = max(counts)
     opts = [(c, d) for c in counts for d in range(-D, D + 1)]
     best = 0.0
+    if l0 == 2:
+        laws = {(c, d): (_key_law(c, d, s, s1, m, cmax, D), _key_law(c - 1, 0, s, s1, m, cmax, D))
+                for c, d in opts}
+        for a, b in itertools.combinations_with_replacement(opts, 2):
+            (p1, q1), (p2, q2) = laws[a], laws[b]
+            best = max(best, _hs_product(p1, q1, p2, q2, eps), _hs_product(q1, p1, q2, p2, eps))
+        return best
     for conf in itertools.combinations_with_replacement(opts, l0):
         p = q = None
         for c, d in conf:
@@ -94,6 +122,25 @@ def test_l0_2_accountant_above_and_close_to_enumerated_delta(eps, s, s1, m, D):
     acc = joint_gshm_delta(eps, Fraction(s), m, 2, [Fraction(s1)], [D])
     assert acc >= true * (1 - 1e-9)
     assert acc <= true * 1.10 + 1e-12
+
+
+def test_product_hockey_stick_equals_the_direct_sum():
+    """The l0 = 2 enumeration's shortcut is the same sum as the direct one over the outer products (random laws
+    with zeros on either side, and the two-key laws of the enumeration itself)."""
+    rng = np.random.default_rng(5)
+    for n1, n2, eps in ((40, 60, 0.5), (90, 30, 1.3), (7, 200, 0.0)):
+        p1, q1, p2, q2 = (rng.dirichlet(np.ones(n)) for n in (n1, n1, n2, n2))
+        p1[:3], q1[3:5], p2[-4:], q2[:2] = 0.0, 0.0, 0.0, 0.0
+        for a, b, c, d in ((p1, q1, p2, q2), (q1, p1, q2, p2)):
+            direct = _hs(np.outer(a, c).ravel(), np.outer(b, d).ravel(), eps)
+            assert _hs_product(a, b, c, d, eps) == pytest.approx(direct, rel=1e-12, abs=1e-15)
+    eps, s, s1, m, D = 0.7, 1.5, 6.0, 4, 1
+    for c1, c2 in ((PRE, PRE + 1), (PRE + 2, PRE + m + 8)):
+        laws = [(_key_law(c, 1, s, s1, m, PRE + m + 8, D), _key_law(c - 1, 0, s, s1, m, PRE + m + 8, D))
+                for c in (c1, c2)]
+        (p1, q1), (p2, q2) = laws
+        direct = _hs(np.outer(p1, p2).ravel(), np.outer(q1, q2).ravel(), eps)
+        assert direct > 1e-6 and _hs_product(p1, q1, p2, q2, eps) == pytest.approx(direct, rel=1e-10)
 
 
 def test_enumeration_is_sensitive_to_the_column():

@@ -28,6 +28,7 @@ SECURE_INTEGER = {
     laws.Laplace(2.0): (False, False),
     laws.CorrelatedGaussian(2.0, 0.0): (False, False),
     laws.DenseCorrelatedGaussian(4.0, 2.0): (False, False),
+    laws.ReleaseCurve(64, (1, 1 << 64)): (True, True),
 }
 
 

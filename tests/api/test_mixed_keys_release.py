@@ -227,3 +227,8 @@ def test_cli_partial_keys_file(log, tmp_path):
     assert set(t["country"].to_list()) == {1, 2, 7} and t.height == 3 * len(_queries(t))
     bad = CliRunner().invoke(app, [*base, "--keys", f"nope={tmp_path / 'countries.txt'}"])
     assert bad.exit_code == 2 and "--keys" in bad.output and "--by columns" in bad.output
+
+
+def test_plan_refuses_a_partial_key_set():
+    with pytest.raises(InvalidParameterError, match="partial key set"):
+        sd.plan(EPS, DELTA, keys={"country": COUNTRIES})

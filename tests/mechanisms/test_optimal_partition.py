@@ -201,3 +201,35 @@ def test_auto_discover_and_plan_at_l0_1():
     assert mech.name == "optimal-partition" and "keys only" in reason
     mech2, _, _, cands = sd.Auto(discover=True).resolve(ReleaseRequest(1.0, 1e-6, 2))
     assert "optimal-partition" not in {c["mechanism"] for c in cands}
+
+
+class _Tripwire:
+    """A random source that fails the test if anything draws from it."""
+
+    def uint64(self, size):
+        raise AssertionError("randomness drawn before validation finished")
+
+    random_bytes = getrandbits = randbelow = uint64
+
+
+def test_ledger_charge_and_refusal_before_any_charge_or_draw(tmp_path):
+    """One (ε, δ) charge (an (ε, δ) event: the curve has no profile to compose tighter); a refused bound charges
+    and draws nothing."""
+    import polars as pl
+
+    from sparsedp.accounting.events import ApproxDPEvent
+    from sparsedp.ledger import Ledger
+
+    path = str(tmp_path / "l.db")
+    with Ledger(path) as led:
+        led.set_budget("d", epsilon=3.0, delta=1e-5)
+    df = pl.DataFrame({"u": list(range(41)), "k": ["a"] * 40 + ["b"]})
+    with pytest.raises(InvalidParameterError, match="ONE key per unit"):
+        sd.release(df, "u", "k", epsilon=1.0, delta=1e-6, max_groups_per_unit=2, mechanism="optimal-partition",
+                   ledger=path, dataset="d", rng=_Tripwire())
+    sd.release(df, "u", "k", epsilon=1.0, delta=1e-6, mechanism="optimal-partition", ledger=path, dataset="d",
+               rng=InsecureSeededRandom(1))
+    with Ledger(path) as led:
+        h = led.history("d")
+    assert [(c.mechanism, c.epsilon, c.delta, c.status) for c in h] == [("optimal-partition", 1.0, 1e-6, "published")]
+    assert isinstance(h[0].event, ApproxDPEvent)

@@ -13,7 +13,7 @@ import pytest
 import sparsedp as sd
 from sparsedp.accounting.events import ComposedPureEvent, PureEvent, SequenceEvent, event_from_dict
 from sparsedp.accounting.profiles import PureProfile
-from sparsedp.accounting.quantiles import (exponential_law, pure_composition_delta, quantile_utilities,
+from sparsedp.accounting.quantiles import (permute_and_flip_law, pure_composition_delta, quantile_utilities,
                                            split_budget, utility_gap)
 from sparsedp.errors import InvalidParameterError, InvalidTypeError
 from sparsedp.mechanisms.quantiles import key_law
@@ -26,15 +26,15 @@ def _multisets(cells: int, size: int):
 
 def _worst_log_ratio(q: sd.Quantile, eps: float, sensitivity: int | None = None) -> float:
     """max over multisets D of <= 4 values on the grid, neighbours D' = D plus up to max_rows values (one unit
-    added), and outputs k, of |log P_D(k) − log P_D'(k)| — the exponential mechanism's law computed exactly."""
+    added), and outputs k, of |log P_D(k) − log P_D'(k)| — permute-and-flip's law (the released mechanism)."""
     d = q.sensitivity if sensitivity is None else sensitivity
     worst = 0.0
     for size in range(0, 5):
         for h in _multisets(q.cells, size):
-            p = exponential_law(quantile_utilities(h, q.level), eps, d)
+            p = permute_and_flip_law(quantile_utilities(h, q.level), eps, d)
             for extra in range(1, q.max_rows + 1):
                 for add in _multisets(q.cells, extra):
-                    p2 = exponential_law(quantile_utilities(h + add, q.level), eps, d)
+                    p2 = permute_and_flip_law(quantile_utilities(h + add, q.level), eps, d)
                     worst = max(worst, float(np.max(np.abs(np.log(p) - np.log(p2)))))
     return worst
 
@@ -46,7 +46,7 @@ def _worst_log_ratio(q: sd.Quantile, eps: float, sensitivity: int | None = None)
                                sd.Median("x", 0, 4, cells=4, max_rows=2)])
 def test_exponential_mechanism_is_epsilon_dp_by_exact_enumeration(q):
     """Every neighbouring pair (one unit's <= max_rows values added) of every tiny input: the log-ratio of the
-    output laws is <= ε (Lemma 1 + McSherry–Talwar), and the check can fail: with the sensitivity one too small
+    output laws is <= ε (Lemma 1 + McKenna & Sheldon 2020, Thm 1), and the check can fail: with the sensitivity one too small
     (and ε large enough for the difference to show) it does."""
     eps = 1.3
     assert _worst_log_ratio(q, eps) <= eps * (1 + 1e-12)

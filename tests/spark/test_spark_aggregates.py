@@ -73,3 +73,19 @@ def test_release_with_a_column_shape_like_polars(spark):
     assert rs.curator.engine == "spark" and rs.report.column_errors == rp.report.column_errors
     ps = pl.from_arrow(se.to_arrow(rs.table))
     assert ps.height >= 3 and ps.equals(rp.table)
+
+
+def test_variance_and_intervals_like_polars(spark):
+    """sd.Variance/sd.Std (the squares column computed per partition) and release(..., interval=…) on a Spark
+    frame: the same table, intervals included, as the Polars engine for the same seeded source."""
+    frame = _rows()
+    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc long, dwell double, likes long")
+    aggs = [sd.Count(), sd.Mean("dwell", lower=0, upper=600), sd.Variance("dwell", 0, 600), sd.Std("likes", -2, 10)]
+    kw = dict(privacy_unit="uid", by=["url", "cc"], epsilon=2.0, delta=1e-6, max_groups_per_unit=2,
+              aggregates=aggs, interval=0.9)
+    rs = sd.release(sdf, rng=InsecureSeededRandom(2), **kw)
+    rp = sd.release(frame, rng=InsecureSeededRandom(2), **kw)
+    ps = pl.from_arrow(se.to_arrow(rs.table))
+    assert {"count_lo", "mean_dwell_hi", "variance_dwell", "std_likes"} <= set(ps.columns)
+    assert ps.height >= 3 and ps.equals(rp.table)
+    assert rs.report.notes == rp.report.notes

@@ -1,4 +1,4 @@
-"""Accounting of per-key quantiles: the exponential mechanism's law on a grid, its exact l0-fold composition, and
+"""Accounting of per-key quantiles: the selection mechanism's law on a grid, its exact l0-fold composition, and
 the split of a release's ε between the count and its quantiles.
 
 The mechanism (``docs/proofs/quantiles.md``; sampled by :mod:`sparsedp.noise.exponential`)
@@ -12,12 +12,12 @@ The mechanism (``docs/proofs/quantiles.md``; sampled by :mod:`sparsedp.noise.exp
     the grid as in OpenDP's quantile score). Adding or removing one value changes ``L_k`` or ``G_k`` by one for
     every ``k`` other than the value's own cell, so ``|ΔU_k| <= max(a, b − a)``; a unit contributing at most
     ``m`` values to the key moves every ``U_k`` by at most ``Δ = m·max(a, b − a)`` (Lemma 1 of the proof).
-    The mechanism outputs ``k`` with probability
-
-        P[k] = exp(ε·U_k/(2Δ)) / Σ_j exp(ε·U_j/(2Δ))                      (McSherry & Talwar 2007, Thm 6)
-
-    which is ε-DP for add/remove neighbours of the key's multiset (the utilities of a neighbour move in both
-    directions, hence the factor 2).
+    The released mechanism is permute-and-flip at ``t = ε/(2Δ)`` (McKenna & Sheldon, "Permute-and-Flip: A new
+    mechanism for differentially private selection", NeurIPS 2020, arXiv:2010.12603, Thm 1: ε-DP), whose law is
+    :func:`permute_and_flip_law`; the exponential mechanism ``P[k] ∝ exp(ε·U_k/(2Δ))`` (McSherry & Talwar 2007,
+    Thm 6), :func:`exponential_law`, has the same ε and is never more accurate in expectation (McKenna & Sheldon
+    2020, Thm 2). Both are ε-DP for add/remove neighbours of the key's multiset (the utilities of a neighbour move
+    in both directions, hence the factor 2).
 
 Composition over keys
     Each unit keeps at most ``l0`` keys (enforced by the engine), so a unit changes the multisets of at most
@@ -55,7 +55,7 @@ from ._types import FloatArray, RealOrArray
 #: the part of ε the quantiles of a release get together when no ``share`` is given (module docstring)
 DEFAULT_QUANTILES_SHARE = 0.75
 
-__all__ = ["DEFAULT_QUANTILES_SHARE", "quantile_utilities", "exponential_law", "pure_composition_delta", "utility_gap", "QuantileSplit",
+__all__ = ["DEFAULT_QUANTILES_SHARE", "quantile_utilities", "exponential_law", "permute_and_flip_law", "pure_composition_delta", "utility_gap", "QuantileSplit",
            "split_budget", "em_scale"]
 
 
@@ -88,11 +88,35 @@ def exponential_law(utilities: npt.ArrayLike, epsilon: float, sensitivity: int) 
     return out
 
 
+def permute_and_flip_law(utilities: npt.ArrayLike, epsilon: float, sensitivity: int) -> FloatArray:
+    """The output law of permute-and-flip at ``t = ε/(2Δ)`` (McKenna & Sheldon 2020, arXiv:2010.12603):
+    ``P[k] = p_k ∫_0^1 Π_{j≠k}(1 − τ p_j) dτ``, ``p_j = exp(−t·(max U − U_j))``.
+
+    Why: give every cell an independent uniform arrival time; a uniformly random order is the order of the
+    times, and given cell k's time τ every other cell comes before it independently with probability τ, and is
+    then rejected with probability 1 − p_j. The integrand is a polynomial of degree ``len − 1`` in τ, integrated
+    exactly (up to float rounding) by Gauss–Legendre quadrature with ``len`` nodes. For tests and small grids."""
+    u = np.asarray(utilities, dtype=float)
+    t = float(em_scale(epsilon, sensitivity))
+    p = np.exp(-t * (u.max() - u))
+    nodes, weights = np.polynomial.legendre.leggauss(max(1, u.size))
+    tau = (nodes + 1.0) / 2.0
+    w = weights / 2.0
+    one_minus = 1.0 - np.outer(tau, p)                  # (nodes, cells)
+    log_all = np.log(one_minus).sum(axis=1)             # 1 − τ p_j > 0 at every interior node
+    inner = np.exp(log_all[:, None] - np.log(one_minus))  # Π_{j≠k}
+    out: FloatArray = p * (w @ inner)
+    normalised: FloatArray = out / out.sum()
+    return normalised
+
+
 def utility_gap(epsilon: float, sensitivity: int, cells: int, alpha: float) -> float:
     """``g`` with ``P[U_out < U_max − g] <= alpha`` for every input: ``(2Δ/ε)·ln(cells/alpha)``.
 
-    The exponential mechanism's tail (McSherry & Talwar 2007, Thm 8; Dwork & Roth 2014, Thm 3.11): the cells with
-    utility below ``U_max − g`` have total weight at most ``cells·exp(−ε g/(2Δ))`` relative to the best cell's.
+    Both permute-and-flip and the exponential mechanism output cell k with probability at most
+    ``p_k = exp(−t·(U_max − U_k))``, ``t = ε/(2Δ)`` (:func:`permute_and_flip_law`: the integral is at most 1; the
+    exponential mechanism's normaliser is at least 1; McSherry & Talwar 2007, Thm 8; Dwork & Roth 2014, Thm 3.11),
+    so the cells below ``U_max − g`` have total probability at most ``cells·exp(−t·g)``.
     Public (no data): the rank-space half-width of a (1 − alpha) statement about a released quantile."""
     a = v.real("alpha", alpha, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     return 2.0 * v.integer("sensitivity", sensitivity, lo=1) / v.epsilon(epsilon) * math.log(
@@ -136,7 +160,7 @@ def pure_composition_delta(epsilon0: float, k: int, epsilon: RealOrArray) -> Rea
 class QuantileSplit:
     """The split of a release's (ε, δ): the count mechanism's ``(count_epsilon, count_delta)``; per quantile ``j``
     its total ``quantile_epsilons[j]`` (the basic-composition ε of its ``l0`` per-key mechanisms) and the per-key
-    ``key_epsilons[j] = quantile_epsilons[j]/l0`` each exponential mechanism runs at."""
+    ``key_epsilons[j] = quantile_epsilons[j]/l0`` each per-key mechanism runs at."""
 
     epsilon: float
     delta: float
@@ -150,7 +174,7 @@ class QuantileSplit:
         """Public description of the split (the report shows it)."""
         out = [f"budget split: count (and SUM/MEAN) epsilon={self.count_epsilon:.6g}, delta={self.count_delta:.3g}"]
         for n, e, ek in zip(names, self.quantile_epsilons, self.key_epsilons):
-            out.append(f"budget split: {n} epsilon={e:.6g} (exponential mechanism at epsilon={ek:.6g} per key, "
+            out.append(f"budget split: {n} epsilon={e:.6g} (permute-and-flip at epsilon={ek:.6g} per key, "
                        f"l0={self.l0} keys per unit, pure DP)")
         return tuple(out)
 

@@ -22,7 +22,9 @@ so with probability ≥ c no reported refutation is false.
 
 Public-key mechanisms (no threshold; :func:`.scenarios.public_scenarios`): the privacy check thresholds the
 likelihood-ratio statistic of the worst-case shift, and the conformance check is :class:`VarianceCheck`: the
-variance of the projection ``⟨v, y⟩`` of ``law_runs`` releases of D against the calibrated ``|v|²·Var(Z)``.
+noise of ``law_runs`` releases of D, read back exactly in the coordinates where it is i.i.d., against the
+calibrated law by the exact-law scale test of :mod:`.scale_test` (a Chernoff tail bound from the exact moment
+generating function: valid at any number of runs, so no seed has to be picked for a test to pass).
 """
 
 from __future__ import annotations
@@ -41,12 +43,16 @@ from ..errors import InvalidParameterError
 from ..noise import default_source
 from .laws import law_count, release_count_law
 from .scenarios import MIXED_SENTINEL, Scenario, public_scenarios, scenarios_for
+from .adaptive_weighting import ROUNDS, rounds_law, rounds_scenarios
 from .set_union import POLICY, WEIGHTED, policy_law, policy_scenarios, weighted_law_view, weighted_scenarios
 from .stats import EpsilonBound, best_event_bound, epsilon_lower_bound, pooled_chisquare
 from .targets import (AUDITABLE, BLANKET, BOUND_NAME, STONES, Target, build_target, release_many,
                       scaled_calibration, scaled_law)
 from .two_stage import TWO_STAGE, stage_two, two_stage_scenarios
-from .vectors import VECTOR_SUM, projection_std, vector_scenarios
+from .scale_test import NoiseLaw, ScaleTest, discrete_gaussian, normal, scale_test, two_sided_geometric
+from .alp import ALP_TARGET, ALPLawCheck, alp_check, alp_scenarios
+from .vector_mean import VECTOR_MEAN, mean_scenarios, noise_law_param, release_means
+from .vectors import VECTOR_SUM, vector_scenarios
 
 __all__ = ["AuditResult", "LawCheck", "VarianceCheck", "audit", "AUDITABLE", "default_runs", "law_runs_needed",
            "scaled_calibration", "scaled_law"]
@@ -99,8 +105,14 @@ def default_runs(target: Target, confidence: float = 0.95) -> tuple[int, int]:
         return separation_runs(float(target.request.epsilon), float(target.request.delta), checks, confidence), 300
     if target.picked == TWO_STAGE:  # a stage-1 release, a join and a stage-2 embedding per release (~30 ms)
         return 300, 300
+    if target.picked in ROUNDS:  # copies of the scenario tiled into releases of 65 536 rows (~0.3 s each)
+        return 2000, 2000
     if target.picked == VECTOR_SUM:  # one sparsedp.vector_sum call per release (~15 ms)
         return 300, 300
+    if target.picked == ALP_TARGET:  # one sparsedp.alp call per release (~20 ms)
+        return 300, 300
+    if target.picked == VECTOR_MEAN:  # one PLAN release of 3 000 units per run (~40 ms); σ/2 needs a few
+        return 150, 100
     if target.picked == BLANKET:  # ~7 ms per release; σ/2 (ε × 2) gives a variance ratio 0.25: 200 are plenty
         return 500, 200
     if target.picked == "misra-gries":  # a sketch and a CSH release per run (~60 ms); σ/2 needs ~42 law runs
@@ -136,25 +148,31 @@ class LawCheck:
 
 @dataclass(frozen=True)
 class VarianceCheck:
-    """Conformance of a public-key release: ``z = (⟨v, y⟩ − ⟨v, E y⟩)/(|v|·sd)`` over ``runs`` releases of D
-    (``sd`` the reference calibration's per-coordinate noise std), so ``E z² = 1`` exactly under the calibrated
-    mechanism. Two-sided test of ``mean(z²) = 1`` with the sample's own standard error of z² (valid for any noise
-    law with a finite fourth moment, the discrete Laplace included): ``ratio`` = mean(z²) (the observed variance
-    over the calibrated one)."""
+    """Conformance of a released noise's scale (public-key, two-stage, vector-sum and blanket targets): the scale
+    test of :mod:`.scale_test` on the integer noise values read back from ``runs`` releases — ``S = Σ X²``
+    (discrete Gaussian) or ``Σ |X|`` (two-sided geometric) against the exact law of the reference calibration,
+    two-sided, with ``p_value`` the Chernoff bound of the tail from the exact moment generating function (valid at
+    any number of runs; 0 when a value is off the calibrated lattice). ``ratio`` = S / E S (the observed mean
+    square / mean absolute value over the calibrated one)."""
 
     runs: int
     ratio: float
     p_value: float
     level: float
     what: str = "the projection on the shift"
+    statistic: str = "mean square"
+    values: int = 0
+    off_lattice: int = 0
 
     @property
     def contradicts(self) -> bool:
         return self.p_value < self.level
 
     def describe(self) -> str:
-        return (f"variance of {self.what} over {self.runs} releases = {self.ratio:.4g} x the "
-                f"calibrated one; p = {self.p_value:.3g}")
+        off = (f"; {self.off_lattice} values off the calibrated integer lattice (impossible under the calibrated "
+               f"law)" if self.off_lattice else "")
+        return (f"{self.statistic} of {self.what} over {self.runs} releases ({self.values} values) = "
+                f"{self.ratio:.4g} x the calibrated one; exact-law tail bound p <= {self.p_value:.3g}{off}")
 
 
 @dataclass(frozen=True)
@@ -173,7 +191,7 @@ class AuditResult:
     sigma: float
     threshold_margin: float
     bounds: dict[str, EpsilonBound]
-    law: LawCheck | VarianceCheck | None = None
+    law: LawCheck | VarianceCheck | ALPLawCheck | None = None
 
     @property
     def epsilon_lower(self) -> float:
@@ -303,6 +321,8 @@ def law_inputs(target: Target, calibration=None) -> tuple[int, float, np.ndarray
     (:func:`.set_union.weighted_law_view`); the Policy Gaussian at weight ``ρ − σ`` (:func:`.set_union.policy_law`)."""
     if target.picked == POLICY:
         return policy_law(target, calibration)
+    if target.picked in ROUNDS:
+        return rounds_law(target, calibration)
     if target.picked == WEIGHTED:
         view = weighted_law_view(target)
         alt = None if calibration is None else weighted_law_view(target, calibration)
@@ -331,33 +351,64 @@ def law_check(target: Target, law_runs: int, level: float, rng) -> LawCheck:
                     expected=tuple(float(x) for x in expected), p_value=p, level=level)
 
 
-def _variance(z: np.ndarray, level: float) -> VarianceCheck:
-    """Two-sided test of ``E z² = 1`` with the sample's own standard error of z² (:class:`VarianceCheck`)."""
-    z2 = z * z
-    ratio = float(z2.mean())
-    se = float(z2.std(ddof=1)) / math.sqrt(z2.size)
-    p = float(2 * st.norm.sf(abs(ratio - 1.0) / se)) if se > 0 else 0.0
-    return VarianceCheck(runs=int(z.size), ratio=ratio, p_value=p, level=level)
+def _checked(test: ScaleTest, runs: int, level: float, what: str) -> VarianceCheck:
+    return VarianceCheck(runs=int(runs), ratio=test.ratio, p_value=test.p_value, level=level, what=what,
+                         statistic=test.statistic, values=test.values, off_lattice=test.off_lattice)
+
+
+def _public_law(ref) -> NoiseLaw:
+    """The per-coordinate noise law of a public-key calibration (the coordinates where it is i.i.d.: the counts,
+    or the embedding's ``d + 1`` coordinates): ``N_Z(0, scale)``, the discrete Laplace of scale ``scale`` (base
+    e^{−1/scale}), or the float Gaussian of an ``insecure_float`` release."""
+    if ref.family == "laplace":
+        return two_sided_geometric(math.exp(-1.0 / float(ref.scale)))
+    return discrete_gaussian(ref.scale) if ref.secure else normal(float(ref.scale) ** 2)
 
 
 def variance_check(target: Target, sc: Scenario, law_runs: int, level: float, rng) -> VarianceCheck:
-    """The :class:`VarianceCheck` of a public-key target (or of two-stage's stage 2) on the D side of its
-    scenario ``sc``: the projection's per-coordinate std is the reference calibration's (two-stage: stage 2's
-    at the scenario's key count, the one ``run`` computes once stage 1 has selected them all)."""
+    """The scale test (:mod:`.scale_test`) of a public-key target (or of two-stage's stage 2) on the D side of its
+    scenario ``sc``: the noise ``y − E y`` in the coordinates where it is i.i.d. (the released counts; an
+    embedding's ``(q·f̃ − p·ñ, c·ñ)``) against the reference calibration's law (two-stage: stage 2's at the
+    scenario's key count, the one ``run`` computes once stage 1 has selected them all)."""
     if target.picked == TWO_STAGE:
         ref = stage_two(target.reference, sc.counts0.size)
         embedded = sc.embed is not None
     else:
         ref, embedded = target.reference, target.embedding
-    if target.picked == VECTOR_SUM:  # per-coordinate stds differ: the projection's own
-        scale = projection_std(target, sc)
+    out = release_many(target, sc.counts0, law_runs, rng, units=sc.units0)
+    d = sc.counts0.size
+    if embedded:
+        p, q, c = sc.embed
+        n_t = out[:, -1:]
+        y = np.concatenate([q * out[:, :d] - p * n_t, c * n_t], axis=1)
+        ey = np.append(q * sc.counts0.astype(np.float64) - p * sc.units0, c * sc.units0)
+        noise, what = y - ey[None, :], f"the {d + 1} embedding coordinates"
     else:
-        sd = float(ref.independent_std) * (int(ref.q) if embedded else 1)
-        scale = sd * math.sqrt(float(sc.direction @ sc.direction))
-    proj = dataclasses.replace(sc, statistic="projection", embed=sc.embed)
-    t = proj.projection(release_many(target, sc.counts0, law_runs, rng, units=sc.units0))
-    z = (t - proj.mean_projection(sc.counts0, sc.units0)) / scale
-    return dataclasses.replace(_variance(z, level), runs=int(law_runs))
+        noise, what = out[:, :d] - sc.counts0[None, :], f"the {d} released counts"
+    test = scale_test([(_public_law(ref), noise.reshape(-1))])
+    return _checked(test, law_runs, level, f"the noise of {what}")
+
+
+def vector_check(target: Target, law_runs: int, level: float, rng) -> VarianceCheck:
+    """The scale test of the vector sum: one unit at the box's upper corner, the others at 0; the noise of each
+    coordinate in grid units, ``y_i/γ_i − K_i`` (``K_i`` the corner's grid integer: an integer under the reference's
+    grid), against the reference's ``N_Z(0, s²)``."""
+    ref = target.reference
+    sums = np.ones(target.mechanism.d)
+    out = release_many(target, sums, law_runs, rng)
+    noise = out / np.asarray(ref.spacing, np.float64)[None, :] - np.asarray(ref.unit_high, np.float64)[None, :]
+    test = scale_test([(discrete_gaussian(ref.noise_param), noise.reshape(-1))])
+    return _checked(test, law_runs, level, "the noise of each coordinate in grid units")
+
+
+def mean_check(target: Target, law_runs: int, level: float, rng) -> VarianceCheck:
+    """The scale test of PLAN's final noise (:mod:`.vector_mean`): each release's noise read back in grid units
+    against ``N_Z(0, Δ_g²/(2ρ_noise))`` at the reference's ρ_noise and the release's grid K."""
+    d = target.mechanism.d
+    out = release_means(target, [0], law_runs, rng)
+    groups = [(discrete_gaussian(noise_law_param(int(k), d, target.reference.rho_noise)),
+               out[out[:, -1] == k, d:2 * d].reshape(-1)) for k in np.unique(out[:, -1])]
+    return _checked(scale_test(groups), law_runs, level, "PLAN's final noise per coordinate in grid units")
 
 
 def _blanket_high(target: Target) -> int:
@@ -368,16 +419,18 @@ def _blanket_high(target: Target) -> int:
 
 
 def blanket_check(target: Target, law_runs: int, level: float, rng) -> VarianceCheck:
-    """Conformance of the blanket histogram: two keys far above its threshold (released with probability
-    1 − ~1e-60), the released value minus the count is its two-sided geometric noise, whose std under the claim's
-    ε is ``BlanketParams.noise_std`` at this number of units; the :class:`VarianceCheck` of those values (a
-    mechanism run at a larger ε, e.g. the ``sigma_scale`` mutant, has a smaller variance)."""
+    """Conformance of the blanket histogram: two keys at count ``c`` far above its threshold τ; a released value
+    minus ``c`` is the two-sided geometric noise of base α (the claim's ε, at this number of units) conditioned on
+    ``Z >= τ − c`` (the key is released), whose exact law the scale test (:mod:`.scale_test`) compares with (a
+    mechanism run at a larger ε, e.g. the ``sigma_scale`` mutant, has a smaller noise). Unreleased keys (probability
+    ~1e-60) are left out."""
     counts = np.full(2, _blanket_high(target), np.int64)
-    sd = float(target.mechanism.params(int(counts.sum()), target.request.epsilon).noise_std)
+    params = target.mechanism.params(int(counts.sum()), target.request.epsilon)
     out = release_many(target, counts, law_runs, rng)
-    z = ((out - counts[None, :]) / sd).reshape(-1)
-    return dataclasses.replace(_variance(z[~np.isnan(z)], level), runs=int(law_runs),
-                               what="the released noise of 2 keys far above the threshold")
+    z = (out - counts[None, :]).reshape(-1)
+    law = two_sided_geometric(params.alpha, lower=int(params.tau) - int(counts[0]))
+    return _checked(scale_test([(law, z[~np.isnan(z)])]), law_runs, level,
+                    "the released noise of 2 keys far above the threshold")
 
 
 def law_runs_needed(target: Target, alternative: Target, *, confidence: float = 0.95, power: float = 0.9,
@@ -419,11 +472,13 @@ def law_runs_needed(target: Target, alternative: Target, *, confidence: float = 
 
 def has_conformance(target: Target) -> bool:
     """Whether ``target`` has a conformance check (:func:`conformance`)."""
-    return (target.thresholded or target.public or target.picked in (WEIGHTED, POLICY, TWO_STAGE, BLANKET, VECTOR_SUM)
+    return (target.thresholded or target.public
+            or target.picked in (WEIGHTED, POLICY, TWO_STAGE, BLANKET, VECTOR_SUM, VECTOR_MEAN, ALP_TARGET)
+            + ROUNDS
             or (target.picked == "misra-gries" and getattr(target.reference, "csh", None) is not None))
 
 
-def conformance(target: Target, law_runs: int, level: float, rng) -> LawCheck | VarianceCheck:
+def conformance(target: Target, law_runs: int, level: float, rng) -> LawCheck | VarianceCheck | ALPLawCheck:
     """The conformance check of ``target``: the variance of the likelihood-ratio projection (public-key targets,
     two-stage's stage 2), of the released noise (the blanket histogram), or the exact law of the number released
     (every thresholded kernel: :func:`law_check`)."""
@@ -433,9 +488,13 @@ def conformance(target: Target, law_runs: int, level: float, rng) -> LawCheck | 
         shift = [s for s in two_stage_scenarios(target) if s.name == "shift"][0]
         return variance_check(target, shift, law_runs, level, rng)
     if target.picked == VECTOR_SUM:
-        return variance_check(target, vector_scenarios(target)[0], law_runs, level, rng)
+        return vector_check(target, law_runs, level, rng)
     if target.picked == BLANKET:
         return blanket_check(target, law_runs, level, rng)
+    if target.picked == ALP_TARGET:
+        return alp_check(target, law_runs, level, rng)
+    if target.picked == VECTOR_MEAN:
+        return mean_check(target, law_runs, level, rng)
     return law_check(target, law_runs, level, rng)
 
 
@@ -448,10 +507,16 @@ def scenarios_of(target: Target) -> list[Scenario]:
         return weighted_scenarios(target.calibration, target.bound)
     if target.picked == POLICY:
         return policy_scenarios(target.calibration, target.bound)
+    if target.picked in ROUNDS:
+        return rounds_scenarios(target)
     if target.picked == TWO_STAGE:
         return two_stage_scenarios(target)
     if target.picked == VECTOR_SUM:
         return vector_scenarios(target)
+    if target.picked == ALP_TARGET:
+        return alp_scenarios(target)
+    if target.picked == VECTOR_MEAN:
+        return mean_scenarios(target)
     replace_one = getattr(target.mechanism, "neighbours", None) is Neighbours.REPLACE_ONE
     high = (_STONE_HIGH if target.picked in STONES else _PURE_SPARSE_HIGH if target.picked == "pure-sparse" else
             _blanket_high(target) if target.picked == BLANKET else None)

@@ -105,11 +105,10 @@ def best_event_bound(events1: np.ndarray, events0: np.ndarray, names: list[str],
                                e0.shape[0] - h0, delta, confidence=confidence, event=names[j])
 
 
-def pooled_chisquare(observed, expected, min_expected: float = 5.0) -> float:
-    """p-value of Pearson's chi-square test of ``observed`` counts against ``expected`` counts, after pooling
-    adjacent cells (in the given order) until each pooled cell expects at least ``min_expected`` (the usual
-    validity condition of the chi-square approximation; a short remainder joins the last pooled cell).
-    Expected counts are rescaled to the observed total, so ``expected`` may be a probability vector."""
+def pooled_pearson(observed, expected, min_expected: float = 5.0) -> tuple[float, int]:
+    """Pearson's statistic and its degrees of freedom of ``observed`` counts against ``expected`` (counts or
+    probabilities, rescaled to the observed total), after pooling adjacent cells (in the given order) until each
+    pooled cell expects at least ``min_expected`` (a short remainder joins the last pooled cell)."""
     obs_in = np.asarray(observed, dtype=float)
     exp_in = np.asarray(expected, dtype=float)
     if obs_in.shape != exp_in.shape or obs_in.ndim != 1 or obs_in.size == 0:
@@ -128,4 +127,13 @@ def pooled_chisquare(observed, expected, min_expected: float = 5.0) -> float:
         raise ValueError(f"fewer than {min_expected:g} expected in total: nothing to test")
     obs[-1] += acc_o
     exp[-1] += acc_e
-    return float(stats.chisquare(obs, exp).pvalue)
+    o, e = np.array(obs), np.array(exp)
+    return float(np.sum((o - e) ** 2 / e)), len(obs) - 1
+
+
+def pooled_chisquare(observed, expected, min_expected: float = 5.0) -> float:
+    """p-value of Pearson's chi-square test of ``observed`` counts against ``expected`` counts, after pooling
+    adjacent cells (:func:`pooled_pearson`; the usual validity condition of the chi-square approximation).
+    Expected counts are rescaled to the observed total, so ``expected`` may be a probability vector."""
+    stat, df = pooled_pearson(observed, expected, min_expected)
+    return float(stats.chi2.sf(stat, df)) if df > 0 else 1.0

@@ -30,8 +30,10 @@ Targets of their own modules: the set-union key discoveries (:mod:`.set_union`: 
 integer weight sums in grid units, ``policy-gaussian`` on ℓ2-descent weights, float noise), the two-stage release
 (:mod:`.two_stage`: one ``prepare``/``run`` per release) and the blanket histogram ``pure-blanket`` (replace-one
 pairs as the other pure mechanisms; its ``sigma_scale`` mutant runs the mechanism at ε/``sigma_scale``, i.e. with
-its geometric noise's base α raised to the power 1/``sigma_scale``, while the claim stays ε), and the vector sum
-(:mod:`.vectors`: ``sparsedp.vector_sum`` itself per release; ``bound`` is its number of coordinates).
+its geometric noise's base α raised to the power 1/``sigma_scale``, while the claim stays ε), the vector sum
+(:mod:`.vectors`: ``sparsedp.vector_sum`` itself per release; ``bound`` is its number of coordinates), the vector
+mean (:mod:`.vector_mean`: ``sparsedp.vector_mean``, PLAN, per release) and the ALP
+structure (:mod:`.alp`: ``sparsedp.alp`` itself per release, one key per unit).
 """
 
 from __future__ import annotations
@@ -56,8 +58,11 @@ from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 from ..noise import default_source
 from .histograms import arrow_engine, local_histogram, release_tiled, released_rows, size_estimate
 from .mutants import scaled_calibration, scaled_law, scaled_public, shifted_calibration
+from .adaptive_weighting import ROUNDS, release_rounds, rounds_calibration
 from .set_union import POLICY, WEIGHTED, release_policy, shifted_weighted
 from .two_stage import TWO_STAGE, release_two_stage, two_stage_calibration
+from .alp import ALP_TARGET, ALPRelease, release_alp
+from .vector_mean import VECTOR_MEAN, VectorMeanRelease, release_means
 from .vectors import VECTOR_SUM, VectorSumRelease, release_vectors
 
 __all__ = ["AUDITABLE", "Target", "auditable", "build_target", "default_bound", "release_many",
@@ -68,7 +73,8 @@ __all__ = ["AUDITABLE", "Target", "auditable", "build_target", "default_bound", 
 AUDITABLE = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted", "pure-sparse", "compact", "basic",
              "stability", "pure-blanket", "misra-gries", "auto", "public-gaussian", "public-laplace",
              CorrelatedGaussian.name, "bounded-density", "grouped-correlated-gaussian", "keep-heavy", "kh-prime",
-             "kh-double-prime", "sparse-histogram", TWO_STAGE, WEIGHTED, POLICY, VECTOR_SUM, OPTIMAL_PARTITION)
+             "kh-double-prime", "sparse-histogram", TWO_STAGE, WEIGHTED, POLICY, VECTOR_SUM, OPTIMAL_PARTITION,
+             VECTOR_MEAN, ALP_TARGET) + ROUNDS
 #: the grouped correlated Gaussian (Lebeda (2024) Algorithm 2): audited on group 0 of two groups of ``d`` keys each
 GROUPED = "grouped-correlated-gaussian"
 #: public-key mechanisms (every listed key released, no threshold; σ scale applies)
@@ -85,16 +91,17 @@ THRESHOLDED = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted")
 #: targets whose noise scale and threshold an audit can break (``sigma_scale``, ``margin_shift``) besides the
 #: thresholded ones: the public-key ones (σ only), Misra–Gries (σ of its CSH), the blanket histogram (ε only),
 #: the set-union and two-stage ones (both)
-SCALABLE = THRESHOLDED + PUBLIC + ("misra-gries", BLANKET, WEIGHTED, POLICY, TWO_STAGE, VECTOR_SUM)
-SHIFTABLE = THRESHOLDED + (WEIGHTED, POLICY, TWO_STAGE)
+SCALABLE = THRESHOLDED + PUBLIC + ("misra-gries", BLANKET, WEIGHTED, POLICY, TWO_STAGE, VECTOR_SUM, VECTOR_MEAN,
+                                   ALP_TARGET) + ROUNDS
+SHIFTABLE = THRESHOLDED + (WEIGHTED, POLICY, TWO_STAGE) + ROUNDS
 #: the optimal l0 = 1 partition selection: one key per unit (bound 1), an independent exact bit per key (tiled);
 #: its curve has no noise scale or margin to break (the rounding-up mutant is built in its tests)
 _TILED = (GSHM.name, Laplace.name, "public-gaussian", "public-laplace", WEIGHTED, POLICY, OPTIMAL_PARTITION)
 _CHUNK = 1 << 18  # keys per tiled release (bounds memory)
 #: the bound each mechanism's contribution model is stated with, and its name in the report
 BOUND_NAME = {GSHM.name: "l0", Laplace.name: "l0", "csh": "k", TopKCSH.name: "top_k", "topk-csh-shifted": "top_k",
-              "misra-gries": "l0", "auto": "l0", VECTOR_SUM: "d",
-              **{m: "l0" for m in PUBLIC + _PURE + (WEIGHTED, POLICY, TWO_STAGE, OPTIMAL_PARTITION)}}
+              "misra-gries": "l0", "auto": "l0", VECTOR_SUM: "d", VECTOR_MEAN: "d", ALP_TARGET: "l0",
+              **{m: "l0" for m in PUBLIC + _PURE + (WEIGHTED, POLICY, TWO_STAGE, OPTIMAL_PARTITION) + ROUNDS}}
 
 
 def auditable() -> tuple[str, ...]:
@@ -175,14 +182,18 @@ def _mechanism(name: str, bound: int, options: dict):
         return registry.create(name, group="g")
     if name == VECTOR_SUM:  # not a registered mechanism: sparsedp.vector_sum on `bound` coordinates
         return VectorSumRelease(d=bound)
+    if name == ALP_TARGET:  # not a registered mechanism: sparsedp.alp on a table of one key
+        return ALPRelease()
+    if name == VECTOR_MEAN:  # not a registered mechanism: sparsedp.vector_mean (PLAN) on `bound` coordinates
+        return VectorMeanRelease(d=bound)
     return registry.create(name)
 
 
 def default_bound(mechanism: str) -> int:
     """The bound an audit uses when none is given: 1 for the pure mechanisms (one key per unit: their model),
-    and for the optimal partition selection, 2 otherwise (l0, or k for CSH / top-k; small bounds give the most
-    power)."""
-    return 1 if mechanism in _PURE + (OPTIMAL_PARTITION,) else 2
+    and for the optimal partition selection and the ALP structure, 2 otherwise (l0, or k for CSH / top-k; small
+    bounds give the most power)."""
+    return 1 if mechanism in _PURE + (OPTIMAL_PARTITION, ALP_TARGET) else 2
 
 
 def _broken(picked: str, mech, request, ref, scale: float, shift: int) -> tuple[Any, Any]:
@@ -212,9 +223,13 @@ def _broken(picked: str, mech, request, ref, scale: float, shift: int) -> tuple[
         return shifted_calibration(scaled_calibration(ref, scale), shift), None
     if picked == TWO_STAGE:
         return two_stage_calibration(ref, scale, shift), None
-    if picked == VECTOR_SUM:  # σ times scale: ρ over scale²
+    if picked in ROUNDS:
+        return rounds_calibration(ref, scale, shift), None
+    if picked in (VECTOR_SUM, VECTOR_MEAN):  # σ times scale: ρ over scale²
         return dataclasses.replace(ref, rho=ref.rho / scale ** 2,
                                    noise_std=tuple(x * scale for x in ref.noise_std)), None
+    if picked == ALP_TARGET:  # built at ε/scale per entry change, u times scale: the same m columns
+        return mech.calibrate(ref.epsilon / scale, ref.u * scale), None
     if picked == BLANKET and scale != 1.0:
         run = dataclasses.replace(request, epsilon=float(request.epsilon) / scale)
         return mech.calibrate(run), run
@@ -231,7 +246,7 @@ def build_target(mechanism: str, *, epsilon, delta, bound: int | None = None, si
     b = v.integer("bound", default_bound(name) if bound is None else bound, lo=1, hi=10_000)
     scale = v.real("sigma_scale", sigma_scale, lo=0.0, hi=100.0, lo_open=True)
     shift = v.integer("margin_shift", margin_shift, lo=-10_000, hi=10_000)
-    pure = name in _PURE
+    pure = name in _PURE + (ALP_TARGET,)
     if pure and b != 1:
         raise InvalidParameterError(f"mechanism {name!r} assumes one key per unit: bound must be 1, got {b}")
     mech = _mechanism(name, b, options)
@@ -244,8 +259,10 @@ def build_target(mechanism: str, *, epsilon, delta, bound: int | None = None, si
                              delta=v.real("delta", delta, lo=0.0, hi=1.0, hi_open=True), max_groups_per_unit=l0,
                              keys=keys, insecure_float=name == POLICY)  # policy-gaussian has float noise only
     picked = name
-    if name == VECTOR_SUM:
+    if name in (VECTOR_SUM, VECTOR_MEAN):
         ref = mech.calibrate(request.epsilon, request.delta, default_source())
+    elif name == ALP_TARGET:
+        ref = mech.calibrate(float(request.epsilon))
     elif name == "auto":
         mech, ref, _, _ = mech.resolve(request)
         picked = mech.name
@@ -355,6 +372,12 @@ def release_many(target: Target, counts, runs: int, rng, units: int | None = Non
         return release_policy(target, counts, int(runs), rng)
     if target.picked == VECTOR_SUM:  # the counts are the coordinates' true sums
         return release_vectors(target, counts, int(runs), rng)
+    if target.picked in ROUNDS:  # the counts encode units (.adaptive_weighting.rounds_rows)
+        return release_rounds(target, counts, int(runs), rng)
+    if target.picked == VECTOR_MEAN:  # counts [0] = D, [1] = D'; columns: estimate, read-back noise, K
+        return release_means(target, counts, int(runs), rng)
+    if target.picked == ALP_TARGET:  # the counts of keys 0 and 1; columns (N_key, N_rest)
+        return release_alp(target, counts, int(runs), rng)
     c = np.asarray(counts, dtype=np.int64)
     if target.picked == TWO_STAGE:
         return release_two_stage(target, c, int(c.sum()) if units is None else int(units), int(runs), rng)

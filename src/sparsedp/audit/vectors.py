@@ -10,14 +10,17 @@ coordinates is calibrated together, so releases cannot be tiled).
 Worst case (replace-one, the thesis's relation, per-coordinate sensitivity ``Δ_i = upper_i − lower_i = 1``):
 ``shift`` — D has ``units`` units at the vector 0; D′ replaces one of them by the vector 1 (every coordinate moves
 by Δ_i). Statistic: the likelihood-ratio projection ``⟨w, y⟩``, ``w_i = Δ_i/σ_i²`` (σ_i the calibrated noise std
-of coordinate i). Conformance: the variance of that projection over releases of D against ``Σ w_i² σ_i²``
+of coordinate i). Conformance: the noise of each coordinate in grid units, ``(y_i − sum_i)/γ_i``, an integer of
+law ``N_Z(0, s²)`` under the reference's grid, by the exact-law scale test of :mod:`.scale_test`
 (:class:`.runner.VarianceCheck`). Mutant: ``sigma_scale = s`` runs at ``ρ/s²`` (the Gaussian's σ times s) while
 the claim stays (ε, δ).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,7 +32,7 @@ from .scenarios import Scenario
 if TYPE_CHECKING:  # pragma: no cover
     from .targets import Target
 
-__all__ = ["VECTOR_SUM", "VectorSumRelease", "vector_scenarios", "release_vectors"]
+__all__ = ["VECTOR_SUM", "VectorSumRelease", "VectorFigures", "vector_scenarios", "release_vectors"]
 
 VECTOR_SUM = "vector-sum"
 #: units of the audit's table (public under replace-one; any number gives a valid pair)
@@ -65,26 +68,41 @@ class VectorSumRelease:
                        epsilon=epsilon, delta=delta, rng=rng)
         return VectorCalibration(rho=float(r.guarantee.rho), delta=float(delta),
                                  noise_std=tuple(float(x) for x in r.noise_std),
-                                 sensitivity=tuple(float(x) for x in r.sensitivity))
+                                 sensitivity=tuple(float(x) for x in r.sensitivity),
+                                 spacing=tuple(float(x) for x in r.grid.spacing), noise_param=r.grid.noise_param,
+                                 unit_high=tuple(int(x) for x in r.grid.r_hi))
 
 
-@dataclass(frozen=True)
-class VectorCalibration:
-    """What a vector-sum release runs with: ``rho`` (zCDP of the noise), ``delta``, and the public per-coordinate
-    ``noise_std`` and ``sensitivity`` of the claim's release (``sigma``: the largest noise std, for the report)."""
+class VectorFigures:
+    """The report's figures of a vector calibration (a mixin of the frozen calibrations that hold ``noise_std``):
+    ``sigma`` the largest per-coordinate noise std; no threshold (``tau`` NaN: no margin printed)."""
 
-    rho: float
-    delta: float
     noise_std: tuple[float, ...]
-    sensitivity: tuple[float, ...]
 
     @property
     def sigma(self) -> float:
         return max(self.noise_std)
 
     @property
-    def independent_std(self) -> float:
-        return 1.0  # the projection below is already standardised per coordinate
+    def tau(self) -> float:
+        return math.nan
+
+
+@dataclass(frozen=True)
+class VectorCalibration(VectorFigures):
+    """What a vector-sum release runs with: ``rho`` (zCDP of the noise), ``delta``, and the public per-coordinate
+    ``noise_std`` and ``sensitivity`` of the claim's release (``sigma``: the largest noise std, for the report),
+    its grid ``spacing`` γ_i, the exact noise parameter ``noise_param`` = s² of ``N_Z(0, s²)`` in grid units and
+    ``unit_high``, the grid integer of a unit at the box's upper corner (offset 0: the box [0, 1] under
+    replace-one; :class:`~sparsedp.mechanisms.vector_grid.VectorGrid`)."""
+
+    rho: float
+    delta: float
+    noise_std: tuple[float, ...]
+    sensitivity: tuple[float, ...]
+    spacing: tuple[float, ...] = ()
+    noise_param: Fraction | None = None
+    unit_high: tuple[int, ...] = ()
 
 
 def vector_scenarios(target: "Target") -> list[Scenario]:
@@ -98,12 +116,6 @@ def vector_scenarios(target: "Target") -> list[Scenario]:
     return [Scenario("shift", np.zeros(d), np.ones(d), "projection",
                      f"{_UNITS} units at the vector 0 in D; D' replaces one by the vector 1 (every coordinate moves by "
                      f"its sensitivity)", units0=_UNITS, units1=_UNITS, direction=w, embed=None)]
-
-
-def projection_std(target: "Target", sc: Scenario) -> float:
-    """The calibrated std of ``⟨w, y⟩``: ``sqrt(Σ w_i² σ_i²)`` with the reference's σ_i."""
-    sd = np.asarray(target.reference.noise_std, np.float64)
-    return float(np.sqrt(np.sum((sc.direction * sd) ** 2)))
 
 
 def release_vectors(target: "Target", sums, runs: int, rng) -> np.ndarray:

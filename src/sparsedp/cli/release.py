@@ -298,14 +298,13 @@ _OUT = "Output and budget"
 def release(
     input: str = typer.Argument(..., help="Parquet/CSV file, glob or directory of parts, or SQL text run by DuckDB "
                                           "(\"SELECT user_id, url FROM 'shares.parquet'\")."),
-    unit: str = typer.Option(..., "--unit", "--privacy-unit", help="Privacy unit column (whom the guarantee "
-                                                                   "protects)."),
+    unit: str = typer.Option(..., "--unit", "--privacy-unit", help="Privacy unit column (whom it protects)."),
     by: str = typer.Option(..., "--by", help="Key column(s), comma-separated."),
     epsilon: float = typer.Option(..., "--epsilon", help="Epsilon (> 0)."),
     delta: Optional[float] = typer.Option(None, "--delta", help="Delta (0 < delta < 1; 0 for pure DP)."),
     max_groups: Optional[str] = typer.Option(None, "--max-groups", "--max-groups-per-unit",
-                                             help="Keys kept per unit (an integer, or 'auto')."),
-    top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys instead (top-k CSH)."),
+                                             help="Keys kept per unit (integer or 'auto')."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys (top-k CSH)."),
     mechanism: str = typer.Option(DEFAULT_MECHANISM, "--mechanism", help="auto or a registered mechanism."),
     auto_share: Optional[float] = typer.Option(None, "--auto-share", rich_help_panel=_AUTO,
                                                help="Share of epsilon spent choosing the bound (0.05; 0.1 with --auto-objective keys)."),
@@ -356,18 +355,17 @@ def release(
                                              help="Private SUM per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
     means: Optional[List[str]] = typer.Option(None, "--mean", rich_help_panel=_AGG,
                                               help="Private MEAN per key: COLUMN:LOWER:UPPER[:NAME]; repeatable."),
-    quantiles: Optional[List[str]] = typer.Option(
-        None, "--quantile", rich_help_panel=_AGG,
-        help="Private q-quantile per released key: COLUMN:Q:LOWER:UPPER[:NAME]; repeatable."),
-    medians: Optional[List[str]] = typer.Option(None, "--median", rich_help_panel=_AGG,
+    quantiles: Optional[List[str]] = typer.Option(None, "--quantile", rich_help_panel=_AGG,
+                                                  help="Per released key: COL:Q:LO:HI[:NAME]; --median COL:LO:HI."),
+    medians: Optional[List[str]] = typer.Option(None, "--median", rich_help_panel=_AGG, hidden=True,
                                                 help="Private median per released key: COLUMN:LOWER:UPPER[:NAME]."),
     variances: Optional[List[str]] = typer.Option(None, "--variance", rich_help_panel=_AGG,
                                                   help="Private VARIANCE per key: COLUMN:LOWER:UPPER[:NAME]."),
     stds: Optional[List[str]] = typer.Option(None, "--std", rich_help_panel=_AGG,
-                                             help="Private standard deviation per key: COLUMN:LOWER:UPPER[:NAME]."),
+                                             help="Private STD per key: COLUMN:LOWER:UPPER[:NAME]."),
     interval: Optional[float] = typer.Option(None, "--interval", rich_help_panel=_AGG,
                                              help="Per-row intervals at this level (e.g. 0.95): <col>_lo/_hi."),
-    no_interval: bool = typer.Option(False, "--no-interval", rich_help_panel=_AGG,
+    no_interval: bool = typer.Option(False, "--no-interval", rich_help_panel=_AGG, hidden=True,
                                      help="No interval columns (the default)."),
     column_shape: Optional[str] = typer.Option(None, "--column-shape", rich_help_panel=_AGG,
                                                help="Noise covariance shape, e.g. '90000,750;750,25'."),
@@ -385,8 +383,7 @@ def release(
                                          help="polars, duckdb, pandas, arrow or spark (default: chosen)."),
     head: int = typer.Option(10, "--head", rich_help_panel=_OUT, help="Rows of the table to print."),
 ) -> None:
-    """Release noisy distinct-unit counts per key (and, with --sum/--mean, private sums and means), with
-    contribution bounding and a printed report."""
+    """Release private distinct-unit counts per key (and SUM/MEAN/VARIANCE/STD), bounded, with a report."""
     from rich.console import Console
 
     err = Console(stderr=True)

@@ -161,9 +161,6 @@ class MixedKeys(TwoStage):
         return {**super().options(), "public_columns": list(self.keys.public.columns),
                 "public_keys": self.keys.public.d, "private_columns": list(self.keys.private)}
 
-    def describe(self) -> str:
-        return f"{self.name}({', '.join(f'{k}={v!r}' for k, v in self.options().items())})"
-
     def check(self, request: ReleaseRequest) -> None:
         if self.select_bound(request) is None and self.select.engine_bound(
                 ReleaseRequest(request.epsilon, request.delta, 1)) is not None:

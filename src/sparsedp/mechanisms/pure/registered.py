@@ -150,12 +150,14 @@ def prepare_keys(h: Any, dense: bool, max_key_bytes: int, domain_size: int | Non
                         n_items=int(np.asarray(h.counts).sum()), query_keys=qk)
 
 
-#: Running time of the Balcer–Vadhan mechanisms, fitted to the figures of the issue that asked for their
-#: refusal (a loaded 2-core machine: PureSparse 4.6 s at n = 2,000 and 175 s at n = 20,000, i.e. about
-#: 4.4e-7 n² s; Compact 10 s at n = 400 and not done after 7 minutes at n = 2,000, i.e. at least cubic,
-#: about 1.6e-7 n³ s). A release whose estimate exceeds ``COST_LIMIT_S`` is refused before anything is
-#: charged, naming the linear-time mechanism.
-COST_SECONDS = {"pure-sparse": (4.4e-7, 2), "compact": (1.6e-7, 3)}
+#: Running time of the Balcer–Vadhan mechanisms in CPU seconds: ``c·n^power``, the leading term fitted to the
+#: largest sizes measured by ``python benchmarks/pure.py --cost`` (docs/benchmarks_pure.md: ``sd.release``, one key
+#: per unit over 21 string keys, ε = 1; CPU 7.6 s for PureSparse at n = 4,000, i.e. 4.8e-7·n², and 16.9 s for
+#: Compact at n = 400, i.e. 2.7e-7·n³). The estimates are within 0.9–1.1× of the measured CPU at those sizes and
+#: below it at small n, where fixed costs dominate (3× at n = 500), which does not matter for a refusal at
+#: ``COST_LIMIT_S``; a loaded machine's wall time is a multiple of the CPU time. A release whose estimate exceeds
+#: ``COST_LIMIT_S`` is refused before anything is charged, naming the linear-time mechanism.
+COST_SECONDS = {"pure-sparse": (4.8e-7, 2), "compact": (2.7e-7, 3)}
 COST_LIMIT_S = 1200.0
 
 
