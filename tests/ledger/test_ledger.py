@@ -90,11 +90,12 @@ def test_wal_mode_and_history(ledger):
 
 
 _WORKER = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     from sparsedp.ledger import Ledger
     from sparsedp.errors import BudgetExceededError
-    path, go = sys.argv[1], float(sys.argv[2])
-    while time.time() < go:
+    path, go = sys.argv[1], sys.argv[2]
+    print("READY", flush=True)         # imported: wait for the common start
+    while not os.path.exists(go):
         time.sleep(0.001)
     try:
         Ledger(path).charge("logs", epsilon=0.2, delta=1e-8, note="worker")
@@ -105,14 +106,14 @@ _WORKER = textwrap.dedent("""
 
 
 def test_eight_concurrent_processes_cannot_overspend(tmp_path):
-    import time
-
     path = tmp_path / "budget.db"
     with Ledger(path) as led:
         led.set_budget("logs", epsilon=1.0, delta=1e-6)
-    go = time.time() + 3.0  # all workers start charging at the same instant
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(path), repr(go)],
+    go = tmp_path / "go"  # all workers start charging at the same instant: once every one has imported
+    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(path), str(go)],
                               stdout=subprocess.PIPE, text=True) for _ in range(8)]
+    assert [p.stdout.readline().strip() for p in procs] == ["READY"] * 8
+    go.touch()
     outs = [p.communicate(timeout=120)[0].strip() for p in procs]
     assert sorted(outs) == ["OK"] * 5 + ["REFUSED"] * 3
     with Ledger(path) as led:
