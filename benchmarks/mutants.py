@@ -84,6 +84,7 @@ T_MUT = "tests/api/test_release_integrity.py"
 T_OPTIMAL = "tests/mechanisms/test_optimal_partition.py"
 T_LEDGER_OVERSPEND = "tests/ledger/test_ledger_overspend.py"
 T_SPARK_MUTABLE = "tests/spark/test_spark_mutable_source.py"
+T_MAD = "tests/mechanisms/test_adaptive_weighting.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ noise scale halved (σ/2)
@@ -302,6 +303,20 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("fixed-bounding-secret", "the l0 choice uses a fixed secret (predictable, steerable drops)",
            (Edit("engines/bounding.py", "        out = bytes(rb(SECRET_BYTES))", "        out = bytes(SECRET_BYTES)"),),
            (T_BOUND,)),
+    # ------------------------------------------------------------------ adaptive weighting (mad, mad2r)
+    Mutant("mad-reweight-up", "a re-weighted unit gives its keys the weight of one key fewer (W_{t-1} > W_t: "
+           "its l2 norm exceeds 1 after re-weighting)",
+           (Edit("engines/pairs.py", 'pl.len().over(unit).cast(pl.Int64).alias("__t")',
+                 '(pl.len().over(unit) - 1).clip(lower_bound=1).cast(pl.Int64).alias("__t")'),),
+           (T_MAD + "::test_round_weights_are_the_largest_integers_of_unit_norm", T_MAD)),
+    Mutant("mad-round-up", "the re-weighted weight is rounded up (floor(G/sqrt(t)) + 1 grid steps)",
+           (Edit("engines/pairs.py", '"__w": np.asarray(weights, dtype=np.int64)})',
+                 '"__w": np.asarray(weights, dtype=np.int64) + 1})'),),
+           (T_MAD + "::test_round_weights_are_the_largest_integers_of_unit_norm", T_MAD)),
+    Mutant("mad-new-key-threshold-1", "each round's threshold one grid step below the new-key bound",
+           (Edit("accounting/adaptive_weighting.py", "    return _smallest_margin(worst, target, int(ws[0]) + 1)",
+                 "    return _smallest_margin(worst, target, int(ws[0]) + 1) - 1"),),
+           (T_MAD,)),
     # ------------------------------------------------------------------ optimal l0 = 1 partition selection
     Mutant("optimal-partition-round-up", "the optimal partition selection's curve rounds the e^eps constraint UP "
            "(ceil instead of floor on the dyadic grid)",

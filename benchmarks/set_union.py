@@ -251,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                                  f"| {r.l0} | {r.mean:.1f} | {vs} | {err} |")
                 checks.append(_targets(tag, eps, ours, theirs, best_peer, peer_counts, truth, raw,
                                        peer_rows.get(eps, [])))
+                print("\n".join(lines[-len(ours) - len(theirs):] + checks[-1]), flush=True)  # kept if a later part fails
     print("\n| data | ε | library | route (best l0) | releases | l0 | keys (mean) | ÷ best peer | median rel. error "
           "on the keys shared with the best count-releasing peer |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -276,7 +277,7 @@ def _targets(tag, eps, ours, theirs, best_peer, peer_counts, truth, raw, raw_pee
     counts = [r for r in ours if r.counts]
     bc = counts[0] if counts else None
     if bc is not None:
-        ratio = bc.mean / best_peer.mean
+        ratio = bc.mean / best_peer.mean if best_peer.mean else float("inf")
         line = (f"- {tag} ε={eps:g}: best count route {bc.name} l0={bc.l0} {bc.mean:.1f} keys = {ratio:.2f}x the best "
                 f"peer ({best_peer.name} l0={best_peer.l0}, {best_peer.mean:.1f}): target 1.25x "
                 f"{'MET' if ratio >= 1.25 else 'NOT met'}")
@@ -291,7 +292,7 @@ def _targets(tag, eps, ours, theirs, best_peer, peer_counts, truth, raw, raw_pee
     if wg is None or mad is None or mad2r is None:
         out.append(f"- {tag} ε={eps:g}: MAD/MAD2R vs Weighted Gaussian: not checked (mechanism not registered)")
     else:
-        r1, r2 = mad.mean / wg.mean, mad2r.mean / wg.mean
+        r1, r2 = (mad.mean / wg.mean, mad2r.mean / wg.mean) if wg.mean else (float("nan"), float("nan"))
         out.append(f"- {tag} ε={eps:g}: MAD2R {r2:.2f}x and MAD {r1:.2f}x the Weighted Gaussian's keys (best l0 each): "
                    f"targets 1.10x {'MET' if r2 >= 1.10 else 'NOT met'}, 1.0x {'MET' if r1 >= 1.0 else 'NOT met'}")
     geo = next((r for r in raw_peers if r.name.endswith("truncated_geometric") and r.l0 == 1), None)

@@ -29,6 +29,7 @@ _API = {
     "GSHM": "sparsedp.mechanisms.thresholded", "Laplace": "sparsedp.mechanisms.thresholded",
     "TopKCSH": "sparsedp.mechanisms.thresholded", "Auto": "sparsedp.mechanisms.auto",
     "WeightedGaussian": "sparsedp.mechanisms.set_union", "PolicyGaussian": "sparsedp.mechanisms.set_union",
+    "MAD": "sparsedp.mechanisms.adaptive_weighting", "MAD2R": "sparsedp.mechanisms.adaptive_weighting",
     "AutoBound": "sparsedp.auto_bound",
     "PureBlanket": "sparsedp.mechanisms.pure.registered",
     "PureSparse": "sparsedp.mechanisms.pure.registered", "Compact": "sparsedp.mechanisms.pure.registered",

@@ -28,6 +28,7 @@ from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
 from .ledger import Ledger, _dataset_name, open_ledger
 from .mechanisms.row_intervals import add_intervals, interval_notes
+from .other_row import OtherPlan, with_other_interval
 from .progress import Stages
 from .report import Curator, Report, Result, warn_insecure
 
@@ -154,7 +155,8 @@ def _sorted_table(arrow: Any, value_column: str, by: Any = ()) -> Any:
     import polars as pl  # heavy: loaded by the engines before a table is published
 
     # through a Polars frame: pyarrow's to_numpy imports pandas, Polars' Series-from-Arrow pyarrow.compute
-    frame = pl.from_arrow(arrow.select([value_column, *by[:1]]))
+    by = [c for c in by[:1] if c in arrow.column_names]  # some releases key on a joined column
+    frame = pl.from_arrow(arrow.select([value_column, *by]))
     assert isinstance(frame, pl.DataFrame)  # a Table converts to a DataFrame
     values = frame[value_column].to_numpy()
     order = np.argsort(-values, kind="stable")
@@ -165,7 +167,7 @@ def _sorted_table(arrow: Any, value_column: str, by: Any = ()) -> Any:
 
 def _key_rows(arrow: Any, by: Any) -> int:
     """The released keys of a table (the other row's null key is not one)."""
-    return int(arrow.num_rows - (arrow.column(by[0]).null_count if by else 0))
+    return int(arrow.num_rows - (arrow.column(by[0]).null_count if by and by[0] in arrow.column_names else 0))
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,10 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
     if native is not None:  # Spark in, Spark out: the table with its intervals
         native = ctx.engine.from_arrow(arrow)
     notes = interval_notes(laws, level, added.coverage, final.mechanism.name)
+    if isinstance(planned.detail, OtherPlan):  # the other row's interval is its own noise's
+        arrow, note = with_other_interval(arrow, list(ctx.by), final.value_column, planned.detail, level)
+        native = ctx.engine.from_arrow(arrow) if native is not None else None
+        notes += (note,) if note else ()
     return (Published(arrow, native, tables.rows),
             dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes)))
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from .accounting.charge import Charge
+from .accounting.discrete import dlaplace_sf
 from .accounting.events import PureEvent, SequenceEvent
 from .accounting.other_total import OtherTotalCalibration, calibrate_other_total
 from .accounting.split import split_epsilon
@@ -42,7 +43,8 @@ from .errors import InvalidParameterError, InvalidTypeError
 from .mechanisms.base import Mechanism, Planned, Read, Released, ReleaseRequest
 from .noise import sample_discrete_laplace
 
-__all__ = ["OTHER_COLUMN", "DEFAULT_SHARE", "WithOther", "other_share", "complement_total", "with_other_row"]
+__all__ = ["OTHER_COLUMN", "DEFAULT_SHARE", "WithOther", "OtherPlan", "other_share", "complement_total",
+           "with_other_row", "other_halfwidth", "with_other_interval"]
 
 #: the boolean column marking the other row (``true``) and the released keys (``false``)
 OTHER_COLUMN = "other"
@@ -67,7 +69,7 @@ def other_share(other: Any) -> float | None:
 
 
 @dataclass(frozen=True)
-class _OtherPlan:
+class OtherPlan:
     """What the plan keeps for the read and the draw: the release's own plan, the other row's calibration."""
 
     inner: Planned
@@ -158,11 +160,11 @@ class WithOther(Wrapper):
         charge = Charge.of_event(seq, f"{planned.mechanism.name}+other")
         disclosure = dataclasses.replace(planned.disclosure, epsilon=request.epsilon).with_notes(
             _note(cal, eps_release, count_name, planned.request.aggregates != ()))
-        return dataclasses.replace(planned, charge=charge, disclosure=disclosure, detail=_OtherPlan(planned, cal))
+        return dataclasses.replace(planned, charge=charge, disclosure=disclosure, detail=OtherPlan(planned, cal))
 
     def read(self, ctx: Any, planned: Planned) -> Read:
         """The release's read, then the full keys' histogram bounded to l0 (its own secret), collected."""
-        plan: _OtherPlan = planned.detail
+        plan: OtherPlan = planned.detail
         inner = self.inner.read(ctx, plan.inner)
         with ctx.stage("the other row: bounding and counting", "bound+count"):
             hist = ctx.engine.histogram(ctx.data, ctx.unit, list(ctx.by), plan.calibration.l0, ctx.source, 1)
@@ -174,7 +176,7 @@ class WithOther(Wrapper):
 
     def draw(self, ctx: Any, planned: Planned, read: Read) -> Released:
         """The release's draw, then the other row (its noise drawn last)."""
-        plan: _OtherPlan = planned.detail
+        plan: OtherPlan = planned.detail
         r: _OtherRead = read.prepared
         released = self.inner.draw(ctx, plan.inner, r.inner)
         by, value = list(ctx.by), planned.value_column
@@ -195,3 +197,41 @@ def _note(cal: OtherTotalCalibration, eps_release: float, count_name: str, sums:
             f"of every key not released, plus discrete Laplace noise of scale {float(cal.scale):.4g} (std "
             f"{cal.noise_std:.4g}) at epsilon {cal.epsilon:.4g} (pure); the released keys use epsilon "
             f"{eps_release:.4g}" + ("; its SUM/MEAN columns are null" if sums else ""))
+
+
+def other_halfwidth(scale: Any, level: float) -> tuple[int, float]:
+    """``(h, coverage)``: the smallest integer h with P[|Z| <= h] >= ``level`` for the other row's discrete Laplace
+    noise Z of ``scale`` (exact law: P[|Z| <= h] = 1 − 2·P[Z >= h + 1]), and that probability."""
+    h = 0
+    while 1.0 - 2.0 * float(dlaplace_sf(h + 1, scale)) < level:
+        h += 1
+    return h, 1.0 - 2.0 * float(dlaplace_sf(h + 1, scale))
+
+
+def with_other_interval(table: Any, by: list[str], value_column: str, plan: OtherPlan,
+                        level: float) -> tuple[Any, str | None]:
+    """``table`` (with interval columns) where the other row's interval is its own: ``value ± h`` of its discrete
+    Laplace (:func:`other_halfwidth`, lower end raised to 0, as a count's), the other interval columns null in that
+    row (SUM/MEAN are null there); and the report's note on it. Post-processing of released values."""
+    import pyarrow as pa
+
+    key = by[0] if by and by[0] in table.column_names else None
+    lo_name, hi_name = f"{value_column}_lo", f"{value_column}_hi"
+    if key is None or not table.column(key).null_count or lo_name not in table.column_names:
+        return table, None
+    is_other = np.asarray(table.column(key).is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    h, coverage = other_halfwidth(plan.calibration.scale, level)
+    value = float(np.asarray(table.column(value_column).to_numpy(zero_copy_only=False), dtype=np.float64)[is_other][0])
+    cols = {}
+    for name in table.column_names:
+        col = table.column(name)
+        if name.endswith("_lo") or name.endswith("_hi"):
+            own = max(value - h, 0.0) if name == lo_name else value + h if name == hi_name else None
+            vals = col.to_pylist()
+            for i in np.flatnonzero(is_other):
+                vals[i] = None if own is None else (int(own) if pa.types.is_integer(col.type) else own)
+            col = pa.array(vals, type=col.type)
+        cols[name] = col
+    note = (f"other row: its interval is its own discrete Laplace's, ±{h} (exact coverage {coverage:.4f}), not "
+            f"conditional on a selection (the row is always released)")
+    return pa.table(cols), note

@@ -69,7 +69,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         mechanism: ``"auto"`` (lowest release threshold), a registered name, or a mechanism object with its
             options (``sd.GSHM(pre_threshold=5)``, ``sd.TopKCSH(k=1000)``, ``sd.MisraGries(sketch_size=…)``…).
         aggregates: the statistics per key; default ``[sd.Count()]``; ``sd.Sum``/``sd.Mean(column, lower, upper)``
-            add private SUM/MEAN columns released jointly with the count (:mod:`sparsedp.aggregates`).
+            add private SUM/MEAN columns released jointly with the count (:mod:`sparsedp.aggregates`);
+            ``sd.Variance``/``sd.Std`` the per-key variance / standard deviation (noisy sums of values and squares).
         column_shape: the SUM/MEAN columns' noise covariance shape (J × J, value units²) for GSHM.
         engine: "polars", "duckdb", "pandas", "arrow", "spark", or an engine object with its options; the default
             follows the input (:mod:`sparsedp.engines.choice`).

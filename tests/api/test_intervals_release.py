@@ -196,3 +196,30 @@ def test_coverage_over_2000_seeded_releases():
         exact["public"] = _coverage_note(pub.report, "count")
     for name, h in hits.items():
         _check(np.array(h), exact[name])
+
+
+def test_the_other_row_gets_its_own_laws_interval():
+    """release(..., other=True): the other row's count interval is that of its discrete Laplace noise (not the
+    released keys' law); its SUM/MEAN intervals are null like its values."""
+    from sparsedp.accounting.intervals import LinearNoise
+    from sparsedp.accounting.laws import DiscreteLaplace
+    from sparsedp.accounting.other_total import calibrate_other_total
+
+    df = _frame(keys=40, units=UNITS).vstack(_frame(keys=1, units=3).with_columns(pl.col("u") + 10**7,
+                                                                                 pl.col("k") + 1000))
+    res = sd.release(df, "u", "k", 1.0, 1e-7, max_groups_per_unit=1, aggregates=AGGS, interval=0.95, other=True,
+                     rng=InsecureSeededRandom(8))
+    t = res.table
+    last, rows = t.filter(pl.col("other")), t.filter(~pl.col("other"))
+    cal = calibrate_other_total(0.1, 1)  # the default share of epsilon for the other row
+    w = LinearNoise(((1, DiscreteLaplace(cal.scale)),)).halfwidth(0.95).width
+    assert last["count_hi"][0] - last["count"][0] == w
+    assert (rows["count_hi"] - rows["count"]).to_list() == [_coverage_width(res.report)] * rows.height
+    assert any(n.startswith("other row: its interval") for n in res.report.notes)
+    assert last["sum_x_lo"].is_null().all() and last["mean_x_hi"].is_null().all()
+    assert rows["sum_x_lo"].null_count() == 0
+
+
+def _coverage_width(report) -> int:
+    line = next(n for n in report.notes if n.startswith("intervals at"))
+    return int(float(line.split("count ± ", 1)[1].split(" ", 1)[0]))

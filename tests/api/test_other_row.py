@@ -183,3 +183,23 @@ def test_cli_other(tmp_path):
     assert "other row:" in r.output
     bad = CliRunner().invoke(app, [*base, "--top-k", "3", "--other"])
     assert bad.exit_code == 2 and "--other needs --max-groups" in bad.output
+
+
+def test_interval_of_the_other_row_is_its_own_noise():
+    """With ``interval=0.9`` the other row's interval is ±h of its discrete Laplace (h the smallest integer whose
+    exact P[|Z| <= h] reaches 0.9, checked by summing the pmf), not the release's law; SUM intervals null there."""
+    from sparsedp.other_row import other_halfwidth
+
+    df = _one_key_each().with_columns(v=pl.lit(0.5))
+    res = sd.release(df, "user", "key", EPS, DELTA, max_groups_per_unit=1, other=0.5, interval=0.9,
+                     aggregates=[sd.Count(), sd.Sum("v", 0, 1)], rng=InsecureSeededRandom(2))
+    last = res.table.row(-1, named=True)
+    h, coverage = other_halfwidth(1, 0.9)
+    grid = np.arange(-h, h + 1)
+    assert coverage == pytest.approx(float(_pmf_at(grid, 1).sum()), rel=1e-12) and coverage >= 0.9
+    assert float(_pmf_at(np.arange(-h + 1, h), 1).sum()) < 0.9  # the smallest such h
+    assert last["count_hi"] == last["count"] + h and last["count_lo"] == max(last["count"] - h, 0)
+    assert last["sum_v_lo"] is None and last["sum_v_hi"] is None
+    first = res.table.row(0, named=True)
+    assert first["count_hi"] - first["count"] != h  # the released keys keep the release's law
+    assert any(n.startswith("other row: its interval") for n in res.report.notes)

@@ -53,12 +53,12 @@ class RowsButNoCapability(Engine):
 DF = pl.DataFrame({"u": [1, 1, 2, 3], "k": ["a", "b", "a", "c"]})
 
 
-def test_embedded_engines_declare_the_pair_primitives_and_spark_declares_none():
+def test_embedded_engines_declare_the_pair_primitives_and_spark_only_the_rounds():
     for name in ENGINES:
         eng = get_engine(name)
         assert eng.offers(Capability.PAIRS) and eng.offers(Capability.UNIT_KEY_COUNTS), name
-        assert eng.embedded, name
-    assert SparkEngine.capabilities == frozenset()
+        assert eng.offers(Capability.ROUNDS) and eng.embedded, name
+    assert SparkEngine.capabilities == frozenset({Capability.ROUNDS})  # mad/mad2r's round_histogram
 
 
 def test_an_engine_without_the_capability_is_refused_whatever_attributes_it_has():
@@ -74,6 +74,8 @@ def test_an_engine_without_the_capability_is_refused_whatever_attributes_it_has(
             call()
     with pytest.raises(InvalidParameterError, match="not available on the rows-only engine"):
         eng.keys_per_unit_counts(DF, "u", ["k"], [1, 2])
+    with pytest.raises(InvalidParameterError, match="rows-only engine does not offer 'weighted-rounds'"):
+        eng.round_histogram(DF, "u", ["k"], 2, [1, 1], Tripwire())
 
 
 def test_the_pair_primitives_check_the_input_before_drawing():

@@ -535,10 +535,16 @@ def event_of(calibration: Charged, neighbours: Neighbours | None = None) -> Priv
     ``delta``: :class:`Charged`), charged at its (ε, δ).
 
     Families with a profile get their typed event (the noise actually sampled, as :func:`.profiles.profile_of`
-    reads it); any other calibration is charged as an :class:`ApproxDPEvent` (its (ε, δ), composed optimally),
-    or a :class:`PureEvent` when δ = 0.
+    reads it); a calibration of several releases that builds its own event (``calibration.event()``: the rounds
+    of :mod:`.adaptive_weighting`) gets that one; any other calibration is charged as an :class:`ApproxDPEvent`
+    (its (ε, δ), composed optimally), or a :class:`PureEvent` when δ = 0.
     """
     cal = calibration
+    own = getattr(cal, "event", None)
+    if callable(own) and not isinstance(cal, Calibration):  # a calibration that composes its own parts
+        ev = own()                                            # (adaptive_weighting.RoundsCalibration)
+        if isinstance(ev, PrivacyEvent):
+            return ev
     rel = neighbours if neighbours is not None else getattr(cal, "neighbours", Neighbours.ADD_REMOVE)
     common: dict[str, Any] = {"epsilon": float(cal.epsilon), "delta": float(cal.delta), "neighbours": rel}
     if isinstance(cal, SetUnionCalibration) and isinstance(cal.noise, laws.DiscreteGaussian) and cal.l0:

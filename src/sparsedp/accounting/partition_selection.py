@@ -20,7 +20,7 @@ binary value)::
 
 Since ``2^Q/hi <= e^ε`` and ``hi/2^Q >= e^{−ε}``, both constraints hold for the values actually sampled
 (``docs/proofs/optimal-partition-selection.md``); π̂ <= π at every n and π̂ is non-decreasing. The grid has
-``b = 64·⌈(64 + ⌈log2(1/δ)⌉)/64⌉`` bits, so every rounding costs at most ``2^-64·δ``. The curve ends at the
+``b = 64·⌈(65 + ⌈log2(1/δ)⌉)/64⌉`` bits, so every rounding costs at most ``2^-65·δ``. The curve ends at the
 first n with π̂(n) = 1 (every larger count is released surely).
 
 The public figures of the curve, comparable with a threshold mechanism's: ``n50`` (the smallest count kept
@@ -56,7 +56,7 @@ MIN_EPSILON = 2.0 ** -40
 
 
 def grid_bits(delta: Fraction) -> int:
-    """``b``: a multiple of 64 with ``2^-b <= 2^-64·δ`` (each rounding costs at most ``2^-64·δ``)."""
+    """``b``: a multiple of 64 with ``2^-b <= 2^-65·δ`` (each rounding costs at most ``2^-65·δ``)."""
     need = 64 + math.ceil(math.log2(1 / float(delta))) + 1 if delta > 0 else 128
     return 64 * max(1, -(-need // 64))
 

@@ -52,8 +52,8 @@ from .gaussian import gaussian_delta, gaussian_sigma
 from .laws import DiscreteGaussian, Gaussian
 
 __all__ = ["DEFAULT_GRID", "grid_weights", "weighted_shift_hockey_stick", "weighted_gaussian_delta",
-           "calibrate_weighted_gaussian", "SetUnionCalibration", "paper_threshold", "policy_gaussian_delta",
-           "calibrate_policy_gaussian", "PolicyCalibration"]
+           "calibrate_weighted_gaussian", "weighted_gaussian_scale", "SetUnionCalibration", "paper_threshold",
+           "policy_gaussian_delta", "calibrate_policy_gaussian", "PolicyCalibration"]
 
 #: default weight grid G (weights are multiples of 1/G): rounding costs at most 1/G per key and unit
 DEFAULT_GRID = 4096
@@ -230,6 +230,27 @@ class SetUnionCalibration(Calibration):
                            delta_achieved=self.delta_achieved, l0=self.l0)
 
 
+def weighted_gaussian_scale(epsilon: float, delta: float, l0: int, grid: int) -> Fraction:
+    """The smallest rational scale ``s`` (grid units, a multiple of 2^-20 found by 0.01 % steps up from the
+    analytic Gaussian σ of sensitivity ``max_t √t·W_t``) with the Gaussian part ``max_t H_t(t, ε) <= δ``: every
+    touched key held by both neighbours (Karrer et al. (2022) §5.3(2); ``docs/proofs/set-union.md`` §3)."""
+    eps, dlt, k = float(epsilon), float(delta), int(l0)
+    ws = grid_weights(k, grid)
+    norm = max(math.sqrt(t) * int(ws[t - 1]) for t in range(1, k + 1))  # <= G
+    sigma_c = gaussian_sigma(eps, dlt, sensitivity=norm)
+    s = rational_up(max(4.0, sigma_c * sigma_c))
+
+    def gauss_part(ss: Fraction) -> float:
+        return max(weighted_shift_hockey_stick(t, eps, ss, int(ws[t - 1])) for t in range(1, k + 1))
+
+    for _ in range(2000):
+        if gauss_part(s) <= dlt * (1 - 1e-9):
+            return s
+        s = rational_up(float(s) * 1.0001)
+    raise InfeasibleError(f"no discrete Gaussian scale found for epsilon={eps}, delta={dlt}, "
+                          f"l0={k}")  # pragma: no cover - the continuous σ plus 20% always suffices
+
+
 def calibrate_weighted_gaussian(epsilon: float, delta: float, l0: int, grid: int = DEFAULT_GRID) -> SetUnionCalibration:
     """The discrete Weighted Gaussian at (ε, δ): smallest rational scale ``s`` (grid units) with the Gaussian
     part ``max_t H_t(t, ε) <= δ`` (every touched key held by both neighbours; Karrer's choice of σ, Karrer et al. (2022)
@@ -246,19 +267,7 @@ def calibrate_weighted_gaussian(epsilon: float, delta: float, l0: int, grid: int
     ws = grid_weights(k, g)
     if ws[-1] < 1:
         raise InvalidParameterError(f"grid={g} is too coarse for max_groups_per_unit={k}: need grid^2 >= l0")
-    norm = max(math.sqrt(t) * int(ws[t - 1]) for t in range(1, k + 1))  # <= G
-    sigma_c = gaussian_sigma(eps, dlt, sensitivity=norm)
-    s = rational_up(max(4.0, sigma_c * sigma_c))
-
-    def gauss_part(ss: Fraction) -> float:
-        return max(weighted_shift_hockey_stick(t, eps, ss, int(ws[t - 1])) for t in range(1, k + 1))
-
-    for _ in range(2000):
-        if gauss_part(s) <= dlt * (1 - 1e-9):
-            break
-        s = rational_up(float(s) * 1.0001)
-    else:  # pragma: no cover - the continuous σ plus 20% always suffices
-        raise InfeasibleError(f"no discrete Gaussian scale found for epsilon={eps}, delta={dlt}, l0={k}")
+    s = weighted_gaussian_scale(eps, dlt, k, g)
     sf = float(s)
     # start: the t = l0 infinite term alone, 1 − (1 − P[Z >= T − W])^{l0} <= δ
     q = -math.expm1(math.log1p(-dlt) / k)

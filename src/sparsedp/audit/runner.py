@@ -43,6 +43,7 @@ from ..errors import InvalidParameterError
 from ..noise import default_source
 from .laws import law_count, release_count_law
 from .scenarios import MIXED_SENTINEL, Scenario, public_scenarios, scenarios_for
+from .adaptive_weighting import ROUNDS, rounds_law, rounds_scenarios
 from .set_union import POLICY, WEIGHTED, policy_law, policy_scenarios, weighted_law_view, weighted_scenarios
 from .stats import EpsilonBound, best_event_bound, epsilon_lower_bound, pooled_chisquare
 from .targets import (AUDITABLE, BLANKET, BOUND_NAME, STONES, Target, build_target, release_many,
@@ -104,6 +105,8 @@ def default_runs(target: Target, confidence: float = 0.95) -> tuple[int, int]:
         return separation_runs(float(target.request.epsilon), float(target.request.delta), checks, confidence), 300
     if target.picked == TWO_STAGE:  # a stage-1 release, a join and a stage-2 embedding per release (~30 ms)
         return 300, 300
+    if target.picked in ROUNDS:  # copies of the scenario tiled into releases of 65 536 rows (~0.3 s each)
+        return 2000, 2000
     if target.picked == VECTOR_SUM:  # one sparsedp.vector_sum call per release (~15 ms)
         return 300, 300
     if target.picked == ALP_TARGET:  # one sparsedp.alp call per release (~20 ms)
@@ -318,6 +321,8 @@ def law_inputs(target: Target, calibration=None) -> tuple[int, float, np.ndarray
     (:func:`.set_union.weighted_law_view`); the Policy Gaussian at weight ``ρ − σ`` (:func:`.set_union.policy_law`)."""
     if target.picked == POLICY:
         return policy_law(target, calibration)
+    if target.picked in ROUNDS:
+        return rounds_law(target, calibration)
     if target.picked == WEIGHTED:
         view = weighted_law_view(target)
         alt = None if calibration is None else weighted_law_view(target, calibration)
@@ -469,6 +474,7 @@ def has_conformance(target: Target) -> bool:
     """Whether ``target`` has a conformance check (:func:`conformance`)."""
     return (target.thresholded or target.public
             or target.picked in (WEIGHTED, POLICY, TWO_STAGE, BLANKET, VECTOR_SUM, VECTOR_MEAN, ALP_TARGET)
+            + ROUNDS
             or (target.picked == "misra-gries" and getattr(target.reference, "csh", None) is not None))
 
 
@@ -501,6 +507,8 @@ def scenarios_of(target: Target) -> list[Scenario]:
         return weighted_scenarios(target.calibration, target.bound)
     if target.picked == POLICY:
         return policy_scenarios(target.calibration, target.bound)
+    if target.picked in ROUNDS:
+        return rounds_scenarios(target)
     if target.picked == TWO_STAGE:
         return two_stage_scenarios(target)
     if target.picked == VECTOR_SUM:

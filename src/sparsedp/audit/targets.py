@@ -58,6 +58,7 @@ from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 from ..noise import default_source
 from .histograms import arrow_engine, local_histogram, release_tiled, released_rows, size_estimate
 from .mutants import scaled_calibration, scaled_law, scaled_public, shifted_calibration
+from .adaptive_weighting import ROUNDS, release_rounds, rounds_calibration
 from .set_union import POLICY, WEIGHTED, release_policy, shifted_weighted
 from .two_stage import TWO_STAGE, release_two_stage, two_stage_calibration
 from .alp import ALP_TARGET, ALPRelease, release_alp
@@ -73,7 +74,7 @@ AUDITABLE = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted", "
              "stability", "pure-blanket", "misra-gries", "auto", "public-gaussian", "public-laplace",
              CorrelatedGaussian.name, "bounded-density", "grouped-correlated-gaussian", "keep-heavy", "kh-prime",
              "kh-double-prime", "sparse-histogram", TWO_STAGE, WEIGHTED, POLICY, VECTOR_SUM, OPTIMAL_PARTITION,
-             VECTOR_MEAN, ALP_TARGET)
+             VECTOR_MEAN, ALP_TARGET) + ROUNDS
 #: the grouped correlated Gaussian (Lebeda (2024) Algorithm 2): audited on group 0 of two groups of ``d`` keys each
 GROUPED = "grouped-correlated-gaussian"
 #: public-key mechanisms (every listed key released, no threshold; σ scale applies)
@@ -91,8 +92,8 @@ THRESHOLDED = (GSHM.name, Laplace.name, "csh", TopKCSH.name, "topk-csh-shifted")
 #: thresholded ones: the public-key ones (σ only), Misra–Gries (σ of its CSH), the blanket histogram (ε only),
 #: the set-union and two-stage ones (both)
 SCALABLE = THRESHOLDED + PUBLIC + ("misra-gries", BLANKET, WEIGHTED, POLICY, TWO_STAGE, VECTOR_SUM, VECTOR_MEAN,
-                                   ALP_TARGET)
-SHIFTABLE = THRESHOLDED + (WEIGHTED, POLICY, TWO_STAGE)
+                                   ALP_TARGET) + ROUNDS
+SHIFTABLE = THRESHOLDED + (WEIGHTED, POLICY, TWO_STAGE) + ROUNDS
 #: the optimal l0 = 1 partition selection: one key per unit (bound 1), an independent exact bit per key (tiled);
 #: its curve has no noise scale or margin to break (the rounding-up mutant is built in its tests)
 _TILED = (GSHM.name, Laplace.name, "public-gaussian", "public-laplace", WEIGHTED, POLICY, OPTIMAL_PARTITION)
@@ -100,7 +101,7 @@ _CHUNK = 1 << 18  # keys per tiled release (bounds memory)
 #: the bound each mechanism's contribution model is stated with, and its name in the report
 BOUND_NAME = {GSHM.name: "l0", Laplace.name: "l0", "csh": "k", TopKCSH.name: "top_k", "topk-csh-shifted": "top_k",
               "misra-gries": "l0", "auto": "l0", VECTOR_SUM: "d", VECTOR_MEAN: "d", ALP_TARGET: "l0",
-              **{m: "l0" for m in PUBLIC + _PURE + (WEIGHTED, POLICY, TWO_STAGE, OPTIMAL_PARTITION)}}
+              **{m: "l0" for m in PUBLIC + _PURE + (WEIGHTED, POLICY, TWO_STAGE, OPTIMAL_PARTITION) + ROUNDS}}
 
 
 def auditable() -> tuple[str, ...]:
@@ -222,6 +223,8 @@ def _broken(picked: str, mech, request, ref, scale: float, shift: int) -> tuple[
         return shifted_calibration(scaled_calibration(ref, scale), shift), None
     if picked == TWO_STAGE:
         return two_stage_calibration(ref, scale, shift), None
+    if picked in ROUNDS:
+        return rounds_calibration(ref, scale, shift), None
     if picked in (VECTOR_SUM, VECTOR_MEAN):  # σ times scale: ρ over scale²
         return dataclasses.replace(ref, rho=ref.rho / scale ** 2,
                                    noise_std=tuple(x * scale for x in ref.noise_std)), None
@@ -369,6 +372,8 @@ def release_many(target: Target, counts, runs: int, rng, units: int | None = Non
         return release_policy(target, counts, int(runs), rng)
     if target.picked == VECTOR_SUM:  # the counts are the coordinates' true sums
         return release_vectors(target, counts, int(runs), rng)
+    if target.picked in ROUNDS:  # the counts encode units (.adaptive_weighting.rounds_rows)
+        return release_rounds(target, counts, int(runs), rng)
     if target.picked == VECTOR_MEAN:  # counts [0] = D, [1] = D'; columns: estimate, read-back noise, K
         return release_means(target, counts, int(runs), rng)
     if target.picked == ALP_TARGET:  # the counts of keys 0 and 1; columns (N_key, N_rest)

@@ -21,8 +21,8 @@ def audit(
                                               "public-gaussian, public-laplace, correlated-gaussian, "
                                               "bounded-density, grouped-correlated-gaussian, keep-heavy, kh-prime, "
                                               "kh-double-prime, sparse-histogram, two-stage, weighted-gaussian, "
-                                              "policy-gaussian, vector-sum, vector-mean, alp or "
-                                              "optimal-partition."),
+                                              "policy-gaussian, vector-sum, vector-mean, alp, "
+                                              "optimal-partition, mad or mad2r."),
     epsilon: float = typer.Option(..., "--epsilon", help="Claimed epsilon (> 0)."),
     delta: float = typer.Option(..., "--delta", help="Claimed delta (0 < delta < 1; 0 for the pure mechanisms)."),
     runs: Optional[int] = typer.Option(None, "--runs", help="Releases on each neighbour per scenario (default: "

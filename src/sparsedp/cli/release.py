@@ -287,7 +287,7 @@ class _ReleaseCommand(TyperCommand):
 
 _MECH = "Mechanism options"
 _AUTO = "Automatic bound (--max-groups auto)"
-_AGG = "SUM and MEAN"
+_AGG = "Aggregates and intervals"
 _OUT = "Output and budget"
 
 
@@ -360,8 +360,8 @@ def release(
     medians: Optional[List[str]] = typer.Option(None, "--median", rich_help_panel=_AGG, hidden=True,
                                                 help="Private median per released key: COLUMN:LOWER:UPPER[:NAME]."),
     variances: Optional[List[str]] = typer.Option(None, "--variance", rich_help_panel=_AGG,
-                                                  help="Private VARIANCE per key: COLUMN:LOWER:UPPER[:NAME]."),
-    stds: Optional[List[str]] = typer.Option(None, "--std", rich_help_panel=_AGG,
+                                                  help="Private VARIANCE per key: COL:LO:HI[:NAME]; --std COL:LO:HI."),
+    stds: Optional[List[str]] = typer.Option(None, "--std", rich_help_panel=_AGG, hidden=True,
                                              help="Private STD per key: COLUMN:LOWER:UPPER[:NAME]."),
     interval: Optional[float] = typer.Option(None, "--interval", rich_help_panel=_AGG,
                                              help="Per-row intervals at this level (e.g. 0.95): <col>_lo/_hi."),

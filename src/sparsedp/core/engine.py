@@ -89,6 +89,8 @@ class Capability(Enum):
     PAIRS = "pairs"
     #: :meth:`Engine.keys_per_unit_counts` (``max_groups_per_unit="auto"``)
     UNIT_KEY_COUNTS = "unit-key-counts"
+    #: :meth:`Engine.round_histogram` (the adaptive-weighting set union's rounds: ``mad``, ``mad2r``)
+    ROUNDS = "weighted-rounds"
 
 
 def lacks_error(engine_name: str, missing: frozenset[Capability], what: str, instead: str = "") -> InvalidParameterError:
@@ -193,6 +195,17 @@ class Engine(ABC, Generic[H, R]):
         ℓ0 choice keeps (``weights[t − 1] = W_t``, integers; ``d_u``: the unit's distinct keys). The bounding secret
         is drawn from ``rng`` after every input check. Keys with no kept pair are left out."""
         raise self._lacks(Capability.PAIRS)
+
+    def round_histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int,
+                        weights: Sequence[int], rng: RandomSource, exclude: Any = None, choose_first: bool = False,
+                        secret: bytes | None = None) -> tuple[H, bytes]:
+        """One round of the adaptive-weighting set union (:attr:`Capability.ROUNDS`): the histogram of per-key
+        weight sums ``S_k = Σ W_{t_u}`` over the pairs the ℓ0 choice keeps among each unit's keys not in
+        ``exclude`` (``pyarrow.Table`` of the ``by`` columns: keys released by earlier rounds), ``t_u`` = the unit's
+        kept pairs. ``choose_first``: choose among all the unit's keys, then drop the excluded ones (the first
+        round's choice kept). ``secret`` (None: drawn from ``rng`` after every input check) keys the choice and is
+        returned with the histogram. Keys with no kept pair are left out."""
+        raise self._lacks(Capability.ROUNDS)
 
     def kept_pairs(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int,
                    rng: RandomSource) -> KeptPairs:

@@ -62,7 +62,7 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
     identically, and implements the primitives on numpy arrays.
     """
 
-    capabilities = frozenset({Capability.PAIRS, Capability.UNIT_KEY_COUNTS})
+    capabilities = frozenset({Capability.PAIRS, Capability.UNIT_KEY_COUNTS, Capability.ROUNDS})
 
     @abstractmethod
     def raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
@@ -154,6 +154,11 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
     def weighted_histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int, weights: Any,
                            rng: Any) -> LocalHistogram:
         return pairs.weighted_histogram(self, data, privacy_unit, by, l0, weights, rng)
+
+    def round_histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int, weights: Any, rng: Any,
+                        exclude: Any = None, choose_first: bool = False,
+                        secret: bytes | None = None) -> tuple[LocalHistogram, bytes]:
+        return pairs.round_histogram(self, data, privacy_unit, by, l0, weights, rng, exclude, choose_first, secret)
 
     def kept_pairs(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int, rng: Any) -> KeptPairs:
         return pairs.kept_pairs(self, data, privacy_unit, by, l0, rng)

@@ -17,14 +17,14 @@ import numpy as np
 
 from ..core.bounded import BoundingStats, KeptPairs, LocalHistogram, OneGroupRows, PairIds, UnitPairs
 from ..core.checks import check_columns, engine_errors_as_input_errors
-from ..core.key_order import canonical_exprs
+from ..core.key_order import canonical_exprs, canonical_order
 from ..errors import InputDataError
-from .bounding import KEY, choose_from_per_key, draw_bounding_secret, select_pairs
+from .bounding import COUNT, KEY, choose_from_per_key, draw_bounding_secret, select_pairs
 from .input_checks import (check_key_values, check_mixed_types, check_nan_keys, check_nulls_and_rows,
                            check_pandas_nan_keys, check_unique_names)
 
-__all__ = ["distinct_pairs", "weighted_histogram", "kept_pairs", "pair_ids", "one_group_per_unit",
-           "select_one_group"]
+__all__ = ["distinct_pairs", "weighted_histogram", "round_histogram", "round_key_sums", "kept_pairs", "pair_ids",
+           "one_group_per_unit", "select_one_group"]
 
 WEIGHT = "__sparsedp_w"
 _DEG = "__sparsedp_d"
@@ -86,6 +86,68 @@ def weighted_histogram(engine: Any, data: Any, unit: str, by: Sequence[str], l0:
                           units_over_l0=ch.units_over_l0, pairs_dropped_l0=int(ch.dropped_per_key.sum()),
                           keys_in=ch.keys.height, keys_bounded=int(sel.size), keys_out=int(sel.size), l0=l0)
     return LocalHistogram(keys=arrow, counts=sums[sel], stats=stats)
+
+
+def _without(frame: Any, by: list[str], exclude: Any) -> Any:
+    """``frame`` without the rows whose key is in ``exclude`` (an Arrow table of the ``by`` columns), the
+    excluded keys cast to ``frame``'s key dtypes (they come from an earlier release of the same input)."""
+    import polars as pl
+
+    ex = pl.from_arrow(exclude.select(by))
+    assert isinstance(ex, pl.DataFrame)  # a Table gives a frame
+    ex = ex.with_columns([pl.col(c).cast(frame.schema[c]) for c in by])
+    return frame.join(ex, on=by, how="anti", nulls_equal=True)
+
+
+def round_key_sums(pairs: Any, unit: str, by: Sequence[str], l0: int, weights: Any, secret: bytes,
+                   exclude: Any = None, choose_first: bool = False) -> Any:
+    """One round of the adaptive-weighting set union on distinct ``(unit, *by)`` pairs (a Polars frame holding all
+    rows of each of its units; duplicates allowed): a Polars frame ``[*by, COUNT]`` of the Int64 per-key sums
+    ``S_k = Σ W_{t_u}`` over the kept pairs, ``t_u`` = unit u's kept pairs (``weights[t − 1] = W_t``), sums >= 1.
+
+    The kept pairs: :func:`~.bounding.select_pairs` (the engines' one ℓ0 choice, keyed by ``secret``) on the
+    pairs whose key is not in ``exclude`` (``choose_first=False``: a fresh choice among the unit's other keys,
+    ``mad2r``), or the choice on all pairs and then the excluded keys dropped (``choose_first=True``: round 1's
+    choice kept, ``mad``). Per-unit local: on any set of whole units it gives those units' partial sums."""
+    import polars as pl
+
+    by = list(by)
+    frame = pairs.select([unit, *by])  # select_pairs de-duplicates
+    if exclude is not None and exclude.num_rows and not choose_first:
+        frame = _without(frame, by, exclude)
+    kept = select_pairs(frame, unit, by, int(l0), secret)
+    if exclude is not None and exclude.num_rows and choose_first:
+        kept = _without(kept, by, exclude)
+    table = pl.DataFrame({"__t": np.arange(1, int(l0) + 1, dtype=np.int64),
+                          "__w": np.asarray(weights, dtype=np.int64)})
+    return (kept.with_columns(pl.len().over(unit).cast(pl.Int64).alias("__t"))
+            .join(table, on="__t", how="left")
+            .group_by(by).agg(pl.col("__w").sum().cast(pl.Int64).alias(COUNT))
+            .filter(pl.col(COUNT) >= 1))
+
+
+def round_histogram(engine: Any, data: Any, unit: str, by: Sequence[str], l0: int, weights: Any, rng: Any,
+                    exclude: Any = None, choose_first: bool = False,
+                    secret: bytes | None = None) -> tuple[LocalHistogram, bytes]:
+    """:meth:`~sparsedp.core.engine.Engine.round_histogram` on the embedded engines: the distinct pairs after every
+    input check (:func:`distinct_pairs`), then :func:`round_key_sums`; ``secret`` (None: drawn from ``rng``
+    after the checks) is returned with the histogram, keys in canonical order."""
+    import polars as pl
+
+    by = list(by)
+    up = distinct_pairs(engine, data, unit, by)
+    if secret is None:
+        secret = draw_bounding_secret(rng)
+    sums = round_key_sums(up.pairs, unit, by, l0, weights, secret, exclude, choose_first)
+    sums = sums.sort(canonical_order(sums.schema, by))
+    arrow = sums.select(by).to_arrow()
+    check_key_values(arrow, by)
+    units = int(up.pairs.select(pl.col(unit).n_unique()).item())
+    n_keys = int(up.pairs.select(by).unique().height)
+    stats = BoundingStats(rows_in=up.rows, units_in=units, pairs_in=up.pairs.height, units_over_l0=None,
+                          pairs_dropped_l0=None, keys_in=n_keys, keys_bounded=sums.height, keys_out=sums.height,
+                          l0=int(l0))
+    return LocalHistogram(keys=arrow, counts=sums[COUNT].to_numpy().astype(np.int64), stats=stats), secret
 
 
 def kept_pairs(engine: Any, data: Any, unit: str, by: Sequence[str], l0: int, rng: Any) -> KeptPairs:

@@ -68,7 +68,7 @@ from ..aggregates import Aggregate, Sum, noise_columns
 from ..core import sources
 from ..core.bounded import BoundingStats
 from ..core.checks import check_columns
-from ..core.engine import Engine, HistogramHandle, NoiseTask
+from ..core.engine import Capability, Engine, HistogramHandle, NoiseTask
 from ..core.histogram import SparseHistogram
 from ..core.key_order import canonical_order
 from ..core.noise_chunks import CHUNK, chunk_expr, n_chunks
@@ -78,6 +78,7 @@ from ..progress import listening, polling
 from .aggregate_exprs import bad_values, bounded_key_sums, grid_column_name, per_key_contributions
 from .bounding import COUNT  # the same internal count column as the embedded engines
 from .bounding import bounded_key_counts, draw_bounding_secret
+from .pairs import round_key_sums
 from .input_checks import check_nulls_and_rows, nan_key_error
 
 if TYPE_CHECKING:  # pyspark, Polars and pyarrow are imported when Spark runs (``import sparsedp`` stays light)
@@ -196,13 +197,10 @@ class _BoundTask:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import polars as pl
-        import pyarrow as pa
 
-        parts = [b for b in batches if b.num_rows]
-        if not parts:
+        table = _partition_table(batches)
+        if table is None:
             return
-        table = pa.Table.from_batches(parts)
-        types = {c: table.schema.field(c).type for c in self.by}
         grid: list[str] = []
         if self.aggregates:
             # the same choice (choose_from_per_key, same secret) with the per-pair contributions carried along
@@ -216,12 +214,65 @@ class _BoundTask:
             # dtypes itself (Int32 -> Int64, large strings -> String, time zones…)
             pairs = _polars(table.select([self.unit, *self.by]))
             counts = bounded_key_counts(pairs, self.unit, list(self.by), self.l0, self.secret).to_arrow()
-        out = pa.Table.from_arrays([counts.column(c).cast(types[c]) for c in self.by] +
-                                   [counts.column(c).cast(pa.int64()) for c in [COUNT, *grid]],
-                                   names=[*self.by, COUNT, *grid])
-        yield from out.combine_chunks().to_batches()
+        yield from _partial_batches(counts, table, self.by, [COUNT, *grid])
         if _first_attempt_fault():
             raise RuntimeError("sparsedp test fault: first attempt of a bounding task fails after output")
+
+
+def checked_source(frame: SparkDataFrame, unit: str, by: list[str]) -> tuple[SparkDataFrame, int]:
+    """``frame``'s unit and key columns after every input check (columns, nested keys, nulls, no rows, NaN keys),
+    and the number of input rows."""
+    check_columns(frame.columns, unit, by)
+    src = frame.select(unit, *by)
+    nested = [c for c in by if type(src.schema[c].dataType).__name__ in ("ArrayType", "MapType", "StructType")]
+    if nested:
+        raise InputDataError(f"key column {nested[0]!r} has type {src.schema[nested[0]].dataType.simpleString()}; "
+                             f"keys must be scalar values (strings, numbers, dates, booleans)")
+    rows_in = check_input(src, unit, by)
+    check_no_nan(src, unit, by)
+    return src, rows_in
+
+
+@dataclass(frozen=True)
+class _RoundTask:
+    """One round of the adaptive-weighting set union on one partition (all rows of each of its units): the same
+    code as the embedded engines (:func:`sparsedp.engines.pairs.round_key_sums`) -> partial per-key weight sums.
+    Pickled into the task closure with the bounding secret (``repr`` hides it) and the excluded keys (released
+    by earlier rounds: public)."""
+
+    unit: str
+    by: tuple[str, ...]
+    l0: int
+    weights: tuple[int, ...]
+    secret: bytes = field(repr=False)
+    exclude: Any = None
+    choose_first: bool = False
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = _partition_table(batches)
+        if table is None:
+            return
+        sums = round_key_sums(_polars(table.select([self.unit, *self.by])), self.unit, list(self.by), self.l0,
+                              self.weights, self.secret, self.exclude, self.choose_first).to_arrow()
+        yield from _partial_batches(sums, table, self.by, [COUNT])
+
+
+def _partition_table(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    """A bounding task's non-empty input batches as one Arrow table (None: an empty partition)."""
+    import pyarrow as pa
+
+    parts = [b for b in batches if b.num_rows]
+    return pa.Table.from_batches(parts) if parts else None
+
+
+def _partial_batches(counts: pa.Table, table: pa.Table, by: Sequence[str], cols: list[str]) -> list[pa.RecordBatch]:
+    """A task's partial per-key results: the key columns cast back to the partition's Spark types, ``cols`` as
+    Int64."""
+    import pyarrow as pa
+
+    out = pa.Table.from_arrays([counts.column(c).cast(table.schema.field(c).type) for c in by] +
+                               [counts.column(c).cast(pa.int64()) for c in cols], names=[*by, *cols])
+    return out.combine_chunks().to_batches()
 
 
 def _polars(table: pa.Table) -> pl.DataFrame:
@@ -364,6 +415,7 @@ class SparkEngine(Engine[SparkHistogram, "SparkDataFrame"]):
     the pure-DP and Misra–Gries mechanisms, whose algorithms need it in one place)."""
 
     name = "spark"
+    capabilities = frozenset({Capability.ROUNDS})
 
     def columns(self, data: InputData) -> list[str]:
         return list(as_spark_frame(data).columns)
@@ -376,14 +428,7 @@ class SparkEngine(Engine[SparkHistogram, "SparkDataFrame"]):
 
         by = list(by)
         frame = as_spark_frame(data)
-        check_columns(frame.columns, privacy_unit, by)
-        src = frame.select(privacy_unit, *by)
-        nested = [c for c in by if type(src.schema[c].dataType).__name__ in ("ArrayType", "MapType", "StructType")]
-        if nested:
-            raise InputDataError(f"key column {nested[0]!r} has type {src.schema[nested[0]].dataType.simpleString()}; "
-                                 f"keys must be scalar values (strings, numbers, dates, booleans)")
-        rows_in = check_input(src, privacy_unit, by)
-        check_no_nan(src, privacy_unit, by)
+        src, rows_in = checked_source(frame, privacy_unit, by)
         if aggregates:  # value columns checked before anything is drawn (one more scan)
             check_value_columns(frame, aggregates)
             src = frame.select(privacy_unit, *by, *dict.fromkeys(a.column for a in aggregates if isinstance(a, Sum)))
@@ -399,6 +444,34 @@ class SparkEngine(Engine[SparkHistogram, "SparkDataFrame"]):
                                    pairs_dropped_l0=None, keys_in=None, keys_bounded=int(s["b"]),
                                    keys_out=int(s["o"] or 0), l0=l0)
         return SparkHistogram(frame=hist, by=tuple(by), stats=stats)
+
+    @spark_task_progress
+    def round_histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int, weights: Any,
+                        rng: RandomSource, exclude: Any = None, choose_first: bool = False,
+                        secret: bytes | None = None) -> tuple[SparkHistogram, bytes]:
+        """One adaptive-weighting round in the executors (:meth:`Engine.round_histogram`): ``repartition(unit) →
+        mapInArrow(round) → groupBy(keys).sum()``, each task running the embedded engines' per-unit code
+        (:class:`_RoundTask`) with the secret drawn on the driver after the input checks."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        by = list(by)
+        src, rows_in = checked_source(as_spark_frame(data), privacy_unit, by)
+        if secret is None:
+            secret = draw_bounding_secret(rng)
+        ex = exclude.select(by) if exclude is not None and exclude.num_rows else None
+        schema = T.StructType([T.StructField(c, src.schema[c].dataType, True) for c in by] +
+                              [T.StructField(COUNT, T.LongType(), False)])
+        task = _RoundTask(unit=privacy_unit, by=tuple(by), l0=int(l0), weights=tuple(int(w) for w in weights),
+                          secret=secret, exclude=ex, choose_first=bool(choose_first))
+        partial = src.repartition(privacy_unit).mapInArrow(task, schema)
+        hist = partial.groupBy(*by).agg(F.sum(COUNT).cast("long").alias(COUNT))
+        hist = hist.persist(StorageLevel.MEMORY_AND_DISK)
+        n = int(hist.count())
+        stats = SparkBoundingStats(rows_in=rows_in, units_in=None, pairs_in=None, units_over_l0=None,
+                                   pairs_dropped_l0=None, keys_in=None, keys_bounded=n, keys_out=n, l0=int(l0))
+        return SparkHistogram(frame=hist, by=tuple(by), stats=stats), secret
 
     @spark_task_progress
     def kth_largest(self, hist: SparkHistogram, k: int) -> int:

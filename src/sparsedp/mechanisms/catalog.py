@@ -33,7 +33,7 @@ _BUILTIN = ("sparsedp.mechanisms.thresholded", "sparsedp.mechanisms.auto", "spar
             "sparsedp.mechanisms.misra_gries", "sparsedp.mechanisms.public_keys", "sparsedp.mechanisms.grouped_keys",
             "sparsedp.mechanisms.two_stage", "sparsedp.mechanisms.set_union",
             "sparsedp.mechanisms.partition_selection",
-            "sparsedp.mechanisms.mixed_keys")
+            "sparsedp.mechanisms.mixed_keys", "sparsedp.mechanisms.adaptive_weighting")
 _CORE = 2  # thresholded (gshm, laplace, topk-csh: the auto candidates) and auto
 #: names that are not release mechanisms, with the advice a user needs
 _ADVICE = {

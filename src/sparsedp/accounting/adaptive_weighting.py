@@ -1,0 +1,184 @@
+"""Privacy accounting of the adaptive-weighting set unions ``mad`` and ``mad2r`` (after Chen, Cohen-Addad, Epasto &
+Zadimoghaddam, "Scalable Private Partition Selection via Adaptive Weighting", ICML 2025, arXiv:2502.08878), with
+the integer noise actually sampled.
+
+sparsedp's secure versions run ``R`` rounds of the discrete Weighted Gaussian (:mod:`.set_union`), round ``r``
+on the keys no earlier round released: each unit drops its released keys, keeps at most ``Δ0`` of the rest (a
+fresh ℓ0 choice) and gives each of its ``t_r`` kept keys ``W_{t_r} = floor(G/√t_r)`` — a unit whose keys were
+released early ("far above the threshold") puts its whole ℓ2 budget on its remaining keys (its *adaptive
+degree* ``t_r`` is smaller). Round ``r`` adds exact ``N_Z(0, s_r)`` noise and releases ``S + Z >= T_r``.
+
+**Each round's profile is the Weighted Gaussian's exact one** (``docs/proofs/set-union.md`` Theorem 1) given the
+earlier rounds' output: a unit's round-``r`` weights are a function of its own rows, the public released keys
+and a fresh secret, so adding one unit changes exactly its own kept keys' sums, by ``W_{t_r}`` each
+(``docs/proofs/mad.md`` Lemma 1). The rounds compose adaptively: the release is charged as a
+:class:`~.events.SequenceEvent` of the rounds' :class:`~.events.SetUnionEvent` s, whose privacy-loss
+distributions the ledger composes (Dong, Roth & Su, "Gaussian differential privacy", JRSS-B 2022,
+arXiv:1905.02383, Thm 3.2), and :func:`calibrate_rounds` checks that composition, not a proxy, at (ε, δ).
+
+Calibration (``docs/proofs/mad.md`` §3): with ``s*`` the Weighted Gaussian's scale at ``(ε, a·δ)``
+(:func:`.set_union.weighted_gaussian_scale`), round ``r`` gets ``s_r = s*/f_r`` for its share ``f_r``
+(``Σ f_r = 1``: the rounds' Gaussian parts compose like one Weighted Gaussian at ``s*``) and the smallest
+threshold ``T_r`` whose new-key term ``max_t 1 − (1 − P[Z_r >= T_r − W_t])^t`` is at most ``(1 − a)·δ/R``;
+the composed δ(ε) is then computed, and ``a`` lowered until it is at most δ.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .. import _validate as v
+from ..errors import InfeasibleError, InvalidParameterError
+from .calibration import Comparison, Neighbours
+from .discrete import dgauss_sf, dgauss_variance
+from .discrete_histograms import _smallest_margin, rational_up
+from .events import SequenceEvent, event_of
+from .laws import DiscreteGaussian
+from .set_union import SetUnionCalibration, grid_weights, weighted_gaussian_delta, weighted_gaussian_scale
+
+__all__ = ["RoundsCalibration", "calibrate_rounds", "new_key_threshold", "rounds_event", "MAX_L0"]
+
+#: the composed profile is sampled from each round's exact profile (41 points, each a max over t = 1..Δ0):
+#: about 2 s a round at Δ0 = 20 and 4 s at 32 on one loaded core, so the rounds are offered up to this bound
+MAX_L0 = 32
+
+
+def new_key_threshold(sigma2: Fraction, l0: int, grid: int, target: float) -> int:
+    """The smallest integer threshold ``T`` with ``max_{1<=t<=Δ0} 1 − (1 − P[Z >= T − W_t])^t <= target``,
+    ``Z ~ N_Z(0, sigma2)``: the probability that a unit's ``t`` new keys (held by no other unit, weight ``W_t``
+    each) release anything (the "infinite" term of ``docs/proofs/set-union.md`` Theorem 1)."""
+    ws = grid_weights(l0, grid)
+    s = float(sigma2)
+
+    def worst(thr: int) -> float:
+        return max(-math.expm1(t * math.log1p(-min(dgauss_sf(thr - int(ws[t - 1]), s), 1.0 - 1e-300)))
+                   for t in range(1, l0 + 1))
+
+    return _smallest_margin(worst, target, int(ws[0]) + 1)
+
+
+@dataclass(frozen=True)
+class RoundsCalibration:
+    """An adaptive-weighting calibration: ``rounds`` (one :class:`~.set_union.SetUnionCalibration` per round, each
+    charged at (ε, its own δ(ε)); its ``noise`` and ``threshold_int`` are what round r samples and compares),
+    ``shares`` (each round's share ``f_r`` of the Gaussian budget), ``gauss_fraction`` (the ``a`` the search
+    settled on), ``delta_achieved`` (the composed δ(ε) of the rounds, <= δ).
+
+    ``sigma``/``tau``/``noise_std`` are the last round's count-equivalent figures (``plan`` and ``auto`` compare
+    them with GSHM's); ``kernel(r)`` is round r's per-key kernel calibration."""
+
+    mechanism: str
+    analysis: str
+    epsilon: float
+    delta: float
+    rounds: tuple[SetUnionCalibration, ...]
+    shares: tuple[float, ...]
+    gauss_fraction: float
+    delta_achieved: float
+    l0: int
+    grid: int
+
+    @property
+    def sigma(self) -> float:
+        return self.rounds[-1].sigma
+
+    @property
+    def tau(self) -> float:
+        return self.rounds[-1].tau
+
+    @property
+    def noise_std(self) -> float:
+        return self.rounds[-1].noise_std
+
+    @property
+    def delta_parts(self) -> dict[str, float]:
+        return {f"round {i + 1}": float(c.delta_achieved) for i, c in enumerate(self.rounds)}
+
+    @property
+    def comparison(self) -> Comparison:
+        return Comparison.GE
+
+    @property
+    def noise(self) -> DiscreteGaussian:
+        """The last round's law (in grid units; every round samples a :class:`~.laws.DiscreteGaussian`)."""
+        law = self.rounds[-1].noise
+        assert isinstance(law, DiscreteGaussian)  # _round builds one
+        return law
+
+    @property
+    def discrete(self) -> bool:
+        """Exact integer noise from the CSPRNG in every round."""
+        return True
+
+    @property
+    def neighbours(self) -> Neighbours:
+        return Neighbours.ADD_REMOVE
+
+    debias = False
+    k = None
+    top_k = None
+    d = None
+
+    def event(self) -> SequenceEvent:
+        """The ledger event: the rounds' exact events in sequence, charged at (ε, δ)."""
+        return rounds_event(self.rounds, self.epsilon, self.delta)
+
+    def release_probability(self, round_sums: tuple[int, ...]) -> float:
+        """The probability that a key is released, given its integer weight sum (grid units) in each round it
+        reaches, rounds independent given the sums: ``1 − Π_r P[S_r + Z_r < T_r]``. With the sums a key's units
+        give it in round r (each ``W_{t_r}`` for a unit's adaptive degree ``t_r``), this is the exact release
+        probability of that key when the other keys' round outcomes fix the ``t_r`` (a public, hypothetical
+        profile: what ``auto`` compares)."""
+        miss = 1.0
+        for cal, s in zip(self.rounds, round_sums):
+            miss *= 1.0 - dgauss_sf(int(cal.threshold_int) - int(s), float(cal.grid_sigma2))
+        return 1.0 - miss
+
+
+def rounds_event(rounds: tuple[SetUnionCalibration, ...], epsilon: float, delta: float) -> SequenceEvent:
+    """The rounds as one charge: a :class:`~.events.SequenceEvent` of their exact set-union events (each one's
+    parameters are fixed before any round is run), charged at (ε, δ)."""
+    return SequenceEvent([event_of(c) for c in rounds], epsilon=epsilon, delta=delta)
+
+
+def _round(name: str, eps: float, s: Fraction, thr: int, l0: int, grid: int) -> SetUnionCalibration:
+    d, info = weighted_gaussian_delta(eps, s, thr, l0, grid, parts=True)
+    sf = float(s)
+    root = math.sqrt(l0) / grid  # count-equivalent units, as SetUnionCalibration
+    return SetUnionCalibration(
+        mechanism=name, analysis="discrete-exact", epsilon=eps, delta=max(d, 1e-300),
+        sigma=math.sqrt(sf) * root, tau=thr * root - 1.0, noise_std=math.sqrt(dgauss_variance(s)) * root,
+        noise=DiscreteGaussian(s), comparison=Comparison.GE,
+        delta_parts={"infinite": info["infinite"], "forward": info["forward"], "reverse": info["reverse"]},
+        delta_achieved=d, l0=l0, grid=grid, threshold_int=thr)
+
+
+def calibrate_rounds(name: str, epsilon: float, delta: float, l0: int, shares: tuple[float, ...],
+                     grid: int = 4096) -> RoundsCalibration:
+    """The rounds of ``name`` at (ε, δ) (module docstring; ``docs/proofs/mad.md`` §3): the Gaussian fraction
+    ``a`` starts at 0.7 and is multiplied by 0.7 until the composed δ(ε) is at most δ (at most 8 tries)."""
+    eps = v.epsilon(epsilon)
+    dlt = v.delta(delta)
+    k = v.integer("max_groups_per_unit", l0, lo=1)
+    g = v.integer("grid", grid, lo=1)
+    fs = tuple(float(f) for f in shares)
+    if not fs or any(not (0 < f <= 1) for f in fs) or abs(math.fsum(fs) - 1.0) > 1e-9:
+        raise InvalidParameterError(f"shares must be positive and sum to 1, got {shares!r}")
+    a = 0.7
+    for _ in range(8):
+        s_star = weighted_gaussian_scale(eps, a * dlt, k, g)
+        target = (1.0 - a) * dlt / len(fs)
+        rounds = []
+        for f in fs:
+            s = rational_up(float(s_star) / f)
+            rounds.append(_round(name, eps, s, new_key_threshold(s, k, g, target), k, g))
+        achieved = float(rounds_event(tuple(rounds), eps, dlt).delta_at(eps))
+        if achieved <= dlt:
+            return RoundsCalibration(mechanism=name, analysis="discrete-exact-rounds", epsilon=eps, delta=dlt,
+                                     rounds=tuple(rounds), shares=fs, gauss_fraction=a, delta_achieved=achieved,
+                                     l0=k, grid=g)
+        a *= 0.7
+    raise InfeasibleError(f"{name}: no calibration of {len(fs)} rounds meets epsilon={eps}, delta={dlt} at "
+                          f"max_groups_per_unit={k}")
