@@ -272,7 +272,8 @@ def _partial_batches(counts: pa.Table, table: pa.Table, by: Sequence[str], cols:
 
     out = pa.Table.from_arrays([counts.column(c).cast(table.schema.field(c).type) for c in by] +
                                [counts.column(c).cast(pa.int64()) for c in cols], names=[*by, *cols])
-    return out.combine_chunks().to_batches()
+    batches: list[pa.RecordBatch] = out.combine_chunks().to_batches()
+    return batches
 
 
 def _polars(table: pa.Table) -> pl.DataFrame:

@@ -51,7 +51,17 @@ def register(cls: type[Mechanism]) -> type[Mechanism]:
     if name in _REGISTRY and _REGISTRY[name] is not cls:
         raise ValueError(f"mechanism {name!r} is already registered by {_REGISTRY[name].__name__}")
     _REGISTRY[name] = cls
+    # the order is _BUILTIN's (then plug-ins in registration order) whichever module a caller imports first
+    # (a direct ``import sparsedp.mechanisms.adaptive_weighting`` registers it before the modules listed ahead)
+    order = sorted(_REGISTRY.items(), key=lambda kv: _module_rank(kv[1]))
+    _REGISTRY.clear()
+    _REGISTRY.update(order)
     return cls
+
+
+def _module_rank(cls: type[Mechanism]) -> int:
+    """Position of ``cls``'s module in ``_BUILTIN`` (a plug-in: after every built-in module)."""
+    return _BUILTIN.index(cls.__module__) if cls.__module__ in _BUILTIN else len(_BUILTIN)
 
 
 def _load(upto: int = len(_BUILTIN)) -> None:
