@@ -291,6 +291,20 @@ _AGG = "Aggregates and intervals"
 _OUT = "Output and budget"
 
 
+def _aggregates(flags: dict[str, Optional[List[str]]]) -> list[Any]:
+    """The aggregates of ``--sum/--mean/--quantile/--median/--variance/--std``, in that order."""
+    return [(parse_quantile if flag in ("--quantile", "--median") else parse_aggregate)(flag, x)
+            for flag, values in flags.items() for x in values or ()]
+
+
+def _interval(interval: Optional[float], no_interval: bool) -> Optional[float]:
+    """The interval level of ``--interval LEVEL`` / ``--no-interval`` (None: no interval columns)."""
+    if interval is not None and no_interval:
+        raise InvalidParameterError("--interval and --no-interval exclude each other")
+    level: Optional[float] = interval_level(None if no_interval else interval)
+    return level
+
+
 @app.command(cls=_ReleaseCommand, epilog=(
     "Example: sparsedp release searches.parquet --unit user_id --by query --epsilon 1 --delta 1e-7 "
     "--max-groups 10 --out counts.csv   (see `sparsedp plan` to choose the parameters)"))
@@ -403,24 +417,16 @@ def release(
             raise InvalidParameterError(f"--group {group!r} must be one of the --by columns ({', '.join(by_cols)})")
         mech = mechanism_from_flags(mechanism, flags, option, top_k)
         max_groups_per_unit = parse_max_groups(max_groups, auto_share, auto_quantile, auto_objective)
-        aggregates = [Count(name=count_column)]
-        aggregates += [parse_aggregate("--sum", x) for x in sums or ()]
-        aggregates += [parse_aggregate("--mean", x) for x in means or ()]
-        aggregates += [parse_quantile("--quantile", x) for x in quantiles or ()]
-        aggregates += [parse_quantile("--median", x) for x in medians or ()]
-        aggregates += [parse_aggregate("--variance", x) for x in variances or ()]
-        aggregates += [parse_aggregate("--std", x) for x in stds or ()]
+        aggregates = [Count(name=count_column)] + _aggregates(
+            {"--sum": sums, "--mean": means, "--quantile": quantiles, "--median": medians, "--variance": variances,
+             "--std": stds})
         shape = parse_column_shape(column_shape)
-        if interval is not None and no_interval:
-            raise InvalidParameterError("--interval and --no-interval exclude each other")
-        level = interval_level(None if no_interval else interval)
-        keys = None
-        if keys_file is not None:
-            keys = read_key_set(keys_file, [c.strip() for c in by.split(",") if c.strip()])
+        level = _interval(interval, no_interval)
+        keys = None if keys_file is None else read_key_set(keys_file, by_cols)
     except SparsedpError as e:
         fail(e, RELEASE_FLAGS)
     run_release(input, console=Console(), err_console=err, head=head, privacy_unit=unit,
-                by=[c.strip() for c in by.split(",") if c.strip()], epsilon=epsilon, delta=delta,
+                by=by_cols, epsilon=epsilon, delta=delta,
                 max_groups_per_unit=max_groups_per_unit, mechanism=mech, engine=engine, out=out, overwrite=overwrite, ledger=ledger,
                 dataset=dataset, aggregates=aggregates, keys=keys,
                 **({"column_shape": shape} if shape is not None else {}),
