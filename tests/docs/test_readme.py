@@ -24,7 +24,7 @@ import pytest
 
 from blocks import blocks
 
-pytestmark = [pytest.mark.xdist_group("docs")]
+pytestmark = [pytest.mark.xdist_group("readme")]  # its own unit: the ~100 s fresh-venv run need not wait behind the docs pages
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
