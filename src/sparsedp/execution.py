@@ -198,11 +198,11 @@ def _tables(ctx: ReleaseContext, released: Any, value_column: str) -> Published:
         return Published(arrow, eng.from_arrow(arrow) if spark else None, _key_rows(arrow, by))
     if spark:
         native, n_rows = eng.native(released.rows, by, value_column)
-        arrow = _sorted_table(eng.to_arrow(released.rows, by, value_column), value_column) \
+        arrow = _sorted_table(eng.to_arrow(released.rows, by, value_column), value_column, by) \
             if ctx.request.out else None
         return Published(arrow, native, n_rows)
-    arrow = _sorted_table(eng.to_arrow(released.rows, by, value_column), value_column)
-    return Published(arrow, None, arrow.num_rows)
+    arrow = _sorted_table(eng.to_arrow(released.rows, by, value_column), value_column, by)
+    return Published(arrow, None, _key_rows(arrow, by))
 
 
 def _report(request: Any, planned: Any, released: Any, rows: int, delta_note: str | None) -> Report:
@@ -231,16 +231,14 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
     base = tables.arrow
     if base is None:  # a Spark frame not written to a file: its released rows (few) collected once
         base = _sorted_table(ctx.engine.to_arrow(released.rows, list(ctx.by), planned.value_column),
-                             planned.value_column)
+                             planned.value_column, list(ctx.by))
     arrow, added = add_intervals(base, laws, level, final.value_column)
-    native = tables.native
-    if native is not None:  # Spark in, Spark out: the table with its intervals
-        native = ctx.engine.from_arrow(arrow)
     notes = interval_notes(laws, level, added.coverage, final.mechanism.name)
     if isinstance(planned.detail, OtherPlan):  # the other row's interval is its own noise's
         arrow, note = with_other_interval(arrow, list(ctx.by), final.value_column, planned.detail, level)
-        native = ctx.engine.from_arrow(arrow) if native is not None else None
         notes += (note,) if note else ()
+    # Spark in, Spark out: the table with its intervals, converted once
+    native = ctx.engine.from_arrow(arrow) if tables.native is not None else None
     return (Published(arrow, native, tables.rows),
             dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes)))
 
