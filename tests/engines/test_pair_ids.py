@@ -70,9 +70,29 @@ def test_sequential_segment_sums_add_in_order():
         for i in range(1, n):
             acc = acc + x[s + i]
         want.append(acc)
-    got = pair_ids.sequential_segment_sums(x, starts)
+    got = pair_ids.sequential_segment_sums(pair_ids._run_numbers(starts, x.size), pl.Series(x), starts.size)
     assert np.array_equal(got, np.array(want))
     assert not np.array_equal(np.add.reduceat(x, starts), got)  # pairwise summation would differ here
+
+
+@pytest.mark.parametrize("agg", [sd.Sum("v", -4, 4), sd.Sum("v", 0, 600), sd.Mean("v", -1e12, 1e12),
+                                 sd.Variance("v", -3, 5)])
+def test_gridded_array_is_the_polars_grid_expression(agg):
+    from sparsedp.aggregates import noise_columns
+    from sparsedp.engines.aggregate_exprs import gridded, gridded_array
+
+    g = np.random.default_rng(2)
+    for a in noise_columns([agg])[0]:
+        lo, hi, step = a.lower, a.upper, a.granularity
+        # every rounding boundary of the grid inside the bounds and its neighbouring floats, the bounds, ±0,
+        # values outside the bounds, infinities (an overflowing pair sum), random values
+        ks = np.arange(-40, 41) if (hi - lo) / step > 200 else np.arange(round(lo / step) - 2, round(hi / step) + 3)
+        edges = np.concatenate([(ks + 0.5) * step, ks * step, np.sqrt(np.abs(ks * step + 0.5 * step))])
+        x = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
+                            [lo, hi, 0.0, -0.0, lo - 1, hi + 1, np.inf, -np.inf, 1e300, -1e300],
+                            g.uniform(lo - 1, hi + 1, 2000)])
+        want = pl.DataFrame({"t": x}).select(gridded(pl.col("t"), a)).to_series().to_numpy()
+        assert np.array_equal(gridded_array(x, a), want)
 
 
 def test_order_of_additions_is_the_input_order():

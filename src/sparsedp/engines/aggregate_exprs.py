@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+import numpy as np
+
 from ..aggregates import Aggregate, Squares, Sum, noise_columns
 from ..errors import InputDataError, InvalidTypeError
 from .bounding import COUNT, Choice, choose_from_per_key
@@ -26,7 +28,7 @@ from .bounding import COUNT, Choice, choose_from_per_key
 if TYPE_CHECKING:  # Polars is imported when the expressions are built (``import sparsedp`` stays light)
     import polars as pl
 
-__all__ = ["grid_column_name", "check_value_columns", "value_check_exprs", "raise_bad_values", "contribution_exprs", "gridded", "unit_key_contributions",
+__all__ = ["grid_column_name", "check_value_columns", "value_check_exprs", "raise_bad_values", "contribution_exprs", "gridded", "gridded_array", "unit_key_contributions",
            "key_grid_sums"]
 
 
@@ -119,6 +121,24 @@ def gridded(total: pl.Expr, a: Sum) -> pl.Expr:
         v = v * v
     q = (v / a.granularity + 0.5).floor().clip(float(ql), float(qu))
     return q.cast(pl.Int64) - a.centre
+
+
+def gridded_array(total: np.ndarray, a: Sum) -> np.ndarray:
+    """:func:`gridded` on a numpy array of the pairs' Float64 sums: the same IEEE operations in the same order
+    (clip, square for :class:`~sparsedp.aggregates.Squares`, divide, add 1/2, floor, clip, truncate to Int64,
+    subtract the centre), so the same Int64 contributions (``tests/engines/test_pair_ids.py`` compares them
+    with the Polars expression's on boundary values); a sum of +0 or −0 gives the same contribution."""
+    ql, qu = a.grid_bounds
+    v = np.clip(total, a.lower, a.upper)
+    if isinstance(a, Squares):
+        np.multiply(v, v, out=v)
+    np.divide(v, a.granularity, out=v)
+    np.add(v, 0.5, out=v)
+    np.floor(v, out=v)
+    np.clip(v, float(ql), float(qu), out=v)
+    q = v.astype(np.int64)
+    q -= a.centre
+    return q
 
 
 def unit_key_contributions(rows: pl.LazyFrame | pl.DataFrame, unit: str, by: Sequence[str],

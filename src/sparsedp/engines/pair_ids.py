@@ -22,8 +22,8 @@ there differs:
    shared out between the threads of a pool: numpy, Polars and the AES release the GIL), each slice done in
    one go (:func:`_bound_slice`): the distinct pairs are the run starts; with SUM/MEAN each pair's Float64
    sum of values added in input row order (:func:`sequential_segment_sums`) and its clipped, gridded,
-   re-centred contribution (:func:`~sparsedp.engines.aggregate_exprs.gridded`, the expressions of
-   :func:`~sparsedp.engines.aggregate_exprs.contribution_exprs`); each unit's pairs are one run, so keys per
+   re-centred contribution (:func:`~sparsedp.engines.aggregate_exprs.gridded_array`, the numpy twin of
+   :func:`~sparsedp.engines.aggregate_exprs.gridded`); each unit's pairs are one run, so keys per
    unit and the units over ``l0`` are run lengths; distinct units per key is a ``bincount``; only the pairs
    of units over ``l0`` are ranked (fingerprints of those units and of the distinct keys, AES ranks of those
    pairs, :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position as tie-break),
@@ -59,7 +59,7 @@ import numpy as np
 from ..aggregates import Aggregate, Sum
 from ..core.key_order import canonical_order
 from ..errors import InputDataError
-from .aggregate_exprs import _sums, grid_column_name, gridded, raise_bad_values, value_check_exprs
+from .aggregate_exprs import _sums, grid_column_name, gridded_array, raise_bad_values, value_check_exprs
 from .bounding import COUNT, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks, unit_fingerprints
 from .input_checks import check_nan_keys, check_nulls_and_rows
 from .raw_counts import RawCounts
@@ -465,13 +465,11 @@ def _map_parts(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series], ch
 def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) -> PairCounts:
     """The ℓ0 choice on a slice of whole units of the sorted pair ids ``srt`` (repeated pairs adjacent; with
     sums, ``vals``: the rows' value Series in the same order). The distinct pairs are the run starts; each
-    pair's Float64 sums of values in row order (:func:`_pair_sums`) become its Int64 grid contributions
-    (:func:`~sparsedp.engines.aggregate_exprs.gridded`); each unit's pairs are one run, so keys per unit are
-    run lengths; distinct units per key is a ``bincount``; only the pairs of units over ``l0`` are ranked:
-    fingerprints of those units, AES ranks (:func:`~sparsedp.engines.bounding.prf_ranks`) and
-    :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position as tie-break."""
-    import polars as pl
-
+    pair's Float64 sums of values in row order (:func:`sequential_segment_sums`) become its Int64 grid
+    contributions (:func:`~sparsedp.engines.aggregate_exprs.gridded_array`); each unit's pairs are one run, so
+    keys per unit are run lengths; distinct units per key is a ``bincount``; only the pairs of units over
+    ``l0`` are ranked: fingerprints of those units, AES ranks (:func:`~sparsedp.engines.bounding.prf_ranks`)
+    and :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position as tie-break."""
     n_keys = ctx.n_keys
     first = None if ctx.distinct else _run_starts(srt)
     pid = srt if first is None else srt[first]
@@ -480,10 +478,10 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) 
         contrib = [c if first is None else c[first] for c in (vals[n].to_numpy() for n in ctx.names)]
     elif ctx.sums:
         assert first is not None
-        raw = {v: f"__sparsedp_s{j}" for j, v in enumerate(vals)}
-        per_pair = pl.DataFrame({raw[v]: _pair_sums(s, first) for v, s in vals.items()})
-        contrib = [c.to_numpy() for c in per_pair.select(
-            [gridded(pl.col(raw[a.column]), a).alias(n) for a, n in zip(ctx.sums, ctx.names)]).get_columns()]
+        pair = _run_numbers(first, srt.size)
+        totals = {v: sequential_segment_sums(pair, s, first.size) for v, s in vals.items()}
+        contrib = [gridded_array(totals[a.column], a) for a in ctx.sums]
+        del pair, totals
     pu = pid >> np.uint64(ctx.bk)
     pk = np.bitwise_and(pid, np.uint64((1 << ctx.bk) - 1)).view(np.int64)
     pairs = int(pk.size)
@@ -540,20 +538,6 @@ def _key_sums(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
     return out
 
 
-def _pair_sums(values: pl.Series, starts: np.ndarray) -> np.ndarray:
-    """Each pair's Float64 sum of ``values`` (rows sorted by pair, in input order within a pair; ``starts``:
-    each pair's first row): :func:`sequential_segment_sums`, or for integer columns whose every partial sum
-    is an exactly representable integer (``max |v| · rows < 2^53``) the same sums by ``np.add.reduceat``,
-    since exact sums do not depend on the order of the additions."""
-    import polars as pl
-
-    if values.dtype.is_integer() and values.len():
-        m = max(abs(cast(int, values.min())), abs(cast(int, values.max())))  # integers (not empty)
-        if m * values.len() < 2**53:
-            return np.add.reduceat(values.cast(pl.Float64).to_numpy(), starts)
-    return sequential_segment_sums(values.cast(pl.Float64).to_numpy(), starts)
-
-
 def _run_starts(sorted_ids: np.ndarray) -> np.ndarray:
     """Start index of each run of equal values in a sorted array (int64)."""
     first = np.empty(sorted_ids.size, dtype=bool)
@@ -562,19 +546,23 @@ def _run_starts(sorted_ids: np.ndarray) -> np.ndarray:
     return np.flatnonzero(first)
 
 
-def sequential_segment_sums(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """The Float64 sum of each run ``x[starts[i]:starts[i+1]]`` (last run to the end), adding its values in
-    order: ``((x_0 + x_1) + x_2) + …`` (not numpy's pairwise summation), so a sum depends on the values and
-    their input order only, never on chunking or threads. Vectorised position by position: step ``j`` adds
-    the ``j``-th value of every run longer than ``j`` (the runs still active shrink, so the work is one
-    addition per value)."""
-    x = np.asarray(x, dtype=np.float64)
-    acc: np.ndarray = x[starts]
-    lengths = np.diff(starts, append=x.size)
-    active = np.flatnonzero(lengths > 1)
-    j = 1
-    while active.size:
-        acc[active] += x[starts[active] + j]
-        j += 1
-        active = active[lengths[active] > j]
-    return acc
+def _run_numbers(starts: np.ndarray, n: int) -> np.ndarray:
+    """The run number ``0 … len(starts) − 1`` of each of ``n`` positions, given the runs' start indices
+    (``starts[0] == 0``, increasing), as ``intp`` (what ``np.bincount`` takes without a copy)."""
+    pair = np.zeros(n, dtype=np.intp)
+    pair[starts[1:]] = 1
+    return np.cumsum(pair, out=pair)
+
+
+def sequential_segment_sums(pair: np.ndarray, values: pl.Series, n_pairs: int) -> np.ndarray:
+    """Each pair's Float64 sum of ``values`` (a Series of the rows, each pair's rows in input row order),
+    its values added one by one in that order (``pair``: each row's pair ``0 … n_pairs − 1``, intp).
+
+    ``np.bincount`` with weights adds ``out[pair[i]] += values[i]`` for ``i = 0, 1, …`` into Float64 zeros: the
+    sequential sum ``((0 + x_0) + x_1) + …`` of each pair, a function of the values and their order only (not
+    of threads or chunking; not numpy's pairwise summation). It equals ``(x_0 + x_1) + …`` bit for bit, except
+    that a sum of zeros is +0 where that one may be −0, which grids alike
+    (:func:`~sparsedp.engines.aggregate_exprs.gridded_array`)."""
+    import polars as pl
+
+    return np.bincount(pair, weights=values.cast(pl.Float64).to_numpy(), minlength=n_pairs)
