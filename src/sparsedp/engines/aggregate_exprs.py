@@ -129,6 +129,7 @@ def gridded_array(total: np.ndarray, a: Sum) -> np.ndarray:
     subtract the centre), so the same Int64 contributions (``tests/engines/test_pair_ids.py`` compares them
     with the Polars expression's on boundary values); a sum of +0 or −0 gives the same contribution."""
     ql, qu = a.grid_bounds
+    assert a.granularity is not None  # set when the Sum was built
     v = np.clip(total, a.lower, a.upper)
     if isinstance(a, Squares):
         np.multiply(v, v, out=v)
@@ -136,7 +137,7 @@ def gridded_array(total: np.ndarray, a: Sum) -> np.ndarray:
     np.add(v, 0.5, out=v)
     np.floor(v, out=v)
     np.clip(v, float(ql), float(qu), out=v)
-    q = v.astype(np.int64)
+    q: np.ndarray = v.astype(np.int64)
     q -= a.centre
     return q
 

@@ -479,9 +479,9 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) 
     elif ctx.sums:
         assert first is not None
         pair = _run_numbers(first, srt.size)
-        totals = {v: sequential_segment_sums(pair, s, first.size) for v, s in vals.items()}
-        contrib = [gridded_array(totals[a.column], a) for a in ctx.sums]
-        del pair, totals
+        pair_sums = {v: sequential_segment_sums(pair, s, first.size) for v, s in vals.items()}
+        contrib = [gridded_array(pair_sums[a.column], a) for a in ctx.sums]
+        del pair, pair_sums
     pu = pid >> np.uint64(ctx.bk)
     pk = np.bitwise_and(pid, np.uint64((1 << ctx.bk) - 1)).view(np.int64)
     pairs = int(pk.size)
