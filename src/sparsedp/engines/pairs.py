@@ -29,6 +29,17 @@ __all__ = ["distinct_pairs", "weighted_histogram", "round_histogram", "round_key
 
 
 
+def _checked_rows(engine: Any, data: Any, unit: str, by: list[str]) -> Any:
+    """The unit and key columns of ``data`` as a Polars LazyFrame, after the checks that need no pass over the
+    rows (duplicate names, mixed types, missing columns, pandas NaN keys); inside the caller's
+    ``engine_errors_as_input_errors``."""
+    check_unique_names(data)
+    check_mixed_types(data, unit, by)
+    check_columns(engine.columns(data), unit, by)
+    check_pandas_nan_keys(data, by)
+    return engine.rows_lazy(data).select([unit, *by])
+
+
 def distinct_pairs(engine: Any, data: Any, unit: str, by: Sequence[str]) -> UnitPairs:
     """The distinct ``(unit, *by)`` pairs (a Polars DataFrame) and the number of input rows, after every input
     check the engines make (columns, duplicate names, mixed types, nulls and NaN keys, no rows)."""
@@ -36,12 +47,8 @@ def distinct_pairs(engine: Any, data: Any, unit: str, by: Sequence[str]) -> Unit
 
     by = list(by)
     cols = [unit] + by
-    check_unique_names(data)
     with engine_errors_as_input_errors(engine.name):
-        check_mixed_types(data, unit, by)
-        check_columns(engine.columns(data), unit, by)
-        check_pandas_nan_keys(data, by)
-        lf = engine.rows_lazy(data).select(cols)
+        lf = _checked_rows(engine, data, unit, by)
         c = lf.select(pl.len().alias("__rows"), *[pl.col(x).null_count().alias(x) for x in cols]).collect()
         c = c.row(0, named=True)
         rows = int(c.pop("__rows"))
@@ -68,12 +75,8 @@ def weighted_histogram(engine: Any, data: Any, unit: str, by: Sequence[str], l0:
 
     by = list(by)
     cols = [unit, *by]
-    check_unique_names(data)
     with engine_errors_as_input_errors(engine.name):
-        check_mixed_types(data, unit, by)
-        check_columns(engine.columns(data), unit, by)
-        check_pandas_nan_keys(data, by)
-        lf = engine.rows_lazy(data).select(cols)
+        lf = _checked_rows(engine, data, unit, by)
 
         def on_counts(results: list[pl.DataFrame]) -> None:
             c = results[0].row(0, named=True)
