@@ -135,20 +135,31 @@ def run_sparsedp(df, eps: float, seeds, routes) -> list[Route]:
     return out
 
 
-def run_peer(peer: str, data: Path, tmp: Path, eps_list, l0s, reps: int, timeout: float) -> list[Route]:
+def run_peer(peer: str, data: Path, tmp: Path, eps_list, l0s, reps: int, timeout: float,
+             cache: Path | None = None) -> dict:
+    """The peer's releases (``sweep.py`` in its venv); with ``cache`` (``--peer-cache``), read from / written to
+    ``cache`` so that sparsedp's routes can be re-run against the same peer draws (the datasets are deterministic)."""
     params = [{"epsilon": e, "delta": DELTA, "l0": l0, "noise": n, "rep": rep}
               for e in eps_list for l0 in l0s for n in PEER_NOISES[peer] for rep in range(reps)]
     pin, pout = tmp / f"sweep_{peer}.json", tmp / f"sweep_{peer}_out.json"
     pin.write_text(json.dumps(params))
     t = time.perf_counter()
-    r = subprocess.run([str(peers.venv_python(peers.PEERS[peer]["venv"])), str(peers.SCRIPTS / "sweep.py"), peer,
-                        str(data), str(pin), str(pout)], capture_output=True, text=True, timeout=timeout,
-                       cwd=peers.SCRIPTS)
-    if r.returncode != 0:
-        print(f"  {peer} failed: {r.stderr.strip()[-400:]}", flush=True)
-        return []
+    if cache is not None and cache.exists():
+        rows = [row for row in json.loads(cache.read_text())
+                if {k: row[k] for k in ("epsilon", "delta", "l0", "noise", "rep")} in params]
+        print(f"  {peer}: {len(rows)} releases read from {cache}", flush=True)
+    else:
+        r = subprocess.run([str(peers.venv_python(peers.PEERS[peer]["venv"])), str(peers.SCRIPTS / "sweep.py"), peer,
+                            str(data), str(pin), str(pout)], capture_output=True, text=True, timeout=timeout,
+                           cwd=peers.SCRIPTS)
+        if r.returncode != 0:
+            print(f"  {peer} failed: {r.stderr.strip()[-400:]}", flush=True)
+            return {}
+        rows = json.loads(pout.read_text())
+        if cache is not None:
+            cache.write_text(json.dumps(rows))
     routes: dict = {}
-    for row in json.loads(pout.read_text()):
+    for row in rows:
         key = (row["epsilon"], row["noise"], row["l0"])
         label = peers.PEERS[peer]["label"] + " " + (row["noise"].replace("select-", "partition selection ")
                                                     if row["noise"].startswith("select-") else row["noise"])
@@ -199,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tumult-epsilons", default="1", help="Tumult's ε values (a subset of --epsilons)")
     ap.add_argument("--peer-reps", type=int, default=None, help="runs per peer configuration (default: one per seed)")
     ap.add_argument("--skip-install", action="store_true")
+    ap.add_argument("--peer-cache", default=None, help="folder: each peer's releases per dataset are read from "
+                    "<folder>/<data>-<rows>_<peer>.json when there, else run and written there")
+    ap.add_argument("--peers-only", action="store_true", help="run (and cache) the peers, no sparsedp route")
     ap.add_argument("--timeout", type=float, default=3600)
     a = ap.parse_args(argv)
     eps_list = [float(x) for x in a.epsilons.split(",")]
@@ -234,8 +248,11 @@ def main(argv: list[str] | None = None) -> int:
                 reps = a.tumult_reps if p == "tumult" else (a.peer_reps or len(seeds))
                 grid = tuple(int(x) for x in a.tumult_l0s.split(",")) if p == "tumult" else l0s
                 eps_p = [float(x) for x in a.tumult_epsilons.split(",")] if p == "tumult" else eps_list
-                for e, rs in run_peer(p, path, tmp, eps_p, grid, reps, a.timeout).items():
+                cache = Path(a.peer_cache) / f"{tag}-{info['rows']}_{p}.json" if a.peer_cache else None
+                for e, rs in run_peer(p, path, tmp, eps_p, grid, reps, a.timeout, cache).items():
                     peer_rows.setdefault(e, []).extend(rs)
+            if a.peers_only:
+                continue
             for eps in eps_list:
                 print(f"  epsilon = {eps:g}", flush=True)
                 raw = run_sparsedp(df, eps, seeds, routes)
