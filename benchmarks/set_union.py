@@ -333,6 +333,7 @@ def _targets(tag, eps, ours, theirs, best_peer, peer_counts, truth, raw, raw_pee
                        f"targets at once {'MET' if kr >= 1.25 else 'NOT met'}")
         else:
             out.append(f"- {tag} ε={eps:g}: no count route has error <= 0.7x the peer's: both targets at once NOT met")
+    out.append(_auto_counts_check(tag, eps, raw))
     wg, mad, mad2r = get("weighted-gaussian"), get("mad"), get("mad2r")
     if wg is None or mad is None or mad2r is None:
         out.append(f"- {tag} ε={eps:g}: MAD/MAD2R vs Weighted Gaussian: not checked (mechanism not registered)")
@@ -347,6 +348,25 @@ def _targets(tag, eps, ours, theirs, best_peer, peer_counts, truth, raw, raw_pee
                    f"truncated geometric {geo.mean:.1f}: target (match or beat) "
                    f"{'MET' if at1.mean >= geo.mean else 'NOT met'}")
     return out
+
+
+def _auto_counts_check(tag, eps, raw) -> str:
+    """Whether ``sd.Auto(objective="counts")`` (the default mechanism; chosen from public parameters) picks, at each
+    l0 of the grid, the one-stage count mechanism that released the most keys here (GSHM or Laplace)."""
+    import sparsedp as sd
+    from sparsedp.mechanisms.base import ReleaseRequest
+
+    by = {(r.name, r.l0): r.mean for r in raw if r.name in ("gshm", "laplace")}
+    right, seen = [], []
+    for l0 in sorted({l0 for _, l0 in by}):
+        if ("gshm", l0) not in by or ("laplace", l0) not in by:
+            continue
+        chose = sd.Auto().resolve(ReleaseRequest(eps, DELTA, l0))[0].name
+        best = max(("gshm", "laplace"), key=lambda m: by[(m, l0)])
+        seen.append(f"l0={l0}: {chose} ({by[(chose, l0)]:.1f} keys; {best} {by[(best, l0)]:.1f})")
+        right.append(by[(chose, l0)] >= by[(best, l0)] - 1e-9)
+    return (f"- {tag} ε={eps:g}: sd.Auto(objective='counts') picks the one-stage count mechanism with the most keys at "
+            f"{sum(right)} of {len(right)} bounds: " + "; ".join(seen))
 
 
 if __name__ == "__main__":
