@@ -223,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
                     "<folder>/<data>-<rows>_<peer>.json when there, else run and written there")
     ap.add_argument("--two-stage-selects", default="auto,mad2r", help="stage 1 of the two-stage routes")
     ap.add_argument("--splits", default="0.5,0.8,0.9", help="the two-stage routes' shares of ε on stage 1")
+    ap.add_argument("--ours-cache", default=None, help="folder: sparsedp's routes per dataset and ε are read from "
+                    "<folder>/<data>-<rows>_sparsedp_<ε>.json when there, else run and written there")
     ap.add_argument("--peers-only", action="store_true", help="run (and cache) the peers, no sparsedp route")
     ap.add_argument("--timeout", type=float, default=3600)
     a = ap.parse_args(argv)
@@ -267,7 +269,15 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             for eps in eps_list:
                 print(f"  epsilon = {eps:g}", flush=True)
-                raw = run_sparsedp(df, eps, seeds, routes)
+                ours = Path(a.ours_cache) / f"{tag}-{info['rows']}_sparsedp_{eps:g}.json" if a.ours_cache else None
+                if ours is not None and ours.exists():
+                    raw = [Route(**r) for r in json.loads(ours.read_text())]
+                    print(f"  sparsedp: {len(raw)} routes read from {ours}", flush=True)
+                else:
+                    raw = run_sparsedp(df, eps, seeds, routes)
+                    if ours is not None:
+                        ours.parent.mkdir(parents=True, exist_ok=True)
+                        ours.write_text(json.dumps([vars(r) for r in raw]))
                 ours, theirs = best_by_name(raw), best_by_name(peer_rows.get(eps, []))
                 best_peer = theirs[0] if theirs else None
                 peer_counts = next((r for r in theirs if r.counts), None)
