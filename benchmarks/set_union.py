@@ -144,11 +144,11 @@ def run_sparsedp(df, eps: float, seeds, routes) -> list[Route]:
 
 
 def run_peer(peer: str, data: Path, tmp: Path, eps_list, l0s, reps: int, timeout: float,
-             cache: Path | None = None) -> dict:
+             cache: Path | None = None, noises: tuple[str, ...] | None = None) -> dict:
     """The peer's releases (``sweep.py`` in its venv); with ``cache`` (``--peer-cache``), read from / written to
     ``cache`` so that sparsedp's routes can be re-run against the same peer draws (the datasets are deterministic)."""
     params = [{"epsilon": e, "delta": DELTA, "l0": l0, "noise": n, "rep": rep}
-              for e in eps_list for l0 in l0s for n in PEER_NOISES[peer] for rep in range(reps)]
+              for e in eps_list for l0 in l0s for n in (noises or PEER_NOISES[peer]) for rep in range(reps)]
     pin, pout = tmp / f"sweep_{peer}.json", tmp / f"sweep_{peer}_out.json"
     pin.write_text(json.dumps(params))
     t = time.perf_counter()
@@ -225,6 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--splits", default="0.5,0.8,0.9", help="the two-stage routes' shares of ε on stage 1")
     ap.add_argument("--ours-cache", default=None, help="folder: sparsedp's routes per dataset and ε are read from "
                     "<folder>/<data>-<rows>_sparsedp_<ε>.json when there, else run and written there")
+    ap.add_argument("--peer-l0s", default=None, help="the peers' l0 grid (default: the dataset's)")
+    ap.add_argument("--peer-epsilons", default=None, help="the peers' ε values (default: --epsilons)")
+    ap.add_argument("--peer-noises", default=None, help="e.g. 'pipelinedp:laplace,select-truncated_geometric;"
+                    "opendp:laplace' (default: PEER_NOISES)")
     ap.add_argument("--peers-only", action="store_true", help="run (and cache) the peers, no sparsedp route")
     ap.add_argument("--timeout", type=float, default=3600)
     a = ap.parse_args(argv)
@@ -263,7 +267,13 @@ def main(argv: list[str] | None = None) -> int:
                 grid = tuple(int(x) for x in a.tumult_l0s.split(",")) if p == "tumult" else l0s
                 eps_p = [float(x) for x in a.tumult_epsilons.split(",")] if p == "tumult" else eps_list
                 cache = Path(a.peer_cache) / f"{tag}-{info['rows']}_{p}.json" if a.peer_cache else None
-                for e, rs in run_peer(p, path, tmp, eps_p, grid, reps, a.timeout, cache).items():
+                if a.peer_l0s:
+                    grid = tuple(int(x) for x in a.peer_l0s.split(","))
+                if a.peer_epsilons:
+                    eps_p = [float(x) for x in a.peer_epsilons.split(",")]
+                noises = dict(x.split(":") for x in a.peer_noises.split(";") if x).get(p) if a.peer_noises else None
+                for e, rs in run_peer(p, path, tmp, eps_p, grid, reps, a.timeout, cache,
+                                      tuple(noises.split(",")) if noises else None).items():
                     peer_rows.setdefault(e, []).extend(rs)
             if a.peers_only:
                 continue
