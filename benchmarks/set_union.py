@@ -294,7 +294,10 @@ def main(argv: list[str] | None = None) -> int:
                 for r in ours + theirs:
                     err = ""
                     if r.counts and r.table is not None and peer_counts is not None and peer_counts.table:
-                        err = f"{median_error(r.table, truth, set(r.table) & set(peer_counts.table)):.3f}"
+                        common = set(r.table) & set(peer_counts.table)
+                        e1, e2 = median_error(r.table, truth, common), median_error(peer_counts.table, truth, common)
+                        err = f"{e1:.3f}" + (f" ({e1 / e2:.2f}x the peer's {e2:.3f}, {len(common)} keys)"
+                                             if r is not peer_counts and e2 else "")
                     vs = f"{r.mean / best_peer.mean:.2f}" if best_peer and best_peer.mean else "n/a"
                     lines.append(f"| {tag} | {eps:g} | {r.library} | {r.name} | {'counts' if r.counts else 'keys only'} "
                                  f"| {r.l0} | {r.mean:.1f} | {vs} | {err} |")
@@ -302,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                                        peer_rows.get(eps, [])))
                 print("\n".join(lines[-len(ours) - len(theirs):] + checks[-1]), flush=True)  # kept if a later part fails
     print("\n| data | ε | library | route (best l0) | releases | l0 | keys (mean) | ÷ best peer | median rel. error "
-          "on the keys shared with the best count-releasing peer |")
+          "on the keys shared with the best count-releasing peer (÷ the peer's on them) |")
     print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(lines))
     print("\nTargets (issue 33):")
