@@ -20,17 +20,25 @@ one run per seed):
 * keys only (selection): ``weighted-gaussian``, ``mad``, ``mad2r``, ``optimal-partition`` (l0 = 1) and
   ``sd.Auto(objective="keys")``; mechanisms that are not registered in this checkout are skipped with a printed
   line;
-* counts: GSHM, Laplace, ``max_groups_per_unit="auto"`` (the default rule), and the two-stage release with each
-  available selection mechanism (``sd.TwoStage(select=…)``; ``select="auto"`` when it is offered);
+* counts: GSHM, Laplace, ``max_groups_per_unit="auto"`` (the default rule), and the two-stage release
+  ``sd.TwoStage(select=s, split=x)`` for s in ``--two-stage-selects`` (default ``auto``, the default, and
+  ``mad2r``) and x in ``--splits`` (default 0.5, 0.8, 0.9);
 * peers (each in its venv under ``.venvs/``, ``peers_scripts/sweep.py``): PipelineDP's counts with Laplace /
   Gaussian thresholding and its keys-only partition selection strategies (Laplace, Gaussian, truncated
   geometric), OpenDP's Laplace / Gaussian threshold, Tumult's get_groups + count_distinct (``--tumult-reps`` runs
   at ``--tumult-l0s``, default l0 = 1 only: every Tumult release starts Spark, minutes each on a loaded machine;
   it spends half of ε on its groups, so it is never the best peer here).
 
+On a loaded machine the peers and sparsedp's routes can run in separate processes: ``--peer-cache DIR`` and
+``--ours-cache DIR`` write each part's releases there (or read them when present; the datasets are
+deterministic), ``--peers-only`` runs the peers alone, ``--peer-l0s`` / ``--peer-epsilons`` / ``--peer-noises``
+reduce the peers' grid.
+
 Error: for a count route, the median relative error |released − true| / true against the unbounded truth (the
 number of distinct units of the key, no bounding), on the keys it and the best count-releasing peer both release
-(first seed). Targets: the issue's, printed with whether each is met.
+(first seed), and its ratio to the peer's on the same keys. Targets: the issue's, printed with whether each is
+met, plus the count route with the most keys among those whose error meets 0.7x (both targets at once) and
+whether ``sd.Auto(objective="counts")`` picks the one-stage count mechanism with the most keys at each bound.
 """
 
 from __future__ import annotations
