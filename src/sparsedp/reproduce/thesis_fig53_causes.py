@@ -12,8 +12,8 @@ median, close to the mean) and of ``(x − μ̃)·s`` (PLAN). Stages, each addin
 instantiation:
 
 1. ``ideal``: C at the root-mean-square norm and σ̂ = σ — Chapter 4's ratio d‖σ‖₂/‖σ‖_{2/3} (at most √d);
-2. ``clip_rank``: C at rank (n − k)/n as PLAN's line 6 prescribes — the q = 1/100 bits, scaled by σ^{−2/3} = 21.7
-   at d = 256, make PLAN's norms heavy-tailed (the thesis's Lemma 5.9 needs σ_i² >= d^{−2/5}, which q = 1/100
+2. ``clip_rank``: C at rank (n − k)/n as PLAN's line 6 prescribes — the q = 1/100 bits, scaled by σ^{−2/3} = 4.7
+   (a 1 bit adds 21.7 to the squared norm), make PLAN's norms heavy-tailed (the thesis's Lemma 5.9 needs σ_i² >= d^{−2/5}, which q = 1/100
    violates on purpose), IOME's are nearly constant;
 3. ``median_centre``: μ̃ the coordinate-wise median (line 3): for a q = 1/2 bit every point of [0, 1] is a median,
    so μ̃_i is anywhere there (drawn uniform, mean over three draws), and PLAN's norms grow;
