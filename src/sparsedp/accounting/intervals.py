@@ -152,7 +152,8 @@ class LinearNoise:
             p = _pmf(x, w)
             vals = a * np.arange(-w, w + 1, dtype=np.int64)
             if support.size * vals.size > _MAX_POINTS:
-                raise InvalidParameterError("the noise law is too wide for an exact interval")
+                raise InvalidParameterError(f"its noise law is too wide to compute an exact interval (more than "
+                                            f"{_MAX_POINTS:,} lattice points in the convolution)")
             s = (support[:, None] + vals[None, :]).ravel()
             q = (prob[:, None] * p[None, :]).ravel()
             support, inv = np.unique(s, return_inverse=True)

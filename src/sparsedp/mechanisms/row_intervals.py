@@ -11,13 +11,15 @@ needs (:func:`~sparsedp.accounting.intervals.variance_interval`), and only descr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from ..accounting.intervals import Halfwidth, LinearNoise, RowLaws, VarianceLaw, ratio_interval
+from ..errors import InvalidParameterError
 
 __all__ = ["IntervalColumns", "interval_names", "add_intervals", "interval_notes", "CONDITIONAL_NOTE", "VARIANCE_NOTE"]
 
@@ -52,6 +54,8 @@ class IntervalColumns:
 
     level: float
     coverage: dict[str, float]
+    #: columns with a law but no interval, and why (a law too wide to compute exactly)
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 def interval_names(column: str) -> tuple[str, str]:
@@ -67,9 +71,13 @@ def add_intervals(table: Any, laws: RowLaws, level: float, count_column: str) ->
 
     cols: dict[str, Any] = {}
     cov: dict[str, float] = {}
+    skipped: dict[str, str] = {}
     for name in table.column_names:
         cols[name] = table.column(name)
-        if name in laws.additive:
+        why = _too_wide(laws, name, level)
+        if why is not None:  # no exact interval computable for this law: said in the report, nothing fails
+            skipped[name] = why
+        elif name in laws.additive:
             h = _halfwidth(laws.additive[name], level)
             x = np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=np.float64)
             lo, hi = x - h.width, x + h.width
@@ -85,7 +93,24 @@ def add_intervals(table: Any, laws: RowLaws, level: float, count_column: str) ->
             cov[name] = c
         elif name in laws.variances and interval_names(name)[0] in table.column_names:
             cov[name] = _variance_coverage(laws, name, level)  # added by the per-key step (noisy sums)
-    return pa.table(cols), IntervalColumns(level=level, coverage=cov)
+    return pa.table(cols), IntervalColumns(level=level, coverage=cov, skipped=skipped)
+
+
+def _too_wide(laws: RowLaws, name: str, level: float) -> str | None:
+    """Why ``name``'s law gives no exact interval (its convolution is beyond the exact computation's size:
+    :class:`~sparsedp.accounting.intervals.LinearNoise`), or None."""
+    try:
+        if name in laws.additive:
+            _halfwidth(laws.additive[name], level)
+        elif name in laws.means:
+            m = laws.means[name]
+            _halfwidth(m.column, math.sqrt(level))
+            _halfwidth(m.count, math.sqrt(level))
+        elif name in laws.variances:
+            _box_coverage(laws.variances[name], level)
+    except InvalidParameterError as e:
+        return str(e)
+    return None
 
 
 @lru_cache(maxsize=64)
@@ -107,13 +132,16 @@ def _pair(name: str, lo: Any, hi: Any, dtype: Any, width: float) -> dict[str, An
     return {lo_n: pa.array(np.asarray(lo, dtype=np.float64)), hi_n: pa.array(np.asarray(hi, dtype=np.float64))}
 
 
-def interval_notes(laws: RowLaws | None, level: float, coverage: dict[str, float], mechanism: str) -> tuple[str, ...]:
+def interval_notes(laws: RowLaws | None, level: float, coverage: dict[str, float], mechanism: str,
+                   skipped: dict[str, str] | None = None) -> tuple[str, ...]:
     """The report's lines on the intervals: each column's half-width and exact coverage, what they cover, the
     columns without one and why, and :data:`CONDITIONAL_NOTE`."""
     if laws is None:
         return (f"no per-row intervals: {mechanism}'s released values have no exact per-row noise law here "
                 f"(float noise, a sketch, or a data-dependent shift)",)
     parts = []
+    if not coverage and skipped:  # every column's law too wide: no interval at all
+        return tuple(f"no interval for {name}: {why}" for name, why in skipped.items())
     for name, c in coverage.items():
         if name in laws.additive:
             h = _halfwidth(laws.additive[name], level)
@@ -127,7 +155,10 @@ def interval_notes(laws: RowLaws | None, level: float, coverage: dict[str, float
     if any(name in laws.variances for name in coverage):
         notes.append(VARIANCE_NOTE)
     notes += [f"no interval for {name}: {why}" for name, why in laws.missing.items()]
-    notes += [f"no interval for {name}: {NO_VARIANCE}" for name in laws.variances if name not in coverage]
+    skipped = skipped or {}
+    notes += [f"no interval for {name}: {why}" for name, why in skipped.items()]
+    notes += [f"no interval for {name}: {NO_VARIANCE}" for name in laws.variances
+              if name not in coverage and name not in skipped]
     if not laws.every_key:
         notes.append(CONDITIONAL_NOTE)
     return tuple(notes)

@@ -28,6 +28,7 @@ from ..accounting import laws
 from ..accounting.intervals import Base, LinearNoise, MeanLaw, ReleaseRule, RoundedGaussian, RowLaws, VarianceBox, \
     VarianceLaw
 from ..aggregates import Mean, Std, Sum, Variance, noise_columns, square_columns
+from ..errors import InvalidParameterError
 
 __all__ = ["thresholded_laws", "topk_laws", "public_laws", "variance_boxes"]
 
@@ -94,7 +95,13 @@ def variance_boxes(laws: RowLaws | None, level: float | None) -> tuple[tuple[str
     ``_lo``/``_hi`` columns next to the values (:meth:`~sparsedp.mechanisms.key_noise.KeyNoise.apply_joint`)."""
     if laws is None or level is None:
         return ()
-    return tuple((name, law.box(level)) for name, law in laws.variances.items())
+    out = []
+    for name, law in laws.variances.items():
+        try:
+            out.append((name, law.box(level)))
+        except InvalidParameterError:  # a law too wide for an exact half-width: no interval (the report says why)
+            continue
+    return tuple(out)
 
 
 def topk_laws(count_name: str, calibration: Any, debias: bool, aggregates: Sequence[Sum]) -> RowLaws | None:
