@@ -11,11 +11,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from sparsedp.accounting.intervals import LinearNoise, VarianceBox, VarianceLaw, variance_interval
+from sparsedp.accounting.intervals import LinearNoise, VarianceBox, VarianceLaw, VarianceRanges, variance_interval
 from sparsedp.accounting.laws import DiscreteGaussian
 
-BOX = VarianceBox(total=40.0, squares=900.0, count=6.0, mean_range=(0.0, 10.0), square_range=(0.0, 100.0),
-                  clamp_upper=25.0, count_floor=5, std=False, coverage=0.95)
+RANGES = VarianceRanges(mean_range=(0.0, 10.0), square_range=(0.0, 100.0), clamp_upper=25.0, count_floor=5)
+BOX = VarianceBox(total=40.0, squares=900.0, count=6.0, ranges=RANGES, coverage=0.95)
 
 
 def _theta(n, s1, s2, c=25.0):
@@ -24,7 +24,8 @@ def _theta(n, s1, s2, c=25.0):
 
 @pytest.mark.parametrize("std", [False, True])
 def test_every_point_of_the_box_is_inside(std):
-    box = VarianceBox(**{**BOX.__dict__, "std": std})
+    box = VarianceBox(total=40.0, squares=900.0, count=6.0, ranges=VarianceRanges(**{**RANGES.__dict__, "std": std}),
+                      coverage=0.95)
     g = np.random.default_rng(7)
     for _ in range(200):
         n_hat = float(g.integers(3, 60))
@@ -46,8 +47,8 @@ def test_the_ends_are_attained_on_the_box():
     """Without the range clips binding, the lower end is attained at a corner (n, S₁, S₂) and the upper end too
     when the m₁ range excludes 0 (m₂ and m₁² move with n in opposite directions, so a corner of the box attains
     each end of the interval-arithmetic bound only where one factor dominates: checked within 15 %)."""
-    box = VarianceBox(total=20.0, squares=200.0, count=3.0, mean_range=(-1e9, 1e9), square_range=(-1e9, 1e9),
-                      clamp_upper=1e9, count_floor=1, std=False, coverage=0.95)
+    box = VarianceBox(total=20.0, squares=200.0, count=3.0, coverage=0.95,
+                      ranges=VarianceRanges(mean_range=(-1e9, 1e9), square_range=(-1e9, 1e9), clamp_upper=1e9))
     n_hat, s1, s2 = 200.0, 1000.0, 6000.0
     lo, hi = variance_interval([n_hat], [s1], [s2], box)
     vals = [s2_ / n - (s1_ / n) ** 2 for n, s1_, s2_ in itertools.product(
@@ -60,8 +61,7 @@ def test_union_bound_coverage_of_the_box():
     z = DiscreteGaussian(Fraction(50))
     law = VarianceLaw(total=LinearNoise(((1, DiscreteGaussian(Fraction(400))), (3, z)), Fraction(32)),
                       squares=LinearNoise(((1, DiscreteGaussian(Fraction(900))),), Fraction(1, 4)),
-                      count=LinearNoise(((1, z),)), mean_range=(0.0, 10.0), square_range=(0.0, 100.0),
-                      clamp_upper=25.0, count_floor=1)
+                      count=LinearNoise(((1, z),)), ranges=VarianceRanges((0.0, 10.0), (0.0, 100.0), 25.0))
     for level in (0.9, 0.95):
         box = law.box(level)
         side = 1 - (1 - level) / 3

@@ -1,9 +1,9 @@
-"""VARIANCE/STD intervals on the real release path (issue 34): one release of 1000 keys far above the threshold
-(each key's noise independent, so the rows are 1000 independent trials), every row's interval against the exact
+"""VARIANCE/STD intervals on the real release path (issue 34): one release of 600 keys far above the threshold
+(each key's noise independent, so the rows are 600 independent trials), every row's interval against the exact
 clamped variance of its units' gridded values (computed here from the data with the release's grids), at the
 default level 95 %. The interval is conservative by construction (union bound): coverage must be at least the
 level; it must also be informative (much narrower than the possible range), so that a trivially wide interval
-fails. Measured at this seed: docs/proofs/intervals.md §3b."""
+fails. Measured at this seed: docs/proofs/intervals.md §5."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import sparsedp as sd
 from sparsedp.aggregates import Squares, Sum, grid_index
 from sparsedp.noise import InsecureSeededRandom
 
-KEYS, UNITS, LO, HI = 1000, 150, 0.0, 100.0
+KEYS, UNITS, LO, HI = 600, 150, 0.0, 100.0
 
 
 def _frame() -> pl.DataFrame:

@@ -54,11 +54,11 @@ def test_rank_error_is_the_smallest_gap_at_the_level(level):
 
 
 def test_rank_error_coverage_on_the_secure_release_path():
-    """1200 keys, each with N units in the middle cell and X units in each end cell of a 64-cell grid: every
+    """800 keys, each with N units in the middle cell and X units in each end cell of a 64-cell grid: every
     non-best cell's gap is N or N + X, with N = gap + 1 (one past the bound), so the miss rate is near the worst
     case. Each key's released cell gives its gap; the number of misses is checked against the exact laws of the
     keys (a binomial-sum test: the mean of the per-key miss probabilities) and is at most the level's 5 %."""
-    keys, cells, eps, delta = 1200, 64, 2.0, 1e-6
+    keys, cells, eps, delta = 800, 64, 2.0, 1e-6
     med = sd.Median("x", 0.0, 64.0, cells=cells)
     split = split_budget(eps, delta, 1, [None])
     ek = split.key_epsilons[0]

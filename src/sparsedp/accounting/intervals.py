@@ -40,7 +40,7 @@ from .discrete import dgauss_cdf, dgauss_logpmf, dgauss_sf, dgauss_variance, dla
 from .laws import DiscreteGaussian, DiscreteLaplace
 
 __all__ = ["RoundedGaussian", "LinearNoise", "Halfwidth", "MeanLaw", "RowLaws", "ReleaseRule", "ratio_interval",
-           "check_level", "DEFAULT_LEVEL", "VarianceLaw", "VarianceBox", "variance_interval"]
+           "check_level", "DEFAULT_LEVEL", "VarianceRanges", "VarianceLaw", "VarianceBox", "variance_interval"]
 
 #: the interval level of ``release(..., interval=True)``
 DEFAULT_LEVEL = 0.95
@@ -238,22 +238,29 @@ def ratio_interval(mean: npt.ArrayLike, count: npt.ArrayLike, law: MeanLaw, leve
 
 
 @dataclass(frozen=True)
-class VarianceLaw:
-    """A released VARIANCE (or STD) ``clamp(Ŝ₂/n̂ − (Ŝ₁/n̂)², 0, C)`` (docs/proofs/aggregates.md §8): the error
-    laws, in value units, of its three noisy statistics — ``total`` of the noisy sum ``Ŝ₁`` (``E₁ = g₁(Y₁ + c₁Z)``),
-    ``squares`` of the noisy sum of squares ``Ŝ₂``, ``count`` of the noisy count ``n̂`` — the ranges of a unit's
-    gridded value and gridded square (``mean_range``, ``square_range``: where ``S₁/n`` and ``S₂/n`` lie), the
-    least true count of a released key (``count_floor``), ``C`` = ``clamp_upper`` and ``std`` (a square root is
+class VarianceRanges:
+    """The public facts of a released VARIANCE (or STD) besides its noise: the ranges of a unit's gridded value
+    and gridded square (``mean_range``, ``square_range``: where ``S₁/n`` and ``S₂/n`` lie), ``C`` =
+    ``clamp_upper``, the least true count of a released key (``count_floor``) and ``std`` (a square root is
     released)."""
 
-    total: LinearNoise
-    squares: LinearNoise
-    count: LinearNoise
     mean_range: tuple[float, float]
     square_range: tuple[float, float]
     clamp_upper: float
     count_floor: int = 1
     std: bool = False
+
+
+@dataclass(frozen=True)
+class VarianceLaw:
+    """A released VARIANCE (or STD) ``clamp(Ŝ₂/n̂ − (Ŝ₁/n̂)², 0, C)`` (docs/proofs/aggregates.md §8): the error
+    laws, in value units, of its three noisy statistics — ``total`` of the noisy sum ``Ŝ₁`` (``E₁ = g₁(Y₁ + c₁Z)``),
+    ``squares`` of the noisy sum of squares ``Ŝ₂``, ``count`` of the noisy count ``n̂`` — and its ``ranges``."""
+
+    total: LinearNoise
+    squares: LinearNoise
+    count: LinearNoise
+    ranges: VarianceRanges
 
     def box(self, level: float) -> "VarianceBox":
         """The three half-widths at level ``1 − (1 − level)/3`` each (:func:`variance_interval`)."""
@@ -261,26 +268,20 @@ class VarianceLaw:
         side = 1.0 - (1.0 - lv) / 3.0
         h1, h2, hz = self.total.halfwidth(side), self.squares.halfwidth(side), self.count.halfwidth(side)
         miss = (1.0 - h1.coverage) + (1.0 - h2.coverage) + (1.0 - hz.coverage)
-        return VarianceBox(total=h1.width, squares=h2.width, count=hz.width, mean_range=self.mean_range,
-                           square_range=self.square_range, clamp_upper=self.clamp_upper,
-                           count_floor=self.count_floor, std=self.std, coverage=max(0.0, 1.0 - miss))
+        return VarianceBox(total=h1.width, squares=h2.width, count=hz.width, ranges=self.ranges,
+                           coverage=max(0.0, 1.0 - miss))
 
 
 @dataclass(frozen=True)
 class VarianceBox:
     """What :func:`variance_interval` needs of a :class:`VarianceLaw` at one level (all public numbers, picklable
-    for the engines' per-chunk step): the half-widths of ``Ŝ₁``, ``Ŝ₂`` (value units) and ``n̂``, the ranges and
-    the clamp, and ``coverage``, the union-bound lower bound ``1 − Σ(1 − exact coverage of each)`` (>= the
-    level)."""
+    for the engines' per-chunk step): the half-widths of ``Ŝ₁``, ``Ŝ₂`` (value units) and ``n̂``, the ``ranges``,
+    and ``coverage``, the union-bound lower bound ``1 − Σ(1 − exact coverage of each)`` (>= the level)."""
 
     total: float
     squares: float
     count: float
-    mean_range: tuple[float, float]
-    square_range: tuple[float, float]
-    clamp_upper: float
-    count_floor: int
-    std: bool
+    ranges: VarianceRanges
     coverage: float
 
 
@@ -311,17 +312,18 @@ def variance_interval(count: npt.ArrayLike, total: npt.ArrayLike, squares: npt.A
     Proof and measured coverage: ``docs/proofs/intervals.md`` §3b."""
     n_hat = np.asarray(count, dtype=np.float64)
     s1, s2 = np.asarray(total, dtype=np.float64), np.asarray(squares, dtype=np.float64)
-    n_lo = np.maximum(n_hat - box.count, float(max(box.count_floor, 1)))
+    rg = box.ranges
+    n_lo = np.maximum(n_hat - box.count, float(max(rg.count_floor, 1)))
     n_hi = np.maximum(n_hat + box.count, n_lo)
-    m1_lo, m1_hi = _ratio_range(s1 - box.total, s1 + box.total, n_lo, n_hi, box.mean_range)
-    m2_lo, m2_hi = _ratio_range(s2 - box.squares, s2 + box.squares, n_lo, n_hi, box.square_range)
+    m1_lo, m1_hi = _ratio_range(s1 - box.total, s1 + box.total, n_lo, n_hi, rg.mean_range)
+    m2_lo, m2_hi = _ratio_range(s2 - box.squares, s2 + box.squares, n_lo, n_hi, rg.square_range)
     sq_hi = np.maximum(m1_lo * m1_lo, m1_hi * m1_hi)
     sq_lo = np.where((m1_lo <= 0.0) & (m1_hi >= 0.0), 0.0, np.minimum(m1_lo * m1_lo, m1_hi * m1_hi))
-    empty = (m1_lo > m1_hi) | (m2_lo > m2_hi) | (n_hat + box.count < box.count_floor)
-    c = box.clamp_upper
+    empty = (m1_lo > m1_hi) | (m2_lo > m2_hi) | (n_hat + box.count < rg.count_floor)
+    c = rg.clamp_upper
     lo = np.where(empty, 0.0, np.clip(m2_lo - sq_hi, 0.0, c))
     hi = np.where(empty, c, np.clip(m2_hi - sq_lo, 0.0, c))
-    if box.std:
+    if rg.std:
         return np.sqrt(lo), np.sqrt(hi)
     return lo, hi
 

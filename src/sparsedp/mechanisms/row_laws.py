@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from ..accounting import laws
 from ..accounting.intervals import Base, LinearNoise, MeanLaw, ReleaseRule, RoundedGaussian, RowLaws, VarianceBox, \
-    VarianceLaw
+    VarianceLaw, VarianceRanges
 from ..aggregates import Mean, Std, Sum, Variance, noise_columns, square_columns
 from ..errors import InvalidParameterError
 
@@ -76,10 +76,10 @@ def thresholded_laws(count_name: str, calibration: Any, pre: int) -> RowLaws | N
             assert sq is not None
             g1, g2 = col.step, cols[sq].step
             variances[a.output_name] = VarianceLaw(
-                total=total_noise(i), squares=total_noise(sq), count=count,
-                mean_range=(g1 * col.grid_bounds[0], g1 * col.grid_bounds[1]),
-                square_range=(g2 * cols[sq].grid_bounds[0], g2 * cols[sq].grid_bounds[1]),
-                clamp_upper=a.clamp_upper, count_floor=pre, std=isinstance(a, Std))
+                total=total_noise(i), squares=total_noise(sq), count=count, ranges=VarianceRanges(
+                    mean_range=(g1 * col.grid_bounds[0], g1 * col.grid_bounds[1]),
+                    square_range=(g2 * cols[sq].grid_bounds[0], g2 * cols[sq].grid_bounds[1]),
+                    clamp_upper=a.clamp_upper, count_floor=pre, std=isinstance(a, Std)))
         elif isinstance(a, Mean):
             means[a.output_name] = MeanLaw(column=LinearNoise(tuple(column_noise(i))), count=count,
                                            step=float(Fraction(col.step)), centre=col.centre, grid=col.grid_bounds,
