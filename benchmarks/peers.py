@@ -6,7 +6,8 @@
 Peers, each in its own virtual environment under ``.venvs/`` at the repository root (created and filled with
 pip on first use; ``--skip-install`` uses what is there):
 
-* OpenDP 0.16 (``opendp[polars]==0.16.0``): ``make_laplace_threshold`` / ``make_gaussian_threshold``;
+* OpenDP 0.16 (``opendp[polars]==0.16.0``): ``make_laplace_threshold`` / ``make_gaussian_threshold`` (threshold one
+  above the smallest its map accepts: the map states the δ of the next threshold, ``peers_scripts/opendp_peer.py``);
 * PipelineDP with Google's python-dp: Laplace / Gaussian / truncated-geometric partition selection;
 * Tumult Analytics on pyspark 3.5: ``get_groups`` + ``count_distinct`` (release only; no threshold exposed).
 
