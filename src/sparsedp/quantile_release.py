@@ -7,11 +7,12 @@ order :func:`~sparsedp.query.run_query` runs them:
    any SUM/MEAN columns) is planned at ``(ε_count, δ)``, each quantile ``j`` gets ``ε_j`` spent as ``ε_j/l0`` per
    key; the ledger charge is the :class:`~sparsedp.accounting.events.SequenceEvent` of the count's own event and
    one :class:`~sparsedp.accounting.events.ComposedPureEvent` (``l0`` ε_key-DP selections) per quantile,
-   charged at the user's (ε, δ). An engine without the rows path (Spark) is refused here, before anything is
-   read or charged.
+   charged at the user's (ε, δ). An engine without :meth:`~sparsedp.core.engine.Engine.quantile_cells` is
+   refused here, before anything is read or charged.
 2. **read** — the quantile columns checked (present, numeric, finite, no nulls), then the count's engine pass.
-3. **charge**, then **draw** — the count's private release; then, for the released keys only (public), the
-   engine's bounded cell counts (:mod:`sparsedp.engines.quantile_cells`) and one exact permute-and-flip draw
+3. **charge**, then **draw** — the count's private release; then, for the released keys only (public, in
+   canonical key order), the engine's bounded cell counts (:mod:`sparsedp.engines.quantile_cells`; Spark
+   computes them in its executors) and one exact permute-and-flip draw
    per key and quantile (:mod:`sparsedp.mechanisms.quantiles`), added as columns.
 
 Why releasing the quantiles of the selected keys is covered by this charge: ``docs/proofs/quantiles.md``.
@@ -27,7 +28,8 @@ from .accounting.events import ComposedPureEvent, SequenceEvent
 from .accounting.quantiles import QuantileSplit, split_budget, utility_gap
 from .aggregates import Quantile
 from .engines.base import numpy_to_arrow
-from .engines.quantile_cells import bounded_cells, check_quantile_columns
+from .core.engine import Engine
+from .core.key_order import canonical_order
 from .errors import InvalidParameterError, InvalidTypeError
 from .execution import ReleaseContext, check_output_columns, open_engine, warn_before
 from .mechanisms.quantiles import release_quantiles
@@ -47,6 +49,16 @@ def split_quantiles(aggregates: Any) -> tuple[Any, tuple[Quantile, ...]]:
         return aggregates, ()
     rest = [a for a in aggs if not isinstance(a, Quantile)]
     return (rest or None), qs
+
+
+def sorted_by_keys(table: Any, by: list[str]) -> Any:
+    """An Arrow table's rows in canonical key order (:func:`~sparsedp.core.key_order.canonical_order`)."""
+    import polars as pl
+
+    frame = pl.from_arrow(table.select(by))
+    assert isinstance(frame, pl.DataFrame)
+    order = frame.with_row_index("__i").sort(canonical_order(frame.schema, by))["__i"].to_numpy()
+    return table.take(order)
 
 
 class QuantileQuery(HistogramQuery):
@@ -97,9 +109,9 @@ class QuantileQuery(HistogramQuery):
         planned = request.mechanism.plan_release(count_request, request.count.output_name)
         check_output_columns(request, planned.value_column)
         engine = open_engine(request, request.mechanism)
-        if not callable(getattr(engine, "rows_lazy", None)):
+        if type(engine).quantile_cells is Engine.quantile_cells:
             raise InvalidParameterError(
-                f"quantiles are computed on the engine's rows (polars, duckdb, pandas, arrow); ⟨engine="
+                f"quantiles are computed by the polars, duckdb, pandas, arrow and spark engines; ⟨engine="
                 f"{engine.name!r}⟩ does not offer them. Nothing was read or charged: pass engine='duckdb' (or "
                 f"convert the input) to release quantiles", param="engine")
         self.ctx = ReleaseContext(request, engine, self.t_start)
@@ -114,7 +126,7 @@ class QuantileQuery(HistogramQuery):
     def read(self, planned: Any) -> Any:
         assert self.ctx is not None
         with self.ctx.stage("checking the quantile columns", "bound+count"):  # before anything is drawn
-            check_quantile_columns(self.ctx.engine.rows_lazy(self.ctx.data), self.quantiles)
+            self.ctx.engine.check_quantile_columns(self.ctx.data, self.quantiles)
         return super().read(planned)
 
     def draw(self, planned: Any, read: Any) -> Any:
@@ -122,12 +134,11 @@ class QuantileQuery(HistogramQuery):
         ctx, split = self.ctx, self.split
         assert ctx is not None
         with ctx.stage("quantiles (permute-and-flip)", "noise"):
-            if drawn.in_process:
-                table = drawn.rows
-            else:
-                table = ctx.engine.to_arrow(drawn.rows, list(ctx.by), planned.value_column)
-            cells = bounded_cells(ctx.engine.rows_lazy(ctx.data), ctx.unit, list(ctx.by), table.select(list(ctx.by)),
-                                  self.quantiles, split.l0, ctx.source)
+            table = drawn.rows if drawn.in_process else \
+                ctx.engine.to_arrow(drawn.rows, list(ctx.by), planned.value_column)
+            table = sorted_by_keys(table, list(ctx.by))  # row i = key i of the engine's cells
+            cells = ctx.engine.quantile_cells(ctx.data, ctx.unit, list(ctx.by), table.select(list(ctx.by)),
+                                              self.quantiles, split.l0, ctx.source)
             for q, kc, ek in zip(self.quantiles, cells, split.key_epsilons):
                 table = table.append_column(q.output_name, numpy_to_arrow(release_quantiles(kc, q, ek, ctx.source)))
         notes = split.lines([q.output_name for q in self.quantiles]) + tuple(
