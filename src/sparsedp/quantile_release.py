@@ -21,6 +21,8 @@ Why releasing the quantiles of the selected keys is covered by this charge: ``do
 from __future__ import annotations
 
 import dataclasses
+import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .accounting.charge import Charge
@@ -35,7 +37,7 @@ from .execution import ReleaseContext, check_output_columns, open_engine, warn_b
 from .mechanisms.quantiles import release_quantiles
 from .query import HistogramQuery
 
-__all__ = ["split_quantiles", "QuantileQuery"]
+__all__ = ["split_quantiles", "QuantileQuery", "QuantilePlanRow", "quantile_plan_rows", "plan_split"]
 
 
 def split_quantiles(aggregates: Any) -> tuple[Any, tuple[Quantile, ...]]:
@@ -149,3 +151,91 @@ class QuantileQuery(HistogramQuery):
             for q, ek in zip(self.quantiles, split.key_epsilons))
         return dataclasses.replace(drawn, rows=table, in_process=True,
                                    disclosure=drawn.disclosure.with_notes(*notes))
+
+
+# ---------------------------------------------------------------- sd.plan(..., aggregates=[…, sd.Median(…)])
+
+@dataclass(frozen=True)
+class QuantilePlanRow:
+    """``sd.plan``'s row for one quantile of a release (no data): what it costs and its error, public.
+
+    ``epsilon``: the quantile's part of ε (its ``l0`` per-key mechanisms composed), ``epsilon_key`` = that over
+    ``l0``; the error is in rank (numbers of values), the only unit that needs no data: with probability at
+    least 95 % the released cell's utility is within ``g = utility_gap(ε_key, Δ, cells, 0.05)`` of the best cell's
+    (:func:`~sparsedp.accounting.quantiles.utility_gap`), and moving one value across the released cell changes
+    the utility by ``b`` (``q = a/b``), so the released cell's rank is within ``rank_error_95 = g/b`` values of the
+    best cell's; on average within ``rank_error_mean = (2Δ/ε_key)(ln(cells) + 1)/b`` (the exponential
+    mechanism's expected gap, Dwork & Roth, "The Algorithmic Foundations of Differential Privacy", 2014,
+    Cor. 3.12, which permute-and-flip never exceeds: McKenna & Sheldon 2020, Thm 2). Its value error is that rank
+    error divided by the density of the key's values near the quantile (a key of n values spread over the bounds
+    evenly: ``rank_error·(upper − lower)/n``). It is both the row's "mechanism" and its "calibration" in a
+    :class:`~sparsedp.pipeline.Plan` (``describe``/``value_column`` like a mechanism, the table's fields like a
+    calibration; no noise scale, no threshold: NaN)."""
+
+    quantile: Quantile
+    epsilon: float
+    epsilon_key: float
+    l0: int
+    rank_error_95: float
+    rank_error_mean: float
+    mechanism: str = "permute-and-flip"
+    discrete: bool = True
+    debias: bool = False
+    delta_achieved: float = 0.0
+    sigma: float = float("nan")
+    noise_std: float = float("nan")
+    tau: float = float("nan")
+
+    @property
+    def analysis(self) -> str:
+        q = self.quantile
+        return (f"{q.output_name}: {q.cells} cells on [{q.lower:g}, {q.upper:g}], pure DP, epsilon "
+                f"{self.epsilon:.4g} = {self.l0} x {self.epsilon_key:.4g} per key")
+
+    def describe(self) -> str:
+        return f"{self.quantile.output_name} (permute-and-flip)"
+
+    def value_column(self, default: str) -> str:
+        return self.quantile.output_name
+
+    def use(self) -> str:
+        """The plan table's "use" text."""
+        return (f"{self.quantile.output_name}: rank error <= {self.rank_error_95:,.1f} values at 95 %, mean "
+                f"<= {self.rank_error_mean:,.1f}")
+
+    def plan_fields(self) -> dict[str, float]:
+        """The row's own columns in :meth:`Plan.rows <sparsedp.pipeline.Plan.rows>`."""
+        return {"epsilon": self.epsilon, "epsilon_per_key": self.epsilon_key, "rank_error_95": self.rank_error_95,
+                "rank_error_mean": self.rank_error_mean}
+
+
+def quantile_plan_rows(quantiles: Sequence[Quantile], split: QuantileSplit) -> list[QuantilePlanRow]:
+    """One :class:`QuantilePlanRow` per quantile of the split (no data)."""
+    out = []
+    for q, e, ek in zip(quantiles, split.quantile_epsilons, split.key_epsilons):
+        b = q.level.denominator
+        gap = utility_gap(ek, q.sensitivity, q.cells, 0.05)
+        mean = 2.0 * q.sensitivity / ek * (math.log(q.cells) + 1.0)
+        out.append(QuantilePlanRow(quantile=q, epsilon=e, epsilon_key=ek, l0=split.l0, rank_error_95=gap / b,
+                                   rank_error_mean=mean / b))
+    return out
+
+
+def plan_split(epsilon: float, delta: float, max_groups_per_unit: Any, quantiles: Sequence[Quantile],
+               keys: Any, insecure_float: bool) -> QuantileSplit:
+    """The split ``sd.plan`` shows for quantiles, the combinations ``release`` refuses refused the same way (no
+    data)."""
+    for q in quantiles:
+        if not isinstance(q, Quantile):
+            raise InvalidTypeError(f"expected sd.Quantile/sd.Median objects, got {type(q).__name__}")
+    if keys is not None:
+        raise InvalidParameterError("quantiles are released for the keys the count selects; they are not offered "
+                                    "with ⟨keys=…⟩ (public key lists)", param="keys")
+    if insecure_float:
+        raise InvalidParameterError("quantiles are released with the exact secure sampler only; drop "
+                                    "⟨insecure_float=True⟩", param="insecure_float")
+    if max_groups_per_unit is None or isinstance(max_groups_per_unit, (str, bool)):
+        raise InvalidParameterError("quantiles need ⟨max_groups_per_unit=…⟩ as an integer (each unit's quantile "
+                                    "contributions are bounded to that many released keys)",
+                                    param="max_groups_per_unit")
+    return split_budget(epsilon, delta, max_groups_per_unit, [q.share for q in quantiles])
