@@ -28,6 +28,7 @@ def _rows(seed=7, n=6000, units=1500, keys=40):
                          "dwell": np.round(r.lognormal(3.0, 1.0, n), 1)})
 
 
+@pytest.mark.slow  # ~1 min on 2 loaded cores; the release test below checks the same path end to end
 def test_quantile_cells_like_polars(spark):
     """The engines' cells for the same released keys and seed: equal (Spark sums per-partition partial counts of
     the same per-unit choice), with units over l0 and pairs over max_rows present so the choice matters."""
@@ -45,8 +46,10 @@ def test_quantile_cells_like_polars(spark):
                for w, o in zip(want, other))  # the seed matters: the comparison can fail
 
 
+@pytest.mark.slow  # ~1-2 min on 2 loaded cores (a Spark release); the per-unit locality Spark relies on is checked
+# in the default run by tests/quantiles/test_quantile_cells.py
 def test_release_with_quantiles_like_polars(spark):
-    frame = _rows()
+    frame = _rows(n=2500, units=700, keys=25)
     sdf = spark.createDataFrame(frame.rows(), schema=SCHEMA)
     kw = dict(privacy_unit="uid", by=["url", "cc"], epsilon=2.0, delta=1e-6, max_groups_per_unit=2,
               aggregates=[sd.Count(), sd.Median("dwell", 0, 300, cells=128),
