@@ -34,7 +34,6 @@ from .accounting.profiles import profile_of
 from .errors import InvalidParameterError
 from .mechanisms import registry
 from .mechanisms.base import AutoRole, ReleaseRequest
-from .mechanisms.mixed_keys import MixedKeys, PartialKeys, key_set
 from .quantile_release import QuantileQuery, plan_split, quantile_plan_rows, split_quantiles
 from .query import HistogramQuery, run_query
 from .report import Result
@@ -215,10 +214,11 @@ def _plan_partial_keys(epsilon: float, delta: float, l0: Any, spec: dict[Any, An
                        selected: int) -> Plan:
     """``sd.plan(keys={column: values})``: the mixed release's two stages (:func:`plan`'s docstring)."""
     n_sel = v.integer("selected", selected, lo=1)
-    partial = key_set(spec, [*spec, _PRIVATE])
-    if not isinstance(partial, PartialKeys):
+    mixed = registry.builtin_module("mixed_keys")  # loaded only for a partial key set (import sparsedp stays light)
+    partial = mixed.key_set(spec, [*spec, _PRIVATE])
+    if not isinstance(partial, mixed.PartialKeys):
         raise InvalidParameterError("plan(keys={column: values}) names at least one public column", param="keys")
-    mech = MixedKeys(keys=partial)
+    mech = mixed.MixedKeys(keys=partial)
     cal = mech.calibrate(ReleaseRequest(epsilon=epsilon, delta=delta, max_groups_per_unit=l0,
                                         insecure_float=insecure_float))
     r1, r2 = cal.select_request, cal.count_request
