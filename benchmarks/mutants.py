@@ -317,6 +317,17 @@ MUTANTS: tuple[Mutant, ...] = (
            (Edit("accounting/adaptive_weighting.py", "    return _smallest_margin(worst, target, int(ws[0]) + 1)",
                  "    return _smallest_margin(worst, target, int(ws[0]) + 1) - 1"),),
            (T_MAD,)),
+    Mutant("wg-degree-weight-up", "the Weighted Gaussian's fast histogram gives a unit that keeps t keys the weight "
+           "W_{t-1} (its l2 norm exceeds 1)",
+           (Edit("engines/pair_ids.py", "w = np.repeat(ctx.degree_weights[np.minimum(deg, ctx.l0) - 1], deg)",
+                 "w = np.repeat(ctx.degree_weights[np.maximum(np.minimum(deg, ctx.l0) - 2, 0)], deg)"),),
+           ("tests/mechanisms/test_set_union.py::test_weighted_histogram_is_the_select_pairs_definition_with_the_same_secret",
+            "tests/mechanisms/test_set_union.py")),
+    Mutant("mad-threshold-floor-high", "the floor that lets auto skip the rounds uses a tenth of δ (above the "
+           "calibrated last threshold: auto would drop a candidate that might win)",
+           (Edit("accounting/adaptive_weighting.py", "    return new_key_threshold(s_last, k, g, dlt)",
+                 "    return new_key_threshold(s_last, k, g, dlt / 10)"),),
+           (T_MAD + "::test_last_threshold_floor_is_below_the_calibrated_threshold", T_MAD)),
     # ------------------------------------------------------------------ optimal l0 = 1 partition selection
     Mutant("optimal-partition-round-up", "the optimal partition selection's curve rounds the e^eps constraint UP "
            "(ceil instead of floor on the dyadic grid)",

@@ -8,6 +8,7 @@ and ratios against the smallest configuration measured in the same run.
     python benchmarks/pure.py --quick    # fewer repeats and sizes
     python benchmarks/pure.py --blanket  # only the linear-time pure-blanket tables and the acceptance run
     python benchmarks/pure.py --cost     # the Balcer–Vadhan refusal's run-time estimates against measured times
+    python benchmarks/pure.py --subset   # the blanket subset step: Floyd + rank/shift against the old rejection
 
 pure-blanket (linear time, docs/proofs/pure-blanket.md): its core against n (ratios to the smallest n, with
 pure-sparse at the small n as the quadratic baseline), then the acceptance run of issue 32: ``sd.release`` at
@@ -117,6 +118,47 @@ def acceptance(reps: int) -> None:
               f"{len(fake)} released keys not in the data; columns {res.table.columns}")
 
 
+def _rejection_subset(m: int, d: int, excluded, rng) -> list[int]:
+    """The blanket subset step before 2026-11-27 (the baseline): uniform labels on [0, d), redrawn while in the
+    support or already taken (expected d/(d − k − m) draws each)."""
+    out: list[int] = []
+    taken: set[int] = set()
+    while len(out) < m:
+        x = rng.randbelow(d)
+        if x in excluded or x in taken:
+            continue
+        taken.add(x)
+        out.append(x)
+    return out
+
+
+def subset_step(reps: int) -> None:
+    """Step 3's subset: the rejection sampler it replaced (baseline) against subset_outside (Floyd's algorithm and a
+    rank/shift map, exactly m draws), on the same support in the same run; medians of ``reps`` runs (each draws the
+    subset 20 times), and the number of uniform draws (randbelow calls) each made."""
+    from sparsedp.noise.rational_geometric import subset_outside
+
+    class Counting(InsecureSeededRandom):
+        calls = 0
+
+        def randbelow(self, n):
+            Counting.calls += 1
+            return super().randbelow(n)
+
+    print(f"\nblanket subset step (20 draws per run, medians of {reps}); load average {os.getloadavg()[0]:.2f}")
+    print(f"  {'d':>22} {'k':>8} {'m':>3} {'rejection s':>12} {'draws':>9} {'floyd s':>10} {'draws':>6} {'ratio':>7}")
+    big = (256 ** 17 - 1) // 255
+    for d, k, m in [(big, 100_000, 1), (big, 100_000, 40), (2_000_000, 1_000_000, 40), (1_001_000, 1_000_000, 10)]:
+        support = set(range(0, 2 * k, 2)) if 2 * k <= d else set(range(k))
+        res = []
+        for fn in (_rejection_subset, subset_outside):
+            Counting.calls = 0
+            t = timed(lambda r: [fn(m, d, support, Counting(r)) for _ in range(20)], reps)
+            res.append((t, Counting.calls / (20 * reps)))
+        (t0, c0), (t1, c1) = res
+        print(f"  {d:>22} {k:>8} {m:>3} {t0:12.4f} {c0:9.1f} {t1:10.4f} {c1:6.1f} {t1 / t0:7.2f}", flush=True)
+
+
 def _cpu_and_wall(fn, repeats: int) -> tuple[float, float]:
     """Medians of (process CPU seconds, wall seconds) over ``repeats`` calls of ``fn(r)``."""
     cpu, wall = [], []
@@ -168,7 +210,11 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--blanket", action="store_true")
     ap.add_argument("--cost", action="store_true")
+    ap.add_argument("--subset", action="store_true")
     args = ap.parse_args()
+    if args.subset:
+        subset_step(5)
+        return
     reps = 3 if args.quick else 5
     if args.cost:
         cost_check(3)

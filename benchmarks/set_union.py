@@ -20,17 +20,25 @@ one run per seed):
 * keys only (selection): ``weighted-gaussian``, ``mad``, ``mad2r``, ``optimal-partition`` (l0 = 1) and
   ``sd.Auto(objective="keys")``; mechanisms that are not registered in this checkout are skipped with a printed
   line;
-* counts: GSHM, Laplace, ``max_groups_per_unit="auto"`` (the default rule), and the two-stage release with each
-  available selection mechanism (``sd.TwoStage(select=…)``; ``select="auto"`` when it is offered);
+* counts: GSHM, Laplace, ``max_groups_per_unit="auto"`` (the default rule), and the two-stage release
+  ``sd.TwoStage(select=s, split=x)`` for s in ``--two-stage-selects`` (default ``auto``, the default, and
+  ``mad2r``) and x in ``--splits`` (default 0.5, 0.8, 0.9);
 * peers (each in its venv under ``.venvs/``, ``peers_scripts/sweep.py``): PipelineDP's counts with Laplace /
   Gaussian thresholding and its keys-only partition selection strategies (Laplace, Gaussian, truncated
   geometric), OpenDP's Laplace / Gaussian threshold, Tumult's get_groups + count_distinct (``--tumult-reps`` runs
   at ``--tumult-l0s``, default l0 = 1 only: every Tumult release starts Spark, minutes each on a loaded machine;
   it spends half of ε on its groups, so it is never the best peer here).
 
+On a loaded machine the peers and sparsedp's routes can run in separate processes: ``--peer-cache DIR`` and
+``--ours-cache DIR`` write each part's releases there (or read them when present; the datasets are
+deterministic), ``--peers-only`` runs the peers alone, ``--peer-l0s`` / ``--peer-epsilons`` / ``--peer-noises``
+reduce the peers' grid.
+
 Error: for a count route, the median relative error |released − true| / true against the unbounded truth (the
 number of distinct units of the key, no bounding), on the keys it and the best count-releasing peer both release
-(first seed). Targets: the issue's, printed with whether each is met.
+(first seed), and its ratio to the peer's on the same keys. Targets: the issue's, printed with whether each is
+met, plus the count route with the most keys among those whose error meets 0.7x (both targets at once) and
+whether ``sd.Auto(objective="counts")`` picks the one-stage count mechanism with the most keys at each bound.
 """
 
 from __future__ import annotations
@@ -76,7 +84,12 @@ class Route:
         return sum(self.keys) / len(self.keys) if self.keys else float("nan")
 
 
-def sparsedp_routes(l0s, names) -> list[tuple[str, bool, int | None, dict]]:
+#: the largest bound MAD/MAD2R are calibrated at (they refuse larger ones before reading data)
+MAD_MAX_L0 = 32
+
+
+def sparsedp_routes(l0s, names, selects=("auto", "mad2r"),
+                    splits=(0.5, 0.8, 0.9)) -> list[tuple[str, bool, int | None, dict]]:
     """``(name, releases counts, l0, release kwargs)`` of every sparsedp route available in this checkout."""
     import sparsedp as sd
 
@@ -86,22 +99,25 @@ def sparsedp_routes(l0s, names) -> list[tuple[str, bool, int | None, dict]]:
             print(f"  skipped: {m} is not registered in this checkout", flush=True)
             continue
         for l0 in ((1,) if m == "optimal-partition" else l0s):
+            if m.startswith("mad") and l0 > MAD_MAX_L0:
+                continue
             out.append((m, False, l0, dict(max_groups_per_unit=l0, mechanism=m)))
     for l0 in l0s:
         out.append(("auto (objective keys)", None, l0, dict(max_groups_per_unit=l0, mechanism=sd.Auto(objective="keys"))))
         out.append(("gshm", True, l0, dict(max_groups_per_unit=l0, mechanism="gshm")))
         out.append(("laplace", True, l0, dict(max_groups_per_unit=l0, mechanism="laplace")))
     out.append(("auto l0 (default rule)", True, None, dict(max_groups_per_unit="auto")))
-    selects = [s for s in ("gshm", "laplace", "optimal-partition", "mad2r", "mad", "weighted-gaussian", "auto")
-               if s in names or s == "auto"]
-    for s in selects:
-        try:
-            sd.TwoStage(select=s)
-        except Exception as e:  # not offered in this checkout (e.g. a select mechanism TwoStage refuses)
-            print(f"  skipped: two-stage select={s!r}: {str(e)[:120]}", flush=True)
-            continue
-        for l0 in ((1,) if s == "optimal-partition" else l0s):
-            out.append((f"two-stage select={s}", True, l0, dict(max_groups_per_unit=l0, mechanism=sd.TwoStage(select=s))))
+    for s in [s for s in selects if s in names or s == "auto"]:
+        for sp in splits:
+            try:
+                ts = sd.TwoStage(select=s, split=sp)
+            except Exception as e:  # not offered in this checkout (e.g. a select mechanism TwoStage refuses)
+                print(f"  skipped: two-stage select={s!r}: {str(e)[:120]}", flush=True)
+                break
+            for l0 in ((1,) if s == "optimal-partition" else l0s):
+                if s.startswith("mad") and l0 > MAD_MAX_L0:
+                    continue
+                out.append((f"two-stage select={s} split={sp:g}", True, l0, dict(max_groups_per_unit=l0, mechanism=ts)))
     return out
 
 
@@ -135,20 +151,32 @@ def run_sparsedp(df, eps: float, seeds, routes) -> list[Route]:
     return out
 
 
-def run_peer(peer: str, data: Path, tmp: Path, eps_list, l0s, reps: int, timeout: float) -> list[Route]:
+def run_peer(peer: str, data: Path, tmp: Path, eps_list, l0s, reps: int, timeout: float,
+             cache: Path | None = None, noises: tuple[str, ...] | None = None) -> dict:
+    """The peer's releases (``sweep.py`` in its venv); with ``cache`` (``--peer-cache``), read from / written to
+    ``cache`` so that sparsedp's routes can be re-run against the same peer draws (the datasets are deterministic)."""
     params = [{"epsilon": e, "delta": DELTA, "l0": l0, "noise": n, "rep": rep}
-              for e in eps_list for l0 in l0s for n in PEER_NOISES[peer] for rep in range(reps)]
+              for e in eps_list for l0 in l0s for n in (noises or PEER_NOISES[peer]) for rep in range(reps)]
     pin, pout = tmp / f"sweep_{peer}.json", tmp / f"sweep_{peer}_out.json"
     pin.write_text(json.dumps(params))
     t = time.perf_counter()
-    r = subprocess.run([str(peers.venv_python(peers.PEERS[peer]["venv"])), str(peers.SCRIPTS / "sweep.py"), peer,
-                        str(data), str(pin), str(pout)], capture_output=True, text=True, timeout=timeout,
-                       cwd=peers.SCRIPTS)
-    if r.returncode != 0:
-        print(f"  {peer} failed: {r.stderr.strip()[-400:]}", flush=True)
-        return []
+    if cache is not None and cache.exists():
+        rows = [row for row in json.loads(cache.read_text())
+                if {k: row[k] for k in ("epsilon", "delta", "l0", "noise", "rep")} in params]
+        print(f"  {peer}: {len(rows)} releases read from {cache}", flush=True)
+    else:
+        r = subprocess.run([str(peers.venv_python(peers.PEERS[peer]["venv"])), str(peers.SCRIPTS / "sweep.py"), peer,
+                            str(data), str(pin), str(pout)], capture_output=True, text=True, timeout=timeout,
+                           cwd=peers.SCRIPTS)
+        if r.returncode != 0:
+            print(f"  {peer} failed: {r.stderr.strip()[-400:]}", flush=True)
+            return {}
+        rows = json.loads(pout.read_text())
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps(rows))
     routes: dict = {}
-    for row in json.loads(pout.read_text()):
+    for row in rows:
         key = (row["epsilon"], row["noise"], row["l0"])
         label = peers.PEERS[peer]["label"] + " " + (row["noise"].replace("select-", "partition selection ")
                                                     if row["noise"].startswith("select-") else row["noise"])
@@ -199,6 +227,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tumult-epsilons", default="1", help="Tumult's ε values (a subset of --epsilons)")
     ap.add_argument("--peer-reps", type=int, default=None, help="runs per peer configuration (default: one per seed)")
     ap.add_argument("--skip-install", action="store_true")
+    ap.add_argument("--peer-cache", default=None, help="folder: each peer's releases per dataset are read from "
+                    "<folder>/<data>-<rows>_<peer>.json when there, else run and written there")
+    ap.add_argument("--two-stage-selects", default="auto,mad2r", help="stage 1 of the two-stage routes")
+    ap.add_argument("--splits", default="0.5,0.8,0.9", help="the two-stage routes' shares of ε on stage 1")
+    ap.add_argument("--ours-cache", default=None, help="folder: sparsedp's routes per dataset and ε are read from "
+                    "<folder>/<data>-<rows>_sparsedp_<ε>.json when there, else run and written there")
+    ap.add_argument("--peer-l0s", default=None, help="the peers' l0 grid (default: the dataset's)")
+    ap.add_argument("--peer-epsilons", default=None, help="the peers' ε values (default: --epsilons)")
+    ap.add_argument("--peer-noises", default=None, help="e.g. 'pipelinedp:laplace,select-truncated_geometric;"
+                    "opendp:laplace' (default: PEER_NOISES)")
+    ap.add_argument("--peers-only", action="store_true", help="run (and cache) the peers, no sparsedp route")
     ap.add_argument("--timeout", type=float, default=3600)
     a = ap.parse_args(argv)
     eps_list = [float(x) for x in a.epsilons.split(",")]
@@ -228,24 +267,45 @@ def main(argv: list[str] | None = None) -> int:
             deg = df.unique().group_by("unit").len()["len"]
             print(f"{tag}: {info['rows']} rows, {info['units']} units, {info['keys']} keys, keys per unit median "
                   f"{deg.median():g}; l0 grid {l0s}", flush=True)
-            routes = sparsedp_routes(l0s, names)
+            routes = sparsedp_routes(l0s, names, tuple(a.two_stage_selects.split(",")),
+                                     tuple(float(x) for x in a.splits.split(",")))
             peer_rows: dict = {}
             for p in pythons:
                 reps = a.tumult_reps if p == "tumult" else (a.peer_reps or len(seeds))
                 grid = tuple(int(x) for x in a.tumult_l0s.split(",")) if p == "tumult" else l0s
                 eps_p = [float(x) for x in a.tumult_epsilons.split(",")] if p == "tumult" else eps_list
-                for e, rs in run_peer(p, path, tmp, eps_p, grid, reps, a.timeout).items():
+                cache = Path(a.peer_cache) / f"{tag}-{info['rows']}_{p}.json" if a.peer_cache else None
+                if a.peer_l0s:
+                    grid = tuple(int(x) for x in a.peer_l0s.split(","))
+                if a.peer_epsilons:
+                    eps_p = [float(x) for x in a.peer_epsilons.split(",")]
+                noises = dict(x.split(":") for x in a.peer_noises.split(";") if x).get(p) if a.peer_noises else None
+                for e, rs in run_peer(p, path, tmp, eps_p, grid, reps, a.timeout, cache,
+                                      tuple(noises.split(",")) if noises else None).items():
                     peer_rows.setdefault(e, []).extend(rs)
+            if a.peers_only:
+                continue
             for eps in eps_list:
                 print(f"  epsilon = {eps:g}", flush=True)
-                raw = run_sparsedp(df, eps, seeds, routes)
+                ours = Path(a.ours_cache) / f"{tag}-{info['rows']}_sparsedp_{eps:g}.json" if a.ours_cache else None
+                if ours is not None and ours.exists():
+                    raw = [Route(**r) for r in json.loads(ours.read_text())]
+                    print(f"  sparsedp: {len(raw)} routes read from {ours}", flush=True)
+                else:
+                    raw = run_sparsedp(df, eps, seeds, routes)
+                    if ours is not None:
+                        ours.parent.mkdir(parents=True, exist_ok=True)
+                        ours.write_text(json.dumps([vars(r) for r in raw]))
                 ours, theirs = best_by_name(raw), best_by_name(peer_rows.get(eps, []))
                 best_peer = theirs[0] if theirs else None
                 peer_counts = next((r for r in theirs if r.counts), None)
                 for r in ours + theirs:
                     err = ""
                     if r.counts and r.table is not None and peer_counts is not None and peer_counts.table:
-                        err = f"{median_error(r.table, truth, set(r.table) & set(peer_counts.table)):.3f}"
+                        common = set(r.table) & set(peer_counts.table)
+                        e1, e2 = median_error(r.table, truth, common), median_error(peer_counts.table, truth, common)
+                        err = f"{e1:.3f}" + (f" ({e1 / e2:.2f}x the peer's {e2:.3f}, {len(common)} keys)"
+                                             if r is not peer_counts and e2 else "")
                     vs = f"{r.mean / best_peer.mean:.2f}" if best_peer and best_peer.mean else "n/a"
                     lines.append(f"| {tag} | {eps:g} | {r.library} | {r.name} | {'counts' if r.counts else 'keys only'} "
                                  f"| {r.l0} | {r.mean:.1f} | {vs} | {err} |")
@@ -253,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                                        peer_rows.get(eps, [])))
                 print("\n".join(lines[-len(ours) - len(theirs):] + checks[-1]), flush=True)  # kept if a later part fails
     print("\n| data | ε | library | route (best l0) | releases | l0 | keys (mean) | ÷ best peer | median rel. error "
-          "on the keys shared with the best count-releasing peer |")
+          "on the keys shared with the best count-releasing peer (÷ the peer's on them) |")
     print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(lines))
     print("\nTargets (issue 33):")
@@ -288,6 +348,23 @@ def _targets(tag, eps, ours, theirs, best_peer, peer_counts, truth, raw, raw_pee
             line += (f"; median rel. error {e1:.3f} vs {peer_counts.name}'s {e2:.3f} on {len(common)} shared keys = "
                      f"{er:.2f}x: target 0.7x {'MET' if er <= 0.7 else 'NOT met'}")
         out.append(line)
+    if peer_counts is not None and peer_counts.table is not None:
+        both = []  # every count route at its best l0: (keys ratio, error ratio on the keys shared with the peer)
+        for r in counts:
+            if r.table is None:
+                continue
+            common = set(r.table) & set(peer_counts.table)
+            e1, e2 = median_error(r.table, truth, common), median_error(peer_counts.table, truth, common)
+            both.append((r, r.mean / best_peer.mean if best_peer.mean else float("inf"), e1 / e2 if e2 else float("nan")))
+        ok = [b for b in both if b[2] <= 0.7]
+        if ok:
+            r, kr, er = max(ok, key=lambda b: b[1])
+            out.append(f"- {tag} ε={eps:g}: most keys among the count routes whose error is <= 0.7x the peer's: "
+                       f"{r.name} l0={r.l0} {r.mean:.1f} keys = {kr:.2f}x the best peer (error {er:.2f}x): both "
+                       f"targets at once {'MET' if kr >= 1.25 else 'NOT met'}")
+        else:
+            out.append(f"- {tag} ε={eps:g}: no count route has error <= 0.7x the peer's: both targets at once NOT met")
+    out.append(_auto_counts_check(tag, eps, raw))
     wg, mad, mad2r = get("weighted-gaussian"), get("mad"), get("mad2r")
     if wg is None or mad is None or mad2r is None:
         out.append(f"- {tag} ε={eps:g}: MAD/MAD2R vs Weighted Gaussian: not checked (mechanism not registered)")
@@ -302,6 +379,25 @@ def _targets(tag, eps, ours, theirs, best_peer, peer_counts, truth, raw, raw_pee
                    f"truncated geometric {geo.mean:.1f}: target (match or beat) "
                    f"{'MET' if at1.mean >= geo.mean else 'NOT met'}")
     return out
+
+
+def _auto_counts_check(tag, eps, raw) -> str:
+    """Whether ``sd.Auto(objective="counts")`` (the default mechanism; chosen from public parameters) picks, at each
+    l0 of the grid, the one-stage count mechanism that released the most keys here (GSHM or Laplace)."""
+    import sparsedp as sd
+    from sparsedp.mechanisms.base import ReleaseRequest
+
+    by = {(r.name, r.l0): r.mean for r in raw if r.name in ("gshm", "laplace")}
+    right, seen = [], []
+    for l0 in sorted({l0 for _, l0 in by}):
+        if ("gshm", l0) not in by or ("laplace", l0) not in by:
+            continue
+        chose = sd.Auto().resolve(ReleaseRequest(eps, DELTA, l0))[0].name
+        best = max(("gshm", "laplace"), key=lambda m: by[(m, l0)])
+        seen.append(f"l0={l0}: {chose} ({by[(chose, l0)]:.1f} keys; {best} {by[(best, l0)]:.1f})")
+        right.append(by[(chose, l0)] >= by[(best, l0)] - 1e-9)
+    return (f"- {tag} ε={eps:g}: sd.Auto(objective='counts') picks the one-stage count mechanism with the most keys at "
+            f"{sum(right)} of {len(right)} bounds: " + "; ".join(seen))
 
 
 if __name__ == "__main__":

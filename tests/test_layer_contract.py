@@ -11,8 +11,15 @@ mechanism registries, ``sparsedp/__init__``) is not an import statement and is t
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
+
+# the source is parsed once, when the first of these tests runs (not at collection, in every xdist worker):
+# one worker runs them all
+pytestmark = pytest.mark.xdist_group("layer-contract")
 
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sparsedp"
@@ -73,6 +80,7 @@ def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+@functools.cache
 def _imports() -> list[Import]:
     out: list[Import] = []
     for module, path in MODULES.items():
@@ -101,9 +109,6 @@ def _imports() -> list[Import]:
                 out += [Import(module, a.name, (), n.lineno, kind) for a in n.names
                         if a.name == "sparsedp" or a.name.startswith("sparsedp.")]
     return out
-
-
-IMPORTS = _imports()
 
 
 def _package(module: str) -> str:
@@ -150,7 +155,7 @@ def test_every_module_has_a_layer():
 
 def test_no_import_goes_up_a_layer_or_across_mechanisms_and_engines():
     bad = [f"{i.module}:{i.line} ({i.kind}) imports {i.target}: {why}"
-           for i in IMPORTS if (why := _violation(i)) is not None and not _pending(i)]
+           for i in _imports() if (why := _violation(i)) is not None and not _pending(i)]
     assert not bad, "imports against the layer contract (docs/architecture.md, Layers):\n" + "\n".join(bad)
 
 
@@ -158,13 +163,13 @@ def test_no_pending_exception_is_stale():
     """Each tolerated upward import still occurs: remove an entry of :data:`PENDING` once its work has landed."""
     stale = [k for k in PENDING
              if not any(i.module == k[0] and (i.target == k[1] or i.target.startswith(k[1] + "."))
-                        and _violation(i) is not None for i in IMPORTS)]
+                        and _violation(i) is not None for i in _imports())]
     assert not stale, f"PENDING entries that no longer occur (remove them): {stale}"
 
 
 def test_the_contract_sees_hidden_imports():
     """The checker counts imports inside functions and under TYPE_CHECKING, and flags each kind of breach."""
-    kinds = {i.kind for i in IMPORTS}
+    kinds = {i.kind for i in _imports()}
     assert {"top", "function"} <= kinds
     up = Import("sparsedp.mechanisms.x", "sparsedp.pipeline", ("release",), 1, "type-checking")
     across = Import("sparsedp.engines.x", "sparsedp.mechanisms.kernel", ("f",), 1, "function")
@@ -177,13 +182,13 @@ def test_the_contract_sees_hidden_imports():
 
 def test_mechanisms_and_engines_never_import_each_other():
     """The issue's acceptance line, stated on its own: no module of mechanisms/ imports engines/ or back."""
-    bad = [f"{i.module}:{i.line} imports {i.target}" for i in IMPORTS
+    bad = [f"{i.module}:{i.line} imports {i.target}" for i in _imports()
            if {_package(i.module), _package(i.target)} == {"mechanisms", "engines"}]
     assert not bad, "\n".join(bad)
 
 
 def _in_function_count() -> int:
-    return sum(1 for i in IMPORTS if i.kind == "function")
+    return sum(1 for i in _imports() if i.kind == "function")
 
 
 def test_few_imports_of_own_modules_inside_functions():

@@ -1,8 +1,16 @@
 """A privacy-budget ledger: every release is charged against a named dataset's total budget.
 
-Storage is one SQLite file in WAL mode. The check "does this charge fit the budget?" and the insert of
-the charge happen in one ``BEGIN IMMEDIATE`` transaction, which takes SQLite's write lock before reading,
-so concurrent processes are serialised and cannot together overspend.
+Storage is one SQLite file in WAL mode. A charge is admitted optimistically: the charges and the budget are
+read in one snapshot, the composition "does this charge fit the budget?" (which can take seconds) runs
+without any lock, and then one ``BEGIN IMMEDIATE`` transaction (SQLite's write lock) re-reads what the
+decision depended on — the budget row and the count and largest id of the dataset's charges, which are only
+ever appended — and inserts the charge only if nothing changed; otherwise the composition is redone with the
+new state. So every admitted charge was checked against exactly the charges recorded before it, and
+concurrent processes cannot together overspend, lose a charge or count one twice, while each holds the
+write lock only for a few reads and one insert (a process that holds it for long makes the others wait, and
+past the busy timeout they fail with "database is locked"). A refusal needs no lock: adding charges or
+lowering the budget never makes a refused charge fit, and refusing is always safe. After
+:data:`_OPTIMISTIC_TRIES` rounds that each lost the race, the composition runs under the lock (progress).
 
 Order of operations for a release (see :func:`sparsedp.api.release`):
 
@@ -88,6 +96,9 @@ from .accounting.zcdp import zcdp_to_dp_delta, zcdp_to_dp_epsilon
 from .errors import BudgetExceededError, InfeasibleError, InvalidParameterError, InvalidTypeError
 
 _SLACK = 1e-12
+#: optimistic rounds of :meth:`Ledger.charge` (compose outside the write lock, then commit if nothing changed)
+#: before it composes under the lock
+_OPTIMISTIC_TRIES = 8
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS datasets (
@@ -270,20 +281,42 @@ class Ledger:
         name = _dataset_name(dataset)
         c = _as_charge(charge, epsilon, delta, rho, rho_delta, mechanism)
         prof = None if c.profile is None else json.dumps(c.profile.to_dict(), sort_keys=True)
-        with self._immediate():
-            self._check_fits(name, c)
-            ev, smp = _stored_event(c)
-            cur = self._con.execute(
-                "INSERT INTO charges (dataset, epsilon, delta, rho, rho_delta, mechanism, note, status, "
-                "created, pid, profile, neighbours, event, samples) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 'charged', ?, ?, ?, ?, ?, ?)",
-                (name, c.epsilon, c.delta, c.rho, c.rho_delta if c.rho is not None else None, c.mechanism,
-                 str(note), time.time(), os.getpid(), prof, c.neighbours.name, ev, smp))
-            if smp is not None:  # earlier rows of the same event, charged before its samples were needed
-                self._con.execute("UPDATE charges SET samples=? WHERE dataset=? AND event=? AND samples IS NULL",
-                                  (smp, name, ev))
-            assert cur.lastrowid is not None  # an INSERT always sets it
-            return int(cur.lastrowid)
+        for _ in range(_OPTIMISTIC_TRIES):
+            with self._snapshot():
+                seen = self._version(name)
+                b_eps, b_dlt, rel = self._budget(name)
+                rows = self._rows(name)
+            self._refuse_unless_fits(name, c, rows, b_eps, b_dlt, rel)  # the composition, without the lock
+            with self._immediate():
+                if self._version(name) == seen:  # nothing charged and the budget unchanged since the snapshot
+                    return self._insert(name, c, prof, note)
+            # another charge (or a lowered budget) came in between: compose again with it
+        with self._immediate():  # still contended: compose under the lock (always makes progress)
+            b_eps, b_dlt, rel = self._budget(name)
+            self._refuse_unless_fits(name, c, self._rows(name), b_eps, b_dlt, rel)
+            return self._insert(name, c, prof, note)
+
+    def _insert(self, name: str, c: Charge, prof: str | None, note: str) -> int:
+        """Record the charge ``c`` (inside a write transaction whose check admitted it); its id."""
+        ev, smp = _stored_event(c)
+        cur = self._con.execute(
+            "INSERT INTO charges (dataset, epsilon, delta, rho, rho_delta, mechanism, note, status, "
+            "created, pid, profile, neighbours, event, samples) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, 'charged', ?, ?, ?, ?, ?, ?)",
+            (name, c.epsilon, c.delta, c.rho, c.rho_delta if c.rho is not None else None, c.mechanism,
+             str(note), time.time(), os.getpid(), prof, c.neighbours.name, ev, smp))
+        if smp is not None:  # earlier rows of the same event, charged before its samples were needed
+            self._con.execute("UPDATE charges SET samples=? WHERE dataset=? AND event=? AND samples IS NULL",
+                              (smp, name, ev))
+        assert cur.lastrowid is not None  # an INSERT always sets it
+        return int(cur.lastrowid)
+
+    def _version(self, name: str) -> tuple[Any, ...]:
+        """What the admission of a charge on ``name`` depends on: the budget row and which charges exist
+        (charges are only ever appended, with increasing ids, so their count and largest id identify the set)."""
+        budget = self._con.execute("SELECT epsilon, delta, neighbours FROM datasets WHERE name=?", (name,)).fetchone()
+        n, last = self._con.execute("SELECT COUNT(*), MAX(id) FROM charges WHERE dataset=?", (name,)).fetchone()
+        return (budget, n, last)
 
     def check(self, dataset: str, charge: "Charge | None" = None, *, epsilon: float | None = None,
               delta: float | None = None, rho: float | None = None, rho_delta: float = 0.0) -> None:
@@ -327,8 +360,13 @@ class Ledger:
 
     def _check_fits(self, name: str, c: "Charge") -> None:
         b_eps, b_dlt, rel = self._budget(name)
+        self._refuse_unless_fits(name, c, self._rows(name), b_eps, b_dlt, rel)
+
+    @staticmethod
+    def _refuse_unless_fits(name: str, c: "Charge", rows: list["_Row"], b_eps: float, b_dlt: float,
+                            rel: Neighbours) -> None:
+        """Raise unless ``c`` added to the charges ``rows`` fits the budget (b_eps, b_dlt) of relation ``rel``."""
         _check_relation(name, c, rel)
-        rows = self._rows(name)
         acc = _Accounts(_effective(rows + [_Row.of(c)], rel))
         if not acc.fits(b_eps, b_dlt):
             s = _Accounts(_effective(rows, rel))
@@ -378,6 +416,10 @@ class Ledger:
 
     def _immediate(self) -> "_Immediate":
         return _Immediate(self._con)
+
+    def _snapshot(self) -> "_Immediate":
+        """A read transaction: the reads inside it see one committed state (WAL: writers are not blocked)."""
+        return _Immediate(self._con, "BEGIN DEFERRED")
 
 
 @dataclass(frozen=True)
@@ -568,13 +610,15 @@ def _as_charge(charge: Any, epsilon: float | None, delta: float | None, rho: flo
 
 
 class _Immediate:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error): the write lock is held while we read."""
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error): the write lock is held while we read.
+    (With ``begin="BEGIN DEFERRED"``, a read transaction: one snapshot, no lock.)"""
 
-    def __init__(self, con: sqlite3.Connection):
+    def __init__(self, con: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE"):
         self.con = con
+        self.begin = begin
 
     def __enter__(self) -> sqlite3.Connection:
-        self.con.execute("BEGIN IMMEDIATE")
+        self.con.execute(self.begin)
         return self.con
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:

@@ -64,7 +64,7 @@ def test_release_probability_follows_stage_one_law():
     """Stage 1 (GSHM at split·ε, delta_split·δ, l0 = 1) releases a key of count c with probability
     P[N_Z(0, s) >= pre + margin − c]: a binomial test over 3 seeded releases of 300 equal keys, which the law at
     the full ε (the wrong split) fails."""
-    ts = sd.TwoStage(split=0.5)
+    ts = sd.TwoStage(select="gshm", split=0.5)
     cal1 = calibrate("gshm", epsilon=EPS * 0.5, delta=DELTA * 0.5, l0=1, discrete=True)
     pre, margin = 1, int(cal1.tau)
     c = pre + margin - 1  # P ≈ one half
@@ -96,7 +96,7 @@ def test_count_noise_follows_stage_two_law():
     """Stage 2's independent terms are N_Z(0, s) with s the correlated Gaussian's calibration at
     ((1 − split)·ε, (1 − delta_split)·δ, d = |K|): chi-square over the pooled terms of 3 seeded releases."""
     df = _flat(400, 150)  # far above the threshold: every key selected, d = 400
-    ts = sd.TwoStage(split=0.4, delta_split=0.3)
+    ts = sd.TwoStage(select="gshm", split=0.4, delta_split=0.3)
     cal2 = calibrate_correlated_public(EPS * 0.6, DELTA * 0.7, 400)
     zs = []
     for seed in (1, 2, 3):
@@ -125,7 +125,7 @@ def test_count_noise_follows_stage_two_law():
 def test_table_and_report(mixed):
     """One table: the selected keys with stage 2's (unbounded) counts; the report states both stages, the whole
     (ε, δ) and the δ achieved (stage 1's noise sampled + stage 2's bound over d, its value at d in a note)."""
-    res = sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=2, mechanism=sd.TwoStage(),
+    res = sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=2, mechanism=sd.TwoStage(select="gshm"),
                      rng=InsecureSeededRandom(7))
     t, r = res.table, res.report
     assert t.columns == ["key", "count"] and t.height > 0
@@ -146,7 +146,7 @@ def test_table_and_report(mixed):
     assert err2 < errg / 2
     # same seed, same table, on another engine too
     again = sd.release(mixed.to_pandas(), "user", "key", EPS, DELTA, max_groups_per_unit=2,
-                       mechanism=sd.TwoStage(), rng=InsecureSeededRandom(7)).table
+                       mechanism=sd.TwoStage(select="gshm"), rng=InsecureSeededRandom(7)).table
     assert pl.from_pandas(again).equals(t)
 
 
@@ -300,3 +300,38 @@ def test_cli_two_stage_select_optimal_partition(mixed, tmp_path):
                                  "--delta", "1e-6", "--mechanism", "two-stage", "--select", "optimal-partition"])
     assert r.exit_code == 0, r.output
     assert "optimal-partition" in r.output
+
+
+def test_default_select_is_auto_and_releases_what_the_chosen_mechanism_releases(mixed):
+    """``sd.TwoStage()`` selects with the mechanism ``sd.Auto(objective="keys")`` picks at stage 1's public
+    (ε₁, δ₁, l0) (the l0 = 1 rule / Laplace at l0 = 1, the Weighted Gaussian above): the same table, report
+    guarantee and charge as naming that mechanism, at the same seed (no data or budget spent on the choice)."""
+    from sparsedp.mechanisms.base import ReleaseRequest
+
+    assert sd.TwoStage().select == sd.Auto(objective="keys")
+    for l0 in (1, 5):
+        want = sd.Auto(objective="keys").resolve(ReleaseRequest(EPS / 2, DELTA / 2, l0))[0]
+        a = sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=l0, mechanism=sd.TwoStage(),
+                       rng=InsecureSeededRandom(9))
+        b = sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=l0,
+                       mechanism=sd.TwoStage(select=want), rng=InsecureSeededRandom(9))
+        assert a.table.select("key", "count").equals(b.table.select("key", "count")) and a.table.height > 0
+        assert a.report.delta_parts == b.report.delta_parts and a.report.epsilon == b.report.epsilon == EPS
+        assert any(n.startswith(f"stage 1 chosen by select='auto': {want.name}") for n in a.report.notes)
+    assert want.name == "weighted-gaussian"
+    gshm = sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=5, mechanism=sd.TwoStage(select="gshm"),
+                      rng=InsecureSeededRandom(9))
+    assert a.table.height >= gshm.table.height  # the Weighted Gaussian's 1/√t weights: at least GSHM's keys here
+
+
+def test_default_select_needs_what_its_choice_needs():
+    """With a fixed bound the engine must offer what the chosen stage 1 needs (the Weighted Gaussian: the pair
+    primitives), and nothing more (the l0 = 1 rule: none); the refusal names select='gshm' as the fix."""
+    from types import SimpleNamespace
+
+    from sparsedp.core.engine import Capability
+
+    req = SimpleNamespace(bound=5, auto_bound=None, epsilon=EPS, delta=DELTA, unit="user", keys=None, sums=())
+    assert sd.TwoStage().needs(req) == frozenset({Capability.PAIRS})
+    assert sd.TwoStage().needs(SimpleNamespace(**{**vars(req), "bound": 1})) == frozenset()
+    assert "select='gshm'" in sd.TwoStage.lacks_hint

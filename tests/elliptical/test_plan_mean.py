@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from sparsedp import noise
 from sparsedp.accounting.zcdp import gaussian_rho
@@ -171,6 +172,32 @@ def test_plan_binary_and_unscaled_modes(rng):
     assert np.linalg.norm(base.mean - emp) < 0.05
     with pytest.raises(InputDataError, match="0/1"):
         pm.plan_mean(x + 0.5, rho=1.0, bound=0.5, variances="binary", rng=rng)
+
+
+def test_binary_variance_estimator_floor_and_noise_law(rng):
+    """estimate_binary_variance: σ̂² = q̃(1 − q̃) with q̃ = (count + N_ℤ(0, d/(2ρ)))/n, floored at d^{−2/5} unless
+    floor=False; at a large ρ the estimate is q(1 − q) of the data; bad data and ρ fail before any noise is drawn."""
+    x = np.zeros((1000, 256))
+    x[:10, 1] = 1.0                                   # column 1: q = 0.01, below the floor 256^{-2/5} = 0.11
+    x[:500, 2] = 1.0                                  # column 2: q = 1/2
+    raw = pm.estimate_binary_variance(x, rho=1e9, floor=False, rng=rng)
+    np.testing.assert_allclose(raw[[0, 1, 2]], [0.0, 0.0099, 0.25], atol=1e-3)
+    floored = pm.estimate_binary_variance(x, rho=1e9, rng=rng)
+    np.testing.assert_allclose(floored[[0, 1, 2]], [256 ** -0.4, 256 ** -0.4, 0.25], atol=1e-3)
+    # noise law: with count 0, q̃·n = max(Z, 0) with Z ~ N_Z(0, d/(2ρ)) = N_Z(0, 8) at d = 16, ρ = 1; recover Z from
+    # σ̂² = q̃(1 − q̃) (q̃ < 1/2) and compare its law with the exact pmf by a chi-square at a fixed seed
+    v2 = np.concatenate([pm.estimate_binary_variance(np.zeros((1000, 16)), rho=1.0, floor=False, rng=rng)
+                         for _ in range(250)])
+    zs = np.rint(1000 * (1 - np.sqrt(1 - 4 * v2)) / 2).astype(int)
+    zz = np.arange(-80, 81)
+    pmf = np.exp(-zz ** 2 / 16.0) / np.exp(-zz ** 2 / 16.0).sum()
+    cells = [pmf[zz <= 0].sum()] + [pmf[zz == k][0] for k in range(1, 7)] + [pmf[zz >= 7].sum()]
+    obs = [np.sum(zs == 0)] + [np.sum(zs == k) for k in range(1, 7)] + [np.sum(zs >= 7)]
+    assert stats.chisquare(obs, np.array(cells) * zs.size).pvalue > 1e-4
+    with pytest.raises(InputDataError, match="0/1"):
+        pm.estimate_binary_variance(x + 0.5, rho=1.0, rng=rng)
+    with pytest.raises(ValueError, match="rho"):
+        pm.estimate_binary_variance(x, rho=0.0, rng=rng)
 
 
 def test_plan_errors(rng):

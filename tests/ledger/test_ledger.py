@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from sparsedp.errors import BudgetExceededError, InvalidParameterError
+from sparsedp import ledger as ledger_module
 from sparsedp.ledger import Ledger
 
 
@@ -119,3 +120,70 @@ def test_eight_concurrent_processes_cannot_overspend(tmp_path):
     with Ledger(path) as led:
         s = led.spent("logs")
         assert s.n_charges == 5 and math.isclose(s.epsilon, 1.0)
+
+
+# ------------------------------------------------------------------ a charge racing another between its check and its insert
+
+
+def _race(monkeypatch, other, rounds=1):
+    """Make ``other()`` run inside the first ``rounds`` budget compositions of a charge: after the ledger read the
+    state it composes and before it takes the write lock to record the charge, i.e. the race of two processes.
+    ``other`` charges through a second connection with a 1 s busy timeout, so it fails with "database is
+    locked" if the first connection held the write lock while composing."""
+    real = ledger_module.Ledger._refuse_unless_fits
+    left = [rounds]
+
+    def composing(*args, **kwargs):
+        if left[0] > 0:
+            left[0] -= 1
+            other()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ledger_module.Ledger, "_refuse_unless_fits", staticmethod(composing))
+
+
+def test_a_charge_that_no_longer_fits_after_a_racing_charge_is_refused(tmp_path, monkeypatch):
+    path = tmp_path / "budget.db"
+    with Ledger(path) as a, Ledger(path, timeout=1.0) as b:
+        a.set_budget("logs", epsilon=1.0, delta=1e-6)
+        _race(monkeypatch, lambda: b.charge("logs", epsilon=0.6, delta=1e-8, note="b"))
+        with pytest.raises(BudgetExceededError, match="Nothing was released"):
+            a.charge("logs", epsilon=0.6, delta=1e-8, note="a")  # fitted the state it read; not the state after b
+        assert [r.note for r in a.history("logs")] == ["b"]
+        assert math.isclose(a.spent("logs").epsilon, 0.6)
+
+
+def test_a_charge_that_still_fits_after_a_racing_charge_is_recorded_once(tmp_path, monkeypatch):
+    path = tmp_path / "budget.db"
+    with Ledger(path) as a, Ledger(path, timeout=1.0) as b:
+        a.set_budget("logs", epsilon=1.0, delta=1e-6)
+        _race(monkeypatch, lambda: b.charge("logs", epsilon=0.3, delta=1e-8, note="b"))
+        cid = a.charge("logs", epsilon=0.3, delta=1e-8, note="a")
+        hist = a.history("logs")
+        assert [r.note for r in hist] == ["b", "a"] and hist[1].id == cid
+        s = a.spent("logs")
+        assert s.n_charges == 2 and math.isclose(s.epsilon, 0.6)
+
+
+def test_a_budget_lowered_during_the_check_refuses_the_charge(tmp_path, monkeypatch):
+    path = tmp_path / "budget.db"
+    with Ledger(path) as a, Ledger(path, timeout=1.0) as b:
+        a.set_budget("logs", epsilon=1.0, delta=1e-6)
+        _race(monkeypatch, lambda: b.set_budget("logs", epsilon=0.5, delta=1e-6))
+        with pytest.raises(BudgetExceededError):
+            a.charge("logs", epsilon=0.6, delta=1e-8)
+        assert a.history("logs") == []
+
+
+def test_a_charge_that_loses_every_race_is_checked_under_the_lock(tmp_path, monkeypatch):
+    """After every optimistic round lost a race, the last check holds the write lock: the charge is recorded
+    once, after all the racing charges, and the total is what basic composition admits."""
+    path = tmp_path / "budget.db"
+    tries = ledger_module._OPTIMISTIC_TRIES
+    with Ledger(path) as a, Ledger(path, timeout=1.0) as b:
+        a.set_budget("logs", epsilon=1.0, delta=1e-6)
+        _race(monkeypatch, lambda: b.charge("logs", epsilon=0.1, delta=1e-9, note="b"), rounds=tries)
+        a.charge("logs", epsilon=0.1, delta=1e-9, note="a")
+        assert [r.note for r in a.history("logs")] == ["b"] * tries + ["a"]
+        with pytest.raises(BudgetExceededError):  # the racing charges were counted: 1.0 - (tries + 1)·0.1 left
+            a.charge("logs", epsilon=1.0 - (tries + 1) * 0.1 + 0.01, delta=1e-9)

@@ -19,13 +19,15 @@ import pyarrow as pa
 import pytest
 
 import sparsedp as sd
-from sparsedp.accounting.adaptive_weighting import (MAX_L0, calibrate_rounds, new_key_threshold, rounds_event)
+from sparsedp.accounting.adaptive_weighting import (MAX_L0, calibrate_rounds, last_threshold_floor, new_key_shares,
+                                                    new_key_threshold, rounds_event)
 from sparsedp.accounting.discrete import dgauss_pmf, dgauss_sf
 from sparsedp.accounting.events import SequenceEvent, SetUnionEvent
 from sparsedp.accounting.set_union import calibrate_weighted_gaussian, grid_weights, weighted_gaussian_delta
 from sparsedp.errors import InvalidParameterError
 from sparsedp.engines.bounding import COUNT
 from sparsedp.engines.pairs import round_key_sums
+from sparsedp.mechanisms.base import ReleaseRequest
 from sparsedp.noise import InsecureSeededRandom
 
 GRID = 2          # W_1 = 2, W_2 = 1
@@ -133,6 +135,52 @@ def test_each_rounds_event_is_the_weighted_gaussian_profile():
     # the round-2 threshold is above the one-round Weighted Gaussian's (its budget is a share of the whole)
     wg = calibrate_weighted_gaussian(1.0, 1e-6, 3)
     assert c.rounds[-1].threshold_int > wg.threshold_int
+
+
+def test_thresholds_follow_the_recorded_new_key_targets_and_the_composition_meets_delta():
+    """Each round's threshold is the smallest meeting its recorded new-key target; the targets give the last round
+    at least 90 % of the new-key budget (1 − a)·δ (plus the slack step) and the earlier rounds 10 %; the composed
+    δ(ε) of the thresholds actually used meets δ; the last threshold is below the equal-split calibration's."""
+    c = calibrate_rounds("mad", 1.0, 1e-6, 3, (0.15, 0.85))
+    a, budget = c.gauss_fraction, (1 - c.gauss_fraction) * 1e-6
+    assert new_key_shares(2) == (0.1, 0.9) and new_key_shares(1) == (1.0,)
+    assert c.new_key_targets[0] == pytest.approx(0.1 * budget)
+    assert c.new_key_targets[1] >= 0.9 * budget * (1 - 1e-12)
+    for r, target in zip(c.rounds, c.new_key_targets):
+        assert r.threshold_int == new_key_threshold(r.grid_sigma2, 3, r.grid, target)
+    assert float(rounds_event(c.rounds, 1.0, 1e-6).delta_at(1.0)) <= 1e-6
+    assert 0 < a <= 0.6
+    # the equal split of (1 − a)·δ between the rounds (the first calibration) gives a higher last threshold
+    equal = new_key_threshold(c.rounds[-1].grid_sigma2, 3, c.grid, budget / 2)
+    assert c.rounds[-1].threshold_int < equal
+
+
+@pytest.mark.parametrize("eps,shares", [(1.0, (0.15, 0.85)), (0.3, (0.5, 0.5))])
+def test_last_threshold_floor_is_below_the_calibrated_threshold(eps, shares):
+    """The floor auto uses to skip the rounds' calibration is a lower bound of the calibrated last threshold, and
+    within 10 % of it (so that it decides something)."""
+    c = calibrate_rounds("mad", eps, 1e-6, 3, shares)
+    floor = last_threshold_floor(eps, 1e-6, 3, shares)
+    assert floor <= c.rounds[-1].threshold_int
+    assert floor >= 0.9 * c.rounds[-1].threshold_int
+
+
+def test_auto_keys_skips_the_rounds_when_their_floor_is_above_the_weighted_gaussian():
+    """sd.Auto(objective="keys") ranks selections by the count-equivalent threshold: at the default shares the
+    rounds' last threshold is provably above the Weighted Gaussian's, so they are not calibrated (not among the
+    candidates) and the Weighted Gaussian is chosen; by name they still run."""
+    df = pl.DataFrame({"unit": [1, 1, 2, 3], "key": ["a", "b", "a", "c"]})
+    floor = last_threshold_floor(1.0, 1e-6, 3, (0.15, 0.85))
+    assert floor >= calibrate_weighted_gaussian(1.0, 1e-6, 3).threshold_int
+    res = sd.release(df, "unit", "key", 1.0, 1e-6, max_groups_per_unit=3, mechanism=sd.Auto(objective="keys"),
+                     rng=InsecureSeededRandom(1), interval=None)
+    names = {c["mechanism"] for c in res.report.candidates}
+    assert "weighted-gaussian" in names and not names & {"mad", "mad2r"}
+    assert sd.MAD.auto_offer(_request(1.0, 3), None) is None
+
+
+def _request(eps: float, l0: int) -> ReleaseRequest:
+    return ReleaseRequest(epsilon=eps, delta=1e-6, max_groups_per_unit=l0)
 
 
 def test_new_key_threshold_is_the_smallest_meeting_the_target():

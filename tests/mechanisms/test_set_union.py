@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 import sparsedp as sd
+from sparsedp.engines.bounding import COUNT
 from sparsedp.accounting.discrete import dgauss_pmf, dgauss_sf, dgauss_variance
 from sparsedp.accounting.set_union import (calibrate_weighted_gaussian, grid_weights, paper_threshold,
                                            weighted_gaussian_delta, weighted_shift_hockey_stick)
@@ -214,6 +215,31 @@ def test_weights_follow_each_units_kept_key_count():
     h2 = PolarsEngine().weighted_histogram(df, "unit", ["key"], 2, grid_weights(2, 4096), InsecureSeededRandom(0))
     assert int(h2.counts.sum()) == 4096 + 2 * 2896 + 2 * 2896
     assert h2.stats.pairs_dropped_l0 == 2
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb", "arrow"])
+def test_weighted_histogram_is_the_select_pairs_definition_with_the_same_secret(engine, tmp_path):
+    """The fast weighted histogram (the count path's integer pair ids, degree weights summed per key) equals the
+    definition: select_pairs' choice with the same secret (the first draw of the same source), each kept pair
+    weighted W_t for its unit's kept count t (round_key_sums), on data with duplicate rows, units over and
+    under the bound and integer keys; from a Parquet file too (the file path)."""
+    from sparsedp.engines import draw_bounding_secret, get_engine
+    from sparsedp.engines.pairs import round_key_sums
+
+    g = np.random.default_rng(5)
+    n = 3000
+    df = pl.DataFrame({"unit": g.integers(0, 300, n), "key": g.zipf(1.3, n) % 97})
+    path = tmp_path / "rows.parquet"
+    df.write_parquet(path)
+    for l0 in (1, 3, 8):
+        ws = grid_weights(l0, 4096)
+        want = round_key_sums(df.unique(), "unit", ["key"], l0, ws, draw_bounding_secret(InsecureSeededRandom(3)))
+        want = dict(zip(want["key"].to_list(), want[COUNT].to_list()))
+        for data in (df, str(path)):
+            h = get_engine(engine).weighted_histogram(data, "unit", ["key"], l0, ws, InsecureSeededRandom(3))
+            got = dict(zip(h.keys.column("key").to_pylist(), h.counts.tolist()))
+            assert got == want, (engine, l0)
+            assert h.stats.rows_in == n and h.stats.keys_out == len(want)
 
 
 def test_refusals_before_any_charge():

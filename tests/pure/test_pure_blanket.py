@@ -23,7 +23,7 @@ from scipy import stats
 from sparsedp.accounting.blanket import BlanketParams, blanket_accuracy, calibrate_blanket
 from sparsedp.mechanisms.pure import exact as ex
 from sparsedp.mechanisms.pure.blanket import blanket_histogram
-from sparsedp.noise.rational_geometric import GeometricLaw, blanket_size, truncated_poisson
+from sparsedp.noise.rational_geometric import GeometricLaw, blanket_size, subset_outside, truncated_poisson
 from sparsedp.noise.source import InsecureSeededRandom
 
 
@@ -191,6 +191,62 @@ def test_blanket_size_and_truncated_poisson_laws():
     exp = [float(x / sum(w)) * 4000 for x in w]
     assert set(draws) <= {0, 1, 2}
     assert stats.chisquare([draws[m] for m in range(3)], exp).pvalue > 1e-4
+
+
+class _Scripted:
+    """A source whose ``randbelow`` returns given outcomes in turn (each must lie in the asked range): drives the
+    real sampler through every sequence of its draws, each of probability Π 1/range."""
+
+    def __init__(self, outcomes):
+        self.outcomes, self.ranges = list(outcomes), []
+
+    def randbelow(self, n):
+        self.ranges.append(n)
+        t = self.outcomes[len(self.ranges) - 1]
+        assert 0 <= t < n
+        return t
+
+
+@pytest.mark.parametrize("d,support,m", [(7, (1, 4), 2), (7, (0, 5, 6), 3), (6, (2,), 5), (8, (0, 1, 2, 3), 1),
+                                         (5, (), 2), (6, (3, 4), 4)])
+def test_subset_outside_is_uniform_by_exact_enumeration(d, support, m):
+    """Step 3 of the mechanism, the real code path: every sequence of its m draws (Floyd's algorithm, ranges
+    N − m + 1 … N with N = d − |S|), weighted by its exact probability, gives each m-subset of [0, d) \\ S probability
+    exactly 1/C(N, m) and nothing else; and it makes exactly m draws (no rejection at the subset level)."""
+    free = [x for x in range(d) if x not in support]
+    N = len(free)
+    law: Counter = Counter()
+    for seq in itertools.product(*(range(j + 1) for j in range(N - m, N))):
+        src = _Scripted(seq)
+        out = subset_outside(m, d, set(support), src)
+        assert src.ranges == [j + 1 for j in range(N - m, N)]  # exactly m draws, their ranges fixed in advance
+        assert len(out) == m == len(set(out))
+        law[frozenset(out)] += F(1, math.prod(range(N - m + 1, N + 1)))
+    subsets = [frozenset(c) for c in itertools.combinations(free, m)]
+    assert set(law) == set(subsets)
+    assert all(law[c] == F(1, math.comb(N, m)) for c in subsets)
+
+
+def test_subset_outside_on_a_seeded_source_and_large_labels():
+    """Chi-square at a fixed seed: the 56 3-subsets of an 8-element complement are equally likely. With labels of
+    the 16-byte key domain (d ≈ 2^136) the rank/shift map sends the first and last complement indices to the first
+    and last labels outside the support (Python integers, no overflow)."""
+    rng = InsecureSeededRandom(20261127)
+    d, support = 12, {1, 2, 5, 11}
+    free = [x for x in range(d) if x not in support]
+    N = 14000
+    seen = Counter(frozenset(subset_outside(3, d, support, rng)) for _ in range(N))
+    cells = [frozenset(c) for c in itertools.combinations(free, 3)]
+    assert set(seen) <= set(cells)
+    assert stats.chisquare([seen[c] for c in cells], [N / len(cells)] * len(cells)).pvalue > 1e-4
+    with pytest.raises(Exception, match="exceeds"):
+        subset_outside(9, d, support, rng)
+    big = (256 ** 17 - 1) // 255
+    support = {0, 1, 2, 4, big - 1, big - 3}
+    nfree = big - len(support)
+    assert subset_outside(1, big, support, _Scripted([0])) == [3]
+    assert subset_outside(1, big, support, _Scripted([nfree - 1])) == [big - 2]
+    assert subset_outside(1, big, support, _Scripted([nfree - 2])) == [big - 4]
 
 
 def test_calibration_meets_epsilon_and_blanket_rate():

@@ -5,6 +5,16 @@ from __future__ import annotations
 import pytest
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the group into the node id's suffix
+def pytest_collection_modifyitems(config, items):
+    """Every test that uses the ``spark`` fixture runs in the "spark" xdist group (``--dist loadgroup``): one
+    worker, one JVM. A test outside the group would start a second Spark session in another worker (about 15 s
+    of JVM start-up on 2 cores) just for itself."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'sparsedp[spark]')")

@@ -17,10 +17,13 @@ distributions the ledger composes (Dong, Roth & Su, "Gaussian differential priva
 arXiv:1905.02383, Thm 3.2), and :func:`calibrate_rounds` checks that composition, not a proxy, at (ε, δ).
 
 Calibration (``docs/proofs/mad.md`` §3): with ``s*`` the Weighted Gaussian's scale at ``(ε, a·δ)``
-(:func:`.set_union.weighted_gaussian_scale`), round ``r`` gets ``s_r = s*/f_r`` for its share ``f_r``
+(:func:`.set_union.weighted_gaussian_scale`, ``a = 0.6``), round ``r`` gets ``s_r = s*/f_r`` for its share ``f_r``
 (``Σ f_r = 1``: the rounds' Gaussian parts compose like one Weighted Gaussian at ``s*``) and the smallest
-threshold ``T_r`` whose new-key term ``max_t 1 − (1 − P[Z_r >= T_r − W_t])^t`` is at most ``(1 − a)·δ/R``;
-the composed δ(ε) is then computed, and ``a`` lowered until it is at most δ.
+threshold ``T_r`` whose new-key term ``max_t 1 − (1 − P[Z_r >= T_r − W_t])^t`` is at most ``q_r·(1 − a)·δ``
+(``q``: the rounds' shares of the new-key budget, 10 % to the earlier rounds together and 90 % to the last,
+whose threshold decides the keys near the threshold); the composed δ(ε) is then computed, the slack
+``δ − δ(ε)`` given (90 % of it) to the last round's target once, kept only if the composition still meets δ;
+``a`` is lowered until the composition meets δ.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from .events import SequenceEvent, event_of
 from .laws import DiscreteGaussian
 from .set_union import SetUnionCalibration, grid_weights, weighted_gaussian_delta, weighted_gaussian_scale
 
-__all__ = ["RoundsCalibration", "calibrate_rounds", "new_key_threshold", "rounds_event", "MAX_L0"]
+__all__ = ["RoundsCalibration", "calibrate_rounds", "last_threshold_floor", "new_key_shares", "new_key_threshold", "rounds_event", "MAX_L0"]
 
 #: the composed profile is sampled from each round's exact profile (41 points, each a max over t = 1..Δ0):
 #: about 2 s a round at Δ0 = 20 and 4 s at 32 on one loaded core, so the rounds are offered up to this bound
@@ -64,7 +67,8 @@ class RoundsCalibration:
     """An adaptive-weighting calibration: ``rounds`` (one :class:`~.set_union.SetUnionCalibration` per round, each
     charged at (ε, its own δ(ε)); its ``noise`` and ``threshold_int`` are what round r samples and compares),
     ``shares`` (each round's share ``f_r`` of the Gaussian budget), ``gauss_fraction`` (the ``a`` the search
-    settled on), ``delta_achieved`` (the composed δ(ε) of the rounds, <= δ).
+    settled on), ``delta_achieved`` (the composed δ(ε) of the rounds, <= δ), ``new_key_targets`` (the bound on
+    each round's new-key term that fixed its threshold: ``T_r = new_key_threshold(s_r, Δ0, G, target_r)``).
 
     ``sigma``/``tau``/``noise_std`` are the last round's count-equivalent figures (``plan`` and ``auto`` compare
     them with GSHM's); ``kernel(r)`` is round r's per-key kernel calibration."""
@@ -79,6 +83,7 @@ class RoundsCalibration:
     delta_achieved: float
     l0: int
     grid: int
+    new_key_targets: tuple[float, ...] = ()
 
     @property
     def sigma(self) -> float:
@@ -155,10 +160,48 @@ def _round(name: str, eps: float, s: Fraction, thr: int, l0: int, grid: int) -> 
         delta_achieved=d, l0=l0, grid=grid, threshold_int=thr)
 
 
+def new_key_shares(rounds: int) -> tuple[float, ...]:
+    """Each round's share ``q_r`` of the new-key budget ``(1 − a)·δ``: 10 % to the earlier rounds together (equal
+    parts), 90 % to the last (one round: all of it). The earlier rounds release only keys far above their
+    thresholds (their noise is large), so a higher threshold there costs little; the last round's threshold
+    decides the keys near it (``docs/proofs/mad.md`` §3, §7)."""
+    n = int(rounds)
+    return (1.0,) if n == 1 else tuple([0.1 / (n - 1)] * (n - 1) + [0.9])
+
+
+def _rounds_at(name: str, eps: float, s_star: Fraction, fs: tuple[float, ...], targets: tuple[float, ...], l0: int,
+               grid: int) -> tuple[SetUnionCalibration, ...]:
+    out = []
+    for f, target in zip(fs, targets):
+        s = rational_up(float(s_star) / f)
+        out.append(_round(name, eps, s, new_key_threshold(s, l0, grid, target), l0, grid))
+    return tuple(out)
+
+
+def last_threshold_floor(epsilon: float, delta: float, l0: int, shares: tuple[float, ...], grid: int = 4096) -> int:
+    """A lower bound on the last round's integer threshold of every calibration :func:`calibrate_rounds` can
+    return at (ε, δ) — without the composed profile (milliseconds instead of seconds): the Gaussian fraction is
+    at most 0.6, so ``s* >= weighted_gaussian_scale(ε, 0.6·δ)`` and the last scale ``s_R >= s*/f_R``; the
+    composed δ(ε) is at least the last round's new-key term (the probability of an infinite privacy loss only
+    grows under composition), which is at most δ, so ``T_R >= new_key_threshold(s_R, Δ0, G, δ)`` (the term falls
+    as T rises and grows with the scale). The scale is taken 0.1 % lower than that bound, for the 0.01 % grid of
+    :func:`~.set_union.weighted_gaussian_scale`. ``docs/proofs/mad.md`` §3."""
+    eps = v.epsilon(epsilon)
+    dlt = v.delta(delta)
+    k = v.integer("max_groups_per_unit", l0, lo=1)
+    g = v.integer("grid", grid, lo=1)
+    s_star = weighted_gaussian_scale(eps, 0.6 * dlt, k, g)
+    s_last = Fraction(float(s_star) / float(shares[-1]) * 0.999)
+    return new_key_threshold(s_last, k, g, dlt)
+
+
 def calibrate_rounds(name: str, epsilon: float, delta: float, l0: int, shares: tuple[float, ...],
                      grid: int = 4096) -> RoundsCalibration:
     """The rounds of ``name`` at (ε, δ) (module docstring; ``docs/proofs/mad.md`` §3): the Gaussian fraction
-    ``a`` starts at 0.7 and is multiplied by 0.7 until the composed δ(ε) is at most δ (at most 8 tries)."""
+    ``a`` starts at 0.6 and is multiplied by 0.7 until the composed δ(ε) is at most δ (at most 8 tries); the
+    new-key targets ``q_r·(1 − a)·δ`` (:func:`new_key_shares`), then the last one raised once by 90 % of the
+    composition's slack if the composition still meets δ. Every candidate is checked by the composed δ(ε) of
+    its own thresholds: the slack step changes the efficiency, never the guarantee."""
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     k = v.integer("max_groups_per_unit", l0, lo=1)
@@ -166,19 +209,23 @@ def calibrate_rounds(name: str, epsilon: float, delta: float, l0: int, shares: t
     fs = tuple(float(f) for f in shares)
     if not fs or any(not (0 < f <= 1) for f in fs) or abs(math.fsum(fs) - 1.0) > 1e-9:
         raise InvalidParameterError(f"shares must be positive and sum to 1, got {shares!r}")
-    a = 0.7
+    qs = new_key_shares(len(fs))
+    a = 0.6
     for _ in range(8):
         s_star = weighted_gaussian_scale(eps, a * dlt, k, g)
-        target = (1.0 - a) * dlt / len(fs)
-        rounds = []
-        for f in fs:
-            s = rational_up(float(s_star) / f)
-            rounds.append(_round(name, eps, s, new_key_threshold(s, k, g, target), k, g))
-        achieved = float(rounds_event(tuple(rounds), eps, dlt).delta_at(eps))
+        targets = tuple(q * (1.0 - a) * dlt for q in qs)
+        rounds = _rounds_at(name, eps, s_star, fs, targets, k, g)
+        achieved = float(rounds_event(rounds, eps, dlt).delta_at(eps))
         if achieved <= dlt:
+            wider = targets[:-1] + (targets[-1] + 0.9 * (dlt - achieved),)
+            more = _rounds_at(name, eps, s_star, fs, wider, k, g)
+            if more[-1].threshold_int < rounds[-1].threshold_int:
+                got = float(rounds_event(more, eps, dlt).delta_at(eps))
+                if got <= dlt:
+                    rounds, achieved, targets = more, got, wider
             return RoundsCalibration(mechanism=name, analysis="discrete-exact-rounds", epsilon=eps, delta=dlt,
-                                     rounds=tuple(rounds), shares=fs, gauss_fraction=a, delta_achieved=achieved,
-                                     l0=k, grid=g)
+                                     rounds=rounds, shares=fs, gauss_fraction=a, delta_achieved=achieved,
+                                     l0=k, grid=g, new_key_targets=targets)
         a *= 0.7
     raise InfeasibleError(f"{name}: no calibration of {len(fs)} rounds meets epsilon={eps}, delta={dlt} at "
                           f"max_groups_per_unit={k}")

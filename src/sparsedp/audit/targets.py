@@ -180,6 +180,9 @@ def _mechanism(name: str, bound: int, options: dict):
         return registry.create(name, domain_size=options.get("domain_size", 512))
     if name == GROUPED:
         return registry.create(name, group="g")
+    if name == TWO_STAGE:  # the composition audited with GSHM as stage 1 (its scenarios shift GSHM's margin); the
+        # default select="auto" picks the Weighted Gaussian or the l0 = 1 rule, each audited under its own name
+        return registry.create(name, select=options.get("select", "gshm"))
     if name == VECTOR_SUM:  # not a registered mechanism: sparsedp.vector_sum on `bound` coordinates
         return VectorSumRelease(d=bound)
     if name == ALP_TARGET:  # not a registered mechanism: sparsedp.alp on a table of one key

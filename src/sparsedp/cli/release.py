@@ -357,7 +357,7 @@ def release(
     count_bound: Optional[int] = typer.Option(None, "--count-bound", rich_help_panel=_MECH,
                                               help="two-stage: keys per unit counted in stage 2."),
     select: Optional[str] = typer.Option(None, "--select", rich_help_panel=_MECH,
-                                         help="two-stage: selecting mechanism (gshm, optimal-partition, …)."),
+                                         help="two-stage: selecting mechanism (auto, gshm, mad2r, …)."),
     objective: Optional[str] = typer.Option(None, "--objective", rich_help_panel=_MECH,
                                             help="auto: 'counts' (lowest threshold, default) or 'keys' (most "
                                                  "released keys, any selection mechanism)."),

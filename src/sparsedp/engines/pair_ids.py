@@ -77,10 +77,12 @@ Checks = tuple[list["pl.LazyFrame"], Callable[[list["pl.DataFrame"]], None]]
 _T = TypeVar("_T")
 _U = TypeVar("_U")
 
-__all__ = ["PairContext", "PairCounts", "bound_pair_ids", "bounded_raw_counts", "bounded_raw_counts_with_sums",
+__all__ = ["WEIGHT_SUM", "PairContext", "PairCounts", "bound_pair_ids", "bounded_raw_counts", "bounded_raw_counts_with_sums",
            "key_context", "pack_pairs"]
 
 _PAIR = "__sparsedp_p"
+#: the key-counts column of :func:`bounded_raw_counts`' ``degree_weights`` sums
+WEIGHT_SUM = "__sparsedp_wsum"
 _ROW = "__sparsedp_i"
 _KEY = "__sparsedp_k"
 _BLOCK = 1 << 20  # rows per slice of the numpy work (small temporaries, reused memory)
@@ -162,7 +164,7 @@ def _in_threads(fn: Callable[[_T], _U], items: list[_T]) -> list[_U]:
 
 def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
                        aggregates: Sequence[Aggregate] = (), checks: Checks | None = None,
-                       chunks: int | None = None) -> RawCounts:
+                       chunks: int | None = None, degree_weights: Sequence[int] | None = None) -> RawCounts:
     """The bounded counts (and grid sums) of the rows ``lf`` as a
     :class:`~sparsedp.engines.base.RawCounts` with the ℓ0 choice applied (``pairs_dropped_l0`` set): every
     input key in canonical order with its bounded count and (``aggregates``) the Int64 grid sums of its kept
@@ -174,7 +176,11 @@ def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int |
     anything else happens. The bounding secret is drawn from ``rng`` after the NaN-key check on every distinct
     key, only when ``l0`` is set, as in :func:`~sparsedp.engines.pair_ids.bounded_raw_counts_with_sums`.
     ``chunks``: the number of slices of whole units the sorted rows are cut into (default: about
-    :data:`_BLOCK` rows each); the result does not depend on it (tests vary it).
+    :data:`_BLOCK` rows each); the result does not depend on it (tests vary it). ``degree_weights``
+    (``W_1 … W_l0``, the Weighted Gaussian's integer weights; needs ``l0``): the key counts also hold column
+    :data:`WEIGHT_SUM`, each key's Int64 sum of ``W_{min(d_u, l0)}`` over its kept pairs (``d_u``: the unit's
+    distinct keys, so ``min(d_u, l0)`` is the number it keeps) — the same choice, so the same sums as
+    :func:`~sparsedp.engines.pairs.round_key_sums` on the distinct pairs with the same secret.
     """
     import polars as pl
 
@@ -234,6 +240,11 @@ def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int |
     secret = draw_bounding_secret(rng) if l0 is not None else None
     # 4. numpy on the sorted pairs, per slice of whole units (each unit's pairs are one run), in threads
     ctx = key_context(keys, by, bk, l0, secret, unit, sums, names)
+    if degree_weights is not None:
+        if l0 is None or len(degree_weights) != l0:
+            raise ValueError("degree_weights needs l0 and one weight per kept-key count 1..l0")
+        ctx = dataclasses.replace(ctx, degree_weights=np.asarray(degree_weights, dtype=np.int64),
+                                  names=ctx.names + (WEIGHT_SUM,))
     res = _map_parts(dataclasses.replace(ctx, value_of=value_of), srt, vals, chunks)
     del srt, vals
     return res.raw_counts(keys, ctx, n_rows)
@@ -385,6 +396,9 @@ class PairContext:
     given: bool = False
     #: the pair ids are distinct (no run of repeated ids to collapse)
     distinct: bool = False
+    #: ``W_1 … W_l0``: the last of ``names`` (:data:`WEIGHT_SUM`) is each key's sum of ``W_{min(d_u, l0)}`` over
+    #: its kept pairs (:func:`bounded_raw_counts`)
+    degree_weights: np.ndarray | None = None
 
 
 @dataclass
@@ -492,6 +506,11 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) 
     upk = np.bincount(pk, minlength=n_keys).astype(np.int64, copy=False)
     dropped = np.zeros(n_keys, dtype=np.int64)
     totals = [_key_sums(pk, c, n_keys) for c in contrib]
+    if ctx.degree_weights is not None:  # W_{min(d_u, l0)} on each of the unit's pairs (d_u = its run length)
+        assert ctx.l0 is not None
+        w = np.repeat(ctx.degree_weights[np.minimum(deg, ctx.l0) - 1], deg)
+        contrib.append(w)  # float64 bincount: every partial sum is an integer below 2^53, so it is exact
+        totals.append(np.rint(np.bincount(pk, weights=w, minlength=n_keys)).astype(np.int64))
     heavy_n = 0
     if ctx.l0 is not None:
         heavy = deg > ctx.l0

@@ -20,14 +20,24 @@ from ..core.checks import check_columns, engine_errors_as_input_errors
 from ..core.key_order import canonical_exprs, canonical_order
 from ..errors import InputDataError
 from .bounding import COUNT, KEY, choose_from_per_key, draw_bounding_secret, select_pairs
+from .pair_ids import WEIGHT_SUM, bounded_raw_counts
 from .input_checks import (check_key_values, check_mixed_types, check_nan_keys, check_nulls_and_rows,
                            check_pandas_nan_keys, check_unique_names)
 
 __all__ = ["distinct_pairs", "weighted_histogram", "round_histogram", "round_key_sums", "kept_pairs", "pair_ids",
            "one_group_per_unit", "select_one_group"]
 
-WEIGHT = "__sparsedp_w"
-_DEG = "__sparsedp_d"
+
+
+def _checked_rows(engine: Any, data: Any, unit: str, by: list[str]) -> Any:
+    """The unit and key columns of ``data`` as a Polars LazyFrame, after the checks that need no pass over the
+    rows (duplicate names, mixed types, missing columns, pandas NaN keys); inside the caller's
+    ``engine_errors_as_input_errors``."""
+    check_unique_names(data)
+    check_mixed_types(data, unit, by)
+    check_columns(engine.columns(data), unit, by)
+    check_pandas_nan_keys(data, by)
+    return engine.rows_lazy(data).select([unit, *by])
 
 
 def distinct_pairs(engine: Any, data: Any, unit: str, by: Sequence[str]) -> UnitPairs:
@@ -37,12 +47,8 @@ def distinct_pairs(engine: Any, data: Any, unit: str, by: Sequence[str]) -> Unit
 
     by = list(by)
     cols = [unit] + by
-    check_unique_names(data)
     with engine_errors_as_input_errors(engine.name):
-        check_mixed_types(data, unit, by)
-        check_columns(engine.columns(data), unit, by)
-        check_pandas_nan_keys(data, by)
-        lf = engine.rows_lazy(data).select(cols)
+        lf = _checked_rows(engine, data, unit, by)
         c = lf.select(pl.len().alias("__rows"), *[pl.col(x).null_count().alias(x) for x in cols]).collect()
         c = c.row(0, named=True)
         rows = int(c.pop("__rows"))
@@ -58,34 +64,37 @@ def weighted_histogram(engine: Any, data: Any, unit: str, by: Sequence[str], l0:
     :class:`~sparsedp.core.bounded.LocalHistogram` whose ``counts`` are the Int64 per-key weight sums
     ``S_k = Σ_{kept (u, k)} W_{min(d_u, l0)}``.
 
-    One ℓ0 choice, the engines' (:func:`~sparsedp.engines.bounding.choose_from_per_key`, secret drawn after
-    every input check), with each pair's weight ``W_{min(d_u, l0)}`` carried along (``d_u`` = the unit's
-    distinct keys, so ``min(d_u, l0)`` is the number it keeps); the per-key sums are over exactly the kept
-    pairs. ``weights[t − 1] = W_t``.
+    The count-only release's path (:func:`~sparsedp.engines.pair_ids.bounded_raw_counts`: one pass over the
+    rows with the row and null counts, integer pair ids, the engines' one ℓ0 choice with the secret drawn after
+    every input check) with each pair's weight ``W_{min(d_u, l0)}`` summed per key (``d_u`` = the unit's
+    distinct keys, so ``min(d_u, l0)`` is the number it keeps; ``degree_weights``): the per-key sums are over
+    exactly the kept pairs, the same sums as :func:`round_key_sums` on the distinct pairs with the same secret.
+    ``weights[t − 1] = W_t``.
     """
     import polars as pl
 
     by = list(by)
-    up = distinct_pairs(engine, data, unit, by)
-    rows = up.rows
-    table = pl.DataFrame({_DEG: np.arange(1, l0 + 1, dtype=np.int64), WEIGHT: np.asarray(weights, dtype=np.int64)})
-    pk = (up.pairs.lazy()
-          .with_columns(pl.len().over(unit).cast(pl.Int64).clip(upper_bound=l0).alias(_DEG))
-          .join(table.lazy(), on=_DEG, how="left")
-          .group_by(by).agg(pl.col(unit), pl.col(WEIGHT)).collect())
-    del up
-    secret = draw_bounding_secret(rng)
-    ch = choose_from_per_key(pk, unit, by, l0, secret, sums=[WEIGHT])
-    counts = ch.units_per_key - ch.dropped_per_key
-    sums = np.asarray(ch.kept_sums[0], dtype=np.int64)
-    sel = np.flatnonzero(counts >= 1)
-    keys = ch.keys[sel] if sel.size != ch.keys.height else ch.keys
-    arrow = keys.to_arrow()
+    cols = [unit, *by]
+    with engine_errors_as_input_errors(engine.name):
+        lf = _checked_rows(engine, data, unit, by)
+
+        def on_counts(results: list[pl.DataFrame]) -> None:
+            c = results[0].row(0, named=True)
+            check_nulls_and_rows(int(c.pop("__rows")), {k: int(x) for k, x in c.items()})
+
+        checks = ([lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])],
+                  on_counts)
+        raw = bounded_raw_counts(lf, unit, by, int(l0), rng, checks=checks,
+                                 degree_weights=[int(w) for w in weights])
+    kc = raw.key_counts
+    keys_in = kc.height
+    kc = kc.filter(pl.col(COUNT) >= 1)
+    arrow = kc.select(by).to_arrow()
     check_key_values(arrow, by)
-    stats = BoundingStats(rows_in=rows, units_in=ch.units_in, pairs_in=ch.pairs_in,
-                          units_over_l0=ch.units_over_l0, pairs_dropped_l0=int(ch.dropped_per_key.sum()),
-                          keys_in=ch.keys.height, keys_bounded=int(sel.size), keys_out=int(sel.size), l0=l0)
-    return LocalHistogram(keys=arrow, counts=sums[sel], stats=stats)
+    stats = BoundingStats(rows_in=raw.rows_in, units_in=raw.units_in, pairs_in=raw.pairs_in,
+                          units_over_l0=raw.units_over_l0, pairs_dropped_l0=raw.pairs_dropped_l0,
+                          keys_in=keys_in, keys_bounded=kc.height, keys_out=kc.height, l0=l0)
+    return LocalHistogram(keys=arrow, counts=kc[WEIGHT_SUM].to_numpy().astype(np.int64), stats=stats)
 
 
 def _without(frame: Any, by: list[str], exclude: Any) -> Any:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _validate as v
-from ..accounting.adaptive_weighting import MAX_L0, RoundsCalibration, calibrate_rounds
+from ..accounting.adaptive_weighting import MAX_L0, RoundsCalibration, calibrate_rounds, last_threshold_floor
 from ..accounting.charge import Charge
 from ..accounting.set_union import grid_weights
 from ..core.engine import Capability, Engine
@@ -42,6 +42,7 @@ from ..noise.source import SecureRandom
 from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest, UserRequest
 from .registry import register
 from .set_union import _SetUnion
+from .set_union import _calibrate as _calibrate_set_union
 from .thresholded import _key_task
 
 __all__ = ["MAD", "MAD2R", "RoundsHistogram", "rounds_candidates", "PLAN_MAX_L0"]
@@ -117,8 +118,20 @@ class _Rounds(_SetUnion):
 
     @classmethod
     def auto_offer(cls, request: ReleaseRequest, group: str | None) -> Mechanism | None:
-        """Offered by ``sd.Auto(discover=True)`` (:func:`rounds_candidates`)."""
-        return rounds_candidates(request).get(cls.name)
+        """Offered by ``sd.Auto(objective="keys")`` (:func:`rounds_candidates`) unless it cannot win there: auto
+        ranks selections by the count-equivalent threshold, and when the last round's threshold is provably at or
+        above the Weighted Gaussian's (:func:`~sparsedp.accounting.adaptive_weighting.last_threshold_floor`, no
+        composed profile computed) the rounds' seconds-long calibration is skipped (``docs/proofs/mad.md`` §3)."""
+        mech = rounds_candidates(request).get(cls.name)
+        if mech is None or not isinstance(mech, _Rounds):
+            return mech
+        l0 = int(request.max_groups_per_unit or 0)
+        try:
+            wg = _calibrate_set_union(float(request.epsilon), float(request.delta), l0, int(mech.grid))
+            floor = last_threshold_floor(request.epsilon, request.delta, l0, mech.shares, mech.grid)
+        except (InfeasibleError, InvalidParameterError):
+            return mech
+        return None if floor >= wg.threshold_int else mech
 
     @classmethod
     def plan_rows(cls, query: Any) -> list[tuple[Mechanism, Any, int]]:

@@ -57,6 +57,7 @@ from .elliptical import gaussian_moment
 
 __all__ = [
     "MeanEstimate",
+    "estimate_binary_variance",
     "estimate_variance",
     "plan_mean",
     "private_quantile",
@@ -201,15 +202,27 @@ def estimate_variance(data: Any, *, rho: float, bound: float, pairs: int = 1, ch
     return est
 
 
-def _binary_variance(x: np.ndarray, rho: float, src: SecureRandom, insecure_float: bool) -> np.ndarray:
-    """Binary data (thesis §5.7.1): q̃ from the Gaussian mechanism on the column counts (ℓ₂ sensitivity √d
-    under replacement, so N_ℤ(0, d/(2ρ)) per count), σ̂² = q̃(1 − q̃) floored at d^{−2/5} (Lemma 5.9)."""
+def estimate_binary_variance(data: Any, *, rho: float, floor: bool = True, rng: SecureRandom | None = None,
+                             insecure_float: bool = False) -> np.ndarray:
+    """The binary-data variance estimator (thesis §5.7.1), ρ-zCDP: q̃ from the Gaussian mechanism on the column
+    counts (ℓ₂ sensitivity √d under replacement, so N_ℤ(0, d/(2ρ)) per count), σ̂² = q̃(1 − q̃), floored at
+    d^{−2/5} (Lemma 5.9; §5.7.2 "we clip all estimated variances to 1/d^{2/5} from below") unless ``floor=False``.
+    ``data``: an (n, d) array of 0/1."""
+    x = _matrix(data)
+    r = v.positive("rho", rho)
+    if not np.all((x == 0) | (x == 1)):
+        raise InputDataError("the binary variance estimator needs 0/1 data")
+    return _binary_variance(x, r, _source(rng), insecure_float, floor)
+
+
+def _binary_variance(x: np.ndarray, rho: float, src: SecureRandom, insecure_float: bool,
+                     floor: bool = True) -> np.ndarray:
     n, d = x.shape
     counts = x.sum(axis=0).astype(np.int64)
     noisy = counts + _count_noise(Fraction(d) / (2 * Fraction(rho)), d, src, insecure_float)
     q = np.clip(noisy / n, 0.0, 1.0)
-    var: npt.NDArray[np.float64] = np.maximum(q * (1.0 - q), d ** -0.4)
-    return var
+    var: npt.NDArray[np.float64] = q * (1.0 - q)
+    return np.maximum(var, d ** -0.4) if floor else var
 
 
 def _matrix(data: Any, columns: Sequence[str] | None = None) -> np.ndarray:

@@ -111,7 +111,8 @@ def key_set(spec: Any, by: list[str], *, from_text: bool = False) -> PublicKeys 
 
 
 def mixed_mechanism(mech: Mechanism, keys: PartialKeys) -> "MixedKeys":
-    """The mixed release for ``mechanism=`` with a partial key set: ``"auto"`` → the defaults; a thresholded
+    """The mixed release for ``mechanism=`` with a partial key set: ``"auto"`` → GSHM selects, the correlated
+    Gaussian counts (``sd.TwoStage()``'s own default selection is ``sd.Auto(objective="keys")``); a thresholded
     mechanism → the selection stage (``select``); a public-key mechanism → the counting stage (``count``);
     ``sd.TwoStage(…)`` → its options. Anything else is refused (no data read)."""
     if isinstance(mech, MixedKeys):
@@ -119,10 +120,10 @@ def mixed_mechanism(mech: Mechanism, keys: PartialKeys) -> "MixedKeys":
     if isinstance(mech, TwoStage):
         return MixedKeys(select=mech.select, count=mech.count, count_bound=mech.count_bound, split=mech.split,
                          delta_split=mech.delta_split, keys=keys)
-    if mech.name == "auto":
-        return MixedKeys(keys=keys)
+    if mech.name == "auto":  # GSHM selects the private columns (sd.TwoStage()'s own default is select="auto")
+        return MixedKeys(select="gshm", keys=keys)
     if mech.public_keys:
-        return MixedKeys(count=mech, keys=keys)
+        return MixedKeys(select="gshm", count=mech, keys=keys)
     try:
         return MixedKeys(select=mech, keys=keys)
     except InvalidParameterError:

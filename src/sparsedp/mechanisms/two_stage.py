@@ -4,11 +4,11 @@ selected keys as a public key list with a larger bound (or none).
     sd.release(data, "user", "url", epsilon=1, delta=1e-6, max_groups_per_unit=5,
                mechanism=sd.TwoStage(count_bound=None, split=0.5))
 
-Stage 1 (selection) is ANY registered release of the data's keys (``select``, default GSHM; also ``laplace``,
-``weighted-gaussian``, ``optimal-partition``, top-k CSH, or a plug-in) at ``(split·ε, delta_split·δ)`` of the
-histogram bounded to the selecting mechanism's own bound: ``max_groups_per_unit`` keys per unit, or the bound the
-mechanism fixes itself (``optimal-partition``: one key per unit, ``max_groups_per_unit`` omitted or 1). Only its
-**key set** K is used (its values, counts or key weights, are neither published nor combined).
+Stage 1 (selection) is ANY registered release of the data's keys (``select``, default ``"auto"``: below; also
+``gshm``, ``laplace``, ``weighted-gaussian``, ``optimal-partition``, ``mad``, ``mad2r``, top-k CSH, or a plug-in)
+at ``(split·ε, delta_split·δ)`` of the histogram bounded to the selecting mechanism's own bound:
+``max_groups_per_unit`` keys per unit, or the bound the mechanism fixes itself (``optimal-partition``: one key per
+unit, ``max_groups_per_unit`` omitted or 1). Only its **key set** K is used (its values, counts or key weights, are neither published nor combined).
 
     sd.release(data, "user", "url", epsilon=1, delta=1e-6,
                mechanism=sd.TwoStage(select="optimal-partition"))   # the most keys at one key per unit Stage 2 (counting) is a public-key mechanism (``count``, default Lebeda (2024)'s
@@ -26,10 +26,12 @@ Dwork–Rothblum–Vadhan 2010). The ledger is charged once, ``(ε, δ)`` with `
 before any noise is drawn. The reported ``delta_achieved`` is ``δ̂₁ + δ₂``: the δ of stage 1's noise actually
 sampled plus stage 2's target, which bounds the δ of stage 2's integer noise at every d (d is chosen by stage 1,
 so the guarantee takes the bound over d; the value at the released d is in the notes).
-[Beyond the papers: the composition of a DP key selection (Karrer et al. (2022)'s GSHM by default) with Lebeda
-(2024)'s mechanism on the selected list.]
+[Beyond the papers: the composition of a DP key selection (by default the one ``sd.Auto(objective="keys")``
+chooses: Desfontaines et al. (2022)'s l0 = 1 rule or Laplace at one key per unit, Gopi et al. (2020)'s Weighted
+Gaussian above; or Karrer et al. (2022)'s GSHM, …) with Lebeda (2024)'s mechanism on the selected list.]
 
-``select="auto"`` (issue 33): stage 1's mechanism is chosen by ``sd.Auto(objective="keys")`` at stage 1's
+``select="auto"`` (issue 33; the default since it releases the most keys at every bound measured,
+``docs/benchmarks_utility.md``): stage 1's mechanism is chosen by ``sd.Auto(objective="keys")`` at stage 1's
 ``(ε₁, δ₁, l0)`` — the lowest count-equivalent release threshold among every key-selection mechanism and the
 count mechanisms (``optimal-partition`` at l0 = 1, the Weighted Gaussian or GSHM above), without the data, so the
 composition above is unchanged (the choice is a function of public parameters, :meth:`TwoStage.stage_one`). Its
@@ -52,7 +54,7 @@ from ..accounting.calibration import Calibration, Neighbours
 from ..accounting.charge import Charge
 from ..accounting.events import ApproxDPEvent, SequenceEvent, event_of
 from ..accounting.split import split_epsilon
-from ..errors import InvalidParameterError, InvalidTypeError
+from ..errors import InfeasibleError, InvalidParameterError, InvalidTypeError
 from ..noise.source import SecureRandom
 from . import registry
 from ..core.engine import Capability
@@ -61,7 +63,6 @@ from .base import AutoRole, Disclosure, Mechanism, Released, ReleaseRequest, Use
 from .catalog import with_auto_role
 from .public_keys import CorrelatedGaussian, PublicKeys, align, public_keys
 from .registry import register
-from .thresholded import GSHM
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
@@ -140,9 +141,13 @@ class TwoStage(Mechanism):
 
     Needs ``max_groups_per_unit`` (stage 1's bound). Options:
         select: stage 1, any registered mechanism that releases keys from the data (name or object; default
-            ``"gshm"``; also ``"laplace"``, ``"weighted-gaussian"``, ``"optimal-partition"`` (one key per unit),
-            ``sd.GSHM(pre_threshold=…)``, ``sd.TopKCSH(k=…)``); its key set only is used. Stage 1 is bounded to
-            ``max_groups_per_unit``, or to the mechanism's own bound (``optimal-partition``: 1).
+            ``"auto"``: the selection mechanism with the lowest count-equivalent release threshold at stage 1's
+            (ε₁, δ₁, bound), chosen without the data — ``"optimal-partition"`` or ``"laplace"`` at one key per
+            unit, the Weighted Gaussian above; also ``"gshm"``, ``"laplace"``, ``"weighted-gaussian"``,
+            ``"optimal-partition"`` (one key per unit), ``"mad"``, ``"mad2r"``, ``sd.GSHM(pre_threshold=…)``,
+            ``sd.TopKCSH(k=…)``); its key set only is used. On an engine without the pair primitives (Spark) pass
+            ``select="gshm"`` (or ``"mad"``/``"mad2r"``) where auto would choose the Weighted Gaussian. Stage 1
+            is bounded to ``max_groups_per_unit``, or to the mechanism's own bound (``optimal-partition``: 1).
         count: stage 2, a public-key mechanism (default ``"correlated-gaussian"``; also ``"public-gaussian"``,
             ``"public-laplace"``, ``"bounded-density"`` with a ``count_bound``, or ``"auto"``: the lowest
             per-key error at ``d = |K|``).
@@ -156,7 +161,7 @@ class TwoStage(Mechanism):
     published). Privacy: adaptive basic composition (module docstring, ``docs/proofs/two-stage.md``).
     """
 
-    select: Any = GSHM.name
+    select: Any = Auto.name
     count: Any = CorrelatedGaussian.name
     count_bound: int | None = None
     split: float = 0.5
@@ -165,6 +170,7 @@ class TwoStage(Mechanism):
     #: ``max_groups_per_unit="auto"`` chooses stage 1's bound by the quantile rule (its keys objective models a
     #: one-stage thresholded release, not this one)
     auto_bound_objectives = ("quantile",)
+    lacks_hint = "sd.TwoStage(select='gshm') (a stage 1 that needs no pair primitives)"
 
     def __post_init__(self) -> None:
         # select="auto": the most keys (objective "keys"); an sd.Auto(...) object is used as given
@@ -248,6 +254,14 @@ class TwoStage(Mechanism):
         """What stage 1's mechanism needs of the engine (the Weighted Gaussian: the pair primitives); for
         ``select="auto"``, what any selection mechanism it may choose needs (known before the bound is)."""
         sel: Mechanism = self.select
+        if isinstance(sel, Auto) and isinstance(request.bound, int) and request.auto_bound is None \
+                and isinstance(getattr(request, "epsilon", None), (int, float)) and request.delta > 0:
+            try:  # a fixed bound: what the mechanism auto resolves to needs (data-independent, as in calibrate)
+                chosen, r1 = self.stage_one(ReleaseRequest(float(getattr(request, "epsilon")), request.delta,
+                                                           request.bound))
+                return chosen.needs(request)
+            except (InvalidParameterError, InfeasibleError):
+                pass  # refused or infeasible: calibrate says why, with the argument to fix
         if isinstance(sel, Auto):
             out: frozenset[Capability] = frozenset()
             for cls in with_auto_role(AutoRole.DISCOVERY):

@@ -12,22 +12,27 @@
   <= cap], so the expected number of rounds is below ``1/((1 − λ) P[M <= cap])``.
 * :func:`blanket_size` — ``P[M = m] ∝ C(f, m)(λ/d)^m`` on ``{0 … cap}``: a truncated-Poisson proposal thinned
   with probability ``Π_{i<m}(f − i)/d`` (a truncated binomial law, exactly, without a binomial sampler).
-* :func:`distinct_uniform` — ``m`` distinct integers, uniform among the m-subsets of ``[0, d) \\ excluded``
-  (rejection: each draw uniform on ``[0, d)``, redrawn while excluded or already taken; expected draws per value
-  ``d / (d − |excluded| − m)``).
+* :func:`subset_outside` — a uniform m-subset of ``[0, d) \\ S`` with **no rejection at the subset level**: Floyd's
+  algorithm (Bentley and Floyd, "Programming pearls: a sample of brilliance", CACM 30(9), 1987) picks a uniform
+  m-subset of the indices ``[0, d − |S|)`` with exactly m uniform draws, and each index i is mapped to the i-th
+  smallest element of the complement by rank and shift over the sorted support (``x = i + j`` with ``j`` the
+  number of support elements ``s_(j')`` with ``s_(j') − j' <= i``, one binary search). Its work is fixed given m
+  and |S|: one sort of S, m draws, m binary searches; only each single uniform draw on a range that is not a power
+  of two is a (bit-level) rejection sampler, accepting with probability above 1/2 per round.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Container
+from bisect import bisect_right
+from typing import Collection
 
 from .. import _validate as v
 from ..accounting.geometric_laws import GeometricLaw, TwoSidedGeometricLaw
 from ..errors import InvalidParameterError
 from .source import default_source
 
-__all__ = ["TwoSidedGeometricLaw", "GeometricLaw", "truncated_poisson", "blanket_size", "distinct_uniform"]
+__all__ = ["TwoSidedGeometricLaw", "GeometricLaw", "truncated_poisson", "blanket_size", "subset_outside"]
 
 
 def truncated_poisson(lam: object, cap: int, rng=None) -> int:
@@ -67,18 +72,31 @@ def blanket_size(lam: object, free: int, d: int, cap: int, rng=None) -> int:
             return m
 
 
-def distinct_uniform(m: int, d: int, excluded: Container[int], rng=None) -> list[int]:
-    """``m`` distinct integers forming a uniform m-subset of ``[0, d) \\ excluded`` (in draw order).
+def subset_outside(m: int, d: int, support: Collection[int], rng=None) -> list[int]:
+    """A uniform m-subset of ``[0, d) \\ support`` (``support`` a set of distinct integers in ``[0, d)``), as a list.
 
-    The caller guarantees ``d − |excluded| >= m`` (else this would not terminate); the mechanism checks it
-    from public bounds."""
+    Floyd's algorithm on the N = d − |support| complement indices: for j = N − m, …, N − 1 draw t uniform on
+    ``[0, j]`` and take t, or j if t is already taken. By induction on j every m-subset of ``[0, N)`` has probability
+    ``1/C(N, m)`` (each subset of size i of ``[0, j)`` has probability 1/C(j, i); a given (i+1)-subset A of
+    ``[0, j+1)`` arises from A \\ {t} for the t ∈ A below j with draw t, or from A \\ {j} with a draw in A — (i+1)
+    outcomes of j + 1, so probability (i+1)/((j+1)·C(j, i)) = 1/C(j+1, i+1)). The i-th smallest complement
+    element is ``i + bisect_right(g, i)`` with ``g_(j') = s_(j') − j'`` over the sorted support (non-decreasing: the
+    number of complement elements below each support element), a bijection ``[0, N) → [0, d) \\ support`` that is
+    increasing. So the image is a uniform m-subset of the complement, in exactly m draws (module docstring)."""
+    m, d = v.integer("m", m, lo=0), v.integer("d", d, lo=1)
+    free = d - len(support)
+    if m > free:
+        raise InvalidParameterError(f"m={m} exceeds the {free} integers of [0, {d}) outside the support")
+    if not m:
+        return []
+    s = sorted(support)
+    if s and (s[0] < 0 or s[-1] >= d or (not isinstance(support, (set, frozenset, dict)) and len(set(s)) < len(s))):
+        raise InvalidParameterError(f"support must hold distinct integers in [0, {d})")
     rng = default_source() if rng is None else rng
-    out: list[int] = []
-    taken: set[int] = set()
-    while len(out) < m:
-        x = rng.randbelow(d)
-        if x in excluded or x in taken:
-            continue
-        taken.add(x)
-        out.append(x)
-    return out
+    chosen: set[int] = set()
+    for j in range(free - m, free):
+        t = rng.randbelow(j + 1)
+        chosen.add(j if t in chosen else t)
+    # g_j = s_(j) − j is non-decreasing; the number of g_j <= i is the number of support keys below the image
+    ranks = range(len(s))
+    return [i + bisect_right(ranks, i, key=lambda j: s[j] - j) for i in sorted(chosen)]

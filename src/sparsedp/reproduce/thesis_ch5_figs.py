@@ -25,7 +25,8 @@ runs these settings; where its rank-error assumptions fail PLAN degrades, as the
 * ``thesis-fig5.3`` panel (a) Binary: n = 4096, d = 256, q_i = 1/2 for i <= ⌈αd⌉ else 1/100, α ∈ {0, …, 1},
   p = 1 (PLAN with the binary variance estimator, §5.7.1); ℓ1 error vs the true q. Thesis: PLAN better for
   α < 1, more so as α decreases. **Not reproduced** (``docs/reproduce.md#fig-53a``): our IOME/PLAN ratio at
-  α = 0.25 is about 0.8–1.0, i.e. PLAN is not better; the check records the claim as a documented mismatch. Panels (b) Kosarak and (c) POS are not reproduced: the data sets are not
+  α = 0.25 is about 0.8–1.0, i.e. PLAN is not better; the check records the claim as a documented mismatch, whose
+  causes ``thesis-fig5.3-causes`` (:mod:`.thesis_fig53_causes`) settles by ablation. Panels (b) Kosarak and (c) POS are not reproduced: the data sets are not
   shipped, and IOME's dense rotation of Kosarak needs 75 462 × 32 768 floats (the thesis needed 512 GB RAM).
 * ``thesis-fig5.4``: histograms of the per-coordinate variances q_i(1 − q_i) of Kosarak and POS with the floor
   d^{−2/5} (Lemma 5.9). Read from ``$SPARSEDP_DATA/kosarak.dat`` (one user per line, item ids) and
@@ -226,7 +227,8 @@ def figure_5_3(out_dir: Path, fast: bool) -> ReproResult:
             elif a == 0.25:  # the thesis: "PLAN is better for α < 1, more so as α decreases"
                 heads.append(Headline.of(f"rho={rho:g} alpha={a:g} IOME/PLAN l1 error ratio", ie / pe,
                                          Paper(1.0, "thesis §5.7.2, text on Fig. 5.3a", 1.0, math.inf,
-                                               kind=Kind.CLAIM, why='"PLAN is better for α < 1": ratio > 1',
+                                               kind=Kind.CLAIM, why='"PLAN is better for α < 1": ratio > 1 '
+                                               '(why not: thesis-fig5.3-causes)',
                                                mismatch="fig-53a")))
     png = _sweep_plot(out_dir, "thesis-fig5.3", rows, 0, "α (fraction of coordinates with q = 1/2)",
                       "ℓ1 error vs true mean", f"Binary: n={n}, d={d}, q=1/2 or 1/100, {runs} runs "

@@ -11,15 +11,19 @@ with ``n`` public (add/remove through a dummy label, as :func:`~sparsedp.mechani
    :class:`~sparsedp.noise.rational_geometric.TwoSidedGeometricLaw`) and computes ``Z_x`` for the released ones;
 2. the blanket size ``m ∝ C(d − k, m)(q/(1 − q))^m`` on ``{0 … T − r}``
    (:func:`~sparsedp.noise.rational_geometric.blanket_size`);
-3. m distinct uniform labels outside the support (:func:`~sparsedp.noise.rational_geometric.distinct_uniform`),
-   values ``τ + G`` (:class:`~sparsedp.noise.rational_geometric.GeometricLaw`);
+3. a uniform m-subset of the labels outside the support, with no rejection
+   (:func:`~sparsedp.noise.rational_geometric.subset_outside`: Floyd's algorithm on the complement's indices, then
+   rank and shift over the sorted support), values ``τ + G`` (:class:`~sparsedp.noise.rational_geometric.GeometricLaw`);
 4. the union, **sorted by label**: the output is a function of the released set only, so the order cannot say
    which keys are blanket keys.
 
-Time: O(k) table lookups plus O(r + m) values, m of expectation below λ < 1, and for the blanket labels an
-expected ``d/(d − k − m)`` draws each: linear in the number of units, independent of the domain size beyond the bit
-length of its labels (expected time: the samplers are exact rejection samplers). The output has the law of the
-geometric mechanism run on all d keys, conditioned on at most T − r blanket keys (:mod:`sparsedp.accounting.blanket`).
+Time: step 1 one 64-bit word and one table lookup per key (a value only for released keys); step 3 a fixed
+amount of work given m and k (one sort of the support, m draws, m binary searches); step 4 one sort of the output.
+Randomised in time are only the exact samplers: step 2 (a rejection sampler, an expected constant number of rounds
+as λ < 1), each uniform draw on a range that is not a power of two (bit-level rejection, accepting with probability
+above 1/2), and the inversion samplers' rare exact slow path (where the 64-bit word does not decide the value). No
+step's cost grows with the domain size beyond the bit length of its labels (``docs/proofs/pure-blanket.md``,
+"Running time"). The output has the law of the geometric mechanism run on all d keys, conditioned on at most T − r blanket keys (:mod:`sparsedp.accounting.blanket`).
 
 The blanket keys are part of the guarantee: a key of count 1 is released with probability about ``e^{ε/2}`` times
 that of a key of count 0, and keys of count 0 are released only as blanket keys — an output that said which keys
@@ -36,7 +40,7 @@ import numpy as np
 from ...accounting.blanket import BlanketParams
 from ...errors import InputDataError
 from ...noise.inversion import release_by_inversion, sample_by_inversion
-from ...noise.rational_geometric import GeometricLaw, blanket_size, distinct_uniform
+from ...noise.rational_geometric import GeometricLaw, blanket_size, subset_outside
 from ...noise.source import SecureRandom, default_source
 
 __all__ = ["BlanketRelease", "blanket_histogram"]
@@ -67,7 +71,7 @@ def blanket_histogram(counts: Mapping[int, int], params: BlanketParams,
     # 2. target-length padding: at most T keys in all; P[m] ∝ C(d − k, m)(q/(1 − q))^m
     m = blanket_size(params.lam, params.domain_size - len(labels), params.domain_size, params.target - len(out), rng)
     # 3. the blanket: uniform keys outside the support, values distributed as Z given Z >= τ
-    blanket = distinct_uniform(m, params.domain_size, counts, rng)
+    blanket = subset_outside(m, params.domain_size, counts, rng)
     g = sample_by_inversion(GeometricLaw(params.alpha), m, rng) if m else np.empty(0, np.int64)
     for x, gi in zip(blanket, g.tolist()):
         out[x] = params.tau + int(gi)
