@@ -223,7 +223,7 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
     laws = final.mechanism.row_laws(final.request, final.calibration, final.value_column)
     ctx.row_laws = laws
     level = ctx.request.interval
-    if level is None:
+    if level is None or not final.value_column:  # no intervals asked for, or a keys-only release: no values
         return tables, released
     if laws is None:
         notes = interval_notes(laws, level, {}, final.mechanism.name)
@@ -233,7 +233,7 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
         base = _sorted_table(ctx.engine.to_arrow(released.rows, list(ctx.by), planned.value_column),
                              planned.value_column, list(ctx.by))
     arrow, added = add_intervals(base, laws, level, final.value_column)
-    notes = interval_notes(laws, level, added.coverage, final.mechanism.name)
+    notes = interval_notes(laws, level, added.coverage, final.mechanism.name, added.skipped)
     if isinstance(planned.detail, OtherPlan):  # the other row's interval is its own noise's
         arrow, note = with_other_interval(arrow, list(ctx.by), final.value_column, planned.detail, level)
         notes += (note,) if note else ()

@@ -52,7 +52,7 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
             overwrite: bool = False,
             ledger: Any = None, dataset: str | None = None, connection: Any = None, insecure_float: bool = False,
             rng: Any = None, progress: Callable[[str], ContextManager[Any]] | None = None, keys: Any = None,
-            column_shape: Any = None, other: Any = False, interval: Any = None) -> Result:
+            column_shape: Any = None, other: Any = False, interval: Any = 0.95) -> Result:
     """Differentially private ``SELECT by…, COUNT(DISTINCT privacy_unit) [, SUM(x), AVG(x)] … GROUP BY by…``.
 
     Every argument in detail, with the rules each one follows: the documentation's "release() arguments" page
@@ -89,8 +89,8 @@ def release(data: Any, privacy_unit: str, by: str | Sequence[str], epsilon: floa
         other: ``True`` (or a share of ε in (0, 1), default 0.1): one more row with the private total of every key
             not released (:mod:`sparsedp.other_row`).
         interval: per-row intervals ``<column>_lo``/``<column>_hi`` for every count, SUM and MEAN column, exact for
-            the noise sampled: a level such as 0.95, ``True`` (0.95), or None/False (default: none); what they mean
-            for released keys: ``docs/proofs/intervals.md``. ``Result.release_probability(count)`` needs none.
+            the noise sampled: a level such as 0.95 (the default), ``True`` (0.95), or None/False (no interval
+            columns); what they mean for released keys: ``docs/proofs/intervals.md``. ``Result.release_probability(count)`` needs none.
 
     Returns:
         :class:`~sparsedp.report.Result`: ``.table`` (the input's frame type), ``.report`` (public), ``.curator``

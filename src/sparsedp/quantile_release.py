@@ -13,7 +13,8 @@ order :func:`~sparsedp.query.run_query` runs them:
 3. **charge**, then **draw** — the count's private release; then, for the released keys only (public, in
    canonical key order), the engine's bounded cell counts (:mod:`sparsedp.engines.quantile_cells`; Spark
    computes them in its executors) and one exact permute-and-flip draw
-   per key and quantile (:mod:`sparsedp.mechanisms.quantiles`), added as columns.
+   per key and quantile (:mod:`sparsedp.mechanisms.quantiles`), added as columns; with ``interval=…`` each is
+   followed by ``<column>_rank_error``, its public worst-case rank error (:mod:`sparsedp.accounting.quantile_rank`).
 
 Why releasing the quantiles of the selected keys is covered by this charge: ``docs/proofs/quantiles.md``.
 """
@@ -25,8 +26,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
+
 from .accounting.charge import Charge
 from .accounting.events import ComposedPureEvent, SequenceEvent
+from .accounting.quantile_rank import rank_error
 from .accounting.quantiles import QuantileSplit, split_budget, utility_gap
 from .aggregates import Quantile
 from .engines.base import numpy_to_arrow
@@ -143,12 +147,17 @@ class QuantileQuery(HistogramQuery):
                                               self.quantiles, split.l0, ctx.source)
             for q, kc, ek in zip(self.quantiles, cells, split.key_epsilons):
                 table = table.append_column(q.output_name, numpy_to_arrow(release_quantiles(kc, q, ek, ctx.source)))
+                if self.request.interval is not None:  # public: (ε_key, Δ, cells, q, level) only
+                    table = table.append_column(*rank_error_column(q, ek, self.request.interval, table.num_rows))
         notes = split.lines([q.output_name for q in self.quantiles]) + tuple(
             f"{q.output_name}: permute-and-flip over {q.cells} cells of width {q.width:.6g} on "
             f"[{q.lower:g}, {q.upper:g}] (cell midpoints), at most {q.max_rows} row(s) per unit and key; with "
             f"probability >= 95% the released cell's utility is within "
             f"{utility_gap(ek, q.sensitivity, q.cells, 0.05):.4g} of the best cell's (rank units x{q.level.denominator})"
             for q, ek in zip(self.quantiles, split.key_epsilons))
+        if self.request.interval is not None:
+            notes += tuple(rank_error_note(q, ek, self.request.interval)
+                           for q, ek in zip(self.quantiles, split.key_epsilons))
         return dataclasses.replace(drawn, rows=table, in_process=True,
                                    disclosure=drawn.disclosure.with_notes(*notes))
 
@@ -239,3 +248,20 @@ def plan_split(epsilon: float, delta: float, max_groups_per_unit: Any, quantiles
                                     "contributions are bounded to that many released keys)",
                                     param="max_groups_per_unit")
     return split_budget(epsilon, delta, max_groups_per_unit, [q.share for q in quantiles])
+
+
+def rank_error_column(q: Quantile, epsilon_key: float, level: float, rows: int) -> tuple[str, Any]:
+    """``(<quantile>_rank_error, the constant column)``: :func:`~sparsedp.accounting.quantile_rank.rank_error`'s
+    bound in values of the key, the same for every row (it depends on public parameters only)."""
+    r = rank_error(epsilon_key, q.sensitivity, q.cells, level, q.level)
+    return f"{q.output_name}_rank_error", numpy_to_arrow(np.full(rows, r.values, dtype=np.float64))
+
+
+def rank_error_note(q: Quantile, epsilon_key: float, level: float) -> str:
+    """The report's line on a quantile's rank error (what it bounds and what it is not)."""
+    r = rank_error(epsilon_key, q.sensitivity, q.cells, level, q.level)
+    return (f"{q.output_name}_rank_error = {r.values:.6g}: with probability >= {1.0 - r.miss:.4%} (level {level:.4g}; "
+            f"exact worst case over all data for permute-and-flip over {q.cells} cells) the released cell's rank "
+            f"score |#values below - q*#values outside| is within {r.values:.6g} of the best cell's; a rank bound "
+            f"in values of the key, not a value interval (that would need the key's private values: "
+            f"docs/proofs/intervals.md)")

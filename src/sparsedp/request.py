@@ -71,7 +71,7 @@ class Request:
         """The data-independent part the mechanism calibrates (:class:`~sparsedp.mechanisms.base.ReleaseRequest`)."""
         return ReleaseRequest(epsilon=self.epsilon, delta=self.delta, max_groups_per_unit=self.bound,
                               insecure_float=self.insecure_float, aggregates=self.sums, keys=self.keys,
-                              column_shape=self.column_shape)
+                              column_shape=self.column_shape, interval=self.interval)
 
 
 def columns(privacy_unit: Any, by: Any) -> tuple[str | None, list[str]]:
@@ -239,7 +239,7 @@ def build_request(data: Any, privacy_unit: Any, by: Any, epsilon: Any, delta: An
                                         "sensitivity), not 'auto'", param="max_groups_per_unit")
         mech = WithOther(inner=mech, share=share)
     out, rng, overwrite = rest.pop("out", None), rest.pop("rng", None), rest.pop("overwrite", False)
-    rest["interval"] = interval_level(rest.pop("interval", None))
+    rest["interval"] = interval_level(rest.pop("interval", DEFAULT_LEVEL))
     data = _input(data)
     req = Request(data=data, unit=unit, by=tuple(cols), epsilon=eps, delta=dlt, bound=bound, auto_bound=auto,
                   top_k=top_k, mechanism=mech, count=count, sums=sums, keys=pub, column_shape=None,

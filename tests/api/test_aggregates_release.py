@@ -81,7 +81,8 @@ def test_every_embedded_engine_gives_the_same_table(df):
         data = {"polars": df, "duckdb": df, "pandas": df.to_pandas(), "arrow": df.to_arrow()}[eng]
         t = sd.release(data, **KW, aggregates=AGGS, engine=eng, rng=InsecureSeededRandom(11)).table
         tables[eng] = pl.from_pandas(t) if isinstance(t, pd.DataFrame) else pl.DataFrame(t)
-    assert tables["polars"].columns == ["url", "count", "sum_dwell", "mean_dwell"]
+    assert tables["polars"].columns == ["url", "count", "count_lo", "count_hi", "sum_dwell", "sum_dwell_lo", "sum_dwell_hi",
+                                       "mean_dwell", "mean_dwell_lo", "mean_dwell_hi"]  # intervals: default 95 %
     for eng, t in tables.items():
         assert t.equals(tables["polars"]), eng
     # a different seed gives different noise (the test can fail)
@@ -300,7 +301,8 @@ def test_cli_sum_and_mean(df, tmp_path):
                                    "--mean", "dwell:0:600:avg_dwell", "--out", str(out)])
     assert res.exit_code == 0, res.output
     t = pl.read_parquet(out)
-    assert t.columns == ["url", "count", "sum_dwell", "avg_dwell"] and t.height > 0
+    assert t.columns == ["url", "count", "count_lo", "count_hi", "sum_dwell", "sum_dwell_lo", "sum_dwell_hi", "avg_dwell",
+                         "avg_dwell_lo", "avg_dwell_hi"] and t.height > 0
     assert "expected error" in res.output
     bad = CliRunner().invoke(app, ["release", str(path), "--unit", "user", "--by", "url", "--epsilon", "1",
                                    "--delta", "1e-6", "--max-groups", "2", "--sum", "dwell:0"])

@@ -54,7 +54,7 @@ def test_output_frame_type_and_schema(df, make, kind, rng):
     assert isinstance(res.table, kind)
     t = pl.from_pandas(res.table) if kind is pd.DataFrame else pl.from_arrow(res.table) if kind is pa.Table \
         else res.table
-    assert t.columns == ["url", "country", "count"]
+    assert t.columns == ["url", "country", "count", "count_lo", "count_hi"]  # the 95 % interval by default
     assert t.schema["url"] == pl.String and t.schema["country"] == pl.String and t.schema["count"] == pl.Int64
     got = set(map(tuple, t.select("url", "country").rows()))
     assert {("popular", "DE"), ("second", "FR"), ("third", "DE")} <= got
@@ -100,7 +100,7 @@ def test_report_contents(df, rng):
 def test_topk_release(df, rng):
     res = sd.release(df, "user", "url", 1.0, 1e-6, top_k=2, rng=rng)
     assert res.report.mechanism == "topk-csh" and res.report.options == {"k": 2, "debias": True}
-    assert len(res.table) <= 2 and res.table.columns == ["url", "count"]
+    assert len(res.table) <= 2 and res.table.columns == ["url", "count", "count_lo", "count_hi"]
     assert res.curator.bounding.pairs_dropped_l0 == 0 and res.curator.bounding.l0 is None
 
 
@@ -112,7 +112,7 @@ def test_explicit_mechanism_and_out(df, tmp_path, rng):
     assert back.equals(res.table)
     out2 = tmp_path / "rel.csv"
     sd.release(df, **KW, rng=rng, out=str(out2))
-    assert pl.read_csv(out2).columns == ["url", "country", "count"]
+    assert pl.read_csv(out2).columns == ["url", "country", "count", "count_lo", "count_hi"]
     assert sorted(os.listdir(tmp_path)) == ["rel.csv", "rel.csv.json", "rel.parquet"]  # no temp files left
 
 
@@ -224,7 +224,7 @@ def test_same_seed_same_release_from_every_engine(df):
     tables = {eng: sd.release(df.to_pandas(), **KW, engine=eng, rng=InsecureSeededRandom(99)).table
               for eng in ENGINES}
     for eng, t in tables.items():
-        assert isinstance(t, pd.DataFrame) and list(t.columns) == ["url", "country", "count"], eng
+        assert isinstance(t, pd.DataFrame) and list(t.columns) == ["url", "country", "count", "count_lo", "count_hi"], eng
         pd.testing.assert_frame_equal(t, tables["polars"], obj=eng)
 
 

@@ -259,7 +259,7 @@ def test_same_choice_and_table_on_every_embedded_engine(demo):
     v = small.with_columns(pl.col("user_id").mod(7).cast(pl.Float64).alias("v"))
     res = sd.release(v, "user_id", "query", 1.0, 1e-6, max_groups_per_unit=opts, mechanism="gshm",
                      aggregates=[sd.Count(), sd.Sum("v", 0, 6)], rng=InsecureSeededRandom(4))
-    assert res.table.columns == ["query", "count", "sum_v"] and res.report.auto_bound["objective"] == "keys"
+    assert res.table.columns == ["query", "count", "count_lo", "count_hi", "sum_v", "sum_v_lo", "sum_v_hi"] and res.report.auto_bound["objective"] == "keys"
 
 
 def test_key_discovery_mechanisms_are_refused_before_any_charge(tmp_path):

@@ -59,7 +59,7 @@ def test_release_file_to_out(shares, tmp_path, src, runner):
     r = runner("release", shares / src, *BASE, "--max-groups", "3", "--out", out)
     assert r.returncode == 0, r.stderr
     t = pl.read_parquet(out)
-    assert t.columns == ["url", "country", "count"] and t.schema["count"] == pl.Int64
+    assert t.columns == ["url", "country", "count", "count_lo", "count_hi"] and t.schema["count"] == pl.Int64
     assert ("a.com", "DE") in set(map(tuple, t.select("url", "country").rows()))
     assert "add/remove one privacy unit" in r.stdout and f"output written to {out}" in r.stdout
     assert os.listdir(tmp_path) == ["released.parquet"]
@@ -71,7 +71,7 @@ def test_release_sql_with_duckdb(shares, tmp_path):
     r = run_inproc("release", sql, *BASE, "--top-k", "5", "--out", out)
     assert r.returncode == 0, r.stderr
     assert "duckdb engine" in r.stdout and "topk-csh" in r.stdout
-    assert pl.read_csv(out).columns == ["url", "country", "count"]
+    assert pl.read_csv(out).columns == ["url", "country", "count", "count_lo", "count_hi"]
 
 
 @pytest.mark.parametrize("extra,msg", [
@@ -143,7 +143,7 @@ def test_demo_subprocess(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["sparsedp-demo"]
     assert sorted(os.listdir(out.parent)) == ["release.csv", "release.csv.json"]
     table = pl.read_csv(out)
-    assert table.columns == ["query", "count"] and table.height > 10
+    assert table.columns == ["query", "count", "count_lo", "count_hi"] and table.height > 10
     assert table["count"].min() >= 1
     s = r.stdout
     assert "synthetic search log: 1,000,000 rows" in s

@@ -109,9 +109,10 @@ def _noises(df, seeds, mech=MECH, l0=None):
         f, nj = _truth(df, secret)
         res = sd.release(df, "user", ["region", "page"], 1.0, 1e-6, keys=KEYS, mechanism=mech,
                          max_groups_per_unit=l0, rng=InsecureSeededRandom(s))
-        m = {(r, p): c for r, p, c in res.table.iter_rows()}
+        m = {(r, p): c for r, p, c in res.table.select("region", "page", "count").iter_rows()}
         out.append(np.array([m[k] for k in KEYS]) - f)
-        est = dict(re.findall(r"'(\w+)': ([-+.\de]+)", res.report.notes[-1]))
+        sizes_note = next(n for n in res.report.notes if n.startswith("released size estimates per"))
+        est = dict(re.findall(r"'(\w+)': ([-+.\de]+)", sizes_note))
         sizes.append(np.array([float(est[g]) for g in GROUPS]) - nj)
     return np.array(out), np.array(sizes)
 

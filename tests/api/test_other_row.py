@@ -93,7 +93,7 @@ def test_the_row_is_marked_last_and_not_a_released_key():
     res = sd.release(df, "user", "key", EPS, DELTA, max_groups_per_unit=1, other=True,
                      rng=InsecureSeededRandom(3))
     t = res.table
-    assert t.columns == ["key", "count", "other"]
+    assert t.columns == ["key", "count", "count_lo", "count_hi", "other"]
     assert t["other"].to_list() == [False] * (t.height - 1) + [True]
     assert t["key"].null_count() == 1 and t["key"][-1] is None
     assert res.report.released_keys == t.height - 1
@@ -179,7 +179,7 @@ def test_cli_other(tmp_path):
     r = CliRunner().invoke(app, [*base, "--max-groups", "1", "--other", "--out", str(out)])
     assert r.exit_code == 0, r.output
     t = pl.read_csv(out)
-    assert t.columns == ["key", "count", "other"] and t["other"].to_list()[-1] is True
+    assert t.columns == ["key", "count", "count_lo", "count_hi", "other"] and t["other"].to_list()[-1] is True
     assert "other row:" in r.output
     bad = CliRunner().invoke(app, [*base, "--top-k", "3", "--other"])
     assert bad.exit_code == 2 and "--other needs --max-groups" in bad.output

@@ -216,7 +216,7 @@ def test_multi_column_keys_and_frames(df):
     r1 = sd.release(d2, "user", ["a", "b"], 1.0, 1e-6, keys=keys, rng=InsecureSeededRandom(1)).table
     r2 = sd.release(d2, "user", ["a", "b"], 1.0, 1e-6, keys=[("k0", "99"), ("k0", "00"), ("k0", "01")],
                     rng=InsecureSeededRandom(1)).table
-    assert r1.columns == ["a", "b", "count"] and r1.sort("b").equals(r2.sort("b"))
+    assert [c for c in r1.columns if not c.endswith(("_lo", "_hi"))] == ["a", "b", "count"] and r1.sort("b").equals(r2.sort("b"))
     r3 = sd.release(df, "user", "key", 1.0, 1e-6, keys=pl.Series(KEYS), rng=InsecureSeededRandom(1)).table
     r4 = sd.release(df, "user", "key", 1.0, 1e-6, keys=pl.DataFrame({"key": KEYS}).to_pandas()["key"],
                     rng=InsecureSeededRandom(1)).table

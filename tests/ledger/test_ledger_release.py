@@ -198,7 +198,7 @@ def _check_trial(led_path, out) -> str:
         if out.exists():  # no output without its charge, and never a partial file
             assert len(hist) == 1
             frame = pl.read_csv(out)
-            assert frame.columns == ["k", "count"]
+            assert frame.columns == ["k", "count", "count_lo", "count_hi"]
         if hist and hist[0].status == "published":
             assert out.exists() and hist[0].output == str(out)
         # the killed process left no lock behind: the ledger still takes a charge at once

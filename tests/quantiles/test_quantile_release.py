@@ -100,7 +100,8 @@ def test_same_table_on_every_embedded_engine():
                        aggregates=aggs, engine=eng, rng=InsecureSeededRandom(2)).table
         tables.append(t if isinstance(t, pl.DataFrame) else pl.from_pandas(t) if eng == "pandas"
                       else pl.from_arrow(t))
-    assert tables[0].columns == ["key", "count", "median_x", "q90_x"] and tables[0].height > 0
+    assert tables[0].columns == ["key", "count", "count_lo", "count_hi", "median_x", "median_x_rank_error", "q90_x",
+                                 "q90_x_rank_error"] and tables[0].height > 0
     for t in tables[1:]:
         assert t.equals(tables[0])
 
@@ -211,7 +212,8 @@ def test_cli_median_and_quantile(tmp_path):
     res = CliRunner().invoke(app, base + ["--median", "x:0:8", "--quantile", "x:0.9:0:8:p90", "--out", str(out)])
     assert res.exit_code == 0, res.output
     t = pl.read_parquet(out)
-    assert t.columns == ["key", "count", "p90", "median_x"] and t.height > 0
+    assert t.columns == ["key", "count", "count_lo", "count_hi", "p90", "p90_rank_error", "median_x",
+                         "median_x_rank_error"] and t.height > 0
     assert "budget split" in res.output
     bad = CliRunner().invoke(app, base + ["--quantile", "x:0:8"])
     assert bad.exit_code == 2 and "--quantile takes COLUMN:Q:LOWER:UPPER" in bad.output

@@ -37,7 +37,9 @@ def test_release_with_aggregates_like_polars(spark):
         assert rs.curator.engine == "spark" and rs.report.threshold == rp.report.threshold
         assert rs.report.column_errors == rp.report.column_errors
         ps = pl.from_arrow(se.to_arrow(rs.table))
-        assert ps.columns == ["url", "cc", "count", "sum_dwell", "mean_dwell", "likes_total"]
+        assert [c for c in ps.columns if not c.endswith(("_lo", "_hi"))] == ["url", "cc", "count", "sum_dwell", "mean_dwell",
+                                                                            "likes_total"]
+        assert {"count_lo", "count_hi"} <= set(ps.columns)  # the default 95 % intervals, on Spark too
         assert ps.schema == rp.table.schema
         assert ps.height >= 3 and ps.equals(rp.table), extra
     other = pl.from_arrow(se.to_arrow(sd.release(sdf, rng=InsecureSeededRandom(3), **kw).table))

@@ -40,7 +40,7 @@ from .discrete import dgauss_cdf, dgauss_logpmf, dgauss_sf, dgauss_variance, dla
 from .laws import DiscreteGaussian, DiscreteLaplace
 
 __all__ = ["RoundedGaussian", "LinearNoise", "Halfwidth", "MeanLaw", "RowLaws", "ReleaseRule", "ratio_interval",
-           "check_level", "DEFAULT_LEVEL"]
+           "check_level", "DEFAULT_LEVEL", "VarianceRanges", "VarianceLaw", "VarianceBox", "variance_interval"]
 
 #: the interval level of ``release(..., interval=True)``
 DEFAULT_LEVEL = 0.95
@@ -152,7 +152,8 @@ class LinearNoise:
             p = _pmf(x, w)
             vals = a * np.arange(-w, w + 1, dtype=np.int64)
             if support.size * vals.size > _MAX_POINTS:
-                raise InvalidParameterError("the noise law is too wide for an exact interval")
+                raise InvalidParameterError(f"its noise law is too wide to compute an exact interval (more than "
+                                            f"{_MAX_POINTS:,} lattice points in the convolution)")
             s = (support[:, None] + vals[None, :]).ravel()
             q = (prob[:, None] * p[None, :]).ravel()
             support, inv = np.unique(s, return_inverse=True)
@@ -237,6 +238,97 @@ def ratio_interval(mean: npt.ArrayLike, count: npt.ArrayLike, law: MeanLaw, leve
 
 
 @dataclass(frozen=True)
+class VarianceRanges:
+    """The public facts of a released VARIANCE (or STD) besides its noise: the ranges of a unit's gridded value
+    and gridded square (``mean_range``, ``square_range``: where ``S₁/n`` and ``S₂/n`` lie), ``C`` =
+    ``clamp_upper``, the least true count of a released key (``count_floor``) and ``std`` (a square root is
+    released)."""
+
+    mean_range: tuple[float, float]
+    square_range: tuple[float, float]
+    clamp_upper: float
+    count_floor: int = 1
+    std: bool = False
+
+
+@dataclass(frozen=True)
+class VarianceLaw:
+    """A released VARIANCE (or STD) ``clamp(Ŝ₂/n̂ − (Ŝ₁/n̂)², 0, C)`` (docs/proofs/aggregates.md §8): the error
+    laws, in value units, of its three noisy statistics — ``total`` of the noisy sum ``Ŝ₁`` (``E₁ = g₁(Y₁ + c₁Z)``),
+    ``squares`` of the noisy sum of squares ``Ŝ₂``, ``count`` of the noisy count ``n̂`` — and its ``ranges``."""
+
+    total: LinearNoise
+    squares: LinearNoise
+    count: LinearNoise
+    ranges: VarianceRanges
+
+    def box(self, level: float) -> "VarianceBox":
+        """The three half-widths at level ``1 − (1 − level)/3`` each (:func:`variance_interval`)."""
+        lv = check_level(level)
+        side = 1.0 - (1.0 - lv) / 3.0
+        h1, h2, hz = self.total.halfwidth(side), self.squares.halfwidth(side), self.count.halfwidth(side)
+        miss = (1.0 - h1.coverage) + (1.0 - h2.coverage) + (1.0 - hz.coverage)
+        return VarianceBox(total=h1.width, squares=h2.width, count=hz.width, ranges=self.ranges,
+                           coverage=max(0.0, 1.0 - miss))
+
+
+@dataclass(frozen=True)
+class VarianceBox:
+    """What :func:`variance_interval` needs of a :class:`VarianceLaw` at one level (all public numbers, picklable
+    for the engines' per-chunk step): the half-widths of ``Ŝ₁``, ``Ŝ₂`` (value units) and ``n̂``, the ``ranges``,
+    and ``coverage``, the union-bound lower bound ``1 − Σ(1 − exact coverage of each)`` (>= the level)."""
+
+    total: float
+    squares: float
+    count: float
+    ranges: VarianceRanges
+    coverage: float
+
+
+def _ratio_range(lo: npt.NDArray[np.float64], hi: npt.NDArray[np.float64], n_lo: npt.NDArray[np.float64],
+                 n_hi: npt.NDArray[np.float64], bounds: tuple[float, float]
+                 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The range of ``S/n`` over ``S ∈ [lo, hi]``, ``n ∈ [n_lo, n_hi]`` (``n > 0``: attained at the corners),
+    intersected with ``bounds`` (where ``S/n`` lies); an empty intersection gives ``lo > hi``."""
+    r_lo = np.minimum(lo / n_lo, lo / n_hi)
+    r_hi = np.maximum(hi / n_lo, hi / n_hi)
+    return np.maximum(r_lo, bounds[0]), np.minimum(r_hi, bounds[1])
+
+
+def variance_interval(count: npt.ArrayLike, total: npt.ArrayLike, squares: npt.ArrayLike, box: VarianceBox
+                      ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """``(lo, hi)`` of released VARIANCE (STD) rows from their noisy count ``n̂``, noisy sum ``Ŝ₁`` and noisy sum of
+    squares ``Ŝ₂`` (value units; none of the three need be published: the interval is a function of them).
+
+    With the half-widths ``w₁``, ``w₂``, ``h`` of :meth:`VarianceLaw.box` the box ``S₁ ∈ Ŝ₁ ± w₁``,
+    ``S₂ ∈ Ŝ₂ ± w₂``, ``n ∈ [max(n̂ − h, n_min), n̂ + h]`` holds the truth with probability at least
+    ``1 − Σ P[miss_i] >= level`` (union bound: the three errors share the count noise through re-centring, so
+    they are not independent). Monotone interval arithmetic over the box: ``m₁ = S₁/n`` and ``m₂ = S₂/n`` range over
+    their corner ratios (intersected with the ranges where they lie), ``m₁²`` over ``[0 or min², max²]``, and
+    ``θ = m₂ − m₁² ∈ [min m₂ − max m₁², max m₂ − min m₁²]``, clamped to ``[0, C]`` like the release (the square
+    root of both ends for STD). It contains ``clamp(θ, 0, C)`` whenever the box holds the truth; it is
+    conservative (``m₁`` and ``m₂`` share ``n`` but are bounded separately; each statistic at a level above
+    ``level``). A box that misses the ranges altogether (possible only when it missed the truth) gives ``[0, C]``.
+    Proof and measured coverage: ``docs/proofs/intervals.md`` §3b."""
+    n_hat = np.asarray(count, dtype=np.float64)
+    s1, s2 = np.asarray(total, dtype=np.float64), np.asarray(squares, dtype=np.float64)
+    rg = box.ranges
+    n_lo = np.maximum(n_hat - box.count, float(max(rg.count_floor, 1)))
+    n_hi = np.maximum(n_hat + box.count, n_lo)
+    m1_lo, m1_hi = _ratio_range(s1 - box.total, s1 + box.total, n_lo, n_hi, rg.mean_range)
+    m2_lo, m2_hi = _ratio_range(s2 - box.squares, s2 + box.squares, n_lo, n_hi, rg.square_range)
+    sq_hi = np.maximum(m1_lo * m1_lo, m1_hi * m1_hi)
+    sq_lo = np.where((m1_lo <= 0.0) & (m1_hi >= 0.0), 0.0, np.minimum(m1_lo * m1_lo, m1_hi * m1_hi))
+    empty = (m1_lo > m1_hi) | (m2_lo > m2_hi) | (n_hat + box.count < rg.count_floor)
+    c = rg.clamp_upper
+    lo = np.where(empty, 0.0, np.clip(m2_lo - sq_hi, 0.0, c))
+    hi = np.where(empty, c, np.clip(m2_hi - sq_lo, 0.0, c))
+    if rg.std:
+        return np.sqrt(lo), np.sqrt(hi)
+    return lo, hi
+
+
+@dataclass(frozen=True)
 class ReleaseRule:
     """When a key of true count ``n`` is released: ``n >= pre_threshold`` and ``n + X >= pre_threshold + margin``
     with ``X`` of law ``noise`` (independent per key)."""
@@ -264,6 +356,8 @@ class RowLaws:
 
     additive: Mapping[str, LinearNoise] = field(default_factory=dict)
     means: Mapping[str, MeanLaw] = field(default_factory=dict)
+    #: VARIANCE/STD columns: their interval is computed where the noisy sums are (:func:`variance_interval`)
+    variances: Mapping[str, VarianceLaw] = field(default_factory=dict)
     release: ReleaseRule | None = None
     #: every key of a public list is released (no threshold): release probability 1
     every_key: bool = False

@@ -11,6 +11,7 @@ from typer.core import TyperCommand
 from ..aggregates import Count, Mean, Median, Quantile, Std, Sum, Variance
 from ..auto_bound import AutoBound
 from .. import pipeline
+from ..accounting.intervals import DEFAULT_LEVEL
 from ..request import interval_level
 from ..errors import InvalidParameterError, SparsedpError
 from ..mechanisms import registry
@@ -298,10 +299,12 @@ def _aggregates(flags: dict[str, Optional[List[str]]]) -> list[Any]:
 
 
 def _interval(interval: Optional[float], no_interval: bool) -> Optional[float]:
-    """The interval level of ``--interval LEVEL`` / ``--no-interval`` (None: no interval columns)."""
+    """The interval level of ``--interval LEVEL`` / ``--no-interval`` (None: no interval columns); without either
+    flag the default level (0.95)."""
     if interval is not None and no_interval:
-        raise InvalidParameterError("--interval and --no-interval exclude each other")
-    level: Optional[float] = interval_level(None if no_interval else interval)
+        raise InvalidParameterError("--interval and --no-interval exclude each other: pass --interval LEVEL for "
+                                    "another level than 0.95, or --no-interval for no interval columns")
+    level: Optional[float] = interval_level(None if no_interval else DEFAULT_LEVEL if interval is None else interval)
     return level
 
 
@@ -321,7 +324,7 @@ def release(
     top_k: Optional[int] = typer.Option(None, "--top-k", help="Release the top k keys (top-k CSH)."),
     mechanism: str = typer.Option(DEFAULT_MECHANISM, "--mechanism", help="auto or a registered mechanism."),
     auto_share: Optional[float] = typer.Option(None, "--auto-share", rich_help_panel=_AUTO,
-                                               help="Share of epsilon spent choosing the bound (0.05; 0.1 with --auto-objective keys)."),
+                                               help="Epsilon share for the bound (0.05; 0.1 for 'keys')."),
     auto_quantile: Optional[float] = typer.Option(None, "--auto-quantile", rich_help_panel=_AUTO,
                                                   help="Fraction of units keeping all their keys (0.5)."),
     auto_objective: Optional[str] = typer.Option(None, "--auto-objective", rich_help_panel=_AUTO,
@@ -378,9 +381,9 @@ def release(
     stds: Optional[List[str]] = typer.Option(None, "--std", rich_help_panel=_AGG, hidden=True,
                                              help="Private STD per key: COLUMN:LOWER:UPPER[:NAME]."),
     interval: Optional[float] = typer.Option(None, "--interval", rich_help_panel=_AGG,
-                                             help="Per-row intervals at this level (e.g. 0.95): <col>_lo/_hi."),
-    no_interval: bool = typer.Option(False, "--no-interval", rich_help_panel=_AGG, hidden=True,
-                                     help="No interval columns (the default)."),
+                                             help="Per-row intervals' level (0.95): <col>_lo/_hi."),
+    no_interval: bool = typer.Option(False, "--no-interval", rich_help_panel=_AGG,
+                                     help="No interval columns."),
     column_shape: Optional[str] = typer.Option(None, "--column-shape", rich_help_panel=_AGG,
                                                help="Noise covariance shape, e.g. '90000,750;750,25'."),
     other: bool = typer.Option(False, "--other", rich_help_panel=_AGG,
@@ -431,4 +434,4 @@ def release(
                 dataset=dataset, aggregates=aggregates, keys=keys,
                 **({"column_shape": shape} if shape is not None else {}),
                 **({"other": True} if other else {}),
-                **({"interval": level} if level is not None else {}))
+                interval=level)

@@ -147,6 +147,9 @@ class ReleaseRequest:
     aggregates: tuple[Sum, ...] = ()
     keys: PublicKeys | None = None
     column_shape: Any = None  # a J × J matrix as the user gave it (fitted by accounting.column_shape)
+    #: ``release(..., interval=…)``'s level (None: no intervals); a mechanism whose interval needs values it does
+    #: not publish (VARIANCE/STD's noisy sums) adds those interval columns in its run
+    interval: float | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from ..accounting.intervals import VarianceBox, variance_interval
 from ..aggregates import Mean, Sum, Variance, noise_columns, square_columns
 from ..core.noise_chunks import chunk_label
 from ..noise.source import SecretKeyedStream, SecureRandom
@@ -47,6 +48,9 @@ class KeyNoise:
         column_noise: a general column shape's noise map ``{"lower": L, "refine": F}``
             (:func:`sparsedp.mechanisms.aggregate_noise.noise_map`; column noise ``L z`` on grids ``F_k`` times
             finer); empty for independent columns.
+        variance_boxes: per VARIANCE/STD output name, its interval's public half-widths
+            (:class:`~sparsedp.accounting.intervals.VarianceBox`, ``release(..., interval=…)``): the step adds
+            ``<name>_lo``/``<name>_hi`` computed from the three noisy statistics it holds; empty: no interval.
     """
 
     plan: NoisePlan
@@ -59,11 +63,16 @@ class KeyNoise:
     aggregates: tuple[Sum, ...] = ()
     column_sigma2s: tuple[Fraction, ...] = ()
     column_noise: tuple[tuple[str, Any], ...] | None = None
+    variance_boxes: tuple[tuple[str, VarianceBox], ...] = ()
 
     @property
     def column_names(self) -> tuple[str, ...]:
-        """Output names of the SUM/MEAN columns (empty for a count-only release)."""
-        return tuple(a.output_name for a in self.aggregates)
+        """Output names of the SUM/MEAN columns (empty for a count-only release), each VARIANCE/STD column with an
+        interval followed by its ``_lo``/``_hi`` columns."""
+        boxes = dict(self.variance_boxes)
+        return tuple(n for a in self.aggregates for n in (
+            (a.output_name, f"{a.output_name}_lo", f"{a.output_name}_hi") if a.output_name in boxes
+            else (a.output_name,)))
 
     @property
     def n_grid_columns(self) -> int:
@@ -129,6 +138,11 @@ class KeyNoise:
                 assert sq is not None
                 cols[a.output_name] = variance_values(noisy[i], noisy[sq], values, a, grid[i], grid[sq],
                                                       (refine[i], refine[sq]))
+                box = dict(self.variance_boxes).get(a.output_name)
+                if box is not None:  # post-processing of the three noisy statistics (accounting.intervals)
+                    lo, hi = variance_interval(values, to_value_units(noisy[i], values, grid[i], refine[i]),
+                                               to_value_units(noisy[sq], values, grid[sq], refine[sq]), box)
+                    cols[f"{a.output_name}_lo"], cols[f"{a.output_name}_hi"] = lo, hi
             elif isinstance(a, Mean):
                 # MEAN = (re-centred noisy sum) / (count estimate); top-k's de-biased estimate can in principle
                 # be <= 0, so the divisor is max(estimate, 1) (post-processing; GSHM's is always >= 1)

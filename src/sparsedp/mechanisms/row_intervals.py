@@ -5,20 +5,23 @@ Post-processing only: every interval is a function of the row's released values 
 no data. For a count or SUM column ``value ± width`` (``width`` the exact half-width of
 :meth:`~sparsedp.accounting.intervals.LinearNoise.halfwidth`; a count's lower end is raised to 0, which never
 excludes a true count); for a MEAN column :func:`~sparsedp.accounting.intervals.ratio_interval` of the row's
-mean and count. Guarantees and how to read them: ``docs/proofs/intervals.md``.
+mean and count; a VARIANCE/STD column's interval is added by the per-key step, which holds the noisy sums it
+needs (:func:`~sparsedp.accounting.intervals.variance_interval`), and only described here. Guarantees and how to read them: ``docs/proofs/intervals.md``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from ..accounting.intervals import Halfwidth, LinearNoise, RowLaws, ratio_interval
+from ..accounting.intervals import Halfwidth, LinearNoise, RowLaws, VarianceLaw, ratio_interval
+from ..errors import InvalidParameterError
 
-__all__ = ["IntervalColumns", "interval_names", "add_intervals", "interval_notes", "CONDITIONAL_NOTE"]
+__all__ = ["IntervalColumns", "interval_names", "add_intervals", "interval_notes", "CONDITIONAL_NOTE", "VARIANCE_NOTE"]
 
 #: the report's statement of what the intervals mean for released (selected) keys
 CONDITIONAL_NOTE = (
@@ -27,6 +30,17 @@ CONDITIONAL_NOTE = (
     "conditionally on its release its count (and a MEAN dividing by it) tends to be too high and its interval "
     "to sit too high; read an interval at its stated level for keys far above the threshold (release "
     "probability near 1: Result.release_probability(count)), as optimistic for keys near it")
+
+
+#: the report's statement on VARIANCE/STD intervals (accounting.intervals.variance_interval)
+VARIANCE_NOTE = (
+    "VARIANCE/STD intervals are conservative: the noisy count, sum and sum of squares are each taken at level "
+    "1 - (1 - level)/3 and combined by interval arithmetic (union bound), so they cover the clamped variance of "
+    "the units' clipped per-key totals on the grid (its square root for STD) with probability at least the "
+    "stated coverage, usually more, and are wider than an exact interval would be")
+#: why a VARIANCE/STD column of a release has no interval
+NO_VARIANCE = ("this release path does not carry the noisy sum and sum of squares to the interval step (its "
+               "interval needs them and they are not published)")
 
 
 @lru_cache(maxsize=256)
@@ -40,6 +54,8 @@ class IntervalColumns:
 
     level: float
     coverage: dict[str, float]
+    #: columns with a law but no interval, and why (a law too wide to compute exactly)
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 def interval_names(column: str) -> tuple[str, str]:
@@ -55,9 +71,13 @@ def add_intervals(table: Any, laws: RowLaws, level: float, count_column: str) ->
 
     cols: dict[str, Any] = {}
     cov: dict[str, float] = {}
+    skipped: dict[str, str] = {}
     for name in table.column_names:
         cols[name] = table.column(name)
-        if name in laws.additive:
+        why = _too_wide(laws, name, level)
+        if why is not None:  # no exact interval computable for this law: said in the report, nothing fails
+            skipped[name] = why
+        elif name in laws.additive:
             h = _halfwidth(laws.additive[name], level)
             x = np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=np.float64)
             lo, hi = x - h.width, x + h.width
@@ -71,7 +91,35 @@ def add_intervals(table: Any, laws: RowLaws, level: float, count_column: str) ->
             lo, hi, c = ratio_interval(m, n, laws.means[name], level)
             cols.update(_pair(name, lo, hi, pa.float64(), 0.5))
             cov[name] = c
-    return pa.table(cols), IntervalColumns(level=level, coverage=cov)
+        elif name in laws.variances and interval_names(name)[0] in table.column_names:
+            cov[name] = _variance_coverage(laws, name, level)  # added by the per-key step (noisy sums)
+    return pa.table(cols), IntervalColumns(level=level, coverage=cov, skipped=skipped)
+
+
+def _too_wide(laws: RowLaws, name: str, level: float) -> str | None:
+    """Why ``name``'s law gives no exact interval (its convolution is beyond the exact computation's size:
+    :class:`~sparsedp.accounting.intervals.LinearNoise`), or None."""
+    try:
+        if name in laws.additive:
+            _halfwidth(laws.additive[name], level)
+        elif name in laws.means:
+            m = laws.means[name]
+            _halfwidth(m.column, math.sqrt(level))
+            _halfwidth(m.count, math.sqrt(level))
+        elif name in laws.variances:
+            _box_coverage(laws.variances[name], level)
+    except InvalidParameterError as e:
+        return str(e)
+    return None
+
+
+@lru_cache(maxsize=64)
+def _box_coverage(law: VarianceLaw, level: float) -> float:
+    return law.box(level).coverage
+
+
+def _variance_coverage(laws: RowLaws, name: str, level: float) -> float:
+    return _box_coverage(laws.variances[name], level)
 
 
 def _pair(name: str, lo: Any, hi: Any, dtype: Any, width: float) -> dict[str, Any]:
@@ -84,22 +132,33 @@ def _pair(name: str, lo: Any, hi: Any, dtype: Any, width: float) -> dict[str, An
     return {lo_n: pa.array(np.asarray(lo, dtype=np.float64)), hi_n: pa.array(np.asarray(hi, dtype=np.float64))}
 
 
-def interval_notes(laws: RowLaws | None, level: float, coverage: dict[str, float], mechanism: str) -> tuple[str, ...]:
+def interval_notes(laws: RowLaws | None, level: float, coverage: dict[str, float], mechanism: str,
+                   skipped: dict[str, str] | None = None) -> tuple[str, ...]:
     """The report's lines on the intervals: each column's half-width and exact coverage, what they cover, the
     columns without one and why, and :data:`CONDITIONAL_NOTE`."""
     if laws is None:
         return (f"no per-row intervals: {mechanism}'s released values have no exact per-row noise law here "
                 f"(float noise, a sketch, or a data-dependent shift)",)
     parts = []
+    if not coverage and skipped:  # every column's law too wide: no interval at all
+        return tuple(f"no interval for {name}: {why}" for name, why in skipped.items())
     for name, c in coverage.items():
         if name in laws.additive:
             h = _halfwidth(laws.additive[name], level)
             parts.append(f"{name} ± {h.width:.6g} (exact coverage {c:.4%})")
+        elif name in laws.variances:
+            parts.append(f"{name}: from the row's noisy count, sum and sum of squares (coverage >= {c:.4%})")
         else:
             parts.append(f"{name}: from the row's mean and count (coverage >= {c:.4%})")
     notes = [f"intervals at {level:.4g} ({'; '.join(parts)}) in columns <column>_lo/<column>_hi; they cover "
              f"{laws.covers} (docs/proofs/intervals.md)"]
+    if any(name in laws.variances for name in coverage):
+        notes.append(VARIANCE_NOTE)
     notes += [f"no interval for {name}: {why}" for name, why in laws.missing.items()]
+    skipped = skipped or {}
+    notes += [f"no interval for {name}: {why}" for name, why in skipped.items()]
+    notes += [f"no interval for {name}: {NO_VARIANCE}" for name in laws.variances
+              if name not in coverage and name not in skipped]
     if not laws.every_key:
         notes.append(CONDITIONAL_NOTE)
     return tuple(notes)

@@ -8,7 +8,9 @@ themselves are computed from the released values by :mod:`sparsedp.mechanisms.in
   iff ``n >= pre`` and ``n + Z >= pre + margin`` (:class:`~sparsedp.accounting.intervals.ReleaseRule`).
 * joint GSHM with SUM/MEAN: a SUM is ``g·(A + Y + c·Z)`` on the grid (``Y = Σ_m L_km z_m`` with a column shape,
   on a grid ``F_k`` times finer), so its error is ``(g/F)(Y + F·c·Z)``; a MEAN uses ``Y`` and ``Z`` separately
-  (:func:`~sparsedp.accounting.intervals.ratio_interval`). VARIANCE/STD have no exact interval (listed as such).
+  (:func:`~sparsedp.accounting.intervals.ratio_interval`). A VARIANCE/STD reads the noisy count, sum and sum of
+  squares (:class:`~sparsedp.accounting.intervals.VarianceLaw`): a conservative union-bound interval
+  (:func:`~sparsedp.accounting.intervals.variance_interval`), computed next to the values by the per-key step.
 * de-biased top-k CSH: ``max(0, n − t) + X_i + t̃`` with ``t̃ = t + D``: for a key above the cut-off the error is
   ``X_i + D``, ``X_i`` marginally ``round(N(0, σ² + σ_A²))`` (rounded) or ``(Z_i + Z_c + Z_t)/2`` (Algorithm 4);
   it covers ``max(n, t)``. Counts only.
@@ -23,12 +25,12 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from ..accounting import laws
-from ..accounting.intervals import Base, LinearNoise, MeanLaw, ReleaseRule, RoundedGaussian, RowLaws
-from ..aggregates import Mean, Sum, Variance, noise_columns
+from ..accounting.intervals import Base, LinearNoise, MeanLaw, ReleaseRule, RoundedGaussian, RowLaws, VarianceBox, \
+    VarianceLaw, VarianceRanges
+from ..aggregates import Mean, Std, Sum, Variance, noise_columns, square_columns
+from ..errors import InvalidParameterError
 
-__all__ = ["thresholded_laws", "topk_laws", "public_laws"]
-
-_NO_VARIANCE = "no exact interval for a variance (a non-linear function of three noisy sums)"
+__all__ = ["thresholded_laws", "topk_laws", "public_laws", "variance_boxes"]
 
 
 def _count_law(noise: Any) -> Base | None:
@@ -55,24 +57,51 @@ def thresholded_laws(count_name: str, calibration: Any, pre: int) -> RowLaws | N
     refine = (1,) * len(cols) if lower is None else tuple(shape.refine)
     additive: dict[str, LinearNoise] = {count_name: count}
     means: dict[str, MeanLaw] = {}
-    missing: dict[str, str] = {}
-    for a, i in zip(aggs, where):
+    variances: dict[str, VarianceLaw] = {}
+
+    def column_noise(i: int) -> list[tuple[int, Base]]:  # Y_i on column i's noise lattice
+        if lower is None:
+            return [(1, laws.DiscreteGaussian(joint.column_sigma2s[i]))]
+        return [(int(lower[i][m]), laws.DiscreteGaussian(joint.column_sigma2s[m])) for m in range(i + 1) if lower[i][m]]
+
+    def total_noise(i: int) -> LinearNoise:  # E = (g/F)(Y + F·c·Z): a released SUM's error, value units
+        col, f = cols[i], int(refine[i])
+        terms = column_noise(i) + ([(f * col.centre, z)] if col.centre else [])
+        return LinearNoise(tuple(terms), Fraction(f) / Fraction(col.step))
+
+    for a, i, sq in zip(aggs, where, square_columns(aggs)):
         assert i is not None
-        if isinstance(a, Variance):
-            missing[a.output_name] = _NO_VARIANCE
-            continue
         col = cols[i]
-        ys = [(1, laws.DiscreteGaussian(joint.column_sigma2s[i]))] if lower is None else \
-            [(int(lower[i][m]), laws.DiscreteGaussian(joint.column_sigma2s[m])) for m in range(i + 1) if lower[i][m]]
-        f = int(refine[i])
-        g = Fraction(col.step)
-        if isinstance(a, Mean):
-            means[a.output_name] = MeanLaw(column=LinearNoise(tuple(ys)), count=count, step=float(g),
-                                           centre=col.centre, grid=col.grid_bounds, count_floor=pre, refine=f)
+        if isinstance(a, Variance):
+            assert sq is not None
+            g1, g2 = col.step, cols[sq].step
+            variances[a.output_name] = VarianceLaw(
+                total=total_noise(i), squares=total_noise(sq), count=count, ranges=VarianceRanges(
+                    mean_range=(g1 * col.grid_bounds[0], g1 * col.grid_bounds[1]),
+                    square_range=(g2 * cols[sq].grid_bounds[0], g2 * cols[sq].grid_bounds[1]),
+                    clamp_upper=a.clamp_upper, count_floor=pre, std=isinstance(a, Std)))
+        elif isinstance(a, Mean):
+            means[a.output_name] = MeanLaw(column=LinearNoise(tuple(column_noise(i))), count=count,
+                                           step=float(Fraction(col.step)), centre=col.centre, grid=col.grid_bounds,
+                                           count_floor=pre, refine=int(refine[i]))
         else:
-            terms = ys + ([(f * col.centre, z)] if col.centre else [])
-            additive[a.output_name] = LinearNoise(tuple(terms), Fraction(f) / g)
-    return RowLaws(additive=additive, means=means, release=rule, missing=missing)
+            additive[a.output_name] = total_noise(i)
+    return RowLaws(additive=additive, means=means, variances=variances, release=rule)
+
+
+def variance_boxes(laws: RowLaws | None, level: float | None) -> tuple[tuple[str, VarianceBox], ...]:
+    """The :class:`~sparsedp.accounting.intervals.VarianceBox` of every VARIANCE/STD column of ``laws`` at
+    ``level`` (empty without a level or without such columns): what the per-key step needs to add their
+    ``_lo``/``_hi`` columns next to the values (:meth:`~sparsedp.mechanisms.key_noise.KeyNoise.apply_joint`)."""
+    if laws is None or level is None:
+        return ()
+    out = []
+    for name, law in laws.variances.items():
+        try:
+            out.append((name, law.box(level)))
+        except InvalidParameterError:  # a law too wide for an exact half-width: no interval (the report says why)
+            continue
+    return tuple(out)
 
 
 def topk_laws(count_name: str, calibration: Any, debias: bool, aggregates: Sequence[Sum]) -> RowLaws | None:

@@ -44,7 +44,7 @@ from .base import Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from .catalog import register
 from .kernel import noise_plan
 from .key_noise import KeyNoise
-from .row_laws import thresholded_laws, topk_laws
+from .row_laws import thresholded_laws, topk_laws, variance_boxes
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
@@ -265,9 +265,11 @@ class _PerKeyThresholded(Mechanism):
             request: ReleaseRequest) -> Released:
         task = _key_task(calibration, self.pre_threshold, rng, request.insecure_float)
         if isinstance(calibration, JointCalibration):
+            boxes = variance_boxes(thresholded_laws("", calibration, self.pre_threshold), request.interval)
             task = dataclasses.replace(task, aggregates=calibration.aggregates,
                                        column_sigma2s=tuple(calibration.joint.column_sigma2s),
-                                       column_noise=tuple(noise_map(calibration.joint).items()) or None)
+                                       column_noise=tuple(noise_map(calibration.joint).items()) or None,
+                                       variance_boxes=boxes)
         return Released(rows=engine.noise_keys(hist, task), disclosure=disclosure)
 
     def release_counts(self, hist: SparseHistogram, calibration: Calibration, *, rng: Any = None,
