@@ -6,7 +6,8 @@
 Peers, each in its own virtual environment under ``.venvs/`` at the repository root (created and filled with
 pip on first use; ``--skip-install`` uses what is there):
 
-* OpenDP 0.16 (``opendp[polars]==0.16.0``): ``make_laplace_threshold`` / ``make_gaussian_threshold``;
+* OpenDP 0.16 (``opendp[polars]==0.16.0``): ``make_laplace_threshold`` / ``make_gaussian_threshold`` (threshold one
+  above the smallest its map accepts: the map states the δ of the next threshold, ``peers_scripts/opendp_peer.py``);
 * PipelineDP with Google's python-dp: Laplace / Gaussian / truncated-geometric partition selection;
 * Tumult Analytics on pyspark 3.5: ``get_groups`` + ``count_distinct`` (release only; no threshold exposed).
 
@@ -754,21 +755,27 @@ def quantiles_main(a, pythons: dict[str, Path], versions: dict[str, str], setup:
         info["verdict"] + ".",
         "",
         "Reading it: OpenDP's `dp.median` is the exponential mechanism over the same candidates with the same rank "
-        "utility; sparsedp draws with permute-and-flip (McKenna & Sheldon 2020), the same ε per key and never less "
-        "accurate in expectation. OpenDP's Context gave the median a Gumbel scale of 15 score units at l0 = 5, i.e. "
-        "ε = 2/15 per key (2/3 of ε), and the count 1/3; sparsedp's cheaper count selection (a lower threshold at "
-        "ε/4 than OpenDP's at ε/3) lets it give the median 3/4 of ε by default (ε = 0.15 per key) and still release "
-        "more keys, and with `share=0.85` (ε = 0.17 per key) fewer keys than at its default. The errors on a few "
-        "dozen common keys per repeat move by about ±10 % from run to run (OpenDP's median error was 0.659 and "
-        "0.734 in two runs of this command), so ratios near 0.8 are within that noise.",
+        "utility; sparsedp draws with permute-and-flip (McKenna & Sheldon 2020), never less accurate in expectation "
+        "at the same ε per key. OpenDP's Context gives the median a Gumbel scale of 15 score units at l0 = 5, i.e. "
+        "ε = 2/15 per key (2/3 of ε), and its count 1/3 of ε (threshold 222). sparsedp's default gives the "
+        "median 4/5 of ε (ε = 0.16 per key) and its GSHM count ε/5 (threshold margin 216, no higher than "
+        "OpenDP's), so it releases about as many keys as OpenDP; the row at share 0.75 is the previous default "
+        "(ε/4 for the count, more keys, 0.15 per key for the median). Both sparsedp rows keep the same "
+        "contribution model as the peers (l0 keys per unit, one row per key, the same bounds and grid): the "
+        "gain is the split and permute-and-flip, not a different estimand. The errors on a few dozen common "
+        "keys per repeat move by about ±10 % from run to run, so ratios near 0.8 are within that noise.",
+        "",
+        "Why not a noisy binary search: see the algorithm comparison in `docs/howto/quantiles.md` "
+        "(`benchmarks/quantile_algorithms.py`): at equal ε per key it is 2 to 16 times less accurate than "
+        "the exponential mechanism over the grid wherever the noise matters.",
         "",
         "Calibrations (as reported, last repeat): " + "; ".join(info["calibration"]) + ".",
         "",
         "## How each library was run",
         "",
         "* **sparsedp**: `sd.release(..., max_groups_per_unit=l0, aggregates=[sd.Median('value', lower, upper, "
-        "cells=cells)])`: the count mechanism (`auto`) selects keys at ε/4, the median of each released key is "
-        "one exact permute-and-flip draw over the grid cells at (3ε/4)/l0 (its default share of ε; "
+        "cells=cells)])`: the count mechanism (`auto`) selects keys at ε/5, the median of each released key is "
+        "one exact permute-and-flip draw over the grid cells at (4ε/5)/l0 (its default share of ε; "
         "pure DP, composed l0-fold per unit; the ledger event is the composition of both parts).",
         "* **OpenDP 0.16** Polars Context: `group_by('key').agg(pl.len().dp.noise(), pl.col('value').clip(lower, "
         "upper).dp.median(candidates))` under `dp.loss_of(epsilon, delta)` with `dp.unit_of(contributions="

@@ -3,13 +3,26 @@
 OpenDP's thresholded measurements take a hashmap of counts and a (l0, l1, linf) input distance; OpenDP 0.16's
 Polars front end does not bound keys per unit for us, so this script de-duplicates (unit, key) and keeps a
 uniformly random subset of at most l0 keys per unit with Polars (the same bounding sparsedp does), then hands
-the counts to the OpenDP measurement, calibrated so its own privacy map reports (ε, δ) at d_in = (l0, l0, 1).
+the counts to the OpenDP measurement, calibrated so its own privacy map reports (ε, δ) at d_in = (l0, l0, 1),
+then CORRECTED BY ONE THRESHOLD STEP (see below).
+
+Threshold correction. The low-level measurements release a key when its noisy count is >= threshold T (a key of
+count T is kept at scale -> 0), so a key held by one unit is published with probability P[1 + Z >= T] = P[Z >= T-1];
+OpenDP 0.16's privacy map for ``make_laplace_threshold`` reports l0 * P[Z >= T] for T (exactly the δ of threshold
+T + 1), and the map of ``make_gaussian_threshold`` reports l0 * P[N(0, scale^2) >= T - 1], a bound on the discrete
+Gaussian's P[Z >= T], again the tail of threshold T + 1 (at scale 2, T = 6 the map says 0.0062 while count-1 keys
+are published at 0.0115). OpenDP's Polars ``Context`` picks the same T from the same map but publishes a key only
+when its noisy count exceeds T (count-1 keys measured at the rate P[Z >= T]), so its δ is right. We therefore use
+threshold T + 1 with the low-level ``>=`` rule, where T is the smallest threshold the map accepts: the same release
+rule as the Context, δ as OpenDP's map states it. Earlier runs of this script used T itself (δ up to ~6x the
+stated one at ε = 3, l0 = 1).
 Gaussian: the measurement is approximate-zCDP (ρ, δ_threshold); converted to (ε, δ) with OpenDP's
 make_zCDP_to_approxDP; the split of δ between threshold and conversion is optimised over a grid.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import opendp.prelude as dp
@@ -20,8 +33,10 @@ dp.enable_features("contrib")
 DOM = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=int))
 
 
+@functools.lru_cache(maxsize=None)  # sweep.py repeats each calibration once per run
 def laplace(eps: float, delta: float, l0: int):
-    """(scale, threshold): scale l0/ε (ℓ1 = l0), smallest threshold whose map gives δ."""
+    """(scale, threshold): scale l0/ε (ℓ1 = l0), one above the smallest threshold whose map gives δ (module
+    docstring: the map's δ for T is the true δ of T + 1)."""
     met = dp.l01inf_distance(dp.absolute_distance(T=int))
     scale = l0 / eps
     while True:  # OpenDP's map rounds up; nudge the scale until the map's ε fits
@@ -30,12 +45,14 @@ def laplace(eps: float, delta: float, l0: int):
         if d(10 ** 9)[0] <= eps:
             break
         scale *= 1 + 1e-9
-    t = smallest_int(lambda t: d(t)[1] <= delta)
+    t = smallest_int(lambda t: d(t)[1] <= delta) + 1  # the map's δ(T) is the true δ of T + 1
     return scale, t
 
 
+@functools.lru_cache(maxsize=None)
 def gaussian(eps: float, delta: float, l0: int):
-    """(scale, threshold) minimising the threshold over the δ split."""
+    """(scale, threshold) minimising the threshold over the δ split; the threshold one above the smallest one the
+    map accepts (module docstring)."""
     met = dp.l02inf_distance(dp.absolute_distance(T=int))
     best = (math.inf, math.inf)
     for frac in (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9):
@@ -54,7 +71,7 @@ def gaussian(eps: float, delta: float, l0: int):
             lo, hi = (lo, mid) if eps_at(mid) <= eps else (mid, hi)
         scale = hi
         t = smallest_int(lambda t: dp.m.make_gaussian_threshold(DOM, met, scale=scale, threshold=t)
-                         .map((l0, l0, 1))[1] <= d_thr)
+                         .map((l0, l0, 1))[1] <= d_thr) + 1  # the map's δ(T) bounds the true δ of T + 1
         if 0 < t < best[1]:
             best = (scale, t)
     return best

@@ -78,7 +78,7 @@ def public_keys(table, listed, eps, delta, l0, noise):
 
 def quantiles(table, eps, delta, l0, lower, upper, cells):
     """Per-key medians with ``sd.release(..., aggregates=[sd.Median("value", lower, upper, cells=cells)])``
-    (mechanism ``auto`` for the count; the median's permute-and-flip gets its default share of ε, 3/4, or
+    (mechanism ``auto`` for the count; the median's permute-and-flip gets its default share of ε, 4/5, or
     the share in the environment variable ``SPARSEDP_PEER_MEDIAN_SHARE``); sparsedp keeps at most l0 released
     keys and one row per (unit, key) itself."""
     import os

@@ -391,7 +391,7 @@ class Quantile:
     l0 of the *released* keys (uniform choice, secure source), and for each kept key at most ``max_rows`` of its
     rows (uniform choice, secure source), each row's value clipped to [lower, upper] and put in its grid cell.
     The quantile of a key is released only when the key's count is released, as its own pure-DP mechanism
-    (``share`` of the release's ε; default 3/4 of ε for all quantiles together, equal parts), composed
+    (``share`` of the release's ε; default 4/5 of ε for all quantiles together, equal parts), composed
     with the count by the ledger's event composition. Output column ``q<100·q>_<column>`` unless ``name``; the
     released value is the midpoint of the chosen cell.
     """

@@ -29,10 +29,12 @@ import os
 import time
 from typing import Any, Callable, ContextManager, Sequence
 
+from . import _validate as v
 from .accounting.profiles import profile_of
+from .errors import InvalidParameterError
 from .mechanisms import registry
 from .mechanisms.base import AutoRole, ReleaseRequest
-from .quantile_release import QuantileQuery, split_quantiles
+from .quantile_release import QuantileQuery, plan_split, quantile_plan_rows, split_quantiles
 from .query import HistogramQuery, run_query
 from .report import Result
 from .request import OUT_FORMATS, build_plan_request, build_request, check_out_path
@@ -157,12 +159,15 @@ class Plan(tuple[Any, ...]):
                     row[name] = val
             if not m.value_column("count"):
                 row["releases"] = "keys only"
+            fields = getattr(c, "plan_fields", None)
+            if fields is not None:  # a quantile's row: its ε and rank errors
+                row.update(fields())
             acc = getattr(c, "accuracy", None)
             if acc is not None:
                 row.update(per_count_error=acc.per_query, threshold=acc.threshold)
             if getattr(c, "aggregates", ()):  # joint calibration: each SUM/MEAN column's expected error
                 req = _plan_request(c)
-                d = m.disclosure(req, c, "count")
+                d = getattr(m, "mechanism", m).disclosure(req, c, "count")
                 row.update({f"err_{name}": err for name, err in d.column_errors.items()})
             out.append(row)
         return out
@@ -187,6 +192,51 @@ class Plan(tuple[Any, ...]):
         return f"<table><caption>{html.escape(self.title)}</caption><tr>{head}</tr>{body}</table>"
 
 
+#: the name the private columns of a planned partial key set go by (``sd.plan`` has no ``by``)
+_PRIVATE = "<private columns>"
+
+
+class StagedMechanism:
+    """A row's mechanism in the plan of a partial key set: ``mechanism`` as stage ``stage`` of the mixed release
+    (``chosen``: the stage the release uses by default). Reads like the mechanism it wraps."""
+
+    def __init__(self, stage: int, mechanism: Any, what: str, chosen: bool) -> None:
+        self.stage, self.mechanism, self.what, self.chosen = stage, mechanism, what, chosen
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["mechanism"], name)
+
+    def describe(self) -> str:
+        return f"stage {self.stage} ({self.what}): {self.mechanism.describe()}"
+
+
+def _plan_partial_keys(epsilon: float, delta: float, l0: Any, spec: dict[Any, Any], insecure_float: bool,
+                       selected: int) -> Plan:
+    """``sd.plan(keys={column: values})``: the mixed release's two stages (:func:`plan`'s docstring)."""
+    n_sel = v.integer("selected", selected, lo=1)
+    mixed = registry.builtin_module("mixed_keys")  # loaded only for a partial key set (import sparsedp stays light)
+    partial = mixed.key_set(spec, [*spec, _PRIVATE])
+    if not isinstance(partial, mixed.PartialKeys):
+        raise InvalidParameterError("plan(keys={column: values}) names at least one public column", param="keys")
+    mech = mixed.MixedKeys(keys=partial)
+    cal = mech.calibrate(ReleaseRequest(epsilon=epsilon, delta=delta, max_groups_per_unit=l0,
+                                        insecure_float=insecure_float))
+    r1, r2 = cal.select_request, cal.count_request
+    pub = ", ".join(partial.public.columns)
+    d = partial.public.d * n_sel
+    one = plan(r1.epsilon, r1.delta, r1.max_groups_per_unit, insecure_float=insecure_float)
+    two = plan(r2.epsilon, r2.delta, r2.max_groups_per_unit, insecure_float=insecure_float, keys=d)
+    rows = [(StagedMechanism(1, m, "selects the private values", m.name == cal.select.name), c)
+            for m, c in zip(one.mechanisms, one)]
+    rows += [(StagedMechanism(2, m, f"counts {pub} x selected: {d:,} keys", m.name == cal.count.name), c)
+             for m, c in zip(two.mechanisms, two)]
+    title = (f"sparsedp plan: epsilon={epsilon:g}, delta={delta:g}, max_groups_per_unit={l0}, keys: {pub} public "
+             f"({partial.public.d} listed), the rest private; stage 1 at epsilon={r1.epsilon:.4g}, "
+             f"delta={r1.delta:.3g}; stage 2 at epsilon={r2.epsilon:.4g}, delta={r2.delta:.3g} for {n_sel} "
+             f"selected value(s) (selected=…)")
+    return Plan(rows, title=title)
+
+
 def _plan_request(cal: Any) -> ReleaseRequest:
     return ReleaseRequest(epsilon=cal.epsilon, delta=cal.delta, max_groups_per_unit=cal.l0 if cal.top_k is None
                           else None, aggregates=cal.aggregates, column_shape=_requested_shape(cal))
@@ -204,7 +254,8 @@ def _fmt(x: Any) -> str:
 
 def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, top_k: int | None = None, *,
          insecure_float: bool = False, max_units: int | None = None, beta: Any = None,
-         aggregates: Any = None, keys: Any = None, group: str | None = None, column_shape: Any = None) -> Plan:
+         aggregates: Any = None, keys: Any = None, group: str | None = None, column_shape: Any = None,
+         selected: int = 100) -> Plan:
     """Every mechanism applicable to the contribution bound, calibrated at (ε, δ), touching no data: the ones
     ``auto`` chooses among (best first), then the opt-in variants.
 
@@ -223,7 +274,28 @@ def plan(epsilon: float, delta: float, max_groups_per_unit: int | None = None, t
     that release SUM/MEAN columns (GSHM, de-biased top-k CSH): the extra columns move σ and the margin; each row
     also gives every column's expected error (``err_<output name>``, value units). ``column_shape``: the columns'
     noise covariance shape, as in :func:`release` (GSHM only).
+
+    ``aggregates`` with ``sd.Quantile``/``sd.Median`` (an integer ``max_groups_per_unit``): the count rows at the
+    count's part of ε (the split of :func:`sparsedp.accounting.quantiles.split_budget`), then one row per quantile
+    (:class:`~sparsedp.quantile_release.QuantilePlanRow`: its ε, its ε per key, its rank error at 95 % and on
+    average). ``keys={column: values}`` (a partial key set, ``max_groups_per_unit`` required): the two stages of
+    the mixed release (:mod:`sparsedp.mechanisms.mixed_keys`), each row's mechanism a :class:`StagedMechanism`:
+    stage 1's selection mechanisms at its part of (ε, δ), then stage 2's public-key mechanisms at the rest for
+    ``d = (listed public values) × selected`` keys (``selected``: the number of private values you expect
+    stage 1 to select; stage 2's error grows with it).
     """
+    rest, quantiles = split_quantiles(aggregates)
+    if quantiles:
+        split = plan_split(epsilon, delta, max_groups_per_unit, quantiles, keys, insecure_float)
+        base = plan(split.count_epsilon, split.count_delta, split.l0, top_k, max_units=max_units, beta=beta,
+                    aggregates=rest, column_shape=column_shape)
+        qrows = quantile_plan_rows(quantiles, split)
+        return Plan(list(zip(base.mechanisms, base)) + [(r, r) for r in qrows],
+                    title=f"{base.title.replace(f'epsilon={split.count_epsilon:g}', f'epsilon={split.epsilon:g}')}"
+                          f" (count rows at epsilon={split.count_epsilon:.4g}; quantiles "
+                          f"{', '.join(f'{r.quantile.output_name} at {r.epsilon:.4g}' for r in qrows)})")
+    if isinstance(keys, dict):
+        return _plan_partial_keys(epsilon, delta, max_groups_per_unit, keys, insecure_float, selected)
     query = build_plan_request(epsilon, delta, max_groups_per_unit, top_k, insecure_float=insecure_float,
                                max_units=max_units, beta=beta, aggregates=aggregates, keys=keys, group=group,
                                column_shape=column_shape)

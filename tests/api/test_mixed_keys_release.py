@@ -229,6 +229,10 @@ def test_cli_partial_keys_file(log, tmp_path):
     assert bad.exit_code == 2 and "--keys" in bad.output and "--by columns" in bad.output
 
 
-def test_plan_refuses_a_partial_key_set():
-    with pytest.raises(InvalidParameterError, match="partial key set"):
+def test_plan_shows_a_partial_key_set_and_needs_its_bound():
+    """sd.plan(keys={col: values}) lists both stages (tests/quantiles/test_quantile_plan.py checks the rows); like
+    the release, it needs max_groups_per_unit (stage 1's bound)."""
+    with pytest.raises(InvalidParameterError, match="max_groups_per_unit"):
         sd.plan(EPS, DELTA, keys={"country": COUNTRIES})
+    p = sd.plan(EPS, DELTA, 2, keys={"country": COUNTRIES})
+    assert {m.stage for m in p.mechanisms} == {1, 2} and f"({len(COUNTRIES)} listed)" in p.title

@@ -105,8 +105,8 @@ def test_pure_composition_agrees_with_the_ledgers_pld():
 
 def test_split_budget():
     s = split_budget(1.0, 1e-6, 5, [None, None])
-    assert s.count_epsilon == pytest.approx(1 / 4) and s.quantile_epsilons == pytest.approx((3 / 8, 3 / 8))
-    assert s.key_epsilons == pytest.approx((3 / 40, 3 / 40)) and s.count_delta == 1e-6
+    assert s.count_epsilon == pytest.approx(1 / 5) and s.quantile_epsilons == pytest.approx((2 / 5, 2 / 5))
+    assert s.key_epsilons == pytest.approx((2 / 25, 2 / 25)) and s.count_delta == 1e-6
     s = split_budget(2.0, 1e-6, 4, [0.25])
     assert s.count_epsilon == pytest.approx(1.5) and s.key_epsilons == pytest.approx((0.125,))
     with pytest.raises(InvalidParameterError, match="leave a part"):

@@ -219,21 +219,23 @@ def test_cli_median_and_quantile(tmp_path):
     assert bad.exit_code == 2 and "--quantile takes COLUMN:Q:LOWER:UPPER" in bad.output
 
 
-def test_an_engine_without_the_rows_path_is_refused_before_anything(tmp_path):
-    """Spark has no rows path for the quantile model: such an engine is refused at plan time (nothing read, drawn
-    or charged). Shown with an embedded engine whose rows path is removed (no Spark session needed)."""
+def test_an_engine_without_quantile_cells_is_refused_before_anything(tmp_path):
+    """An engine that does not implement Engine.quantile_cells is refused at plan time (nothing read, drawn or
+    charged). Shown with an embedded engine whose quantile methods are the protocol's defaults."""
+    from sparsedp.core.engine import Engine
     from sparsedp.engines.polars_engine import PolarsEngine
     from sparsedp.ledger import Ledger
 
-    class NoRows(PolarsEngine):
-        rows_lazy = None  # type: ignore[assignment]
+    class NoQuantiles(PolarsEngine):
+        quantile_cells = Engine.quantile_cells
+        check_quantile_columns = Engine.check_quantile_columns
 
     path = tmp_path / "l.db"
     with Ledger(path) as led:
         led.set_budget("d", epsilon=2.0, delta=1e-5)
     with pytest.raises(InvalidParameterError, match="does not offer them"):
         sd.release(_iid_keys(2, 4), privacy_unit="user", by="key", epsilon=1.0, delta=1e-6, max_groups_per_unit=1,
-                   aggregates=[sd.Median("x", 0, 8)], engine=NoRows(), ledger=str(path), dataset="d",
+                   aggregates=[sd.Median("x", 0, 8)], engine=NoQuantiles(), ledger=str(path), dataset="d",
                    rng=Tripwire())
     with Ledger(path) as led:
         assert led.history("d") == []

@@ -49,6 +49,7 @@ RELEASE_FLAGS: Mapping[str, str] = {
 PLAN_FLAGS: Mapping[str, str] = {
     "epsilon": "--epsilon", "delta": "--delta", "max_groups_per_unit": "--max-groups", "l0": "--max-groups",
     "top_k": "--top-k", "k": "--k-sparse", "max_units": "--max-units", "noise": "--noise",
+    "quantile": "--quantile", "share": "--quantile", "keys": "--keys", "selected": "--selected",
 }
 #: ``sparsedp ledger …``
 LEDGER_FLAGS: Mapping[str, str] = {

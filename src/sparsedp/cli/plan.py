@@ -6,18 +6,20 @@ std, threshold margin τ (absolute threshold = pre-threshold + τ) and the δ re
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
 from ..accounting import best, compare
-from ..errors import SparsedpError
+from ..errors import InvalidParameterError, SparsedpError
 from ..mechanisms.base import AutoRole
 from ..mechanisms.thresholded import Laplace, TopKCSH
 from .. import pipeline
 from ..plotting import check_plot_path, plot_plan
 from . import app
 from ._errors import PLAN_FLAGS, fail, interruptible
+from .keys_file import read_keys
+from .release import parse_quantile
 
 _NOISE = {"discrete": True, "continuous": False, "both": None}
 
@@ -65,9 +67,10 @@ def render_table(cals, *, title: str, uses=None) -> None:
     for i, c in enumerate(cals):
         name = c.mechanism + ((" (de-biased counts)" if c.debias else " (shifted: count - cutoff)")
                               if c.mechanism == TopKCSH.name else "")
+        discrete = getattr(c, "discrete", True)  # public-key calibrations: exact noise unless insecure_float
         if c.mechanism in (TopKCSH.name, "csh") and str(c.analysis).startswith("discrete-"):
             name += ", Algorithm 4 noise"
-        cells = [name, c.analysis, "discrete" if c.discrete else "continuous",
+        cells = [name, c.analysis, "discrete" if discrete else "continuous",
                  _fmt(c.sigma), _fmt(c.noise_std), _fmt(c.tau), f"{c.delta_achieved:.4g}"]
         if uses is not None:
             cells.append(uses[i])
@@ -115,11 +118,26 @@ def release_line(chosen, secure) -> str:
             + _vs_laplace(chosen, secure))
 
 
+def plan_use(mech, cal, chosen: bool) -> str:
+    """The "use" text of a row of :func:`sparsedp.plan`: :func:`row_use`, a quantile's cost and rank error, or a
+    partial key set's stage (and whether the release uses it)."""
+    if hasattr(cal, "plan_fields"):  # a quantile's row
+        return cal.use()
+    if hasattr(mech, "stage"):  # a stage of a partial key set's release
+        return f"stage {mech.stage}: {mech.what}" + ("; release uses this" if mech.chosen else "")
+    return row_use(mech, chosen)
+
+
 def _calibrations(epsilon: float, delta: float, l0: Optional[int], top_k: Optional[int], k: Optional[int],
-                  noise: str) -> tuple:
+                  noise: str, aggregates=None, keys=None, selected: int = 100) -> tuple:
     """``(secure plan or None, rows, their "use" texts)``: the secure rows are the registered mechanisms, as a
     release samples them (:func:`sparsedp.plan`: the first is auto's choice); the paper analyses (continuous
     noise) are listed for research (:func:`sparsedp.accounting.compare`)."""
+    if aggregates or keys:  # quantiles or a partial key set: the secure rows of their release only
+        secure = pipeline.plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k, aggregates=aggregates or None,
+                               keys=keys, selected=selected)
+        return secure, list(secure), [plan_use(m, c, i == 0) for i, (m, c) in enumerate(zip(secure.mechanisms,
+                                                                                             secure))]
     secure = pipeline.plan(epsilon, delta, max_groups_per_unit=l0, top_k=top_k) if noise != "continuous" and (
         l0 is not None or top_k is not None) else None
     cals = list(secure) if secure is not None else []
@@ -131,6 +149,20 @@ def _calibrations(epsilon: float, delta: float, l0: Optional[int], top_k: Option
         cals += papers
         uses += ["paper analysis" if not c.discrete else "k-sparse histogram (analysis)" for c in papers]
     return secure, cals, uses
+
+
+def _partial_keys(spec: str) -> dict:
+    """``--keys COL=FILE[,COL=FILE…]``: the mapping of a partial key set (each file one column of values)."""
+    mapping = {}
+    for item in (x for x in spec.split(",") if x.strip()):
+        col, sep, path = item.partition("=")
+        if not sep or not col.strip() or not path.strip():
+            raise InvalidParameterError(f"--keys {spec}: {item.strip()!r} is not COL=FILE (plan takes a partial key "
+                                        f"set: the public columns' value files)")
+        if col.strip() in mapping:
+            raise InvalidParameterError(f"--keys {spec}: the column {col.strip()!r} is listed twice")
+        mapping[col.strip()] = read_keys(path.strip(), [col.strip()])
+    return mapping
 
 
 def summary_line(cals) -> str:
@@ -183,6 +215,16 @@ def plan(
                                        "auto uses highlighted (.png/.pdf/.svg)."),
     profile: bool = typer.Option(False, "--profile", help="Also print the best secure mechanism's privacy "
                                  "profile delta(epsilon) and its f-DP trade-off curve."),
+    quantiles: Optional[List[str]] = typer.Option(None, "--quantile", help="A per-key quantile COL:Q:LO:HI[:NAME] "
+                                                  "(or --median COL:LO:HI): the count rows at the count's part of "
+                                                  "epsilon, then the quantile's cost and rank error."),
+    medians: Optional[List[str]] = typer.Option(None, "--median", hidden=True,
+                                                help="A per-key median COL:LO:HI[:NAME] (see --quantile)."),
+    keys_spec: Optional[str] = typer.Option(None, "--keys", help="A partial key set COL=FILE[,COL=FILE…]: the "
+                                            "listed columns public, the others selected privately; the rows of "
+                                            "both stages."),
+    selected: int = typer.Option(100, "--selected", help="With --keys: private values you expect stage 1 to "
+                                 "select (stage 2 counts listed x selected keys)."),
 ) -> None:
     """Print the calibration (sigma, threshold) of every applicable mechanism and say which is best."""
     if noise not in _NOISE:
@@ -203,12 +245,18 @@ def plan(
     if l0 is None and top_k is None and k is None:
         l0 = 1
     try:
-        secure, cals, uses = _calibrations(epsilon, delta, l0, top_k, k, noise)
+        aggregates = [parse_quantile(f, x) for f, xs in (("--quantile", quantiles), ("--median", medians))
+                      for x in (xs or [])]
+        keys = _partial_keys(keys_spec) if keys_spec else None
+        secure, cals, uses = _calibrations(epsilon, delta, l0, top_k, k, noise, aggregates, keys, selected)
     except SparsedpError as e:
         fail(e, PLAN_FLAGS)
     model = ", ".join(f"{n}={x}" for n, x in (("l0", l0), ("top_k", top_k), ("k", k)) if x is not None)
-    render_table(cals, title=f"sparsedp plan: epsilon={epsilon:g}, delta={delta:g}, {model}",
+    render_table(cals, title=secure.title if aggregates or keys_spec else
+                 f"sparsedp plan: epsilon={epsilon:g}, delta={delta:g}, {model}",
                  uses=uses if secure is not None else None)
+    if aggregates or keys_spec:
+        return
     if secure is not None and len(secure):
         typer.echo(release_line(secure.best, list(secure)))
     if len(cals) > (len(secure) if secure is not None else 0):

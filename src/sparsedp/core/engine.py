@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # numpy and the data libraries are the engines' to import
     import polars as pl
     import pyarrow as pa
 
-    from ..aggregates import Aggregate
+    from ..aggregates import Aggregate, Quantile
+    from .quantile_cells import KeyCells
 
 __all__ = ["Capability", "Engine", "HistogramHandle", "NoiseTask", "RandomSource"]
 
@@ -224,6 +225,24 @@ class Engine(ABC, Generic[H, R]):
         order) and, per unit, to the ONE group of smallest keyed rank (secret drawn from ``rng`` after every input
         check); ``from_text``: the groups were read as text and take the data's type."""
         raise self._lacks(Capability.PAIRS)
+
+    # ------------------------------------------------------------------ per-key quantiles
+
+    def check_quantile_columns(self, data: InputData, quantiles: Sequence[Quantile]) -> None:
+        """The quantiles' value columns exist, are numeric and hold no null, NaN or infinite value
+        (:class:`~sparsedp.errors.InputDataError` otherwise); called before the ledger charge. Nothing is drawn."""
+        raise self._no_quantiles()
+
+    def quantile_cells(self, data: InputData, privacy_unit: str, by: Sequence[str], keys: pa.Table,
+                       quantiles: Sequence[Quantile], l0: int, rng: RandomSource) -> list[KeyCells]:
+        """Per quantile, the grid-cell counts of the released ``keys`` (Arrow table of the ``by`` columns; key
+        ``i`` is the ``i``-th in canonical key order) under the quantile contribution model of
+        :mod:`sparsedp.engines.quantile_cells` (its secret drawn from ``rng``). Curator-only."""
+        raise self._no_quantiles()
+
+    def _no_quantiles(self) -> InvalidParameterError:
+        return InvalidParameterError(f"the {self.name} engine does not compute per-key quantiles; use engine='polars', "
+                                     f"'duckdb', 'pandas', 'arrow' or 'spark'", param="engine")
 
     def _lacks(self, capability: Capability) -> InvalidParameterError:
         return InvalidParameterError(f"the {self.name} engine does not offer {capability.value!r} (the (unit, key) "

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar, ca
 
 import numpy as np
 
-from ..aggregates import Aggregate, Sum, noise_columns
+from ..aggregates import Aggregate, Quantile, Sum, noise_columns
 from ..core import sources
 from ..core.bounded import BoundingStats
 from ..core.checks import check_columns
@@ -80,6 +80,8 @@ from .bounding import COUNT  # the same internal count column as the embedded en
 from .bounding import bounded_key_counts, draw_bounding_secret
 from .pairs import round_key_sums
 from .input_checks import check_nulls_and_rows, nan_key_error
+from .quantile_cells import CELL, KEY, QUANTILE, cells_from_partials, indexed_keys, partial_cells
+from .quantile_cells import COUNT as CELL_COUNT
 
 if TYPE_CHECKING:  # pyspark, Polars and pyarrow are imported when Spark runs (``import sparsedp`` stays light)
     import polars as pl
@@ -88,6 +90,7 @@ if TYPE_CHECKING:  # pyspark, Polars and pyarrow are imported when Spark runs (`
     from pyspark.sql import SparkSession
 
     from ..core.engine import RandomSource
+    from ..core.quantile_cells import KeyCells
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -217,6 +220,28 @@ class _BoundTask:
         yield from _partial_batches(counts, table, self.by, [COUNT, *grid])
         if _first_attempt_fault():
             raise RuntimeError("sparsedp test fault: first attempt of a bounding task fails after output")
+
+
+@dataclass(frozen=True)
+class _QuantileTask:
+    """The quantile contribution model on one partition (all rows of each of its units): the embedded engines'
+    :func:`sparsedp.engines.quantile_cells.partial_cells` -> partial (quantile, key index, cell) counts.
+    Pickled into the task closure with the secret (``repr`` hides it) and the released keys (public)."""
+
+    unit: str
+    by: tuple[str, ...]
+    keys: Any  # pa.Table of the released keys with their index column (indexed_keys)
+    quantiles: tuple[Quantile, ...]
+    l0: int
+    secret: bytes = field(repr=False)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = _partition_table(batches)
+        if table is None:
+            return
+        part = partial_cells(_polars(table), self.unit, self.by, _polars(self.keys), self.quantiles, self.l0,
+                             self.secret)
+        yield from part.to_arrow().to_batches()
 
 
 def checked_source(frame: SparkDataFrame, unit: str, by: list[str]) -> tuple[SparkDataFrame, int]:
@@ -527,6 +552,34 @@ class SparkEngine(Engine[SparkHistogram, "SparkDataFrame"]):
         # released rows are few: one partition sorted locally (no range-partitioning sample job, no shuffle)
         return table.coalesce(1).sortWithinPartitions(F.col(value_column).desc(), *[F.col(c) for c in by]), n
 
+    @spark_task_progress
+    def check_quantile_columns(self, data: InputData, quantiles: Sequence[Quantile]) -> None:
+        """The quantiles' value columns: present, numeric, no null, NaN or ±inf (one Spark job)."""
+        check_value_columns(as_spark_frame(data), quantiles)
+
+    @spark_task_progress
+    def quantile_cells(self, data: InputData, privacy_unit: str, by: Sequence[str], keys: pa.Table,
+                       quantiles: Sequence[Quantile], l0: int, rng: RandomSource) -> list[KeyCells]:
+        """:meth:`Engine.quantile_cells` in the executors: ``repartition(unit) → mapInArrow(partial_cells) →
+        groupBy(quantile, key, cell).sum()``; the secret is drawn on the driver (the embedded engines' point, so a
+        seeded source gives their cells) and the summed counts (at most keys × cells per quantile) are collected."""
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        by = list(by)
+        kf = indexed_keys(keys, by)
+        secret = draw_bounding_secret(rng)
+        vcols = list(dict.fromkeys(q.column for q in quantiles))
+        src = as_spark_frame(data).select(privacy_unit, *by, *vcols)
+        schema = T.StructType([T.StructField(QUANTILE, T.IntegerType(), False),
+                               T.StructField(KEY, T.LongType(), False), T.StructField(CELL, T.LongType(), False),
+                               T.StructField(CELL_COUNT, T.LongType(), False)])
+        task = _QuantileTask(unit=privacy_unit, by=tuple(by), keys=kf.to_arrow(), quantiles=tuple(quantiles),
+                             l0=int(l0), secret=secret)
+        summed = (src.repartition(privacy_unit).mapInArrow(task, schema).groupBy(QUANTILE, KEY, CELL)
+                  .agg(F.sum(CELL_COUNT).cast("long").alias(CELL_COUNT)))
+        return cells_from_partials(_polars(to_arrow(summed)), kf.height, len(quantiles))
+
     def from_arrow(self, table: pa.Table) -> SparkDataFrame:
         """Released rows computed in this process (pure DP, Misra–Gries) as a Spark DataFrame."""
         spark = get_session()
@@ -550,12 +603,12 @@ def as_spark_frame(data: InputData) -> SparkDataFrame:
                                 f"{type(data).__name__}")
 
 
-def check_value_columns(frame: SparkDataFrame, aggregates: Sequence[Aggregate]) -> None:
-    """SUM/MEAN value columns on Spark: present, numeric (not boolean), no null, NaN or ±inf (one job); the
+def check_value_columns(frame: SparkDataFrame, aggregates: Sequence[Aggregate | Quantile]) -> None:
+    """SUM/MEAN (and quantile) value columns on Spark: present, numeric (not boolean), no null, NaN or ±inf (one job); the
     errors of :func:`sparsedp.engines.aggregate_exprs.check_value_columns`."""
     from pyspark.sql import functions as F
 
-    cols = list(dict.fromkeys(a.column for a in aggregates if isinstance(a, Sum)))
+    cols = list(dict.fromkeys(a.column for a in aggregates if isinstance(a, (Sum, Quantile))))
     exprs = []
     for c in cols:
         if c not in frame.columns:
