@@ -22,7 +22,7 @@ from .advice import DeltaWarning, delta_note, delta_units_note
 from .core import sources
 from .core.engine import lacks_error
 from .engines import get_engine
-from .engines.base import numpy_to_arrow
+from .core.arrow_arrays import numpy_to_arrow
 from .engines.choice import choose_engine
 from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
@@ -220,7 +220,8 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
     ``release(..., interval=…)``, the interval columns and the report's notes on them
     (:mod:`sparsedp.mechanisms.row_intervals`). Post-processing of the released table: no data, no noise."""
     final = released.planned or planned
-    laws = final.mechanism.row_laws(final.request, final.calibration, final.value_column)
+    laws = released.row_laws if released.row_laws is not None else \
+        final.mechanism.row_laws(final.request, final.calibration, final.value_column)
     ctx.row_laws = laws
     level = ctx.request.interval
     if level is None or not final.value_column:  # no intervals asked for, or a keys-only release: no values

@@ -33,7 +33,7 @@ from .accounting.events import ComposedPureEvent, SequenceEvent
 from .accounting.quantile_rank import rank_error
 from .accounting.quantiles import QuantileSplit, split_budget, utility_gap
 from .aggregates import Quantile
-from .engines.base import numpy_to_arrow
+from .core.arrow_arrays import numpy_to_arrow
 from .core.engine import Engine
 from .core.key_order import canonical_order
 from .errors import InvalidParameterError, InvalidTypeError

@@ -62,7 +62,7 @@ def test_complete_table_of_listed_countries_and_released_queries(log):
     res = sd.release(log, "user", BY, EPS, DELTA, max_groups_per_unit=2, keys={"country": COUNTRIES},
                      rng=InsecureSeededRandom(4))
     t = res.table
-    assert t.columns == [*BY, "count"]
+    assert t.columns == [*BY, "count", "count_lo", "count_hi"]  # stage 2's exact intervals, on by default
     queries = _queries(t)
     assert queries and "rare" not in queries
     pairs = set(zip(t["country"].to_list(), t["query"].to_list()))
@@ -223,7 +223,7 @@ def test_cli_partial_keys_file(log, tmp_path):
     r = CliRunner().invoke(app, [*base, "--keys", f"country={tmp_path / 'countries.txt'}", "--out", str(out)])
     assert r.exit_code == 0, r.output
     t = pl.read_parquet(out)
-    assert "mixed-keys" in r.output and t.columns == [*BY, "count"]
+    assert "mixed-keys" in r.output and t.columns == [*BY, "count", "count_lo", "count_hi"]
     assert set(t["country"].to_list()) == {1, 2, 7} and t.height == 3 * len(_queries(t))
     bad = CliRunner().invoke(app, [*base, "--keys", f"nope={tmp_path / 'countries.txt'}"])
     assert bad.exit_code == 2 and "--keys" in bad.output and "--by columns" in bad.output

@@ -335,3 +335,31 @@ def test_default_select_needs_what_its_choice_needs():
     assert sd.TwoStage().needs(req) == frozenset({Capability.PAIRS})
     assert sd.TwoStage().needs(SimpleNamespace(**{**vars(req), "bound": 1})) == frozenset()
     assert "select='gshm'" in sd.TwoStage.lacks_hint
+
+
+def test_stage_two_intervals_cover_at_their_level():
+    """Stage 2's counts get exact intervals (on by default): with independent public-key noise
+    (``count="public-gaussian"``) the 400 keys' intervals are 400 independent trials of the 95 % event, on the real
+    secure path; the report says the coverage holds given selection (stage 2's noise is drawn after it)."""
+    df = _flat(400, 150)  # every key selected; true count 150 under stage 2's (absent) bound
+    res = sd.release(df, "user", "key", EPS, DELTA, max_groups_per_unit=1, rng=InsecureSeededRandom(11),
+                     mechanism=sd.TwoStage(select="gshm", count="public-gaussian"))
+    t = res.table
+    assert t.height == 400 and {"count_lo", "count_hi"} <= set(t.columns)
+    assert (t["count_lo"] <= t["count_hi"]).all() and (t["count_lo"] >= 0).all()  # clamped to counts' range
+    hits = int(((t["count_lo"] <= 150) & (150 <= t["count_hi"])).sum())
+    line = next(n for n in res.report.notes if n.startswith("intervals at 0.95"))
+    cover = float(re.search(r"exact coverage ([0-9.]+)%", line).group(1)) / 100
+    assert 0.95 <= cover < 0.97
+    assert stats.binomtest(hits, 400, cover).pvalue > 1e-4
+    assert any("no selection bias" in n for n in res.report.notes)
+    assert not any("conditionally on its release" in n for n in res.report.notes)
+    with pytest.raises(InvalidParameterError, match="not a function of its count alone"):
+        res.release_probability(150)
+    # the default stage 2 (correlated Gaussian) states its intervals too; interval=None turns them off
+    res = sd.release(df, "user", "key", EPS, DELTA, max_groups_per_unit=1, rng=InsecureSeededRandom(11),
+                     mechanism=sd.TwoStage(select="gshm"))
+    assert {"count_lo", "count_hi"} <= set(res.table.columns)
+    off = sd.release(df, "user", "key", EPS, DELTA, max_groups_per_unit=1, rng=InsecureSeededRandom(11),
+                     mechanism=sd.TwoStage(select="gshm"), interval=None)
+    assert "count_lo" not in off.table.columns

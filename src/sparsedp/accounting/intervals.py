@@ -364,3 +364,6 @@ class RowLaws:
     covers: str = "the true bounded count (distinct units after contribution bounding) and, for SUM/MEAN, the " \
                   "sum/mean of the units' clipped per-key totals on the grid"
     missing: Mapping[str, str] = field(default_factory=dict)
+    #: the values' noise is drawn independently of which keys are released (two-stage: stage 2 counts the keys
+    #: stage 1 selected), so each interval keeps its coverage exactly given that its key was released
+    independent_of_release: bool = False

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from ..aggregates import Aggregate, Quantile, noise_columns
 from ..core.bounded import BoundingStats, KeptPairs, LocalHistogram, LocalRelease, OneGroupRows, PairIds, UnitPairs
+from ..core.arrow_arrays import numpy_to_arrow
 from ..core.checks import check_columns, engine_errors_as_input_errors
 from ..core.engine import Capability, Engine, NoiseTask
 from ..core.histogram import SparseHistogram
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from ..core.engine import RandomSource
 
 
-__all__ = ["EmbeddedEngine", "RawCounts", "numpy_to_arrow"]
+__all__ = ["EmbeddedEngine", "RawCounts"]
 
 
 
@@ -227,15 +228,3 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
         for name, col in released.columns.items():
             out = out.append_column(name, numpy_to_arrow(col, np.float64))
         return out
-
-
-def numpy_to_arrow(a: np.ndarray, dtype: npt.DTypeLike | None = None) -> pa.Array:
-    """A 1-d numeric numpy array as a ``pyarrow`` array over the same buffer (``dtype``: cast first). Unlike
-    ``pa.array(a)`` it never imports pandas (pyarrow checks every ``pa.array`` input for pandas objects: about
-    0.4 s of CPU at start-up)."""
-    import pyarrow as pa
-
-    a = np.ascontiguousarray(a if dtype is None else np.asarray(a, dtype=dtype))
-    if a.ndim != 1 or a.dtype.kind not in "iuf" or a.dtype.byteorder == ">":
-        return pa.array(a)
-    return pa.Array.from_buffers(pa.from_numpy_dtype(a.dtype), a.size, [None, pa.py_buffer(a)])

@@ -79,7 +79,8 @@ from ..core.unit_keys import UnitKeyCounts
 from ..errors import InputDataError, InvalidParameterError
 from ..progress import listening, polling, report
 from .aggregate_exprs import bad_values, grid_column_name, missing_value_column, non_numeric_value_column
-from .base import EmbeddedEngine, RawCounts, numpy_to_arrow
+from ..core.arrow_arrays import numpy_to_arrow
+from .base import EmbeddedEngine, RawCounts
 from .input_checks import (check_key_values, check_mixed_types, check_nulls_and_rows, check_unique_names,
                            nan_key_error)
 from .bounding import COUNT, draw_bounding_secret

@@ -204,6 +204,9 @@ class Released:
     #: of the :class:`~sparsedp.report.Curator` set by the run
     report_fields: Mapping[str, Any] = field(default_factory=dict)
     curator_fields: Mapping[str, Any] = field(default_factory=dict)
+    #: the rows' public error laws when only the run knows them (two-stage: stage 2's calibration depends on how
+    #: many keys stage 1 selected); ``None``: :meth:`Mechanism.row_laws` of the plan's calibration
+    row_laws: Any = None
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,18 @@ from typing import Any
 import numpy as np
 
 from ..accounting.intervals import Halfwidth, LinearNoise, RowLaws, VarianceLaw, ratio_interval
+from ..core.arrow_arrays import arrow_to_float64, numpy_to_arrow
 from ..errors import InvalidParameterError
 
-__all__ = ["IntervalColumns", "interval_names", "add_intervals", "interval_notes", "CONDITIONAL_NOTE", "VARIANCE_NOTE"]
+__all__ = ["IntervalColumns", "interval_names", "add_intervals", "interval_notes", "CONDITIONAL_NOTE", "INDEPENDENT_NOTE",
+           "VARIANCE_NOTE"]
 
 #: the report's statement of what the intervals mean for released (selected) keys
+INDEPENDENT_NOTE = (
+    "the released values' noise is drawn independently of which keys were selected (two-stage: stage 2 counts "
+    "the keys stage 1 selected with fresh noise), so each interval has its stated coverage exactly also for the "
+    "keys shown, with no selection bias")
+
 CONDITIONAL_NOTE = (
     "intervals are exact over the noise for every key, released or not, but the table shows released keys "
     "only: a key near the release threshold is released mostly when its count noise was positive, so "
@@ -79,15 +86,15 @@ def add_intervals(table: Any, laws: RowLaws, level: float, count_column: str) ->
             skipped[name] = why
         elif name in laws.additive:
             h = _halfwidth(laws.additive[name], level)
-            x = np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=np.float64)
+            x = arrow_to_float64(table.column(name))
             lo, hi = x - h.width, x + h.width
-            if name == count_column:
-                lo = np.maximum(lo, 0.0)
+            if name == count_column:  # a true count is >= 0: intersect with [0, ∞) (hi too, so lo <= hi)
+                lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
             cols.update(_pair(name, lo, hi, table.schema.field(name).type, h.width))
             cov[name] = h.coverage
         elif name in laws.means:
-            m = np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=np.float64)
-            n = np.asarray(table.column(count_column).to_numpy(zero_copy_only=False), dtype=np.float64)
+            m = arrow_to_float64(table.column(name))
+            n = arrow_to_float64(table.column(count_column))
             lo, hi, c = ratio_interval(m, n, laws.means[name], level)
             cols.update(_pair(name, lo, hi, pa.float64(), 0.5))
             cov[name] = c
@@ -128,8 +135,8 @@ def _pair(name: str, lo: Any, hi: Any, dtype: Any, width: float) -> dict[str, An
 
     lo_n, hi_n = interval_names(name)
     if pa.types.is_integer(dtype) and float(width).is_integer():
-        return {lo_n: pa.array(np.asarray(lo).astype(np.int64)), hi_n: pa.array(np.asarray(hi).astype(np.int64))}
-    return {lo_n: pa.array(np.asarray(lo, dtype=np.float64)), hi_n: pa.array(np.asarray(hi, dtype=np.float64))}
+        return {lo_n: numpy_to_arrow(lo, np.int64), hi_n: numpy_to_arrow(hi, np.int64)}
+    return {lo_n: numpy_to_arrow(lo, np.float64), hi_n: numpy_to_arrow(hi, np.float64)}
 
 
 def interval_notes(laws: RowLaws | None, level: float, coverage: dict[str, float], mechanism: str,
@@ -159,6 +166,8 @@ def interval_notes(laws: RowLaws | None, level: float, coverage: dict[str, float
     notes += [f"no interval for {name}: {why}" for name, why in skipped.items()]
     notes += [f"no interval for {name}: {NO_VARIANCE}" for name in laws.variances
               if name not in coverage and name not in skipped]
-    if not laws.every_key:
+    if laws.independent_of_release:
+        notes.append(INDEPENDENT_NOTE)
+    elif not laws.every_key:
         notes.append(CONDITIONAL_NOTE)
     return tuple(notes)

@@ -53,6 +53,7 @@ from .. import _validate as v
 from ..accounting.calibration import Calibration, Neighbours
 from ..accounting.charge import Charge
 from ..accounting.events import ApproxDPEvent, SequenceEvent, event_of
+from ..accounting.intervals import RowLaws
 from ..accounting.split import split_epsilon
 from ..errors import InfeasibleError, InvalidParameterError, InvalidTypeError
 from ..noise.source import SecureRandom
@@ -388,4 +389,16 @@ class TwoStage(Mechanism):
                   f"(here {cal2.delta_achieved:.4g} at d = {keys.d}; d is chosen by stage 1, so the guarantee "
                   f"takes the bound over d)",)
         return Released(rows=rel2.rows, disclosure=dataclasses.replace(
-            disclosure, noise_std=float(cal2.noise_std)).with_notes(*notes), in_process=True)
+            disclosure, noise_std=float(cal2.noise_std)).with_notes(*notes), in_process=True,
+            row_laws=self._stage_two_laws(m2.row_laws(r2, cal2, disclosure.value_column)))
+
+    def _stage_two_laws(self, laws: RowLaws | None) -> RowLaws | None:
+        """Stage 2's exact per-row laws: a selected key's count is its count under ``count_bound`` plus stage 2's
+        noise, drawn after and independently of stage 1's selection, so an interval covers it at its stated level
+        also given the key was selected. Not a release rule: a key's selection is stage 1's, at its own bound."""
+        if laws is None:
+            return None
+        bound = "no bound" if self.count_bound is None else f"at most {self.count_bound} keys per unit"
+        return dataclasses.replace(laws, every_key=False, release=None, independent_of_release=True,
+                                   covers=f"the true count of each selected key under stage 2's contribution "
+                                          f"bound ({bound})")
