@@ -230,9 +230,9 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
         notes = interval_notes(laws, level, {}, final.mechanism.name)
         return tables, dataclasses.replace(released, disclosure=released.disclosure.with_notes(*notes))
     base = tables.arrow
-    if base is None:  # a Spark frame not written to a file: its released rows (few) collected once
-        base = _sorted_table(ctx.engine.to_arrow(released.rows, list(ctx.by), planned.value_column),
-                             planned.value_column, list(ctx.by))
+    if base is None:  # a Spark frame not written to a file: its published rows (few) collected once, in the
+        # published frame's own order (value, then the key columns), so the table keeps it with its intervals
+        base = ctx.engine.to_arrow(tables.native, list(ctx.by), planned.value_column)
     arrow, added = add_intervals(base, laws, level, final.value_column)
     notes = interval_notes(laws, level, added.coverage, final.mechanism.name, added.skipped)
     if isinstance(planned.detail, OtherPlan):  # the other row's interval is its own noise's

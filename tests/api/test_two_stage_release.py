@@ -128,7 +128,7 @@ def test_table_and_report(mixed):
     res = sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=2, mechanism=sd.TwoStage(select="gshm"),
                      rng=InsecureSeededRandom(7))
     t, r = res.table, res.report
-    assert t.columns == ["key", "count"] and t.height > 0
+    assert t.columns == ["key", "count", "count_lo", "count_hi"] and t.height > 0
     assert r.mechanism == "two-stage" and r.epsilon == EPS and r.delta == DELTA
     cal1 = calibrate("gshm", epsilon=EPS / 2, delta=DELTA / 2, l0=2, discrete=True)
     cal2 = calibrate_correlated_public(EPS / 2, DELTA / 2, t.height)
@@ -238,7 +238,7 @@ def test_cli_two_stage(mixed, tmp_path):
                                  "--delta", "1e-6", "--max-groups", "2", "--mechanism", "two-stage", "--split",
                                  "0.6", "--count-bound", "10", "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert "two-stage" in r.output and pl.read_parquet(out).columns == ["key", "count"]
+    assert "two-stage" in r.output and pl.read_parquet(out).columns == ["key", "count", "count_lo", "count_hi"]
     bad = CliRunner().invoke(app, ["release", str(path), "--unit", "user", "--by", "key", "--epsilon", "1",
                                    "--delta", "1e-6", "--max-groups", "2", "--split", "0.6"])
     assert bad.exit_code == 2 and "--split" in bad.output
@@ -269,7 +269,7 @@ def test_optimal_partition_selects_at_one_key_per_unit():
     res = [sd.release(df, "user", "key", EPS, DELTA, mechanism=ts, rng=InsecureSeededRandom(seed))
            for seed in (1, 2, 3)]
     released = sum(r.table.height for r in res)
-    assert res[0].table.columns == ["key", "count"]
+    assert res[0].table.columns == ["key", "count", "count_lo", "count_hi"]
     assert stats.binomtest(released, 900, float(half.probabilities([c])[0])).pvalue > 1e-4
     full = calibrate_partition_selection(EPS, DELTA * 0.5)
     assert stats.binomtest(released, 900, float(full.probabilities([c])[0])).pvalue < 1e-6
@@ -284,7 +284,7 @@ def test_any_selection_mechanism(mixed, select):
     key set only is used); the published table is the selected keys with stage 2's counts."""
     res = sd.release(mixed, "user", "key", EPS, DELTA, max_groups_per_unit=2, rng=InsecureSeededRandom(4),
                      mechanism=sd.TwoStage(select=select))
-    assert res.table.columns == ["key", "count"] and res.table.height > 0
+    assert res.table.columns == ["key", "count", "count_lo", "count_hi"] and res.table.height > 0
     name = select if isinstance(select, str) else select.name
     assert res.report.options["select"].startswith(name)
 

@@ -137,7 +137,7 @@ def test_two_stage_select_auto_chooses_stage_one_by_the_keys_objective_and_says_
         notes = [x for x in res.report.notes if x.startswith("stage 1 chosen by select='auto'")]
         assert len(notes) == 1 and notes[0].split(": ", 1)[1].startswith(want), notes
         assert f"stage 1 {want}" in " ".join(res.report.notes)
-        assert res.table.columns == ["key", "count"]
+        assert res.table.columns == ["key", "count", "count_lo", "count_hi"]
     # the bound too, privately (quantile rule), with the mechanism chosen at that bound
     opts = sd.AutoBound(candidates=(1, 2, 4))
     res = sd.release(df, "unit", "key", 1.0, 1e-6, max_groups_per_unit=opts, mechanism=sd.TwoStage(select="auto"),

@@ -271,7 +271,7 @@ def test_cli_release_with_spark_engine(spark, tmp_path):
     assert r.exit_code == 0, r.output
     assert "spark engine" in r.output
     released = pl.read_parquet(out)
-    assert released.columns == ["url", "count"] and released.height > 0
+    assert released.columns == ["url", "count", "count_lo", "count_hi"] and released.height > 0
 
 
 def test_bad_input_fails_before_release(spark):

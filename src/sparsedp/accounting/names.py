@@ -18,5 +18,5 @@ LAPLACE = "laplace"
 CSH = "csh"
 #: top-k CSH (truncate at the (k+1)-th count, then CSH)
 TOPK_CSH = "topk-csh"
-#: seed 002's correlated Gaussian on a public key list
+#: Lebeda (2024)'s correlated Gaussian on a public key list
 CORRELATED_GAUSSIAN = "correlated-gaussian"
