@@ -55,10 +55,10 @@ def test_release_rule_and_integer_outputs():
 
 
 def test_release_frequency_at_the_pre_threshold_small():
-    """800 independent releases through the public kernel, key at count pre + margin − 3 (p ~ 0.1): 4 SE."""
+    """400 independent releases through the public kernel, key at count pre + margin − 3 (p ~ 0.1): 4 SE."""
     cal = calibrate("csh", epsilon=1.0, delta=0.05, k=4)
     m = int(cal.tau)
-    n = 800
+    n = 400
     c = 1 + m - 3
     p = _key_probability(cal, c, 1)
     hits = _frequency(cal, c, 1, n, 31)

@@ -149,11 +149,11 @@ class LinearNoise:
         prob = np.ones(1)
         for a, x in terms[1:]:
             w = _window(x)
-            p = _pmf(x, w)
-            vals = a * np.arange(-w, w + 1, dtype=np.int64)
-            if support.size * vals.size > _MAX_POINTS:
+            if support.size * (2 * w + 1) > _MAX_POINTS:  # checked before the (then costly) pmf is computed
                 raise InvalidParameterError(f"its noise law is too wide to compute an exact interval (more than "
                                             f"{_MAX_POINTS:,} lattice points in the convolution)")
+            p = _pmf(x, w)
+            vals = a * np.arange(-w, w + 1, dtype=np.int64)
             s = (support[:, None] + vals[None, :]).ravel()
             q = (prob[:, None] * p[None, :]).ravel()
             support, inv = np.unique(s, return_inverse=True)
