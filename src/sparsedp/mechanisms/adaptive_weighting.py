@@ -8,7 +8,9 @@ its other keys: with ``t`` of them left it gives each ``W_t = floor(G/√t)`` in
 *adaptive degree* t is smaller), which raises the weight of the rarer keys it holds.
 
 * ``mad`` (:class:`MAD`): one ℓ0 choice (round 1's); a later round keeps each unit's kept keys that are not
-  released yet and re-weights them (weight rerouted within the kept set).
+  released yet and re-weights them (weight rerouted within the kept set), so a key's weight only grows from round
+  to round (``docs/proofs/mad.md`` Lemma 5). At Δ0 = 1 nothing can be re-weighted and ``mad`` runs one round,
+  the Weighted Gaussian itself (same calibration, charge and table for the same source; §8 Corollary 7).
 * ``mad2r`` (:class:`MAD2R`): the later round also re-chooses: each unit keeps up to Δ0 of *all* its keys not
   released yet, so keys dropped by round 1's ℓ0 bound get a second chance (the first round biases the second's
   choice).
@@ -128,7 +130,7 @@ class _Rounds(_SetUnion):
         l0 = int(request.max_groups_per_unit or 0)
         try:
             wg = _calibrate_set_union(float(request.epsilon), float(request.delta), l0, int(mech.grid))
-            floor = last_threshold_floor(request.epsilon, request.delta, l0, mech.shares, mech.grid)
+            floor = last_threshold_floor(request.epsilon, request.delta, l0, mech.rounds_shares(l0), mech.grid)
         except (InfeasibleError, InvalidParameterError):
             return mech
         return None if floor >= wg.threshold_int else mech
@@ -163,10 +165,19 @@ class _Rounds(_SetUnion):
             raise InvalidParameterError(f"grid={self.grid} is too coarse for max_groups_per_unit={l0}: need "
                                         f"grid^2 >= max_groups_per_unit")
 
+    def rounds_shares(self, l0: int) -> tuple[float, ...]:
+        """The Gaussian shares the release runs with at ``l0`` keys per unit: :attr:`shares`, except ``mad`` at
+        Δ0 = 1, which runs one round, the Weighted Gaussian itself (``(1.0,)``): a unit keeps at most one key
+        and ``mad`` keeps round 1's choice, so a later round re-weights nothing (a unit's one key is released or
+        keeps its weight ``W_1``) and would only repeat round 1 with a split budget (``docs/proofs/mad.md`` §8,
+        Corollary 7). ``mad2r`` re-chooses, so its later rounds can move a unit to another key."""
+        return (1.0,) if l0 == 1 and not self.rechoose else tuple(self.shares)
+
     def calibrate(self, request: ReleaseRequest) -> RoundsCalibration:
         assert request.max_groups_per_unit is not None
-        return _calibrate(self.name, float(request.epsilon), float(request.delta), int(request.max_groups_per_unit),
-                          tuple(self.shares), int(self.grid))
+        l0 = int(request.max_groups_per_unit)
+        return _calibrate(self.name, float(request.epsilon), float(request.delta), l0, self.rounds_shares(l0),
+                          int(self.grid))
 
     def charge(self, calibration: Any, disclosure: Disclosure) -> Any:
         """The rounds' exact set-union events in sequence (:meth:`RoundsCalibration.event`)."""
@@ -245,7 +256,7 @@ class _Rounds(_SetUnion):
 @dataclass(frozen=True)
 class MAD(_Rounds):
     """Adaptive-weighting set union with weight rerouted inside each unit's kept keys (module docstring). Needs
-    ``max_groups_per_unit`` (Δ0 <= 32).
+    ``max_groups_per_unit`` (Δ0 <= 32); at Δ0 = 1 it is the Weighted Gaussian (one round).
 
     Options: ``shares`` (default ``(0.15, 0.85)``: each round's share of the Gaussian budget, 1 to 4 rounds),
     ``grid`` (default 4096: weights are multiples of ``1/grid``, each ``1/√t`` rounded down).
