@@ -367,7 +367,7 @@ def test_one_round_is_the_weighted_gaussians_calibration_and_charge():
 def test_mad_at_one_key_per_unit_releases_the_weighted_gaussians_table():
     """Δ0 = 1: ``mad``'s later rounds could re-weight nothing, so it runs the Weighted Gaussian itself (Corollary 7):
     with the same seeded source the same keys and the same noisy weights, on keys spread around the threshold;
-    ``mad2r`` (it re-chooses) keeps its two rounds."""
+    ``mad2r`` (it re-chooses) keeps its two rounds; auto does not offer ``mad`` there (a duplicate candidate)."""
     rng = np.random.default_rng(4)
     units, keys = [], []
     for k in range(120):                       # key k held by 8 + k//4 units (weights 8..37: both sides of T)
@@ -379,6 +379,7 @@ def test_mad_at_one_key_per_unit_releases_the_weighted_gaussians_table():
     df = pl.DataFrame({"unit": units, "key": keys}).unique()
     assert sd.MAD().calibrate(_request(1.0, 1)).shares == (1.0,)
     assert len(sd.MAD2R().calibrate(_request(1.0, 1)).rounds) == 2
+    assert sd.MAD.auto_offer(_request(1.0, 1), None) is None   # auto has the Weighted Gaussian already
     for seed in (1, 2):
         kw = dict(max_groups_per_unit=1, rng=InsecureSeededRandom(seed), interval=None)
         wg = sd.release(df, "unit", "key", 1.0, 1e-6, mechanism="weighted-gaussian", **kw).table.sort("key")

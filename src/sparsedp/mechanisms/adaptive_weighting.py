@@ -123,11 +123,14 @@ class _Rounds(_SetUnion):
         """Offered by ``sd.Auto(objective="keys")`` (:func:`rounds_candidates`) unless it cannot win there: auto
         ranks selections by the count-equivalent threshold, and when the last round's threshold is provably at or
         above the Weighted Gaussian's (:func:`~sparsedp.accounting.adaptive_weighting.last_threshold_floor`, no
-        composed profile computed) the rounds' seconds-long calibration is skipped (``docs/proofs/mad.md`` §3)."""
+        composed profile computed) the rounds' seconds-long calibration is skipped (``docs/proofs/mad.md`` §3). Not
+        offered when it runs one round (``mad`` at Δ0 = 1): that is the Weighted Gaussian, a candidate already."""
         mech = rounds_candidates(request).get(cls.name)
         if mech is None or not isinstance(mech, _Rounds):
             return mech
         l0 = int(request.max_groups_per_unit or 0)
+        if len(mech.rounds_shares(l0)) == 1:
+            return None  # one round is the Weighted Gaussian itself, already a candidate (§8 Corollary 7)
         try:
             wg = _calibrate_set_union(float(request.epsilon), float(request.delta), l0, int(mech.grid))
             floor = last_threshold_floor(request.epsilon, request.delta, l0, mech.rounds_shares(l0), mech.grid)
@@ -191,19 +194,21 @@ class _Rounds(_SetUnion):
                            f"released iff weight >= {c.threshold_int / g:.6g}" for i, c in enumerate(cal.rounds))
         how = ("re-choose up to Δ0 of all their keys not released yet" if self.rechoose
                else "keep round 1's kept keys that are not released yet")
+        later = (f"; in a later round units {how}" if len(cal.rounds) > 1 else
+                 " (one round: nothing to re-weight at this bound, the Weighted Gaussian's calibration)")
+        composed = ("the rounds' exact profiles composed" if len(cal.rounds) > 1
+                    else "the Weighted Gaussian's exact profile")
         return Disclosure(
             mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon, delta=cal.delta,
             delta_achieved=float(cal.delta_achieved), neighbours=self.neighbours,
             contribution=(f"at most {request.max_groups_per_unit} keys per unit in each of {len(cal.rounds)} "
-                          f"rounds, each of a unit's t kept keys weighted floor({g}/sqrt(t))/{g}; in a later round "
-                          f"units {how}"),
+                          f"round{'s' if len(cal.rounds) > 1 else ''}, each of a unit's t kept keys weighted floor({g}/sqrt(t))/{g}{later}"),
             value_column=value_column, delta_parts=cal.delta_parts, sigma=last.weight_sigma,
             noise_std=last.weight_noise_std, threshold=last.threshold_int / g, margin=(last.threshold_int - 1) / g,
             pre_threshold=None, comparison=">=",
             notes=(f"adaptive-weighting set union (after Chen, Cohen-Addad, Epasto & Zadimoghaddam, ICML 2025): values "
                    f"are noisy key weights in the round that released the key, not counts; {rounds}; Gaussian "
-                   f"shares {', '.join(f'{f:g}' for f in cal.shares)}; the rounds' exact profiles composed "
-                   f"(docs/proofs/mad.md)",))
+                   f"shares {', '.join(f'{f:g}' for f in cal.shares)}; {composed} (docs/proofs/mad.md)",))
 
     def needs(self, request: UserRequest) -> frozenset[Capability]:
         return frozenset({Capability.ROUNDS})  # Engine.round_histogram: the embedded engines and Spark
