@@ -378,7 +378,7 @@ def test_mad_at_one_key_per_unit_releases_the_weighted_gaussians_table():
     keys += [f"k{int(x):03d}" for x in rng.integers(0, 120, 400)]
     df = pl.DataFrame({"unit": units, "key": keys}).unique()
     assert sd.MAD().calibrate(_request(1.0, 1)).shares == (1.0,)
-    assert len(sd.MAD2R().calibrate(_request(1.0, 1)).rounds) == 2
+    assert sd.MAD2R().rounds_shares(1) == (0.15, 0.85) and sd.MAD().rounds_shares(2) == (0.15, 0.85)
     assert sd.MAD.auto_offer(_request(1.0, 1), None) is None   # auto has the Weighted Gaussian already
     for seed in (1, 2):
         kw = dict(max_groups_per_unit=1, rng=InsecureSeededRandom(seed), interval=None)
