@@ -7,14 +7,18 @@ import pytest
 #: Work units that take over ~6 s on two cores, with their time in seconds (``pytest -n 3 --durations=60`` on a
 #: fresh clone; an xdist group's time is the sum of its tests). A unit is an xdist group's name or a test's node id
 #: without its parameters (then all its cases). Under ``--dist loadgroup`` a worker that frees up takes the next
-#: unit in collection order, so a long unit collected late (the Spark group sits near the end, mypy at the very end)
-#: runs alone while the other workers have finished: the suite's wall time grows by about its length. Starting the
-#: longest units first (longest-processing-time-first) leaves only short tests for the end. A renamed or removed
-#: test merely loses its place; every test still runs, and without xdist the order is untouched.
+#: unit of xdist's queue: the groups first, most tests first (xdist's default ``--loadscope-reorder``), then every
+#: single test in collection order. A long test collected late (mypy's is collected last) then runs alone while
+#: the other workers have finished: the suite's wall time grows by about its length. Sorting the collection longest
+#: first (longest-processing-time-first) starts the long single tests right after the groups and leaves only short
+#: tests for the end (and puts the long groups first where xdist keeps collection order). A renamed or removed test
+#: merely loses its place (tests/test_long_units_first.py checks the names); every test still runs, and without
+#: xdist the order is untouched.
 LONG_UNITS: dict[str, float] = {
     "spark": 150.0,  # one JVM for every Spark test (tests/spark/conftest.py)
     "readme": 140.0,  # the README in a fresh venv: mostly pip, waiting on the network and the disk
     "docs": 110.0,  # every docs page's examples and the strict mkdocs build
+    "topk-csh": 25.0,  # the audit's top-k CSH tests, sharing one calibration
     "tests/mechanisms/test_mech_csh_rounded.py::test_release_frequency_at_the_pre_threshold_small": 30.0,
     "tests/test_typecheck_strict.py::test_mypy_strict_passes_on_the_seams": 28.0,
     "tests/fuzz/test_fuzz_release.py::test_release_on_hostile_frames": 28.0,
@@ -41,7 +45,6 @@ LONG_UNITS: dict[str, float] = {
     "tests/api/test_auto_keys.py::test_same_choice_and_table_on_every_embedded_engine": 8.0,
     "tests/ledger/test_ledger_events.py::test_sequence_event_charge_composes_its_parts": 8.0,
     "tests/ledger/test_ledger.py::test_eight_concurrent_processes_cannot_overspend": 7.5,
-    "tests/audit/test_audit.py::test_scenarios_are_neighbours_of_the_declared_model": 7.5,
     "tests/pure/test_stepping_stones_registered.py::test_kh_prime_and_double_prime_are_distributed_as_keep_heavy": 7.0,
     "layer-contract": 7.0,
     "tests/audit/test_vector_sum_target.py::test_vector_sum_passes_when_calibrated_and_half_sigma_is_refuted": 7.0,
