@@ -203,6 +203,18 @@ def _round_sums(frame: pl.DataFrame, l0: int, exclude=None, choose_first=False, 
     return dict(zip(out["key"].to_list(), out[COUNT].to_list()))
 
 
+def _engine_round_sums(frame: pl.DataFrame, l0: int, exclude=None, choose_first=False) -> dict[str, int]:
+    """The engines' rounds (Engine.round_histogram, then Engine.next_round when ``exclude`` is given): the path a
+    release runs, on the pairs read once."""
+    from sparsedp.engines.polars_engine import PolarsEngine
+
+    eng, rng, ws = PolarsEngine(), InsecureSeededRandom(0), grid_weights(l0, 4096).tolist()
+    h, rounds = eng.round_histogram(frame, "unit", ["key"], l0, ws, rng)
+    if exclude is not None:
+        h = eng.next_round(rounds, pa.table({"key": exclude}), choose_first, rng)
+    return dict(zip(h.keys.column("key").to_pylist(), h.counts.tolist()))
+
+
 def test_round_weights_are_the_largest_integers_of_unit_norm():
     """A unit that kept t pairs gives each W_t = floor(G/√t) exactly, in round 1 and after a key is released (its
     adaptive degree drops); each unit's squared weights sum to at most G² (rounding down: a re-weighted unit
@@ -210,11 +222,12 @@ def test_round_weights_are_the_largest_integers_of_unit_norm():
     rows = [(1, "a"), (2, "a"), (2, "b"), (3, "a"), (3, "b"), (3, "c"), (3, "d"), (4, "d")]
     df = pl.DataFrame({"unit": [r[0] for r in rows], "key": [r[1] for r in rows]})
     ws = grid_weights(4, 4096)
-    assert _round_sums(df, 4) == {"a": ws[0] + ws[1] + ws[3], "b": ws[1] + ws[3], "c": ws[3], "d": ws[3] + ws[0]}
-    # key a released: units 2 and 3 re-weight their other keys (adaptive degrees 1 and 3)
-    for first in (True, False):
-        assert _round_sums(df, 4, exclude=["a"], choose_first=first) == {"b": ws[0] + ws[2], "c": ws[2],
-                                                                  "d": ws[2] + ws[0]}
+    for sums in (_round_sums, _engine_round_sums):  # the definition and the engines' path
+        assert sums(df, 4) == {"a": ws[0] + ws[1] + ws[3], "b": ws[1] + ws[3], "c": ws[3], "d": ws[3] + ws[0]}
+        # key a released: units 2 and 3 re-weight their other keys (adaptive degrees 1 and 3)
+        for first in (True, False):
+            assert sums(df, 4, exclude=["a"], choose_first=first) == {"b": ws[0] + ws[2], "c": ws[2],
+                                                                      "d": ws[2] + ws[0]}
     for t in range(1, 5):
         assert t * int(ws[t - 1]) ** 2 <= 4096 ** 2 < t * (int(ws[t - 1]) + 1) ** 2
 
@@ -224,13 +237,59 @@ def test_mad_keeps_round_ones_choice_and_mad2r_chooses_again():
     one (one key left, weight W_1); ``mad2r`` chooses 2 of the 3 keys not released (each W_2)."""
     df = pl.DataFrame({"unit": [1, 1, 1, 1], "key": ["a", "b", "c", "d"]})
     ws = grid_weights(2, 4096)
-    first = _round_sums(df, 2)
-    assert len(first) == 2 and set(first.values()) == {int(ws[1])}
-    gone = sorted(first)[0]
-    mad = _round_sums(df, 2, exclude=[gone], choose_first=True)
-    assert mad == {sorted(first)[1]: int(ws[0])}
-    mad2r = _round_sums(df, 2, exclude=[gone], choose_first=False)
-    assert len(mad2r) == 2 and gone not in mad2r and set(mad2r.values()) == {int(ws[1])}
+    for sums in (_round_sums, _engine_round_sums):  # the definition and the engines' path
+        first = sums(df, 2)
+        assert len(first) == 2 and set(first.values()) == {int(ws[1])}
+        gone = sorted(first)[0]
+        mad = sums(df, 2, exclude=[gone], choose_first=True)
+        assert mad == {sorted(first)[1]: int(ws[0])}
+        mad2r = sums(df, 2, exclude=[gone], choose_first=False)
+        assert len(mad2r) == 2 and gone not in mad2r and set(mad2r.values()) == {int(ws[1])}
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb", "pandas", "arrow"])
+def test_engine_rounds_are_the_round_key_sums_definition(engine, tmp_path):
+    """The engines' rounds (the count path's integer pair ids read once: Engine.round_histogram, then
+    Engine.next_round on the same pairs) equal the per-unit definition Spark runs (round_key_sums on the
+    distinct pairs) with the same secrets (round 1's: the source's first draw; mad2r's round 2: its next), on
+    data with duplicate rows, string units over and under the bound, two key columns (one Int32) and a second
+    round excluding the six heaviest keys; from a Parquet file too."""
+    from sparsedp.engines import draw_bounding_secret, get_engine
+
+    g = np.random.default_rng(8)
+    n = 2500
+    df = pl.DataFrame({"unit": [f"u{x}" for x in g.integers(0, 250, n)], "k1": g.zipf(1.4, n) % 60,
+                       "k2": (g.integers(0, 3, n)).astype(np.int32)})
+    path = tmp_path / "rows.parquet"
+    df.write_parquet(path)
+    by = ["k1", "k2"]
+    pairs = df.unique()
+
+    def as_dict(frame, col):
+        return {tuple(r[:2]): r[2] for r in frame.select(*by, col).iter_rows()}
+
+    def got(h):
+        return dict(zip(zip(*[h.keys.column(c).to_pylist() for c in by]), h.counts.tolist()))
+
+    for l0 in (1, 3):
+        ws = grid_weights(l0, 4096).tolist()
+        src = InsecureSeededRandom(3)
+        s1, s2 = draw_bounding_secret(src), draw_bounding_secret(src)
+        first = as_dict(round_key_sums(pairs, "unit", by, l0, ws, s1), COUNT)
+        top = sorted(first, key=lambda k: -first[k])[:6]
+        exclude = pa.table({"k1": [k[0] for k in top], "k2": pa.array([k[1] for k in top], pa.int32())})
+        want = {True: as_dict(round_key_sums(pairs, "unit", by, l0, ws, s1, exclude, True), COUNT),
+                False: as_dict(round_key_sums(pairs, "unit", by, l0, ws, s2, exclude, False), COUNT)}
+        assert want[True] != want[False]  # the two rules differ on this data
+        for data in (df.to_pandas() if engine == "pandas" else df, str(path)):
+            for choose_first in (True, False):
+                eng, rng = get_engine(engine), InsecureSeededRandom(3)
+                h, rounds = eng.round_histogram(data, "unit", by, l0, ws, rng)
+                assert got(h) == first, (engine, l0)
+                assert h.stats.rows_in == n and h.stats.keys_out == len(first)
+                h2 = eng.next_round(rounds, exclude, choose_first, rng)
+                assert got(h2) == want[choose_first], (engine, l0, choose_first)
+                assert not set(got(h2)) & set(top)
 
 
 # ------------------------------------------------------------------ the real secure path

@@ -20,8 +20,11 @@ round 2 gets most of the budget. Accounting: :mod:`sparsedp.accounting.adaptive_
 Weighted Gaussian profile given the earlier rounds' output, composed by the ledger's
 :class:`~sparsedp.accounting.events.SequenceEvent`); proofs ``docs/proofs/mad.md``.
 
-Engine primitive: :meth:`~sparsedp.core.engine.Engine.round_histogram` (the embedded engines and Spark: the same
-per-unit code, :func:`sparsedp.engines.pairs.round_key_sums`, with the engines' one keyed ℓ0 choice). Order of
+Engine primitives: :meth:`~sparsedp.core.engine.Engine.round_histogram` (round 1, with what the later rounds read)
+and :meth:`~sparsedp.core.engine.Engine.next_round`, with the engines' one keyed ℓ0 choice (the embedded engines:
+the count-only release's path, the input read once into integer pair ids and each round a pass over them,
+:func:`sparsedp.engines.pair_ids.weighted_round`; Spark: the per-unit definition
+:func:`sparsedp.engines.pairs.round_key_sums` in its tasks; the same kept pairs and sums). Order of
 the secrets drawn from the release's source: round 1's ℓ0 secret (in :meth:`~_Rounds.histogram`, after every
 input check, before the charge), then in :meth:`~_Rounds.run` round 1's ``K_noise``, and for each later round
 its ℓ0 secret (``mad2r`` only: ``mad`` keeps round 1's) and its ``K_noise``.
@@ -38,6 +41,7 @@ from .. import _validate as v
 from ..accounting.adaptive_weighting import MAX_L0, RoundsCalibration, calibrate_rounds, last_threshold_floor
 from ..accounting.charge import Charge
 from ..accounting.set_union import grid_weights
+from ..core.bounded import RoundsInput
 from ..core.engine import Capability, Engine
 from ..errors import InfeasibleError, InvalidParameterError
 from ..noise.source import SecureRandom
@@ -81,15 +85,12 @@ def _calibrate(name: str, epsilon: float, delta: float, l0: int, shares: tuple[f
 
 @dataclass(frozen=True)
 class RoundsHistogram:
-    """Round 1's weighted histogram (the engine's, curator only) and what the later rounds need to read the input
-    again: the input handle, the unit and key columns, round 1's ℓ0 secret (``mad`` keeps its choice). ``stats``:
-    round 1's bounding statistics."""
+    """Round 1's weighted histogram (the engine's, curator only) and what the later rounds read
+    (:class:`~sparsedp.core.bounded.RoundsInput`: the engine's handle on the checked input, round 1's ℓ0 secret,
+    the unit and key columns). ``stats``: round 1's bounding statistics."""
 
     first: Any
-    secret: bytes = field(repr=False)
-    data: Any = field(repr=False)
-    unit: str = ""
-    by: tuple[str, ...] = ()
+    rounds: RoundsInput = field(repr=False)
 
     @property
     def stats(self) -> Any:
@@ -219,29 +220,24 @@ class _Rounds(_SetUnion):
         before anything is charged)."""
         unit = self._need_unit(privacy_unit)
         l0 = int(request.max_groups_per_unit or 0)
-        first, secret = engine.round_histogram(data, unit, list(by), l0, grid_weights(l0, self.grid).tolist(), rng)
-        return RoundsHistogram(first=first, secret=secret, data=data, unit=unit, by=tuple(by))
+        first, rounds = engine.round_histogram(data, unit, list(by), l0, grid_weights(l0, self.grid).tolist(), rng)
+        return RoundsHistogram(first=first, rounds=rounds)
 
     def run(self, engine: Engine, hist: Any, calibration: Any, disclosure: Disclosure, rng: SecureRandom,
             request: ReleaseRequest) -> Released:
-        """Each round: its weighted histogram on the keys no earlier round released (round 1's is ``hist``), the
+        """Each round: its weighted histogram on the keys no earlier round released (round 1's is ``hist``; the
+        later ones on the input the engine read once, :meth:`~sparsedp.core.engine.Engine.next_round`), the
         per-key kernel (``K_noise`` drawn per round), the released keys collected (few) and excluded next."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         h: RoundsHistogram = hist
         cal: RoundsCalibration = calibration
-        by = list(h.by)
-        weights = grid_weights(cal.l0, cal.grid).tolist()
+        by = list(h.rounds.by)
         tables, found = [], []
         excluded: Any = None
         for r, rc in enumerate(cal.rounds):
-            if r == 0:
-                rh = h.first
-            else:
-                rh, _ = engine.round_histogram(h.data, h.unit, by, cal.l0, weights, rng, exclude=excluded,
-                                               choose_first=not self.rechoose,
-                                               secret=None if self.rechoose else h.secret)
+            rh = h.first if r == 0 else engine.next_round(h.rounds, excluded, not self.rechoose, rng)
             try:
                 task = _key_task(rc.kernel(), 1, rng, False)  # rule S >= 1 and S + Z >= 1 + (T_r − 1)
                 table = engine.to_arrow(engine.noise_keys(rh, task), by, _VALUE)
