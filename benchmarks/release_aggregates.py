@@ -30,8 +30,8 @@ Comparisons with OpenDP and PipelineDP belong to the peers benchmark (separate v
 
 ``--intervals``: only the cost of the default 95 % per-row intervals: a release with ``interval=None`` against
 the same release with ``interval=0.95``, for VARIANCE + STD at ε = 0.3 (400 keys of 200 units, half of
-variance 0 and half of the largest variance, values in [0, 10]) and for COUNT + SUM + MEAN at ε = 0.5 (the same
-frame); each timed call in a fresh process after a warm-up release at another ε (imports, thread pools; the
+variance 0 and half of the largest variance, values in [0, 10]) and for COUNT + two SUMs + MEAN at ε = 0.5 (the same
+frame, ``y`` = unit mod 8 in [0, 20]); each timed call in a fresh process after a warm-up release at another ε (imports, thread pools; the
 intervals' memoised laws are not warm), medians of ``--runs``.
 
 With ``--aggregates`` the data get two value columns (``dwell_s`` uniform on [0, 900), ``clicks`` integers in
@@ -139,9 +139,10 @@ import sparsedp as sd
 case, level = sys.argv[1], (None if sys.argv[2] == "none" else float(sys.argv[2]))
 u = np.arange(400 * 200)
 k = u // 200
-df = pl.DataFrame({"u": u, "k": k, "x": np.where(k < 200, 7.0, np.where(u % 2 == 0, 0.0, 10.0))})
+df = pl.DataFrame({"u": u, "k": k, "x": np.where(k < 200, 7.0, np.where(u % 2 == 0, 0.0, 10.0)),
+                   "y": (u % 8).astype(float)})
 aggs, eps = {"variance": ([sd.Count(), sd.Variance("x", 0, 10), sd.Std("x", 0, 10)], 0.3),
-             "sum-mean": ([sd.Count(), sd.Sum("x", 0, 10), sd.Mean("x", 0, 10)], 0.5)}[case]
+             "sum-mean": ([sd.Count(), sd.Sum("x", 0, 10), sd.Mean("x", 0, 10), sd.Sum("y", 0, 20)], 0.5)}[case]
 kw = dict(privacy_unit="u", by="k", delta=1e-6, max_groups_per_unit=1, aggregates=aggs)
 sd.release(df.head(2000), epsilon=1.7, **kw)  # warm-up: imports and pools, not the timed laws
 t = time.perf_counter()
