@@ -119,11 +119,25 @@ def _plain_cdf(split: intervals.Split, t: int) -> float:
     return float(np.sum(split.prob * intervals._cdf(split.x0, np.floor((t - split.support) / split.a0))))
 
 
+def _plain_convolution(noise: LinearNoise) -> tuple[np.ndarray, np.ndarray]:
+    """The support and pmf of R (every term but the widest) by unique + bincount at every step."""
+    terms = sorted(((abs(a), x) for a, x in noise.terms), key=lambda t: -t[0] * intervals._spread(t[1]))
+    support, prob = np.zeros(1, dtype=np.int64), np.ones(1)
+    for a, x in terms[1:]:
+        w = intervals._window(x)
+        s = (support[:, None] + a * np.arange(-w, w + 1, dtype=np.int64)[None, :]).ravel()
+        support, inv = np.unique(s, return_inverse=True)
+        prob = np.bincount(inv.ravel(), weights=(prob[:, None] * intervals._pmf(x, w)[None, :]).ravel())
+    return support, prob
+
+
 @pytest.mark.parametrize("noise", RUN_LAWS + LAWS, ids=range(len(RUN_LAWS) + len(LAWS)))
 def test_fast_cdf_and_halfwidth_equal_the_pointwise_formula(noise):
-    """Bit for bit: the cdf at many points, and each half-width is the smallest h whose point-by-point coverage
-    reaches the level, with that coverage exactly (not approximately)."""
+    """Bit for bit: the convolution, the cdf at many points, and each half-width is the smallest h whose
+    point-by-point coverage reaches the level, with that coverage exactly (not approximately)."""
     split = intervals._split_of(noise)
+    support, prob = _plain_convolution(noise)
+    assert np.array_equal(split.support, support) and np.array_equal(split.prob, prob)
     lattice = [int(t) for t in np.linspace(-4 * noise.std * float(noise.divisor), 4 * noise.std
                                            * float(noise.divisor), 61)]
     for t in lattice + [-10**7, -1, 0, 1, 10**7]:

@@ -227,7 +227,7 @@ def _runs(f: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]], k: np
     starts = np.flatnonzero(np.concatenate(([True], change)))
     if starts.size == k.size:
         return f(k)
-    return f(k[starts])[np.concatenate(([0], np.cumsum(change)))]
+    return np.repeat(f(k[starts]), np.diff(np.append(starts, k.size)))
 
 
 @lru_cache(maxsize=4)  # a split holds up to _MAX_POINTS points (64 MB): a few laws, those of the current release
@@ -247,6 +247,9 @@ def _split_of(noise: LinearNoise) -> Split:
         vals = a * np.arange(-w, w + 1, dtype=np.int64)
         s = (support[:, None] + vals[None, :]).ravel()
         q = (prob[:, None] * p[None, :]).ravel()
+        if s.size < 2 or bool(np.all(s[1:] > s[:-1])):  # already distinct and ascending (one point convolved):
+            support, prob = s, q + 0.0                     # what unique + bincount give (0.0 + q), without the sort
+            continue
         support, inv = np.unique(s, return_inverse=True)
         prob = np.bincount(inv.ravel(), weights=q).astype(np.float64)
     support.setflags(write=False)
