@@ -313,6 +313,16 @@ MUTANTS: tuple[Mutant, ...] = (
            (Edit("engines/pairs.py", '"__w": np.asarray(weights, dtype=np.int64)})',
                  '"__w": np.asarray(weights, dtype=np.int64) + 1})'),),
            (T_MAD + "::test_round_weights_are_the_largest_integers_of_unit_norm", T_MAD)),
+    Mutant("mad-fast-reweight-up", "the engines' later round (mad: round 1's choice kept) gives a unit left with t "
+           "kept keys the weight W_{t-1} (its l2 norm exceeds 1 after re-weighting)",
+           (Edit("engines/pair_ids.py", "w = np.repeat(ctx.degree_weights[np.maximum(t, 1) - 1], deg)[kept]",
+                 "w = np.repeat(ctx.degree_weights[np.maximum(t - 1, 1) - 1], deg)[kept]"),),
+           (T_MAD + "::test_round_weights_are_the_largest_integers_of_unit_norm", T_MAD)),
+    Mutant("mad2r-fast-keeps-first-choice", "the engines' later round of mad2r drops the released keys after the "
+           "choice (a unit whose kept keys were released gets no second chance)",
+           (Edit("engines/pair_ids.py", "late = ctx.excluded is not None and ctx.choose_first",
+                 "late = ctx.excluded is not None"),),
+           (T_MAD + "::test_mad_keeps_round_ones_choice_and_mad2r_chooses_again", T_MAD)),
     Mutant("mad-new-key-threshold-1", "each round's threshold one grid step below the new-key bound",
            (Edit("accounting/adaptive_weighting.py", "    return _smallest_margin(worst, target, int(ws[0]) + 1)",
                  "    return _smallest_margin(worst, target, int(ws[0]) + 1) - 1"),),
@@ -328,6 +338,11 @@ MUTANTS: tuple[Mutant, ...] = (
            (Edit("accounting/adaptive_weighting.py", "    return new_key_threshold(s_last, k, g, dlt)",
                  "    return new_key_threshold(s_last, k, g, dlt / 10)"),),
            (T_MAD + "::test_last_threshold_floor_is_below_the_calibrated_threshold", T_MAD)),
+    Mutant("mad-one-round-2delta", "one round (mad at l0 = 1, shares=(1,)) calibrated at 2δ: its threshold and "
+           "scale below the Weighted Gaussian's at the δ charged",
+           (Edit("accounting/adaptive_weighting.py", "    wg = calibrate_weighted_gaussian(epsilon, delta, l0, grid)",
+                 "    wg = dataclasses.replace(calibrate_weighted_gaussian(epsilon, 2 * delta, l0, grid), delta=delta)"),),
+           (T_MAD + "::test_one_round_is_the_weighted_gaussians_calibration_and_charge", T_MAD)),
     # ------------------------------------------------------------------ optimal l0 = 1 partition selection
     Mutant("optimal-partition-round-up", "the optimal partition selection's curve rounds the e^eps constraint UP "
            "(ceil instead of floor on the dyadic grid)",

@@ -314,3 +314,21 @@ def test_csh_pair_is_thm_3_3(k, debias):
     prof = CSHProfile(sigma=4.0, tau=20.0, k=k, analysis="add", debias=debias)
     for e in (0.1, 0.5, 2.0):
         assert prof.pair().delta(e) == pytest.approx(csh_delta(e, 4.0, 20.0, k, "add", debias=debias), rel=1e-9)
+
+
+def test_fft_convolve_is_scipy_signals_fftconvolve_to_the_last_bit():
+    """The privacy-loss tables are composed by pld.fft_convolve (scipy.fft, not scipy.signal: seconds of import
+    on a loaded machine): the same bits as scipy.signal.fftconvolve, so no composed δ moves; one-point tables
+    (a product there) included."""
+    from scipy import signal
+
+    from sparsedp.accounting.pld import fft_convolve
+
+    r = np.random.default_rng(2)
+    sizes = [(1, 1), (1, 9), (9, 1), (2, 3), (97, 1000), (4097, 33), (30011, 20011)]
+    sizes += [(int(a), int(b)) for a, b in r.integers(2, 5000, (40, 2))]
+    for n1, n2 in sizes:
+        a, b = r.random(n1) ** 3, r.random(n2) ** 7
+        want = signal.fftconvolve(a, b)
+        got = fft_convolve(a, b)
+        assert got.shape == want.shape and np.array_equal(got, want), (n1, n2)

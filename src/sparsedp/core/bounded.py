@@ -11,7 +11,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["BoundingStats", "LocalHistogram", "LocalRelease", "UnitPairs", "KeptPairs", "PairIds", "OneGroupRows"]
+__all__ = ["BoundingStats", "LocalHistogram", "LocalRelease", "UnitPairs", "KeptPairs", "PairIds", "OneGroupRows",
+           "RoundsInput"]
 
 
 @dataclass(frozen=True)
@@ -137,3 +138,19 @@ class OneGroupRows:
     rows: Any
     n_per_group: Any
     rows_in: int
+
+
+@dataclass(frozen=True)
+class RoundsInput:
+    """What the later rounds of the adaptive-weighting set union read (:meth:`~sparsedp.core.engine.Engine.
+    round_histogram` returns it with round 1's histogram; curator only, never released): ``pairs``, the engine's
+    own handle on the checked input (the embedded engines: its sorted pair ids, read once; Spark: the checked
+    frame); ``secret``, round 1's ℓ0 secret (``mad`` keeps that choice); the unit and key columns, the bound
+    and the integer weights ``weights[t − 1] = W_t``."""
+
+    pairs: Any = field(repr=False)
+    secret: bytes = field(repr=False)
+    unit: str
+    by: tuple[str, ...]
+    l0: int
+    weights: tuple[int, ...]

@@ -19,7 +19,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Sequence, TypeVar
 
 from ..errors import InvalidParameterError
-from .bounded import BoundingStats, KeptPairs, LocalHistogram, OneGroupRows, PairIds, UnitPairs
+from .bounded import BoundingStats, KeptPairs, LocalHistogram, OneGroupRows, PairIds, RoundsInput, UnitPairs
 from .histogram import SparseHistogram
 from .sources import InputData
 from .unit_keys import UnitKeyCounts
@@ -90,7 +90,8 @@ class Capability(Enum):
     PAIRS = "pairs"
     #: :meth:`Engine.keys_per_unit_counts` (``max_groups_per_unit="auto"``)
     UNIT_KEY_COUNTS = "unit-key-counts"
-    #: :meth:`Engine.round_histogram` (the adaptive-weighting set union's rounds: ``mad``, ``mad2r``)
+    #: :meth:`Engine.round_histogram` and :meth:`Engine.next_round` (the adaptive-weighting set union's rounds:
+    #: ``mad``, ``mad2r``)
     ROUNDS = "weighted-rounds"
 
 
@@ -198,14 +199,21 @@ class Engine(ABC, Generic[H, R]):
         raise self._lacks(Capability.PAIRS)
 
     def round_histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int,
-                        weights: Sequence[int], rng: RandomSource, exclude: Any = None, choose_first: bool = False,
-                        secret: bytes | None = None) -> tuple[H, bytes]:
-        """One round of the adaptive-weighting set union (:attr:`Capability.ROUNDS`): the histogram of per-key
-        weight sums ``S_k = Σ W_{t_u}`` over the pairs the ℓ0 choice keeps among each unit's keys not in
-        ``exclude`` (``pyarrow.Table`` of the ``by`` columns: keys released by earlier rounds), ``t_u`` = the unit's
-        kept pairs. ``choose_first``: choose among all the unit's keys, then drop the excluded ones (the first
-        round's choice kept). ``secret`` (None: drawn from ``rng`` after every input check) keys the choice and is
-        returned with the histogram. Keys with no kept pair are left out."""
+                        weights: Sequence[int], rng: RandomSource) -> tuple[H, RoundsInput]:
+        """Round 1 of the adaptive-weighting set union (:attr:`Capability.ROUNDS`): the histogram of per-key weight
+        sums ``S_k = Σ W_{t_u}`` over the pairs the one ℓ0 choice keeps (``weights[t − 1] = W_t``, integers;
+        ``t_u = min(d_u, l0)``, the unit's kept pairs), the secret drawn from ``rng`` after every input check;
+        returned with what the later rounds read (:class:`~sparsedp.core.bounded.RoundsInput`: the engine's handle
+        on the checked input and round 1's secret). Keys with no kept pair are left out."""
+        raise self._lacks(Capability.ROUNDS)
+
+    def next_round(self, rounds: RoundsInput, exclude: Any, choose_first: bool, rng: RandomSource) -> H:
+        """A later round (:attr:`Capability.ROUNDS`) on the input :meth:`round_histogram` checked: the per-key sums
+        ``S_k = Σ W_{t_u}`` over the kept pairs whose key is not in ``exclude`` (``pyarrow.Table`` of the ``by``
+        columns: keys released by earlier rounds), ``t_u`` = the unit's kept pairs. ``choose_first``: round 1's
+        choice (its secret), then the excluded keys dropped (``mad``); else the excluded keys dropped, then a
+        fresh choice among the unit's other keys keyed by a secret drawn from ``rng`` now (``mad2r``). Keys with
+        no kept pair are left out."""
         raise self._lacks(Capability.ROUNDS)
 
     def kept_pairs(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int,

@@ -26,7 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..aggregates import Aggregate, Quantile, noise_columns
-from ..core.bounded import BoundingStats, KeptPairs, LocalHistogram, LocalRelease, OneGroupRows, PairIds, UnitPairs
+from ..core.bounded import (BoundingStats, KeptPairs, LocalHistogram, LocalRelease, OneGroupRows, PairIds, RoundsInput,
+                            UnitPairs)
 from ..core.arrow_arrays import numpy_to_arrow
 from ..core.checks import check_columns, engine_errors_as_input_errors
 from ..core.engine import Capability, Engine, NoiseTask
@@ -168,10 +169,12 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
                            rng: Any) -> LocalHistogram:
         return pairs.weighted_histogram(self, data, privacy_unit, by, l0, weights, rng)
 
-    def round_histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int, weights: Any, rng: Any,
-                        exclude: Any = None, choose_first: bool = False,
-                        secret: bytes | None = None) -> tuple[LocalHistogram, bytes]:
-        return pairs.round_histogram(self, data, privacy_unit, by, l0, weights, rng, exclude, choose_first, secret)
+    def round_histogram(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int, weights: Any,
+                        rng: Any) -> tuple[LocalHistogram, RoundsInput]:
+        return pairs.round_histogram(self, data, privacy_unit, by, l0, weights, rng)
+
+    def next_round(self, rounds: RoundsInput, exclude: Any, choose_first: bool, rng: Any) -> LocalHistogram:
+        return pairs.next_round(self, rounds, exclude, choose_first, rng)
 
     def kept_pairs(self, data: Any, privacy_unit: str, by: Sequence[str], l0: int, rng: Any) -> KeptPairs:
         return pairs.kept_pairs(self, data, privacy_unit, by, l0, rng)

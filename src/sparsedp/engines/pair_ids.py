@@ -51,7 +51,7 @@ import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar, cast
 
 import numpy as np
@@ -77,11 +77,12 @@ Checks = tuple[list["pl.LazyFrame"], Callable[[list["pl.DataFrame"]], None]]
 _T = TypeVar("_T")
 _U = TypeVar("_U")
 
-__all__ = ["WEIGHT_SUM", "PairContext", "PairCounts", "bound_pair_ids", "bounded_raw_counts", "bounded_raw_counts_with_sums",
-           "key_context", "pack_pairs"]
+__all__ = ["WEIGHT_SUM", "PairContext", "PairCounts", "SortedPairs", "WeightedPairs", "bound_pair_ids",
+           "bounded_raw_counts", "bounded_raw_counts_with_sums", "key_context", "key_mask", "pack_pairs",
+           "sorted_pairs", "weighted_pairs", "weighted_round"]
 
 _PAIR = "__sparsedp_p"
-#: the key-counts column of :func:`bounded_raw_counts`' ``degree_weights`` sums
+#: the key-counts column of :func:`weighted_round`'s per-key weight sums
 WEIGHT_SUM = "__sparsedp_wsum"
 _ROW = "__sparsedp_i"
 _KEY = "__sparsedp_k"
@@ -164,7 +165,7 @@ def _in_threads(fn: Callable[[_T], _U], items: list[_T]) -> list[_U]:
 
 def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
                        aggregates: Sequence[Aggregate] = (), checks: Checks | None = None,
-                       chunks: int | None = None, degree_weights: Sequence[int] | None = None) -> RawCounts:
+                       chunks: int | None = None) -> RawCounts:
     """The bounded counts (and grid sums) of the rows ``lf`` as a
     :class:`~sparsedp.engines.base.RawCounts` with the ℓ0 choice applied (``pairs_dropped_l0`` set): every
     input key in canonical order with its bounded count and (``aggregates``) the Int64 grid sums of its kept
@@ -176,18 +177,45 @@ def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int |
     anything else happens. The bounding secret is drawn from ``rng`` after the NaN-key check on every distinct
     key, only when ``l0`` is set, as in :func:`~sparsedp.engines.pair_ids.bounded_raw_counts_with_sums`.
     ``chunks``: the number of slices of whole units the sorted rows are cut into (default: about
-    :data:`_BLOCK` rows each); the result does not depend on it (tests vary it). ``degree_weights``
-    (``W_1 … W_l0``, the Weighted Gaussian's integer weights; needs ``l0``): the key counts also hold column
-    :data:`WEIGHT_SUM`, each key's Int64 sum of ``W_{min(d_u, l0)}`` over its kept pairs (``d_u``: the unit's
-    distinct keys, so ``min(d_u, l0)`` is the number it keeps) — the same choice, so the same sums as
-    :func:`~sparsedp.engines.pairs.round_key_sums` on the distinct pairs with the same secret.
+    :data:`_BLOCK` rows each); the result does not depend on it (tests vary it).
     """
+    by = list(by)
+    sums = _sums(aggregates)
+    names = [grid_column_name(i) for i in range(len(sums))]
+    sp = sorted_pairs(lf, unit, by, list(dict.fromkeys(a.column for a in sums)), checks)
+    secret = draw_bounding_secret(rng) if l0 is not None else None
+    # 4. numpy on the sorted pairs, per slice of whole units (each unit's pairs are one run), in threads
+    ctx = key_context(sp.keys, by, sp.bk, l0, secret, unit, sums, names)
+    keys, rows = sp.keys, sp.rows
+    res = _map_parts(dataclasses.replace(ctx, value_of=sp.value_of), sp.srt, sp.vals, chunks)
+    del sp
+    return res.raw_counts(keys, ctx, rows)
+
+
+@dataclass(frozen=True)
+class SortedPairs:
+    """The rows of an input read once (steps 1–3 of the module docstring), curator only: ``srt`` their pair ids
+    ``unit id · 2^bk + key id`` sorted (a unit's rows adjacent, repeated pairs adjacent), ``vals`` the value
+    Series in that order (SUM/MEAN), ``keys`` the distinct keys (row ``i`` is key id ``i``, NaN keys refused),
+    ``value_of`` unit ids → unit values, ``rows`` the input rows."""
+
+    srt: np.ndarray = field(repr=False)
+    vals: dict[str, pl.Series] = field(repr=False)
+    keys: pl.DataFrame = field(repr=False)
+    bk: int
+    value_of: UnitValues = field(repr=False)
+    rows: int
+
+
+def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence[str] = (),
+                 checks: Checks | None = None) -> SortedPairs:
+    """Steps 1–3 of the module docstring on the rows ``lf`` (unit, key and the value columns ``vcols``): the one
+    pass over the rows (with ``checks``, as :func:`bounded_raw_counts`), the pair ids, their sort, and the
+    NaN-key check on every distinct key. Nothing is drawn: the caller draws the bounding secret after."""
     import polars as pl
 
     by = list(by)
-    sums = _sums(aggregates)
-    vcols = list(dict.fromkeys(a.column for a in sums))
-    names = [grid_column_name(i) for i in range(len(sums))]
+    vcols = list(vcols)
     # 1. the one pass over the rows, hashing the key once: a dense key id per row and the distinct keys
     schema = lf.collect_schema()
     cats = None
@@ -237,17 +265,74 @@ def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int |
     if pending is not None:
         keys = future.result()
     check_nan_keys(keys, by)  # every distinct key, before the secret
-    secret = draw_bounding_secret(rng) if l0 is not None else None
-    # 4. numpy on the sorted pairs, per slice of whole units (each unit's pairs are one run), in threads
-    ctx = key_context(keys, by, bk, l0, secret, unit, sums, names)
-    if degree_weights is not None:
-        if l0 is None or len(degree_weights) != l0:
-            raise ValueError("degree_weights needs l0 and one weight per kept-key count 1..l0")
-        ctx = dataclasses.replace(ctx, degree_weights=np.asarray(degree_weights, dtype=np.int64),
-                                  names=ctx.names + (WEIGHT_SUM,))
-    res = _map_parts(dataclasses.replace(ctx, value_of=value_of), srt, vals, chunks)
-    del srt, vals
-    return res.raw_counts(keys, ctx, n_rows)
+    return SortedPairs(srt=srt, vals=vals, keys=keys, bk=bk, value_of=value_of, rows=n_rows)
+
+
+@dataclass(frozen=True)
+class WeightedPairs:
+    """An input's sorted pairs (:class:`SortedPairs`) and the context of its weighted rounds (curator only): the
+    Weighted Gaussian's and the adaptive-weighting set union's per-key sums of ``W_t`` (:func:`weighted_round`)
+    over the pairs of the engines' one ℓ0 choice keyed by round 1's secret (in ``ctx``), each later round on
+    the same pairs without reading the input again."""
+
+    pairs: SortedPairs
+    ctx: PairContext = field(repr=False)
+
+    @property
+    def secret(self) -> bytes:
+        assert self.ctx.secret is not None  # set by weighted_pairs
+        return self.ctx.secret
+
+
+def weighted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int, weights: Sequence[int],
+                   rng: RandomSource, checks: Checks | None = None) -> WeightedPairs:
+    """The rows ``lf`` read once (:func:`sorted_pairs`, with ``checks``), then round 1's bounding secret drawn
+    from ``rng`` (after every check), and the key context with the integer weights ``weights[t − 1] = W_t``."""
+    if len(weights) != l0:
+        raise ValueError("weights: one integer weight per kept-key count 1..l0")
+    by = list(by)
+    sp = sorted_pairs(lf, unit, by, (), checks)
+    secret = draw_bounding_secret(rng)
+    ctx = key_context(sp.keys, by, sp.bk, int(l0), secret, unit)
+    ctx = dataclasses.replace(ctx, value_of=sp.value_of, names=(WEIGHT_SUM,),
+                              degree_weights=np.asarray([int(w) for w in weights], dtype=np.int64))
+    return WeightedPairs(pairs=sp, ctx=ctx)
+
+
+def weighted_round(wp: WeightedPairs, by: Sequence[str], exclude: Any = None, choose_first: bool = False,
+                   secret: bytes | None = None, chunks: int | None = None) -> RawCounts:
+    """One weighted round on the pairs ``wp``: a :class:`~sparsedp.engines.base.RawCounts` whose key counts
+    (every key, canonical order) hold each key's kept pairs (:data:`~.bounding.COUNT`) and its Int64 weight sum
+    ``S_k = Σ W_{t_u}`` over them (:data:`WEIGHT_SUM`), ``t_u`` = the unit's kept pairs.
+
+    No ``exclude``: the ℓ0 choice on all pairs, ``t_u = min(d_u, l0)`` (the Weighted Gaussian, a first round).
+    ``exclude`` (``pyarrow.Table`` of the ``by`` columns: keys released by earlier rounds): those keys' pairs
+    are dropped, before a fresh choice keyed by ``secret`` among each unit's other keys (``choose_first=False``,
+    ``mad2r``) or after round 1's choice (``choose_first=True``, ``mad``: its secret). The same kept pairs and
+    sums as :func:`~sparsedp.engines.pairs.round_key_sums` on the distinct pairs (the choice depends on the
+    pairs' values and the secret only; ties break by the canonical key order, whose relative order a subset
+    keeps). ``chunks`` as :func:`bounded_raw_counts`."""
+    ctx = wp.ctx if secret is None else dataclasses.replace(wp.ctx, secret=secret)
+    if exclude is not None and exclude.num_rows:
+        ctx = dataclasses.replace(ctx, excluded=key_mask(wp.pairs.keys, list(by), exclude),
+                                  choose_first=bool(choose_first))
+    res = _map_parts(ctx, wp.pairs.srt, {}, chunks)
+    return res.raw_counts(wp.pairs.keys, ctx, wp.pairs.rows)
+
+
+def key_mask(keys: pl.DataFrame, by: list[str], subset: Any) -> np.ndarray:
+    """Boolean mask over the key ids of ``keys`` (row ``i`` is key id ``i``): the keys that are in ``subset``
+    (``pyarrow.Table`` of the ``by`` columns, cast to ``keys``' dtypes: they come from an earlier release of the
+    same input; nulls match nulls)."""
+    import polars as pl
+
+    sub = pl.from_arrow(subset.select(by))
+    assert isinstance(sub, pl.DataFrame)  # a Table gives a frame
+    sub = sub.with_columns([pl.col(c).cast(keys.schema[c]) for c in by])
+    ids = keys.with_row_index(_ROW).join(sub, on=by, how="semi", nulls_equal=True)[_ROW].to_numpy()
+    mask = np.zeros(keys.height, dtype=bool)
+    mask[ids] = True
+    return mask
 
 
 def bounded_raw_counts_with_sums(lf: pl.LazyFrame | pl.DataFrame, unit: str, by: Sequence[str], l0: int | None,
@@ -397,8 +482,12 @@ class PairContext:
     #: the pair ids are distinct (no run of repeated ids to collapse)
     distinct: bool = False
     #: ``W_1 … W_l0``: the last of ``names`` (:data:`WEIGHT_SUM`) is each key's sum of ``W_{min(d_u, l0)}`` over
-    #: its kept pairs (:func:`bounded_raw_counts`)
+    #: its kept pairs (:func:`weighted_round`; ``W_t``, ``t`` = the unit's kept pairs, when keys are excluded)
     degree_weights: np.ndarray | None = None
+    #: per key id: released by an earlier round (:func:`weighted_round`): its pairs are dropped, before the ℓ0
+    #: choice (a fresh choice among the unit's other keys) or, ``choose_first``, after it (round 1's choice)
+    excluded: np.ndarray | None = None
+    choose_first: bool = False
 
 
 @dataclass
@@ -483,10 +572,19 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) 
     contributions (:func:`~sparsedp.engines.aggregate_exprs.gridded_array`); each unit's pairs are one run, so
     keys per unit are run lengths; distinct units per key is a ``bincount``; only the pairs of units over
     ``l0`` are ranked: fingerprints of those units, AES ranks (:func:`~sparsedp.engines.bounding.prf_ranks`)
-    and :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position as tie-break."""
+    and :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position as tie-break.
+
+    ``ctx.excluded`` (a later weighted round, :func:`weighted_round`): the excluded keys' pairs are dropped
+    first (a fresh choice among the unit's other keys), or, ``ctx.choose_first``, after the choice
+    (:func:`_kept_weight_sums`)."""
     n_keys = ctx.n_keys
     first = None if ctx.distinct else _run_starts(srt)
     pid = srt if first is None else srt[first]
+    low = np.uint64((1 << ctx.bk) - 1)
+    late = ctx.excluded is not None and ctx.choose_first  # mad: choose on all pairs, drop the excluded after
+    if ctx.excluded is not None and not late:  # mad2r: the excluded keys' pairs dropped before the choice
+        assert not ctx.sums and not ctx.given  # weighted rounds only: no per-pair values to keep aligned
+        pid = pid[~ctx.excluded[np.bitwise_and(pid, low).view(np.int64)]]
     contrib = []
     if ctx.given:  # each pair's contribution, already gridded
         contrib = [c if first is None else c[first] for c in (vals[n].to_numpy() for n in ctx.names)]
@@ -497,19 +595,11 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) 
         contrib = [gridded_array(pair_sums[a.column], a) for a in ctx.sums]
         del pair, pair_sums
     pu = pid >> np.uint64(ctx.bk)
-    pk = np.bitwise_and(pid, np.uint64((1 << ctx.bk) - 1)).view(np.int64)
+    pk = np.bitwise_and(pid, low).view(np.int64)
     pairs = int(pk.size)
     starts = _run_starts(pu)
     deg = np.diff(starts, append=pairs)
-    upk = np.bincount(pk, minlength=n_keys).astype(np.int64, copy=False)
-    dropped = np.zeros(n_keys, dtype=np.int64)
-    totals = [_key_sums(pk, c, n_keys) for c in contrib]
-    if ctx.degree_weights is not None:  # W_{min(d_u, l0)} on each of the unit's pairs (d_u = its run length)
-        assert ctx.l0 is not None
-        w = np.repeat(ctx.degree_weights[np.minimum(deg, ctx.l0) - 1], deg)
-        contrib.append(w)  # float64 bincount: every partial sum is an integer below 2^53, so it is exact
-        totals.append(np.rint(np.bincount(pk, weights=w, minlength=n_keys)).astype(np.int64))
-    heavy_n = 0
+    heavy_n, gone = 0, None
     if ctx.l0 is not None:
         heavy = deg > ctx.l0
         hs = starts[heavy]
@@ -523,11 +613,45 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) 
             k = pk[hidx]
             rank = prf_ranks(hu, ctx.hk, ctx.secret, seg, k)
             keep = keep_smallest(seg, rank, ctx.pos[k], ctx.l0, heavy_n)
-            gone = ~keep
-            dropped = np.bincount(k[gone], minlength=n_keys).astype(np.int64, copy=False)
-            for t, c in zip(totals, contrib):
-                t -= _key_sums(k[gone], c[hidx[gone]], n_keys)
+            gone = hidx[~keep]  # the dropped pairs' positions in the slice
+    if late:
+        upk, wsum = _kept_weight_sums(ctx, pk, starts, deg, gone)
+        return PairCounts(upk=upk, dropped=np.zeros(n_keys, dtype=np.int64), totals=[wsum], units=int(starts.size),
+                          pairs=pairs, heavy=heavy_n)
+    upk = np.bincount(pk, minlength=n_keys).astype(np.int64, copy=False)
+    dropped = np.zeros(n_keys, dtype=np.int64)
+    totals = [_key_sums(pk, c, n_keys) for c in contrib]
+    if ctx.degree_weights is not None:  # W_{min(d_u, l0)} on each of the unit's pairs (d_u = its run length)
+        assert ctx.l0 is not None
+        w = np.repeat(ctx.degree_weights[np.minimum(deg, ctx.l0) - 1], deg)
+        contrib.append(w)  # float64 bincount: every partial sum is an integer below 2^53, so it is exact
+        totals.append(np.rint(np.bincount(pk, weights=w, minlength=n_keys)).astype(np.int64))
+    if gone is not None:
+        dropped = np.bincount(pk[gone], minlength=n_keys).astype(np.int64, copy=False)
+        for t, c in zip(totals, contrib):
+            t -= _key_sums(pk[gone], c[gone], n_keys)
     return PairCounts(upk=upk, dropped=dropped, totals=totals, units=int(starts.size), pairs=pairs, heavy=heavy_n)
+
+
+def _kept_weight_sums(ctx: PairContext, pk: np.ndarray, starts: np.ndarray, deg: np.ndarray,
+                      gone: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``mad``'s later round on a slice (:func:`_bound_slice` with ``ctx.choose_first``): the pairs round 1's
+    choice keeps (all but ``gone``) whose key is not excluded; each gives ``W_t``, ``t`` = its unit's such pairs
+    (``t <= min(d_u, l0)``). Returns each key's kept pairs and Int64 weight sum."""
+    assert ctx.excluded is not None and ctx.degree_weights is not None and not ctx.sums
+    n_keys = ctx.n_keys
+    kept = ~ctx.excluded[pk]
+    if gone is not None:
+        kept[gone] = False
+    if not kept.any():
+        z = np.zeros(n_keys, dtype=np.int64)
+        return z, z.copy()
+    t = np.add.reduceat(kept.view(np.uint8), starts, dtype=np.int64)  # each unit's kept pairs (starts non-empty)
+    w = np.repeat(ctx.degree_weights[np.maximum(t, 1) - 1], deg)[kept]  # a unit with t = 0 has no kept pair
+    k = pk[kept]
+    # float64 bincount: every partial sum is an integer below 2^53, so it is exact
+    return (np.bincount(k, minlength=n_keys).astype(np.int64, copy=False),
+            np.rint(np.bincount(k, weights=w, minlength=n_keys)).astype(np.int64))
 
 
 def _block_size(n_keys: int) -> int:

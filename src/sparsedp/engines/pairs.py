@@ -15,16 +15,16 @@ from typing import Any, Sequence, cast
 
 import numpy as np
 
-from ..core.bounded import BoundingStats, KeptPairs, LocalHistogram, OneGroupRows, PairIds, UnitPairs
+from ..core.bounded import BoundingStats, KeptPairs, LocalHistogram, OneGroupRows, PairIds, RoundsInput, UnitPairs
 from ..core.checks import check_columns, engine_errors_as_input_errors
-from ..core.key_order import canonical_exprs, canonical_order
+from ..core.key_order import canonical_exprs
 from ..errors import InputDataError
 from .bounding import COUNT, KEY, choose_from_per_key, draw_bounding_secret, select_pairs
-from .pair_ids import WEIGHT_SUM, bounded_raw_counts
+from .pair_ids import WEIGHT_SUM, WeightedPairs, weighted_pairs, weighted_round
 from .input_checks import (check_key_values, check_mixed_types, check_nan_keys, check_nulls_and_rows,
                            check_pandas_nan_keys, check_unique_names)
 
-__all__ = ["distinct_pairs", "weighted_histogram", "round_histogram", "round_key_sums", "kept_pairs", "pair_ids",
+__all__ = ["distinct_pairs", "weighted_histogram", "round_histogram", "next_round", "round_key_sums", "kept_pairs", "pair_ids",
            "one_group_per_unit", "select_one_group"]
 
 
@@ -62,15 +62,21 @@ def weighted_histogram(engine: Any, data: Any, unit: str, by: Sequence[str], l0:
                        rng: Any) -> LocalHistogram:
     """The weighted bounded histogram (:meth:`~sparsedp.core.engine.Engine.weighted_histogram`): a
     :class:`~sparsedp.core.bounded.LocalHistogram` whose ``counts`` are the Int64 per-key weight sums
-    ``S_k = Σ_{kept (u, k)} W_{min(d_u, l0)}``.
+    ``S_k = Σ_{kept (u, k)} W_{min(d_u, l0)}`` (``weights[t − 1] = W_t``; ``d_u`` = the unit's distinct keys,
+    so ``min(d_u, l0)`` is the number it keeps): the first round of :func:`round_histogram`."""
+    return round_histogram(engine, data, unit, by, l0, weights, rng)[0]
 
-    The count-only release's path (:func:`~sparsedp.engines.pair_ids.bounded_raw_counts`: one pass over the
-    rows with the row and null counts, integer pair ids, the engines' one ℓ0 choice with the secret drawn after
-    every input check) with each pair's weight ``W_{min(d_u, l0)}`` summed per key (``d_u`` = the unit's
-    distinct keys, so ``min(d_u, l0)`` is the number it keeps; ``degree_weights``): the per-key sums are over
-    exactly the kept pairs, the same sums as :func:`round_key_sums` on the distinct pairs with the same secret.
-    ``weights[t − 1] = W_t``.
-    """
+
+def round_histogram(engine: Any, data: Any, unit: str, by: Sequence[str], l0: int, weights: Any,
+                    rng: Any) -> tuple[LocalHistogram, RoundsInput]:
+    """:meth:`~sparsedp.core.engine.Engine.round_histogram` on the embedded engines: round 1's weighted histogram
+    and what the later rounds read (:func:`next_round`).
+
+    The count-only release's path: the rows read once with the row and null counts
+    (:func:`~sparsedp.engines.pair_ids.weighted_pairs`: integer pair ids, sorted, every input check, then the
+    bounding secret drawn), then the engines' one ℓ0 choice and each kept pair's weight ``W_{min(d_u, l0)}``
+    summed per key (:func:`~sparsedp.engines.pair_ids.weighted_round`): the same kept pairs and sums as
+    :func:`round_key_sums` (the per-unit definition Spark runs) on the distinct pairs with the same secret."""
     import polars as pl
 
     by = list(by)
@@ -84,15 +90,36 @@ def weighted_histogram(engine: Any, data: Any, unit: str, by: Sequence[str], l0:
 
         checks = ([lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])],
                   on_counts)
-        raw = bounded_raw_counts(lf, unit, by, int(l0), rng, checks=checks,
-                                 degree_weights=[int(w) for w in weights])
+        wp = weighted_pairs(lf, unit, by, int(l0), [int(w) for w in weights], rng, checks=checks)
+    hist = _round_histogram(weighted_round(wp, by), by, int(l0), first=True)
+    rounds = RoundsInput(pairs=wp, secret=wp.secret, unit=unit, by=tuple(by), l0=int(l0),
+                         weights=tuple(int(w) for w in weights))
+    return hist, rounds
+
+
+def next_round(engine: Any, rounds: RoundsInput, exclude: Any, choose_first: bool, rng: Any) -> LocalHistogram:
+    """:meth:`~sparsedp.core.engine.Engine.next_round` on the embedded engines: a later round on the pairs read
+    by :func:`round_histogram` (not the input again), the keys ``exclude`` dropped after round 1's choice
+    (``choose_first``) or before a fresh choice keyed by a secret drawn from ``rng`` now."""
+    wp: WeightedPairs = rounds.pairs
+    secret = None if choose_first else draw_bounding_secret(rng)
+    return _round_histogram(weighted_round(wp, rounds.by, exclude, choose_first, secret), list(rounds.by), rounds.l0,
+                            first=False)
+
+
+def _round_histogram(raw: Any, by: list[str], l0: int, first: bool) -> LocalHistogram:
+    """A weighted round's :class:`~sparsedp.engines.base.RawCounts` as a histogram: the keys with a kept pair
+    (canonical order) and their weight sums; bounding statistics (the ℓ0 figures for round 1 only)."""
+    import polars as pl
+
     kc = raw.key_counts
     keys_in = kc.height
     kc = kc.filter(pl.col(COUNT) >= 1)
     arrow = kc.select(by).to_arrow()
     check_key_values(arrow, by)
     stats = BoundingStats(rows_in=raw.rows_in, units_in=raw.units_in, pairs_in=raw.pairs_in,
-                          units_over_l0=raw.units_over_l0, pairs_dropped_l0=raw.pairs_dropped_l0,
+                          units_over_l0=raw.units_over_l0 if first else None,
+                          pairs_dropped_l0=raw.pairs_dropped_l0 if first else None,
                           keys_in=keys_in, keys_bounded=kc.height, keys_out=kc.height, l0=l0)
     return LocalHistogram(keys=arrow, counts=kc[WEIGHT_SUM].to_numpy().astype(np.int64), stats=stats)
 
@@ -133,30 +160,6 @@ def round_key_sums(pairs: Any, unit: str, by: Sequence[str], l0: int, weights: A
             .join(table, on="__t", how="left")
             .group_by(by).agg(pl.col("__w").sum().cast(pl.Int64).alias(COUNT))
             .filter(pl.col(COUNT) >= 1))
-
-
-def round_histogram(engine: Any, data: Any, unit: str, by: Sequence[str], l0: int, weights: Any, rng: Any,
-                    exclude: Any = None, choose_first: bool = False,
-                    secret: bytes | None = None) -> tuple[LocalHistogram, bytes]:
-    """:meth:`~sparsedp.core.engine.Engine.round_histogram` on the embedded engines: the distinct pairs after every
-    input check (:func:`distinct_pairs`), then :func:`round_key_sums`; ``secret`` (None: drawn from ``rng``
-    after the checks) is returned with the histogram, keys in canonical order."""
-    import polars as pl
-
-    by = list(by)
-    up = distinct_pairs(engine, data, unit, by)
-    if secret is None:
-        secret = draw_bounding_secret(rng)
-    sums = round_key_sums(up.pairs, unit, by, l0, weights, secret, exclude, choose_first)
-    sums = sums.sort(canonical_order(sums.schema, by))
-    arrow = sums.select(by).to_arrow()
-    check_key_values(arrow, by)
-    units = int(up.pairs.select(pl.col(unit).n_unique()).item())
-    n_keys = int(up.pairs.select(by).unique().height)
-    stats = BoundingStats(rows_in=up.rows, units_in=units, pairs_in=up.pairs.height, units_over_l0=None,
-                          pairs_dropped_l0=None, keys_in=n_keys, keys_bounded=sums.height, keys_out=sums.height,
-                          l0=int(l0))
-    return LocalHistogram(keys=arrow, counts=sums[COUNT].to_numpy().astype(np.int64), stats=stats), secret
 
 
 def kept_pairs(engine: Any, data: Any, unit: str, by: Sequence[str], l0: int, rng: Any) -> KeptPairs:

@@ -66,7 +66,7 @@ import numpy as np
 
 from ..aggregates import Aggregate, Quantile, Sum, noise_columns
 from ..core import sources
-from ..core.bounded import BoundingStats
+from ..core.bounded import BoundingStats, RoundsInput
 from ..core.checks import check_columns
 from ..core.engine import Capability, Engine, HistogramHandle, NoiseTask
 from ..core.histogram import SparseHistogram
@@ -473,31 +473,44 @@ class SparkEngine(Engine[SparkHistogram, "SparkDataFrame"]):
 
     @spark_task_progress
     def round_histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int, weights: Any,
-                        rng: RandomSource, exclude: Any = None, choose_first: bool = False,
-                        secret: bytes | None = None) -> tuple[SparkHistogram, bytes]:
-        """One adaptive-weighting round in the executors (:meth:`Engine.round_histogram`): ``repartition(unit) →
-        mapInArrow(round) → groupBy(keys).sum()``, each task running the embedded engines' per-unit code
-        (:class:`_RoundTask`) with the secret drawn on the driver after the input checks."""
+                        rng: RandomSource) -> tuple[SparkHistogram, RoundsInput]:
+        """Round 1 of the adaptive-weighting set union in the executors (:meth:`Engine.round_histogram`):
+        ``repartition(unit) → mapInArrow(round) → groupBy(keys).sum()``, each task running the embedded engines'
+        per-unit definition (:class:`_RoundTask`) with the secret drawn on the driver after the input checks.
+        The later rounds (:meth:`next_round`) read the checked frame again."""
+        by = list(by)
+        src, rows_in = checked_source(as_spark_frame(data), privacy_unit, by)
+        secret = draw_bounding_secret(rng)
+        rounds = RoundsInput(pairs=(src, rows_in), secret=secret, unit=privacy_unit, by=tuple(by), l0=int(l0),
+                             weights=tuple(int(w) for w in weights))
+        return self._round(rounds, secret, None, False), rounds
+
+    @spark_task_progress
+    def next_round(self, rounds: RoundsInput, exclude: Any, choose_first: bool, rng: RandomSource) -> SparkHistogram:
+        """A later round (:meth:`Engine.next_round`): round 1's secret (``choose_first``) or a fresh one drawn on
+        the driver, the released keys shipped to the tasks."""
+        secret = rounds.secret if choose_first else draw_bounding_secret(rng)
+        return self._round(rounds, secret, exclude, choose_first)
+
+    def _round(self, rounds: RoundsInput, secret: bytes, exclude: Any, choose_first: bool) -> SparkHistogram:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        by = list(by)
-        src, rows_in = checked_source(as_spark_frame(data), privacy_unit, by)
-        if secret is None:
-            secret = draw_bounding_secret(rng)
+        src, rows_in = rounds.pairs
+        by = list(rounds.by)
         ex = exclude.select(by) if exclude is not None and exclude.num_rows else None
         schema = T.StructType([T.StructField(c, src.schema[c].dataType, True) for c in by] +
                               [T.StructField(COUNT, T.LongType(), False)])
-        task = _RoundTask(unit=privacy_unit, by=tuple(by), l0=int(l0), weights=tuple(int(w) for w in weights),
-                          secret=secret, exclude=ex, choose_first=bool(choose_first))
-        partial = src.repartition(privacy_unit).mapInArrow(task, schema)
+        task = _RoundTask(unit=rounds.unit, by=tuple(by), l0=rounds.l0, weights=rounds.weights, secret=secret,
+                          exclude=ex, choose_first=bool(choose_first))
+        partial = src.repartition(rounds.unit).mapInArrow(task, schema)
         hist = partial.groupBy(*by).agg(F.sum(COUNT).cast("long").alias(COUNT))
         hist = hist.persist(StorageLevel.MEMORY_AND_DISK)
         n = int(hist.count())
         stats = SparkBoundingStats(rows_in=rows_in, units_in=None, pairs_in=None, units_over_l0=None,
-                                   pairs_dropped_l0=None, keys_in=None, keys_bounded=n, keys_out=n, l0=int(l0))
-        return SparkHistogram(frame=hist, by=tuple(by), stats=stats), secret
+                                   pairs_dropped_l0=None, keys_in=None, keys_bounded=n, keys_out=n, l0=rounds.l0)
+        return SparkHistogram(frame=hist, by=tuple(by), stats=stats)
 
     @spark_task_progress
     def kth_largest(self, hist: SparkHistogram, k: int) -> int:
