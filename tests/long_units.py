@@ -21,7 +21,7 @@ LONG_UNITS: dict[str, float] = {
     "topk-csh": 25.0,  # the audit's top-k CSH tests, sharing one calibration
     "tests/mechanisms/test_mech_csh_rounded.py::test_release_frequency_at_the_pre_threshold_small": 30.0,
     "tests/test_typecheck_strict.py::test_mypy_strict_passes_on_the_seams": 28.0,
-    "tests/fuzz/test_fuzz_release.py::test_release_on_hostile_frames": 28.0,
+    "tests/fuzz/test_fuzz_release.py::test_release_on_hostile_frames": 16.0,
     "tests/api/test_grouped_keys_release.py::test_output_law_matches_calibration": 25.0,
     "tests/accounting/test_csh_exact.py::test_debiased_profile_against_brute_force": 22.0,
     "tests/api/test_worked_examples.py::test_toy_mechanism_passes_the_audit_and_a_broken_one_fails": 20.0,

@@ -120,7 +120,7 @@ def test_p_inf_bracket_contains_mpmath(sigma, tau, k, m):
     assert (hi - lo) / ref < 1e-4
 
 
-@pytest.mark.parametrize("k,tau", [(2, 2.0), (2, 3.0), (3, 2.5), (3, 3.0)])
+@pytest.mark.parametrize("k,tau", [(2, 2.0), (2, 3.0), (3, 2.5), pytest.param(3, 3.0, marks=pytest.mark.slow)])
 def test_p_inf_matches_multivariate_normal_cdf(k, tau):
     """1 − P[A + G_i <= τ for all i]: the equicorrelated normal CDF (scipy's Genz integration)."""
     sigma = 1.0
@@ -188,8 +188,9 @@ def test_debiased_profile_against_brute_force(k):
 
 
 @pytest.mark.parametrize("eps,sigma,tau,k,debias", [(1.0, 0.369, 0.576, 2, False), (0.05, 1.251, 0.75, 2, False),
-                                                    (1.0, 0.685, 1.004, 2, True), (1.0, 1.621, 3.053, 3, True),
-                                                    (0.5, 6.333, 25.4, 3, False)])
+                                                    (1.0, 0.685, 1.004, 2, True),
+                                                    pytest.param(1.0, 1.621, 3.053, 3, True, marks=pytest.mark.slow),
+                                                    pytest.param(0.5, 6.333, 25.4, 3, False, marks=pytest.mark.slow)])
 def test_per_shape_integral_against_brute_force(eps, sigma, tau, k, debias):
     """§3.5: the per-shape integral over the common keys' mean is an upper bound within 1% of the pair."""
     for (m, j, u), ref in _all_pairs(eps, sigma, tau, k, debias=debias).items():

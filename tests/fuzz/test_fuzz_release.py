@@ -126,7 +126,7 @@ def run_release(data, *, out_dir=None, out_name="out.parquet", **kw):
 # ------------------------------------------------------------------------------------------ tests
 
 
-@fuzz_settings(700)
+@fuzz_settings(400)
 @given(frames(), st.data(), MODELS, PRIVACY)
 def test_release_on_hostile_frames(frame_names, data, model, privacy):
     frame, names = frame_names
