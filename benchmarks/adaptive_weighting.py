@@ -79,6 +79,7 @@ def datasets(tags: list[str], epsilons: list[float], seeds: list[int]) -> None:
                   f"shared loaded machine", flush=True)
             for eps in epsilons:
                 best: dict[str, tuple[float, int]] = {}
+                at: dict[tuple[str, int], float] = {}
                 for m in MECHANISMS:
                     for l0 in (grid if m == "weighted-gaussian" else rounds_grid):
                         n = []
@@ -89,11 +90,16 @@ def datasets(tags: list[str], epsilons: list[float], seeds: list[int]) -> None:
                                                rng=InsecureSeededRandom(s), interval=None)
                             n.append(r.table.height)
                         k = statistics.fmean(n)
+                        at[(m, l0)] = k
                         if m not in best or k > best[m][0]:
                             best[m] = (k, l0)
                 wg = best["weighted-gaussian"][0]
                 line = ", ".join(f"{m} {k:.1f} (l0={l0})" for m, (k, l0) in best.items())
                 print(f"  eps={eps:g}: {line}", flush=True)
+                for m in MECHANISMS[1:]:  # equal l0 (docs/proofs/mad.md §8: mad at l0 = 1 is the Weighted Gaussian)
+                    same = ", ".join(f"l0={l0}: {at[(m, l0)] / at[('weighted-gaussian', l0)]:.3f}"
+                                     for l0 in rounds_grid if at.get(("weighted-gaussian", l0)))
+                    print(f"    {m} / weighted-gaussian at the same l0: {same}", flush=True)
                 for m, target in (("mad2r", 1.10), ("mad", 1.0)):
                     ratio = best[m][0] / wg if wg else float("nan")
                     verdicts.append(f"  {tag:<10} eps={eps:<4g} {m:<6} {ratio:6.3f}x WG (target >= {target:.2f}x): "

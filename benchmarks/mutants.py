@@ -338,6 +338,11 @@ MUTANTS: tuple[Mutant, ...] = (
            (Edit("accounting/adaptive_weighting.py", "    return new_key_threshold(s_last, k, g, dlt)",
                  "    return new_key_threshold(s_last, k, g, dlt / 10)"),),
            (T_MAD + "::test_last_threshold_floor_is_below_the_calibrated_threshold", T_MAD)),
+    Mutant("mad-one-round-2delta", "one round (mad at l0 = 1, shares=(1,)) calibrated at 2δ: its threshold and "
+           "scale below the Weighted Gaussian's at the δ charged",
+           (Edit("accounting/adaptive_weighting.py", "    wg = calibrate_weighted_gaussian(epsilon, delta, l0, grid)",
+                 "    wg = dataclasses.replace(calibrate_weighted_gaussian(epsilon, 2 * delta, l0, grid), delta=delta)"),),
+           (T_MAD + "::test_one_round_is_the_weighted_gaussians_calibration_and_charge", T_MAD)),
     # ------------------------------------------------------------------ optimal l0 = 1 partition selection
     Mutant("optimal-partition-round-up", "the optimal partition selection's curve rounds the e^eps constraint UP "
            "(ceil instead of floor on the dyadic grid)",

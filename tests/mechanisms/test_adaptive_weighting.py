@@ -402,3 +402,93 @@ def test_more_keys_than_the_weighted_gaussian_on_the_demo_log():
     n = {m: sum(sd.release(df, "user_id", ["query"], mechanism=m, rng=InsecureSeededRandom(s), **kw).table.height
                 for s in (1, 2)) for m in ("weighted-gaussian", "mad", "mad2r")}
     assert n["mad"] >= n["weighted-gaussian"] and n["mad2r"] >= n["weighted-gaussian"], n
+
+
+# ------------------------------------------------------------------ domination at equal calibration (§8)
+
+
+def test_one_round_is_the_weighted_gaussians_calibration_and_charge():
+    """One share: exactly the Weighted Gaussian's scale, threshold, grid and exact event (no δ split, nothing to
+    compose); Lemma 3's floor still bounds its threshold from below."""
+    for eps, l0 in ((1.0, 1), (0.3, 5)):
+        wg = calibrate_weighted_gaussian(eps, 1e-6, l0)
+        c = calibrate_rounds("mad", eps, 1e-6, l0, (1.0,))
+        (r,) = c.rounds
+        assert (r.grid_sigma2, r.threshold_int, r.grid, r.l0) == (wg.grid_sigma2, wg.threshold_int, wg.grid, l0)
+        ev = c.event()
+        assert isinstance(ev, SetUnionEvent)
+        assert (ev.sigma2, ev.threshold, ev.l0, ev.grid, ev.epsilon, ev.delta) == (
+            wg.grid_sigma2, wg.threshold_int, l0, wg.grid, eps, 1e-6)
+        assert c.delta_achieved == wg.delta_achieved <= 1e-6
+        assert last_threshold_floor(eps, 1e-6, l0, (1.0,)) <= wg.threshold_int
+
+
+def test_mad_at_one_key_per_unit_releases_the_weighted_gaussians_table():
+    """Δ0 = 1: ``mad``'s later rounds could re-weight nothing, so it runs the Weighted Gaussian itself (Corollary 7):
+    with the same seeded source the same keys and the same noisy weights, on keys spread around the threshold;
+    ``mad2r`` (it re-chooses) keeps its two rounds; auto does not offer ``mad`` there (a duplicate candidate)."""
+    rng = np.random.default_rng(4)
+    units, keys = [], []
+    for k in range(120):                       # key k held by 8 + k//4 units (weights 8..37: both sides of T)
+        for _ in range(8 + k // 4):
+            units.append(len(units)), keys.append(f"k{k:03d}")
+    extra = rng.integers(0, len(units), 400)   # some units hold a second key (the l0 choice binds)
+    units += extra.tolist()
+    keys += [f"k{int(x):03d}" for x in rng.integers(0, 120, 400)]
+    df = pl.DataFrame({"unit": units, "key": keys}).unique()
+    assert sd.MAD().calibrate(_request(1.0, 1)).shares == (1.0,)
+    assert sd.MAD2R().rounds_shares(1) == (0.15, 0.85) and sd.MAD().rounds_shares(2) == (0.15, 0.85)
+    assert sd.MAD.auto_offer(_request(1.0, 1), None) is None   # auto has the Weighted Gaussian already
+    for seed in (1, 2):
+        kw = dict(max_groups_per_unit=1, rng=InsecureSeededRandom(seed), interval=None)
+        wg = sd.release(df, "unit", "key", 1.0, 1e-6, mechanism="weighted-gaussian", **kw).table.sort("key")
+        kw["rng"] = InsecureSeededRandom(seed)
+        mad = sd.release(df, "unit", "key", 1.0, 1e-6, mechanism="mad", **kw)
+        assert 10 < wg.height < 110
+        assert mad.table.sort("key").equals(wg)
+
+
+def test_mad_contains_the_weighted_gaussians_keys_at_equal_calibration():
+    """Proposition 6 as a coupling on the production per-unit code: the Weighted Gaussian's sums (its engine
+    histogram) and ``mad``'s round sums (``round_histogram``, round 1's choice kept, the released keys excluded)
+    with the same ℓ0 secret; round 2 at the Weighted Gaussian's (s, T) and its per-key noise equal to the
+    Weighted Gaussian's (exact discrete draws from a seeded source), round 1 at the calibrated first round.
+    Every key the Weighted Gaussian releases, ``mad`` releases (in round 1 or 2); every round-2 weight is at least
+    the key's Weighted Gaussian weight (Lemma 5); and the re-weighting releases keys the Weighted Gaussian
+    does not."""
+    from sparsedp.engines import get_engine
+    from sparsedp.noise import sample_discrete_gaussian
+
+    units, keys, u = [], [], 0
+    for i in range(150):   # A: 60 one-key units; {A, B}: 20 units; B: 7 one-key units; {A, B, C}: 3 units (l0 binds)
+        for members, count in (((f"A{i}",), 60), ((f"A{i}", f"B{i}"), 20), ((f"B{i}",), 7),
+                               ((f"A{i}", f"B{i}", f"C{i}"), 3)):
+            for _ in range(count):
+                units += [u] * len(members)
+                keys += list(members)
+                u += 1
+    df = pl.DataFrame({"unit": units, "key": keys})
+    l0 = 2
+    wg = calibrate_weighted_gaussian(1.0, 1e-6, l0)
+    first = calibrate_rounds("mad", 1.0, 1e-6, l0, (0.15, 0.85)).rounds[0]
+    ws = grid_weights(l0, wg.grid).tolist()
+    eng = get_engine("polars")
+    h_wg = eng.weighted_histogram(df, "unit", ["key"], l0, ws, InsecureSeededRandom(3))
+    h1, secret = eng.round_histogram(df, "unit", ["key"], l0, ws, InsecureSeededRandom(3))
+    s_wg = dict(zip(h_wg.keys.column("key").to_pylist(), h_wg.counts.tolist()))
+    s1 = dict(zip(h1.keys.column("key").to_pylist(), h1.counts.tolist()))
+    assert s1 == s_wg                                   # the same secret: the same kept pairs and weights
+    names = sorted(s_wg)
+    z = dict(zip(names, sample_discrete_gaussian(wg.grid_sigma2, len(names), InsecureSeededRandom(8)).tolist()))
+    z1 = dict(zip(names, sample_discrete_gaussian(first.grid_sigma2, len(names), InsecureSeededRandom(9)).tolist()))
+    released_wg = {k for k in names if s_wg[k] + z[k] >= wg.threshold_int}
+    r1 = {k for k in names if s1[k] + z1[k] >= first.threshold_int}
+    h2, _ = eng.round_histogram(df, "unit", ["key"], l0, ws, InsecureSeededRandom(5), choose_first=True,
+                                secret=secret, exclude=pa.table({"key": sorted(r1)}))
+    s2 = dict(zip(h2.keys.column("key").to_pylist(), h2.counts.tolist()))
+    assert not set(s2) & r1 and set(s2) <= set(names) - r1
+    assert all(s2[k] >= s_wg[k] for k in s2)            # Lemma 5: mad's remaining weights only grow
+    assert sum(s2[k] > s_wg[k] for k in s2) > 100       # ... and grow where a unit's other key was released
+    r2 = {k for k in s2 if s2[k] + z[k] >= wg.threshold_int}
+    assert released_wg <= r1 | r2                        # Proposition 6
+    assert len((r1 | r2) - released_wg) > 20 and 20 < len(released_wg) < len(names) - 20

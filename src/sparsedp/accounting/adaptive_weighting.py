@@ -23,11 +23,13 @@ threshold ``T_r`` whose new-key term ``max_t 1 − (1 − P[Z_r >= T_r − W_t])
 (``q``: the rounds' shares of the new-key budget, 10 % to the earlier rounds together and 90 % to the last,
 whose threshold decides the keys near the threshold); the composed δ(ε) is then computed, the slack
 ``δ − δ(ε)`` given (90 % of it) to the last round's target once, kept only if the composition still meets δ;
-``a`` is lowered until the composition meets δ.
+``a`` is lowered until the composition meets δ. One round (``shares=(1.0,)``) is the Weighted Gaussian's own
+calibration and exact event (:func:`one_round`; ``docs/proofs/mad.md`` §3, §8).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -37,11 +39,12 @@ from ..errors import InfeasibleError, InvalidParameterError
 from .calibration import Comparison, Neighbours
 from .discrete import dgauss_sf, dgauss_variance
 from .discrete_histograms import _smallest_margin, rational_up
-from .events import SequenceEvent, event_of
+from .events import PrivacyEvent, SequenceEvent, event_of
 from .laws import DiscreteGaussian
-from .set_union import SetUnionCalibration, grid_weights, weighted_gaussian_delta, weighted_gaussian_scale
+from .set_union import (SetUnionCalibration, calibrate_weighted_gaussian, grid_weights, weighted_gaussian_delta,
+                        weighted_gaussian_scale)
 
-__all__ = ["RoundsCalibration", "calibrate_rounds", "last_threshold_floor", "new_key_shares", "new_key_threshold", "rounds_event", "MAX_L0"]
+__all__ = ["RoundsCalibration", "calibrate_rounds", "one_round", "last_threshold_floor", "new_key_shares", "new_key_threshold", "rounds_event", "MAX_L0"]
 
 #: the composed profile is sampled from each round's exact profile (41 points, each a max over t = 1..Δ0):
 #: about 2 s a round at Δ0 = 20 and 4 s at 32 on one loaded core, so the rounds are offered up to this bound
@@ -126,8 +129,9 @@ class RoundsCalibration:
     top_k = None
     d = None
 
-    def event(self) -> SequenceEvent:
-        """The ledger event: the rounds' exact events in sequence, charged at (ε, δ)."""
+    def event(self) -> PrivacyEvent:
+        """The ledger event: the rounds' exact events in sequence, charged at (ε, δ) (one round: its own exact
+        Weighted Gaussian event, the one ``weighted-gaussian`` charges)."""
         return rounds_event(self.rounds, self.epsilon, self.delta)
 
     def release_probability(self, round_sums: tuple[int, ...]) -> float:
@@ -142,9 +146,12 @@ class RoundsCalibration:
         return 1.0 - miss
 
 
-def rounds_event(rounds: tuple[SetUnionCalibration, ...], epsilon: float, delta: float) -> SequenceEvent:
+def rounds_event(rounds: tuple[SetUnionCalibration, ...], epsilon: float, delta: float) -> PrivacyEvent:
     """The rounds as one charge: a :class:`~.events.SequenceEvent` of their exact set-union events (each one's
-    parameters are fixed before any round is run), charged at (ε, δ)."""
+    parameters are fixed before any round is run), charged at (ε, δ); one round is charged as its own exact
+    :class:`~.events.SetUnionEvent` (no composition to sample: the Weighted Gaussian's charge)."""
+    if len(rounds) == 1:
+        return event_of(rounds[0])
     return SequenceEvent([event_of(c) for c in rounds], epsilon=epsilon, delta=delta)
 
 
@@ -185,14 +192,29 @@ def last_threshold_floor(epsilon: float, delta: float, l0: int, shares: tuple[fl
     composed δ(ε) is at least the last round's new-key term (the probability of an infinite privacy loss only
     grows under composition), which is at most δ, so ``T_R >= new_key_threshold(s_R, Δ0, G, δ)`` (the term falls
     as T rises and grows with the scale). The scale is taken 0.1 % lower than that bound, for the 0.01 % grid of
-    :func:`~.set_union.weighted_gaussian_scale`. ``docs/proofs/mad.md`` §3."""
+    :func:`~.set_union.weighted_gaussian_scale`. One round is the Weighted Gaussian's own calibration (scale
+    ``weighted_gaussian_scale(ε, δ)``, fraction 1): the same bound with ``δ`` in place of ``0.6·δ``.
+    ``docs/proofs/mad.md`` §3."""
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     k = v.integer("max_groups_per_unit", l0, lo=1)
     g = v.integer("grid", grid, lo=1)
-    s_star = weighted_gaussian_scale(eps, 0.6 * dlt, k, g)
+    s_star = weighted_gaussian_scale(eps, (1.0 if len(shares) == 1 else 0.6) * dlt, k, g)
     s_last = Fraction(float(s_star) / float(shares[-1]) * 0.999)
     return new_key_threshold(s_last, k, g, dlt)
+
+
+def one_round(name: str, epsilon: float, delta: float, l0: int, grid: int = 4096) -> RoundsCalibration:
+    """One round: exactly the Weighted Gaussian's calibration (:func:`~.set_union.calibrate_weighted_gaussian`:
+    the same scale ``s`` and integer threshold ``T``, the same grid weights) and its exact event. A single round
+    of fresh noise has nothing to compose, so no Gaussian/new-key split of δ is needed: its profile is WG
+    Theorem 1's maximum, which is what the Weighted Gaussian is calibrated on (``docs/proofs/mad.md`` §8)."""
+    wg = calibrate_weighted_gaussian(epsilon, delta, l0, grid)
+    one = dataclasses.replace(wg, mechanism=name)
+    return RoundsCalibration(mechanism=name, analysis="discrete-exact-rounds", epsilon=wg.epsilon, delta=wg.delta,
+                             rounds=(one,), shares=(1.0,), gauss_fraction=1.0,
+                             delta_achieved=float(wg.delta_achieved), l0=wg.l0 or l0, grid=wg.grid,
+                             new_key_targets=(float(wg.delta),))
 
 
 def calibrate_rounds(name: str, epsilon: float, delta: float, l0: int, shares: tuple[float, ...],
@@ -201,7 +223,8 @@ def calibrate_rounds(name: str, epsilon: float, delta: float, l0: int, shares: t
     ``a`` starts at 0.6 and is multiplied by 0.7 until the composed δ(ε) is at most δ (at most 8 tries); the
     new-key targets ``q_r·(1 − a)·δ`` (:func:`new_key_shares`), then the last one raised once by 90 % of the
     composition's slack if the composition still meets δ. Every candidate is checked by the composed δ(ε) of
-    its own thresholds: the slack step changes the efficiency, never the guarantee."""
+    its own thresholds: the slack step changes the efficiency, never the guarantee. One share ``(1.0,)``: the
+    Weighted Gaussian's own calibration (:func:`one_round`)."""
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     k = v.integer("max_groups_per_unit", l0, lo=1)
@@ -209,6 +232,8 @@ def calibrate_rounds(name: str, epsilon: float, delta: float, l0: int, shares: t
     fs = tuple(float(f) for f in shares)
     if not fs or any(not (0 < f <= 1) for f in fs) or abs(math.fsum(fs) - 1.0) > 1e-9:
         raise InvalidParameterError(f"shares must be positive and sum to 1, got {shares!r}")
+    if len(fs) == 1:
+        return one_round(name, eps, dlt, k, g)
     qs = new_key_shares(len(fs))
     a = 0.6
     for _ in range(8):

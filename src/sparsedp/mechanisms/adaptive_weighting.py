@@ -8,7 +8,9 @@ its other keys: with ``t`` of them left it gives each ``W_t = floor(G/√t)`` in
 *adaptive degree* t is smaller), which raises the weight of the rarer keys it holds.
 
 * ``mad`` (:class:`MAD`): one ℓ0 choice (round 1's); a later round keeps each unit's kept keys that are not
-  released yet and re-weights them (weight rerouted within the kept set).
+  released yet and re-weights them (weight rerouted within the kept set), so a key's weight only grows from round
+  to round (``docs/proofs/mad.md`` Lemma 5). At Δ0 = 1 nothing can be re-weighted and ``mad`` runs one round,
+  the Weighted Gaussian itself (same calibration, charge and table for the same source; §8 Corollary 7).
 * ``mad2r`` (:class:`MAD2R`): the later round also re-chooses: each unit keeps up to Δ0 of *all* its keys not
   released yet, so keys dropped by round 1's ℓ0 bound get a second chance (the first round biases the second's
   choice).
@@ -122,14 +124,17 @@ class _Rounds(_SetUnion):
         """Offered by ``sd.Auto(objective="keys")`` (:func:`rounds_candidates`) unless it cannot win there: auto
         ranks selections by the count-equivalent threshold, and when the last round's threshold is provably at or
         above the Weighted Gaussian's (:func:`~sparsedp.accounting.adaptive_weighting.last_threshold_floor`, no
-        composed profile computed) the rounds' seconds-long calibration is skipped (``docs/proofs/mad.md`` §3)."""
+        composed profile computed) the rounds' seconds-long calibration is skipped (``docs/proofs/mad.md`` §3). Not
+        offered when it runs one round (``mad`` at Δ0 = 1): that is the Weighted Gaussian, a candidate already."""
         mech = rounds_candidates(request).get(cls.name)
         if mech is None or not isinstance(mech, _Rounds):
             return mech
         l0 = int(request.max_groups_per_unit or 0)
+        if len(mech.rounds_shares(l0)) == 1:
+            return None  # one round is the Weighted Gaussian itself, already a candidate (§8 Corollary 7)
         try:
             wg = _calibrate_set_union(float(request.epsilon), float(request.delta), l0, int(mech.grid))
-            floor = last_threshold_floor(request.epsilon, request.delta, l0, mech.shares, mech.grid)
+            floor = last_threshold_floor(request.epsilon, request.delta, l0, mech.rounds_shares(l0), mech.grid)
         except (InfeasibleError, InvalidParameterError):
             return mech
         return None if floor >= wg.threshold_int else mech
@@ -164,10 +169,19 @@ class _Rounds(_SetUnion):
             raise InvalidParameterError(f"grid={self.grid} is too coarse for max_groups_per_unit={l0}: need "
                                         f"grid^2 >= max_groups_per_unit")
 
+    def rounds_shares(self, l0: int) -> tuple[float, ...]:
+        """The Gaussian shares the release runs with at ``l0`` keys per unit: :attr:`shares`, except ``mad`` at
+        Δ0 = 1, which runs one round, the Weighted Gaussian itself (``(1.0,)``): a unit keeps at most one key
+        and ``mad`` keeps round 1's choice, so a later round re-weights nothing (a unit's one key is released or
+        keeps its weight ``W_1``) and would only repeat round 1 with a split budget (``docs/proofs/mad.md`` §8,
+        Corollary 7). ``mad2r`` re-chooses, so its later rounds can move a unit to another key."""
+        return (1.0,) if l0 == 1 and not self.rechoose else tuple(self.shares)
+
     def calibrate(self, request: ReleaseRequest) -> RoundsCalibration:
         assert request.max_groups_per_unit is not None
-        return _calibrate(self.name, float(request.epsilon), float(request.delta), int(request.max_groups_per_unit),
-                          tuple(self.shares), int(self.grid))
+        l0 = int(request.max_groups_per_unit)
+        return _calibrate(self.name, float(request.epsilon), float(request.delta), l0, self.rounds_shares(l0),
+                          int(self.grid))
 
     def charge(self, calibration: Any, disclosure: Disclosure) -> Any:
         """The rounds' exact set-union events in sequence (:meth:`RoundsCalibration.event`)."""
@@ -181,19 +195,21 @@ class _Rounds(_SetUnion):
                            f"released iff weight >= {c.threshold_int / g:.6g}" for i, c in enumerate(cal.rounds))
         how = ("re-choose up to Δ0 of all their keys not released yet" if self.rechoose
                else "keep round 1's kept keys that are not released yet")
+        later = (f"; in a later round units {how}" if len(cal.rounds) > 1 else
+                 " (one round: nothing to re-weight at this bound, the Weighted Gaussian's calibration)")
+        composed = ("the rounds' exact profiles composed" if len(cal.rounds) > 1
+                    else "the Weighted Gaussian's exact profile")
         return Disclosure(
             mechanism=self.name, analysis=cal.analysis, epsilon=cal.epsilon, delta=cal.delta,
             delta_achieved=float(cal.delta_achieved), neighbours=self.neighbours,
             contribution=(f"at most {request.max_groups_per_unit} keys per unit in each of {len(cal.rounds)} "
-                          f"rounds, each of a unit's t kept keys weighted floor({g}/sqrt(t))/{g}; in a later round "
-                          f"units {how}"),
+                          f"round{'s' if len(cal.rounds) > 1 else ''}, each of a unit's t kept keys weighted floor({g}/sqrt(t))/{g}{later}"),
             value_column=value_column, delta_parts=cal.delta_parts, sigma=last.weight_sigma,
             noise_std=last.weight_noise_std, threshold=last.threshold_int / g, margin=(last.threshold_int - 1) / g,
             pre_threshold=None, comparison=">=",
             notes=(f"adaptive-weighting set union (after Chen, Cohen-Addad, Epasto & Zadimoghaddam, ICML 2025): values "
                    f"are noisy key weights in the round that released the key, not counts; {rounds}; Gaussian "
-                   f"shares {', '.join(f'{f:g}' for f in cal.shares)}; the rounds' exact profiles composed "
-                   f"(docs/proofs/mad.md)",))
+                   f"shares {', '.join(f'{f:g}' for f in cal.shares)}; {composed} (docs/proofs/mad.md)",))
 
     def needs(self, request: UserRequest) -> frozenset[Capability]:
         return frozenset({Capability.ROUNDS})  # Engine.round_histogram: the embedded engines and Spark
@@ -241,7 +257,7 @@ class _Rounds(_SetUnion):
 @dataclass(frozen=True)
 class MAD(_Rounds):
     """Adaptive-weighting set union with weight rerouted inside each unit's kept keys (module docstring). Needs
-    ``max_groups_per_unit`` (Δ0 <= 32).
+    ``max_groups_per_unit`` (Δ0 <= 32); at Δ0 = 1 it is the Weighted Gaussian (one round).
 
     Options: ``shares`` (default ``(0.15, 0.85)``: each round's share of the Gaussian budget, 1 to 4 rounds),
     ``grid`` (default 4096: weights are multiples of ``1/grid``, each ``1/√t`` rounded down).
