@@ -338,6 +338,11 @@ MUTANTS: tuple[Mutant, ...] = (
            (Edit("accounting/adaptive_weighting.py", "    return new_key_threshold(s_last, k, g, dlt)",
                  "    return new_key_threshold(s_last, k, g, dlt / 10)"),),
            (T_MAD + "::test_last_threshold_floor_is_below_the_calibrated_threshold", T_MAD)),
+    Mutant("wg-loss-boundary-floor", "the Weighted Gaussian's hockey stick takes the lower loss boundary rounded down "
+           "(floor, not ceil: the set {L >= ε} one point too large under the shifted law)",
+           (Edit("accounting/set_union.py", "    x1 = -((half - mid) // den)", "    x1 = (mid - half) // den"),),
+           ("tests/mechanisms/test_set_union.py::test_hockey_stick_boundaries_are_the_exact_rational_ones",
+            "tests/mechanisms/test_set_union.py")),
     Mutant("mad-one-round-2delta", "one round (mad at l0 = 1, shares=(1,)) calibrated at 2δ: its threshold and "
            "scale below the Weighted Gaussian's at the δ charged",
            (Edit("accounting/adaptive_weighting.py", "    wg = calibrate_weighted_gaussian(epsilon, delta, l0, grid)",

@@ -26,6 +26,13 @@ Comparisons with OpenDP and PipelineDP belong to the peers benchmark (separate v
                                                  # vs group_by(key).agg(n_unique(unit), sum, sum); target <= 1.3x
     python benchmarks/release_aggregates.py --aggregates --source file --engines duckdb,polars
     python benchmarks/release_aggregates.py --aggregates --source file --engines duckdb --baseline CHECKOUT
+    python benchmarks/release_aggregates.py --intervals [--baseline CHECKOUT]   # per-row intervals' cost only
+
+``--intervals``: only the cost of the default 95 % per-row intervals: a release with ``interval=None`` against
+the same release with ``interval=0.95``, for VARIANCE + STD at ε = 0.3 (400 keys of 200 units, half of
+variance 0 and half of the largest variance, values in [0, 10]) and for COUNT + two SUMs + MEAN at ε = 0.5 (the same
+frame, ``y`` = unit mod 8 in [0, 20]); each timed call in a fresh process after a warm-up release at another ε (imports, thread pools; the
+intervals' memoised laws are not warm), medians of ``--runs``.
 
 With ``--aggregates`` the data get two value columns (``dwell_s`` uniform on [0, 900), ``clicks`` integers in
 [0, 20), numpy seed 0) and the release is GSHM with ``[Count(), Sum("dwell_s", 0, 600), Sum("clicks", 0, 10)]``
@@ -125,6 +132,52 @@ print(f"{time.perf_counter() - t0:.3f}")
 """
 
 
+INTERVAL_CHILD = r"""
+import json, sys, time
+import numpy as np, polars as pl
+import sparsedp as sd
+case, level = sys.argv[1], (None if sys.argv[2] == "none" else float(sys.argv[2]))
+u = np.arange(400 * 200)
+k = u // 200
+df = pl.DataFrame({"u": u, "k": k, "x": np.where(k < 200, 7.0, np.where(u % 2 == 0, 0.0, 10.0)),
+                   "y": (u % 8).astype(float)})
+aggs, eps = {"variance": ([sd.Count(), sd.Variance("x", 0, 10), sd.Std("x", 0, 10)], 0.3),
+             "sum-mean": ([sd.Count(), sd.Sum("x", 0, 10), sd.Mean("x", 0, 10), sd.Sum("y", 0, 20)], 0.5)}[case]
+kw = dict(privacy_unit="u", by="k", delta=1e-6, max_groups_per_unit=1, aggregates=aggs)
+sd.release(df.head(2000), epsilon=1.7, **kw)  # warm-up: imports and pools, not the timed laws
+t = time.perf_counter()
+res = sd.release(df, epsilon=eps, interval=level, **kw)
+print(json.dumps({"time": time.perf_counter() - t, "keys": res.table.height,
+                  "columns": sum(c.endswith("_lo") for c in res.table.columns)}))
+"""
+
+
+def interval_timings(runs: int, baseline: str | None) -> None:
+    """``--intervals``: release time without and with the default per-row intervals (module docstring)."""
+    modes = [(case, lv, src) for case in ("variance", "sum-mean") for lv in ("none", "0.95")
+             for src in ([None, os.path.join(baseline, "src")] if baseline else [None])]
+    times: dict[tuple, list[float]] = {m: [] for m in modes}
+    print(f"before: {_uptime()}", flush=True)
+    for i in range(runs):
+        for m in modes:
+            env = child_env()
+            if m[2] is not None:
+                env["PYTHONPATH"] = m[2]
+            out = subprocess.run([sys.executable, "-c", INTERVAL_CHILD, m[0], m[1]], capture_output=True,
+                                 text=True, check=True, env=env)
+            times[m].append(json.loads(out.stdout.strip().splitlines()[-1])["time"])
+        print(f"  run {i + 1}/{runs}: " + ", ".join(f"{c}/{lv}{'@before' if s else ''} {times[(c, lv, s)][-1]:.2f} s"
+                                                   for c, lv, s in modes) + f"; {_uptime()}", flush=True)
+    for case in ("variance", "sum-mean"):
+        for s in ([None, baseline] if baseline else [None]):
+            src = None if s is None else os.path.join(s, "src")
+            off = statistics.median(times[(case, "none", src)])
+            on = statistics.median(times[(case, "0.95", src)])
+            print(f"{case:9s}{' @before' if s else '':8s} release interval=None {off:6.2f} s, interval=0.95 "
+                  f"{on:6.2f} s: intervals add {on - off:6.2f} s ({on / off:.2f}x), medians of {runs}")
+    print(f"after: {_uptime()}")
+
+
 def child_env() -> dict:
     """The children's environment: bytecode caching allowed (an installed package has its ``.pyc`` files;
     with ``PYTHONDONTWRITEBYTECODE`` set, every fresh process would recompile sparsedp, ~0.5 s of CPU)."""
@@ -177,7 +230,12 @@ def main() -> None:
     ap.add_argument("--data", default=None, help="reuse this Parquet file (as written by this benchmark)")
     ap.add_argument("--baseline", default=None,
                     help="a checkout of an earlier commit: its sparsedp (DIR/src) also runs, as '<engine>@before'")
+    ap.add_argument("--intervals", action="store_true",
+                    help="only the per-row intervals' cost: releases with interval=None vs 0.95 (module docstring)")
     args = ap.parse_args()
+    if args.intervals:
+        interval_timings(args.runs, args.baseline)
+        return
     from sparsedp.demo_data import search_log
 
     rows, units = int(args.rows), int(args.units)

@@ -84,8 +84,8 @@ class Route:
         return sum(self.keys) / len(self.keys) if self.keys else float("nan")
 
 
-#: the largest bound MAD/MAD2R are calibrated at (they refuse larger ones before reading data)
-MAD_MAX_L0 = 32
+#: the largest bound MAD/MAD2R are calibrated at (they refuse larger ones before reading data): the library's
+from sparsedp.accounting.adaptive_weighting import MAX_L0 as MAD_MAX_L0  # noqa: E402
 
 
 def sparsedp_routes(l0s, names, selects=("auto", "mad2r"),

@@ -1,4 +1,4 @@
-"""Shared test fixtures."""
+"""Shared test fixtures, and the order in which xdist workers take the long tests."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import tempfile
 
 import pytest
 
+from long_units import longest_first
 from sparsedp.noise import InsecureSeededRandom
 
 # the calibration disk cache of this test process starts empty, so every accountant runs (a cache left in the
@@ -18,3 +19,12 @@ os.environ["SPARSEDP_CACHE_DIR"] = tempfile.mkdtemp(prefix="sparsedp-test-cache-
 def rng():
     """A deterministic, NOT secure source: tests only."""
     return InsecureSeededRandom(20261122)
+
+
+@pytest.hookimpl(trylast=True)  # after tests/spark/conftest.py has put the Spark tests in their group
+def pytest_collection_modifyitems(config, items):
+    """In an xdist worker, the long units first (longest first), the rest in collection order; every worker
+    computes the same order, as xdist requires."""
+    if not hasattr(config, "workerinput"):
+        return
+    longest_first(items)

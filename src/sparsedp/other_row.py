@@ -26,6 +26,7 @@ row's bounding secret drawn after the release's read, and the other row's noise 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,9 +202,20 @@ def _note(cal: OtherTotalCalibration, eps_release: float, count_name: str, sums:
 
 def other_halfwidth(scale: Any, level: float) -> tuple[int, float]:
     """``(h, coverage)``: the smallest integer h with P[|Z| <= h] >= ``level`` for the other row's discrete Laplace
-    noise Z of ``scale`` (exact law: P[|Z| <= h] = 1 − 2·P[Z >= h + 1]), and that probability."""
-    h = 0
-    while 1.0 - 2.0 * float(dlaplace_sf(h + 1, scale)) < level:
+    noise Z of ``scale`` (exact law: P[|Z| <= h] = 1 − 2·P[Z >= h + 1]), and that probability.
+
+    The upward scan starts just below the closed form ``h = b·log(2/((1 − level)(1 + q))) − 1`` (``q = e^{−1/b}``:
+    ``P[Z >= k] = q^k/(1 + q)``) instead of at 0, once the test fails there (else from 0): the same first h
+    (the test is monotone in h) in a few evaluations instead of about ``3b``."""
+    def covers(h: int) -> bool:
+        return 1.0 - 2.0 * float(dlaplace_sf(h + 1, scale)) >= level
+
+    b = float(scale)
+    guess = b * math.log(2.0 / (max(1.0 - level, 1e-300) * (1.0 + math.exp(-1.0 / b)))) - 1.0
+    h = max(0, int(guess) - 2) if math.isfinite(guess) else 0
+    if h > 0 and covers(h - 1):
+        h = 0
+    while not covers(h):
         h += 1
     return h, 1.0 - 2.0 * float(dlaplace_sf(h + 1, scale))
 

@@ -1,6 +1,8 @@
 """The exact laws behind per-row intervals (sparsedp.accounting.intervals): the cdf of an integer combination of
 independent discrete noises against brute-force enumeration, the half-width's minimality, the mean's coverage by
-exact enumeration on a tiny law, and the release probability against the discrete Gaussian's exact tail."""
+exact enumeration on a tiny law, the release probability against the discrete Gaussian's exact tail, and the
+fast cdf (one exact cdf evaluation per distinct argument, memoised laws) against the formula evaluated point by
+point."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 
 from sparsedp.accounting.discrete import dgauss_pmf, dgauss_sf, dlaplace_pmf
+from sparsedp.accounting import intervals
 from sparsedp.accounting.intervals import (LinearNoise, MeanLaw, ReleaseRule, RoundedGaussian, check_level,
                                            ratio_interval)
 from sparsedp.accounting.laws import DiscreteGaussian, DiscreteLaplace
@@ -99,3 +102,65 @@ def test_release_probability_is_the_exact_tail():
 def test_levels_outside_the_open_unit_interval_are_refused(bad):
     with pytest.raises(InvalidParameterError, match="interval"):
         check_level(bad)
+
+
+#: laws whose widest term carries a large coefficient (the re-centring ``c·Z`` of a sum of squares): long runs of
+#: equal cdf arguments, the case the fast path shares; and one where every argument is distinct
+RUN_LAWS = [
+    LinearNoise(((1, DiscreteGaussian(Fraction(400))), (90, DiscreteGaussian(Fraction(3, 2)))), Fraction(8)),
+    LinearNoise(((1, DiscreteLaplace(Fraction(20))), (-75, DiscreteLaplace(Fraction(7, 5))))),
+    LinearNoise(((2, DiscreteGaussian(Fraction(30))), (60, RoundedGaussian(1.3)), (7, DiscreteGaussian(Fraction(2))))),
+    LinearNoise(((1, DiscreteGaussian(Fraction(900))), (2, DiscreteGaussian(Fraction(3))))),
+]
+
+
+def _plain_cdf(split: intervals.Split, t: int) -> float:
+    """The cdf formula with the exact cdf evaluated at every support point (no sharing)."""
+    return float(np.sum(split.prob * intervals._cdf(split.x0, np.floor((t - split.support) / split.a0))))
+
+
+def _plain_convolution(noise: LinearNoise) -> tuple[np.ndarray, np.ndarray]:
+    """The support and pmf of R (every term but the widest) by unique + bincount at every step."""
+    terms = sorted(((abs(a), x) for a, x in noise.terms), key=lambda t: -t[0] * intervals._spread(t[1]))
+    support, prob = np.zeros(1, dtype=np.int64), np.ones(1)
+    for a, x in terms[1:]:
+        w = intervals._window(x)
+        s = (support[:, None] + a * np.arange(-w, w + 1, dtype=np.int64)[None, :]).ravel()
+        support, inv = np.unique(s, return_inverse=True)
+        prob = np.bincount(inv.ravel(), weights=(prob[:, None] * intervals._pmf(x, w)[None, :]).ravel())
+    return support, prob
+
+
+@pytest.mark.parametrize("noise", RUN_LAWS + LAWS, ids=range(len(RUN_LAWS) + len(LAWS)))
+def test_fast_cdf_and_halfwidth_equal_the_pointwise_formula(noise):
+    """Bit for bit: the convolution, the cdf at many points, and each half-width is the smallest h whose
+    point-by-point coverage reaches the level, with that coverage exactly (not approximately)."""
+    split = intervals._split_of(noise)
+    support, prob = _plain_convolution(noise)
+    assert np.array_equal(split.support, support) and np.array_equal(split.prob, prob)
+    lattice = [int(t) for t in np.linspace(-4 * noise.std * float(noise.divisor), 4 * noise.std
+                                           * float(noise.divisor), 61)]
+    for t in lattice + [-10**7, -1, 0, 1, 10**7]:
+        assert noise.cdf(t) == _plain_cdf(split, t)
+    for level in (0.3, 0.9, 0.95, 0.99, 1 - 1e-9):
+        h = noise.halfwidth(level)
+        assert h.coverage == min(1.0, 2.0 * _plain_cdf(split, h.lattice) - 1.0) >= level
+        assert 2.0 * _plain_cdf(split, h.lattice - 1) - 1.0 < level
+        assert h.width == float(Fraction(h.lattice) / noise.divisor)
+
+
+@pytest.mark.parametrize("law", [DiscreteGaussian(Fraction(7)), DiscreteGaussian(Fraction(2, 7)),
+                                 DiscreteLaplace(Fraction(5, 2)), RoundedGaussian(3.3)], ids=range(4))
+def test_cdf_by_runs_and_memo_is_the_cdf_at_every_point(law):
+    """Any argument array (runs, repeats out of order, one point, none), through one memo that grows from call
+    to call: the same float at every position as the cdf evaluated there."""
+    g = np.random.default_rng(3)
+    memo = intervals.CdfMemo(law)
+    for k in (np.repeat(np.arange(30.0, -31.0, -1.0), g.integers(1, 9, 61)), g.integers(-40, 40, 500).astype(float),
+              np.full(17, 4.0), np.array([-2.0]), np.array([], dtype=float), np.arange(-60.0, 61.0)[::-1],
+              g.integers(-80, 80, 300).astype(float)):
+        want = intervals._cdf(law, k)
+        for got in (intervals._runs(memo, k), intervals._runs(lambda x: intervals._cdf(law, x), k)):
+            assert got.shape == want.shape and np.array_equal(got, want)
+    keys, values = memo._state
+    assert np.all(np.diff(keys) > 0) and np.array_equal(values, intervals._cdf(law, keys))

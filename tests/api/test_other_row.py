@@ -9,6 +9,8 @@ refused before anything is charged or drawn (docs/proofs/other-row.md).
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import polars as pl
 import pytest
@@ -183,6 +185,19 @@ def test_cli_other(tmp_path):
     assert "other row:" in r.output
     bad = CliRunner().invoke(app, [*base, "--top-k", "3", "--other"])
     assert bad.exit_code == 2 and "--other needs --max-groups" in bad.output
+
+
+@pytest.mark.parametrize("scale", [Fraction(1, 3), 1, Fraction(7, 2), 40, Fraction(301, 3)])
+def test_other_halfwidth_is_the_first_h_of_the_upward_scan(scale):
+    """The closed-form start gives exactly the h (and coverage) of scanning up from h = 0 with the same test."""
+    from sparsedp.accounting.discrete import dlaplace_sf
+    from sparsedp.other_row import other_halfwidth
+
+    for level in (0.01, 0.5, 0.9, 0.95, 0.999, 1 - 1e-12):
+        h = 0
+        while 1.0 - 2.0 * float(dlaplace_sf(h + 1, scale)) < level:
+            h += 1
+        assert other_halfwidth(scale, level) == (h, 1.0 - 2.0 * float(dlaplace_sf(h + 1, scale)))
 
 
 def test_interval_of_the_other_row_is_its_own_noise():

@@ -86,16 +86,18 @@ def test_every_engine_gives_the_same_variance():
 def test_clamp_to_the_possible_range():
     """Keys of variance 0 (every unit at 7) and keys of the largest possible variance 25 (half at 0, half at 10, in
     [0, 10]): the noisy plug-in falls outside [0, 25] about half the time on each side, and the released value
-    is clamped into [0, ((U − L)/2)²]."""
+    is clamped into [0, ((U − L)/2)²], and so are both ends of its default interval."""
     u = np.arange(400 * 200)
     k = u // 200
     x = np.where(k < 200, 7.0, np.where(u % 2 == 0, 0.0, 10.0))
     df = pl.DataFrame({"u": u, "k": k, "x": x})
     res = sd.release(df, **{**KW, "epsilon": 0.3, "delta": 1e-6}, aggregates=[sd.Count(), sd.Variance("x", 0, 10)],
-                     rng=InsecureSeededRandom(5), interval=None)  # the clamp, not the intervals (tested elsewhere)
+                     rng=InsecureSeededRandom(5))
     t = res.table
     v = t["variance_x"].to_numpy()
     assert v.size == 400 and v.min() >= 0.0 and v.max() <= 25.0
+    lo, hi = t["variance_x_lo"].to_numpy(), t["variance_x_hi"].to_numpy()  # the default intervals: clamped too
+    assert np.all((0.0 <= lo) & (lo <= hi) & (hi <= 25.0))
     low, high = t.filter(pl.col("k") < 200)["variance_x"], t.filter(pl.col("k") >= 200)["variance_x"]
     assert 40 < (low == 0.0).sum() < 160 and 40 < (high == 25.0).sum() < 160
 

@@ -450,8 +450,9 @@ def test_mad_at_one_key_per_unit_releases_the_weighted_gaussians_table():
 
 def test_mad_contains_the_weighted_gaussians_keys_at_equal_calibration():
     """Proposition 6 as a coupling on the production per-unit code: the Weighted Gaussian's sums (its engine
-    histogram) and ``mad``'s round sums (``round_histogram``, then ``next_round``: round 1's choice kept, the
-    released keys excluded) with the same ℓ0 secret; round 2 at the Weighted Gaussian's (s, T) and its per-key noise equal to the
+    histogram) and ``mad``'s round sums (``round_histogram``, then ``next_round`` with round 1's choice kept and the
+    released keys excluded)
+    with the same ℓ0 secret; round 2 at the Weighted Gaussian's (s, T) and its per-key noise equal to the
     Weighted Gaussian's (exact discrete draws from a seeded source), round 1 at the calibrated first round.
     Every key the Weighted Gaussian releases, ``mad`` releases (in round 1 or 2); every round-2 weight is at least
     the key's Weighted Gaussian weight (Lemma 5); and the re-weighting releases keys the Weighted Gaussian
@@ -483,7 +484,7 @@ def test_mad_contains_the_weighted_gaussians_keys_at_equal_calibration():
     z1 = dict(zip(names, sample_discrete_gaussian(first.grid_sigma2, len(names), InsecureSeededRandom(9)).tolist()))
     released_wg = {k for k in names if s_wg[k] + z[k] >= wg.threshold_int}
     r1 = {k for k in names if s1[k] + z1[k] >= first.threshold_int}
-    h2 = eng.next_round(rounds, pa.table({"key": sorted(r1)}), True, InsecureSeededRandom(5))  # round 1's choice
+    h2 = eng.next_round(rounds, pa.table({"key": sorted(r1)}), True, InsecureSeededRandom(5))  # mad: round 1's choice
     s2 = dict(zip(h2.keys.column("key").to_pylist(), h2.counts.tolist()))
     assert not set(s2) & r1 and set(s2) <= set(names) - r1
     assert all(s2[k] >= s_wg[k] for k in s2)            # Lemma 5: mad's remaining weights only grow

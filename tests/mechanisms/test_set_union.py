@@ -112,6 +112,31 @@ def test_shift_hockey_stick_matches_convolution():
         assert ours == pytest.approx(direct, rel=1e-6, abs=1e-12)
 
 
+def test_hockey_stick_boundaries_are_the_exact_rational_ones():
+    """The loss boundaries ceil(sε/w ∓ jw/2) are computed in integers (s = p/q, ε = m/n): at Weighted Gaussian
+    scales, huge and negative ε, odd j·w, the value equals the one with the boundaries taken in exact Fractions."""
+    from fractions import Fraction
+
+    from sparsedp.accounting.discrete import dgauss_logsf
+    from sparsedp.accounting.discrete_histograms import _SF_REL_ERR, _log_ratio_iid
+
+    def reference(j, eps, s, w):
+        x = s * Fraction(eps) / w
+        x1, x2 = math.ceil(x - Fraction(j * w, 2)), math.ceil(x + Fraction(j * w, 2))
+        log_r = _log_ratio_iid(j, float(s)) + _SF_REL_ERR
+        l1 = dgauss_logsf(x1, j * float(s)) + log_r
+        l2 = eps + dgauss_logsf(x2, j * float(s)) - log_r
+        val = 0.0 if l1 == -math.inf or l2 >= l1 else math.exp(l1) * (-math.expm1(l2 - l1))
+        return min(1.0, max(val, max(0.0, -math.expm1(eps)) if eps < 0 else 0.0))
+
+    rng = np.random.default_rng(2)
+    for _ in range(300):
+        s = Fraction(int(rng.integers(4 << 20, 1 << 52)), 1 << 20)
+        w, j = int(rng.integers(1, 4097)), int(rng.integers(1, 300))
+        eps = float(rng.choice([rng.uniform(-2, 0), rng.uniform(0, 3), rng.uniform(3, 40), 1.0]))
+        assert weighted_shift_hockey_stick(j, eps, s, w) == reference(j, eps, s, w)
+
+
 def test_blocks_bound_every_a_from_above():
     """Above 48 kept keys the maxima over a use blocks (DH §5): an upper bound, and here equal to the value
     with every a evaluated (the argmaxima sit at the single points)."""

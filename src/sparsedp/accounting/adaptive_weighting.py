@@ -47,8 +47,9 @@ from .set_union import (SetUnionCalibration, calibrate_weighted_gaussian, grid_w
 __all__ = ["RoundsCalibration", "calibrate_rounds", "one_round", "last_threshold_floor", "new_key_shares", "new_key_threshold", "rounds_event", "MAX_L0"]
 
 #: the composed profile is sampled from each round's exact profile (41 points, each a max over t = 1..Δ0):
-#: about 2 s a round at Δ0 = 20 and 4 s at 32 on one loaded core, so the rounds are offered up to this bound
-MAX_L0 = 32
+#: a calibration evaluates three rounds' exact profiles at 41 ε points each: about 11 s at Δ0 = 32, 107 s at 100
+#: and 170 s at 256 on one loaded core (docs/proofs/mad.md §8); the rounds are offered up to this bound
+MAX_L0 = 256
 
 
 def new_key_threshold(sigma2: Fraction, l0: int, grid: int, target: float) -> int:

@@ -46,7 +46,7 @@ from .. import _validate as v
 from ..errors import InfeasibleError, InvalidParameterError
 from ._types import IntArray, Scale
 from .calibration import Calibration, Comparison
-from .discrete import dgauss_logsf, dgauss_sf, dgauss_variance
+from .discrete import _dgauss_logsf_float, dgauss_sf, dgauss_variance
 from .discrete_histograms import _SF_REL_ERR, _karrer_max, _log_ratio_iid, _smallest_margin, rational_up
 from .gaussian import gaussian_delta, gaussian_sigma
 from .laws import DiscreteGaussian, Gaussian
@@ -85,12 +85,16 @@ def weighted_shift_hockey_stick(j: int, epsilon: float, sigma2: Scale, w: int) -
     log_r = _log_ratio_iid(j, s) + _SF_REL_ERR
     # the set {L >= ε} is {S >= ceil(x1)} under the shifted law and {S >= ceil(x2)} under the other, with the
     # boundaries computed exactly (s rational, ε a binary float, hence exact rationals): the same set in both
-    # terms, so the value is P1(A) − e^ε P0(A) for the optimal A (only the tails are bounded)
-    x = sq * Fraction(eps) / w
-    x1 = math.ceil(x - Fraction(j * w, 2))
-    x2 = math.ceil(x + Fraction(j * w, 2))
-    l1 = dgauss_logsf(x1, j * s) + log_r
-    l2 = eps + dgauss_logsf(x2, j * s) - log_r
+    # terms, so the value is P1(A) − e^ε P0(A) for the optimal A (only the tails are bounded). With s = p/q and
+    # ε = m/n: x1, x2 = ceil((2pm ∓ j·w²·qn) / (2qnw)), in integers (the same values as Fraction arithmetic)
+    p, q = sq.numerator, sq.denominator
+    m, n = eps.as_integer_ratio()
+    den = 2 * q * n * w
+    mid, half = 2 * p * m, j * w * w * q * n
+    x1 = -((half - mid) // den)
+    x2 = -((-mid - half) // den)
+    l1 = _dgauss_logsf_float(x1, j * s) + log_r
+    l2 = eps + _dgauss_logsf_float(x2, j * s) - log_r
     if l1 == -math.inf or l2 >= l1:
         val = 0.0
     else:

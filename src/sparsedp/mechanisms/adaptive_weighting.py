@@ -163,7 +163,7 @@ class _Rounds(_SetUnion):
         if l0 > MAX_L0:
             raise InvalidParameterError(
                 f"⟨mechanism={self.name!r}⟩ is calibrated up to max_groups_per_unit={MAX_L0} (its composed "
-                f"profile costs seconds per round above that); got {l0}: use mechanism='weighted-gaussian' for "
+                f"profile costs minutes above that); got {l0}: use mechanism='weighted-gaussian' for "
                 f"larger bounds", param="max_groups_per_unit")
         if self.grid * self.grid < l0:
             raise InvalidParameterError(f"grid={self.grid} is too coarse for max_groups_per_unit={l0}: need "
@@ -257,7 +257,7 @@ class _Rounds(_SetUnion):
 @dataclass(frozen=True)
 class MAD(_Rounds):
     """Adaptive-weighting set union with weight rerouted inside each unit's kept keys (module docstring). Needs
-    ``max_groups_per_unit`` (Δ0 <= 32); at Δ0 = 1 it is the Weighted Gaussian (one round).
+    ``max_groups_per_unit`` (Δ0 <= 256); at Δ0 = 1 it is the Weighted Gaussian (one round).
 
     Options: ``shares`` (default ``(0.15, 0.85)``: each round's share of the Gaussian budget, 1 to 4 rounds),
     ``grid`` (default 4096: weights are multiples of ``1/grid``, each ``1/√t`` rounded down).
@@ -275,7 +275,7 @@ class MAD(_Rounds):
 @dataclass(frozen=True)
 class MAD2R(_Rounds):
     """Two-round adaptive-weighting set union: round 2 re-chooses each unit's keys among all those not released
-    in round 1 (module docstring). Needs ``max_groups_per_unit`` (Δ0 <= 32). Options as :class:`MAD`.
+    in round 1 (module docstring). Needs ``max_groups_per_unit`` (Δ0 <= 256). Options as :class:`MAD`.
 
     The released value column is ``weight``, not a count."""
 
