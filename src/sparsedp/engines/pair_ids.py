@@ -32,6 +32,12 @@ there differs:
    on the machine this was measured on, touching fresh memory (page faults) cost more than the arithmetic
    (``docs/engines_speed.md``, session 4).
 
+**Weighted rounds** (the Weighted Gaussian and the adaptive-weighting set unions ``mad``/``mad2r``):
+:func:`weighted_pairs` reads the rows once (steps 1–3, :func:`sorted_pairs`) and draws round 1's secret;
+:func:`weighted_round` then runs step 4 on the kept sorted pair ids, each kept pair weighted ``W_t`` (``t`` = its
+unit's kept pairs) and summed per key — round 1, and each later round with the keys released so far excluded
+(a boolean mask over the key ids), before a fresh choice or after round 1's — without reading the input again.
+
 A pair's Float64 sum is the sequential sum in input row order, a function of the input only (not of threads
 or chunking). Polars' group-by sum of the per-key-list path combines per-thread partial sums, so for a pair of
 three rows or more the last bit may differ; that moves a contribution by one grid step only when the sum lies

@@ -24,8 +24,8 @@ from .pair_ids import WEIGHT_SUM, WeightedPairs, weighted_pairs, weighted_round
 from .input_checks import (check_key_values, check_mixed_types, check_nan_keys, check_nulls_and_rows,
                            check_pandas_nan_keys, check_unique_names)
 
-__all__ = ["distinct_pairs", "weighted_histogram", "round_histogram", "next_round", "round_key_sums", "kept_pairs", "pair_ids",
-           "one_group_per_unit", "select_one_group"]
+__all__ = ["distinct_pairs", "weighted_histogram", "round_histogram", "next_round", "round_key_sums", "kept_pairs",
+           "pair_ids", "one_group_per_unit", "select_one_group"]
 
 
 
