@@ -630,8 +630,8 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) 
     if ctx.degree_weights is not None:  # W_{min(d_u, l0)} on each of the unit's pairs (d_u = its run length)
         assert ctx.l0 is not None
         w = np.repeat(ctx.degree_weights[np.minimum(deg, ctx.l0) - 1], deg)
-        contrib.append(w)  # float64 bincount: every partial sum is an integer below 2^53, so it is exact
-        totals.append(np.rint(np.bincount(pk, weights=w, minlength=n_keys)).astype(np.int64))
+        contrib.append(w)
+        totals.append(_weight_sums(pk, w, n_keys))
     if gone is not None:
         dropped = np.bincount(pk[gone], minlength=n_keys).astype(np.int64, copy=False)
         for t, c in zip(totals, contrib):
@@ -655,9 +655,7 @@ def _kept_weight_sums(ctx: PairContext, pk: np.ndarray, starts: np.ndarray, deg:
     t = np.add.reduceat(kept.view(np.uint8), starts, dtype=np.int64)  # each unit's kept pairs (starts non-empty)
     w = np.repeat(ctx.degree_weights[np.maximum(t, 1) - 1], deg)[kept]  # a unit with t = 0 has no kept pair
     k = pk[kept]
-    # float64 bincount: every partial sum is an integer below 2^53, so it is exact
-    return (np.bincount(k, minlength=n_keys).astype(np.int64, copy=False),
-            np.rint(np.bincount(k, weights=w, minlength=n_keys)).astype(np.int64))
+    return np.bincount(k, minlength=n_keys).astype(np.int64, copy=False), _weight_sums(k, w, n_keys)
 
 
 def _block_size(n_keys: int) -> int:
@@ -685,6 +683,12 @@ def _key_sums(key: np.ndarray, value: np.ndarray, n_keys: int) -> np.ndarray:
     out = np.zeros(n_keys, dtype=np.int64)
     np.add.at(out, key, value.astype(np.int64, copy=False))
     return out
+
+
+def _weight_sums(key: np.ndarray, weight: np.ndarray, n_keys: int) -> np.ndarray:
+    """Int64 per-key sums of the integer weights ``W_t`` by a float64 ``bincount`` (much faster than
+    :func:`_key_sums`' ``np.add.at``): every partial sum is an integer below 2^53, so it is exact."""
+    return np.rint(np.bincount(key, weights=weight, minlength=n_keys)).astype(np.int64)
 
 
 def _run_starts(sorted_ids: np.ndarray) -> np.ndarray:

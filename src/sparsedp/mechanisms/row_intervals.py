@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from ..accounting.intervals import Halfwidth, LinearNoise, RowLaws, VarianceLaw, ratio_interval
+from ..accounting.intervals import RowLaws, ratio_interval
 from ..core.arrow_arrays import arrow_to_float64, numpy_to_arrow
 from ..errors import InvalidParameterError
 
@@ -48,11 +47,6 @@ VARIANCE_NOTE = (
 #: why a VARIANCE/STD column of a release has no interval
 NO_VARIANCE = ("this release path does not carry the noisy sum and sum of squares to the interval step (its "
                "interval needs them and they are not published)")
-
-
-@lru_cache(maxsize=256)
-def _halfwidth(noise: LinearNoise, level: float) -> Halfwidth:
-    return noise.halfwidth(level)
 
 
 @dataclass(frozen=True)
@@ -85,7 +79,7 @@ def add_intervals(table: Any, laws: RowLaws, level: float, count_column: str) ->
         if why is not None:  # no exact interval computable for this law: said in the report, nothing fails
             skipped[name] = why
         elif name in laws.additive:
-            h = _halfwidth(laws.additive[name], level)
+            h = laws.additive[name].halfwidth(level)
             x = arrow_to_float64(table.column(name))
             lo, hi = x - h.width, x + h.width
             if name == count_column:  # a true count is >= 0: intersect with [0, ∞) (hi too, so lo <= hi)
@@ -99,7 +93,7 @@ def add_intervals(table: Any, laws: RowLaws, level: float, count_column: str) ->
             cols.update(_pair(name, lo, hi, pa.float64(), 0.5))
             cov[name] = c
         elif name in laws.variances and interval_names(name)[0] in table.column_names:
-            cov[name] = _variance_coverage(laws, name, level)  # added by the per-key step (noisy sums)
+            cov[name] = laws.variances[name].box(level).coverage  # added by the per-key step (noisy sums)
     return pa.table(cols), IntervalColumns(level=level, coverage=cov, skipped=skipped)
 
 
@@ -108,25 +102,16 @@ def _too_wide(laws: RowLaws, name: str, level: float) -> str | None:
     :class:`~sparsedp.accounting.intervals.LinearNoise`), or None."""
     try:
         if name in laws.additive:
-            _halfwidth(laws.additive[name], level)
+            laws.additive[name].halfwidth(level)
         elif name in laws.means:
             m = laws.means[name]
-            _halfwidth(m.column, math.sqrt(level))
-            _halfwidth(m.count, math.sqrt(level))
+            m.column.halfwidth(math.sqrt(level))
+            m.count.halfwidth(math.sqrt(level))
         elif name in laws.variances:
-            _box_coverage(laws.variances[name], level)
+            laws.variances[name].box(level)
     except InvalidParameterError as e:
         return str(e)
     return None
-
-
-@lru_cache(maxsize=64)
-def _box_coverage(law: VarianceLaw, level: float) -> float:
-    return law.box(level).coverage
-
-
-def _variance_coverage(laws: RowLaws, name: str, level: float) -> float:
-    return _box_coverage(laws.variances[name], level)
 
 
 def _pair(name: str, lo: Any, hi: Any, dtype: Any, width: float) -> dict[str, Any]:
@@ -151,7 +136,7 @@ def interval_notes(laws: RowLaws | None, level: float, coverage: dict[str, float
         return tuple(f"no interval for {name}: {why}" for name, why in skipped.items())
     for name, c in coverage.items():
         if name in laws.additive:
-            h = _halfwidth(laws.additive[name], level)
+            h = laws.additive[name].halfwidth(level)
             parts.append(f"{name} ± {h.width:.6g} (exact coverage {c:.4%})")
         elif name in laws.variances:
             parts.append(f"{name}: from the row's noisy count, sum and sum of squares (coverage >= {c:.4%})")
