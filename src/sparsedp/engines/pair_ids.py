@@ -85,7 +85,7 @@ _U = TypeVar("_U")
 
 __all__ = ["WEIGHT_SUM", "PairContext", "PairCounts", "SortedPairs", "WeightedPairs", "bound_pair_ids",
            "bounded_raw_counts", "bounded_raw_counts_with_sums", "key_context", "key_mask", "pack_pairs",
-           "sorted_pairs", "weighted_pairs", "weighted_round"]
+           "row_and_null_checks", "sorted_pairs", "weighted_pairs", "weighted_round"]
 
 _PAIR = "__sparsedp_p"
 #: the key-counts column of :func:`weighted_round`'s per-key weight sums
@@ -211,6 +211,19 @@ class SortedPairs:
     bk: int
     value_of: UnitValues = field(repr=False)
     rows: int
+
+
+def row_and_null_checks(lf: pl.LazyFrame, cols: Sequence[str]) -> Checks:
+    """``checks`` for :func:`bounded_raw_counts`/:func:`weighted_pairs`: the rows and each of ``cols``' nulls,
+    counted in the same ``collect_all`` as the pass over the rows (a file is read once), then
+    :func:`~sparsedp.engines.input_checks.check_nulls_and_rows`."""
+    import polars as pl
+
+    def on_counts(results: list[pl.DataFrame]) -> None:
+        c = results[0].row(0, named=True)
+        check_nulls_and_rows(int(c.pop("__rows")), {k: int(v) for k, v in c.items()})
+
+    return [lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])], on_counts
 
 
 def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence[str] = (),

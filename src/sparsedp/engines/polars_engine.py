@@ -16,7 +16,7 @@ from ..errors import InputDataError
 from .base import EmbeddedEngine, RawCounts
 from .bounding import COUNT
 from .input_checks import check_nulls_and_rows
-from .pair_ids import Checks, bounded_raw_counts
+from .pair_ids import Checks, bounded_raw_counts, row_and_null_checks
 from ..core.sources import InputData, to_lazy
 
 if TYPE_CHECKING:  # Polars is imported when the engine runs (``import sparsedp`` stays light)
@@ -55,12 +55,7 @@ class PolarsEngine(EmbeddedEngine):
                 check_nulls_and_rows(frame.height, {c: int(n) for c, n in frame.select(cols).null_count()
                                                     .row(0, named=True).items()})
             else:  # counted in the same collect_all as the pass over the rows (a file is read once)
-                def on_counts(results: list[pl.DataFrame]) -> None:
-                    c = results[0].row(0, named=True)
-                    check_nulls_and_rows(int(c.pop("__rows")), {k: int(v) for k, v in c.items()})
-
-                checks = ([lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])],
-                          on_counts)
+                checks = row_and_null_checks(lf, cols)
             return bounded_raw_counts(lf, privacy_unit, by, l0, rng, checks=checks)
         except pl.exceptions.PolarsError as e:
             raise InputDataError(f"could not read or group the input: {e}") from None
