@@ -117,6 +117,10 @@ def main() -> None:
             for m, (cmd, src, cache) in modes.items():
                 if cache == "cold":  # a fresh, empty cache directory for every cold run
                     cache = tempfile.mkdtemp(dir=d)
+                if m.startswith("CLI release"):  # a release never replaces an earlier output unasked
+                    for name in ("out.csv", "out.csv.json"):
+                        if os.path.exists(os.path.join(d, name)):
+                            os.remove(os.path.join(d, name))
                 with open(importtime, "w") as err:
                     r = run(cmd, src, cache, stderr=err if cache == warm and not m.endswith("@before") else
                             subprocess.DEVNULL)
