@@ -4,6 +4,7 @@
     PYTHONPATH=src python benchmarks/adaptive_weighting.py --rows 1000000 --l0s 10 --seeds 1
     PYTHONPATH=src python benchmarks/adaptive_weighting.py --timing 5e7 --runs 3   # selection vs count-only time
     PYTHONPATH=src python benchmarks/adaptive_weighting.py --datasets demo,corpus,copyright   # issue 33's grid
+    PYTHONPATH=src python benchmarks/adaptive_weighting.py --fresh 32 --runs 3   # calibration cache cold vs warm
 
 The demo search log (``sparsedp.demo_data.search_log``, 200 000 rows, data seed 0), δ = 1e-6, every mechanism at
 Δ0 ∈ ``--l0s``, secure path with a seeded source per ``--seeds`` (keys averaged over the seeds). Prints, per ε,
@@ -24,6 +25,12 @@ start to exit, imports included, as ``release.py``) of: the count-only release (
 its defaults, ε = 1, δ = 1e-6, Δ0 = ``--l0s``' first), the default selection (``mechanism=sd.Auto(objective=
 "keys")``), ``mad2r`` and ``weighted-gaussian``; printed: medians, and each selection's ratio to the count-only
 median of the same run, with met / not met.
+
+``--fresh L0``: a fresh process's ``mad`` release at Δ0 = L0 (the demo log, 200 000 rows, written once to Parquet;
+ε = 1, δ = 1e-6, a seeded source), ``--runs`` whole processes each, alternating: with the calibration cache cold
+(``SPARSEDP_CACHE_DIR`` an empty directory: the rounds' calibration computed) and warm (a directory an earlier
+process filled: read back, :mod:`sparsedp.accounting.rounds_cache`). Printed: medians and their ratio, and
+whether both gave the same table.
 """
 
 from __future__ import annotations
@@ -45,6 +52,56 @@ res = sd.release(path, "user_id", "url", epsilon=1.0, delta=1e-6, max_groups_per
 print(json.dumps({"keys": int(res.report.released_keys)}))
 """
 TIMED = ("count-only", "selection (auto keys)", "mad2r", "weighted-gaussian")
+
+FRESH_CHILD = r"""
+import hashlib, json, sys
+import sparsedp as sd
+from sparsedp.noise import InsecureSeededRandom
+res = sd.release(sys.argv[1], "user_id", "query", epsilon=1.0, delta=1e-6, max_groups_per_unit=int(sys.argv[2]),
+                 mechanism="mad", rng=InsecureSeededRandom(1))
+t = res.table.sort("query")
+print(json.dumps({"keys": t.height, "table": hashlib.sha256(t.write_csv().encode()).hexdigest()[:16]}))
+"""
+
+
+def fresh(l0: int, runs: int) -> None:
+    """A fresh process's ``mad`` release, calibration cache cold against warm (module docstring)."""
+    import os
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import release  # benchmarks/release.py: the timed child runner
+
+    from sparsedp.demo_data import search_log
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "log.parquet")
+        search_log(200_000, seed=0).select("user_id", "query").write_parquet(path)
+        warm_dir = os.path.join(tmp, "warm")
+        before = os.environ.get("SPARSEDP_CACHE_DIR")
+        res: dict[str, list[dict]] = {"cold": [], "warm": []}
+        try:
+            os.environ["SPARSEDP_CACHE_DIR"] = warm_dir
+            release.run_process([FRESH_CHILD, path, str(l0)])  # fills the warm cache (not timed)
+            print(f"demo log 200 000 rows, mad at l0 = {l0}; {release._uptime()} (shared, loaded machine)", flush=True)
+            for i in range(runs):
+                for mode in ("cold", "warm"):
+                    os.environ["SPARSEDP_CACHE_DIR"] = tempfile.mkdtemp(dir=tmp) if mode == "cold" else warm_dir
+                    r = release.run_process([FRESH_CHILD, path, str(l0)])
+                    res[mode].append(r)
+                    print(f"  run {i + 1} {mode}: {r['wall']:.2f} s wall, {r['cpu']:.2f} s CPU, {r['keys']} keys, "
+                          f"table {r['table']}", flush=True)
+        finally:
+            if before is None:
+                os.environ.pop("SPARSEDP_CACHE_DIR", None)
+            else:
+                os.environ["SPARSEDP_CACHE_DIR"] = before
+    med = {m: statistics.median(r["wall"] for r in rs) for m, rs in res.items()}
+    same = len({r["table"] for rs in res.values() for r in rs}) == 1
+    print(f"\nmedians of {runs} whole processes ({release._uptime()}): cold {med['cold']:.2f} s, warm "
+          f"{med['warm']:.2f} s ({med['cold'] / med['warm']:.1f}x); the same table every run: {same}")
 
 
 def datasets(tags: list[str], epsilons: list[float], seeds: list[int]) -> None:
@@ -158,7 +215,10 @@ def main() -> None:
     ap.add_argument("--data", default=None, help="--timing: reuse this Parquet file (columns user_id, url)")
     ap.add_argument("--modes", default=",".join(TIMED), help="--timing: what to time (count-only first)")
     ap.add_argument("--datasets", default=None, help="issue 33's grid: demo,corpus,copyright")
+    ap.add_argument("--fresh", type=int, default=None, help="l0: a fresh process's mad release, cache cold vs warm")
     a = ap.parse_args()
+    if a.fresh:
+        return fresh(a.fresh, a.runs)
     if a.datasets:
         return datasets(a.datasets.split(","), [float(x) for x in a.epsilons.split(",")],
                         [int(x) for x in a.seeds.split(",")])

@@ -85,6 +85,7 @@ T_OPTIMAL = "tests/mechanisms/test_optimal_partition.py"
 T_LEDGER_OVERSPEND = "tests/ledger/test_ledger_overspend.py"
 T_SPARK_MUTABLE = "tests/spark/test_spark_mutable_source.py"
 T_MAD = "tests/mechanisms/test_adaptive_weighting.py"
+T_ROUNDS_CACHE = "tests/accounting/test_rounds_cache.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ noise scale halved (σ/2)
@@ -323,9 +324,19 @@ MUTANTS: tuple[Mutant, ...] = (
            (Edit("engines/pair_ids.py", "late = ctx.excluded is not None and ctx.choose_first",
                  "late = ctx.excluded is not None"),),
            (T_MAD + "::test_mad_keeps_round_ones_choice_and_mad2r_chooses_again", T_MAD)),
+    Mutant("rounds-cache-trusts-composed-delta", "a rounds calibration read from the disk cache is used whatever its "
+           "composed δ(ε) (an altered entry charged as meeting δ)",
+           (Edit("accounting/rounds_cache.py", "0.0 < a <= 1.0 and max(parts) <= achieved <= dlt)",
+                 "0.0 < a <= 1.0)"),),
+           (T_ROUNDS_CACHE,)),
+    Mutant("rounds-cache-no-round-recheck", "a rounds calibration read from the disk cache is not re-evaluated by the "
+           "exact accountant round by round (an altered scale or threshold trusted)",
+           (Edit("accounting/rounds_cache.py", "        if r.delta_achieved != d:", "        if False:"),
+            Edit("accounting/rounds_cache.py", "    if len(fs) > 1 and any(new_key_term(", "    if False and any(new_key_term(")),
+           (T_ROUNDS_CACHE,)),
     Mutant("mad-new-key-threshold-1", "each round's threshold one grid step below the new-key bound",
-           (Edit("accounting/adaptive_weighting.py", "    return _smallest_margin(worst, target, int(ws[0]) + 1)",
-                 "    return _smallest_margin(worst, target, int(ws[0]) + 1) - 1"),),
+           (Edit("accounting/adaptive_weighting.py", "                            int(grid_weights(l0, grid)[0]) + 1)",
+                 "                            int(grid_weights(l0, grid)[0]) + 1) - 1"),),
            (T_MAD,)),
     Mutant("wg-degree-weight-up", "the Weighted Gaussian's fast histogram gives a unit that keeps t keys the weight "
            "W_{t-1} (its l2 norm exceeds 1)",

@@ -44,7 +44,8 @@ from .laws import DiscreteGaussian
 from .set_union import (SetUnionCalibration, calibrate_weighted_gaussian, grid_weights, weighted_gaussian_delta,
                         weighted_gaussian_scale)
 
-__all__ = ["RoundsCalibration", "calibrate_rounds", "one_round", "last_threshold_floor", "new_key_shares", "new_key_threshold", "rounds_event", "MAX_L0"]
+__all__ = ["RoundsCalibration", "calibrate_rounds", "one_round", "last_threshold_floor", "new_key_shares",
+           "new_key_term", "new_key_threshold", "round_of", "rounds_event", "MAX_L0"]
 
 #: the composed profile is sampled from each round's exact profile (41 points, each a max over t = 1..Δ0):
 #: a calibration evaluates three rounds' exact profiles at 41 ε points each: about 11 s at Δ0 = 32, 107 s at 100
@@ -52,18 +53,20 @@ __all__ = ["RoundsCalibration", "calibrate_rounds", "one_round", "last_threshold
 MAX_L0 = 256
 
 
-def new_key_threshold(sigma2: Fraction, l0: int, grid: int, target: float) -> int:
-    """The smallest integer threshold ``T`` with ``max_{1<=t<=Δ0} 1 − (1 − P[Z >= T − W_t])^t <= target``,
-    ``Z ~ N_Z(0, sigma2)``: the probability that a unit's ``t`` new keys (held by no other unit, weight ``W_t``
-    each) release anything (the "infinite" term of ``docs/proofs/set-union.md`` Theorem 1)."""
+def new_key_term(sigma2: Fraction, l0: int, grid: int, threshold: int) -> float:
+    """``max_{1<=t<=Δ0} 1 − (1 − P[Z >= T − W_t])^t`` at ``T = threshold``, ``Z ~ N_Z(0, sigma2)``: the
+    probability that a unit's ``t`` new keys (held by no other unit, weight ``W_t`` each) release anything (the
+    "infinite" term of ``docs/proofs/set-union.md`` Theorem 1)."""
     ws = grid_weights(l0, grid)
     s = float(sigma2)
+    return max(-math.expm1(t * math.log1p(-min(dgauss_sf(threshold - int(ws[t - 1]), s), 1.0 - 1e-300)))
+               for t in range(1, l0 + 1))
 
-    def worst(thr: int) -> float:
-        return max(-math.expm1(t * math.log1p(-min(dgauss_sf(thr - int(ws[t - 1]), s), 1.0 - 1e-300)))
-                   for t in range(1, l0 + 1))
 
-    return _smallest_margin(worst, target, int(ws[0]) + 1)
+def new_key_threshold(sigma2: Fraction, l0: int, grid: int, target: float) -> int:
+    """The smallest integer threshold ``T`` with :func:`new_key_term` ``<= target``."""
+    return _smallest_margin(lambda thr: new_key_term(sigma2, l0, grid, thr), target,
+                            int(grid_weights(l0, grid)[0]) + 1)
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ class RoundsCalibration:
     def noise(self) -> DiscreteGaussian:
         """The last round's law (in grid units; every round samples a :class:`~.laws.DiscreteGaussian`)."""
         law = self.rounds[-1].noise
-        assert isinstance(law, DiscreteGaussian)  # _round builds one
+        assert isinstance(law, DiscreteGaussian)  # round_of builds one
         return law
 
     @property
@@ -156,7 +159,11 @@ def rounds_event(rounds: tuple[SetUnionCalibration, ...], epsilon: float, delta:
     return SequenceEvent([event_of(c) for c in rounds], epsilon=epsilon, delta=delta)
 
 
-def _round(name: str, eps: float, s: Fraction, thr: int, l0: int, grid: int) -> SetUnionCalibration:
+def round_of(name: str, eps: float, s: Fraction, thr: int, l0: int, grid: int) -> SetUnionCalibration:
+    """One round at scale ``s`` (grid units) and integer threshold ``thr``: its exact Weighted Gaussian profile
+    at ε (:func:`~.set_union.weighted_gaussian_delta`, with its parts) as a
+    :class:`~.set_union.SetUnionCalibration` charged at (ε, that δ(ε)); a function of its arguments only, so a
+    stored calibration's rounds can be rebuilt from their ``(s, T)`` (:mod:`.rounds_cache`)."""
     d, info = weighted_gaussian_delta(eps, s, thr, l0, grid, parts=True)
     sf = float(s)
     root = math.sqrt(l0) / grid  # count-equivalent units, as SetUnionCalibration
@@ -182,7 +189,7 @@ def _rounds_at(name: str, eps: float, s_star: Fraction, fs: tuple[float, ...], t
     out = []
     for f, target in zip(fs, targets):
         s = rational_up(float(s_star) / f)
-        out.append(_round(name, eps, s, new_key_threshold(s, l0, grid, target), l0, grid))
+        out.append(round_of(name, eps, s, new_key_threshold(s, l0, grid, target), l0, grid))
     return tuple(out)
 
 

@@ -38,7 +38,7 @@ from .calibrate import calibrate
 from .calibration import Calibration
 from .laws import LAWS
 
-__all__ = ["cached_calibrate", "cache_dir", "clear_memory"]
+__all__ = ["cached_calibrate", "cache_dir", "clear_memory", "entry_key", "load_body", "store_body"]
 
 _FORMAT = 1
 _MEMORY: dict[str, Calibration] = {}
@@ -174,8 +174,16 @@ def _checksum(key: str, body: Any) -> str:
     return hashlib.sha256((key + "\0" + json.dumps(body, sort_keys=True)).encode()).hexdigest()
 
 
-def _read(key: str) -> Calibration | None:
-    """The calibration stored for ``key``, or ``None`` (missing, unreadable, another key, corrupted)."""
+def entry_key(kind: str, kwargs: dict[str, Any]) -> str | None:
+    """The exact key of a cached entry of ``kind`` (another kind of calibration, e.g. the adaptive-weighting
+    rounds, :mod:`.rounds_cache`) with the arguments ``kwargs`` (plain values only, else ``None``): the same key
+    as a :func:`cached_calibrate` request, with this format, the sparsedp version and the accountants' stamp."""
+    return _key(kind, kwargs)
+
+
+def load_body(key: str) -> Any | None:  # parsed JSON: the caller decodes and checks it
+    """The stored body for ``key`` (parsed JSON), or ``None`` when the file is missing, unreadable, not JSON,
+    for another key or fails its checksum."""
     path = _path(key)
     if path is None:
         return None
@@ -184,20 +192,18 @@ def _read(key: str) -> Calibration | None:
             entry = json.load(fh)
         if entry["key"] != key or entry["sha256"] != _checksum(key, entry["calibration"]):
             return None
-        return _decode(entry["calibration"])
+        return entry["calibration"]
     except Exception:  # any damage to the file means: compute afresh
         return None
 
 
-def _write(key: str, cal: Calibration) -> None:
-    """Store ``cal`` under ``key`` if it decodes back to itself exactly (atomic; failures are ignored)."""
+def store_body(key: str, body: Any) -> None:  # body: JSON-able, already checked by the caller
+    """Store ``body`` under ``key`` with its checksum: a temporary file, then an atomic rename; a directory that
+    cannot be written is no error (nothing is stored)."""
     path = _path(key)
     if path is None:
         return
     try:
-        body = _encode(cal)
-        if repr(_decode(json.loads(json.dumps(body)))) != repr(cal):
-            return
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
         try:
@@ -208,8 +214,32 @@ def _write(key: str, cal: Calibration) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-    except (OSError, TypeError, ValueError):
+    except OSError:
         return
+
+
+def _read(key: str) -> Calibration | None:
+    """The calibration stored for ``key``, or ``None`` (missing, unreadable, another key, corrupted)."""
+    body = load_body(key)
+    if body is None:
+        return None
+    try:
+        return _decode(body)
+    except Exception:  # any damage to the file means: compute afresh
+        return None
+
+
+def _write(key: str, cal: Calibration) -> None:
+    """Store ``cal`` under ``key`` if it decodes back to itself exactly (atomic; failures are ignored)."""
+    if _path(key) is None:
+        return
+    try:
+        body = _encode(cal)
+        if repr(_decode(json.loads(json.dumps(body)))) != repr(cal):
+            return
+    except (TypeError, ValueError):
+        return
+    store_body(key, body)
 
 
 def cached_calibrate(mechanism: str, **kwargs: Any) -> Calibration:  # kwargs: calibrate's, passed on

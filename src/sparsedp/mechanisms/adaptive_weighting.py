@@ -33,13 +33,13 @@ its ℓ0 secret (``mad2r`` only: ``mad`` keeps round 1's) and its ``K_noise``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _validate as v
-from ..accounting.adaptive_weighting import MAX_L0, RoundsCalibration, calibrate_rounds, last_threshold_floor
+from ..accounting.adaptive_weighting import MAX_L0, RoundsCalibration, last_threshold_floor
 from ..accounting.charge import Charge
+from ..accounting.rounds_cache import cached_rounds
 from ..accounting.set_union import grid_weights
 from ..core.bounded import RoundsInput
 from ..core.engine import Capability, Engine
@@ -71,16 +71,11 @@ def rounds_candidates(request: ReleaseRequest) -> dict[str, Mechanism]:
     return {MAD.name: MAD(), MAD2R.name: MAD2R()}
 
 
-@functools.lru_cache(maxsize=32)
-def _calibrate_rounds(epsilon: float, delta: float, l0: int, shares: tuple[float, ...],
-                      grid: int) -> RoundsCalibration:
-    return calibrate_rounds("adaptive-weighting", epsilon, delta, l0, shares, grid)
-
-
 def _calibrate(name: str, epsilon: float, delta: float, l0: int, shares: tuple[float, ...],
                grid: int) -> RoundsCalibration:
-    """The rounds' calibration (the same for ``mad`` and ``mad2r``: one computation, cached), named ``name``."""
-    return dataclasses.replace(_calibrate_rounds(epsilon, delta, l0, shares, grid), mechanism=name)
+    """The rounds' calibration (the same for ``mad`` and ``mad2r``: one computation, kept in the process and in
+    the on-disk calibration cache, :mod:`sparsedp.accounting.rounds_cache`), named ``name``."""
+    return dataclasses.replace(cached_rounds("adaptive-weighting", epsilon, delta, l0, shares, grid), mechanism=name)
 
 
 @dataclass(frozen=True)
