@@ -85,6 +85,7 @@ T_OPTIMAL = "tests/mechanisms/test_optimal_partition.py"
 T_LEDGER_OVERSPEND = "tests/ledger/test_ledger_overspend.py"
 T_SPARK_MUTABLE = "tests/spark/test_spark_mutable_source.py"
 T_MAD = "tests/mechanisms/test_adaptive_weighting.py"
+T_PAIR_IDS = "tests/engines/test_pair_ids.py"
 T_ROUNDS_CACHE = "tests/accounting/test_rounds_cache.py"
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -324,6 +325,11 @@ MUTANTS: tuple[Mutant, ...] = (
            (Edit("engines/pair_ids.py", "late = ctx.excluded is not None and ctx.choose_first",
                  "late = ctx.excluded is not None"),),
            (T_MAD + "::test_mad_keeps_round_ones_choice_and_mad2r_chooses_again", T_MAD)),
+    Mutant("mad-fast-record-any-secret", "the engines' later round reads round 1's recorded choice under any "
+           "secret (a choice keyed by another secret replaced by round 1's)",
+           (Edit("engines/pair_ids.py", "first_choice=wp.first_choice if choose_first and first else None)",
+                 "first_choice=wp.first_choice if choose_first else None)"),),
+           (T_PAIR_IDS + "::test_mad_later_round_reads_round_ones_choice_back_and_ranks_nothing", T_PAIR_IDS)),
     Mutant("rounds-cache-trusts-composed-delta", "a rounds calibration read from the disk cache is used whatever its "
            "composed δ(ε) (an altered entry charged as meeting δ)",
            (Edit("accounting/rounds_cache.py", "0.0 < a <= 1.0 and max(parts) <= achieved <= dlt)",

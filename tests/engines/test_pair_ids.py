@@ -242,3 +242,59 @@ def test_key_strings_by_group_by_or_by_the_loop_give_the_same_result(monkeypatch
 def test_bulk_key_strings_are_chosen_with_many_keys_per_row_and_thread():
     assert not pair_ids._bulk_strings(88_000, 50_000_000, 2)  # search log, 2 cores: the loop
     assert pair_ids._bulk_strings(1_000_000, 50_000_000, 16)  # wide keys, 16 cores: the group-by
+
+
+@pytest.mark.parametrize("unit_kind", ["narrow", "string"])
+def test_mad_later_round_reads_round_ones_choice_back_and_ranks_nothing(monkeypatch, unit_kind):
+    """``mad``'s later round (``choose_first``) reads the pairs round 1's choice dropped (recorded per slice) instead
+    of ranking them again: the same per-key kept pairs and weight sums as the round that ranks them (a slicing
+    round 1 did not record, or a record thrown away), at several slicings and with nothing excluded; with a record
+    it calls no AES ranking at all; a fresh choice (``mad2r``) forgets the record."""
+    import pyarrow as pa
+
+    from sparsedp.accounting.set_union import grid_weights
+
+    df = _rows(unit_kind, n_rows=6000, n_units=300, n_keys=60)
+    l0 = 2
+    ws = grid_weights(l0, 4096).tolist()
+
+    def pairs(chunks=None):
+        wp = pair_ids.weighted_pairs(df.lazy().select("uid", "url"), "uid", ["url"], l0, ws, InsecureSeededRandom(4))
+        first = pair_ids.weighted_round(wp, ["url"], chunks=chunks)
+        return wp, first.key_counts
+
+    def table(raw):
+        return raw.key_counts.select("url", COUNT, pair_ids.WEIGHT_SUM).sort("url")
+
+    wp, first = pairs()
+    assert wp.first_choice and sum(g.size for g in wp.first_choice.values()) == int(
+        df.select("uid", "url").unique().height - first[COUNT].sum())  # every dropped pair recorded
+    top = first.sort(pair_ids.WEIGHT_SUM, descending=True).head(5).select("url").to_arrow()
+    ranked = {}
+    for ex in (top, pa.table({"url": pa.array([], pa.string())})):
+        cold, _ = pairs()
+        cold.first_choice.clear()  # no record: round 1's choice ranked again
+        ranked[ex.num_rows] = table(pair_ids.weighted_round(cold, ["url"], ex, choose_first=True))
+    assert ranked[0].equals(first.select("url", COUNT, pair_ids.WEIGHT_SUM).sort("url"))
+    calls = []
+    real = pair_ids.prf_ranks
+    monkeypatch.setattr(pair_ids, "prf_ranks", lambda *a: calls.append(1) or real(*a))
+    for chunks in (None, 1, 3, 7):
+        warm, _ = pairs(chunks)
+        calls.clear()
+        for ex in (top, pa.table({"url": pa.array([], pa.string())})):
+            got = table(pair_ids.weighted_round(warm, ["url"], ex, choose_first=True, chunks=chunks))
+            assert got.equals(ranked[ex.num_rows]), chunks
+        assert calls == []  # read back, not ranked
+        other = table(pair_ids.weighted_round(warm, ["url"], top, choose_first=True, chunks=5 if chunks != 5 else 2))
+        assert other.equals(ranked[top.num_rows]) and calls  # another slicing: ranked, the same result
+    warm, _ = pairs()
+    cold, _ = pairs()
+    cold.first_choice.clear()
+    calls.clear()  # round 1's choice under another secret is ranked, never read back
+    other_secret = pair_ids.weighted_round(warm, ["url"], top, choose_first=True, secret=b"s" * 32)
+    assert calls and table(other_secret).equals(
+        table(pair_ids.weighted_round(cold, ["url"], top, choose_first=True, secret=b"s" * 32)))
+    assert not table(other_secret).equals(ranked[top.num_rows])
+    fresh = pair_ids.weighted_round(warm, ["url"], top, choose_first=False, secret=b"s" * 32)
+    assert not warm.first_choice and fresh.key_counts.height

@@ -292,10 +292,13 @@ class WeightedPairs:
     """An input's sorted pairs (:class:`SortedPairs`) and the context of its weighted rounds (curator only): the
     Weighted Gaussian's and the adaptive-weighting set union's per-key sums of ``W_t`` (:func:`weighted_round`)
     over the pairs of the engines' one ℓ0 choice keyed by round 1's secret (in ``ctx``), each later round on
-    the same pairs without reading the input again."""
+    the same pairs without reading the input again. ``first_choice``: the pairs round 1's choice drops, by slice
+    (:attr:`PairContext.first_choice`; filled by round 1, read by ``mad``'s later rounds, at most 4 bytes per
+    dropped pair)."""
 
     pairs: SortedPairs
     ctx: PairContext = field(repr=False)
+    first_choice: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def secret(self) -> bytes:
@@ -330,11 +333,24 @@ def weighted_round(wp: WeightedPairs, by: Sequence[str], exclude: Any = None, ch
     ``mad2r``) or after round 1's choice (``choose_first=True``, ``mad``: its secret). The same kept pairs and
     sums as :func:`~sparsedp.engines.pairs.round_key_sums` on the distinct pairs (the choice depends on the
     pairs' values and the secret only; ties break by the canonical key order, whose relative order a subset
-    keeps). ``chunks`` as :func:`bounded_raw_counts`."""
+    keeps). ``chunks`` as :func:`bounded_raw_counts`.
+
+    Round 1 (no ``exclude``, round 1's secret) records the pairs its choice drops in ``wp.first_choice``; a
+    ``choose_first`` round with round 1's secret reads them back for every slice of the same bounds instead of
+    ranking the pairs again (the choice is a function of the slice's pairs, the secret and the bound: the same
+    kept pairs); a fresh choice (``mad2r``) forgets them."""
     ctx = wp.ctx if secret is None else dataclasses.replace(wp.ctx, secret=secret)
-    if exclude is not None and exclude.num_rows:
-        ctx = dataclasses.replace(ctx, excluded=key_mask(wp.pairs.keys, list(by), exclude),
-                                  choose_first=bool(choose_first))
+    first = secret is None or secret == wp.secret  # round 1's secret: round 1's choice
+    released = exclude is not None and bool(exclude.num_rows)
+    if not choose_first:
+        if not first:
+            wp.first_choice.clear()  # a fresh choice (mad2r): round 1's is not read again
+        elif not released:
+            ctx = dataclasses.replace(ctx, first_choice=wp.first_choice)  # round 1: its choice recorded
+    if released or (choose_first and first and wp.first_choice):
+        mask = key_mask(wp.pairs.keys, list(by), exclude) if released else np.zeros(ctx.n_keys, dtype=bool)
+        ctx = dataclasses.replace(ctx, excluded=mask, choose_first=bool(choose_first),
+                                  first_choice=wp.first_choice if choose_first and first else None)
     res = _map_parts(ctx, wp.pairs.srt, {}, chunks)
     return res.raw_counts(wp.pairs.keys, ctx, wp.pairs.rows)
 
@@ -507,6 +523,11 @@ class PairContext:
     #: choice (a fresh choice among the unit's other keys) or, ``choose_first``, after it (round 1's choice)
     excluded: np.ndarray | None = None
     choose_first: bool = False
+    #: round 1's ℓ0 choice by slice ``(a, b)`` of the sorted pair ids: the positions, among the slice's distinct
+    #: pairs, of the pairs it drops (:class:`WeightedPairs`' ``first_choice``). Round 1 of :func:`weighted_round`
+    #: fills it; ``mad``'s later rounds (``choose_first``, round 1's secret) read a slice's entry instead of
+    #: ranking its pairs again (the same pairs, secret and bound: the same choice), and rank a slice that has none
+    first_choice: dict[tuple[int, int], np.ndarray] | None = None
 
 
 @dataclass
@@ -577,14 +598,15 @@ def _map_parts(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series], ch
             if ab is None:
                 return acc
             a, b = ab
-            part = _bound_slice(ctx, srt[a:b], {v: s.slice(a, b - a) for v, s in vals.items()})
+            part = _bound_slice(ctx, srt[a:b], {v: s.slice(a, b - a) for v, s in vals.items()}, (a, b))
             acc = part if acc is None else acc.add(part)
 
     parts = [q for q in _in_threads(run, list(range(min(_threads(), len(slices))))) if q is not None]
     return functools.reduce(PairCounts.add, parts[1:], parts[0])
 
 
-def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) -> PairCounts:
+def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series],
+                 span: tuple[int, int] = (0, -1)) -> PairCounts:
     """The ℓ0 choice on a slice of whole units of the sorted pair ids ``srt`` (repeated pairs adjacent; with
     sums, ``vals``: the rows' value Series in the same order). The distinct pairs are the run starts; each
     pair's Float64 sums of values in row order (:func:`sequential_segment_sums`) become its Int64 grid
@@ -595,7 +617,8 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) 
 
     ``ctx.excluded`` (a later weighted round, :func:`weighted_round`): the excluded keys' pairs are dropped
     first (a fresh choice among the unit's other keys), or, ``ctx.choose_first``, after the choice
-    (:func:`_kept_weight_sums`)."""
+    (:func:`_kept_weight_sums`). ``span``: the slice's bounds ``(a, b)`` in the sorted pair ids, the key of
+    ``ctx.first_choice`` (round 1 records the pairs its choice drops there; ``choose_first`` reads them back)."""
     n_keys = ctx.n_keys
     first = None if ctx.distinct else _run_starts(srt)
     pid = srt if first is None else srt[first]
@@ -619,11 +642,14 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) 
     starts = _run_starts(pu)
     deg = np.diff(starts, append=pairs)
     heavy_n, gone = 0, None
+    recorded = ctx.first_choice.get(span) if late and ctx.first_choice is not None else None
     if ctx.l0 is not None:
         heavy = deg > ctx.l0
         hs = starts[heavy]
         heavy_n = int(hs.size)
-        if heavy_n:
+        if recorded is not None:  # mad's later round: round 1's choice on these very pairs, not ranked again
+            gone = recorded
+        elif heavy_n:
             if ctx.secret is None or ctx.hk is None:
                 raise ValueError("bounding needs the per-release secret")
             assert ctx.value_of is not None  # set by bound_pair_ids and bounded_raw_counts
@@ -633,6 +659,9 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series]) 
             rank = prf_ranks(hu, ctx.hk, ctx.secret, seg, k)
             keep = keep_smallest(seg, rank, ctx.pos[k], ctx.l0, heavy_n)
             gone = hidx[~keep]  # the dropped pairs' positions in the slice
+        if ctx.first_choice is not None and ctx.excluded is None:  # round 1: recorded for mad's later rounds
+            small = np.int32 if pairs < 2**31 else np.int64  # at most 4 bytes per dropped pair
+            ctx.first_choice[span] = np.empty(0, dtype=small) if gone is None else gone.astype(small)
     if late:
         upk, wsum = _kept_weight_sums(ctx, pk, starts, deg, gone)
         return PairCounts(upk=upk, dropped=np.zeros(n_keys, dtype=np.int64), totals=[wsum], units=int(starts.size),
