@@ -32,14 +32,14 @@ def fresh():
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
+    """An empty disk cache and an empty memory for this test (the process's memory is restored after)."""
     monkeypatch.setenv("SPARSEDP_CACHE_DIR", str(tmp_path))
-    rc.clear_memory()
-    yield tmp_path / "calibrations"
-    rc.clear_memory()
+    monkeypatch.setattr(rc, "_MEMORY", {})
+    return tmp_path / "calibrations"
 
 
 def _files(d):
-    return sorted(p for p in d.iterdir() if p.suffix == ".json") if d.exists() else []
+    return sorted(d.glob("*.json"))
 
 
 @pytest.fixture
@@ -125,12 +125,9 @@ def test_a_damaged_or_altered_entry_is_not_trusted(cache, fresh, computed, damag
     (path,) = _files(cache)
     text = path.read_text()
     entry = json.loads(text)
-    if damage == "garbage":
-        path.write_bytes(b"\x00\xff not json")
-    elif damage == "truncated":
-        path.write_text(text[: len(text) // 2])
-    elif damage == "empty":
-        path.write_text("")
+    raw = {"garbage": b"\x00\xff not json", "truncated": text[: len(text) // 2].encode(), "empty": b""}
+    if damage in raw:
+        path.write_bytes(raw[damage])
     elif damage == "checksum":  # a changed number without the matching checksum
         entry["calibration"]["delta_achieved"] = _enc(1e-7)
         path.write_text(json.dumps(entry))
