@@ -36,7 +36,8 @@ there differs:
 :func:`weighted_pairs` reads the rows once (steps 1–3, :func:`sorted_pairs`) and draws round 1's secret;
 :func:`weighted_round` then runs step 4 on the kept sorted pair ids, each kept pair weighted ``W_t`` (``t`` = its
 unit's kept pairs) and summed per key — round 1, and each later round with the keys released so far excluded
-(a boolean mask over the key ids), before a fresh choice or after round 1's — without reading the input again.
+(a boolean mask over the key ids), before a fresh choice or after round 1's — without reading the input again;
+round 1 records the pairs its choice drops, so a later round that keeps that choice (``mad``) ranks nothing.
 
 A pair's Float64 sum is the sequential sum in input row order, a function of the input only (not of threads
 or chunking). Polars' group-by sum of the per-key-list path combines per-thread partial sums, so for a pair of
