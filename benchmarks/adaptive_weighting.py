@@ -24,7 +24,8 @@ ROWS/10 users) is written once to Parquet; then, alternating, ``--runs`` whole p
 start to exit, imports included, as ``release.py``) of: the count-only release (``sd.release(path, …)`` with
 its defaults, ε = 1, δ = 1e-6, Δ0 = ``--l0s``' first), the default selection (``mechanism=sd.Auto(objective=
 "keys")``), ``mad2r`` and ``weighted-gaussian``; printed: medians, and each selection's ratio to the count-only
-median of the same run, with met / not met.
+median of the same run, with met / not met. ``--baseline DIR``: a mode suffixed ``@before`` (e.g. ``mad@before``)
+runs with ``sparsedp`` imported from ``DIR/src`` (another checkout, e.g. the code before a change).
 
 ``--fresh L0``: a fresh process's ``mad`` release at Δ0 = L0 (the demo log, 200 000 rows, written once to Parquet;
 ε = 1, δ = 1e-6, a seeded source), ``--runs`` whole processes each, alternating: with the calibration cache cold
@@ -165,7 +166,8 @@ def datasets(tags: list[str], epsilons: list[float], seeds: list[int]) -> None:
     print("\n".join(verdicts))
 
 
-def timing(rows: int, runs: int, l0: int, data: str | None = None, modes: tuple[str, ...] = TIMED) -> None:
+def timing(rows: int, runs: int, l0: int, data: str | None = None, modes: tuple[str, ...] = TIMED,
+           baseline: str | None = None) -> None:
     """Issue 33's time target (module docstring): whole processes on one Parquet file, medians, ratios."""
     import os
     import sys
@@ -187,7 +189,11 @@ def timing(rows: int, runs: int, l0: int, data: str | None = None, modes: tuple[
         res: dict[str, list[dict]] = {m: [] for m in modes}
         for i in range(runs):
             for m in modes:
-                r = release.run_process([TIMING_CHILD, path, m, str(l0)])
+                before = m.endswith("@before")
+                if before and not baseline:
+                    raise SystemExit(f"{m}: give --baseline DIR (the checkout to time it with)")
+                r = release.run_process([TIMING_CHILD, path, m.removesuffix("@before"), str(l0)],
+                                        src=os.path.join(baseline, "src") if before and baseline else None)
                 res[m].append(r)
                 print(f"  run {i + 1} {m}: {r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU, {r['rss_gib']:.2f} GiB, "
                       f"{r['keys']} keys", flush=True)
@@ -214,6 +220,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--data", default=None, help="--timing: reuse this Parquet file (columns user_id, url)")
     ap.add_argument("--modes", default=",".join(TIMED), help="--timing: what to time (count-only first)")
+    ap.add_argument("--baseline", default=None, help="--timing: the checkout that modes suffixed @before run with")
     ap.add_argument("--datasets", default=None, help="issue 33's grid: demo,corpus,copyright")
     ap.add_argument("--fresh", type=int, default=None, help="l0: a fresh process's mad release, cache cold vs warm")
     a = ap.parse_args()
@@ -223,7 +230,8 @@ def main() -> None:
         return datasets(a.datasets.split(","), [float(x) for x in a.epsilons.split(",")],
                         [int(x) for x in a.seeds.split(",")])
     if a.timing:
-        return timing(int(a.timing), a.runs, int(a.l0s.split(",")[0]), a.data, tuple(a.modes.split(",")))
+        return timing(int(a.timing), a.runs, int(a.l0s.split(",")[0]), a.data, tuple(a.modes.split(",")),
+                      a.baseline)
     df = search_log(a.rows, seed=0)
     seeds = [int(x) for x in a.seeds.split(",")]
     l0s = [int(x) for x in a.l0s.split(",")]
