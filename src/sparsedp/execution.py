@@ -22,7 +22,7 @@ from .advice import DeltaWarning, delta_note, delta_units_note
 from .core import sources
 from .core.engine import lacks_error
 from .engines import get_engine
-from .core.arrow_arrays import numpy_to_arrow
+from .core.arrow_arrays import take_rows
 from .engines.choice import choose_engine
 from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
@@ -162,7 +162,7 @@ def _sorted_table(arrow: Any, value_column: str, by: Any = ()) -> Any:
     order = np.argsort(-values, kind="stable")
     if by and frame[by[0]].null_count():
         order = order[np.argsort(frame[by[0]].is_null().to_numpy()[order], kind="stable")]
-    return arrow.take(numpy_to_arrow(order))
+    return take_rows(arrow, order)
 
 
 def _key_rows(arrow: Any, by: Any) -> int:

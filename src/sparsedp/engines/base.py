@@ -28,7 +28,7 @@ import numpy.typing as npt
 from ..aggregates import Aggregate, Quantile, noise_columns
 from ..core.bounded import (BoundingStats, KeptPairs, LocalHistogram, LocalRelease, OneGroupRows, PairIds, RoundsInput,
                             UnitPairs)
-from ..core.arrow_arrays import numpy_to_arrow
+from ..core.arrow_arrays import numpy_to_arrow, take_rows
 from ..core.checks import check_columns, engine_errors_as_input_errors
 from ..core.engine import Capability, Engine, NoiseTask
 from ..core.histogram import SparseHistogram
@@ -220,7 +220,7 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
         order = np.argsort(pos, kind="stable")  # back to canonical key order (ties in the output sort by key)
         pos, values = pos[order], values[order]
         cols = {n: (np.concatenate(p) if p else np.empty(0, np.float64))[order] for n, p in parts_cols.items()}
-        return LocalRelease(keys=hist.keys.take(numpy_to_arrow(pos, np.int64)), values=values.astype(dtype),
+        return LocalRelease(keys=take_rows(hist.keys, pos), values=values.astype(dtype),
                             columns=cols)
 
     def collect(self, hist: LocalHistogram) -> SparseHistogram:
