@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,11 +26,16 @@ from .core.arrow_arrays import take_rows
 from .engines.choice import choose_engine
 from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
-from .ledger import Ledger, _dataset_name, open_ledger
 from .mechanisms.row_intervals import add_intervals, interval_notes
 from .other_row import OtherPlan, with_other_interval
 from .progress import Stages
 from .report import Curator, Report, Result, warn_insecure
+from .core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from . import ledger as _ledger
+else:  # the ledger (sqlite3, privacy-loss composition): imported by a release given ``ledger=`` only (issue 31)
+    _ledger = lazy_module("sparsedp.ledger")
 
 __all__ = ["ReleaseContext", "LedgerSession", "Published", "open_engine", "check_output_columns", "warn_before",
            "publish", "result"]
@@ -111,7 +116,7 @@ class LedgerSession:
     budget), pre-checked, charged once (before any noise), marked published, closed if this release opened it."""
 
     def __init__(self, ledger: Any, dataset: str | None) -> None:
-        self.ledger: Ledger | None = None
+        self.ledger: _ledger.Ledger | None = None
         self.dataset = dataset
         self.owned = False
         self.charge_id: int | None = None
@@ -123,8 +128,8 @@ class LedgerSession:
         if dataset is None:
             raise InvalidParameterError("⟨ledger=…⟩ needs ⟨dataset=…⟩: the name of the dataset whose budget the "
                                         "release charges", param="dataset")
-        _dataset_name(dataset)
-        self.ledger, self.owned = open_ledger(ledger)
+        _ledger._dataset_name(dataset)
+        self.ledger, self.owned = _ledger.open_ledger(ledger)
         try:
             self.ledger.budget(dataset)  # the dataset must have a budget (raises with the fix otherwise)
         except BaseException:
