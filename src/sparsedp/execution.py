@@ -27,15 +27,15 @@ from .engines.choice import choose_engine
 from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
 from .mechanisms.row_intervals import add_intervals, interval_notes
-from .other_row import OtherPlan, with_other_interval
 from .progress import Stages
 from .report import Curator, Report, Result, warn_insecure
-from .core.lazy import lazy_module
+from .core.lazy import imported, lazy_module
 
 if TYPE_CHECKING:
-    from . import ledger as _ledger
-else:  # the ledger (sqlite3, privacy-loss composition): imported by a release given ``ledger=`` only (issue 31)
-    _ledger = lazy_module("sparsedp.ledger")
+    from . import ledger as _ledger, other_row as _other_row
+else:  # the ledger (sqlite3, privacy-loss composition): imported by a release given ``ledger=`` only; the other
+    # row by a release with ``other=…`` (issue 31)
+    _ledger, _other_row = lazy_module("sparsedp.ledger"), lazy_module("sparsedp.other_row")
 
 __all__ = ["ReleaseContext", "LedgerSession", "Published", "open_engine", "check_output_columns", "warn_before",
            "publish", "result"]
@@ -240,8 +240,8 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
         base = ctx.engine.to_arrow(tables.native, list(ctx.by), planned.value_column)
     arrow, added = add_intervals(base, laws, level, final.value_column)
     notes = interval_notes(laws, level, added.coverage, final.mechanism.name, added.skipped)
-    if isinstance(planned.detail, OtherPlan):  # the other row's interval is its own noise's
-        arrow, note = with_other_interval(arrow, list(ctx.by), final.value_column, planned.detail, level)
+    if imported(_other_row) and isinstance(planned.detail, _other_row.OtherPlan):  # the other row's interval
+        arrow, note = _other_row.with_other_interval(arrow, list(ctx.by), final.value_column, planned.detail, level)
         notes += (note,) if note else ()
     # Spark in, Spark out: the table with its intervals, converted once
     native = ctx.engine.from_arrow(arrow) if tables.native is not None else None
