@@ -48,12 +48,11 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
+    from ..core.engine import RandomSource
     from ..core.quantile_cells import KeyCells
     from . import pairs, quantile_cells as _quantile_cells
 else:  # the pair primitives and the quantiles' cells: on first use (issue 31; a count release needs neither)
     pairs, _quantile_cells = lazy_module("sparsedp.engines.pairs"), lazy_module("sparsedp.engines.quantile_cells")
-
-    from ..core.engine import RandomSource
 
 
 __all__ = ["EmbeddedEngine", "RawCounts"]
