@@ -56,7 +56,16 @@ _API.update(dict.fromkeys(["CorrelatedGaussianNoise", "bounded_density_noise", "
 _API["Calibration"] = ".calibration"
 _API.update(dict.fromkeys(["MECHANISMS", "best", "calibrate", "compare"], ".calibrate"))
 
-__all__ = list(_API)
+__all__ = ["gaussian_delta", "gaussian_sigma"]
+__all__ += ["gshm_calibrate", "gshm_delta", "gshm_delta_parts", "gshm_epsilon", "gshm_sigma", "gshm_tau",
+            "gaussian_rho", "zcdp_to_dp_delta", "zcdp_to_dp_epsilon"]
+__all__ += ["csh_calibrate", "csh_delta", "csh_delta_parts", "csh_discrete_calibrate", "csh_discrete_delta",
+            "csh_discrete_delta_parts", "csh_discrete_scales", "csh_discrete_tau", "csh_epsilon", "csh_noise_std",
+            "csh_sigma", "csh_sigma_star", "csh_tau",
+            "laplace_calibrate", "laplace_delta", "laplace_noise_std", "laplace_scale", "laplace_tau",
+            "CorrelatedGaussianNoise", "bounded_density_noise", "correlated_gaussian_calibrate",
+            "correlated_gaussian_error_ratio", "correlated_gaussian_sigma1", "grouped_correlated_gaussian_calibrate",
+            "Calibration", "MECHANISMS", "best", "calibrate", "compare"]
 
 
 def __getattr__(name: str) -> Any:

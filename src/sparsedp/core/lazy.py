@@ -50,6 +50,10 @@ class LazyModule:
     def __repr__(self) -> str:
         return f"<lazy module {object.__getattribute__(self, '_name')!r}>"
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Pickled by name (a function pickled by value, e.g. for a Spark task, may carry one)."""
+        return lazy_module, (object.__getattribute__(self, "_name"),)
+
 
 def lazy_module(name: str) -> Any:
     """A :class:`LazyModule` for the absolute module name ``name`` (typed ``Any``: declare the module's own type
