@@ -20,15 +20,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .accounting.charge import Charge
 from .accounting.split import split_epsilon
 from .auto_bound import AutoBound, select_bound
-from .auto_keys import candidate_counts, keys_plan, select_by_keys
 from .core.engine import Capability
 from .errors import InvalidParameterError
 from .mechanisms.base import Mechanism, Planned, Read, Released, ReleaseRequest
+from .core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from . import auto_keys as _auto_keys
+else:  # the bound chosen for the released keys (objective="keys"): on first use (issue 31)
+    _auto_keys = lazy_module("sparsedp.auto_keys")
 
 __all__ = ["AutoBounded"]
 
@@ -99,8 +104,9 @@ class AutoBounded(Wrapper):
         planned = self.inner.plan_release(inner_request, count_name)
         plan = None
         if self.bound.objective == "keys":  # public: every candidate calibrated (auto_keys.py)
-            plan = keys_plan(self.inner, lambda c: dataclasses.replace(inner_request, max_groups_per_unit=c),
-                             self.bound.candidates, eps_sel, eps_rel)
+            plan = _auto_keys.keys_plan(self.inner,
+                                        lambda c: dataclasses.replace(inner_request, max_groups_per_unit=c),
+                                        self.bound.candidates, eps_sel, eps_rel)
         # basic composition: ε₁ (pure) + the release's (ε₂, δ) = the user's (ε, δ), charged once
         charge = Charge(epsilon=request.epsilon, delta=request.delta, neighbours=planned.disclosure.neighbours,
                         mechanism=f"{planned.mechanism.name}+auto-bound")
@@ -112,8 +118,8 @@ class AutoBounded(Wrapper):
         cands = self.bound.candidates
         with ctx.stage("choosing max_groups_per_unit", "choose l0"):
             if split.keys_plan is not None:
-                counts = candidate_counts(ctx.engine, ctx.data, ctx.unit, list(ctx.by), cands, ctx.source,
-                                          split.keys_plan.statistic_weights)
+                counts = _auto_keys.candidate_counts(ctx.engine, ctx.data, ctx.unit, list(ctx.by), cands,
+                                                     ctx.source, split.keys_plan.statistic_weights)
             else:
                 counts = ctx.engine.keys_per_unit_counts(ctx.data, ctx.unit, list(ctx.by), cands)
         return Read(hist=None, prepared=counts, units=None)
@@ -123,7 +129,7 @@ class AutoBounded(Wrapper):
         split: _Split = planned.detail
         with ctx.stage(None, "choose l0"):
             if split.keys_plan is not None:
-                choice, counts = select_by_keys(read.prepared, split.keys_plan, self.bound, ctx.source)
+                choice, counts = _auto_keys.select_by_keys(read.prepared, split.keys_plan, self.bound, ctx.source)
             else:
                 choice = select_bound(read.prepared, self.bound, split.epsilon_selection, split.epsilon_release,
                                       ctx.source)

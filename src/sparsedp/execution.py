@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,15 +22,20 @@ from .advice import DeltaWarning, delta_note, delta_units_note
 from .core import sources
 from .core.engine import lacks_error
 from .engines import get_engine
-from .core.arrow_arrays import numpy_to_arrow
+from .core.arrow_arrays import take_rows
 from .engines.choice import choose_engine
 from .engines.output import OUTPUT_KIND, convert, write_atomic
 from .errors import InvalidParameterError, OutputWriteError, warn_at_caller
-from .ledger import Ledger, _dataset_name, open_ledger
 from .mechanisms.row_intervals import add_intervals, interval_notes
-from .other_row import OtherPlan, with_other_interval
 from .progress import Stages
 from .report import Curator, Report, Result, warn_insecure
+from .core.lazy import imported, lazy_module
+
+if TYPE_CHECKING:
+    from . import ledger as _ledger, other_row as _other_row
+else:  # the ledger (sqlite3, privacy-loss composition): imported by a release given ``ledger=`` only; the other
+    # row by a release with ``other=…`` (issue 31)
+    _ledger, _other_row = lazy_module("sparsedp.ledger"), lazy_module("sparsedp.other_row")
 
 __all__ = ["ReleaseContext", "LedgerSession", "Published", "open_engine", "check_output_columns", "warn_before",
            "publish", "result"]
@@ -111,7 +116,7 @@ class LedgerSession:
     budget), pre-checked, charged once (before any noise), marked published, closed if this release opened it."""
 
     def __init__(self, ledger: Any, dataset: str | None) -> None:
-        self.ledger: Ledger | None = None
+        self.ledger: _ledger.Ledger | None = None
         self.dataset = dataset
         self.owned = False
         self.charge_id: int | None = None
@@ -123,8 +128,8 @@ class LedgerSession:
         if dataset is None:
             raise InvalidParameterError("⟨ledger=…⟩ needs ⟨dataset=…⟩: the name of the dataset whose budget the "
                                         "release charges", param="dataset")
-        _dataset_name(dataset)
-        self.ledger, self.owned = open_ledger(ledger)
+        _ledger._dataset_name(dataset)
+        self.ledger, self.owned = _ledger.open_ledger(ledger)
         try:
             self.ledger.budget(dataset)  # the dataset must have a budget (raises with the fix otherwise)
         except BaseException:
@@ -162,7 +167,7 @@ def _sorted_table(arrow: Any, value_column: str, by: Any = ()) -> Any:
     order = np.argsort(-values, kind="stable")
     if by and frame[by[0]].null_count():
         order = order[np.argsort(frame[by[0]].is_null().to_numpy()[order], kind="stable")]
-    return arrow.take(numpy_to_arrow(order))
+    return take_rows(arrow, order)
 
 
 def _key_rows(arrow: Any, by: Any) -> int:
@@ -235,8 +240,8 @@ def _intervals(ctx: ReleaseContext, planned: Any, released: Any, tables: Publish
         base = ctx.engine.to_arrow(tables.native, list(ctx.by), planned.value_column)
     arrow, added = add_intervals(base, laws, level, final.value_column)
     notes = interval_notes(laws, level, added.coverage, final.mechanism.name, added.skipped)
-    if isinstance(planned.detail, OtherPlan):  # the other row's interval is its own noise's
-        arrow, note = with_other_interval(arrow, list(ctx.by), final.value_column, planned.detail, level)
+    if imported(_other_row) and isinstance(planned.detail, _other_row.OtherPlan):  # the other row's interval
+        arrow, note = _other_row.with_other_interval(arrow, list(ctx.by), final.value_column, planned.detail, level)
         notes += (note,) if note else ()
     # Spark in, Spark out: the table with its intervals, converted once
     native = ctx.engine.from_arrow(arrow) if tables.native is not None else None

@@ -28,14 +28,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .accounting.charge import Charge
 from .accounting.discrete import dlaplace_sf
 from .accounting.events import PureEvent, SequenceEvent
-from .accounting.other_total import OtherTotalCalibration, calibrate_other_total
 from .accounting.split import split_epsilon
 from .bound_choice import Wrapper
 from .core.engine import Capability
@@ -43,6 +42,12 @@ from .core.key_order import canonical_exprs
 from .errors import InvalidParameterError, InvalidTypeError
 from .mechanisms.base import Mechanism, Planned, Read, Released, ReleaseRequest
 from .noise import sample_discrete_laplace
+from .core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from .accounting import other_total as _other_total
+else:  # the other row's calibration: imported by a release with other=… only (issue 31)
+    _other_total = lazy_module("sparsedp.accounting.other_total")
 
 __all__ = ["OTHER_COLUMN", "DEFAULT_SHARE", "WithOther", "OtherPlan", "other_share", "complement_total",
            "with_other_row", "other_halfwidth", "with_other_interval"]
@@ -74,7 +79,7 @@ class OtherPlan:
     """What the plan keeps for the read and the draw: the release's own plan, the other row's calibration."""
 
     inner: Planned
-    calibration: OtherTotalCalibration
+    calibration: _other_total.OtherTotalCalibration
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,7 +159,7 @@ class WithOther(Wrapper):
             raise InvalidParameterError(
                 f"⟨other⟩ adds a count row; ⟨mechanism={planned.mechanism.name!r}⟩ releases keys only (no counts)",
                 param="other", fix="drop other=True, or count the selected keys: sd.TwoStage(select=…)")
-        cal = calibrate_other_total(eps_other, request.max_groups_per_unit)
+        cal = _other_total.calibrate_other_total(eps_other, request.max_groups_per_unit)
         rel = planned.disclosure.neighbours
         seq = SequenceEvent([planned.charge.event, PureEvent(epsilon=eps_other, delta=0.0, neighbours=rel)],
                             epsilon=request.epsilon, delta=planned.charge.delta)
@@ -192,7 +197,7 @@ class WithOther(Wrapper):
 
 
 
-def _note(cal: OtherTotalCalibration, eps_release: float, count_name: str, sums: bool) -> str:
+def _note(cal: _other_total.OtherTotalCalibration, eps_release: float, count_name: str, sums: bool) -> str:
     return (f"other row: the last row (every key column null, {OTHER_COLUMN} = true) holds in {count_name!r} the "
             f"total of the bounded contributions (at most {cal.l0} keys per unit, 1 each, its own uniform choice) "
             f"of every key not released, plus discrete Laplace noise of scale {float(cal.scale):.4g} (std "

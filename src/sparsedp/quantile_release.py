@@ -24,22 +24,28 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from .accounting.charge import Charge
 from .accounting.events import ComposedPureEvent, SequenceEvent
-from .accounting.quantile_rank import rank_error
-from .accounting.quantiles import QuantileSplit, split_budget, utility_gap
 from .aggregates import Quantile
 from .core.arrow_arrays import numpy_to_arrow
 from .core.engine import Engine
 from .core.key_order import canonical_order
 from .errors import InvalidParameterError, InvalidTypeError
 from .execution import ReleaseContext, check_output_columns, open_engine, warn_before
-from .mechanisms.quantiles import release_quantiles
+from .core.lazy import lazy_module
 from .query import HistogramQuery
+
+if TYPE_CHECKING:
+    from .accounting import quantile_rank as _quantile_rank, quantiles as _quantiles
+    from .mechanisms import quantiles as _mech_quantiles
+else:  # the quantiles' accountants and mechanism: imported by a release with sd.Quantile/sd.Median only (issue 31)
+    _quantile_rank = lazy_module("sparsedp.accounting.quantile_rank")
+    _quantiles = lazy_module("sparsedp.accounting.quantiles")
+    _mech_quantiles = lazy_module("sparsedp.mechanisms.quantiles")
 
 __all__ = ["split_quantiles", "QuantileQuery", "QuantilePlanRow", "quantile_plan_rows", "plan_split"]
 
@@ -105,7 +111,7 @@ class QuantileQuery(HistogramQuery):
                 raise InvalidParameterError(f"the output column {q.output_name!r} is used twice (an input column or "
                                             f"another aggregate); name it: {type(q).__name__}(…, name=…)",
                                             param="quantile")
-        self.split: QuantileSplit = split_budget(request.epsilon, request.delta, request.bound,
+        self.split: _quantiles.QuantileSplit = _quantiles.split_budget(request.epsilon, request.delta, request.bound,
                                                  [q.share for q in self.quantiles])
 
     def plan(self) -> Any:
@@ -146,14 +152,16 @@ class QuantileQuery(HistogramQuery):
             cells = ctx.engine.quantile_cells(ctx.data, ctx.unit, list(ctx.by), table.select(list(ctx.by)),
                                               self.quantiles, split.l0, ctx.source)
             for q, kc, ek in zip(self.quantiles, cells, split.key_epsilons):
-                table = table.append_column(q.output_name, numpy_to_arrow(release_quantiles(kc, q, ek, ctx.source)))
+                values = _mech_quantiles.release_quantiles(kc, q, ek, ctx.source)
+                table = table.append_column(q.output_name, numpy_to_arrow(values))
                 if self.request.interval is not None:  # public: (ε_key, Δ, cells, q, level) only
                     table = table.append_column(*rank_error_column(q, ek, self.request.interval, table.num_rows))
         notes = split.lines([q.output_name for q in self.quantiles]) + tuple(
             f"{q.output_name}: permute-and-flip over {q.cells} cells of width {q.width:.6g} on "
             f"[{q.lower:g}, {q.upper:g}] (cell midpoints), at most {q.max_rows} row(s) per unit and key; with "
             f"probability >= 95% the released cell's utility is within "
-            f"{utility_gap(ek, q.sensitivity, q.cells, 0.05):.4g} of the best cell's (rank units x{q.level.denominator})"
+            f"{_quantiles.utility_gap(ek, q.sensitivity, q.cells, 0.05):.4g} of the best cell's "
+            f"(rank units x{q.level.denominator})"
             for q, ek in zip(self.quantiles, split.key_epsilons))
         if self.request.interval is not None:
             notes += tuple(rank_error_note(q, ek, self.request.interval)
@@ -218,12 +226,12 @@ class QuantilePlanRow:
                 "rank_error_mean": self.rank_error_mean}
 
 
-def quantile_plan_rows(quantiles: Sequence[Quantile], split: QuantileSplit) -> list[QuantilePlanRow]:
+def quantile_plan_rows(quantiles: Sequence[Quantile], split: _quantiles.QuantileSplit) -> list[QuantilePlanRow]:
     """One :class:`QuantilePlanRow` per quantile of the split (no data)."""
     out = []
     for q, e, ek in zip(quantiles, split.quantile_epsilons, split.key_epsilons):
         b = q.level.denominator
-        gap = utility_gap(ek, q.sensitivity, q.cells, 0.05)
+        gap = _quantiles.utility_gap(ek, q.sensitivity, q.cells, 0.05)
         mean = 2.0 * q.sensitivity / ek * (math.log(q.cells) + 1.0)
         out.append(QuantilePlanRow(quantile=q, epsilon=e, epsilon_key=ek, l0=split.l0, rank_error_95=gap / b,
                                    rank_error_mean=mean / b))
@@ -231,7 +239,7 @@ def quantile_plan_rows(quantiles: Sequence[Quantile], split: QuantileSplit) -> l
 
 
 def plan_split(epsilon: float, delta: float, max_groups_per_unit: Any, quantiles: Sequence[Quantile],
-               keys: Any, insecure_float: bool) -> QuantileSplit:
+               keys: Any, insecure_float: bool) -> _quantiles.QuantileSplit:
     """The split ``sd.plan`` shows for quantiles, the combinations ``release`` refuses refused the same way (no
     data)."""
     for q in quantiles:
@@ -247,19 +255,19 @@ def plan_split(epsilon: float, delta: float, max_groups_per_unit: Any, quantiles
         raise InvalidParameterError("quantiles need ⟨max_groups_per_unit=…⟩ as an integer (each unit's quantile "
                                     "contributions are bounded to that many released keys)",
                                     param="max_groups_per_unit")
-    return split_budget(epsilon, delta, max_groups_per_unit, [q.share for q in quantiles])
+    return _quantiles.split_budget(epsilon, delta, max_groups_per_unit, [q.share for q in quantiles])
 
 
 def rank_error_column(q: Quantile, epsilon_key: float, level: float, rows: int) -> tuple[str, Any]:
     """``(<quantile>_rank_error, the constant column)``: :func:`~sparsedp.accounting.quantile_rank.rank_error`'s
     bound in values of the key, the same for every row (it depends on public parameters only)."""
-    r = rank_error(epsilon_key, q.sensitivity, q.cells, level, q.level)
+    r = _quantile_rank.rank_error(epsilon_key, q.sensitivity, q.cells, level, q.level)
     return f"{q.output_name}_rank_error", numpy_to_arrow(np.full(rows, r.values, dtype=np.float64))
 
 
 def rank_error_note(q: Quantile, epsilon_key: float, level: float) -> str:
     """The report's line on a quantile's rank error (what it bounds and what it is not)."""
-    r = rank_error(epsilon_key, q.sensitivity, q.cells, level, q.level)
+    r = _quantile_rank.rank_error(epsilon_key, q.sensitivity, q.cells, level, q.level)
     return (f"{q.output_name}_rank_error = {r.values:.6g}: with probability >= {1.0 - r.miss:.4%} (level {level:.4g}; "
             f"exact worst case over all data for permute-and-flip over {q.cells} cells) the released cell's rank "
             f"score |#values below - q*#values outside| is within {r.values:.6g} of the best cell's; a rank bound "

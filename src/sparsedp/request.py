@@ -13,13 +13,12 @@ mechanism.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, ContextManager
+from typing import TYPE_CHECKING, Any, Callable, ContextManager
 
 from . import _validate as v
 from .accounting.intervals import DEFAULT_LEVEL, check_level
 from .aggregates import Count, Sum, output_names
 from .auto_bound import parse_auto
-from .bound_choice import AutoBounded
 from .core import sources
 from .engines.output import OUT_FORMATS, check_out_path
 from .errors import InvalidParameterError, InvalidTypeError
@@ -27,7 +26,12 @@ from .mechanisms import registry
 from .mechanisms.base import Mechanism, ReleaseRequest
 from .mechanisms.thresholded import fit_shape
 from .noise import default_source
-from .other_row import WithOther, other_share
+from .core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from . import bound_choice as _bound_choice, other_row as _other_row
+else:  # the automatic bound's and the other row's wrappers: imported by a release that asks for them (issue 31)
+    _bound_choice, _other_row = lazy_module("sparsedp.bound_choice"), lazy_module("sparsedp.other_row")
 
 __all__ = ["Request", "PlanRequest", "build_request", "build_plan_request", "check_out_path", "columns", "split_aggregates", "OUT_FORMATS"]
 
@@ -231,13 +235,14 @@ def build_request(data: Any, privacy_unit: Any, by: Any, epsilon: Any, delta: An
     if partial is not None:
         mech = _mixed(mech, partial, auto)
     if auto is not None:
-        mech = AutoBounded(inner=mech, bound=auto)
-    share = other_share(rest.pop("other", False))
+        mech = _bound_choice.AutoBounded(inner=mech, bound=auto)
+    other = rest.pop("other", False)
+    share = None if other is None or other is False else _other_row.other_share(other)
     if share is not None:
         if auto is not None:
             raise InvalidParameterError("⟨other⟩ needs ⟨max_groups_per_unit⟩ as a number (the other row's "
                                         "sensitivity), not 'auto'", param="max_groups_per_unit")
-        mech = WithOther(inner=mech, share=share)
+        mech = _other_row.WithOther(inner=mech, share=share)
     out, rng, overwrite = rest.pop("out", None), rest.pop("rng", None), rest.pop("overwrite", False)
     rest["interval"] = interval_level(rest.pop("interval", DEFAULT_LEVEL))
     data = _input(data)

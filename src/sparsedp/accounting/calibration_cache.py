@@ -31,12 +31,17 @@ import os
 import tempfile
 from dataclasses import fields
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from .calibrate import calibrate
 from .calibration import Calibration
 from .laws import LAWS
+from ..core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import sparsedp.accounting.calibrate as _calibrate  # (the package attribute "calibrate" is the function)
+else:  # the accountants: imported on a cache miss only (issue 31)
+    _calibrate = lazy_module(f"{__package__}.calibrate")
 
 __all__ = ["cached_calibrate", "cache_dir", "clear_memory"]
 
@@ -224,7 +229,7 @@ def cached_calibrate(mechanism: str, **kwargs: Any) -> Calibration:  # kwargs: c
         if hit is not None:
             _MEMORY[key] = hit
             return hit
-    cal = calibrate(mechanism, **kwargs)
+    cal = _calibrate.calibrate(mechanism, **kwargs)
     if key is not None:
         try:
             _encode(cal)

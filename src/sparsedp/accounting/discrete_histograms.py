@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from functools import lru_cache
-from typing import Callable, Iterable, Literal, overload
+from typing import TYPE_CHECKING, Callable, Iterable, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -61,9 +61,15 @@ from .discrete import _dgauss_logsf_float, dgauss_sf, dgauss_variance, dlaplace_
 from .names import CORRELATED_GAUSSIAN, GSHM, LAPLACE, TOPK_CSH
 from ._invert import smallest_ok
 from ._types import FloatArray, IntArray, RealOrArray, Scale
-from .csh import csh_discrete_delta_parts, csh_discrete_noise_std, csh_discrete_scales
-from .gaussian import gaussian_sigma
-from .zcdp import zcdp_to_dp_delta
+from ..core.lazy import lazy_module
+
+# the calibrators' search starts and the top-k CSH parts: on first use (issue 31; a default release's charge
+# evaluates the GSHM/Laplace δ only)
+if TYPE_CHECKING:
+    from . import csh as _csh, gaussian as _gaussian, zcdp as _zcdp
+else:
+    _csh, _gaussian = lazy_module(f"{__package__}.csh"), lazy_module(f"{__package__}.gaussian")
+    _zcdp = lazy_module(f"{__package__}.zcdp")
 
 __all__ = [
     "dgauss_shift_hockey_stick", "dlaplace_shift_hockey_stick",
@@ -397,7 +403,7 @@ def calibrate_gshm_discrete(epsilon: float, delta: float, l0: int) -> Calibratio
     eps = v.epsilon(epsilon)
     dlt = v.delta(delta)
     k = v.integer("l0", l0, lo=1)
-    sigma_c = gaussian_sigma(eps, dlt, sensitivity=math.sqrt(k))
+    sigma_c = _gaussian.gaussian_sigma(eps, dlt, sensitivity=math.sqrt(k))
     s = rational_up(max(1.0, sigma_c * sigma_c))
     for _ in range(2000):
         if dgauss_shift_hockey_stick(k, eps, s) <= dlt * (1 - 1e-9):
@@ -461,7 +467,7 @@ def calibrate_correlated_discrete(epsilon: float, delta: float, d: int, c: int |
     dlt = v.delta(delta)
     dd = v.integer("d", d, lo=1)
     cc = best_integer_c(dd) if c is None else v.integer("c", c, lo=1)
-    sig1 = gaussian_sigma(eps, dlt)
+    sig1 = _gaussian.gaussian_sigma(eps, dlt)
     s = rational_up(max(1.0, sig1 * sig1 * (dd + cc * cc)))
     for _ in range(5000):
         if correlated_discrete_delta(eps, s, dd, cc) <= dlt:
@@ -486,10 +492,10 @@ def calibrate_correlated_discrete(epsilon: float, delta: float, d: int, c: int |
 def topk_debias_discrete_delta_parts(eps: float, sigma: float, tau: float, k: int,
                                      conversion: str) -> dict[str, float]:
     """``{"gaussian", "threshold"}`` δ parts of discrete de-biased top-k CSH (see the calibration below)."""
-    s_ind, s_corr = (float(x) for x in csh_discrete_scales(sigma, k))
+    s_ind, s_corr = (float(x) for x in _csh.csh_discrete_scales(sigma, k))
     rho = 0.5 * (k / s_ind + 5.0 / s_corr)
-    gauss = float(zcdp_to_dp_delta(rho, eps, conversion=conversion))
-    thr = csh_discrete_delta_parts(eps, sigma, tau, k, conversion=conversion)["threshold"]
+    gauss = float(_zcdp.zcdp_to_dp_delta(rho, eps, conversion=conversion))
+    thr = _csh.csh_discrete_delta_parts(eps, sigma, tau, k, conversion=conversion)["threshold"]
     return {"gaussian": gauss, "threshold": thr}
 
 
@@ -510,8 +516,8 @@ def calibrate_topk_debias_discrete(epsilon: float, delta: float, k: int, convers
 @lru_cache(maxsize=256)  # a pure function of validated arguments (repeated releases at one point search once)
 def _calibrate_topk_debias_discrete(eps: float, dlt: float, k: int, conversion: str) -> Calibration:
     def gauss(s: float) -> float:
-        s_ind, s_corr = (float(x) for x in csh_discrete_scales(s, k))
-        return float(zcdp_to_dp_delta(0.5 * (k / s_ind + 5.0 / s_corr), eps, conversion=conversion))
+        s_ind, s_corr = (float(x) for x in _csh.csh_discrete_scales(s, k))
+        return float(_zcdp.zcdp_to_dp_delta(0.5 * (k / s_ind + 5.0 / s_corr), eps, conversion=conversion))
 
     s_star = smallest_ok(lambda s: gauss(s) < dlt, 1e-3, 1.0, what="sigma")
 
@@ -529,11 +535,11 @@ def _calibrate_topk_debias_discrete(eps: float, dlt: float, k: int, conversion: 
     if not math.isfinite(taus[i]):
         raise InfeasibleError("no sigma gives a finite threshold for de-biased discrete top-k CSH")
     sigma, tau = float(grid[i]), float(taus[i])
-    s_ind, s_corr = csh_discrete_scales(sigma, k)
+    s_ind, s_corr = _csh.csh_discrete_scales(sigma, k)
     parts = topk_debias_discrete_delta_parts(eps, sigma, tau, k, conversion)
     return Calibration(
         mechanism=TOPK_CSH, analysis=f"discrete-zcdp-{conversion}", epsilon=eps, delta=dlt, sigma=sigma,
-        tau=tau, noise_std=csh_discrete_noise_std(sigma, k), delta_parts=parts,
+        tau=tau, noise_std=_csh.csh_discrete_noise_std(sigma, k), delta_parts=parts,
         delta_achieved=min(1.0, sum(parts.values())),
         noise=DiscreteCorrelatedGaussian(s_ind, s_corr), comparison=Comparison.GT, k=k, top_k=k, debias=True,
         conversion=conversion)

@@ -27,7 +27,7 @@ import functools
 import math
 from dataclasses import dataclass, fields
 from fractions import Fraction
-from typing import Any, ClassVar, Iterable, Mapping, Protocol, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Protocol, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -35,15 +35,21 @@ import numpy.typing as npt
 from .. import _validate as v
 from ..errors import InvalidParameterError, InvalidTypeError
 from . import laws
-from . import pld as _pld
-from .aggregates import JointDiscreteCalibration, joint_gshm_delta
 from ._types import FloatArray, RealOrArray
 from .calibration import Calibration, Neighbours
-from .conversions import epsilon_from_delta
-from .quantiles import pure_composition_delta
+from ..core.lazy import imported, lazy_module
 from .profiles import (ApproxDPProfile, CSHProfile, GaussianProfile, GSHMDiscreteProfile, GSHMProfile,
                        LaplaceDiscreteProfile, PrivacyProfile, PureProfile, RoundedCSHProfile, profile_of)
-from .set_union import SetUnionCalibration, weighted_gaussian_delta
+
+# the ledger's composition (privacy-loss distributions, conversions) and the events of the set-union, SUM/MEAN and
+# quantile releases: on first use (issue 31; a default release builds a DiscreteGSHMEvent and composes nothing)
+if TYPE_CHECKING:
+    from . import aggregates as _aggregates, conversions as _conversions, pld as _pld, quantiles as _quantiles
+    from . import set_union as _set_union
+else:
+    _aggregates, _conversions = lazy_module(f"{__package__}.aggregates"), lazy_module(f"{__package__}.conversions")
+    _pld, _quantiles = lazy_module(f"{__package__}.pld"), lazy_module(f"{__package__}.quantiles")
+    _set_union = lazy_module(f"{__package__}.set_union")
 
 __all__ = ["PrivacyEvent", "GSHMEvent", "DiscreteGSHMEvent", "LaplaceThresholdEvent", "CSHEvent",
            "GaussianEvent", "SetUnionEvent", "AggregateGSHMEvent", "PureEvent", "ApproxDPEvent", "SequenceEvent",
@@ -101,7 +107,7 @@ class PrivacyEvent:
 
     def epsilon_at(self, delta: float) -> float:
         """Smallest ε >= 0 with ``delta_at(ε) <= delta`` (inf if none)."""
-        return epsilon_from_delta(self.delta_at, delta)
+        return _conversions.epsilon_from_delta(self.delta_at, delta)
 
     def pld(self) -> _pld.GridPLD:
         """The pessimistic privacy-loss distribution used to compose this release (module docstring)."""
@@ -307,8 +313,9 @@ class SetUnionEvent(PrivacyEvent):
     def delta_at(self, epsilon: FloatArray) -> FloatArray: ...
     def delta_at(self, epsilon: RealOrArray) -> RealOrArray:
         eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
-        out = np.array([float(weighted_gaussian_delta(max(0.0, float(e)), self.sigma2, self.threshold, self.l0,
-                                                      self.grid)) if e >= 0 else 1.0 for e in eps])
+        out = np.array([float(_set_union.weighted_gaussian_delta(max(0.0, float(e)), self.sigma2, self.threshold,
+                                                                 self.l0, self.grid)) if e >= 0 else 1.0
+                        for e in eps])
         return float(out[0]) if np.ndim(epsilon) == 0 else out
 
 
@@ -341,8 +348,9 @@ class AggregateGSHMEvent(PrivacyEvent):
     def delta_at(self, epsilon: FloatArray) -> FloatArray: ...
     def delta_at(self, epsilon: RealOrArray) -> RealOrArray:
         eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
-        out = np.array([float(joint_gshm_delta(max(0.0, float(e)), self.count_sigma2, self.margin, self.l0,
-                                               self.column_sigma2s, self.column_sensitivities))
+        out = np.array([float(_aggregates.joint_gshm_delta(max(0.0, float(e)), self.count_sigma2, self.margin,
+                                                           self.l0, self.column_sigma2s,
+                                                           self.column_sensitivities))
                         if e >= 0 else 1.0 for e in eps])
         return float(out[0]) if np.ndim(epsilon) == 0 else out
 
@@ -387,7 +395,7 @@ class ComposedPureEvent(PrivacyEvent):
     @overload
     def delta_at(self, epsilon: FloatArray) -> FloatArray: ...
     def delta_at(self, epsilon: RealOrArray) -> RealOrArray:
-        return pure_composition_delta(self.epsilon0, self.k, epsilon)
+        return _quantiles.pure_composition_delta(self.epsilon0, self.k, epsilon)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -547,12 +555,16 @@ def event_of(calibration: Charged, neighbours: Neighbours | None = None) -> Priv
             return ev
     rel = neighbours if neighbours is not None else getattr(cal, "neighbours", Neighbours.ADD_REMOVE)
     common: dict[str, Any] = {"epsilon": float(cal.epsilon), "delta": float(cal.delta), "neighbours": rel}
-    if isinstance(cal, SetUnionCalibration) and isinstance(cal.noise, laws.DiscreteGaussian) and cal.l0:
+    # (no instance of a class of a module not yet imported: ``imported`` spares the import)
+    if imported(_set_union) and isinstance(cal, _set_union.SetUnionCalibration) and \
+            isinstance(cal.noise, laws.DiscreteGaussian) and cal.l0:
         return SetUnionEvent(sigma2=cal.noise.sigma2, threshold=int(cal.threshold_int), l0=int(cal.l0),
                              grid=int(cal.grid), **common)
-    joint = getattr(cal, "joint", None) if not isinstance(cal, JointDiscreteCalibration) else cal
+    joint = getattr(cal, "joint", None) if not (imported(_aggregates) and
+                                                isinstance(cal, _aggregates.JointDiscreteCalibration)) else cal
     if joint is not None:  # a count with SUM/MEAN columns: never the count-only profile (it would under-charge)
-        if isinstance(joint, JointDiscreteCalibration) and (joint.shape is None or joint.shape.diagonal):
+        if isinstance(joint, _aggregates.JointDiscreteCalibration) and (joint.shape is None or
+                                                                        joint.shape.diagonal):
             return AggregateGSHMEvent(count_sigma2=joint.count_sigma2, margin=joint.margin, l0=joint.l0,
                                       column_sigma2s=joint.column_sigma2s,
                                       column_sensitivities=joint.column_sensitivities, **common)

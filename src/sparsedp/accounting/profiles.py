@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping, overload
+from typing import TYPE_CHECKING, Any, Mapping, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -36,16 +36,21 @@ from .. import _validate as v
 from ..errors import InvalidParameterError
 from ._types import FloatArray, RealOrArray
 from .calibration import Calibration
-from .composition import DominatingPair
-from .conversions import epsilon_from_delta, tradeoff_from_profile
 from .names import CORRELATED_GAUSSIAN, GSHM, LAPLACE, TOPK_CSH
 from . import laws
-from .csh import csh_delta, csh_rounded_delta
-from .csh_exact import csh_exact_delta
 from .discrete import dgauss_sf, dlaplace_sf
 from .discrete_histograms import _blocks, gshm_discrete_delta, laplace_discrete_delta
-from .gaussian import gaussian_delta
-from .gshm import gshm_delta
+from ..core.lazy import lazy_module
+
+# the dominating pairs (ledger composition) and the continuous and CSH accountants: on first use (issue 31; a
+# default release's charge needs the discrete GSHM/Laplace profiles only)
+if TYPE_CHECKING:
+    from . import composition as _composition, conversions as _conversions, csh as _csh, csh_exact as _csh_exact
+    from . import gaussian as _gaussian, gshm as _gshm
+else:
+    _composition, _conversions = lazy_module(f"{__package__}.composition"), lazy_module(f"{__package__}.conversions")
+    _csh, _csh_exact = lazy_module(f"{__package__}.csh"), lazy_module(f"{__package__}.csh_exact")
+    _gaussian, _gshm = lazy_module(f"{__package__}.gaussian"), lazy_module(f"{__package__}.gshm")
 
 __all__ = ["PrivacyProfile", "GSHMDiscreteProfile", "GSHMProfile", "LaplaceDiscreteProfile", "CSHProfile",
            "RoundedCSHProfile", "GaussianProfile", "PureProfile", "ApproxDPProfile", "profile_of", "profile_from_dict",
@@ -69,15 +74,15 @@ class PrivacyProfile:
         """δ at each ε of a validated 1-d array (each family's accountant)."""
         raise NotImplementedError
 
-    def pair(self) -> DominatingPair | None:
+    def pair(self) -> _composition.DominatingPair | None:
         return None
 
     def epsilon(self, delta: float, *, hi: float = 200.0) -> float:
         """Smallest ε >= 0 (bisection to 1e-9 relative, rounded up) with ``delta(ε) <= delta``; inf if none."""
-        return epsilon_from_delta(self.delta, delta, hi=hi)
+        return _conversions.epsilon_from_delta(self.delta, delta, hi=hi)
 
     def tradeoff_curve(self, alpha: npt.ArrayLike) -> FloatArray:
-        return tradeoff_from_profile(self.delta, alpha)
+        return _conversions.tradeoff_from_profile(self.delta, alpha)
 
     def to_dict(self) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -125,10 +130,10 @@ class GSHMDiscreteProfile(PrivacyProfile):
     def _delta(self, eps: FloatArray) -> FloatArray:
         return np.array([gshm_discrete_delta(float(e), self.sigma2, self.margin, self.l0) for e in eps])
 
-    def pair(self) -> DominatingPair:
+    def pair(self) -> _composition.DominatingPair:
         p = min(1.0, self.release_probability() * (1.0 + 1e-12))
-        return DominatingPair(dgauss=((self.sigma2, self.l0),),
-                              log_keep=self.l0 * DominatingPair.bad_event(p))
+        return _composition.DominatingPair(dgauss=((self.sigma2, self.l0),),
+                                           log_keep=self.l0 * _composition.DominatingPair.bad_event(p))
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "sigma2": str(self.sigma2), "margin": self.margin, "l0": self.l0}
@@ -159,13 +164,13 @@ class GSHMProfile(PrivacyProfile):
         object.__setattr__(self, "analysis", v.choice("analysis", self.analysis, ("exact", "add", "fdp")))
 
     def _delta(self, eps: FloatArray) -> FloatArray:
-        return np.array([gshm_delta(max(0.0, float(e)), self.sigma, self.tau, self.l0, self.analysis,
-                                    self.mu_o2) if e >= 0 else 1.0 for e in eps])
+        return np.array([_gshm.gshm_delta(max(0.0, float(e)), self.sigma, self.tau, self.l0, self.analysis,
+                                          self.mu_o2) if e >= 0 else 1.0 for e in eps])
 
-    def pair(self) -> DominatingPair:
+    def pair(self) -> _composition.DominatingPair:
         mu2 = self.l0 * (1.0 / (self.sigma * self.sigma) + self.mu_o2) * (1.0 + 1e-12)
         lphi = float(special.log_ndtr(self.tau / self.sigma))
-        return DominatingPair(gaussian_mu2=mu2, log_keep=self.l0 * lphi * (1.0 + 1e-12))
+        return _composition.DominatingPair(gaussian_mu2=mu2, log_keep=self.l0 * lphi * (1.0 + 1e-12))
 
     def tradeoff_curve(self, alpha: npt.ArrayLike) -> FloatArray:
         a_arr = np.atleast_1d(np.asarray(alpha, dtype=float))
@@ -219,9 +224,10 @@ class LaplaceDiscreteProfile(PrivacyProfile):
     def _delta(self, eps: FloatArray) -> FloatArray:
         return np.array([laplace_discrete_delta(float(e), self.scale, self.margin, self.l0) for e in eps])
 
-    def pair(self) -> DominatingPair:
+    def pair(self) -> _composition.DominatingPair:
         p = min(1.0, float(dlaplace_sf(self.margin, self.scale)) * (1.0 + 1e-12))
-        return DominatingPair(dlaplace=((self.scale, self.l0),), log_keep=self.l0 * DominatingPair.bad_event(p))
+        return _composition.DominatingPair(dlaplace=((self.scale, self.l0),),
+                                           log_keep=self.l0 * _composition.DominatingPair.bad_event(p))
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "scale": str(self.scale), "margin": self.margin, "l0": self.l0}
@@ -230,24 +236,24 @@ class LaplaceDiscreteProfile(PrivacyProfile):
 # ------------------------------------------------------------------ CSH / top-k CSH
 
 
-def _csh_pair(sigma: float, tau: float, k: int, debias: bool) -> DominatingPair:
+def _csh_pair(sigma: float, tau: float, k: int, debias: bool) -> _composition.DominatingPair:
     """Lebeda & Retschmeier (2024) Thm 3.3's decomposition: Gaussian μ = ½√(k + √k)/σ (½√(k+5√k) de-biased), TV slack
     δ_inf = 1 − Φ(τ/(σ(1 + k^{−1/4})))^{k+1} (composition.md Lemma 4)."""
     rk = math.sqrt(k)
     mu2 = (k + (5.0 if debias else 1.0) * rk) / (4.0 * sigma * sigma) * (1.0 + 1e-12)
     x_c = tau / (sigma * (1.0 + k ** -0.25))
     tv = float(-math.expm1((k + 1) * float(special.log_ndtr(x_c)))) * (1.0 + 1e-12)
-    return DominatingPair(gaussian_mu2=mu2, tv=min(1.0, tv))
+    return _composition.DominatingPair(gaussian_mu2=mu2, tv=min(1.0, tv))
 
 
 def _csh_delta(eps: float, sigma: float, t: float, k: int, analysis: str, debias: bool, rounded: bool) -> float:
     """δ(ε) of CSH / top-k CSH at margin ``t`` (integer if ``rounded``, else continuous τ) under ``analysis``:
     "exact" = :func:`.csh_exact.csh_exact_delta` (certified profile), else Lebeda & Retschmeier (2024) Thm 3.5 / 3.3 (:mod:`.csh`)."""
     if analysis == "exact":
-        return csh_exact_delta(eps, sigma, t, k, rounded=rounded, topk=debias, debias=debias)
+        return _csh_exact.csh_exact_delta(eps, sigma, t, k, rounded=rounded, topk=debias, debias=debias)
     if rounded:
-        return csh_rounded_delta(eps, sigma, int(t), k, analysis, debias=debias)  # t is the integer margin
-    return csh_delta(eps, sigma, t, k, analysis, debias=debias)
+        return _csh.csh_rounded_delta(eps, sigma, int(t), k, analysis, debias=debias)  # t is the integer margin
+    return _csh.csh_delta(eps, sigma, t, k, analysis, debias=debias)
 
 
 @dataclass(frozen=True)
@@ -275,7 +281,7 @@ class CSHProfile(PrivacyProfile):
         return np.array([_csh_delta(float(e), self.sigma, self.tau, self.k, self.analysis, self.debias, False)
                          if e >= 0 else 1.0 for e in eps])
 
-    def pair(self) -> DominatingPair:
+    def pair(self) -> _composition.DominatingPair:
         return _csh_pair(self.sigma, self.tau, self.k, self.debias)
 
     def to_dict(self) -> dict[str, Any]:
@@ -308,7 +314,7 @@ class RoundedCSHProfile(PrivacyProfile):
         return np.array([_csh_delta(float(e), self.sigma, self.margin, self.k, self.analysis, self.debias, True)
                          if e >= 0 else 1.0 for e in eps])
 
-    def pair(self) -> DominatingPair:
+    def pair(self) -> _composition.DominatingPair:
         return _csh_pair(self.sigma, self.margin - 0.5, self.k, self.debias)
 
     def to_dict(self) -> dict[str, Any]:
@@ -330,10 +336,10 @@ class GaussianProfile(PrivacyProfile):
         object.__setattr__(self, "mu", v.positive("mu", self.mu))
 
     def _delta(self, eps: FloatArray) -> FloatArray:
-        return np.atleast_1d(gaussian_delta(self.mu, eps))
+        return np.atleast_1d(_gaussian.gaussian_delta(self.mu, eps))
 
-    def pair(self) -> DominatingPair:
-        return DominatingPair(gaussian_mu2=self.mu * self.mu * (1.0 + 1e-12))
+    def pair(self) -> _composition.DominatingPair:
+        return _composition.DominatingPair(gaussian_mu2=self.mu * self.mu * (1.0 + 1e-12))
 
     def tradeoff_curve(self, alpha: npt.ArrayLike) -> FloatArray:
         a = np.atleast_1d(np.asarray(alpha, dtype=float))
@@ -442,3 +448,10 @@ def profile_of(calibration: Calibration) -> PrivacyProfile | None:
     if mech == CORRELATED_GAUSSIAN and isinstance(law, laws.DenseCorrelatedGaussian):
         return GaussianProfile(1.0 / float(cal.sigma))
     return None
+
+
+def __getattr__(name: str) -> Any:
+    """``tradeoff_from_profile`` (:mod:`.conversions`), listed in ``__all__``, read on first use."""
+    if name == "tradeoff_from_profile":
+        return _conversions.tradeoff_from_profile
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

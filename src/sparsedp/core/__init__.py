@@ -14,7 +14,9 @@ It holds what mechanisms and engines share, so that they never import each other
 * :mod:`.key_order` and :mod:`.noise_chunks` — the canonical key order and the per-release noise chunks, the
   conventions every engine and the public-key mechanisms follow so that one seeded release gives one table;
 * :mod:`.sources` — recognising inputs (frames, relations, SQL, files); :mod:`.checks` — the column check and the
-  translation of data-library errors every reader shares.
+  translation of data-library errors every reader shares;
+* :mod:`.lazy` — own modules imported on first use (what keeps a fresh process's first release small);
+  :mod:`.arrow_arrays` — numpy/Arrow columns and row selections without pandas or ``pyarrow.compute``.
 
 Nothing is imported here, so ``import sparsedp`` stays light.
 """

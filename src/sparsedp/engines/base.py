@@ -28,29 +28,31 @@ import numpy.typing as npt
 from ..aggregates import Aggregate, Quantile, noise_columns
 from ..core.bounded import (BoundingStats, KeptPairs, LocalHistogram, LocalRelease, OneGroupRows, PairIds, RoundsInput,
                             UnitPairs)
-from ..core.arrow_arrays import numpy_to_arrow
+from ..core.arrow_arrays import numpy_to_arrow, take_rows
 from ..core.checks import check_columns, engine_errors_as_input_errors
 from ..core.engine import Capability, Engine, NoiseTask
 from ..core.histogram import SparseHistogram
 from ..core.noise_chunks import key_chunks, n_chunks
-from ..core.quantile_cells import KeyCells
 from ..core.sources import InputData, to_lazy
 from ..core.unit_keys import UnitKeyCounts
 from ..progress import report
-from . import pairs
 from .aggregate_exprs import grid_column_name
 from .bounding import bound, draw_bounding_secret
 from .input_checks import (check_key_values, check_mixed_types, check_nan_keys, check_nulls_and_rows,
                            check_pandas_nan_keys, check_unique_names)
 from .pair_ids import bounded_raw_counts_with_sums
-from .quantile_cells import bounded_cells, check_quantile_columns
 from .raw_counts import RawCounts
+from ..core.lazy import lazy_module
 
 if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
     from ..core.engine import RandomSource
+    from ..core.quantile_cells import KeyCells
+    from . import pairs, quantile_cells as _quantile_cells
+else:  # the pair primitives and the quantiles' cells: on first use (issue 31; a count release needs neither)
+    pairs, _quantile_cells = lazy_module("sparsedp.engines.pairs"), lazy_module("sparsedp.engines.quantile_cells")
 
 
 __all__ = ["EmbeddedEngine", "RawCounts"]
@@ -89,13 +91,13 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
 
     def check_quantile_columns(self, data: InputData, quantiles: Sequence[Quantile]) -> None:
         """:meth:`Engine.check_quantile_columns` on the rows' Polars path (one scan)."""
-        check_quantile_columns(self.rows_lazy(data), quantiles)
+        _quantile_cells.check_quantile_columns(self.rows_lazy(data), quantiles)
 
     def quantile_cells(self, data: InputData, privacy_unit: str, by: Sequence[str], keys: pa.Table,
                        quantiles: Sequence[Quantile], l0: int, rng: RandomSource) -> list[KeyCells]:
         """:meth:`Engine.quantile_cells`: the whole input as one part of
         :func:`~sparsedp.engines.quantile_cells.partial_cells` (the released keys' rows only are collected)."""
-        return bounded_cells(self.rows_lazy(data), privacy_unit, by, keys, quantiles, l0, rng)
+        return _quantile_cells.bounded_cells(self.rows_lazy(data), privacy_unit, by, keys, quantiles, l0, rng)
 
     def bounded_raw_counts_with_sums(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
                                      rng: RandomSource, aggregates: Sequence[Aggregate]) -> RawCounts:
@@ -220,7 +222,7 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
         order = np.argsort(pos, kind="stable")  # back to canonical key order (ties in the output sort by key)
         pos, values = pos[order], values[order]
         cols = {n: (np.concatenate(p) if p else np.empty(0, np.float64))[order] for n, p in parts_cols.items()}
-        return LocalRelease(keys=hist.keys.take(numpy_to_arrow(pos, np.int64)), values=values.astype(dtype),
+        return LocalRelease(keys=take_rows(hist.keys, pos), values=values.astype(dtype),
                             columns=cols)
 
     def collect(self, hist: LocalHistogram) -> SparseHistogram:

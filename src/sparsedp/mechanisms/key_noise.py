@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -21,8 +21,13 @@ from ..accounting.intervals import VarianceBox, variance_interval
 from ..aggregates import Mean, Sum, Variance, noise_columns, square_columns
 from ..core.noise_chunks import chunk_label
 from ..noise.source import SecretKeyedStream, SecureRandom
-from .aggregate_noise import column_indices, noisy_grid_sums, to_value_units, variance_values
 from .kernel import NoisePlan, SharedNoise, noise_and_filter
+from ..core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from . import aggregate_noise as _aggregate_noise
+else:  # the SUM/MEAN columns' noise: on first use (issue 31; a count release has none)
+    _aggregate_noise = lazy_module("sparsedp.mechanisms.aggregate_noise")
 
 __all__ = ["KeyNoise"]
 
@@ -122,6 +127,8 @@ class KeyNoise:
                              "rounded de-biased top-k CSH)")
         if self.cutoff and self.offset is None:
             raise ValueError("top-k CSH releases aggregate columns with de-biased counts only")
+        column_indices, noisy_grid_sums = _aggregate_noise.column_indices, _aggregate_noise.noisy_grid_sums
+        to_value_units, variance_values = _aggregate_noise.to_value_units, _aggregate_noise.variance_values
         where = column_indices(self.aggregates)
         if len(grid_sums) != len(self.column_sigma2s):
             raise ValueError(f"{len(grid_sums)} grid-sum columns for {len(self.column_sigma2s)} noise scales")

@@ -20,15 +20,9 @@ import numpy as np
 
 from .. import _validate as v
 from ..accounting import laws
-from ..accounting.aggregates import calibrate_joint_gshm
-from ..accounting.calibrate import ROUNDED_SIGMA_MAX
 from ..accounting.calibration import Calibration, Comparison
 from ..accounting.calibration_cache import cached_calibrate
 from ..accounting.charge import Charge
-from ..accounting.column_shape import (ColumnShapeFit, calibrate_joint_gshm_shaped, fit_column_shape,
-                                       unimodular_shift_bounds)
-from ..accounting.csh import csh_rounded_noise_std
-from ..accounting.csh_aggregates import calibrate_csh_joint_rounded
 from ..accounting.discrete import dgauss_variance
 from ..accounting.events import event_of
 from ..accounting.intervals import RowLaws
@@ -39,15 +33,25 @@ from ..errors import InfeasibleError, InvalidParameterError
 from ..noise.source import SecureRandom
 from . import kernel
 from ._common import make_release
-from .aggregate_noise import column_indices, expected_errors, grid_step, noise_map, topk_expected_errors
 from .base import Disclosure, Mechanism, PlanQuery, Released, ReleaseRequest
 from .catalog import register
 from .kernel import noise_plan
+from ..core.lazy import lazy_module
 from .key_noise import KeyNoise
 from .row_laws import thresholded_laws, topk_laws, variance_boxes
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
+    import sparsedp.accounting.calibrate as _calibrate  # (the package attribute "calibrate" is the function)
+    from ..accounting import aggregates as _acc_aggregates, column_shape as _column_shape, csh as _csh
+    from ..accounting import csh_aggregates as _csh_aggregates
+    from . import aggregate_noise as _aggregate_noise
+else:  # the SUM/MEAN and top-k calibrations and noise: on first use (issue 31; not a default count release's)
+    _calibrate = lazy_module("sparsedp.accounting.calibrate")
+    _acc_aggregates = lazy_module("sparsedp.accounting.aggregates")
+    _column_shape, _csh = lazy_module("sparsedp.accounting.column_shape"), lazy_module("sparsedp.accounting.csh")
+    _csh_aggregates = lazy_module("sparsedp.accounting.csh_aggregates")
+    _aggregate_noise = lazy_module("sparsedp.mechanisms.aggregate_noise")
 
 __all__ = ["GSHM", "Laplace", "TopKCSH", "JointCalibration", "joint_calibration"]
 
@@ -79,10 +83,10 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
     assert request.max_groups_per_unit is not None
     aggs = tuple(request.aggregates)
     if request.column_shape is None:
-        j = calibrate_joint_gshm(request.epsilon, request.delta, request.max_groups_per_unit,
+        j = _acc_aggregates.calibrate_joint_gshm(request.epsilon, request.delta, request.max_groups_per_unit,
                                  column_sensitivities(aggs))
     else:
-        j = calibrate_joint_gshm_shaped(request.epsilon, request.delta, request.max_groups_per_unit,
+        j = _column_shape.calibrate_joint_gshm_shaped(request.epsilon, request.delta, request.max_groups_per_unit,
                                         fit_shape(aggs, request.column_shape))
     p = j.parts
     return JointCalibration(
@@ -94,14 +98,14 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
         delta_achieved=float(p.total), l0=j.l0, joint=j, aggregates=aggs)
 
 
-def fit_shape(aggregates: tuple[Sum, ...], column_shape: Any) -> ColumnShapeFit:
+def fit_shape(aggregates: tuple[Sum, ...], column_shape: Any) -> _column_shape.ColumnShapeFit:
     """``column_shape`` fitted to unimodular integer noise over the distinct noisy columns of ``aggregates``
     (:func:`sparsedp.accounting.column_shape.fit_column_shape`; refused before any data is read)."""
     cols = noise_columns(aggregates)[0]
     if not cols:
         raise InvalidParameterError("⟨column_shape⟩ shapes the noise of SUM/MEAN columns: pass aggregates=[…] with "
                                     "sd.Sum/sd.Mean too")
-    return fit_column_shape(column_shape, [c.step for c in cols], [c.sensitivity for c in cols],
+    return _column_shape.fit_column_shape(column_shape, [c.step for c in cols], [c.sensitivity for c in cols],
                             names=[f"{c.column}[{c.lower:g}, {c.upper:g}]" for c in cols])
 
 
@@ -113,7 +117,7 @@ def _shape_notes(j: Any) -> tuple[str, ...]:
         return ()
     s = float(j.count_sigma2)
     used = fit.noise_covariance(j.column_sigma2s)
-    mu2, _ = unimodular_shift_bounds(fit.lower, fit.fine_sensitivities, j.column_sigma2s)
+    mu2, _ = _column_shape.unimodular_shift_bounds(fit.lower, fit.fine_sensitivities, j.column_sigma2s)
 
     def fmt(m: Any) -> str:
         return "[" + "; ".join(", ".join(f"{x:.6g}" for x in row) for row in np.asarray(m)) + "]"
@@ -157,14 +161,16 @@ def topk_joint_calibration(request: ReleaseRequest, k: int) -> JointCalibration:
         raise InvalidParameterError("column_shape= (correlated column noise) is released by GSHM "
                                     "(max_groups_per_unit=…), not by top-k CSH")
     aggs = tuple(request.aggregates)
-    j = calibrate_csh_joint_rounded(request.epsilon, request.delta, k, column_sensitivities(aggs), debias=True)
-    if j.sigma > ROUNDED_SIGMA_MAX:
-        raise InfeasibleError(f"top-k CSH with SUM/MEAN needs sigma={j.sigma:.6g} > {ROUNDED_SIGMA_MAX:g}, beyond "
-                              f"the rounded sampler's range; use max_groups_per_unit (GSHM) instead")
+    j = _csh_aggregates.calibrate_csh_joint_rounded(request.epsilon, request.delta, k, column_sensitivities(aggs),
+                                                    debias=True)
+    if j.sigma > _calibrate.ROUNDED_SIGMA_MAX:
+        raise InfeasibleError(f"top-k CSH with SUM/MEAN needs sigma={j.sigma:.6g} > "
+                              f"{_calibrate.ROUNDED_SIGMA_MAX:g}, beyond the rounded sampler's range; use "
+                              f"max_groups_per_unit (GSHM) instead")
     p = j.parts
     return JointCalibration(
         mechanism=TOPK_CSH, analysis="rounded-add-joint", epsilon=j.epsilon, delta=j.delta, sigma=j.sigma,
-        tau=float(j.margin), noise_std=csh_rounded_noise_std(j.sigma, k),
+        tau=float(j.margin), noise_std=_csh.csh_rounded_noise_std(j.sigma, k),
         noise=laws.RoundedCorrelatedGaussian(j.sigma, j.sigma * k ** -0.25), comparison=Comparison.GE,
         delta_parts={"gaussian": p.gaussian, "threshold": p.threshold}, delta_achieved=float(p.total),
         k=k, top_k=k, debias=True, tau_continuous=j.margin - 0.5, joint=j, aggregates=aggs)
@@ -172,12 +178,13 @@ def topk_joint_calibration(request: ReleaseRequest, k: int) -> JointCalibration:
 
 def _column_notes(aggs: tuple[Sum, ...], errors: Mapping[str, float], column_stds: tuple[float, ...], what: str,
                   correlated: bool = False) -> tuple[str, ...]:
-    where = column_indices(aggs)
+    where = _aggregate_noise.column_indices(aggs)
     kind = "correlated (L z, unimodular)" if correlated else "independent"
     notes = (f"joint release ({what}): the count decides release, the SUM/MEAN columns get {kind} exact "
              "discrete Gaussian noise on released keys only; delta is that of the whole joint release",)
     return notes + tuple(
-        f"column {a.output_name}: noise std {column_stds[i] * grid_step(a):.4g} (value units) on the grid sum; "
+        f"column {a.output_name}: noise std {column_stds[i] * _aggregate_noise.grid_step(a):.4g} (value units) on "
+        f"the grid sum; "
         f"expected error {errors[a.output_name]:.4g}"
         + (" (MEAN = noisy sum / noisy count: worst-case error at the threshold count)" if isinstance(a, Mean)
            else "") for a, i in zip(aggs, where))
@@ -248,7 +255,7 @@ class _PerKeyThresholded(Mechanism):
         j = calibration.joint
         aggs = calibration.aggregates
         contribution += _clipping(aggs)
-        errors = expected_errors(aggs, j, pre_threshold=self.pre_threshold)
+        errors = _aggregate_noise.expected_errors(aggs, j, pre_threshold=self.pre_threshold)
         correlated = j.shape is not None and not j.shape.diagonal
         notes = _column_notes(aggs, errors, j.column_noise_stds,
                               "Karrer et al. (2022) Thm 5.4, discrete analogue docs/proofs/aggregates.md", correlated)
@@ -268,7 +275,8 @@ class _PerKeyThresholded(Mechanism):
             boxes = variance_boxes(thresholded_laws("", calibration, self.pre_threshold), request.interval)
             task = dataclasses.replace(task, aggregates=calibration.aggregates,
                                        column_sigma2s=tuple(calibration.joint.column_sigma2s),
-                                       column_noise=tuple(noise_map(calibration.joint).items()) or None,
+                                       column_noise=tuple(_aggregate_noise.noise_map(calibration.joint).items())
+                                       or None,
                                        variance_boxes=boxes)
         return Released(rows=engine.noise_keys(hist, task), disclosure=disclosure)
 
@@ -447,7 +455,7 @@ class TopKCSH(Mechanism):
             return _disclosure(self, request, cal, value_column, contribution, pre=1, noise_std=std, notes=notes)
         j = cal.joint
         aggs = cal.aggregates
-        errors = topk_expected_errors(aggs, j, std, 1 + j.margin)
+        errors = _aggregate_noise.topk_expected_errors(aggs, j, std, 1 + j.margin)
         notes += _column_notes(aggs, errors, tuple(math.sqrt(float(x)) for x in j.column_sigma2s),
                                "Lebeda & Retschmeier (2024) §6 with docs/proofs/aggregates.md §5: Thm 3.3 with the columns' μ²")
         d = _disclosure(self, request, cal, value_column, contribution + _clipping(aggs), pre=1, noise_std=std,
