@@ -162,9 +162,11 @@ def test_parts_in_threads_give_the_per_key_lists_result(kind, l0, chunks, with_s
 @pytest.mark.parametrize("block", [1, 5, 64, 4096])
 def test_small_parts_and_blocks(monkeypatch, unit_kind, by, block):
     """With tiny slices (many, shared out between threads; units longer than a slice): the same result as the
-    per-key lists."""
+    per-key lists. Slices of 1 and 5 rows run on 4000 rows (still ~800 to 4000 slices; the Python work per slice
+    made 20 000 rows cost ~2 s of CPU per case), the larger ones on 20 000."""
     monkeypatch.setattr(pair_ids, "_block_size", lambda n_keys: block)
-    df = _rows(unit_kind)
+    df = _rows(unit_kind, n_rows=4_000, n_units=300) if block <= 5 else _rows(unit_kind)
+    assert block == 4096 or df.group_by("uid").len()["len"].max() > block  # some unit spans several slices
     want, stats = _old(df, by, 2, AGGS)
     got = pair_ids.bounded_raw_counts(df.lazy(), "uid", by, 2, InsecureSeededRandom(4), AGGS)
     assert got.key_counts.equals(want)

@@ -693,7 +693,7 @@ SPARK_SCHEMA = "uid long, url string, lang string, dwell double, clicks long, li
 
 
 def spark_frame(spark: Any, df: pl.DataFrame) -> Any:
-    return spark.createDataFrame(df.rows(), schema=SPARK_SCHEMA)
+    return spark.createDataFrame(df.to_arrow(), schema=SPARK_SCHEMA)  # from Arrow: rows pickled one by one are slow
 
 
 def spark_releases(spark: Any) -> dict:

@@ -55,14 +55,27 @@ def test_release_rule_and_integer_outputs():
 
 
 def test_release_frequency_at_the_pre_threshold_small():
-    """400 independent releases through the public kernel, key at count pre + margin − 3 (p ~ 0.1): 4 SE."""
-    cal = calibrate("csh", epsilon=1.0, delta=0.05, k=4)
+    """150 independent releases through the public kernel of one key at count pre + margin (ε = 3, δ = 0.05,
+    k = 8: margin 4, σ_tot = 1.254, p = Φ(½/σ_tot) = 0.655): the number released within 4 SE of the
+    accountant's p (exact Bin(150, p) false-alarm probability 4.9e-5).
+
+    Power: the defect this test is there for is the release rule one count off (mutant ``rounded-ge-to-gt`` of
+    benchmarks/mutants.py, ``c + X > pre + margin`` instead of ``>=``), which releases with
+    p' = Φ(−½/σ_tot) = 0.345; the exact Bin(150, p') probability of landing in the 4-SE band is 6.8e-5. (The
+    key sits at pre + margin, where a one-count shift moves p most; σ_tot is small, so the shift is large. The
+    earlier version, 400 releases at pre + margin − 3 with p = 0.106, p' = 0.040, missed that mutant with
+    probability 0.34, and its calibration alone took ~15 s.) The noise's scale and shared term are checked by
+    the moments test below."""
+    cal = calibrate("csh", epsilon=3.0, delta=0.05, k=8)
     m = int(cal.tau)
-    n = 400
-    c = 1 + m - 3
+    n = 150
+    c = 1 + m
     p = _key_probability(cal, c, 1)
+    p_off = _key_probability(cal, c - 1, 1)  # what the rule one count off would give
+    se = math.sqrt(p * (1 - p) / n)
+    assert abs(p - p_off) > 4 * se + 3.7 * math.sqrt(p_off * (1 - p_off) / n)  # the power above holds
     hits = _frequency(cal, c, 1, n, 31)
-    assert 0.05 < p < 0.95 and abs(hits / n - p) <= 4 * math.sqrt(p * (1 - p) / n), (hits / n, p)
+    assert abs(hits / n - p) <= 4 * se, (hits / n, p)
 
 
 @pytest.mark.slow
@@ -91,8 +104,14 @@ def test_release_frequency_at_the_pre_threshold_1e5():
 
 
 def test_noise_moments_and_one_shared_term_per_release():
-    """Per-key variance σ² + σ_c² + 1/12 and covariance σ_c² across keys, over many releases."""
-    k, n_keys, reps = 64, 64, 600
+    """Per-key variance σ² + σ_c² + 1/12 and covariance σ_c² across keys, over 150 releases of 64 keys.
+
+    The bands are 4 and 5 standard errors wide whatever the number of releases. Power (ε = 2, δ = 1e-3,
+    k = 64: σ² = 37.6, σ_c² = 4.70): with no shared term (mutant ``csh-no-shared-term``) or the same shared term
+    in every release (``fixed-shared-term``), the covariance estimate is 0 with standard error
+    √(2/150)·(σ² + 1/12)/64 = 0.068, while the band starts at σ_c² − 3.05 = 1.65, 24 standard errors away; with
+    σ/2 (``csh-sigma/2``) the within-release variance is 75 % low against a band of ±5.8 %."""
+    k, n_keys, reps = 64, 64, 150
     cal = calibrate("csh", epsilon=2.0, delta=1e-3, k=k)
     s2, sc2 = cal.sigma ** 2, cal.noise.shared_sigma ** 2
     hist = SparseHistogram(np.arange(n_keys), np.full(n_keys, 10_000, dtype=np.int64), distinct=True)

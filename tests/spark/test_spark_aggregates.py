@@ -12,6 +12,8 @@ from sparsedp.engines import spark_engine as se
 from sparsedp.errors import InputDataError
 from sparsedp.noise import InsecureSeededRandom
 
+from spark_frames import from_polars
+
 pytestmark = pytest.mark.xdist_group("spark")
 
 AGGS = [sd.Count(), sd.Sum("dwell", lower=0, upper=600), sd.Mean("dwell", lower=0, upper=600),
@@ -28,7 +30,7 @@ def _rows(seed=11, n=8000, units=2000, keys=60):
 
 def test_release_with_aggregates_like_polars(spark):
     frame = _rows()
-    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc long, dwell double, likes long")
+    sdf = from_polars(spark, frame, "uid long, url string, cc long, dwell double, likes long")
     kw = dict(privacy_unit="uid", by=["url", "cc"], epsilon=2.0, delta=1e-6, max_groups_per_unit=2,
               aggregates=AGGS)
     for extra in ({}, dict(max_groups_per_unit=None, top_k=4)):
@@ -55,7 +57,7 @@ def test_bad_value_column_refused_before_any_draw(spark):
 
     frame = _rows(n=200).with_columns(pl.when(pl.col("uid") == pl.col("uid").first()).then(float("nan"))
                                       .otherwise(pl.col("dwell")).alias("dwell"))
-    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc long, dwell double, likes long")
+    sdf = from_polars(spark, frame, "uid long, url string, cc long, dwell double, likes long")
     with pytest.raises(InputDataError, match="NaN or infinite"):
         sd.release(sdf, "uid", "url", 1.0, 1e-6, max_groups_per_unit=2, aggregates=AGGS, rng=Tripwire())
 
@@ -64,7 +66,7 @@ def test_release_with_a_column_shape_like_polars(spark):
     """A correlated column shape (noise L z on refined grids, docs/proofs/aggregates.md §7): Spark's tasks run
     the same KeyNoise.apply_joint, so the table equals the Polars engine's for the same seeded source."""
     frame = _rows()
-    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc long, dwell double, likes long")
+    sdf = from_polars(spark, frame, "uid long, url string, cc long, dwell double, likes long")
     a, b = AGGS[1], AGGS[3]
     sa, sb = a.sensitivity * a.granularity, b.sensitivity * b.granularity
     shape = [[sa * sa, -0.4 * sa * sb], [-0.4 * sa * sb, sb * sb]]
@@ -81,7 +83,7 @@ def test_variance_and_intervals_like_polars(spark):
     """sd.Variance/sd.Std (the squares column computed per partition) and release(..., interval=…) on a Spark
     frame: the same table, intervals included, as the Polars engine for the same seeded source."""
     frame = _rows()
-    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc long, dwell double, likes long")
+    sdf = from_polars(spark, frame, "uid long, url string, cc long, dwell double, likes long")
     aggs = [sd.Count(), sd.Mean("dwell", lower=0, upper=600), sd.Variance("dwell", 0, 600), sd.Std("likes", -2, 10)]
     kw = dict(privacy_unit="uid", by=["url", "cc"], epsilon=2.0, delta=1e-6, max_groups_per_unit=2,
               aggregates=aggs, interval=0.9)

@@ -29,6 +29,8 @@ from sparsedp.engines.polars_engine import PolarsEngine
 from sparsedp.mechanisms.topk import truncate_top_k
 from sparsedp.noise import InsecureSeededRandom
 
+from spark_frames import from_polars
+
 pytestmark = pytest.mark.xdist_group("spark")  # one JVM when run with --dist loadgroup
 
 
@@ -40,7 +42,7 @@ def _rows(seed=3, n=6000, units=800, keys=120):
 
 
 def _spark_frame(spark, frame: pl.DataFrame):
-    return spark.createDataFrame(frame.rows(), schema="uid long, url string, cc long")
+    return from_polars(spark, frame, "uid long, url string, cc long")
 
 
 def _as_dict(rows, by, count="__sparsedp_n"):
@@ -79,7 +81,7 @@ def test_binding_l0_matches_polars_with_the_same_source(spark):
     by = ["url", "cc"]
     deg = frame.unique(["uid"] + by).group_by("uid").len()["len"]
     # Spark's "int" column reaches the executors as int32 batches; Polars sees Int32 too (both canonicalised)
-    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc int")
+    sdf = from_polars(spark, frame, "uid long, url string, cc int")
     for l0, seed in ((1, 3), (3, 4)):
         assert (deg > l0).mean() > 0.9  # the bound really binds
         want = _polars_hist(frame, by, l0, seed=seed)
@@ -98,7 +100,7 @@ def test_release_draws_the_secret_like_polars(spark, monkeypatch):
     from sparsedp.engines import pair_ids
 
     frame = _binding_rows(seed=8, n=12000, units=400, keys=80)
-    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc int")
+    sdf = from_polars(spark, frame, "uid long, url string, cc int")
     seen = {}
     real_hist, real_draw = se.histogram_frame, pair_ids.draw_bounding_secret
 
@@ -127,7 +129,9 @@ def test_l0_choice_is_uniform_per_unit(spark):
 
     n_units, keys = 3000, ["a", "b", "c", "d"]
     # the unit is also a key column, so the bounded histogram lists each unit's kept keys
-    sdf = spark.createDataFrame([(u, u, k) for u in range(n_units) for k in keys], "uid long, u2 long, k string")
+    units = np.repeat(np.arange(n_units), len(keys))
+    frame = pl.DataFrame({"uid": units, "u2": units, "k": keys * n_units})
+    sdf = from_polars(spark, frame, "uid long, u2 long, k string")
     hist = se.histogram_frame(sdf, "uid", ["u2", "k"], 2, draw_bounding_secret(InsecureSeededRandom(7))).collect()
     kept = defaultdict(list)
     for r in hist:
@@ -143,7 +147,7 @@ def test_l0_choice_is_uniform_per_unit(spark):
 
 def test_bounding_secret_is_not_in_query_plans(spark):
     frame = _binding_rows(seed=9, n=2000)
-    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string, cc int")
+    sdf = from_polars(spark, frame, "uid long, url string, cc int")
     secret = bytes(range(100, 132))
     hist = se.histogram_frame(sdf, "uid", ["url"], 2, secret)
     plans = hist._jdf.queryExecution().toString() + repr(se._BoundTask("uid", ("url",), 2, secret))
@@ -291,7 +295,7 @@ def test_pure_and_misra_gries_run_on_spark_like_polars(spark):
     """The mechanisms that need the whole histogram (pure DP, Misra–Gries) run on Spark through
     Engine.collect (bounded per-key counts, never rows, reach the driver): same table as Polars."""
     frame = pl.DataFrame({"uid": list(range(600)), "url": ["a"] * 300 + ["b"] * 200 + ["c"] * 100})
-    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string")
+    sdf = from_polars(spark, frame, "uid long, url string")
     with pytest.raises(sd.errors.InvalidParameterError, match="unit_sketch='group-privacy'"):
         sd.release(sdf, "uid", "url", epsilon=1.0, delta=1e-6, mechanism=sd.MisraGries(sketch_size=4),
                    rng=InsecureSeededRandom(3))  # the user-level PAMG sketch reads the pairs in this process

@@ -8,10 +8,13 @@ from sparsedp.noise import InsecureSeededRandom
 from sparsedp.sketches import MisraGries as Sketch
 from sparsedp.sketches.partitions import sketch_data
 
+from spark_frames import from_polars
+
 
 def test_spark_partitions_sketched_in_executors_and_merged_in_order(spark):
     items = (np.random.default_rng(3).zipf(1.3, 40_000) % 700).astype(np.int64)
-    sdf = spark.createDataFrame([(int(x), f"s{x}") for x in items], schema="item long, label string").repartition(3)
+    sdf = from_polars(spark, pl.DataFrame({"item": items, "label": [f"s{x}" for x in items]}),
+                      "item long, label string").repartition(3)
     from sparsedp.sketches.spark_sketch import stream_frame
 
     parts = stream_frame(sdf, ["item"]).rdd.glom().collect()  # the partitions' streams, in partition order

@@ -12,6 +12,8 @@ import sparsedp as sd
 from sparsedp.engines import spark_engine as se
 from sparsedp.noise import InsecureSeededRandom
 
+from spark_frames import from_polars
+
 #: one JVM when run with --dist loadgroup; slow (two Spark jobs, about 100 s on a loaded machine): -m slow
 pytestmark = [pytest.mark.xdist_group("spark"), pytest.mark.slow]
 
@@ -20,7 +22,7 @@ def test_optimal_partition_on_spark_like_polars(spark):
     r = np.random.default_rng(5)
     n = 4000
     frame = pl.DataFrame({"uid": np.arange(n), "url": [f"s{x}" for x in r.zipf(1.3, n) % 300]})
-    sdf = spark.createDataFrame(frame.rows(), schema="uid long, url string")
+    sdf = from_polars(spark, frame, "uid long, url string")
     kw = dict(privacy_unit="uid", by="url", epsilon=1.0, delta=1e-6, mechanism="optimal-partition")
     rs = sd.release(sdf, rng=InsecureSeededRandom(4), **kw)
     rp = sd.release(frame, rng=InsecureSeededRandom(4), **kw)

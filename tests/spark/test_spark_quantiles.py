@@ -15,6 +15,8 @@ from sparsedp.engines.polars_engine import PolarsEngine
 from sparsedp.errors import InputDataError
 from sparsedp.noise import InsecureSeededRandom
 
+from spark_frames import from_polars
+
 pytestmark = pytest.mark.xdist_group("spark")
 
 SCHEMA = "uid long, url string, cc long, dwell double"
@@ -33,7 +35,7 @@ def test_quantile_cells_like_polars(spark):
     """The engines' cells for the same released keys and seed: equal (Spark sums per-partition partial counts of
     the same per-unit choice), with units over l0 and pairs over max_rows present so the choice matters."""
     frame = _rows()
-    sdf = spark.createDataFrame(frame.rows(), schema=SCHEMA).repartition(3)
+    sdf = from_polars(spark, frame, SCHEMA).repartition(3)
     keys = frame.select("url", "cc").unique().head(25).to_arrow()
     qs = [sd.Median("dwell", 0, 300, cells=64), sd.Quantile("dwell", 0.9, 0, 300, cells=32, max_rows=2)]
     want = PolarsEngine().quantile_cells(frame, "uid", ["url", "cc"], keys, qs, 2, InsecureSeededRandom(3))
@@ -50,7 +52,7 @@ def test_quantile_cells_like_polars(spark):
 # in the default run by tests/quantiles/test_quantile_cells.py
 def test_release_with_quantiles_like_polars(spark):
     frame = _rows(n=2500, units=700, keys=25)
-    sdf = spark.createDataFrame(frame.rows(), schema=SCHEMA)
+    sdf = from_polars(spark, frame, SCHEMA)
     kw = dict(privacy_unit="uid", by=["url", "cc"], epsilon=2.0, delta=1e-6, max_groups_per_unit=2,
               aggregates=[sd.Count(), sd.Median("dwell", 0, 300, cells=128),
                           sd.Quantile("dwell", 0.9, 0, 300, cells=64, max_rows=2)])
@@ -72,7 +74,7 @@ def test_bad_quantile_column_refused_before_any_draw(spark):
 
     frame = _rows(n=200).with_columns(pl.when(pl.col("uid") == pl.col("uid").first()).then(float("nan"))
                                       .otherwise(pl.col("dwell")).alias("dwell"))
-    sdf = spark.createDataFrame(frame.rows(), schema=SCHEMA)
+    sdf = from_polars(spark, frame, SCHEMA)
     with pytest.raises(InputDataError, match="NaN or infinite"):
         sd.release(sdf, "uid", "url", 1.0, 1e-6, max_groups_per_unit=2, aggregates=[sd.Median("dwell", 0, 300)],
                    rng=Tripwire())
