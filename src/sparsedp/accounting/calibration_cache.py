@@ -31,7 +31,7 @@ import os
 import tempfile
 from dataclasses import fields
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .. import __version__
 from .calibration import Calibration
@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 else:  # the accountants: imported on a cache miss only (issue 31)
     _calibrate = lazy_module(f"{__package__}.calibrate")
 
-__all__ = ["cached_calibrate", "cache_dir", "clear_memory", "entry_key", "load_body", "store_body"]
+__all__ = ["cached_calibrate", "cached_value", "cache_dir", "clear_memory", "entry_key", "load_body", "store_body"]
+
+_T = TypeVar("_T")
 
 _FORMAT = 1
 _MEMORY: dict[str, Calibration] = {}
@@ -234,37 +236,41 @@ def _read(key: str) -> Calibration | None:
         return None
 
 
-def _write(key: str, cal: Calibration) -> None:
-    """Store ``cal`` under ``key`` if it decodes back to itself exactly (atomic; failures are ignored)."""
-    if _path(key) is None:
-        return
-    try:
-        body = _encode(cal)
-        if repr(_decode(json.loads(json.dumps(body)))) != repr(cal):
-            return
-    except (TypeError, ValueError):
-        return
-    store_body(key, body)
+def cached_value(key: str | None, memory: dict[str, _T], compute: Callable[[], _T],
+                 encode: Callable[[_T], Any], decode: Callable[[Any], _T]) -> _T:
+    """The one flow of every cached calibration: ``memory[key]``, else the disk entry for ``key`` if ``decode``
+    accepts it (any exception: ignored, computed afresh), else ``compute()``, kept in ``memory`` and stored on disk
+    only if ``decode(encode(value))`` gives it back to the last bit (``repr``). A value ``encode`` cannot write
+    (``TypeError``/``ValueError``) is returned uncached; ``key`` ``None`` (arguments with no exact key): computed
+    every time. Errors of ``compute`` propagate and nothing is cached."""
+    if key is not None:
+        hit = memory.get(key)
+        if hit is None:
+            body = load_body(key)
+            if body is not None:
+                try:
+                    hit = decode(body)
+                except Exception:  # a damaged or altered entry: computed afresh below
+                    hit = None
+        if hit is not None:
+            memory[key] = hit
+            return hit
+    value = compute()
+    if key is not None:
+        try:
+            body = encode(value)
+            back = decode(json.loads(json.dumps(body)))
+        except (TypeError, ValueError):
+            return value
+        memory[key] = value
+        if repr(back) == repr(value):
+            store_body(key, body)
+    return value
 
 
 def cached_calibrate(mechanism: str, **kwargs: Any) -> Calibration:  # kwargs: calibrate's, passed on
     """:func:`sparsedp.accounting.calibrate` ``(mechanism, **kwargs)``, from the cache when it holds this exact
     request (module docstring), else computed and stored. Errors (infeasible or invalid requests) are raised
     as by ``calibrate`` and never cached."""
-    key = _key(mechanism, kwargs)
-    if key is not None:
-        hit = _MEMORY.get(key)
-        if hit is None:
-            hit = _read(key)
-        if hit is not None:
-            _MEMORY[key] = hit
-            return hit
-    cal = _calibrate.calibrate(mechanism, **kwargs)
-    if key is not None:
-        try:
-            _encode(cal)
-        except TypeError:
-            return cal
-        _MEMORY[key] = cal
-        _write(key, cal)
-    return cal
+    return cached_value(_key(mechanism, kwargs), _MEMORY, lambda: _calibrate.calibrate(mechanism, **kwargs),
+                        _encode, _decode)

@@ -36,12 +36,11 @@ calibration cache's (:func:`~.calibration_cache.cache_dir`).
 from __future__ import annotations
 
 import dataclasses
-import json
 from fractions import Fraction
 from typing import Any
 
 from .adaptive_weighting import RoundsCalibration, calibrate_rounds, new_key_term, round_of
-from .calibration_cache import _dec, _enc, entry_key, load_body, store_body
+from .calibration_cache import _dec, _enc, cached_value, entry_key
 
 __all__ = ["cached_rounds", "clear_memory"]
 
@@ -118,28 +117,9 @@ def cached_rounds(name: str, epsilon: float, delta: float, l0: int, shares: tupl
                   grid: int = 4096) -> RoundsCalibration:
     """:func:`~.adaptive_weighting.calibrate_rounds` ``(name, ε, δ, Δ0, shares, grid)``, from this process's
     memory, else from the disk cache when its entry passes every check (module docstring), else computed and
-    stored. Errors (infeasible or invalid requests) are raised as by ``calibrate_rounds`` and never cached."""
-    key = _key(name, epsilon, delta, l0, shares, grid)
-    if key is not None:
-        hit = _MEMORY.get(key)
-        if hit is None:
-            body = load_body(key)
-            if body is not None:
-                try:
-                    hit = _decode(body, name, epsilon, delta, l0, shares, grid)
-                except Exception:  # a damaged or altered entry: computed afresh below
-                    hit = None
-        if hit is not None:
-            _MEMORY[key] = hit
-            return hit
-    cal = calibrate_rounds(name, epsilon, delta, l0, shares, grid)
-    if key is not None:
-        _MEMORY[key] = cal
-        try:
-            body = _encode(cal, name)
-            back = _decode(json.loads(json.dumps(body)), name, epsilon, delta, l0, shares, grid)
-        except (TypeError, ValueError):
-            return cal
-        if repr(back) == repr(cal):
-            store_body(key, body)
-    return cal
+    stored (:func:`~.calibration_cache.cached_value`). Errors (infeasible or invalid requests) are raised as by
+    ``calibrate_rounds`` and never cached."""
+    return cached_value(_key(name, epsilon, delta, l0, shares, grid), _MEMORY,
+                        lambda: calibrate_rounds(name, epsilon, delta, l0, shares, grid),
+                        lambda cal: _encode(cal, name),
+                        lambda body: _decode(body, name, epsilon, delta, l0, shares, grid))
