@@ -125,17 +125,20 @@ def run_process(args: list[str], src: str | None = None, cpus: str | None = None
     (``taskset -c``)."""
     t = time.perf_counter()
     env = child_env()
-    if src is not None:
-        env["PYTHONPATH"] = src
+    if src is not None:  # first on the path; what was there stays (wheels installed with --target)
+        env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
     pin = ["taskset", "-c", cpus] if cpus else []
-    p = subprocess.Popen([*pin, sys.executable, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         text=True, env=env)
-    out = p.stdout.read() if p.stdout else ""
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        raise RuntimeError(f"benchmark child failed ({p.returncode}): {args[1:]}")
+    with tempfile.TemporaryFile() as err:  # a file, not a pipe: a chatty child cannot block on it
+        p = subprocess.Popen([*pin, sys.executable, "-c", *args], stdout=subprocess.PIPE, stderr=err, text=True,
+                             env=env)
+        out = p.stdout.read() if p.stdout else ""
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-3000:]
+            raise RuntimeError(f"benchmark child failed ({p.returncode}): {args[1:]}\n{tail}")
     res = json.loads(out.strip().splitlines()[-1])
     res.update(wall=wall, rss_gib=usage.ru_maxrss / 2**20,  # ru_maxrss is in KiB on Linux
                cpu=usage.ru_utime + usage.ru_stime)  # CPU seconds, all threads: the robust figure under load

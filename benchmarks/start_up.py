@@ -63,8 +63,8 @@ res = sd.release(df, "user_id", "url", epsilon=1.0, delta=1e-6, max_groups_per_u
 def child_env(src: str | None, cache: str | None = None) -> dict:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if src is not None:
-        env["PYTHONPATH"] = src
+    if src is not None:  # first on the path; what was there stays (wheels installed with --target)
+        env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
     if cache is not None:
         env["SPARSEDP_CACHE_DIR"] = cache
     return env

@@ -204,6 +204,25 @@ def test_prf_ranks_are_aes_of_the_fingerprint_blocks():
         assert int(r[i]) == int.from_bytes(blk[:8], "big")
 
 
+def test_prf_ranks_equal_one_call_aes_across_buffer_steps():
+    """The ranks of more pairs than one streamed step (2^16 blocks), gathered and not, equal the first word of
+    AES-256-ECB of each block encrypted in one call (the streaming, the gathers and the step boundary change
+    nothing)."""
+    g = np.random.default_rng(5)
+    n = (1 << 16) + 4321
+    hu = g.integers(0, 2**64, 5000, dtype=np.uint64)
+    hk = g.integers(0, 2**64, 3000, dtype=np.uint64)
+    iu, ik = g.integers(0, hu.size, n), g.integers(0, hk.size, n)
+    secret = bytes(g.integers(0, 256, 32, dtype=np.uint8))
+    dk = hashlib.sha256(b"sparsedp select_pairs v1 AES-256 rank key" + secret).digest()
+    blocks = np.empty((n, 2), dtype="<u8")
+    blocks[:, 0], blocks[:, 1] = hu[iu], hk[ik]
+    ct = Cipher(algorithms.AES(dk), modes.ECB()).encryptor().update(blocks.tobytes())
+    want = np.frombuffer(ct, dtype=">u8")[::2].astype(np.uint64)
+    assert np.array_equal(bounding.prf_ranks(hu, hk, secret, iu, ik), want)
+    assert np.array_equal(bounding.prf_ranks(hu[iu], hk[ik], secret), want)
+
+
 def test_keep_smallest_is_exact_with_ties():
     """Forced rank ties exercise the exact fallback: per group, the l0 smallest (rank, tiebreak)."""
     g0 = np.random.default_rng(1)
