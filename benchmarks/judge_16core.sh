@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 31's many-core judge as one prepared run (a 16-core device machine: ../shared/tools/offline-bench-prep.sh
-# prepares its wheels). On the data that benchmarks/judge_data.py wrote into DIR:
+# Issue 31's many-core judge as one prepared run (on an offline 16-core machine, install the Polars, DuckDB and
+# cryptography wheels there first). On the data that benchmarks/judge_data.py wrote into DIR:
 #   1. the default release against plain DuckDB and plain Polars, whole process, medians of $RUNS (default 3),
 #      per data set (SETS, default all four); with BEFORE=<checkout of an earlier commit> its default release
 #      runs too, in the same runs ('default@before');

@@ -1,7 +1,7 @@
 """Privacy accounting: pure math, no data, no randomness.
 
-Each function cites its source (seed spec and theorem) in its docstring. Stable public names are listed
-in ``shared/DESIGN.md``.
+Each function cites its source (paper and theorem) in its docstring. The public names are listed in the API
+reference (``docs/reference.md``).
 
 Start-up cost (issues 19 and 31): the names below load on first use (module ``__getattr__``), so importing any
 accounting module imports only what that module needs: a default release whose calibrations come from the
