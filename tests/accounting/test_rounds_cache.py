@@ -16,7 +16,7 @@ import sparsedp
 from sparsedp.accounting import adaptive_weighting as aw
 from sparsedp.accounting import calibration_cache as cc
 from sparsedp.accounting import rounds_cache as rc
-from sparsedp.accounting.calibration_cache import _enc
+from sparsedp.accounting.calibration_cache import encode_value
 from sparsedp.accounting.events import SequenceEvent
 
 NAME = "adaptive-weighting"
@@ -99,20 +99,20 @@ def _tamper(entry, what):
     """Change one number of a stored entry and re-seal it (a valid checksum: only the re-checks can notice)."""
     body = entry["calibration"]
     if what == "threshold":  # round 2's threshold one grid step lower, its stored δ_r(ε) kept
-        body["rounds"][-1][1] = _enc(int(body["rounds"][-1][1]["i"]) - 1)
+        body["rounds"][-1][1] = encode_value(int(body["rounds"][-1][1]["i"]) - 1)
     elif what == "scale":  # round 2's scale 10 % smaller
         num, den = body["rounds"][-1][0]["q"]
         body["rounds"][-1][0] = {"q": [str(int(num) * 9), str(int(den) * 10)]}
     elif what == "round delta":  # a round's δ_r(ε) that is not the accountant's
-        body["rounds"][0][2] = _enc(float.fromhex(body["rounds"][0][2]["f"]) / 2)
+        body["rounds"][0][2] = encode_value(float.fromhex(body["rounds"][0][2]["f"]) / 2)
     elif what == "composed above delta":
-        body["delta_achieved"] = _enc(2e-6)
+        body["delta_achieved"] = encode_value(2e-6)
     elif what == "composed below a round":
-        body["delta_achieved"] = _enc(1e-9)
+        body["delta_achieved"] = encode_value(1e-9)
     elif what == "target":  # round 2's new-key target below its threshold's new-key term
-        body["new_key_targets"][-1] = _enc(1e-12)
+        body["new_key_targets"][-1] = encode_value(1e-12)
     elif what == "shares":
-        body["shares"] = [_enc(0.5), _enc(0.5)]
+        body["shares"] = [encode_value(0.5), encode_value(0.5)]
     entry["sha256"] = cc._checksum(entry["key"], body)
     return entry
 
@@ -129,13 +129,13 @@ def test_a_damaged_or_altered_entry_is_not_trusted(cache, fresh, computed, damag
     if damage in raw:
         path.write_bytes(raw[damage])
     elif damage == "checksum":  # a changed number without the matching checksum
-        entry["calibration"]["delta_achieved"] = _enc(1e-7)
+        entry["calibration"]["delta_achieved"] = encode_value(1e-7)
         path.write_text(json.dumps(entry))
     elif damage == "foreign":  # the entry of another request (ε = 3) under this request's file name
-        entry["key"] = entry["key"].replace(_enc(1.0)["f"], _enc(3.0)["f"])
+        entry["key"] = entry["key"].replace(encode_value(1.0)["f"], encode_value(3.0)["f"])
         path.write_text(json.dumps(_tamper(entry, "none")))
     elif damage == "type":  # an integer threshold stored as a float
-        entry["calibration"]["rounds"][1][1] = _enc(float(entry["calibration"]["rounds"][1][1]["i"]))
+        entry["calibration"]["rounds"][1][1] = encode_value(float(entry["calibration"]["rounds"][1][1]["i"]))
         path.write_text(json.dumps(_tamper(entry, "none")))
     else:
         path.write_text(json.dumps(_tamper(entry, damage)))

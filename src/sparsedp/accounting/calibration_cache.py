@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 else:  # the accountants: imported on a cache miss only (issue 31)
     _calibrate = lazy_module(f"{__package__}.calibrate")
 
-__all__ = ["cached_calibrate", "cached_value", "cache_dir", "clear_memory", "entry_key", "load_body", "store_body"]
+__all__ = ["cached_calibrate", "cached_value", "cache_dir", "clear_memory", "decode_value", "encode_value", "entry_key",
+           "load_body", "store_body"]
 
 _T = TypeVar("_T")
 
@@ -104,7 +105,7 @@ def _key(mechanism: str, kwargs: dict[str, Any]) -> str | None:
     return json.dumps([_FORMAT, _stamp(), mechanism, items], separators=(",", ":"))
 
 
-def _enc(x: Any) -> Any:
+def encode_value(x: Any) -> Any:
     """A value of a calibration or law field as tagged JSON (exact: floats as hex, Fractions as integers)."""
     if x is None or isinstance(x, bool):
         return x
@@ -119,7 +120,8 @@ def _enc(x: Any) -> Any:
     raise TypeError(f"not cacheable: {type(x).__name__}")
 
 
-def _dec(x: Any) -> Any:
+def decode_value(x: Any) -> Any:
+    """The value :func:`encode_value` wrote (``ValueError`` on anything else: a damaged entry is recomputed)."""
     if x is None or isinstance(x, bool):
         return x
     if not isinstance(x, dict) or len(x) != 1:
@@ -143,11 +145,11 @@ def _encode(cal: Calibration) -> dict[str, Any]:
     for f in fields(cal):
         x = getattr(cal, f.name)
         if f.name == "noise":
-            out["noise"] = {"law": type(x).__name__, "fields": {g.name: _enc(getattr(x, g.name)) for g in fields(x)}}
+            out["noise"] = {"law": type(x).__name__, "fields": {g.name: encode_value(getattr(x, g.name)) for g in fields(x)}}
         elif f.name == "delta_parts":
-            out["delta_parts"] = [[k, _enc(v)] for k, v in x.items()]
+            out["delta_parts"] = [[k, encode_value(v)] for k, v in x.items()]
         else:
-            out[f.name] = _enc(x)
+            out[f.name] = encode_value(x)
     return out
 
 
@@ -164,11 +166,11 @@ def _decode(d: Any) -> Calibration:  # d: parsed JSON, checked field by field he
     kw: dict[str, Any] = {}
     for name in names:
         if name == "noise":
-            kw[name] = law(**{k: _dec(v) for k, v in law_fields.items()})
+            kw[name] = law(**{k: decode_value(v) for k, v in law_fields.items()})
         elif name == "delta_parts":
-            kw[name] = {str(k): _dec(v) for k, v in d[name]}
+            kw[name] = {str(k): decode_value(v) for k, v in d[name]}
         else:
-            kw[name] = _dec(d[name])
+            kw[name] = decode_value(d[name])
     return Calibration(**kw)
 
 

@@ -40,7 +40,7 @@ from fractions import Fraction
 from typing import Any
 
 from .adaptive_weighting import RoundsCalibration, calibrate_rounds, new_key_term, round_of
-from .calibration_cache import _dec, _enc, cached_value, entry_key
+from .calibration_cache import decode_value, encode_value, cached_value, entry_key
 
 __all__ = ["cached_rounds", "clear_memory"]
 
@@ -63,15 +63,15 @@ def _key(name: str, epsilon: float, delta: float, l0: int, shares: tuple[float, 
 
 
 def _encode(cal: RoundsCalibration, name: str) -> dict[str, Any]:
-    return {"name": name, "epsilon": _enc(cal.epsilon), "delta": _enc(cal.delta), "l0": _enc(cal.l0),
-            "grid": _enc(cal.grid), "shares": [_enc(f) for f in cal.shares],
-            "gauss_fraction": _enc(cal.gauss_fraction), "delta_achieved": _enc(cal.delta_achieved),
-            "new_key_targets": [_enc(x) for x in cal.new_key_targets],
-            "rounds": [[_enc(r.grid_sigma2), _enc(int(r.threshold_int)), _enc(r.delta_achieved)] for r in cal.rounds]}
+    return {"name": name, "epsilon": encode_value(cal.epsilon), "delta": encode_value(cal.delta), "l0": encode_value(cal.l0),
+            "grid": encode_value(cal.grid), "shares": [encode_value(f) for f in cal.shares],
+            "gauss_fraction": encode_value(cal.gauss_fraction), "delta_achieved": encode_value(cal.delta_achieved),
+            "new_key_targets": [encode_value(x) for x in cal.new_key_targets],
+            "rounds": [[encode_value(r.grid_sigma2), encode_value(int(r.threshold_int)), encode_value(r.delta_achieved)] for r in cal.rounds]}
 
 
 def _typed(x: Any, kind: type) -> Any:
-    got = _dec(x)
+    got = decode_value(x)
     if type(got) is not kind:
         raise ValueError("bad value")
     return got
