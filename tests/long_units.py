@@ -21,7 +21,7 @@ LONG_UNITS: dict[str, float] = {
     "topk-csh": 25.0,  # the audit's top-k CSH tests, sharing one calibration
     "tests/test_typecheck_strict.py::test_mypy_strict_passes_on_the_seams": 24.0,
     "tests/fuzz/test_fuzz_release.py::test_release_on_hostile_frames": 16.0,
-    "tests/api/test_worked_examples.py::test_toy_mechanism_passes_the_audit_and_a_broken_one_fails": 20.0,
+    "tests/api/test_worked_examples.py::test_toy_mechanism_passes_the_audit_and_a_broken_one_fails": 15.0,
     "tests/fuzz/test_fuzz_release.py::test_release_on_valid_frames_always_succeeds": 19.0,
     "tests/api/test_grouped_keys_release.py::test_output_law_matches_calibration": 18.0,
     "tests/golden/test_plan_pipeline_golden.py::test_plan_matches_the_golden_calibrations": 19.0,  # its cases together
