@@ -256,7 +256,12 @@ def test_toy_mechanism_on_the_cli(toys, data, tmp_path):
 def test_toy_mechanism_passes_the_audit_and_a_broken_one_fails(toys):
     from sparsedp.audit import audit
 
-    res = audit("toy-laplace", epsilon=1.0, delta=1e-3, bound=1, runs=4000, rng=InsecureSeededRandom(3))
+    # 3000 runs per neighbour: a wrong refutation of the calibrated toy has probability <= 5 % at any number of
+    # runs (the audit's simultaneous Clopper–Pearson bounds); the broken toy (margin 3: a new key released with
+    # p = P[Z >= 3] = e^-3/(1 + e^-1) = 0.0364, never on D) is refuted iff the new-key event counts >= 23 of the
+    # 1500 bounding runs, so it is missed with probability P[Bin(1500, 0.0364) <= 22] = 3.2e-7 (4.8e-12 at
+    # 4000 runs, which took a third longer)
+    res = audit("toy-laplace", epsilon=1.0, delta=1e-3, bound=1, runs=3000, rng=InsecureSeededRandom(3))
     assert not res.refutes_claim, res
     # the same class with a margin 4 below its accountant's: the audit must catch it
     broken = toy_calibrate(1.0, 1e-3, 1)
@@ -272,7 +277,7 @@ def test_toy_mechanism_passes_the_audit_and_a_broken_one_fails(toys):
 
     registry.register(Broken)
     try:
-        res = audit("toy-broken", epsilon=1.0, delta=1e-3, bound=1, runs=4000, rng=InsecureSeededRandom(3))
+        res = audit("toy-broken", epsilon=1.0, delta=1e-3, bound=1, runs=3000, rng=InsecureSeededRandom(3))
         assert res.refutes_claim
     finally:
         registry.unregister("toy-broken")

@@ -125,21 +125,39 @@ def test_shared_keys_counts_are_bounded(engine, log):
     assert int(h["n"].sum()) == int(deg.select(pl.min_horizontal(pl.col("d"), l0)).sum().item())
 
 
-def _one_unit(n_keys):
-    keys = [f"k{i:02d}" for i in range(n_keys)]
-    return keys, pl.DataFrame({"u": np.zeros(n_keys, dtype=np.int64), "q": keys})
+def _units_own_keys(n_units, n_keys):
+    """``n_units`` units, unit u with its own keys ``u{u}-k{i}``, i < ``n_keys`` (disjoint namespaces, so a
+    bounded histogram shows which keys each unit kept)."""
+    u = np.repeat(np.arange(n_units, dtype=np.int64), n_keys)
+    i = np.tile(np.arange(n_keys), n_units)
+    return pl.DataFrame({"u": u, "q": [f"u{a:02d}-k{b:02d}" for a, b in zip(u, i)]})
+
+
+def _unit_and_index(keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    return np.array([int(k[1:3]) for k in keys]), np.array([int(k[5:]) for k in keys])
+
+
+#: releases × units per release = 1500 draws of one unit's choice in each uniformity test below. Each release
+#: draws a fresh secret; a unit's ranks are AES under that secret of its own (h_u, h_k) pairs, distinct from every
+#: other unit's, so the 30 units of one release are 30 independent draws, as 30 releases of one unit were, and
+#: the chi-square statistics below have the law (and the power) they had with 1500 one-unit releases, for about
+#: a thirtieth of the calls (the per-call cost is fixed, not per row)
+_RELEASES, _UNITS = 50, 30
 
 
 def test_choice_is_uniform_on_a_unit_with_many_keys():
-    """One unit with 40 keys, l0 = 8, 1500 independent releases: each key is kept 300 times in expectation."""
+    """Units with 40 keys, l0 = 8, 1500 draws (50 releases of 30 units): each key index is kept 300 times in
+    expectation."""
     rng = InsecureSeededRandom(SEED)
-    keys, df = _one_unit(40)
+    df = _units_own_keys(_UNITS, 40)
     freq = np.zeros(40)
-    reps = 1500
-    for _ in range(reps):
+    reps = _RELEASES * _UNITS
+    for _ in range(_RELEASES):
         kept = select_pairs(df, "u", ["q"], 8, draw_bounding_secret(rng))
-        assert kept.height == 8 and kept["q"].n_unique() == 8
-        freq[[int(k[1:]) for k in kept["q"].to_list()]] += 1
+        unit, idx = _unit_and_index(kept["q"].to_list())
+        assert kept.height == 8 * _UNITS and kept["q"].n_unique() == 8 * _UNITS
+        assert (np.bincount(unit, minlength=_UNITS) == 8).all() and (kept["u"].to_numpy() == unit).all()
+        freq += np.bincount(idx, minlength=40)
     # Draws without replacement are less variable than the multinomial, so this chi-square is conservative
     # for over-dispersion; it catches any bias towards some keys (e.g. by sort position).
     p = stats.chisquare(freq, np.full(40, reps * 8 / 40)).pvalue
@@ -148,16 +166,20 @@ def test_choice_is_uniform_on_a_unit_with_many_keys():
 
 
 def test_choice_is_uniform_over_subsets():
-    """5 keys, l0 = 2: the 10 subsets are equally likely (chi-square, 9 dof); through bound() as engines do."""
+    """5 keys per unit, l0 = 2: the 10 subsets are equally likely (chi-square, 9 dof, 1500 draws: 50 releases
+    of 30 units); through bound() as engines do."""
     rng = InsecureSeededRandom(SEED + 1)
-    keys, df = _one_unit(5)
-    kc = pa.table({"q": keys, COUNT: np.ones(5, dtype=np.int64)})
-    subsets = {s: 0 for s in itertools.combinations(keys, 2)}
-    reps = 1500
-    for _ in range(reps):
+    df = _units_own_keys(_UNITS, 5)
+    kc = pa.table({"q": df["q"].to_list(), COUNT: np.ones(df.height, dtype=np.int64)})
+    subsets = {s: 0 for s in itertools.combinations(range(5), 2)}
+    for _ in range(_RELEASES):
         hist, info = bound(kc, df.to_arrow(), "u", ["q"], 2, draw_bounding_secret(rng))
-        assert info["pairs_dropped_l0"] == 3 and (hist.counts == 1).all()
-        subsets[tuple(sorted(hist.keys.column("q").to_pylist()))] += 1
+        assert info["pairs_dropped_l0"] == 3 * _UNITS and (hist.counts == 1).all()
+        unit, idx = _unit_and_index(hist.keys.column("q").to_pylist())
+        assert (np.bincount(unit, minlength=_UNITS) == 2).all()
+        for u in range(_UNITS):
+            subsets[tuple(sorted(idx[unit == u]))] += 1
+    assert sum(subsets.values()) == _RELEASES * _UNITS
     p = stats.chisquare(list(subsets.values())).pvalue
     assert p > 1e-3, p
 
