@@ -145,7 +145,8 @@ def _encode(cal: Calibration) -> dict[str, Any]:
     for f in fields(cal):
         x = getattr(cal, f.name)
         if f.name == "noise":
-            out["noise"] = {"law": type(x).__name__, "fields": {g.name: encode_value(getattr(x, g.name)) for g in fields(x)}}
+            out["noise"] = {"law": type(x).__name__,
+                            "fields": {g.name: encode_value(getattr(x, g.name)) for g in fields(x)}}
         elif f.name == "delta_parts":
             out["delta_parts"] = [[k, encode_value(v)] for k, v in x.items()]
         else:

@@ -63,11 +63,12 @@ def _key(name: str, epsilon: float, delta: float, l0: int, shares: tuple[float, 
 
 
 def _encode(cal: RoundsCalibration, name: str) -> dict[str, Any]:
-    return {"name": name, "epsilon": encode_value(cal.epsilon), "delta": encode_value(cal.delta), "l0": encode_value(cal.l0),
-            "grid": encode_value(cal.grid), "shares": [encode_value(f) for f in cal.shares],
-            "gauss_fraction": encode_value(cal.gauss_fraction), "delta_achieved": encode_value(cal.delta_achieved),
-            "new_key_targets": [encode_value(x) for x in cal.new_key_targets],
-            "rounds": [[encode_value(r.grid_sigma2), encode_value(int(r.threshold_int)), encode_value(r.delta_achieved)] for r in cal.rounds]}
+    enc = encode_value
+    return {"name": name, "epsilon": enc(cal.epsilon), "delta": enc(cal.delta), "l0": enc(cal.l0),
+            "grid": enc(cal.grid), "shares": [enc(f) for f in cal.shares],
+            "gauss_fraction": enc(cal.gauss_fraction), "delta_achieved": enc(cal.delta_achieved),
+            "new_key_targets": [enc(x) for x in cal.new_key_targets],
+            "rounds": [[enc(r.grid_sigma2), enc(int(r.threshold_int)), enc(r.delta_achieved)] for r in cal.rounds]}
 
 
 def _typed(x: Any, kind: type) -> Any:

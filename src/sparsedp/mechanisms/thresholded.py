@@ -84,10 +84,10 @@ def joint_calibration(request: ReleaseRequest) -> JointCalibration:
     aggs = tuple(request.aggregates)
     if request.column_shape is None:
         j = _acc_aggregates.calibrate_joint_gshm(request.epsilon, request.delta, request.max_groups_per_unit,
-                                 column_sensitivities(aggs))
+                                                 column_sensitivities(aggs))
     else:
         j = _column_shape.calibrate_joint_gshm_shaped(request.epsilon, request.delta, request.max_groups_per_unit,
-                                        fit_shape(aggs, request.column_shape))
+                                                      fit_shape(aggs, request.column_shape))
     p = j.parts
     return JointCalibration(
         mechanism=GSHM_NAME, analysis="discrete-exact-joint", epsilon=j.epsilon, delta=j.delta,
@@ -106,7 +106,7 @@ def fit_shape(aggregates: tuple[Sum, ...], column_shape: Any) -> _column_shape.C
         raise InvalidParameterError("⟨column_shape⟩ shapes the noise of SUM/MEAN columns: pass aggregates=[…] with "
                                     "sd.Sum/sd.Mean too")
     return _column_shape.fit_column_shape(column_shape, [c.step for c in cols], [c.sensitivity for c in cols],
-                            names=[f"{c.column}[{c.lower:g}, {c.upper:g}]" for c in cols])
+                                          names=[f"{c.column}[{c.lower:g}, {c.upper:g}]" for c in cols])
 
 
 def _shape_notes(j: Any) -> tuple[str, ...]:
