@@ -100,7 +100,8 @@ def main() -> None:
     g = best("read: the pass over the rows (cast to Categorical)", lambda: pl.scan_parquet(args.path).select(
         pl.col("url").cast(pl.Categorical(cats)), "user_id").collect(), 1)
     kid = g["url"].to_physical()
-    bk = P.bits_for(int(kid.max() or 0))
+    n_ids = int(kid.max() or 0) + 1
+    bk = P.bits_for(n_ids - 1)
     s, value_of = best("pack_pairs", lambda: P.pack_pairs(g["user_id"], kid, bk), args.reps)
     p = s.to_numpy()
     ref = best("sort: Polars Series.sort (the engine)", lambda: s.sort().to_numpy(), args.reps)
@@ -111,14 +112,9 @@ def main() -> None:
         assert np.array_equal(r, ref)
         r = best(f"sort: numpy scatter, {nb} buckets, numpy threads", lambda: scatter_sort(p, nb, threads), args.reps)
         assert np.array_equal(r, ref)
+    keys = P._category_strings(cats, None, "url", n_ids)  # the engine's keys: row i is key id i
     del g, p, s
-    keys = pl.scan_parquet(args.path).select(pl.col("url").unique()).collect()  # timing only: not the engine's ids
-    ctx = P.key_context(keys, ["url"], bk, args.l0,
-                        draw_bounding_secret(InsecureSeededRandom(1)), "user_id")
-    if ctx.n_keys != int(kid.max() or 0) + 1:
-        print("(key count differs from the ids; slices timed with the ids' count)")
-        ctx = dataclasses.replace(ctx, n_keys=int(kid.max() or 0) + 1, hk=np.resize(ctx.hk, int(kid.max() or 0) + 1),
-                                  pos=np.arange(int(kid.max() or 0) + 1))
+    ctx = P.key_context(keys, ["url"], bk, args.l0, draw_bounding_secret(InsecureSeededRandom(1)), "user_id")
     ctx = dataclasses.replace(ctx, value_of=value_of)
     n = ref.size
     default = -(-n // P._block_size(ctx.n_keys))
