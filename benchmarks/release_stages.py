@@ -31,6 +31,7 @@ STEPS = [
     ("sparsedp.engines.pair_ids", "sorted_pairs"),
     ("sparsedp.engines.pair_ids", "pack_pairs"),
     ("sparsedp.engines.pair_ids", "_sorted_pairs"),
+    ("sparsedp.engines.sorted_runs", "SortedRuns.sort_in_place"),
     ("sparsedp.engines.pair_ids", "_category_strings"),
     ("sparsedp.engines.pair_ids", "check_nan_keys"),
     ("sparsedp.engines.pair_ids", "key_context"),

@@ -175,20 +175,6 @@ def test_small_parts_and_blocks(monkeypatch, unit_kind, by, block):
     assert count_only.key_counts[COUNT].equals(want[COUNT])
 
 
-def test_parts_cut_only_at_the_first_pair_of_a_unit():
-    g = np.random.default_rng(2)
-    bk = 5
-    ids = np.sort((g.integers(0, 40, 3000).astype(np.uint64) << np.uint64(bk)) | g.integers(0, 32, 3000)
-                  .astype(np.uint64))
-    for n_parts in (1, 2, 3, 10, 100, 5000):
-        parts = pair_ids._parts(ids, bk, n_parts)
-        assert parts[0][0] == 0 and parts[-1][1] == ids.size
-        assert all(b == c for (_, b), (c, _) in zip(parts[:-1], parts[1:]))
-        for a, _ in parts[1:]:
-            assert ids[a] >> np.uint64(bk) != ids[a - 1] >> np.uint64(bk)  # a unit's pairs stay together
-        assert len(parts) <= n_parts
-
-
 def test_run_index_is_the_concatenated_runs():
     g = np.random.default_rng(3)
     lengths = g.integers(1, 9, 300)
@@ -313,3 +299,31 @@ def test_mad_later_round_reads_round_ones_choice_back_and_ranks_nothing(monkeypa
     assert not table(other_secret).equals(ranked[top.num_rows])
     fresh = pair_ids.weighted_round(warm, ["url"], top, choose_first=False, secret=b"s" * 32)
     assert not warm.first_choice and fresh.key_counts.height
+
+
+@pytest.mark.parametrize("dtype", ["Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
+                                   "Int128", "String"])
+def test_pack_pairs_is_the_formula_on_chunked_columns_of_every_unit_type(monkeypatch, dtype):
+    """``p = unit id · 2^b + key id`` row by row, with the units' and keys' Polars chunks cut at different
+    rows (each piece is read where it lies), in several threads; ``value_of`` maps the ids back."""
+    monkeypatch.setattr(pair_ids, "thread_count", lambda: 3)
+    g = np.random.default_rng(7)
+    n, bk = 1000, 6
+    raw = g.integers(-50, 50, n) if dtype.startswith("Int") else g.integers(0, 100, n)
+    if dtype == "UInt64":
+        raw = raw.astype(np.uint64) + np.uint64(2**64 - 200)  # near the top: the offset wraps mod 2^64
+    col = pl.Series("u", raw).cast(getattr(pl, dtype)) if dtype != "String" else pl.Series("u", [f"x{v}" for v in raw])
+    units = pl.concat([col[:300], col[300:301], col[301:]], rechunk=False)
+    kid_np = g.integers(0, 1 << bk, n).astype(np.uint32)
+    kid = pl.concat([pl.Series(kid_np[:10]), pl.Series(kid_np[10:777]), pl.Series(kid_np[777:])], rechunk=False)
+    assert units.n_chunks() == 3 and kid.n_chunks() == 3
+    p, value_of = pair_ids.pack_pairs(units, kid, bk)
+    assert p.dtype == np.uint64 and p.flags.writeable
+    assert np.array_equal(p & np.uint64((1 << bk) - 1), kid_np)
+    uid = p >> np.uint64(bk)
+    assert value_of(uid).equals(col, check_names=False)
+    if dtype != "String":  # integers: offsets from the minimum, in row order
+        lo = min(int(v) for v in col.to_list())
+        assert [int(x) for x in uid] == [int(v) - lo for v in col.to_list()]
+    else:  # dense ids: one per distinct unit
+        assert np.unique(uid).size == col.n_unique() and int(uid.max()) == col.n_unique() - 1

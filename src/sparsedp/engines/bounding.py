@@ -48,8 +48,8 @@ distinct keys keeps its ``l0`` pairs of smallest ``(r, key)`` in the canonical k
   ``group_by(key).agg(n_unique(unit))``); the pairs then become ``(key index, unit)`` integers
   (:func:`choose_from_per_key`): one aggregation for the unit degrees, one join giving the units over ``l0``
   a dense index, fingerprints of the distinct keys and heavy units only, AES ranks of the heavy units' pairs
-  only (streamed through a small buffer), and one sort (Polars, multi-threaded) of packed
-  ``(unit index, rank)`` words (:func:`keep_smallest`). Key strings are hashed once and never re-sorted per pair.
+  only (streamed through a small buffer), and one numpy sort of packed ``(unit index, rank)`` words
+  (:func:`keep_smallest`). Key strings are hashed once and never re-sorted per pair.
 
 :func:`bound` applies the choice to the engines' :class:`~sparsedp.engines.base.RawCounts` (key counts plus
 the heavy units' pairs) and builds the bounded histogram in canonical key order.
@@ -166,10 +166,9 @@ def keep_smallest(group: np.ndarray, rank: np.ndarray, tiebreak: np.ndarray, l0:
             p |= rank >> np.uint64(b)
             return p
 
-        import polars as pl
-
         last = starts + np.minimum(d, l0) - 1  # index of each group's l0-th smallest word (groups are non-empty)
-        srt = pl.Series(packed()).sort().to_numpy()  # Polars' sort: multi-threaded, about 2x np.sort here
+        srt = packed()
+        srt.sort()  # numpy's, in this thread: the engines call this from every thread of their pool at once
         cut = srt[np.maximum(last, 0)]
         del srt  # packed words are recomputed rather than kept next to their sorted copy (peak memory)
         keep: np.ndarray = packed() <= cut[group]

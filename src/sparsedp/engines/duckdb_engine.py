@@ -647,6 +647,7 @@ class DuckDBEngine(EmbeddedEngine):
             t = pl.from_arrow(self._fetch(con, batch_sql(pairs, len(ctx.names), b, n_batches, self.passes,
                                                          pack)))  # no copy
             assert isinstance(t, pl.DataFrame)
+            pid: np.ndarray | pl.Series
             if pack is not None:  # pair ids packed by DuckDB: unit offsets from lo
                 pid = t[_P]
                 value_of = offset_values(ctx.unit, pack[0], getattr(pl, _PACKED_UNITS[unit_type_id]))

@@ -15,12 +15,14 @@ there differs:
 2. **unit ids**: an integer unit column whose range fits beside the key bits in 64 bits is its offset
    ``unit − min`` (no hashing); any other unit column (strings, dates, integers spread too widely…) gets a
    dense id from one hash aggregation on the units;
-3. **pair ids** ``p = unit id · 2^b + key id`` (one ``u64`` per row), computed by Polars (chunk by chunk, in
-   memory its allocator has already touched), then sorted by Polars (multi-threaded): count only,
-   ``Series.sort``; with SUM/MEAN, the rows sorted by ``p`` (stable: a pair's rows stay in input order);
-4. **numpy on slices of whole units** of the sorted rows (:func:`_parts`, about :data:`_BLOCK` rows each,
-   shared out between the threads of a pool: numpy, Polars and the AES release the GIL), each slice done in
-   one go (:func:`_bound_slice`): the distinct pairs are the run starts; with SUM/MEAN each pair's Float64
+3. **pair ids** ``p = unit id · 2^b + key id`` (one ``u64`` per row), computed by numpy in threads into one
+   new array, reading the columns' Polars chunks where they lie (:func:`pack_pairs`), then sorted: count
+   only, in place in one run per thread (:mod:`sparsedp.engines.sorted_runs`: no step on one core, no
+   second array); with SUM/MEAN, the rows sorted by ``p`` by Polars (stable: a pair's rows stay in input
+   order);
+4. **numpy on buckets of whole units** of the sorted runs (about :data:`_BLOCK` rows each, shared out
+   between the threads of a pool: numpy, Polars and the AES release the GIL), each bucket's segments of the
+   runs merged and the bucket done in one go by one thread (:func:`_map_parts`, :func:`_bound_slice`): the distinct pairs are the run starts; with SUM/MEAN each pair's Float64
    sum of values added in input row order (:func:`sequential_segment_sums`) and its clipped, gridded,
    re-centred contribution (:func:`~sparsedp.engines.aggregate_exprs.gridded_array`, the numpy twin of
    :func:`~sparsedp.engines.aggregate_exprs.gridded`); each unit's pairs are one run, so keys per
@@ -53,13 +55,14 @@ bounded histograms with those of the previous implementation, and ``tests/engine
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
-import os
+import itertools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -69,7 +72,9 @@ from ..errors import InputDataError
 from .aggregate_exprs import _sums, grid_column_name, gridded_array, raise_bad_values, value_check_exprs
 from .bounding import COUNT, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks, unit_fingerprints
 from .input_checks import check_nan_keys, check_nulls_and_rows
+from .sorted_runs import SortedRuns
 from .raw_counts import RawCounts
+from .threads import in_threads, thread_count
 
 if TYPE_CHECKING:  # Polars is imported when the pairs are bounded (``import sparsedp`` stays light)
     import polars as pl
@@ -81,8 +86,6 @@ if TYPE_CHECKING:  # Polars is imported when the pairs are bounded (``import spa
 UnitValues = Callable[[np.ndarray], "pl.Series"]
 #: LazyFrames collected with the pass over the rows, and the check of their results (:func:`bounded_raw_counts`)
 Checks = tuple[list["pl.LazyFrame"], Callable[[list["pl.DataFrame"]], None]]
-_T = TypeVar("_T")
-_U = TypeVar("_U")
 
 __all__ = ["WEIGHT_SUM", "PairContext", "PairCounts", "SortedPairs", "WeightedPairs", "bound_pair_ids",
            "bounded_raw_counts", "bounded_raw_counts_with_sums", "key_context", "key_mask", "pack_pairs",
@@ -101,45 +104,85 @@ def bits_for(n: int) -> int:
     return max(1, int(n).bit_length())
 
 
-def pack_pairs(units: pl.Series, kid: pl.Series | np.ndarray, key_bits: int) -> tuple[pl.Series, UnitValues]:
-    """``(p, value_of)``: the pair id ``p = unit id · 2^key_bits + key id`` of every row (a Polars ``UInt64``
-    Series; ``unit id · 2^key_bits`` fits in 64 bits), and a function mapping an array of unit ids to a Polars
-    Series of those units' values (the column's dtype).
+def pack_pairs(units: pl.Series, kid: pl.Series | np.ndarray, key_bits: int) -> tuple[np.ndarray, UnitValues]:
+    """``(p, value_of)``: the pair id ``p = unit id · 2^key_bits + key id`` of every row (a new, writable
+    ``uint64`` array; ``unit id · 2^key_bits`` fits in 64 bits), and a function mapping an array of unit ids to
+    a Polars Series of those units' values (the column's dtype).
 
-    Integer units whose range fits are offsets from the minimum (no hashing), computed by Polars chunk by chunk
-    in its own (already touched) memory; anything else (strings, dates, integers spread too widely…) gets
-    dense ids from one hash aggregation on the units."""
+    Integer units whose range fits are offsets from the minimum (no hashing); anything else (strings, dates,
+    integers spread too widely…) gets dense ids from one hash aggregation on the units. The ids are computed
+    by numpy in place, block by block in threads, reading the columns' chunks where they lie (no copy)."""
     import polars as pl
 
     dt = units.dtype
     n = units.len()
-    uid: pl.Expr | None = None
+    lo = 0
     value_of: UnitValues | None = None
-    ids: pl.Series | np.ndarray
+    p = np.empty(n, dtype=np.uint64)
+    source: pl.Series | np.ndarray = p  # the unit ids are computed in place (dense ids) …
     if dt.is_integer() and n:
-        lo, hi = cast(int, units.min()), cast(int, units.max())  # integers (n > 0)
-        if bits_for(int(hi) - int(lo)) + key_bits <= 64:  # exact: 0 <= unit - lo < 2^bits
-            u = pl.col(_ROW)
-            uid = (u - pl.lit(lo, dtype=pl.UInt64)) if dt == pl.UInt64 else (u.cast(pl.Int64) - lo).cast(pl.UInt64)
-            ids, value_of = units, offset_values(units.name, int(lo), dt)
+        lo_, hi = cast(int, units.min()), cast(int, units.max())  # integers (n > 0)
+        if bits_for(int(hi) - int(lo_)) + key_bits <= 64:  # exact: 0 <= unit - lo < 2^bits
+            lo, value_of = int(lo_), offset_values(units.name, int(lo_), dt)
+            native = dt in (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
+            source = units if native else units.cast(pl.Int64)  # … or offsets from lo
     if value_of is None:
         groups = (pl.DataFrame({units.name: units}).lazy().with_row_index(_ROW).group_by(units.name)
                   .agg(pl.col(_ROW)).collect())
         values = groups[units.name]
         if bits_for(groups.height) + key_bits > 64:
             raise ValueError("too many keys and units for 64-bit pair ids")  # > 2^64 pairs: not reachable in memory
-        ids = np.empty(n, dtype=np.uint64)
-        ids[groups[_ROW].explode().to_numpy()] = np.repeat(np.arange(groups.height, dtype=np.uint64),
-                                                            groups[_ROW].list.len().to_numpy())
-        uid = pl.col(_ROW)
+        p[groups[_ROW].explode().to_numpy()] = np.repeat(np.arange(groups.height, dtype=np.uint64),
+                                                         groups[_ROW].list.len().to_numpy())
 
         def gathered(i: np.ndarray) -> pl.Series:
             return values.gather(i.astype(np.int64))
         value_of = gathered
-    assert uid is not None
-    p = pl.DataFrame({_ROW: ids, _KEY: kid}).select(
-        (uid * pl.lit(1 << key_bits, dtype=pl.UInt64) + pl.col(_KEY).cast(pl.UInt64)).alias(_PAIR))[_PAIR]
+    keys = _Chunked(kid)
+    units_c = _Chunked(source)
+    shift, offset = np.uint64(key_bits), np.uint64(lo % (1 << 64))
+
+    def pack_block(pieces: list[tuple[int, int]]) -> None:
+        for x, y in pieces:
+            out = p[x:y]
+            u = units_c.piece(x, y)
+            if u.dtype == np.int64:
+                u = u.view(np.uint64)
+            elif u.dtype != np.uint64:
+                np.copyto(out, u, casting="unsafe")  # smaller integers, sign-extended: mod 2^64 as below
+                u = out
+            np.subtract(u, offset, out=out)  # mod 2^64: exact, as 0 <= unit - lo < 2^64
+            np.left_shift(out, shift, out=out)
+            k = keys.piece(x, y)
+            np.bitwise_or(out, k.view(k.dtype.str.replace("i", "u")), out=out)  # key ids: non-negative
+
+    t = thread_count()
+    in_threads(pack_block, _blocks_of_pieces(n, t, units_c, keys), t)
     return p, value_of
+
+
+class _Chunked:
+    """A column's Polars chunks as numpy arrays (each without a copy; no nulls) and where each starts."""
+
+    def __init__(self, col: pl.Series | np.ndarray) -> None:
+        self.arrays = [col] if isinstance(col, np.ndarray) else [c.to_numpy() for c in col.get_chunks()]
+        self.starts = [0, *itertools.accumulate(int(a.size) for a in self.arrays)][:-1]
+
+    def piece(self, x: int, y: int) -> np.ndarray:
+        """Rows ``x … y−1``, which lie in one chunk (:func:`_blocks_of_pieces`)."""
+        i = bisect.bisect_right(self.starts, x) - 1
+        return self.arrays[i][x - self.starts[i]:y - self.starts[i]]
+
+
+def _blocks_of_pieces(n: int, t: int, *columns: _Chunked) -> list[list[tuple[int, int]]]:
+    """Rows ``0 … n−1`` in ``t`` blocks of about equal size, each a list of pieces ``(x, y)`` that lie in one
+    chunk of every column (cut wherever a block or a chunk of one of ``columns`` starts)."""
+    bounds = [n * i // t for i in range(t + 1)]
+    c = sorted({*bounds, *(s for col in columns for s in col.starts if 0 < s < n)})
+    blocks: list[list[tuple[int, int]]] = [[] for _ in range(t)]
+    for x, y in zip(c[:-1], c[1:]):
+        blocks[bisect.bisect_right(bounds, x) - 1].append((x, y))
+    return [b for b in blocks if b]
 
 
 def offset_values(name: str, lo: int, dtype: pl.DataType) -> UnitValues:
@@ -152,22 +195,6 @@ def offset_values(name: str, lo: int, dtype: pl.DataType) -> UnitValues:
         return pl.Series(name, v).cast(dtype)
 
     return value_of
-
-
-def _threads() -> int:
-    """Threads for the numpy steps: the cores Polars uses (``POLARS_MAX_THREADS`` limits both)."""
-    import polars as pl
-
-    return max(1, min(os.cpu_count() or 1, pl.thread_pool_size()))
-
-
-def _in_threads(fn: Callable[[_T], _U], items: list[_T]) -> list[_U]:
-    """``[fn(x) for x in items]``, in a thread pool when there is more than one item and one thread."""
-    threads = _threads()
-    if len(items) <= 1 or threads == 1:
-        return [fn(x) for x in items]
-    with ThreadPoolExecutor(max_workers=min(threads, len(items))) as ex:
-        return list(ex.map(fn, items))
 
 
 def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
@@ -194,19 +221,20 @@ def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int |
     # 4. numpy on the sorted pairs, per slice of whole units (each unit's pairs are one run), in threads
     ctx = key_context(sp.keys, by, sp.bk, l0, secret, unit, sums, names)
     keys, rows = sp.keys, sp.rows
-    res = _map_parts(dataclasses.replace(ctx, value_of=sp.value_of), sp.srt, sp.vals, chunks)
+    res = _map_parts(dataclasses.replace(ctx, value_of=sp.value_of), sp.runs, sp.vals, chunks)
     del sp
     return res.raw_counts(keys, ctx, rows)
 
 
 @dataclass(frozen=True)
 class SortedPairs:
-    """The rows of an input read once (steps 1–3 of the module docstring), curator only: ``srt`` their pair ids
-    ``unit id · 2^bk + key id`` sorted (a unit's rows adjacent, repeated pairs adjacent), ``vals`` the value
-    Series in that order (SUM/MEAN), ``keys`` the distinct keys (row ``i`` is key id ``i``, NaN keys refused),
-    ``value_of`` unit ids → unit values, ``rows`` the input rows."""
+    """The rows of an input read once (steps 1–3 of the module docstring), curator only: ``runs`` their pair ids
+    ``unit id · 2^bk + key id`` sorted in runs (read back in buckets of whole units: a unit's rows adjacent,
+    repeated pairs adjacent), ``vals`` the value Series in sorted order (SUM/MEAN: one run), ``keys`` the
+    distinct keys (row ``i`` is key id ``i``, NaN keys refused), ``value_of`` unit ids → unit values, ``rows``
+    the input rows."""
 
-    srt: np.ndarray = field(repr=False)
+    runs: SortedRuns = field(repr=False)
     vals: dict[str, pl.Series] = field(repr=False)
     keys: pl.DataFrame = field(repr=False)
     bk: int
@@ -258,7 +286,7 @@ def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence
         kid = g[_KEY].to_physical()  # UInt32, the same buffer
         n_ids = int(cast("int | None", kid.max()) or 0) + 1
         pending = ThreadPoolExecutor(max_workers=1)
-        bulk = g[_KEY] if _bulk_strings(n_ids, g.height, _threads()) else None  # else not kept alive
+        bulk = g[_KEY] if _bulk_strings(n_ids, g.height, thread_count()) else None  # else not kept alive
         future = pending.submit(_category_strings, cats, bulk, by[0], n_ids)
         del bulk
         units = g[unit]
@@ -277,7 +305,7 @@ def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence
     try:
         p, value_of = pack_pairs(units, kid, bk)
         del units, kid
-        srt, vals = _sorted_pairs(p, values)
+        runs, vals = _sorted_pairs(p, values)
         del p, values
     finally:
         if pending is not None:
@@ -285,7 +313,7 @@ def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence
     if pending is not None:
         keys = future.result()
     check_nan_keys(keys, by)  # every distinct key, before the secret
-    return SortedPairs(srt=srt, vals=vals, keys=keys, bk=bk, value_of=value_of, rows=n_rows)
+    return SortedPairs(runs=runs, vals=vals, keys=keys, bk=bk, value_of=value_of, rows=n_rows)
 
 
 @dataclass(frozen=True)
@@ -352,7 +380,7 @@ def weighted_round(wp: WeightedPairs, by: Sequence[str], exclude: Any = None, ch
         mask = key_mask(wp.pairs.keys, list(by), exclude) if released else np.zeros(ctx.n_keys, dtype=bool)
         ctx = dataclasses.replace(ctx, excluded=mask, choose_first=bool(choose_first),
                                   first_choice=wp.first_choice if choose_first and first else None)
-    res = _map_parts(ctx, wp.pairs.srt, {}, chunks)
+    res = _map_parts(ctx, wp.pairs.runs, {}, chunks)
     return res.raw_counts(wp.pairs.keys, ctx, wp.pairs.rows)
 
 
@@ -460,7 +488,7 @@ def key_context(keys: pl.DataFrame, by: Sequence[str], bk: int, l0: int | None, 
                        else None, pos=pos, unit=unit, sums=tuple(sums), names=tuple(names))
 
 
-def bound_pair_ids(ctx: PairContext, p: pl.Series, value_of: UnitValues,
+def bound_pair_ids(ctx: PairContext, p: np.ndarray | pl.Series, value_of: UnitValues,
                    values: dict[str, pl.Series] | None = None) -> PairCounts:
     """Steps 3–4 of the module docstring on the pair ids ``p`` of rows or pairs computed elsewhere (the DuckDB
     engine: its rows, or its distinct pairs, or one batch of their units): sorted by Polars, then the slices
@@ -470,30 +498,36 @@ def bound_pair_ids(ctx: PairContext, p: pl.Series, value_of: UnitValues,
         ctx: key bits, bound, secret, key fingerprints and canonical positions by key id, the SUM/MEAN
             aggregates and grid column names; ``distinct``: the ids are already distinct (no de-duplication);
             ``given``: ``values`` are already each pair's Int64 contribution, by grid column name.
-        p: the pair ids ``unit id · 2^ctx.bk + key id`` (a Polars UInt64 Series; :func:`pack_pairs`).
+        p: the pair ids ``unit id · 2^ctx.bk + key id`` (``uint64``: :func:`pack_pairs`' array, which is
+            sorted in place, or a Polars UInt64 Series, which is not changed).
         value_of: unit ids → unit values (:func:`pack_pairs`, :func:`offset_values`).
         values: with SUM/MEAN, Polars Series aligned with ``p``, each named by its key here: the rows' values
             by value column name, or (``ctx.given``) the pairs' contributions by grid column name.
     Returns:
         per key id: distinct units and dropped pairs (and kept contribution sums); units, pairs, units over l0.
     """
-    if p.len() == 0:
+    if len(p) == 0:
         z = np.zeros(ctx.n_keys, dtype=np.int64)
         return PairCounts(upk=z, dropped=z.copy(), totals=[z.copy() for _ in ctx.names], units=0, pairs=0,
                           heavy=0)
-    srt, vals = _sorted_pairs(p.alias(_PAIR), values or {})
-    return _map_parts(dataclasses.replace(ctx, value_of=value_of), srt, vals, None)
+    if not isinstance(p, np.ndarray):
+        a = p.to_numpy()  # writable when Polars copied its chunks into a new buffer for it
+        p = a if a.flags.writeable else a.copy()
+    runs, vals = _sorted_pairs(p, values or {})
+    return _map_parts(dataclasses.replace(ctx, value_of=value_of), runs, vals, None)
 
 
-def _sorted_pairs(p: pl.Series, values: dict[str, pl.Series]) -> tuple[np.ndarray, dict[str, pl.Series]]:
-    """``(srt, vals)``: the pair ids sorted (count only: ``Series.sort``, multi-threaded; with values: the rows
-    sorted by pair id, stable, so a pair's rows stay in input order) and the value Series in that order."""
+def _sorted_pairs(p: np.ndarray, values: dict[str, pl.Series]) -> tuple[SortedRuns, dict[str, pl.Series]]:
+    """``(runs, vals)``: the pair ids ``p`` sorted. Count only: ``p`` sorted in place in one run per thread
+    (:meth:`~sparsedp.engines.sorted_runs.SortedRuns.sort_in_place`; the runs are merged bucket by bucket
+    in :func:`_map_parts`). With values: the rows sorted by pair id by Polars (one run), stable, so a pair's
+    rows stay in input order, and the value Series in that order."""
     import polars as pl
 
     if not values:
-        return p.sort().to_numpy(), {}  # Polars' memory, read only
-    rows = pl.DataFrame([p, *values.values()]).lazy().sort(_PAIR, maintain_order=True).collect()
-    return rows[_PAIR].to_numpy(), {v: rows[v] for v in values}
+        return SortedRuns.sort_in_place(p, thread_count()), {}
+    rows = pl.DataFrame([pl.Series(_PAIR, p), *values.values()]).lazy().sort(_PAIR, maintain_order=True).collect()
+    return SortedRuns((rows[_PAIR].to_numpy(),)), {v: rows[v] for v in values}
 
 
 @dataclass(frozen=True)
@@ -567,42 +601,36 @@ class PairCounts:
         return self
 
 
-def _parts(srt: np.ndarray, bk: int, n_parts: int) -> list[tuple[int, int]]:
-    """Split the sorted pair ids ``srt`` into at most ``n_parts`` slices of about equal size, each cut at the
-    first pair of a unit (a unit's pairs are never split: the ℓ0 choice is per unit)."""
-    n = srt.size
-    cuts = {0, n}
-    for j in range(1, max(1, n_parts)):
-        u = srt[n * j // n_parts] >> np.uint64(bk)
-        cuts.add(int(np.searchsorted(srt, u << np.uint64(bk), side="left")))
-    c = sorted(cuts)
-    return [(a, b) for a, b in zip(c[:-1], c[1:]) if b > a] or [(0, n)]
-
-
-def _map_parts(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series], chunks: int | None) -> PairCounts:
-    """:func:`_bound_slice` on slices of whole units of the sorted rows (about :func:`_block_size` rows each,
-    or ``chunks`` slices), taken one after the other by the threads of a pool (numpy's ufuncs, sorts and
-    gathers on large buffers, Polars and the AES release the GIL), each thread adding up its slices'
-    results. Every slice is exact on its own units and the results are integers, so the sum does not
-    depend on the split. Slices keep the temporaries small: on the machine this was measured on, fresh
-    memory (first-touch page faults) cost more than the arithmetic on it."""
-    n = int(srt.size)
-    slices = _parts(srt, ctx.bk, chunks if chunks is not None else -(-n // _block_size(ctx.n_keys)))
-    queue = iter(slices)
+def _map_parts(ctx: PairContext, runs: SortedRuns, vals: dict[str, pl.Series], chunks: int | None) -> PairCounts:
+    """:func:`_bound_slice` on buckets of whole units of the sorted runs (about :func:`_block_size` rows each,
+    or ``chunks`` buckets: :meth:`~sparsedp.engines.sorted_runs.SortedRuns.buckets`), taken one after the
+    other by the threads of a pool (numpy's ufuncs, sorts and gathers on large buffers, Polars and the AES
+    release the GIL), each thread merging its bucket's segments of the runs and bounding it, and adding up
+    its buckets' results. Every bucket is exact on its own units and the results are integers, so the sum
+    does not depend on the split. Buckets keep the temporaries small: on the machine this was measured on,
+    fresh memory (first-touch page faults) cost more than the arithmetic on it. ``vals`` (SUM/MEAN): the
+    rows' value Series in the order of a single run."""
+    assert not vals or len(runs.runs) == 1
+    buckets = runs.buckets(chunks if chunks is not None else -(-runs.size // _block_size(ctx.n_keys)), ctx.bk)
+    if not buckets:
+        z = np.zeros(ctx.n_keys, dtype=np.int64)
+        return PairCounts(upk=z, dropped=z.copy(), totals=[z.copy() for _ in ctx.names], units=0, pairs=0, heavy=0)
+    queue = iter(buckets)
     lock = threading.Lock()
 
-    def run(_: int) -> PairCounts | None:  # each thread takes the next slice until none is left
+    def run(_: int) -> PairCounts | None:  # each thread takes the next bucket until none is left
         acc = None
         while True:
             with lock:
-                ab = next(queue, None)
-            if ab is None:
+                bucket = next(queue, None)
+            if bucket is None:
                 return acc
-            a, b = ab
-            part = _bound_slice(ctx, srt[a:b], {v: s.slice(a, b - a) for v, s in vals.items()}, (a, b))
+            a, b = bucket.start, bucket.stop
+            part = _bound_slice(ctx, runs.bucket_values(bucket), {v: s.slice(a, b - a) for v, s in vals.items()},
+                                (a, b))
             acc = part if acc is None else acc.add(part)
 
-    parts = [q for q in _in_threads(run, list(range(min(_threads(), len(slices))))) if q is not None]
+    parts = [q for q in in_threads(run, list(range(min(thread_count(), len(buckets))))) if q is not None]
     return functools.reduce(PairCounts.add, parts[1:], parts[0])
 
 
