@@ -22,17 +22,17 @@ there differs:
    order);
 4. **numpy on buckets of whole units** of the sorted runs (about :data:`_BLOCK` rows each, shared out
    between the threads of a pool: numpy, Polars and the AES release the GIL), each bucket's segments of the
-   runs merged and the bucket done in one go by one thread (:func:`_map_parts`, :func:`_bound_slice`): the distinct pairs are the run starts; with SUM/MEAN each pair's Float64
-   sum of values added in input row order (:func:`sequential_segment_sums`) and its clipped, gridded,
+   runs merged and the bucket done in one go by one thread (:func:`_map_parts`, :func:`_bound_slice`): the
+   distinct pairs are the run starts; with SUM/MEAN each pair's Float64 sum of values added in input row order (:func:`sequential_segment_sums`) and its clipped, gridded,
    re-centred contribution (:func:`~sparsedp.engines.aggregate_exprs.gridded_array`, the numpy twin of
    :func:`~sparsedp.engines.aggregate_exprs.gridded`); each unit's pairs are one run, so keys per
    unit and the units over ``l0`` are run lengths; distinct units per key is a ``bincount``; only the pairs
    of units over ``l0`` are ranked (fingerprints of those units and of the distinct keys, AES ranks of those
    pairs, :func:`~sparsedp.engines.bounding.keep_smallest` with the canonical key position as tie-break),
    and the per-key counts and grid sums are those of all pairs minus the dropped ones, added up over the
-   slices (integer additions: the split cannot change them). No numpy temporary is as large as the input:
-   on the machine this was measured on, touching fresh memory (page faults) cost more than the arithmetic
-   (``docs/engines_speed.md``, session 4).
+   buckets (integer additions: the split cannot change them). Besides the pair ids themselves, no numpy
+   array is as large as the input: on the machines this was measured on, touching fresh memory (page
+   faults) cost more than the arithmetic (``docs/engines_speed.md``, sessions 4 and 10).
 
 **Weighted rounds** (the Weighted Gaussian and the adaptive-weighting set unions ``mad``/``mad2r``):
 :func:`weighted_pairs` reads the rows once (steps 1–3, :func:`sorted_pairs`) and draws round 1's secret;
@@ -72,8 +72,8 @@ from ..errors import InputDataError
 from .aggregate_exprs import _sums, grid_column_name, gridded_array, raise_bad_values, value_check_exprs
 from .bounding import COUNT, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks, unit_fingerprints
 from .input_checks import check_nan_keys, check_nulls_and_rows
-from .sorted_runs import SortedRuns
 from .raw_counts import RawCounts
+from .sorted_runs import SortedRuns
 from .threads import in_threads, thread_count
 
 if TYPE_CHECKING:  # Polars is imported when the pairs are bounded (``import sparsedp`` stays light)
@@ -120,11 +120,13 @@ def pack_pairs(units: pl.Series, kid: pl.Series | np.ndarray, key_bits: int) -> 
     value_of: UnitValues | None = None
     p = np.empty(n, dtype=np.uint64)
     source: pl.Series | np.ndarray = p  # the unit ids are computed in place (dense ids) …
+    t = thread_count()
+    keys = _Chunked(kid)
     if dt.is_integer() and n:
-        lo_, hi = cast(int, units.min()), cast(int, units.max())  # integers (n > 0)
-        if bits_for(int(hi) - int(lo_)) + key_bits <= 64:  # exact: 0 <= unit - lo < 2^bits
-            lo, value_of = int(lo_), offset_values(units.name, int(lo_), dt)
-            native = dt in (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
+        native = dt in (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
+        lo_, hi = _min_max(_Chunked(units), n, t) if native else (cast(int, units.min()), cast(int, units.max()))
+        if bits_for(hi - lo_) + key_bits <= 64:  # exact: 0 <= unit - lo < 2^bits
+            lo, value_of = lo_, offset_values(units.name, lo_, dt)
             source = units if native else units.cast(pl.Int64)  # … or offsets from lo
     if value_of is None:
         groups = (pl.DataFrame({units.name: units}).lazy().with_row_index(_ROW).group_by(units.name)
@@ -138,7 +140,6 @@ def pack_pairs(units: pl.Series, kid: pl.Series | np.ndarray, key_bits: int) -> 
         def gathered(i: np.ndarray) -> pl.Series:
             return values.gather(i.astype(np.int64))
         value_of = gathered
-    keys = _Chunked(kid)
     units_c = _Chunked(source)
     shift, offset = np.uint64(key_bits), np.uint64(lo % (1 << 64))
 
@@ -156,9 +157,17 @@ def pack_pairs(units: pl.Series, kid: pl.Series | np.ndarray, key_bits: int) -> 
             k = keys.piece(x, y)
             np.bitwise_or(out, k.view(k.dtype.str.replace("i", "u")), out=out)  # key ids: non-negative
 
-    t = thread_count()
     in_threads(pack_block, _blocks_of_pieces(n, t, units_c, keys), t)
     return p, value_of
+
+
+def _min_max(col: _Chunked, n: int, threads: int) -> tuple[int, int]:
+    """The smallest and largest value of an integer column of ``n > 0`` rows, by numpy in threads."""
+    def block(pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        return [(int(a.min()), int(a.max())) for a in (col.piece(x, y) for x, y in pieces)]
+
+    found = [m for part in in_threads(block, _blocks_of_pieces(n, threads, col), threads) for m in part]
+    return min(m[0] for m in found), max(m[1] for m in found)
 
 
 class _Chunked:
@@ -218,7 +227,7 @@ def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int |
     names = [grid_column_name(i) for i in range(len(sums))]
     sp = sorted_pairs(lf, unit, by, list(dict.fromkeys(a.column for a in sums)), checks)
     secret = draw_bounding_secret(rng) if l0 is not None else None
-    # 4. numpy on the sorted pairs, per slice of whole units (each unit's pairs are one run), in threads
+    # 4. numpy on the sorted runs, per bucket of whole units (each unit's pairs are one run), in threads
     ctx = key_context(sp.keys, by, sp.bk, l0, secret, unit, sums, names)
     keys, rows = sp.keys, sp.rows
     res = _map_parts(dataclasses.replace(ctx, value_of=sp.value_of), sp.runs, sp.vals, chunks)
