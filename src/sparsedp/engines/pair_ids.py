@@ -658,8 +658,15 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series],
     (:func:`_kept_weight_sums`). ``span``: the slice's bounds ``(a, b)`` in the sorted pair ids, the key of
     ``ctx.first_choice`` (round 1 records the pairs its choice drops there; ``choose_first`` reads them back)."""
     n_keys = ctx.n_keys
-    first = None if ctx.distinct else _run_starts(srt)
-    pid = srt if first is None else srt[first]
+    first = None  # the distinct pairs' positions in srt: needed only to align per-row values
+    if ctx.distinct:
+        pid = srt
+    else:
+        new_pair = _run_start_mask(srt)
+        pid = srt[new_pair]
+        if ctx.given or ctx.sums:
+            first = np.flatnonzero(new_pair)
+        del new_pair
     low = np.uint64((1 << ctx.bk) - 1)
     late = ctx.excluded is not None and ctx.choose_first  # mad: choose on all pairs, drop the excluded after
     if ctx.excluded is not None and not late:  # mad2r: the excluded keys' pairs dropped before the choice
@@ -771,12 +778,17 @@ def _weight_sums(key: np.ndarray, weight: np.ndarray, n_keys: int) -> np.ndarray
     return np.rint(np.bincount(key, weights=weight, minlength=n_keys)).astype(np.int64)
 
 
-def _run_starts(sorted_ids: np.ndarray) -> np.ndarray:
-    """Start index of each run of equal values in a sorted array (int64)."""
+def _run_start_mask(sorted_ids: np.ndarray) -> np.ndarray:
+    """Whether each element of a sorted array starts a run of equal values (bool)."""
     first = np.empty(sorted_ids.size, dtype=bool)
     first[:1] = True
     np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=first[1:])
-    return np.flatnonzero(first)
+    return first
+
+
+def _run_starts(sorted_ids: np.ndarray) -> np.ndarray:
+    """Start index of each run of equal values in a sorted array (int64)."""
+    return np.flatnonzero(_run_start_mask(sorted_ids))
 
 
 def _run_numbers(starts: np.ndarray, n: int) -> np.ndarray:
