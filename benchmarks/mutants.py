@@ -86,6 +86,7 @@ T_LEDGER_OVERSPEND = "tests/ledger/test_ledger_overspend.py"
 T_SPARK_MUTABLE = "tests/spark/test_spark_mutable_source.py"
 T_MAD = "tests/mechanisms/test_adaptive_weighting.py"
 T_PAIR_IDS = "tests/engines/test_pair_ids.py"
+T_SORTED_RUNS = "tests/engines/test_sorted_runs.py"
 T_ROUNDS_CACHE = "tests/accounting/test_rounds_cache.py"
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -194,9 +195,17 @@ MUTANTS: tuple[Mutant, ...] = (
                  "counts = bounded_key_counts(pairs, self.unit, list(self.by), self.l0, self.secret).to_arrow()",
                  "counts = bounded_key_counts(pairs, self.unit, list(self.by), self.l0 + 1, self.secret).to_arrow()"),),
            (T_SPARK + "::test_binding_l0_matches_polars_with_the_same_source",), tags=("spark",)),
+    # ------------------------------------------------------------------ the sort in runs (engines/sorted_runs.py)
+    Mutant("runs-split-units", "buckets of the sorted runs cut inside a unit (its l0 bound applied per bucket)",
+           (Edit("engines/sorted_runs.py", "splitters = np.unique((sample[at] >> b) << b)",
+                 "splitters = np.unique(sample[at])"),),
+           (T_SORTED_RUNS, T_PAIR_IDS + "::test_sorted_runs_in_threads_give_the_per_key_lists_result")),
+    Mutant("runs-not-merged", "a bucket's segments of the runs concatenated but not merged",
+           (Edit("engines/sorted_runs.py", 'out.sort(kind="stable")', "pass"),),
+           (T_SORTED_RUNS, T_PAIR_IDS + "::test_sorted_runs_in_threads_give_the_per_key_lists_result")),
     # ------------------------------------------------------------------ no de-duplication of (unit, key)
     Mutant("polars-no-dedup", "the Polars engine's pair-id path counts repeated (unit, key) rows",
-           (Edit("engines/pair_ids.py", "pid = srt if first is None else srt[first]", "pid = srt"),),
+           (Edit("engines/pair_ids.py", "pid = srt[new_pair]", "pid = srt"),),
            (T_BOUND,)),
     Mutant("per-key-lists-no-dedup", "the per-key-list grouping (Spark tasks) keeps repeated (unit, key) rows",
            (Edit("engines/bounding.py", "return lf.group_by(by).agg(pl.col(unit).unique())",

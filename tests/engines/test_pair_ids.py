@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import sparsedp as sd
-from sparsedp.engines import pair_ids
+from sparsedp.engines import pair_ids, sorted_runs
 from sparsedp.engines.aggregate_exprs import bounded_key_sums, per_key_contributions
 from sparsedp.engines.bounding import COUNT, choose_from_per_key, per_key_units
 from sparsedp.noise import InsecureSeededRandom
@@ -155,6 +155,20 @@ def test_parts_in_threads_give_the_per_key_lists_result(kind, l0, chunks, with_s
     heavy = {"all-heavy": 200, "no-heavy": 0, "one-heavy": 1}.get(kind)
     if heavy is not None:
         assert got.units_over_l0 == heavy
+
+
+@pytest.mark.parametrize("kind", ["all-heavy", "no-heavy", "one-heavy", "mixed"])
+@pytest.mark.parametrize("chunks", [1, 7, 64])
+def test_sorted_runs_in_threads_give_the_per_key_lists_result(monkeypatch, kind, chunks):
+    """The count-only path with the pair ids sorted in three runs (as on a 3-core machine with a large input),
+    each bucket merged from its segments of the runs: the same counts and statistics as the per-key lists."""
+    monkeypatch.setattr(sorted_runs, "_MIN_PARALLEL", 1)
+    monkeypatch.setattr(pair_ids, "thread_count", lambda: 3)
+    df = _shape(kind)
+    want, stats = _old(df, ["url"], 2, ())
+    got = pair_ids.bounded_raw_counts(df.lazy(), "uid", ["url"], 2, InsecureSeededRandom(4), chunks=chunks)
+    assert got.key_counts.equals(want)
+    assert (got.units_in, got.pairs_in, got.units_over_l0, got.pairs_dropped_l0) == stats
 
 
 @pytest.mark.parametrize("unit_kind", ["narrow", "unsigned", "string"])
