@@ -205,7 +205,7 @@ MUTANTS: tuple[Mutant, ...] = (
            (T_SORTED_RUNS, T_PAIR_IDS + "::test_sorted_runs_in_threads_give_the_per_key_lists_result")),
     # ------------------------------------------------------------------ no de-duplication of (unit, key)
     Mutant("polars-no-dedup", "the Polars engine's pair-id path counts repeated (unit, key) rows",
-           (Edit("engines/pair_ids.py", "pid = srt[new_pair]", "pid = srt"),),
+           (Edit("engines/pair_ids.py", "return srt[new_pair], (np.flatnonzero", "return srt, (np.flatnonzero"),),
            (T_BOUND,)),
     Mutant("per-key-lists-no-dedup", "the per-key-list grouping (Spark tasks) keeps repeated (unit, key) rows",
            (Edit("engines/bounding.py", "return lf.group_by(by).agg(pl.col(unit).unique())",

@@ -658,15 +658,7 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series],
     (:func:`_kept_weight_sums`). ``span``: the slice's bounds ``(a, b)`` in the sorted pair ids, the key of
     ``ctx.first_choice`` (round 1 records the pairs its choice drops there; ``choose_first`` reads them back)."""
     n_keys = ctx.n_keys
-    first = None  # the distinct pairs' positions in srt: needed only to align per-row values
-    if ctx.distinct:
-        pid = srt
-    else:
-        new_pair = _run_start_mask(srt)
-        pid = srt[new_pair]
-        if ctx.given or ctx.sums:
-            first = np.flatnonzero(new_pair)
-        del new_pair
+    pid, first = _distinct_pairs(srt, ctx.distinct, bool(ctx.given or ctx.sums))
     low = np.uint64((1 << ctx.bk) - 1)
     late = ctx.excluded is not None and ctx.choose_first  # mad: choose on all pairs, drop the excluded after
     if ctx.excluded is not None and not late:  # mad2r: the excluded keys' pairs dropped before the choice
@@ -776,6 +768,15 @@ def _weight_sums(key: np.ndarray, weight: np.ndarray, n_keys: int) -> np.ndarray
     """Int64 per-key sums of the integer weights ``W_t`` by a float64 ``bincount`` (much faster than
     :func:`_key_sums`' ``np.add.at``): every partial sum is an integer below 2^53, so it is exact."""
     return np.rint(np.bincount(key, weights=weight, minlength=n_keys)).astype(np.int64)
+
+
+def _distinct_pairs(srt: np.ndarray, distinct: bool, positions: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The distinct pair ids of the sorted ``srt`` (``srt`` itself when they are already distinct) and, with
+    ``positions`` (to align per-row values), where each starts in ``srt`` (else ``None``)."""
+    if distinct:
+        return srt, None
+    new_pair = _run_start_mask(srt)
+    return srt[new_pair], (np.flatnonzero(new_pair) if positions else None)
 
 
 def _run_start_mask(sorted_ids: np.ndarray) -> np.ndarray:
