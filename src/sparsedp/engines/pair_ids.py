@@ -23,8 +23,9 @@ there differs:
 4. **numpy on buckets of whole units** of the sorted runs (about :data:`_BLOCK` rows each, shared out
    between the threads of a pool: numpy, Polars and the AES release the GIL), each bucket's segments of the
    runs merged and the bucket done in one go by one thread (:func:`_map_parts`, :func:`_bound_slice`): the
-   distinct pairs are the run starts; with SUM/MEAN each pair's Float64 sum of values added in input row order (:func:`sequential_segment_sums`) and its clipped, gridded,
-   re-centred contribution (:func:`~sparsedp.engines.aggregate_exprs.gridded_array`, the numpy twin of
+   distinct pairs are the run starts; with SUM/MEAN each pair's Float64 sum of values added in input row
+   order (:func:`sequential_segment_sums`) and its clipped, gridded, re-centred contribution
+   (:func:`~sparsedp.engines.aggregate_exprs.gridded_array`, the numpy twin of
    :func:`~sparsedp.engines.aggregate_exprs.gridded`); each unit's pairs are one run, so keys per
    unit and the units over ``l0`` are run lengths; distinct units per key is a ``bincount``; only the pairs
    of units over ``l0`` are ranked (fingerprints of those units and of the distinct keys, AES ranks of those
@@ -119,15 +120,17 @@ def pack_pairs(units: pl.Series, kid: pl.Series | np.ndarray, key_bits: int) -> 
     lo = 0
     value_of: UnitValues | None = None
     p = np.empty(n, dtype=np.uint64)
-    source: pl.Series | np.ndarray = p  # the unit ids are computed in place (dense ids) …
+    source = _Chunked(p)  # the unit ids are computed in place (dense ids) …
     t = thread_count()
     keys = _Chunked(kid)
     if dt.is_integer() and n:
         native = dt in (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
-        lo_, hi = _min_max(_Chunked(units), n, t) if native else (cast(int, units.min()), cast(int, units.max()))
+        chunked = _Chunked(units) if native else None
+        lo_, hi = (_min_max(chunked, n, t) if chunked is not None
+                   else (cast(int, units.min()), cast(int, units.max())))
         if bits_for(hi - lo_) + key_bits <= 64:  # exact: 0 <= unit - lo < 2^bits
             lo, value_of = lo_, offset_values(units.name, lo_, dt)
-            source = units if native else units.cast(pl.Int64)  # … or offsets from lo
+            source = chunked if chunked is not None else _Chunked(units.cast(pl.Int64))  # … or offsets from lo
     if value_of is None:
         groups = (pl.DataFrame({units.name: units}).lazy().with_row_index(_ROW).group_by(units.name)
                   .agg(pl.col(_ROW)).collect())
@@ -140,13 +143,12 @@ def pack_pairs(units: pl.Series, kid: pl.Series | np.ndarray, key_bits: int) -> 
         def gathered(i: np.ndarray) -> pl.Series:
             return values.gather(i.astype(np.int64))
         value_of = gathered
-    units_c = _Chunked(source)
     shift, offset = np.uint64(key_bits), np.uint64(lo % (1 << 64))
 
     def pack_block(pieces: list[tuple[int, int]]) -> None:
         for x, y in pieces:
             out = p[x:y]
-            u = units_c.piece(x, y)
+            u = source.piece(x, y)
             if u.dtype == np.int64:
                 u = u.view(np.uint64)
             elif u.dtype != np.uint64:
@@ -157,7 +159,7 @@ def pack_pairs(units: pl.Series, kid: pl.Series | np.ndarray, key_bits: int) -> 
             k = keys.piece(x, y)
             np.bitwise_or(out, k.view(k.dtype.str.replace("i", "u")), out=out)  # key ids: non-negative
 
-    in_threads(pack_block, _blocks_of_pieces(n, t, units_c, keys), t)
+    in_threads(pack_block, _blocks_of_pieces(n, t, source, keys), t)
     return p, value_of
 
 
@@ -515,10 +517,6 @@ def bound_pair_ids(ctx: PairContext, p: np.ndarray | pl.Series, value_of: UnitVa
     Returns:
         per key id: distinct units and dropped pairs (and kept contribution sums); units, pairs, units over l0.
     """
-    if len(p) == 0:
-        z = np.zeros(ctx.n_keys, dtype=np.int64)
-        return PairCounts(upk=z, dropped=z.copy(), totals=[z.copy() for _ in ctx.names], units=0, pairs=0,
-                          heavy=0)
     if not isinstance(p, np.ndarray):
         a = p.to_numpy()  # writable when Polars copied its chunks into a new buffer for it
         p = a if a.flags.writeable else a.copy()
