@@ -61,3 +61,10 @@ def test_largest_ids_are_sorted_and_bucketed():
         runs = SortedRuns((np.sort(ids[:3]), np.sort(ids[3:]))) if threads == 3 else SortedRuns((np.sort(ids),))
         _check(runs, np.sort(ids), 4, 0)
         _check(runs, np.sort(ids), 4, 63)
+
+
+def test_an_empty_run_among_others_gives_empty_segments():
+    ids = _ids(2000, 30, 4, 7)
+    runs = SortedRuns((np.empty(0, np.uint64), np.sort(ids[:900]), np.empty(0, np.uint64), np.sort(ids[900:])))
+    _check(runs, np.sort(ids), 9, 4)
+    assert all(b.segments[0] == (0, 0) and b.segments[2] == (0, 0) for b in runs.buckets(9, 4))

@@ -40,7 +40,7 @@ _SAMPLES_PER_BUCKET = 8
 @dataclass(frozen=True)
 class Bucket:
     """One bucket of :meth:`SortedRuns.buckets`: its place ``start … stop−1`` in the sorted order, and its
-    segment ``(a, b)`` of each run (in run order)."""
+    segment ``(a, b)`` of each run (in run order; ``(0, 0)`` in an empty run)."""
 
     start: int
     stop: int
@@ -70,17 +70,16 @@ class SortedRuns:
     def buckets(self, n_buckets: int, key_bits: int) -> list[Bucket]:
         """Step 2: at most ``n_buckets`` non-empty buckets of about equal size in value order, each holding all
         the ids ``u · 2^key_bits + k`` of its units ``u`` (a unit is never split)."""
-        runs = [r for r in self.runs if r.size]
         n = self.size
         if n == 0:
             return []
         n_buckets = max(1, min(n_buckets, n))
         per_run = n_buckets * _SAMPLES_PER_BUCKET
-        sample = np.sort(np.concatenate([r[(np.arange(per_run) * r.size) // per_run] for r in runs]))
+        sample = np.sort(np.concatenate([r[(np.arange(per_run) * r.size) // per_run] for r in self.runs if r.size]))
         at = (np.arange(1, n_buckets) * sample.size) // n_buckets
         b = np.uint64(key_bits)
         splitters = np.unique((sample[at] >> b) << b)
-        cut = [np.concatenate([[0], np.searchsorted(r, splitters, side="left"), [r.size]]) for r in runs]
+        cut = [np.concatenate([[0], np.searchsorted(r, splitters, side="left"), [r.size]]) for r in self.runs]
         out: list[Bucket] = []
         start = 0
         for j in range(splitters.size + 1):
@@ -93,8 +92,7 @@ class SortedRuns:
 
     def bucket_values(self, bucket: Bucket) -> np.ndarray:
         """Step 3: the bucket's ids sorted (a view of the run when it has one non-empty segment)."""
-        runs = [r for r in self.runs if r.size]
-        pieces = [r[x:y] for r, (x, y) in zip(runs, bucket.segments) if y > x]
+        pieces = [r[x:y] for r, (x, y) in zip(self.runs, bucket.segments) if y > x]
         if len(pieces) == 1:
             return pieces[0]
         out = np.concatenate(pieces)
