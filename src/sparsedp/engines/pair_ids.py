@@ -72,6 +72,7 @@ from ..core.key_order import canonical_order
 from ..errors import InputDataError
 from .aggregate_exprs import _sums, grid_column_name, gridded_array, raise_bad_values, value_check_exprs
 from .bounding import COUNT, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks, unit_fingerprints
+from .buffers import fresh_uint64
 from .input_checks import check_nan_keys, check_nulls_and_rows
 from .raw_counts import RawCounts
 from .sorted_runs import SortedRuns
@@ -119,7 +120,7 @@ def pack_pairs(units: pl.Series, kid: pl.Series | np.ndarray, key_bits: int) -> 
     n = units.len()
     lo = 0
     value_of: UnitValues | None = None
-    p = np.empty(n, dtype=np.uint64)
+    p = fresh_uint64(n)  # ordinary pages: numpy's huge-page advice slows the first write (engines/buffers.py)
     source = _Chunked(p)  # the unit ids are computed in place (dense ids) …
     t = thread_count()
     keys = _Chunked(kid)
