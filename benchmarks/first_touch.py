@@ -8,7 +8,12 @@ the pack does). Wall seconds and the process's user and system CPU seconds of th
 ``--runs``, the two allocations alternating run by run. The kernel's transparent huge page settings are
 printed: the difference depends on them and on how fragmented the machine's memory is.
 
+``--data FILE.parquet --column user_id``: the process first reads that column with Polars (as a release's pass
+over the rows allocates and frees memory before the pack) and writes the new array from it, one element per
+row: the case the release meets.
+
     python benchmarks/first_touch.py --runs 5
+    python benchmarks/first_touch.py --runs 5 --data clicks.parquet --column user_id
 """
 
 from __future__ import annotations
@@ -26,8 +31,13 @@ import json, os, sys, time
 from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sparsedp.engines.buffers import fresh_uint64
-how, n, t = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-src = np.arange(n, dtype=np.uint64)
+how, n, t, data, column = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+if data:
+    import polars as pl
+    src = pl.scan_parquet(data).select(pl.col(column).cast(pl.UInt64)).collect().to_series().to_numpy()
+    n = src.size
+else:
+    src = np.arange(n, dtype=np.uint64)
 w0, c0 = time.perf_counter(), os.times()
 p = np.empty(n, dtype=np.uint64) if how == "np.empty" else fresh_uint64(n)
 def block(i):
@@ -56,16 +66,20 @@ def main() -> None:
     ap.add_argument("--rows", type=float, default=5e7)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--data", default="", help="a Parquet file whose column is read first (see above)")
+    ap.add_argument("--column", default="user_id")
     args = ap.parse_args()
     n = int(args.rows)
     modes = ("np.empty", "fresh_uint64")
     got: dict[str, list[list[float]]] = {m: [] for m in modes}
     for _ in range(args.runs):
         for m in modes:
-            out = subprocess.run([sys.executable, "-c", CHILD, m, str(n), str(args.threads)], check=True,
+            out = subprocess.run([sys.executable, "-c", CHILD, m, str(n), str(args.threads), args.data,
+                                  args.column], check=True,
                                  capture_output=True, text=True).stdout
             got[m].append(json.loads(out))
-    print(f"{os.cpu_count()} cores, {args.threads} threads, {n:,} uint64 ({n * 8 / 1e6:.0f} MB); "
+    where = f"after reading {args.data}:{args.column}" if args.data else f"{n:,} uint64 ({n * 8 / 1e6:.0f} MB)"
+    print(f"{os.cpu_count()} cores, {args.threads} threads, {where}; "
           f"transparent huge pages: {thp_settings()}")
     print(f"{'allocation':14s} {'wall s':>7s} {'user s':>7s} {'sys s':>7s}   runs (wall s), medians of {args.runs}")
     for m in modes:
