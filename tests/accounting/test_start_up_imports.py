@@ -45,6 +45,29 @@ def test_binom_logsf_equals_scipy_stats_bit_for_bit():
     assert np.array_equal(binom_logsf(j - 3, j, 0.7), stats.binom.logsf(j - 3, j, 0.7))
 
 
+def test_one_coordinate_binomial_tail_is_scipys_without_scipy_special(monkeypatch):
+    """At l0 = 1 every tail the Laplace accountant needs is ``I_p(1, 1)``: ``p`` itself, which is scipy's value bit
+    for bit, so :func:`binom_logsf` returns it without reading ``scipy.special`` (a first release at l0 = 1 whose
+    calibration is cached then never imports scipy)."""
+    from scipy import special, stats
+
+    from sparsedp.accounting import discrete_histograms
+
+    p = np.random.default_rng(1).uniform(0, 1, 100_000)
+    assert np.array_equal(special.betainc(1.0, 1.0, p), p)
+    k = np.array([-1.0, 0.0, 1.0, 2.0])  # below, the one term inside, at and above n = 1
+
+    class NoSpecial:
+        def __getattr__(self, name):
+            raise AssertionError(f"scipy.special.{name} read")
+
+    monkeypatch.setattr(discrete_histograms, "special", NoSpecial())
+    for q in [0.0, 1.0, 0.5, *p[:2000]]:
+        assert np.array_equal(binom_logsf(k, 1.0, float(q)), stats.binom.logsf(k, 1.0, q))
+    monkeypatch.undo()
+    assert np.array_equal(binom_logsf(k, 2.0, 0.3), stats.binom.logsf(k, 2.0, 0.3))  # other terms: scipy's betainc
+
+
 def test_small_release_imports_only_what_it_uses():
     code = ("import sys, polars as pl, sparsedp as sd\n"
             "df = pl.DataFrame({'u': list(range(300)) * 2, 'k': [f'k{i % 7}' for i in range(600)]})\n"
@@ -82,12 +105,15 @@ _NOT_WITH_A_WARM_CACHE = ("sqlite3", "pyarrow.compute", "scipy", "pandas", "spar
 _MAX_OWN_MODULES = 69
 
 
-def test_first_release_with_a_warm_cache_imports_only_what_it_uses(tmp_path):
+@pytest.mark.parametrize("l0", [3, 1])
+def test_first_release_with_a_warm_cache_imports_only_what_it_uses(tmp_path, l0):
     """Issue 31's measure: ``import sparsedp as sd; sd.release``, then the first release of a 10-row Polars frame, in
-    a fresh process whose calibrations are in the calibration cache (written by an earlier process)."""
+    a fresh process whose calibrations are in the calibration cache (written by an earlier process); at l0 = 3 (the
+    discrete GSHM) and at l0 = 1 (the discrete Laplace, whose charge evaluates its profile: see
+    ``test_one_coordinate_binomial_tail_is_scipys_without_scipy_special``)."""
     code = ("import sys, sparsedp as sd\nsd.release\nimport polars as pl\n"
             "df = pl.DataFrame({'user_id': list(range(10)), 'url': ['a', 'b'] * 5})\n"
-            "sd.release(df, 'user_id', 'url', epsilon=1.0, delta=1e-6, max_groups_per_unit=3)\n"
+            f"sd.release(df, 'user_id', 'url', epsilon=1.0, delta=1e-6, max_groups_per_unit={l0})\n"
             f"print(sorted(m for m in {_NOT_WITH_A_WARM_CACHE!r} if m in sys.modules))\n"
             "print(sum(m == 'sparsedp' or m.startswith('sparsedp.') for m in sys.modules))\n")
     env = dict(os.environ, SPARSEDP_CACHE_DIR=str(tmp_path))
