@@ -37,3 +37,12 @@ def test_a_view_keeps_the_mapping_alive_after_the_array_is_freed():
     gc.collect()
     view.sort()  # in place, as the sorted runs do on views of the pair ids
     assert view.size == n - n // 2 and bool((view == 7).all())
+
+
+def test_a_mapping_that_fails_leaves_the_allocation_to_numpy(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    a = fresh_uint64(_MIN_BYTES // 8 + 1)
+    assert a.base is None and a.flags.writeable and a.size == _MIN_BYTES // 8 + 1

@@ -26,10 +26,13 @@ _MIN_BYTES = 4 << 20
 
 def fresh_uint64(n: int) -> np.ndarray:
     """A new writable ``uint64`` array of ``n`` elements (contents unspecified, as ``np.empty``): from
-    ``np.empty`` below 4 MiB or where the platform has no private anonymous mappings, else a view of a
-    private anonymous ``mmap`` (ordinary pages, zero-filled on first touch)."""
+    ``np.empty`` below 4 MiB, where the platform has no private anonymous mappings or where the mapping fails,
+    else a view of a private anonymous ``mmap`` (ordinary pages, zero-filled on first touch)."""
     private, anonymous = getattr(mmap, "MAP_PRIVATE", None), getattr(mmap, "MAP_ANONYMOUS", None)
     if n * 8 < _MIN_BYTES or private is None or anonymous is None:
         return np.empty(n, dtype=np.uint64)
-    mapping = mmap.mmap(-1, n * 8, flags=private | anonymous)
+    try:
+        mapping = mmap.mmap(-1, n * 8, flags=private | anonymous)
+    except OSError:  # e.g. ENOMEM under strict overcommit: numpy's allocation decides (MemoryError), as before
+        return np.empty(n, dtype=np.uint64)
     return np.frombuffer(mapping, dtype=np.uint64)
