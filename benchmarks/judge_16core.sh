@@ -6,7 +6,9 @@
 #      runs too, in the same runs ('default@before');
 #   2. the first release of a fresh process (benchmarks/start_up.py);
 #   3. where the release's time goes and how many cores each step keeps busy (benchmarks/release_stages.py),
-#      and how the sort and the slices scale alone (benchmarks/parallel_steps.py), on the search-log file.
+#      and how the sort and the slices scale alone (benchmarks/parallel_steps.py), on the search-log file;
+#   4. the first write to the pair ids' array with numpy's huge-page advice and without (benchmarks/first_touch.py,
+#      after reading the search log's units), and which numpy operations hold the GIL (benchmarks/gil_ops.py).
 # Output goes to stdout and to $OUT/*.log (default /tmp/judge_out).
 #   python3 benchmarks/judge_data.py /tmp/bench && bash benchmarks/judge_16core.sh /tmp/bench
 #   BEFORE=/path/to/old-checkout bash benchmarks/judge_16core.sh /tmp/bench sl5e7,wide5e7
@@ -26,4 +28,7 @@ python3 "$here/start_up.py" --runs 5 2>&1 | tee "$out/start_up.log"
 echo "=== steps ($(( $(date +%s) - start )) s in)"
 python3 "$here/release_stages.py" "$dir/sl5e7.parquet" --repeat 2 2>&1 | tee "$out/stages.log"
 python3 "$here/parallel_steps.py" "$dir/sl5e7.parquet" --reps 2 2>&1 | tee "$out/steps.log"
+echo "=== first touch, GIL ($(( $(date +%s) - start )) s in)"
+python3 "$here/first_touch.py" --runs 3 --data "$dir/sl5e7.parquet" 2>&1 | tee "$out/first_touch.log"
+python3 "$here/gil_ops.py" 2>&1 | tee "$out/gil_ops.log"
 echo "=== done in $(( $(date +%s) - start )) s"
