@@ -99,6 +99,12 @@ MUTANTS: tuple[Mutant, ...] = (
            (Edit("accounting/discrete_histograms.py", "noise=DiscreteLaplace(t), comparison=Comparison.GE, l0=k",
                  "noise=DiscreteLaplace(t / 2), comparison=Comparison.GE, l0=k"),),
            (T_LAW, T_MUT), _AUDIT_LAPLACE),
+    Mutant("laplace-l0=1-tail/2", "the Laplace accountant's one-coordinate binomial tail I_p(1, 1) halved (δ at l0 = 1 "
+           "understated)",
+           (Edit("accounting/discrete_histograms.py", "else np.full(a.shape, float(p))",
+                 "else np.full(a.shape, float(p) / 2)"),),
+           ("tests/accounting/test_start_up_imports.py", "tests/accounting/test_laplace_acc.py",
+            "tests/mechanisms/test_mech_discrete_accounting.py")),
     Mutant("csh-sigma/2", "rounded CSH / top-k CSH sample σ/2 (own and shared term) while claiming σ",
            (Edit("accounting/calibrate.py", "noise=laws.RoundedCorrelatedGaussian(sigma, sigma * k ** -0.25), "
                  "comparison=Comparison.GE,\n            tau_continuous=t - 0.5",
