@@ -4,9 +4,10 @@ numpy asks Linux for transparent huge pages (``madvise(MADV_HUGEPAGE)``) on ever
 more. Where the kernel compacts memory to find a huge page on such a fault (THP ``defrag`` set to
 ``madvise``, the kernel's default) and memory is fragmented, as on a machine that has run for a while, the
 first write to each 2 MiB page waits for that compaction. On the 2-core machine this project is measured
-on, writing a new 400 MB array from two threads took 0.70–0.81 s in numpy's allocation and 0.17–0.18 s in a
-private anonymous mapping of our own (``python benchmarks/first_touch.py``). Sorting and gathering on the
-array were no faster on huge pages (``benchmarks/release_stages.py`` with and without them).
+on, writing a new 400 MB array from two threads after reading a file's column took 0.76 s (median of five;
+0.11–0.92 s) in numpy's allocation and 0.20 s (0.17–0.22 s) in a private anonymous mapping of our own
+(``python benchmarks/first_touch.py --data …``). The sort of the pair ids in place took the same time on
+either kind of page (``docs/engines_speed.md``, session 11).
 
 Only the first write is affected: the mapping holds ordinary zeroed pages, and it is unmapped when the last
 array that views it is freed.
