@@ -5,7 +5,8 @@ a real file, each timed alone (best of ``--reps``, wall and process CPU seconds)
 - sort: the engine's runs sorted in place in threads (:mod:`sparsedp.engines.sorted_runs`), Polars
   ``Series.sort`` (what the engine used before), numpy ``np.sort`` on one thread.
 - buckets: :func:`~sparsedp.engines.pair_ids._map_parts` (each bucket's runs merged, then bounded) with the
-  default bucket count and others, on the engine's runs and on one sorted run (no merge); checked equal.
+  default bucket count and others, on the engine's runs and on one sorted run (no merge); checked equal; and
+  at the default count with numpy's huge-page advice turned off (its temporaries on ordinary pages).
 
     python benchmarks/parallel_steps.py clicks.parquet [--reps 3]
 """
@@ -71,6 +72,17 @@ def main() -> None:
         b = best(f"buckets: _map_parts on one sorted run, {tag}", lambda: P._map_parts(ctx, one, {}, chunks),
                  args.reps)
         assert np.array_equal(a.upk, b.upk) and np.array_equal(a.dropped, b.dropped)
+    # numpy advises huge pages for its allocations of 4 MiB or more (the buckets' temporaries); with the kernel's
+    # default THP defrag a fault may wait for compaction, more so with many threads faulting at once
+    advise = getattr(getattr(np, "_core", None), "multiarray", None)
+    if advise is not None and hasattr(advise, "_set_madvise_hugepage"):
+        for advice in (True, False, True):  # alternating: later runs find more memory already faulted in
+            before = advise._set_madvise_hugepage(advice)
+            try:
+                best(f"buckets: _map_parts on {len(runs.runs)} runs, {default} buckets, huge-page advice "
+                     f"{'on' if advice else 'off'}", lambda: P._map_parts(ctx, runs, {}, default), args.reps)
+            finally:
+                advise._set_madvise_hugepage(before)
 
 
 if __name__ == "__main__":
