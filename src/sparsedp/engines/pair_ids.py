@@ -86,12 +86,10 @@ if TYPE_CHECKING:  # Polars is imported when the pairs are bounded (``import spa
 
 #: unit ids (uint64) → the units' values, a Polars Series (:func:`pack_pairs`, :func:`offset_values`)
 UnitValues = Callable[[np.ndarray], "pl.Series"]
-#: LazyFrames collected with the pass over the rows, and the check of their results (:func:`bounded_raw_counts`)
-Checks = tuple[list["pl.LazyFrame"], Callable[[list["pl.DataFrame"]], None]]
 
 __all__ = ["WEIGHT_SUM", "PairContext", "PairCounts", "SortedPairs", "WeightedPairs", "bound_pair_ids",
            "bounded_raw_counts", "bounded_raw_counts_with_sums", "key_context", "key_mask", "pack_pairs",
-           "row_and_null_checks", "sorted_pairs", "weighted_pairs", "weighted_round"]
+           "RowChecks", "sorted_pairs", "weighted_pairs", "weighted_round"]
 
 _PAIR = "__sparsedp_p"
 #: the key-counts column of :func:`weighted_round`'s per-key weight sums
@@ -210,7 +208,7 @@ def offset_values(name: str, lo: int, dtype: pl.DataType) -> UnitValues:
 
 
 def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
-                       aggregates: Sequence[Aggregate] = (), checks: Checks | None = None,
+                       aggregates: Sequence[Aggregate] = (), checks: RowChecks | None = None,
                        chunks: int | None = None) -> RawCounts:
     """The bounded counts (and grid sums) of the rows ``lf`` as a
     :class:`~sparsedp.engines.base.RawCounts` with the ℓ0 choice applied (``pairs_dropped_l0`` set): every
@@ -218,9 +216,8 @@ def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int |
     pairs in columns :func:`~sparsedp.engines.aggregate_exprs.grid_column_name`.
 
     ``lf``: LazyFrame with the unit, key and value columns (value columns already checked). ``checks``:
-    ``None``, or ``(queries, callback)``: LazyFrames collected in the same ``collect_all`` as the pass over the
-    rows (e.g. a file's row and null counts, so it is read once), whose results ``callback`` checks before
-    anything else happens. The bounding secret is drawn from ``rng`` after the NaN-key check on every distinct
+    ``None`` (the caller checked, e.g. from an in-memory frame's metadata), or the :class:`RowChecks` counted
+    on the rows the pass reads, before anything else happens. The bounding secret is drawn from ``rng`` after the NaN-key check on every distinct
     key, only when ``l0`` is set, as in :func:`~sparsedp.engines.pair_ids.bounded_raw_counts_with_sums`.
     ``chunks``: the number of slices of whole units the sorted rows are cut into (default: about
     :data:`_BLOCK` rows each); the result does not depend on it (tests vary it).
@@ -254,21 +251,29 @@ class SortedPairs:
     rows: int
 
 
-def row_and_null_checks(lf: pl.LazyFrame, cols: Sequence[str]) -> Checks:
-    """``checks`` for :func:`bounded_raw_counts`/:func:`weighted_pairs`: the rows and each of ``cols``' nulls,
-    counted in the same ``collect_all`` as the pass over the rows (a file is read once), then
-    :func:`~sparsedp.engines.input_checks.check_nulls_and_rows`."""
-    import polars as pl
+@dataclass(frozen=True)
+class RowChecks:
+    """The input checks of :func:`sorted_pairs`, counted on the rows its one pass has just read (a file is read
+    once: a second query for the counts read it again, about a fifth more CPU), before anything else happens:
+    first the value columns' counts ``value_exprs`` (aggregations over the value columns:
+    :func:`~sparsedp.engines.aggregate_exprs.value_check_exprs`, then
+    :func:`~sparsedp.engines.aggregate_exprs.raise_bad_values`), then no rows and no null unit or key
+    (:func:`~sparsedp.engines.input_checks.check_nulls_and_rows`)."""
 
-    def on_counts(results: list[pl.DataFrame]) -> None:
-        c = results[0].row(0, named=True)
-        check_nulls_and_rows(int(c.pop("__rows")), {k: int(v) for k, v in c.items()})
+    value_exprs: tuple[pl.Expr, ...] = ()
 
-    return [lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])], on_counts
+    def check(self, rows: int, nulls: dict[str, int], values: dict[str, pl.Series]) -> None:
+        """Raise on bad values, no rows or nulls: ``rows`` read, ``nulls`` per unit and key column, ``values``
+        the value columns' row Series."""
+        import polars as pl
+
+        if self.value_exprs:
+            raise_bad_values(pl.DataFrame(values).select(self.value_exprs).row(0, named=True))
+        check_nulls_and_rows(rows, nulls)
 
 
 def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence[str] = (),
-                 checks: Checks | None = None) -> SortedPairs:
+                 checks: RowChecks | None = None) -> SortedPairs:
     """Steps 1–3 of the module docstring on the rows ``lf`` (unit, key and the value columns ``vcols``): the one
     pass over the rows (with ``checks``, as :func:`bounded_raw_counts`), the pair ids, their sort, and the
     NaN-key check on every distinct key. Nothing is drawn: the caller draws the bounding secret after."""
@@ -284,32 +289,32 @@ def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence
         query = lf.select(pl.col(by[0]).cast(pl.Categorical(cats)).alias(_KEY), unit, *vcols)
     else:  # grouped by key: a row's key id is its group's position
         query = lf.group_by(by).agg(pl.col(unit), *[pl.col(v) for v in vcols])
-    if checks is not None:
-        queries, on_results = checks
-        out = pl.collect_all([query, *queries])
-        g = out[0]
-        on_results(out[1:])
-    else:
-        g = query.collect()
+    g = query.collect()
     pending = None
     kid: pl.Series | np.ndarray
-    if cats is not None:  # category i has physical id i; the strings are read in a thread while Polars
-        # builds and sorts the pair ids (it releases the GIL): :func:`_category_strings`
+    if cats is not None:
+        units = g[unit]
+        values = {v: g[v] for v in vcols}
+        if checks is not None:  # a null key is a null category
+            checks.check(units.len(), {unit: units.null_count(), by[0]: g[_KEY].null_count()}, values)
+        # category i has physical id i; the strings are read in a thread while Polars builds and sorts the
+        # pair ids (it releases the GIL): :func:`_category_strings`
         kid = g[_KEY].to_physical()  # UInt32, the same buffer
         n_ids = int(cast("int | None", kid.max()) or 0) + 1
         pending = ThreadPoolExecutor(max_workers=1)
         bulk = g[_KEY] if _bulk_strings(n_ids, g.height, thread_count()) else None  # else not kept alive
         future = pending.submit(_category_strings, cats, bulk, by[0], n_ids)
         del bulk
-        units = g[unit]
-        values = {v: g[v] for v in vcols}
     else:
         keys = g.select(by)
         n_ids = keys.height
-        kid = np.repeat(np.arange(n_ids, dtype=np.uint32 if n_ids < 2**32 else np.uint64),
-                        g[unit].list.len().to_numpy())
+        lengths = g[unit].list.len()  # the rows of each key (a group has at least one)
         units = g[unit].explode()
         values = {v: g[v].explode() for v in vcols}
+        if checks is not None:  # the rows of a key with a null in a column are that column's nulls
+            nulls = {unit: units.null_count(), **{c: int(lengths.filter(keys[c].is_null()).sum()) for c in by}}
+            checks.check(units.len(), nulls, values)
+        kid = np.repeat(np.arange(n_ids, dtype=np.uint32 if n_ids < 2**32 else np.uint64), lengths.to_numpy())
     del g
     bk = bits_for(n_ids - 1)
     n_rows = units.len()
@@ -348,7 +353,7 @@ class WeightedPairs:
 
 
 def weighted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int, weights: Sequence[int],
-                   rng: RandomSource, checks: Checks | None = None) -> WeightedPairs:
+                   rng: RandomSource, checks: RowChecks | None = None) -> WeightedPairs:
     """The rows ``lf`` read once (:func:`sorted_pairs`, with ``checks``), then round 1's bounding secret drawn
     from ``rng`` (after every check), and the key context with the integer weights ``weights[t − 1] = W_t``."""
     if len(weights) != l0:
@@ -444,18 +449,10 @@ def bounded_raw_counts_with_sums(lf: pl.LazyFrame | pl.DataFrame, unit: str, by:
     if set(vcols) & set(cols):
         raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
     # missing / non-numeric value columns are refused now (schema only); the value, row and null counts are
-    # one select, collected with the pass over the rows (a file is read once) and checked before any draw:
-    # bad values first (naming the column), then no rows / null units or keys
-    vchecks = value_check_exprs(lf.collect_schema(), aggregates)
-    lf = lf.select(cols + vcols)
-    counts = lf.select(*vchecks, pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
-
-    def on_counts(results: list[pl.DataFrame]) -> None:
-        c = results[0].row(0, named=True)
-        raise_bad_values(c)
-        check_nulls_and_rows(int(c["__rows"]), {k: int(c[k]) for k in cols})
-
-    return bounded_raw_counts(lf, unit, by, l0, rng, aggregates, checks=([counts], on_counts))
+    # counted on the rows the pass over them reads (a file is read once) and checked before any draw: bad
+    # values first (naming the column), then no rows / null units or keys
+    checks = RowChecks(tuple(value_check_exprs(lf.collect_schema(), aggregates)))
+    return bounded_raw_counts(lf.select(cols + vcols), unit, by, l0, rng, aggregates, checks=checks)
 
 
 def _category_strings(cats: pl.Categories, column: pl.Series | None, name: str, n_ids: int) -> pl.DataFrame:

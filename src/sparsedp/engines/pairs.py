@@ -20,7 +20,7 @@ from ..core.checks import check_columns, engine_errors_as_input_errors
 from ..core.key_order import canonical_exprs
 from ..errors import InputDataError
 from .bounding import COUNT, KEY, choose_from_per_key, draw_bounding_secret, select_pairs
-from .pair_ids import WEIGHT_SUM, WeightedPairs, row_and_null_checks, weighted_pairs, weighted_round
+from .pair_ids import WEIGHT_SUM, RowChecks, WeightedPairs, weighted_pairs, weighted_round
 from .input_checks import (check_key_values, check_mixed_types, check_nan_keys, check_nulls_and_rows,
                            check_pandas_nan_keys, check_unique_names)
 
@@ -81,7 +81,7 @@ def round_histogram(engine: Any, data: Any, unit: str, by: Sequence[str], l0: in
     with engine_errors_as_input_errors(engine.name):
         lf = _checked_rows(engine, data, unit, by)
         wp = weighted_pairs(lf, unit, by, int(l0), [int(w) for w in weights], rng,
-                            checks=row_and_null_checks(lf, [unit, *by]))
+                            checks=RowChecks())
     hist = _round_histogram(weighted_round(wp, by), by, int(l0), first=True)
     rounds = RoundsInput(pairs=wp, secret=wp.secret, unit=unit, by=tuple(by), l0=int(l0),
                          weights=tuple(int(w) for w in weights))

@@ -16,7 +16,7 @@ from ..errors import InputDataError
 from .base import EmbeddedEngine, RawCounts
 from .bounding import COUNT
 from .input_checks import check_nulls_and_rows
-from .pair_ids import Checks, bounded_raw_counts, row_and_null_checks
+from .pair_ids import RowChecks, bounded_raw_counts
 from ..core.sources import InputData, to_lazy
 
 if TYPE_CHECKING:  # Polars is imported when the engine runs (``import sparsedp`` stays light)
@@ -48,14 +48,14 @@ class PolarsEngine(EmbeddedEngine):
 
         cols = [privacy_unit] + by
         lf = to_lazy(data).select(cols)
-        checks: Checks | None = None
+        checks: RowChecks | None = None
         try:
             if sources.kind(data) == "polars":  # row and null counts are metadata of an in-memory frame
                 frame = cast("pl.DataFrame", data)
                 check_nulls_and_rows(frame.height, {c: int(n) for c, n in frame.select(cols).null_count()
                                                     .row(0, named=True).items()})
-            else:  # counted in the same collect_all as the pass over the rows (a file is read once)
-                checks = row_and_null_checks(lf, cols)
+            else:  # counted on the rows the pass over them reads (a file is read once)
+                checks = RowChecks()
             return bounded_raw_counts(lf, privacy_unit, by, l0, rng, checks=checks)
         except pl.exceptions.PolarsError as e:
             raise InputDataError(f"could not read or group the input: {e}") from None
