@@ -10,7 +10,10 @@ count, with 2.5× the CPU seconds (``docs/engines_speed.md``, session 10); on tw
 - ``categorical, streaming``: the same query on Polars' streaming engine;
 - ``enum after unique``: the distinct keys first (``select(key).unique()``, a second read of the column),
   then a cast to a ``pl.Enum`` of them (a lookup in a fixed dictionary, no insertion);
-- ``group_by, list``: ``group_by(key).agg(unit)`` (the engine's way for non-String keys).
+- ``group_by, list``: ``group_by(key).agg(unit)`` (the engine's way for non-String keys);
+- ``row and null counts, alone`` and ``categorical + counts (collect_all)``: the query the engine used until
+  session 11 to check a file's rows and nulls, alone and collected with the pass (Polars read the file twice;
+  the engine now counts them on the rows the pass read: ``pair_ids.RowChecks``).
 
     python benchmarks/key_pass.py wide.parquet [--key url --unit user_id --reps 3]
 """
@@ -60,6 +63,10 @@ def main() -> None:
     best("categorical, streaming", lambda: categorical("streaming"), args.reps)
     best("enum after unique", enum_after_unique, args.reps)
     best("group_by, list", lambda: scan().group_by(key).agg(pl.col(unit)).collect(), args.reps)
+    counts = scan().select(pl.len(), pl.col(unit).null_count(), pl.col(key).null_count())
+    best("row and null counts, alone", counts.collect, args.reps)
+    best("categorical + counts (collect_all)", lambda: pl.collect_all([
+        scan().select(pl.col(key).cast(pl.Categorical(pl.Categories.random())), unit), counts]), args.reps)
 
 
 if __name__ == "__main__":
