@@ -216,8 +216,8 @@ def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int |
     pairs in columns :func:`~sparsedp.engines.aggregate_exprs.grid_column_name`.
 
     ``lf``: LazyFrame with the unit, key and value columns (value columns already checked). ``checks``:
-    ``None`` (the caller checked, e.g. from an in-memory frame's metadata), or the :class:`RowChecks` counted
-    on the rows the pass reads, before anything else happens. The bounding secret is drawn from ``rng`` after the NaN-key check on every distinct
+    ``None`` (the caller checked), or the :class:`RowChecks` counted on the rows the pass reads, before
+    anything else happens. The bounding secret is drawn from ``rng`` after the NaN-key check on every distinct
     key, only when ``l0`` is set, as in :func:`~sparsedp.engines.pair_ids.bounded_raw_counts_with_sums`.
     ``chunks``: the number of slices of whole units the sorted rows are cut into (default: about
     :data:`_BLOCK` rows each); the result does not depend on it (tests vary it).
