@@ -46,17 +46,9 @@ class PolarsEngine(EmbeddedEngine):
                            rng: RandomSource) -> RawCounts:
         import polars as pl
 
-        cols = [privacy_unit] + by
-        lf = to_lazy(data).select(cols)
-        checks: RowChecks | None = None
-        try:
-            if sources.kind(data) == "polars":  # row and null counts are metadata of an in-memory frame
-                frame = cast("pl.DataFrame", data)
-                check_nulls_and_rows(frame.height, {c: int(n) for c, n in frame.select(cols).null_count()
-                                                    .row(0, named=True).items()})
-            else:  # counted on the rows the pass over them reads (a file is read once)
-                checks = RowChecks()
-            return bounded_raw_counts(lf, privacy_unit, by, l0, rng, checks=checks)
+        lf = to_lazy(data).select([privacy_unit] + by)
+        try:  # rows and nulls counted on the rows the pass over them reads (a file is read once)
+            return bounded_raw_counts(lf, privacy_unit, by, l0, rng, checks=RowChecks())
         except pl.exceptions.PolarsError as e:
             raise InputDataError(f"could not read or group the input: {e}") from None
 
