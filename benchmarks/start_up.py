@@ -8,8 +8,9 @@ the modes alternating run by run:
 - ``import polars``   what any Polars user pays before calling sparsedp
 - ``small release``   ``import polars, sparsedp``; ``sd.release`` of a 3 000-row frame (default mechanism,
   i.e. ``auto``: GSHM and Laplace calibrated, exact discrete noise)
-- ``first release (10 rows)``  issue 31's measure (and the same at ``l0 = 1``, the discrete Laplace): ``python -X importtime -c "import sparsedp as sd;
-  sd.release"`` and then the first release of a 10-row Polars frame, in one fresh process (target ≤ 0.35 s);
+- ``first release (10 rows)``  issue 31's measure (and the same at ``l0 = 1``, the discrete Laplace):
+  ``python -X importtime -c "import sparsedp as sd; sd.release"`` and then the first release of a 10-row
+  Polars frame, in one fresh process (target ≤ 0.35 s);
   twice: with the calibration cache cold (an empty ``SPARSEDP_CACHE_DIR``: the accountant runs, importing
   ``scipy.special``) and warm (the calibrations on disk from an earlier process:
   :mod:`sparsedp.accounting.calibration_cache`). The ``-X importtime`` lines of the last warm run are summed
@@ -58,6 +59,8 @@ import polars as pl
 df = pl.DataFrame({"user_id": list(range(10)), "url": ["a", "b"] * 5})
 res = sd.release(df, "user_id", "url", epsilon=1.0, delta=1e-6, max_groups_per_unit=3)
 """
+#: the mode whose ``-X importtime`` output is summed at the end
+WARM = "first release (10 rows), cache warm"
 #: the same at l0 = 1, where the default mechanism is the discrete Laplace (its charge evaluates its profile)
 FIRST_L0_1 = FIRST.replace("max_groups_per_unit=3", "max_groups_per_unit=1")
 
@@ -115,7 +118,7 @@ def main() -> None:
         for tag, src in trees.items():
             if not args.first_only:
                 modes["first release (10 rows), cache cold" + tag] = (["-X", "importtime", "-c", FIRST], src, "cold")
-            modes["first release (10 rows), cache warm" + tag] = (["-X", "importtime", "-c", FIRST], src, warm)
+            modes[WARM + tag] = (["-X", "importtime", "-c", FIRST], src, warm)
             modes["first release (10 rows, l0 = 1), cache warm" + tag] = (["-c", FIRST_L0_1], src, warm)
             if args.first_only:
                 continue
@@ -134,16 +137,15 @@ def main() -> None:
                     for name in ("out.csv", "out.csv.json"):
                         if os.path.exists(os.path.join(d, name)):
                             os.remove(os.path.join(d, name))
-                if m != "first release (10 rows), cache warm":  # the -X importtime summary below is of that one
-                    r = run(cmd, src, cache)
-                else:
+                if m == WARM:  # the -X importtime summary below is of this mode's last run
                     with open(importtime, "w") as err:
                         r = run(cmd, src, cache, stderr=err)
-                if i:  # round 0 warms the file cache (and the calibration cache of the warm runs)
-                    res[m].append(r)
-                if m == "first release (10 rows), cache warm":
                     with open(importtime) as fh:
                         last_imports = fh.read()
+                else:
+                    r = run(cmd, src, cache)
+                if i:  # round 0 warms the file cache (and the calibration cache of the warm runs)
+                    res[m].append(r)
         print(f"{'whole process':44s} {'wall s':>7s} {'CPU s':>7s} {'fastest':>8s}  runs (wall s)")
         for m, rs in res.items():
             print(f"{m:44s} {statistics.median(r[0] for r in rs):7.3f} {statistics.median(r[1] for r in rs):7.3f} "
