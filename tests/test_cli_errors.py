@@ -52,6 +52,10 @@ def _check_usage_error(r, *, wanted, unwanted=()):
     (["--delta", "2", "--max-groups", "3"], ["--delta must be < 1"], []),
     (["--delta", "1e-6", "--max-groups", "0"], ["--max-groups must be a positive integer or 'auto'"], ["max_groups_per_unit"]),
     (["--delta", "1e-6", "--max-groups", "3", "--unit", "userid"], ["did you mean 'user_id'"], []),
+    # --by is repeatable: a second --by adds to the first (it does not replace it), so these are caught
+    (["--delta", "1e-6", "--max-groups", "3", "--by", "url"], ["--by lists a column twice"], [" by lists"]),
+    (["--delta", "1e-6", "--max-groups", "3", "--by", "user_id"], ["--unit 'user_id' is also in --by"],
+     ["privacy_unit"]),
 ])
 def test_release_usage_errors_in_flag_terms(data, tmp_path, extra, wanted, unwanted):
     out = tmp_path / "o.parquet"
@@ -186,3 +190,23 @@ def test_sketch_and_vector_commands_speak_flags(data):
                        wanted=["--sketch-size must be >= 1"], unwanted=["sketch_size"])
     _check_usage_error(invoke("sum", data, "--unit", "user_id", "--columns", "url", "--lower", "0", "--upper", "1",
                               "--epsilon", "1"), wanted=["give --delta", "with --epsilon"])
+
+
+def test_by_repeated_is_by_comma_separated(tmp_path):
+    """``--by a --by b`` releases the same (a, b) keys as ``--by a,b`` (a repeated flag used to keep only b)."""
+    g = np.random.default_rng(3)
+    src = tmp_path / "two.parquet"
+    pl.DataFrame({"u": g.integers(0, 4000, 40000), "a": g.integers(0, 2, 40000).astype(str),
+                  "b": g.integers(0, 3, 40000).astype(str)}).write_parquet(src)
+    tables = []
+    for by in (["--by", "a", "--by", "b"], ["--by", "a,b"], ["--by", " a , b "]):
+        out = tmp_path / f"o{len(tables)}.csv"
+        r = invoke("release", src, "--unit", "u", *by, "--epsilon", "1", "--delta", "1e-6", "--max-groups", "6",
+                   "--no-interval", "--out", out)
+        assert r.exit_code == 0, (r.stdout, r.stderr)
+        tables.append(pl.read_csv(out).sort("a", "b"))
+    for t in tables:
+        assert t.columns == ["a", "b", "count"]
+        assert t.select("a", "b").rows() == [(a, b) for a in (0, 1) for b in (0, 1, 2)]  # ~6700 units per key
+    r = invoke("release", src, "--unit", "u", "--by", ",", "--epsilon", "1", "--delta", "1e-6", "--max-groups", "6")
+    _check_usage_error(r, wanted=["--by must be a column name"], unwanted=[" by must"])

@@ -81,15 +81,15 @@ class Request:
 def columns(privacy_unit: Any, by: Any) -> tuple[str | None, list[str]]:
     """``(unit, by columns)`` checked: names, no duplicates, the unit not among the keys."""
     if privacy_unit is not None and (not isinstance(privacy_unit, str) or not privacy_unit):
-        raise InvalidTypeError(f"privacy_unit must be a column name (str), got {privacy_unit!r}")
+        raise InvalidTypeError(f"⟨privacy_unit⟩ must be a column name (str), got {privacy_unit!r}")
     cols = [by] if isinstance(by, str) else by
     if not isinstance(cols, (list, tuple)) or not cols or not all(isinstance(c, str) and c for c in cols):
-        raise InvalidTypeError(f"by must be a column name or a non-empty list of column names, got {by!r}")
+        raise InvalidTypeError(f"⟨by⟩ must be a column name or a non-empty list of column names, got {by!r}")
     cols = list(cols)
     if len(set(cols)) != len(cols):
-        raise InvalidParameterError(f"by lists a column twice: {cols}")
+        raise InvalidParameterError(f"⟨by⟩ lists a column twice: {cols}")
     if privacy_unit in cols:
-        raise InvalidParameterError(f"privacy_unit {privacy_unit!r} is also in by; grouping by the unit would "
+        raise InvalidParameterError(f"⟨privacy_unit⟩ {privacy_unit!r} is also in ⟨by⟩; grouping by the unit would "
                                     f"release per-person counts")
     return privacy_unit, cols
 

@@ -108,6 +108,12 @@ def option_flag(name: str) -> str:
     return _FLAG_ALIASES.get(name, "--" + name.replace("_", "-"))
 
 
+def key_columns(by: List[str]) -> list[str]:
+    """``--by`` → the key columns: each value is comma-separated, and the flag may be repeated (``--by a --by b``
+    is ``--by a,b``). Without the list, a repeated flag would silently keep only its last value."""
+    return [c.strip() for b in by for c in b.split(",") if c.strip()]
+
+
 def parse_options(specs: Optional[List[str]], mechanism: str, top_k: Optional[int] = None) -> dict:
     """``--option NAME=VALUE`` (repeatable) → ``{name: value}``, each value parsed by the type of the mechanism
     class's field (``int``, ``float``, ``bool``, ``str``, a tuple of strings as ``a,b,c``; ``none`` for an
@@ -316,7 +322,7 @@ def release(
     input: str = typer.Argument(..., help="Parquet/CSV file, glob or directory of parts, or SQL text run by DuckDB "
                                           "(\"SELECT user_id, url FROM 'shares.parquet'\")."),
     unit: str = typer.Option(..., "--unit", "--privacy-unit", help="Privacy unit column (whom it protects)."),
-    by: str = typer.Option(..., "--by", help="Key column(s), comma-separated."),
+    by: List[str] = typer.Option(..., "--by", metavar="<str>", help="Key column(s): a,b or repeated."),
     epsilon: float = typer.Option(..., "--epsilon", help="Epsilon (> 0)."),
     delta: Optional[float] = typer.Option(None, "--delta", help="Delta (0 < delta < 1; 0 for pure DP)."),
     max_groups: Optional[str] = typer.Option(None, "--max-groups", "--max-groups-per-unit",
@@ -413,7 +419,7 @@ def release(
     try:
         if csh_noise is not None and csh_noise not in ("rounded", "alg4"):
             raise InvalidParameterError(f"--csh-noise must be 'rounded' or 'alg4', got {csh_noise!r}")
-        by_cols = [c.strip() for c in by.split(",") if c.strip()]
+        by_cols = key_columns(by)
         if group is not None and keys_file is None:
             raise InvalidParameterError("--group groups a public key list: pass --keys FILE too")
         if group is not None and group not in by_cols:

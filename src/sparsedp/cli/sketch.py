@@ -8,7 +8,7 @@ each unit's distinct keys are added as one set).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -18,7 +18,7 @@ from ..mechanisms import registry
 from ..sketches.partitions import partition_progress
 from . import app
 from ._errors import SKETCH_FLAGS, fail, interrupted, interruptible, sigterm_as_interrupt
-from .release import print_result
+from .release import key_columns, print_result
 
 
 @app.command()
@@ -26,7 +26,7 @@ from .release import print_result
 def sketch(
     input: str = typer.Argument(..., help="Parquet/CSV file or glob (one sketch per file), or SQL text run by "
                                           "DuckDB. Every row is one stream element (one privacy unit)."),
-    by: str = typer.Option(..., "--by", help="Key column(s), comma-separated."),
+    by: List[str] = typer.Option(..., "--by", metavar="<str>", help="Key column(s): a,b or repeated."),
     sketch_size: int = typer.Option(..., "--sketch-size", help="Number of counters k (memory O(k) per file)."),
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy parameter epsilon (> 0)."),
     delta: float = typer.Option(0.0, "--delta", help="Privacy parameter delta (0 < delta < 1; 0 with "
@@ -63,7 +63,7 @@ def sketch(
                 bar.update(task, completed=done, total=total)
 
             with sigterm_as_interrupt(), partition_progress(tick):
-                res = pipeline.release(input, None, [c.strip() for c in by.split(",") if c.strip()], epsilon, delta,
+                res = pipeline.release(input, None, key_columns(by), epsilon, delta,
                           mechanism=mech, out=out, overwrite=overwrite, ledger=ledger,
                           dataset=dataset)
     except SparsedpError as e:
