@@ -229,6 +229,35 @@ def test_cli_partial_keys_file(log, tmp_path):
     assert bad.exit_code == 2 and "--keys" in bad.output and "--by columns" in bad.output
 
 
+def test_cli_keys_is_repeatable(log, tmp_path):
+    """``--keys`` repeated adds public columns (a repeated flag used to keep only its last value, which made the
+    other column private without a word): both columns public is the all-public release; a column listed twice
+    and a whole key list next to another ``--keys`` are refused before anything is written."""
+    from typer.testing import CliRunner
+
+    from sparsedp.cli import app
+
+    path = tmp_path / "in.parquet"
+    log.write_parquet(path)
+    (tmp_path / "countries.txt").write_text("FR\nDE\n")
+    (tmp_path / "queries.txt").write_text("q00\nq01\nrare\n")
+    base = ["release", str(path), "--unit", "user", "--by", "country", "--by", "query", "--epsilon", "1",
+            "--delta", "1e-6", "--max-groups", "2"]
+    country, query = f"country={tmp_path / 'countries.txt'}", f"query={tmp_path / 'queries.txt'}"
+    for keys in (["--keys", country, "--keys", query], ["--keys", f"{country},{query}"]):
+        out = tmp_path / f"out{len(keys)}.parquet"
+        r = CliRunner().invoke(app, [*base, *keys, "--out", str(out)])
+        assert r.exit_code == 0, r.output
+        t = pl.read_parquet(out)
+        assert "mixed-keys" not in r.output  # every --by column public: the public-key release, no selection
+        assert sorted(t.select(BY).rows()) == sorted((c, q) for c in ("FR", "DE") for q in ("q00", "q01", "rare"))
+    for keys, msg in ((["--keys", country, "--keys", country], "listed twice"),
+                      (["--keys", str(tmp_path / "countries.txt"), "--keys", query], "cannot be combined")):
+        out = tmp_path / "refused.parquet"
+        bad = CliRunner().invoke(app, [*base, *keys, "--out", str(out)])
+        assert bad.exit_code == 2 and msg in bad.output and not out.exists(), bad.output
+
+
 def test_plan_shows_a_partial_key_set_and_needs_its_bound():
     """sd.plan(keys={col: values}) lists both stages (tests/quantiles/test_quantile_plan.py checks the rows); like
     the release, it needs max_groups_per_unit (stage 1's bound)."""

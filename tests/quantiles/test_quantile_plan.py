@@ -99,6 +99,12 @@ def test_cli_plan_quantiles_and_partial_keys(tmp_path):
     assert res.exit_code == 0, res.output
     assert "stage 2: counts country x selected: 30 keys; release uses this" in res.output
     assert "stage 1: selects the private values; release uses this" in res.output
+    days = tmp_path / "days.txt"
+    days.write_text("mon\ntue\n")
+    res = runner.invoke(app, ["plan", "--epsilon", "1", "--delta", "1e-6", "--l0", "5", "--keys", f"country={keys}",
+                              "--keys", f"day={days}", "--selected", "10"], env={"COLUMNS": "220"})  # repeatable
+    assert res.exit_code == 0, res.output
+    assert "stage 2: counts country, day x selected: 60 keys; release uses this" in res.output
     bad = runner.invoke(app, ["plan", "--epsilon", "1", "--delta", "1e-6", "--l0", "5", "--keys", "country"])
     assert bad.exit_code == 2 and "--keys" in bad.output and "COL=FILE" in bad.output
     bad = runner.invoke(app, ["plan", "--epsilon", "1", "--delta", "1e-6", "--median", "x:0"])

@@ -4,7 +4,7 @@
 * any other file: a text file with one key per line (one ``--by`` column only; blank lines are skipped, no
   quoting); the keys are text and take the data's key type when joined (e.g. ``42`` for an integer column).
 
-``--keys COL=FILE[,COL=FILE…]`` (each COL a ``--by`` column): a partial key set, the values of those columns
+``--keys COL=FILE[,COL=FILE…]`` (each COL a ``--by`` column; the flag repeatable): a partial key set, the values of those columns
 listed publicly (one file each, read as above for that column), the other ``--by`` columns selected privately
 (``release(keys={col: values})``, :mod:`sparsedp.mechanisms.mixed_keys`).
 """
@@ -17,7 +17,7 @@ from typing import Sequence
 from ..errors import InvalidParameterError
 from ..mechanisms import registry
 
-__all__ = ["read_keys", "read_key_set"]
+__all__ = ["read_keys", "read_key_set", "read_partial_keys"]
 
 
 def read_keys(path: str, by: Sequence[str]):
@@ -52,20 +52,30 @@ def read_keys(path: str, by: Sequence[str]):
         raise InvalidParameterError(f"--keys {path}: could not read the file ({e})") from None
 
 
-def read_key_set(spec: str, by: Sequence[str]):
-    """``--keys``: a key list file (:func:`read_keys`), or ``COL=FILE[,COL=FILE…]`` naming ``--by`` columns: the
-    mapping ``{col: keys}`` of ``release(keys=…)``'s partial key sets."""
+def read_key_set(specs: Sequence[str], by: Sequence[str]):
+    """``--keys`` (repeatable): one key list file (:func:`read_keys`), or ``COL=FILE[,COL=FILE…]`` naming
+    ``--by`` columns, in one flag or several (:func:`read_partial_keys`)."""
     cols = list(by)
-    if "=" not in spec or os.path.isfile(spec):
-        return read_keys(spec, cols)
+    whole = [s for s in specs if "=" not in s or os.path.isfile(s)]
+    if whole and len(specs) > 1:
+        raise InvalidParameterError(f"--keys {whole[0]}: a key list file lists every public key; it cannot be "
+                                    f"combined with another --keys (give one file, or COL=FILE per public column)")
+    return read_keys(specs[0], cols) if whole else read_partial_keys(specs, cols)
+
+
+def read_partial_keys(specs: Sequence[str], by: Sequence[str] | None) -> dict:
+    """``--keys COL=FILE[,COL=FILE…]``, the flag repeatable: the mapping ``{col: keys}`` of a partial key set
+    (``release(keys=…)``), each file one column of values (:func:`read_keys`); with ``by`` (``release``) every
+    COL must be one of the ``--by`` columns, without it (``plan``) any name is taken."""
     mapping = {}
-    for item in (x for x in spec.split(",") if x.strip()):
-        col, sep, path = item.partition("=")
-        col, path = col.strip(), path.strip()
-        if not sep or col not in cols:
-            raise InvalidParameterError(f"--keys {spec}: {item.strip()!r} is not COL=FILE with COL one of the --by "
-                                        f"columns ({', '.join(cols)})")
-        if col in mapping:
-            raise InvalidParameterError(f"--keys {spec}: the column {col!r} is listed twice")
-        mapping[col] = read_keys(path, [col])
+    for spec in specs:
+        for item in (x for x in spec.split(",") if x.strip()):
+            col, sep, path = (part.strip() for part in item.partition("="))
+            if not sep or not col or not path or (by is not None and col not in by):
+                where = (f" with COL one of the --by columns ({', '.join(by)})" if by is not None else
+                         " (plan takes a partial key set: the public columns' value files)")
+                raise InvalidParameterError(f"--keys {spec}: {item.strip()!r} is not COL=FILE{where}")
+            if col in mapping:
+                raise InvalidParameterError(f"--keys {spec}: the column {col!r} is listed twice")
+            mapping[col] = read_keys(path, [col])
     return mapping

@@ -18,7 +18,7 @@ from .. import pipeline
 from ..plotting import check_plot_path, plot_plan
 from . import app
 from ._errors import PLAN_FLAGS, fail, interruptible
-from .keys_file import read_keys
+from .keys_file import read_partial_keys
 from .release import parse_quantile
 
 _NOISE = {"discrete": True, "continuous": False, "both": None}
@@ -151,20 +151,6 @@ def _calibrations(epsilon: float, delta: float, l0: Optional[int], top_k: Option
     return secure, cals, uses
 
 
-def _partial_keys(spec: str) -> dict:
-    """``--keys COL=FILE[,COL=FILE…]``: the mapping of a partial key set (each file one column of values)."""
-    mapping = {}
-    for item in (x for x in spec.split(",") if x.strip()):
-        col, sep, path = item.partition("=")
-        if not sep or not col.strip() or not path.strip():
-            raise InvalidParameterError(f"--keys {spec}: {item.strip()!r} is not COL=FILE (plan takes a partial key "
-                                        f"set: the public columns' value files)")
-        if col.strip() in mapping:
-            raise InvalidParameterError(f"--keys {spec}: the column {col.strip()!r} is listed twice")
-        mapping[col.strip()] = read_keys(path.strip(), [col.strip()])
-    return mapping
-
-
 def summary_line(cals) -> str:
     """'best analysis: …' sentence over every listed row, paper analyses included: the smallest margin
     overall, and the gain over the Laplace stability histogram (the peers' default) when it is listed."""
@@ -220,9 +206,10 @@ def plan(
                                                   "epsilon, then the quantile's cost and rank error."),
     medians: Optional[List[str]] = typer.Option(None, "--median", hidden=True,
                                                 help="A per-key median COL:LO:HI[:NAME] (see --quantile)."),
-    keys_spec: Optional[str] = typer.Option(None, "--keys", help="A partial key set COL=FILE[,COL=FILE…]: the "
-                                            "listed columns public, the others selected privately; the rows of "
-                                            "both stages."),
+    keys_spec: Optional[List[str]] = typer.Option(None, "--keys", metavar="<str>",
+                                                  help="A partial key set COL=FILE[,COL=FILE…] (repeatable): the "
+                                                  "listed columns public, the others selected privately; the rows "
+                                                  "of both stages."),
     selected: int = typer.Option(100, "--selected", help="With --keys: private values you expect stage 1 to "
                                  "select (stage 2 counts listed x selected keys)."),
 ) -> None:
@@ -247,7 +234,7 @@ def plan(
     try:
         aggregates = [parse_quantile(f, x) for f, xs in (("--quantile", quantiles), ("--median", medians))
                       for x in (xs or [])]
-        keys = _partial_keys(keys_spec) if keys_spec else None
+        keys = read_partial_keys(keys_spec, None) if keys_spec else None
         secure, cals, uses = _calibrations(epsilon, delta, l0, top_k, k, noise, aggregates, keys, selected)
     except SparsedpError as e:
         fail(e, PLAN_FLAGS)

@@ -353,8 +353,8 @@ def release(
                                              help="compact: comma-separated keys to print."),
     pre_threshold: Optional[int] = typer.Option(None, "--pre-threshold", rich_help_panel=_MECH,
                                                 help="Never release keys with fewer units."),
-    keys_file: Optional[str] = typer.Option(None, "--keys", rich_help_panel=_MECH,
-                                            help="Public keys FILE, or COL=FILE,…: only those public."),
+    keys_file: Optional[List[str]] = typer.Option(None, "--keys", rich_help_panel=_MECH, metavar="<str>",
+                                                  help="Public keys FILE, or COL=FILE,…: only those public."),
     size_weight: Optional[int] = typer.Option(None, "--size-weight", rich_help_panel=_MECH,
                                               help="correlated-gaussian: weight C of the size coordinate."),
     known_n: Optional[float] = typer.Option(None, "--known-n", rich_help_panel=_MECH,
@@ -420,7 +420,7 @@ def release(
         if csh_noise is not None and csh_noise not in ("rounded", "alg4"):
             raise InvalidParameterError(f"--csh-noise must be 'rounded' or 'alg4', got {csh_noise!r}")
         by_cols = key_columns(by)
-        if group is not None and keys_file is None:
+        if group is not None and not keys_file:
             raise InvalidParameterError("--group groups a public key list: pass --keys FILE too")
         if group is not None and group not in by_cols:
             raise InvalidParameterError(f"--group {group!r} must be one of the --by columns ({', '.join(by_cols)})")
@@ -431,7 +431,7 @@ def release(
              "--std": stds})
         shape = parse_column_shape(column_shape)
         level = _interval(interval, no_interval)
-        keys = None if keys_file is None else read_key_set(keys_file, by_cols)
+        keys = read_key_set(keys_file, by_cols) if keys_file else None
     except SparsedpError as e:
         fail(e, RELEASE_FLAGS)
     run_release(input, console=Console(), err_console=err, head=head, privacy_unit=unit,
