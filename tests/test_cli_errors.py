@@ -60,7 +60,8 @@ def _check_usage_error(r, *, wanted, unwanted=()):
 def test_release_usage_errors_in_flag_terms(data, tmp_path, extra, wanted, unwanted):
     out = tmp_path / "o.parquet"
     args = [a.replace("{tmp}", str(tmp_path)) if isinstance(a, str) else a for a in extra]
-    r = invoke("release", data, *BASE, *args, "--out", out)
+    base = BASE[2:] if "--unit" in extra else BASE  # an option is given once: the case's --unit replaces BASE's
+    r = invoke("release", data, *base, *args, "--out", out)
     _check_usage_error(r, wanted=wanted, unwanted=unwanted)
     assert os.listdir(tmp_path) == []  # no output, no ledger file created
 
@@ -210,3 +211,32 @@ def test_by_repeated_is_by_comma_separated(tmp_path):
         assert t.select("a", "b").rows() == [(a, b) for a in (0, 1) for b in (0, 1, 2)]  # ~6700 units per key
     r = invoke("release", src, "--unit", "u", "--by", ",", "--epsilon", "1", "--delta", "1e-6", "--max-groups", "6")
     _check_usage_error(r, wanted=["--by must be a column name"], unwanted=[" by must"])
+
+
+@pytest.mark.parametrize("args,wanted", [
+    (["release", "{data}", *BASE, "--delta", "1e-6", "--max-groups", "3", "--epsilon", "10", "--out", "{out}"],
+     "--epsilon is given more than once"),
+    (["release", "{data}", *BASE, "--delta=1e-6", "--max-groups", "3", "--delta=1e-9", "--out", "{out}"],
+     "--delta is given more than once"),
+    (["release", "{data}", *BASE, "--privacy-unit", "url", "--delta", "1e-6", "--max-groups", "3", "--out", "{out}"],
+     "--unit and --privacy-unit are the same option"),
+    (["plan", "--epsilon", "1", "--delta", "1e-6", "--l0", "3", "--l0", "4"], "--l0 is given more than once"),
+    (["demo", "--rows", "1000", "--rows", "2000", "--write", "{out}"], "--rows is given more than once"),
+])
+def test_a_single_valued_option_given_twice_is_refused(data, tmp_path, args, wanted):
+    """Click keeps the last of repeated values silently (``--epsilon 1 … --epsilon 10`` would release at 10): every
+    command refuses a repeated single-valued option, naming it, before anything runs or is written."""
+    out = tmp_path / "o.parquet"
+    r = invoke(*[str(a).replace("{data}", str(data)).replace("{out}", str(out)) for a in args])
+    _check_usage_error(r, wanted=[wanted])
+    assert not out.exists()
+
+
+def test_repeatable_options_and_flags_still_repeat(data, tmp_path):
+    """Options that take several values (``--sum``) and on/off flags are not affected by the check."""
+    src, out = tmp_path / "v.parquet", tmp_path / "o.csv"
+    pl.read_parquet(data).with_columns(v=pl.lit(1.0)).write_parquet(src)
+    r = invoke("release", src, *BASE, "--delta", "1e-6", "--max-groups", "3", "--sum", "v:0:10",
+               "--sum", "v:0:5:small", "--no-interval", "--overwrite", "--overwrite", "--out", out)
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+    assert pl.read_csv(out).columns == ["url", "count", "sum_v", "small"]

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Mapping, NoReturn, TypeVar
 F = TypeVar("F", bound=Callable[..., Any])
 
 import typer
+from typer.core import TyperCommand
 
 from ..errors import SparsedpError, render
 
@@ -178,3 +179,30 @@ def interruptible(command: F) -> F:
         except KeyboardInterrupt:  # outputs are atomic and ledger writes transactional: nothing half-written
             interrupted()
     return wrapper  # type: ignore[return-value]
+
+
+class OnceCommand(TyperCommand):
+    """A command whose single-valued options may be given once. Click keeps the last of repeated values without
+    a word, so ``--epsilon 1 … --epsilon 10`` would release (and charge) at ε = 10; here a repeated option is a
+    usage error naming it, before anything runs. Options that take several values (``--sum``, ``--by``,
+    ``--keys``, ``--option``…) and on/off flags are unaffected. Every command is declared with
+    ``@app.command(cls=OnceCommand)`` (``sparsedp release``: a subclass)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        options = {name: p for p in self.params if p.param_type_name == "option"
+                   for name in (*p.opts, *p.secondary_opts)}
+        given: dict[str, str] = {}
+        i = 0
+        while i < len(args) and args[i] != "--":
+            name, eq, _ = args[i].partition("=")
+            p = options.get(name)
+            if p is not None and not getattr(p, "is_flag", False):
+                if not p.multiple and p.name in given:
+                    first = given[str(p.name)]
+                    fail(f"{name} is given more than once; give it once" if first == name else
+                         f"{first} and {name} are the same option; give it once")
+                given[str(p.name)] = name
+                i += 0 if eq else 1  # its value is the next word
+            i += 1
+        out: list[str] = super().parse_args(ctx, args)
+        return out

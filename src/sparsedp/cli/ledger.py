@@ -17,7 +17,7 @@ from ..errors import SparsedpError
 from ..ledger import Charge, Ledger
 from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 from . import app
-from ._errors import LEDGER_FLAGS, fail, interruptible
+from ._errors import LEDGER_FLAGS, OnceCommand, fail, interruptible
 
 ledger_app = typer.Typer(help="Privacy-budget ledger: set budgets, list releases, plan more.", no_args_is_help=True)
 
@@ -25,7 +25,7 @@ _RELATIONS = {"add-remove": "ADD_REMOVE", "replace-one": "REPLACE_ONE"}
 app.add_typer(ledger_app, name="ledger")
 
 
-@ledger_app.command("init")
+@ledger_app.command("init", cls=OnceCommand)
 @interruptible
 def init(
     path: Path = typer.Argument(..., help="Ledger file (SQLite); created if missing."),
@@ -46,7 +46,7 @@ def init(
     typer.echo(f"dataset {dataset!r}: budget epsilon={epsilon:g}, delta={delta:g} in {path}")
 
 
-@ledger_app.command("show")
+@ledger_app.command("show", cls=OnceCommand)
 @interruptible
 def show(
     path: Path = typer.Argument(..., help="Ledger file."),
@@ -128,7 +128,7 @@ def charge_details(history: list, budget_relation) -> list[str]:
     return lines
 
 
-@ledger_app.command("plan")
+@ledger_app.command("plan", cls=OnceCommand)
 @interruptible
 def plan(
     path: Path = typer.Argument(..., help="Ledger file."),

@@ -6,7 +6,6 @@ import contextlib
 from typing import Any, Iterator, List, Optional
 
 import typer
-from typer.core import TyperCommand
 
 from ..aggregates import Count, Mean, Median, Quantile, Std, Sum, Variance
 from ..auto_bound import AutoBound
@@ -16,7 +15,7 @@ from ..request import interval_level
 from ..errors import InvalidParameterError, SparsedpError
 from ..mechanisms import registry
 from . import app
-from ._errors import RELEASE_FLAGS, cli_errors, fail, interruptible, to_cli
+from ._errors import RELEASE_FLAGS, OnceCommand, cli_errors, fail, interruptible, to_cli
 from .keys_file import read_key_set
 
 
@@ -281,7 +280,7 @@ def mechanism_help() -> str:
             f"sketch: {', '.join(rows)}.")
 
 
-class _ReleaseCommand(TyperCommand):
+class _ReleaseCommand(OnceCommand):
     """``sparsedp release``: ``--mechanism``'s help is read from the registry when help is shown (importing
     every mechanism at start-up would slow every command)."""
 
