@@ -240,3 +240,13 @@ def test_repeatable_options_and_flags_still_repeat(data, tmp_path):
                "--sum", "v:0:5:small", "--no-interval", "--overwrite", "--overwrite", "--out", out)
     assert r.exit_code == 0, (r.stdout, r.stderr)
     assert pl.read_csv(out).columns == ["url", "count", "sum_v", "small"]
+
+
+@pytest.mark.parametrize("command", [["release", "{data}", *BASE, "--delta", "1e-6", "--max-groups", "3"],
+                                     ["sketch", "{data}", "--by", "url", "--sketch-size", "8", "--epsilon", "1",
+                                      "--delta", "1e-6"]])
+def test_negative_head_is_refused(data, tmp_path, command):
+    """``--head -1`` used to print every row but the last (a negative slice); it is refused before anything runs."""
+    out = tmp_path / "o.parquet"
+    r = invoke(*[str(a).replace("{data}", str(data)) for a in command], "--head", "-1", "--out", out)
+    assert r.exit_code == 2 and "--head" in r.output and not out.exists(), r.output

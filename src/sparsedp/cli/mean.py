@@ -144,7 +144,7 @@ def sum_(
     out: Optional[str] = typer.Option(None, "--out", help="Write coordinate,estimate,noise_std to this "
                                       ".parquet/.csv file (with the guarantee as metadata)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
-    head: int = typer.Option(10, "--head", help="Coordinates to print."),
+    head: int = typer.Option(10, "--head", min=0, metavar="<int>", help="Coordinates to print."),
     ledger: Optional[str] = typer.Option(None, "--ledger", help="Charge the release against this ledger file."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset whose budget --ledger charges."),
 ) -> None:
@@ -186,7 +186,7 @@ def mean(
     out: Optional[str] = typer.Option(None, "--out", help="Write coordinate,estimate,noise_std to this "
                                       ".parquet/.csv file (with the guarantee as metadata)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
-    head: int = typer.Option(10, "--head", help="Coordinates to print."),
+    head: int = typer.Option(10, "--head", min=0, metavar="<int>", help="Coordinates to print."),
     ledger: Optional[str] = typer.Option(None, "--ledger", help="Charge the release against this ledger file "
                                          "(--method plan needs a replace-one budget)."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset whose budget --ledger charges."),

@@ -394,7 +394,7 @@ def release(
     other: bool = typer.Option(False, "--other", rich_help_panel=_AGG,
                                help="One more row: the private total of the keys not released."),
     out: Optional[str] = typer.Option(None, "--out", rich_help_panel=_OUT,
-                                      help="Write the table (.parquet/.csv, atomically, with its guarantee)."),
+                                      help="Write the table (.parquet/.csv; atomic, with its guarantee)."),
     overwrite: bool = typer.Option(False, "--overwrite", rich_help_panel=_OUT,
                                    help="Replace an existing --out file."),
     ledger: Optional[str] = typer.Option(None, "--ledger", rich_help_panel=_OUT,
@@ -403,7 +403,8 @@ def release(
                                           help="Dataset whose budget --ledger charges."),
     engine: Optional[str] = typer.Option(None, "--engine", rich_help_panel=_OUT,
                                          help="polars, duckdb, pandas, arrow or spark (default: chosen)."),
-    head: int = typer.Option(10, "--head", rich_help_panel=_OUT, help="Rows of the table to print."),
+    head: int = typer.Option(10, "--head", min=0, metavar="<int>", rich_help_panel=_OUT,
+                             help="Rows of the table to print."),
 ) -> None:
     """Release private distinct-unit counts per key (and SUM/MEAN/VARIANCE/STD), bounded, with a report."""
     from rich.console import Console

@@ -40,7 +40,7 @@ def sketch(
                                                 "0..universe-size-1."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the table to this .parquet/.csv file."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
-    head: int = typer.Option(10, "--head", help="Rows of the table to print."),
+    head: int = typer.Option(10, "--head", min=0, metavar="<int>", help="Rows of the table to print."),
     ledger: Optional[str] = typer.Option(None, "--ledger", help="Charge the release against a budget in this "
                                                                  "ledger file."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset name whose budget --ledger charges."),
