@@ -250,3 +250,18 @@ def test_negative_head_is_refused(data, tmp_path, command):
     out = tmp_path / "o.parquet"
     r = invoke(*[str(a).replace("{data}", str(data)) for a in command], "--head", "-1", "--out", out)
     assert r.exit_code == 2 and "--head" in r.output and not out.exists(), r.output
+
+
+def test_every_command_refuses_repeated_options():
+    """Every command (and sub-command) is a ``OnceCommand``, so a new one cannot forget the check."""
+    import typer.main
+
+    from sparsedp.cli._errors import OnceCommand
+
+    def commands(group):
+        for cmd in group.commands.values():
+            yield from commands(cmd) if hasattr(cmd, "commands") else (cmd,)
+
+    found = list(commands(typer.main.get_command(app)))
+    assert len(found) >= 10 and all(isinstance(c, OnceCommand) for c in found), \
+        [c.name for c in found if not isinstance(c, OnceCommand)]
