@@ -1,5 +1,5 @@
-"""``sparsedp sum`` and ``sparsedp mean``: private vector sums (elliptical Gaussian, thesis Ch. 4) and means (PLAN,
-thesis Ch. 5) of a Parquet/CSV file, with per-coordinate bounds enforced by the library."""
+"""``sparsedp sum`` and ``sparsedp mean``: private vector sums (elliptical Gaussian, Lebeda (2023)
+Ch. 4) and means (PLAN, Ch. 5) of a Parquet/CSV file, with per-coordinate bounds enforced by the library."""
 
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def sum_(
     rho: Optional[float] = typer.Option(None, "--rho", help="zCDP rho instead of --epsilon (with --delta)."),
     mechanism: str = typer.Option("gaussian", "--mechanism", help="gaussian (elliptical, (epsilon, delta)) or "
                                   "laplace (parallelotope, pure epsilon)."),
-    neighbours: str = typer.Option("replace-one", "--neighbours", help="replace-one (the thesis; n public; "
+    neighbours: str = typer.Option("replace-one", "--neighbours", help="replace-one (as in Lebeda (2023); n public; "
                                    "sensitivity upper-lower) or add-remove (sensitivity max(|lower|,|upper|))."),
     p: float = typer.Option(2.0, "--p", help="Error exponent the noise shape minimises (2 = squared l2)."),
     shape: str = typer.Option("optimal", "--shape", help="optimal, spherical or proportional."),
@@ -181,8 +181,8 @@ def mean(
     variances: str = typer.Option("estimate", "--variances", help="estimate (private, Algorithm 18), binary (0/1 "
                                   "data), none (no skew adaptation), or comma-separated public variance guesses."),
     p: float = typer.Option(2.0, "--p", help="Error exponent PLAN targets (2 = squared l2, 1 = l1)."),
-    method: str = typer.Option("plan", "--method", help="plan (thesis Ch. 5; replace-one, n public) or sum-count "
-                               "(noisy sum / noisy count; add-remove, for add-remove budgets)."),
+    method: str = typer.Option("plan", "--method", help="plan (Lebeda (2023) Ch. 5; replace-one, n public) or "
+                               "sum-count (noisy sum / noisy count; add-remove, for add-remove budgets)."),
     out: Optional[str] = typer.Option(None, "--out", help="Write coordinate,estimate,noise_std to this "
                                       ".parquet/.csv file (with the guarantee as metadata)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
@@ -191,8 +191,8 @@ def mean(
                                          "(--method plan needs a replace-one budget)."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset whose budget --ledger charges."),
 ) -> None:
-    """Private mean of each unit's vector by PLAN (variance-aware noise, thesis Ch. 5; replace-one neighbours), or
-    --method sum-count (add-remove neighbours)."""
+    """Private mean of each unit's vector by PLAN (variance-aware noise, Lebeda (2023) Ch. 5; replace-one
+    neighbours), or --method sum-count (add-remove neighbours)."""
     from rich.console import Console
 
     err = Console(stderr=True)

@@ -31,9 +31,10 @@ def sketch(
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy parameter epsilon (> 0)."),
     delta: float = typer.Option(0.0, "--delta", help="Privacy parameter delta (0 < delta < 1; 0 with "
                                                       "--release pure)."),
-    release: str = typer.Option("csh", "--release", help="csh (default; Lebeda & Retschmeier (2024) CSH on the merged sketch), pmg "
-                                "(thesis Algorithm 13; one sequential sketch), pure (§3.6, needs --universe-size), "
-                                "threshold2 (the (eps, delta) §3.6 variant), merged-laplace."),
+    release: str = typer.Option("csh", "--release", help="csh (default; Lebeda & Retschmeier (2024) CSH on the "
+                                "merged sketch), pmg (Lebeda (2023) Algorithm 13; one sequential sketch), pure "
+                                "(Lebeda (2023) §3.6, needs --universe-size), threshold2 (the (eps, delta) §3.6 "
+                                "variant), merged-laplace."),
     combine: Optional[str] = typer.Option(None, "--combine", help="merge (one sketch per file, merged; default) or "
                                           "sequential (one sketch over the files in order; default for pmg)."),
     universe_size: Optional[int] = typer.Option(None, "--universe-size", help="--release pure: integer keys "

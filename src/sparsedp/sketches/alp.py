@@ -246,7 +246,7 @@ def _as_sparse(data: Any, signed: bool = False) -> tuple[list, np.ndarray]:
     if vals.size and not np.all(np.isfinite(vals)):
         raise InputDataError("values must be finite")
     if vals.size and not signed and vals.min() < 0:
-        raise InputDataError("values must be >= 0 (for negative values use variant='signed', thesis §2.10, or "
+        raise InputDataError("values must be >= 0 (for negative values use variant='signed', Lebeda (2023) §2.10, or "
                              "the §2.2 reduction: keys (i, +) and (i, −))")
     keep = vals != 0
     return [k for k, kp in zip(keys, keep.tolist()) if kp], vals[keep]

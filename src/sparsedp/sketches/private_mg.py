@@ -144,7 +144,7 @@ def private_misra_gries(sketch: MisraGries, *, epsilon: float, delta: float, rng
     if not isinstance(sketch, MisraGries):
         raise InvalidTypeError(f"sketch must be a MisraGries, got {type(sketch).__name__}")
     if sketch.merged:
-        raise InvalidParameterError("Algorithm 13 must not be applied to merged sketches (thesis §3.7); use "
+        raise InvalidParameterError("Algorithm 13 must not be applied to merged sketches (Lebeda (2023) §3.7); use "
                                     "variant='csh' or 'merged-laplace'")
     eps, dl = v.epsilon(epsilon), v.delta(delta)
     tau = pmg_threshold(eps, dl)

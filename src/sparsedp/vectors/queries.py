@@ -276,7 +276,7 @@ class PlanMeanQuery(_VectorQuery["MeanPlan", "Centred", "PlanDrawn", VectorMean]
     """:func:`vector_mean`'s query kind with ``method="plan"``: PLAN (thesis Algorithm 17) on the dense clipped
     matrix, replace-one."""
 
-    refusal = "PLAN (thesis Ch. 5)"
+    refusal = "PLAN (Lebeda (2023) Ch. 5)"
 
     label = "vector mean PLAN"
 
