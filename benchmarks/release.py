@@ -59,7 +59,8 @@ import time
 
 CHILD = r"""
 import json, sys
-path, what, l0 = sys.argv[1], sys.argv[2], int(sys.argv[3])
+path, what, l0 = sys.argv[1], sys.argv[2], sys.argv[3]
+l0 = l0 if l0 == "auto" else int(l0)
 if what == "plain-duckdb":
     import duckdb
     con = duckdb.connect()
@@ -189,7 +190,7 @@ def _pins(cores: list[int]) -> dict[int, str | None]:
     return {c: ",".join(str(i) for i in range(c)) for c in cores} if cores else {0: None}
 
 
-def whole_process(path: str, runs: int, l0: int, engines: list[str], baseline: str | None = None,
+def whole_process(path: str, runs: int, l0: int | str, engines: list[str], baseline: str | None = None,
                   baseline_engines: tuple[str, ...] = (), cores: list[int] | None = None) -> None:
     from sparsedp.engines.choice import fastest_engine
 
@@ -271,7 +272,8 @@ def main() -> None:
     ap.add_argument("--rows", type=float, default=1e7)
     ap.add_argument("--units", type=float, default=None, help="distinct users (default rows/10)")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--l0", type=int, default=10)
+    ap.add_argument("--l0", default="10", help="max_groups_per_unit: a number, or 'auto' (the automatic bound; "
+                    "whole-process modes only)")
     ap.add_argument("--engines", default="polars,duckdb,default")
     ap.add_argument("--choice", action="store_true", help="time the bounded histogram per input kind and engine")
     ap.add_argument("--data", default=None, help="reuse this Parquet file (columns user_id, url)")
@@ -283,6 +285,10 @@ def main() -> None:
     ap.add_argument("--data-shape", choices=("search-log", "wide-keys"), default="search-log")
     ap.add_argument("--keys", type=float, default=None, help="wide-keys: distinct keys (default rows/25)")
     args = ap.parse_args()
+    if args.l0 != "auto":
+        args.l0 = int(args.l0)
+    elif args.choice:
+        ap.error("--choice times the bounded histogram at a fixed --l0")
     rows = int(args.rows)
     units = int(args.units) if args.units else max(1, rows // 10)
     n_wide = int(args.keys) if args.keys else max(1, rows // 25)

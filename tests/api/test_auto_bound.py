@@ -172,6 +172,32 @@ def test_engine_counts_match_a_direct_count(df):
         assert got.units == 3000 and got.at_most == want, name
 
 
+@pytest.mark.parametrize("shape", ["string key", "two keys", "parquet file", "repeated rows"])
+def test_degree_histogram_is_the_distinct_keys_per_unit(tmp_path, shape):
+    """The embedded engines read the degrees from the count path's sorted pair ids
+    (:func:`sparsedp.engines.pair_ids.degree_histogram`): the same histogram as counting distinct (unit, key) rows
+    per unit directly, whatever the key's type or the input's form, with every unit counted once."""
+    from sparsedp.engines import get_engine
+    from sparsedp.engines.pair_ids import degree_histogram
+
+    g = np.random.default_rng(7)
+    frame = pl.DataFrame({"user": g.integers(0, 4000, 60_000), "a": g.integers(0, 300, 60_000).astype(str),
+                          "b": g.integers(0, 4, 60_000)})
+    by = ["a", "b"] if shape == "two keys" else ["a"]
+    if shape == "repeated rows":
+        frame = pl.concat([frame, frame.head(20_000)])
+    direct = (frame.unique(["user", *by]).group_by("user").agg(pl.len().alias("d"))
+              .group_by("d").agg(pl.len().alias("n")).sort("d"))
+    data = frame
+    if shape == "parquet file":
+        data = str(tmp_path / "rows.parquet")
+        frame.write_parquet(data)
+    degrees, units = degree_histogram(get_engine("polars", data, None).rows_lazy(data).select(["user", *by]),
+                                      "user", by)
+    assert degrees.tolist() == direct["d"].to_list() and units.tolist() == direct["n"].to_list()
+    assert int(units.sum()) == frame["user"].n_unique()
+
+
 def test_auto_release_fixed_seed_same_on_two_engines(df, tmp_path):
     from sparsedp.ledger import Ledger
 

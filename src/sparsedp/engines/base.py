@@ -38,9 +38,9 @@ from ..core.unit_keys import UnitKeyCounts
 from ..progress import report
 from .aggregate_exprs import grid_column_name
 from .bounding import bound, draw_bounding_secret
-from .input_checks import (check_key_values, check_mixed_types, check_nan_keys, check_nulls_and_rows,
+from .input_checks import (check_key_values, check_mixed_types, check_nan_keys,
                            check_pandas_nan_keys, check_unique_names)
-from .pair_ids import bounded_raw_counts_with_sums
+from .pair_ids import bounded_raw_counts_with_sums, degree_histogram
 from .raw_counts import RawCounts
 from ..core.lazy import lazy_module
 
@@ -139,28 +139,16 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
 
     def keys_per_unit_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
                              candidates: Sequence[int]) -> UnitKeyCounts:
-        """Shared Polars path (every embedded engine's rows as a LazyFrame): distinct (unit, key) pairs, keys per
-        unit, then the histogram of those degrees (:meth:`Engine.keys_per_unit_counts`)."""
-        import polars as pl
-
+        """Shared Polars path (every embedded engine's rows as a LazyFrame): the histogram of distinct keys per
+        unit from the count path's pair ids (:func:`~sparsedp.engines.pair_ids.degree_histogram`,
+        :meth:`Engine.keys_per_unit_counts`)."""
         by = list(by)
         check_unique_names(data)
-        cols = [privacy_unit] + by
         check_mixed_types(data, privacy_unit, by)
         with engine_errors_as_input_errors(self.name, data):
             check_columns(self.columns(data), privacy_unit, by)
-            lf = self.rows_lazy(data).select(cols)
-            floats = [c for c, t in lf.collect_schema().items() if c in by and t.is_float()]
-            nan = lf.select(by).filter(pl.any_horizontal([pl.col(c).is_nan() for c in floats])) if floats \
-                else lf.select(by).head(0)
-            check = lf.select(pl.len().alias("__rows"), *[pl.col(c).null_count().alias(c) for c in cols])
-            deg = (lf.unique().group_by(privacy_unit).agg(pl.len().alias("__d"))
-                   .group_by("__d").agg(pl.len().alias("__n")))
-            counts, bad, hist = pl.collect_all([check, nan.head(1), deg])
-        c = counts.row(0, named=True)
-        check_nulls_and_rows(int(c.pop("__rows")), {k: int(x) for k, x in c.items()})
-        check_key_values(bad.to_arrow(), by)
-        return UnitKeyCounts.from_degrees(candidates, hist["__d"].to_numpy(), hist["__n"].to_numpy())
+            degrees, units = degree_histogram(self.rows_lazy(data).select([privacy_unit] + by), privacy_unit, by)
+        return UnitKeyCounts.from_degrees(candidates, degrees, units)
 
     # the pair primitives (Capability.PAIRS): the shared Polars path over the engine's rows (engines/pairs.py)
 

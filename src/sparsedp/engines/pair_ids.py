@@ -75,7 +75,7 @@ from .bounding import COUNT, draw_bounding_secret, keep_smallest, key_fingerprin
 from .buffers import fresh_uint64
 from .input_checks import check_nan_keys, check_nulls_and_rows
 from .raw_counts import RawCounts
-from .sorted_runs import SortedRuns
+from .sorted_runs import Bucket, SortedRuns
 from .threads import in_threads, thread_count
 
 if TYPE_CHECKING:  # Polars is imported when the pairs are bounded (``import sparsedp`` stays light)
@@ -331,6 +331,30 @@ def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence
         keys = future.result()
     check_nan_keys(keys, by)  # every distinct key, before the secret
     return SortedPairs(runs=runs, vals=vals, keys=keys, bk=bk, value_of=value_of, rows=n_rows)
+
+
+def degree_histogram(lf: pl.LazyFrame, unit: str, by: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The automatic bound's input (:meth:`~sparsedp.core.engine.Engine.keys_per_unit_counts`) from the rows
+    ``lf``: the numbers of distinct keys a unit holds, ascending (``degrees``), and how many units hold each
+    (``units``), both int64. Read with the count path's one pass, pair ids and sort (:func:`sorted_pairs`, with
+    its input checks and the NaN-key check): a unit's distinct pairs are one run of the sorted ids, so its degree
+    is that run's length. A hash aggregation of the (unit, key) rows cost several times as much (issue 31).
+    Nothing is drawn; the histogram is exact (curator only)."""
+    sp = sorted_pairs(lf, unit, by, (), RowChecks())
+    shift = np.uint64(sp.bk)
+
+    def per_bucket(bucket: Bucket) -> np.ndarray:
+        ids = sp.runs.bucket_values(bucket)
+        units = ids[_run_start_mask(ids)] >> shift  # one per distinct pair, sorted
+        return np.bincount(np.diff(np.append(_run_starts(units), units.size)))
+
+    parts = in_threads(per_bucket, sp.runs.buckets(-(-sp.runs.size // _block_size(sp.keys.height)), sp.bk),
+                       thread_count())
+    total = np.zeros(max(p.size for p in parts), dtype=np.int64)
+    for part in parts:
+        total[:part.size] += part
+    degrees = np.flatnonzero(total)
+    return degrees, total[degrees]
 
 
 @dataclass(frozen=True)
