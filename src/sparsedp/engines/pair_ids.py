@@ -343,18 +343,14 @@ def degree_histogram(lf: pl.LazyFrame, unit: str, by: Sequence[str]) -> tuple[np
     sp = sorted_pairs(lf, unit, by, (), RowChecks())
     shift = np.uint64(sp.bk)
 
-    def per_bucket(bucket: Bucket) -> np.ndarray:
-        ids = sp.runs.bucket_values(bucket)
-        units = ids[_run_start_mask(ids)] >> shift  # one per distinct pair, sorted
-        return np.bincount(np.diff(np.append(_run_starts(units), units.size)))
+    def unit_degrees(bucket: Bucket) -> np.ndarray:  # as in _bound_slice: a unit's distinct pairs are one run
+        pid, _ = _distinct_pairs(sp.runs.bucket_values(bucket), False, False)
+        return np.diff(_run_starts(pid >> shift), append=pid.size)
 
-    parts = in_threads(per_bucket, sp.runs.buckets(-(-sp.runs.size // _block_size(sp.keys.height)), sp.bk),
-                       thread_count())
-    total = np.zeros(max(p.size for p in parts), dtype=np.int64)
-    for part in parts:
-        total[:part.size] += part
+    total = np.bincount(np.concatenate(in_threads(unit_degrees, _buckets(sp.runs, sp.keys.height, sp.bk),
+                                                  thread_count())))
     degrees = np.flatnonzero(total)
-    return degrees, total[degrees]
+    return degrees, total[degrees].astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -640,7 +636,7 @@ def _map_parts(ctx: PairContext, runs: SortedRuns, vals: dict[str, pl.Series], c
     fresh memory (first-touch page faults) cost more than the arithmetic on it. ``vals`` (SUM/MEAN): the
     rows' value Series in the order of a single run."""
     assert not vals or len(runs.runs) == 1
-    buckets = runs.buckets(chunks if chunks is not None else -(-runs.size // _block_size(ctx.n_keys)), ctx.bk)
+    buckets = _buckets(runs, ctx.n_keys, ctx.bk, chunks)
     if not buckets:
         z = np.zeros(ctx.n_keys, dtype=np.int64)
         return PairCounts(upk=z, dropped=z.copy(), totals=[z.copy() for _ in ctx.names], units=0, pairs=0, heavy=0)
@@ -755,6 +751,12 @@ def _kept_weight_sums(ctx: PairContext, pk: np.ndarray, starts: np.ndarray, deg:
     w = np.repeat(ctx.degree_weights[np.maximum(t, 1) - 1], deg)[kept]  # a unit with t = 0 has no kept pair
     k = pk[kept]
     return np.bincount(k, minlength=n_keys).astype(np.int64, copy=False), _weight_sums(k, w, n_keys)
+
+
+def _buckets(runs: SortedRuns, n_keys: int, bk: int, chunks: int | None = None) -> list[Bucket]:
+    """The buckets of whole units the sorted runs are read back in: ``chunks`` of them, or (default) about
+    :func:`_block_size` ids each."""
+    return runs.buckets(chunks if chunks is not None else -(-runs.size // _block_size(n_keys)), bk)
 
 
 def _block_size(n_keys: int) -> int:
