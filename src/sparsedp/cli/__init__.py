@@ -9,8 +9,9 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
+from ._errors import Commands
 
-app = typer.Typer(
+app = Commands(
     name="sparsedp",
     help="Differentially private counts over huge key domains.",
     no_args_is_help=True,

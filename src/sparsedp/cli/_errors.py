@@ -185,8 +185,8 @@ class OnceCommand(TyperCommand):
     """A command whose single-valued options may be given once. Click keeps the last of repeated values without
     a word, so ``--epsilon 1 … --epsilon 10`` would release (and charge) at ε = 10; here a repeated option is a
     usage error naming it, before anything runs. Options that take several values (``--sum``, ``--by``,
-    ``--keys``, ``--option``…) and on/off flags are unaffected. Every command is declared with
-    ``@app.command(cls=OnceCommand)`` (``sparsedp release``: a subclass)."""
+    ``--keys``, ``--option``…) and on/off flags are unaffected. Every command is one: :class:`Commands` (the
+    ``sparsedp`` app and its sub-apps) makes it the default class (``sparsedp release``: a subclass)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         options = {name: p for p in self.params if p.param_type_name == "option"
@@ -206,3 +206,13 @@ class OnceCommand(TyperCommand):
             i += 1
         out: list[str] = super().parse_args(ctx, args)
         return out
+
+
+class Commands(typer.Typer):
+    """A Typer app (``sparsedp`` and ``sparsedp ledger``) whose commands are :class:`OnceCommand` unless they name
+    their own class (``sparsedp release``'s is a subclass of it; ``tests/test_cli_errors.py`` checks every
+    command), so a new command refuses repeated options with nothing to remember."""
+
+    def command(self, name: str | None = None, *, cls: type[TyperCommand] | None = None,
+                **kwargs: Any) -> Any:
+        return super().command(name, cls=cls or OnceCommand, **kwargs)

@@ -10,10 +10,10 @@ import typer
 from ..errors import SparsedpError
 from ..noise import InsecureSeededRandom
 from . import app
-from ._errors import AUDIT_FLAGS, OnceCommand, fail, interruptible
+from ._errors import AUDIT_FLAGS, fail, interruptible
 
 
-@app.command(cls=OnceCommand)
+@app.command()
 @interruptible
 def audit(
     mechanism: str = typer.Argument(..., help="gshm, laplace, csh, topk-csh, topk-csh-shifted, pure-sparse, "

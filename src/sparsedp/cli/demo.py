@@ -11,7 +11,7 @@ import typer
 
 from .. import demo_data
 from . import app
-from ._errors import DEMO_FLAGS, OnceCommand, cli_errors, interruptible
+from ._errors import DEMO_FLAGS, cli_errors, interruptible
 from .release import progress_stages, run_release
 
 
@@ -27,7 +27,7 @@ def default_delta(rows: int) -> float:
     return min(1e-6, 10.0 ** -math.ceil(math.log10(10 * users)))
 
 
-@app.command(cls=OnceCommand)
+@app.command()
 @interruptible
 def demo(
     rows: int = typer.Option(1_000_000, "--rows", help="Rows (searches) to generate."),

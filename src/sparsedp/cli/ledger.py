@@ -17,15 +17,15 @@ from ..errors import SparsedpError
 from ..ledger import Charge, Ledger
 from ..mechanisms.thresholded import GSHM, Laplace, TopKCSH
 from . import app
-from ._errors import LEDGER_FLAGS, OnceCommand, fail, interruptible
+from ._errors import LEDGER_FLAGS, Commands, fail, interruptible
 
-ledger_app = typer.Typer(help="Privacy-budget ledger: set budgets, list releases, plan more.", no_args_is_help=True)
+ledger_app = Commands(help="Privacy-budget ledger: set budgets, list releases, plan more.", no_args_is_help=True)
 
 _RELATIONS = {"add-remove": "ADD_REMOVE", "replace-one": "REPLACE_ONE"}
 app.add_typer(ledger_app, name="ledger")
 
 
-@ledger_app.command("init", cls=OnceCommand)
+@ledger_app.command("init")
 @interruptible
 def init(
     path: Path = typer.Argument(..., help="Ledger file (SQLite); created if missing."),
@@ -46,7 +46,7 @@ def init(
     typer.echo(f"dataset {dataset!r}: budget epsilon={epsilon:g}, delta={delta:g} in {path}")
 
 
-@ledger_app.command("show", cls=OnceCommand)
+@ledger_app.command("show")
 @interruptible
 def show(
     path: Path = typer.Argument(..., help="Ledger file."),
@@ -128,7 +128,7 @@ def charge_details(history: list, budget_relation) -> list[str]:
     return lines
 
 
-@ledger_app.command("plan", cls=OnceCommand)
+@ledger_app.command("plan")
 @interruptible
 def plan(
     path: Path = typer.Argument(..., help="Ledger file."),

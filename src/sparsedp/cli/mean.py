@@ -12,7 +12,7 @@ from ..engines.output import write_atomic
 from ..errors import InvalidParameterError, SparsedpError
 from ..pipeline import check_out_path
 from . import app
-from ._errors import VECTOR_FLAGS, OnceCommand, fail, interrupted, interruptible, sigterm_as_interrupt
+from ._errors import VECTOR_FLAGS, fail, interrupted, interruptible, sigterm_as_interrupt
 from .release import progress_stages
 
 def _vectors() -> ModuleType:
@@ -118,7 +118,7 @@ def _run(fn, input: str, console, err, out: Optional[str], head: int, overwrite:
     return res
 
 
-@app.command("sum", cls=OnceCommand)
+@app.command("sum")
 @interruptible
 def sum_(
     input: str = typer.Argument(..., help="Parquet/CSV file (or glob)."),
@@ -163,7 +163,7 @@ def sum_(
          dataset=dataset, **kw)
 
 
-@app.command("mean", cls=OnceCommand)
+@app.command("mean")
 @interruptible
 def mean(
     input: str = typer.Argument(..., help="Parquet/CSV file (or glob)."),

@@ -17,7 +17,7 @@ from ..mechanisms.thresholded import Laplace, TopKCSH
 from .. import pipeline
 from ..plotting import check_plot_path, plot_plan
 from . import app
-from ._errors import PLAN_FLAGS, OnceCommand, fail, interruptible
+from ._errors import PLAN_FLAGS, fail, interruptible
 from .keys_file import read_partial_keys
 from .release import parse_quantile
 
@@ -179,7 +179,7 @@ def _print_profile(p) -> None:
         typer.echo(f"  alpha {a:8.2g}  ->  beta {float(b):.6g}")
 
 
-@app.command(cls=OnceCommand)
+@app.command()
 @interruptible
 def plan(
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy parameter epsilon (> 0)."),

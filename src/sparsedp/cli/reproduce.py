@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import typer
 
 from . import app
-from ._errors import REPRODUCE_FLAGS, OnceCommand, cli_errors, fail, interruptible
+from ._errors import REPRODUCE_FLAGS, cli_errors, fail, interruptible
 
 
 @contextlib.contextmanager
@@ -33,7 +33,7 @@ def reproduce_progress(name: str, console: Any) -> Iterator[Any]:
         yield report
 
 
-@app.command(cls=OnceCommand)
+@app.command()
 @interruptible
 def reproduce(
     name: str = typer.Argument(None, help="Target to run (see --list)."),

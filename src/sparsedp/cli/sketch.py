@@ -17,11 +17,11 @@ from ..errors import SparsedpError
 from ..mechanisms import registry
 from ..sketches.partitions import partition_progress
 from . import app
-from ._errors import SKETCH_FLAGS, OnceCommand, fail, interrupted, interruptible, sigterm_as_interrupt
+from ._errors import SKETCH_FLAGS, fail, interrupted, interruptible, sigterm_as_interrupt
 from .release import key_columns, print_result
 
 
-@app.command(cls=OnceCommand)
+@app.command()
 @interruptible
 def sketch(
     input: str = typer.Argument(..., help="Parquet/CSV file or glob (one sketch per file), or SQL text run by "
