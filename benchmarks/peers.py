@@ -716,7 +716,7 @@ def run_quantiles(a, pythons: dict[str, Path]) -> tuple[list[str], dict]:
         for lib in [x for x in summary if x.startswith("sparsedp")]:
             ratio = summary[lib][0] / summary[best][0]
             what = "sparsedp (default share)" if lib == "sparsedp" else lib.replace("@", " with median share=")
-            paired = len(errs[lib]) == len(errs[best])  # no library failed a repeat: the lists pair the same keys
+            paired = len(keys[lib]) == len(keys[best]) == a.repeats  # neither failed a repeat: the lists pair keys
             spread = (" (95 % bootstrap interval {:.2f}–{:.2f})".format(*_paired_ratio_interval(errs[lib], errs[best]))
                       if paired else " (not paired: a library failed a repeat)")
             parts.append(f"{what} / best peer ({PEERS[best]['label']}) median abs. error on the common keys = "
