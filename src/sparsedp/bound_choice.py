@@ -48,6 +48,24 @@ class _Split:
     keys_plan: Any
 
 
+@dataclass(frozen=True)
+class _Counted:
+    """What the read keeps for the draw: the candidates' counts and the rows the engine read for them
+    (:meth:`~sparsedp.core.engine.Engine.read_unit_key_counts`: the input itself, or its rows kept)."""
+
+    counts: Any
+    rows: Any
+
+    def rows_for(self, mech: Mechanism, request: ReleaseRequest, data: Any) -> Any:
+        """What the inner mechanism ``mech`` reads: the rows kept when its read is the engine's count histogram
+        alone (:meth:`Mechanism.histogram` not overridden, no SUM/MEAN), else the input ``data`` again (the
+        rows kept are freed first)."""
+        if self.rows is data or (type(mech).histogram is Mechanism.histogram and not request.aggregates):
+            return self.rows
+        self.rows.drop()
+        return data
+
+
 class Wrapper(Mechanism):
     """What a mechanism wrapping ``inner`` (the automatic bound, the other row) answers outside its own
     ``plan_release``/``read``/``draw`` stages: the inner mechanism's calibration and disclosure."""
@@ -120,26 +138,29 @@ class AutoBounded(Wrapper):
             if split.keys_plan is not None:
                 counts = _auto_keys.candidate_counts(ctx.engine, ctx.data, ctx.unit, list(ctx.by), cands,
                                                      ctx.source, split.keys_plan.statistic_weights)
+                rows = ctx.data
             else:
-                counts = ctx.engine.keys_per_unit_counts(ctx.data, ctx.unit, list(ctx.by), cands)
-        return Read(hist=None, prepared=counts, units=None)
+                counts, rows = ctx.engine.read_unit_key_counts(ctx.data, ctx.unit, list(ctx.by), cands)
+        return Read(hist=None, prepared=_Counted(counts, rows), units=None)
 
     def draw(self, ctx: Any, planned: Planned, read: Read) -> Released:
         """The private choice of l0, then the inner mechanism at that bound (its read and its draw)."""
         split: _Split = planned.detail
+        counted: _Counted = read.prepared
         with ctx.stage(None, "choose l0"):
             if split.keys_plan is not None:
-                choice, counts = _auto_keys.select_by_keys(read.prepared, split.keys_plan, self.bound, ctx.source)
+                choice, counts = _auto_keys.select_by_keys(counted.counts, split.keys_plan, self.bound, ctx.source)
             else:
-                choice = select_bound(read.prepared, self.bound, split.epsilon_selection, split.epsilon_release,
+                choice = select_bound(counted.counts, self.bound, split.epsilon_selection, split.epsilon_release,
                                       ctx.source)
-                counts = read.prepared
+                counts = counted.counts
             request = dataclasses.replace(split.request, max_groups_per_unit=choice.bound)
             mech, cal, reason, candidates = self.inner.resolve(request)
             disclosure = mech.disclosure(request, cal, planned.value_column)
         inner = Planned(mechanism=mech, request=request, calibration=cal, reason=reason, candidates=candidates,
                         disclosure=disclosure, charge=planned.charge, value_column=planned.value_column)
-        inner_read = self.inner.read(ctx, inner)
+        with ctx.reading(counted.rows_for(mech, request, ctx.data)):
+            inner_read = self.inner.read(ctx, inner)
         ctx.warn_units(inner_read.units)
         released = self.inner.draw(ctx, inner, inner_read)
         shown = dataclasses.replace(released.disclosure, epsilon=planned.charge.epsilon).with_notes(choice.describe())

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
@@ -61,6 +62,16 @@ class ReleaseContext(Stages):
         """Keep ``hist`` (an engine result) to release its resources when the release ends."""
         self.hists.append(hist)
         return hist
+
+    @contextmanager
+    def reading(self, data: Any) -> Iterator[None]:
+        """The stages inside read ``data`` in place of the request's input: the rows the automatic bound's first
+        read kept (:meth:`~sparsedp.core.engine.Engine.read_unit_key_counts`), so the input is read once."""
+        saved, self.data = self.data, data
+        try:
+            yield
+        finally:
+            self.data = saved
 
     def warn_units(self, units: int | None) -> None:
         """The curator-only δ advice once the number of units is known (:func:`sparsedp.advice.delta_units_note`)."""

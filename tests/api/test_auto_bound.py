@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 import math
 from collections import Counter
 
@@ -175,10 +176,9 @@ def test_engine_counts_match_a_direct_count(df):
 @pytest.mark.parametrize("shape", ["string key", "two keys", "parquet file", "repeated rows"])
 def test_degree_histogram_is_the_distinct_keys_per_unit(tmp_path, shape):
     """The embedded engines read the degrees from the count path's sorted pair ids
-    (:func:`sparsedp.engines.pair_ids.degree_histogram`): the same histogram as counting distinct (unit, key) rows
+    (:meth:`sparsedp.engines.pair_ids.ReadPairs.degrees`): the same histogram as counting distinct (unit, key) rows
     per unit directly, whatever the key's type or the input's form, with every unit counted once."""
     from sparsedp.engines import get_engine
-    from sparsedp.engines.pair_ids import degree_histogram
 
     g = np.random.default_rng(7)
     frame = pl.DataFrame({"user": g.integers(0, 4000, 60_000), "a": g.integers(0, 300, 60_000).astype(str),
@@ -192,10 +192,69 @@ def test_degree_histogram_is_the_distinct_keys_per_unit(tmp_path, shape):
     if shape == "parquet file":
         data = str(tmp_path / "rows.parquet")
         frame.write_parquet(data)
-    degrees, units = degree_histogram(get_engine("polars", data, None).rows_lazy(data).select(["user", *by]),
-                                      "user", by)
+    degrees, units = get_engine("polars", data, None).read_pairs(data, "user", by).degrees()
     assert degrees.tolist() == direct["d"].to_list() and units.tolist() == direct["n"].to_list()
     assert int(units.sum()) == frame["user"].n_unique()
+
+
+def _count_reads(monkeypatch) -> list[int]:
+    """Count the Polars pair path's passes over the rows (:func:`sparsedp.engines.pair_ids.sorted_pairs`)."""
+    from sparsedp.engines import pair_ids
+
+    calls: list[int] = []
+    real = pair_ids.sorted_pairs
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(pair_ids, "sorted_pairs", counted)
+    return calls
+
+
+@pytest.mark.parametrize("kind", ["frame", "parquet file"])
+def test_auto_release_reads_the_input_once(df, tmp_path, monkeypatch, kind):
+    """On the Polars engine the automatic bound's first read keeps its sorted pairs for the count release at the
+    bound chosen (:meth:`~sparsedp.core.engine.Engine.read_unit_key_counts`): one pass over the rows, and the
+    same released table as reading the input again (the DuckDB engine reads twice, in SQL)."""
+    data: Any = df
+    if kind == "parquet file":
+        data = str(tmp_path / "rows.parquet")
+        df.write_parquet(data)
+    calls = _count_reads(monkeypatch)
+    once = sd.release(data, "user", "key", 1.0, 1e-6, max_groups_per_unit="auto", engine="polars",
+                      rng=InsecureSeededRandom(3))
+    assert len(calls) == 1
+    twice = sd.release(data, "user", "key", 1.0, 1e-6, max_groups_per_unit="auto", engine="duckdb",
+                       rng=InsecureSeededRandom(3))
+    assert once.report.auto_bound == twice.report.auto_bound
+    assert once.table.sort("key").equals(twice.table.sort("key"))
+    assert once.curator.bounding == twice.curator.bounding
+
+
+def test_auto_release_reads_again_for_a_mechanism_with_its_own_read(df, monkeypatch):
+    """A mechanism whose read is not the engine's count histogram alone (two-stage) reads the input again: the
+    rows kept are not handed to it."""
+    calls = _count_reads(monkeypatch)
+    res = sd.release(df, "user", "key", 1.0, 1e-6, max_groups_per_unit="auto", mechanism="two-stage",
+                     engine="polars", rng=InsecureSeededRandom(3))
+    assert len(calls) >= 2 and res.report.auto_bound["bound"] in AutoBound().candidates
+
+
+def test_read_pairs_are_used_once_for_their_own_columns(df):
+    """:class:`sparsedp.engines.pair_ids.ReadPairs` serves one count release, for the columns it read."""
+    from sparsedp.engines import get_engine
+
+    eng = get_engine("polars", df, None)
+    rows = eng.read_pairs(df, "user", ["key"])
+    with pytest.raises(ValueError, match="read for unit 'user' and keys"):
+        rows.bounded_raw_counts("key", ["user"], 4, InsecureSeededRandom(1))
+    with pytest.raises(ValueError, match="no SUM/MEAN values"):
+        eng.histogram(rows, "user", ["key"], 4, InsecureSeededRandom(1), aggregates=[sd.Sum("x", 0, 1)])
+    hist = eng.histogram(rows, "user", ["key"], 4, InsecureSeededRandom(1))
+    assert hist.counts.sum() > 0
+    with pytest.raises(RuntimeError, match="already released from"):
+        rows.degrees()
 
 
 def test_auto_release_fixed_seed_same_on_two_engines(df, tmp_path):

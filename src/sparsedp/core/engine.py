@@ -185,6 +185,14 @@ class Engine(ABC, Generic[H, R]):
         raise InvalidParameterError(f"max_groups_per_unit='auto' is not available on the {self.name} engine; "
                                     f"pass an integer max_groups_per_unit or use engine='polars' or 'duckdb'")
 
+    def read_unit_key_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
+                             candidates: Sequence[int]) -> tuple[UnitKeyCounts, InputData]:
+        """:meth:`keys_per_unit_counts`, and what the count release at the chosen bound then reads in place of
+        ``data``. Here ``data`` itself: it is read again. An engine that keeps the rows this read (the Polars
+        engine: :class:`~sparsedp.engines.pair_ids.ReadPairs`) returns them, and its :meth:`histogram` takes
+        them for the count release at the bound chosen (curator only; one use)."""
+        return self.keys_per_unit_counts(data, privacy_unit, by, candidates), data
+
     # ------------------------------------------------------------------ pair primitives (Capability.PAIRS)
 
     def distinct_pairs(self, data: InputData, privacy_unit: str, by: Sequence[str]) -> UnitPairs:

@@ -20,7 +20,8 @@ The engine protocol itself (:class:`~sparsedp.core.engine.Engine`) and the value
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import TYPE_CHECKING, Any, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -40,7 +41,7 @@ from .aggregate_exprs import grid_column_name
 from .bounding import bound, draw_bounding_secret
 from .input_checks import (check_key_values, check_mixed_types, check_nan_keys,
                            check_pandas_nan_keys, check_unique_names)
-from .pair_ids import bounded_raw_counts_with_sums, degree_histogram
+from .pair_ids import ReadPairs, bounded_raw_counts_with_sums, read_pairs
 from .raw_counts import RawCounts
 from ..core.lazy import lazy_module
 
@@ -111,15 +112,12 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
     def histogram(self, data: InputData, privacy_unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
                   pre_threshold: int = 1, aggregates: Sequence[Aggregate] = ()) -> LocalHistogram:
         by = list(by)
-        check_unique_names(data)
-        check_mixed_types(data, privacy_unit, by)
-        with engine_errors_as_input_errors(self.name, data):
-            check_columns(self.columns(data), privacy_unit, by)
-            check_pandas_nan_keys(data, by)  # before pandas' NaN turns into a null on the way to Polars
+        if isinstance(data, ReadPairs):  # rows the automatic bound read and checked (Engine.read_unit_key_counts)
             if aggregates:
-                raw = self.bounded_raw_counts_with_sums(data, privacy_unit, by, l0, rng, aggregates)
-            else:
-                raw = self.bounded_raw_counts(data, privacy_unit, by, l0, rng)
+                raise ValueError("the rows read for the automatic bound hold no SUM/MEAN values")
+            raw = data.bounded_raw_counts(privacy_unit, by, l0, rng)
+        else:
+            raw = self._bounded_raw_counts(data, privacy_unit, by, l0, rng, aggregates)
         check_nan_keys(raw.key_counts, by)  # every input key, before bounding and the pre-threshold
         # The secret is drawn only after the data passed validation (drawn even if no unit is over l0), by the
         # engine itself when it applied the choice (pairs_dropped_l0 set), else here for bound().
@@ -137,18 +135,38 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
                             for i in range(len(noise_columns(aggregates)[0])))
         return LocalHistogram(keys=hist.keys, counts=hist.counts, stats=stats, columns=columns)
 
-    def keys_per_unit_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
-                             candidates: Sequence[int]) -> UnitKeyCounts:
-        """Shared Polars path (every embedded engine's rows as a LazyFrame): the histogram of distinct keys per
-        unit from the count path's pair ids (:func:`~sparsedp.engines.pair_ids.degree_histogram`,
-        :meth:`Engine.keys_per_unit_counts`)."""
-        by = list(by)
+    def _bounded_raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None,
+                            rng: RandomSource, aggregates: Sequence[Aggregate]) -> RawCounts:
+        """The input checks, then :meth:`bounded_raw_counts` (or with SUM/MEAN its ``_with_sums`` twin)."""
+        with self._checked(data, privacy_unit, by):
+            if aggregates:
+                return self.bounded_raw_counts_with_sums(data, privacy_unit, by, l0, rng, aggregates)
+            return self.bounded_raw_counts(data, privacy_unit, by, l0, rng)
+
+    @contextmanager
+    def _checked(self, data: InputData, privacy_unit: str, by: list[str]) -> Iterator[None]:
+        """The input checks before a read (names, types, columns, a pandas frame's NaN keys), then the read
+        inside, its engine errors as input errors."""
         check_unique_names(data)
         check_mixed_types(data, privacy_unit, by)
         with engine_errors_as_input_errors(self.name, data):
             check_columns(self.columns(data), privacy_unit, by)
-            degrees, units = degree_histogram(self.rows_lazy(data).select([privacy_unit] + by), privacy_unit, by)
-        return UnitKeyCounts.from_degrees(candidates, degrees, units)
+            check_pandas_nan_keys(data, by)  # before pandas' NaN turns into a null on the way to Polars
+            yield
+
+    def keys_per_unit_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
+                             candidates: Sequence[int]) -> UnitKeyCounts:
+        """Shared Polars path (every embedded engine's rows as a LazyFrame): the histogram of distinct keys per
+        unit from the count path's pair ids (:meth:`~sparsedp.engines.pair_ids.ReadPairs.degrees`,
+        :meth:`Engine.keys_per_unit_counts`)."""
+        return UnitKeyCounts.from_degrees(candidates, *self.read_pairs(data, privacy_unit, by).degrees())
+
+    def read_pairs(self, data: InputData, privacy_unit: str, by: Sequence[str]) -> ReadPairs:
+        """The input checks of :meth:`histogram`, then the rows read once into sorted pair ids
+        (:func:`~sparsedp.engines.pair_ids.read_pairs`), curator only."""
+        by = list(by)
+        with self._checked(data, privacy_unit, by):
+            return read_pairs(self.rows_lazy(data).select([privacy_unit] + by), privacy_unit, by, data)
 
     # the pair primitives (Capability.PAIRS): the shared Polars path over the engine's rows (engines/pairs.py)
 

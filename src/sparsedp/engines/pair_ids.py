@@ -89,7 +89,7 @@ UnitValues = Callable[[np.ndarray], "pl.Series"]
 
 __all__ = ["WEIGHT_SUM", "PairContext", "PairCounts", "SortedPairs", "WeightedPairs", "bound_pair_ids",
            "bounded_raw_counts", "bounded_raw_counts_with_sums", "key_context", "key_mask", "pack_pairs",
-           "RowChecks", "sorted_pairs", "weighted_pairs", "weighted_round"]
+           "ReadPairs", "RowChecks", "read_pairs", "sorted_pairs", "weighted_pairs", "weighted_round"]
 
 _PAIR = "__sparsedp_p"
 #: the key-counts column of :func:`weighted_round`'s per-key weight sums
@@ -222,10 +222,19 @@ def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int |
     ``chunks``: the number of slices of whole units the sorted rows are cut into (default: about
     :data:`_BLOCK` rows each); the result does not depend on it (tests vary it).
     """
+    sums = _sums(aggregates)
+    return _bounded_counts(sorted_pairs(lf, unit, by, list(dict.fromkeys(a.column for a in sums)), checks),
+                           unit, by, l0, rng, aggregates, chunks)
+
+
+def _bounded_counts(sp: SortedPairs, unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
+                    aggregates: Sequence[Aggregate], chunks: int | None) -> RawCounts:
+    """Step 4 of the module docstring on rows read (:func:`sorted_pairs`, with the value columns of
+    ``aggregates``): :func:`bounded_raw_counts` after its pass. The caller passes ``sp`` without keeping it, so
+    the sorted runs are freed once the buckets are done."""
     by = list(by)
     sums = _sums(aggregates)
     names = [grid_column_name(i) for i in range(len(sums))]
-    sp = sorted_pairs(lf, unit, by, list(dict.fromkeys(a.column for a in sums)), checks)
     secret = draw_bounding_secret(rng) if l0 is not None else None
     # 4. numpy on the sorted runs, per bucket of whole units (each unit's pairs are one run), in threads
     ctx = key_context(sp.keys, by, sp.bk, l0, secret, unit, sums, names)
@@ -333,24 +342,62 @@ def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence
     return SortedPairs(runs=runs, vals=vals, keys=keys, bk=bk, value_of=value_of, rows=n_rows)
 
 
-def degree_histogram(lf: pl.LazyFrame, unit: str, by: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The automatic bound's input (:meth:`~sparsedp.core.engine.Engine.keys_per_unit_counts`) from the rows
-    ``lf``: the numbers of distinct keys a unit holds, ascending (``degrees``), and how many units hold each
-    (``units``), both int64. Read with the count path's one pass, pair ids and sort (:func:`sorted_pairs`, with
-    its input checks and the NaN-key check): a unit's distinct pairs are one run of the sorted ids, so its degree
-    is that run's length. A hash aggregation of the (unit, key) rows cost several times as much (issue 31).
-    Nothing is drawn; the histogram is exact (curator only)."""
-    sp = sorted_pairs(lf, unit, by, (), RowChecks())
-    shift = np.uint64(sp.bk)
+def read_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], data: Any) -> ReadPairs:
+    """The rows ``lf`` (unit and key columns of the input ``data``) read once for the automatic bound
+    (:meth:`~sparsedp.core.engine.Engine.keys_per_unit_counts`): the count path's one pass, pair ids and sort
+    (:func:`sorted_pairs`, with its input checks and the NaN-key check). Nothing is drawn."""
+    return ReadPairs(sorted_pairs(lf, unit, by, (), RowChecks()), data, unit, tuple(by))
 
-    def unit_degrees(bucket: Bucket) -> np.ndarray:  # as in _bound_slice: a unit's distinct pairs are one run
-        pid, _ = _distinct_pairs(sp.runs.bucket_values(bucket), False, False)
-        return np.diff(_run_starts(pid >> shift), append=pid.size)
 
-    total = np.bincount(np.concatenate(in_threads(unit_degrees, _buckets(sp.runs, sp.keys.height, sp.bk),
-                                                  thread_count())))
-    degrees = np.flatnonzero(total)
-    return degrees, total[degrees].astype(np.int64)
+class ReadPairs:
+    """An input's rows read once by the automatic bound (:func:`read_pairs`), curator only: the degree histogram
+    its choice of ``l0`` needs (:meth:`degrees`), then the count release at the chosen ``l0`` from the same
+    sorted pairs (:meth:`bounded_raw_counts`), so the input is read once, not twice (issue 31). An engine's
+    :meth:`~sparsedp.core.engine.Engine.histogram` takes it in place of the input ``data``. One use: the
+    release hands the pairs over and forgets them; :meth:`drop` frees them when the release reads ``data``
+    instead (a mechanism with its own reading, SUM/MEAN)."""
+
+    __slots__ = ("_pairs", "data", "unit", "by")
+
+    def __init__(self, pairs: SortedPairs, data: Any, unit: str, by: tuple[str, ...]) -> None:
+        self._pairs: SortedPairs | None = pairs
+        self.data, self.unit, self.by = data, unit, by
+
+    def _held(self) -> SortedPairs:
+        if self._pairs is None:
+            raise RuntimeError("the rows read for the automatic bound were already released from")
+        return self._pairs
+
+    def degrees(self) -> tuple[np.ndarray, np.ndarray]:
+        """The numbers of distinct keys a unit holds, ascending (``degrees``), and how many units hold each
+        (``units``), both int64: a unit's distinct pairs are one run of the sorted ids, so its degree is that
+        run's length. Exact; nothing is drawn. (A hash aggregation of the (unit, key) rows cost several times
+        as much: issue 31.)"""
+        sp = self._held()
+        shift = np.uint64(sp.bk)
+
+        def unit_degrees(bucket: Bucket) -> np.ndarray:  # as in _bound_slice: a unit's distinct pairs are one run
+            pid, _ = _distinct_pairs(sp.runs.bucket_values(bucket), False, False)
+            return np.diff(_run_starts(pid >> shift), append=pid.size)
+
+        total = np.bincount(np.concatenate(in_threads(unit_degrees, _buckets(sp.runs, sp.keys.height, sp.bk),
+                                                      thread_count())))
+        degrees = np.flatnonzero(total)
+        return degrees, total[degrees].astype(np.int64)
+
+    def bounded_raw_counts(self, unit: str, by: Sequence[str], l0: int | None, rng: RandomSource) -> RawCounts:
+        """:func:`bounded_raw_counts` of the rows read (count only; the same ``unit`` and ``by``), the bounding
+        secret drawn from ``rng`` now, as there after the pass. Hands the pairs over (one use)."""
+        if (unit, tuple(by)) != (self.unit, self.by):
+            raise ValueError(f"these rows were read for unit {self.unit!r} and keys {list(self.by)}, not "
+                             f"{unit!r} and {list(by)}")
+        self._held()
+        sp, self._pairs = self._pairs, None
+        return _bounded_counts(cast(SortedPairs, sp), unit, by, l0, rng, (), None)
+
+    def drop(self) -> None:
+        """Free the sorted pairs (the release reads ``data`` again)."""
+        self._pairs = None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ row); the pairs become one ``u64`` id each, are de-duplicated by a sort, and the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Sequence, cast
 
 from ..core import sources
 from ..errors import InputDataError
@@ -18,6 +18,7 @@ from .bounding import COUNT
 from .input_checks import check_nulls_and_rows
 from .pair_ids import RowChecks, bounded_raw_counts
 from ..core.sources import InputData, to_lazy
+from ..core.unit_keys import UnitKeyCounts
 
 if TYPE_CHECKING:  # Polars is imported when the engine runs (``import sparsedp`` stays light)
     import polars as pl
@@ -51,6 +52,13 @@ class PolarsEngine(EmbeddedEngine):
             return bounded_raw_counts(lf, privacy_unit, by, l0, rng, checks=RowChecks())
         except pl.exceptions.PolarsError as e:
             raise InputDataError(f"could not read or group the input: {e}") from None
+
+    def read_unit_key_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
+                             candidates: Sequence[int]) -> tuple[UnitKeyCounts, InputData]:
+        """:meth:`~sparsedp.core.engine.Engine.read_unit_key_counts`: the rows are read once, their sorted pairs
+        kept for the count release at the bound chosen."""
+        rows = self.read_pairs(data, privacy_unit, by)
+        return UnitKeyCounts.from_degrees(candidates, *rows.degrees()), rows
 
     def raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         import polars as pl

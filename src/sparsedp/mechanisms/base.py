@@ -51,8 +51,8 @@ Resolved = tuple["Mechanism", Any, str, tuple[dict[str, Any], ...]]
 class StageContext(Protocol):
     """What :meth:`Mechanism.read` and :meth:`Mechanism.draw` run on (the pipeline's
     :class:`sparsedp.execution.ReleaseContext`): the engine, the input, the privacy unit and key columns, the
-    release's random source, the stage display (``stage(label, timing)``) and ``track`` (engine results the
-    pipeline releases at the end)."""
+    release's random source, the stage display (``stage(label, timing)``), ``track`` (engine results the
+    pipeline releases at the end) and ``reading`` (the stages inside read other rows than the input's)."""
 
     engine: Engine
     data: Any
@@ -63,6 +63,8 @@ class StageContext(Protocol):
     def stage(self, label: str | None, timing: str) -> ContextManager[None]: ...
 
     def track(self, hist: Any) -> Any: ...
+
+    def reading(self, data: Any) -> ContextManager[None]: ...
 
 
 class UserRequest(Protocol):
