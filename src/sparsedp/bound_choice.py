@@ -56,11 +56,11 @@ class _Counted:
     counts: Any
     rows: Any
 
-    def rows_for(self, mech: Mechanism, request: ReleaseRequest, data: Any) -> Any:
-        """What the inner mechanism ``mech`` reads: the rows kept when its read is the engine's count histogram
-        alone (:meth:`Mechanism.histogram` not overridden, no SUM/MEAN), else the input ``data`` again (the
-        rows kept are freed first)."""
-        if self.rows is data or (type(mech).histogram is Mechanism.histogram and not request.aggregates):
+    def rows_for(self, mech: Mechanism, data: Any) -> Any:
+        """What the inner mechanism ``mech`` reads: the rows kept when its read is the engine's histogram alone
+        (:meth:`Mechanism.histogram` not overridden), else the input ``data`` again (the rows kept are freed
+        first)."""
+        if self.rows is data or type(mech).histogram is Mechanism.histogram:
             return self.rows
         self.rows.drop()
         return data
@@ -135,12 +135,15 @@ class AutoBounded(Wrapper):
         split: _Split = planned.detail
         cands = self.bound.candidates
         with ctx.stage("choosing max_groups_per_unit", "choose l0"):
+            aggregates = split.request.aggregates
             if split.keys_plan is not None:
+                if aggregates:  # the release's every input check before the charge
+                    ctx.engine.check_value_columns(ctx.data, ctx.unit, list(ctx.by), aggregates)
                 counts = _auto_keys.candidate_counts(ctx.engine, ctx.data, ctx.unit, list(ctx.by), cands,
                                                      ctx.source, split.keys_plan.statistic_weights)
                 rows = ctx.data
             else:
-                counts, rows = ctx.engine.read_unit_key_counts(ctx.data, ctx.unit, list(ctx.by), cands)
+                counts, rows = ctx.engine.read_unit_key_counts(ctx.data, ctx.unit, list(ctx.by), cands, aggregates)
         return Read(hist=None, prepared=_Counted(counts, rows), units=None)
 
     def draw(self, ctx: Any, planned: Planned, read: Read) -> Released:
@@ -159,7 +162,7 @@ class AutoBounded(Wrapper):
             disclosure = mech.disclosure(request, cal, planned.value_column)
         inner = Planned(mechanism=mech, request=request, calibration=cal, reason=reason, candidates=candidates,
                         disclosure=disclosure, charge=planned.charge, value_column=planned.value_column)
-        with ctx.reading(counted.rows_for(mech, request, ctx.data)):
+        with ctx.reading(counted.rows_for(mech, ctx.data)):
             inner_read = self.inner.read(ctx, inner)
         ctx.warn_units(inner_read.units)
         released = self.inner.draw(ctx, inner, inner_read)

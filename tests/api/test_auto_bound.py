@@ -212,21 +212,31 @@ def _count_reads(monkeypatch) -> list[int]:
     return calls
 
 
-@pytest.mark.parametrize("kind", ["frame", "parquet file"])
+def _with_values(df: pl.DataFrame) -> pl.DataFrame:
+    return df.with_columns(x=(pl.col("user") % 7).cast(pl.Float64) / 2, y=pl.col("user") % 3)
+
+
+_SUMS = [sd.Count(), sd.Sum("x", 0, 3), sd.Mean("y", 0, 2)]
+
+
+@pytest.mark.parametrize("kind", ["frame", "parquet file", "sum and mean"])
 def test_auto_release_reads_the_input_once(df, tmp_path, monkeypatch, kind):
-    """On the Polars engine the automatic bound's first read keeps its sorted pairs for the count release at the
-    bound chosen (:meth:`~sparsedp.core.engine.Engine.read_unit_key_counts`): one pass over the rows, and the
-    same released table as reading the input again (the DuckDB engine reads twice, in SQL)."""
+    """On the Polars engine the automatic bound's first read keeps its sorted pairs (and SUM/MEAN values) for the
+    release at the bound chosen (:meth:`~sparsedp.core.engine.Engine.read_unit_key_counts`): one pass over the
+    rows, and the same released table as reading the input again (the DuckDB engine reads twice, in SQL)."""
     data: Any = df
+    extra: dict[str, Any] = {}
     if kind == "parquet file":
         data = str(tmp_path / "rows.parquet")
         df.write_parquet(data)
+    elif kind == "sum and mean":
+        data, extra = _with_values(df), {"aggregates": _SUMS}
     calls = _count_reads(monkeypatch)
     once = sd.release(data, "user", "key", 1.0, 1e-6, max_groups_per_unit="auto", engine="polars",
-                      rng=InsecureSeededRandom(3))
+                      rng=InsecureSeededRandom(3), **extra)
     assert len(calls) == 1
     twice = sd.release(data, "user", "key", 1.0, 1e-6, max_groups_per_unit="auto", engine="duckdb",
-                       rng=InsecureSeededRandom(3))
+                       rng=InsecureSeededRandom(3), **extra)
     assert once.report.auto_bound == twice.report.auto_bound
     assert once.table.sort("key").equals(twice.table.sort("key"))
     assert once.curator.bounding == twice.curator.bounding
@@ -247,14 +257,43 @@ def test_read_pairs_are_used_once_for_their_own_columns(df):
 
     eng = get_engine("polars", df, None)
     rows = eng.read_pairs(df, "user", ["key"])
-    with pytest.raises(ValueError, match="read for unit 'user' and keys"):
+    with pytest.raises(ValueError, match="read for unit 'user', keys"):
         rows.bounded_raw_counts("key", ["user"], 4, InsecureSeededRandom(1))
-    with pytest.raises(ValueError, match="no SUM/MEAN values"):
+    with pytest.raises(ValueError, match=r"and values \[\], not 'user', \['key'\] and \['x'\]"):
         eng.histogram(rows, "user", ["key"], 4, InsecureSeededRandom(1), aggregates=[sd.Sum("x", 0, 1)])
     hist = eng.histogram(rows, "user", ["key"], 4, InsecureSeededRandom(1))
     assert hist.counts.sum() > 0
     with pytest.raises(RuntimeError, match="already released from"):
         rows.degrees()
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+@pytest.mark.parametrize("objective", ["quantile", "keys"])
+@pytest.mark.parametrize("bad", ["nan", "missing", "key column"])
+def test_auto_release_refuses_bad_sum_columns_before_the_charge(df, tmp_path, engine, objective, bad):
+    """With SUM/MEAN the automatic bound checks the value columns in its first read, before the ledger charge:
+    a bad value column charges nothing (it used to be found by the release after the choice, once charged)."""
+    from sparsedp.ledger import Ledger
+
+    path = str(tmp_path / "l.db")
+    with Ledger(path) as led:
+        led.set_budget("d", epsilon=3.0, delta=1e-5)
+    data = _with_values(df)
+    aggregates = list(_SUMS)
+    if bad == "nan":
+        data = data.with_columns(x=pl.when(pl.int_range(pl.len()) == 5).then(float("nan")).otherwise(pl.col("x")))
+        match = "finite numbers"
+    elif bad == "missing":
+        aggregates.append(sd.Sum("absent", 0, 1))
+        match = "absent"
+    else:
+        aggregates.append(sd.Sum("key", 0, 1))
+        match = "privacy unit or a key column"
+    with pytest.raises((InputDataError, InvalidParameterError), match=match):
+        sd.release(data, "user", "key", 1.0, 1e-6, max_groups_per_unit=AutoBound(objective=objective),
+                   aggregates=aggregates, engine=engine, ledger=path, dataset="d")
+    with Ledger(path) as led:
+        assert led.history("d") == []
 
 
 def test_auto_release_fixed_seed_same_on_two_engines(df, tmp_path):

@@ -185,13 +185,25 @@ class Engine(ABC, Generic[H, R]):
         raise InvalidParameterError(f"max_groups_per_unit='auto' is not available on the {self.name} engine; "
                                     f"pass an integer max_groups_per_unit or use engine='polars' or 'duckdb'")
 
-    def read_unit_key_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
-                             candidates: Sequence[int]) -> tuple[UnitKeyCounts, InputData]:
-        """:meth:`keys_per_unit_counts`, and what the count release at the chosen bound then reads in place of
-        ``data``. Here ``data`` itself: it is read again. An engine that keeps the rows this read (the Polars
-        engine: :class:`~sparsedp.engines.pair_ids.ReadPairs`) returns them, and its :meth:`histogram` takes
-        them for the count release at the bound chosen (curator only; one use)."""
-        return self.keys_per_unit_counts(data, privacy_unit, by, candidates), data
+    def read_unit_key_counts(self, data: InputData, privacy_unit: str, by: Sequence[str], candidates: Sequence[int],
+                             aggregates: Sequence[Aggregate] = ()) -> tuple[UnitKeyCounts, InputData]:
+        """:meth:`keys_per_unit_counts` and, with SUM/MEAN ``aggregates``, :meth:`check_value_columns` (every
+        input check of the release happens before the ledger charge), and what the release at the chosen bound
+        then reads in place of ``data``. Here ``data`` itself: it is read again. An engine that keeps the rows
+        this read (the Polars engine: :class:`~sparsedp.engines.pair_ids.ReadPairs`) returns them, and its
+        :meth:`histogram` takes them for the release at the bound chosen (curator only; one use)."""
+        counts = self.keys_per_unit_counts(data, privacy_unit, by, candidates)
+        if aggregates:
+            self.check_value_columns(data, privacy_unit, by, aggregates)
+        return counts, data
+
+    def check_value_columns(self, data: InputData, privacy_unit: str, by: Sequence[str],
+                            aggregates: Sequence[Aggregate]) -> None:
+        """The SUM/MEAN ``aggregates``' value columns exist, are numeric, are neither the unit nor a key, and hold
+        no null, NaN or infinite value (:class:`~sparsedp.errors.InputDataError` otherwise), for a release whose
+        first read does not check them (the automatic bound's), before the ledger charge. Nothing is drawn."""
+        raise InvalidParameterError(f"the {self.name} engine does not check SUM/MEAN value columns ahead of its "
+                                    f"histogram", param="engine")
 
     # ------------------------------------------------------------------ pair primitives (Capability.PAIRS)
 

@@ -42,6 +42,15 @@ def _sums(aggregates: Sequence[Aggregate]) -> list[Sum]:
     return noise_columns(aggregates)[0]
 
 
+def value_columns(aggregates: Sequence[Aggregate], cols: Sequence[str]) -> list[str]:
+    """The SUM/MEAN value columns of ``aggregates``, each once in order; refused if one is the privacy unit or a
+    key column (``cols``)."""
+    vcols = list(dict.fromkeys(a.column for a in _sums(aggregates)))
+    if set(vcols) & set(cols):
+        raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
+    return vcols
+
+
 def check_value_columns(lf: pl.LazyFrame | pl.DataFrame, aggregates: Sequence[Aggregate]) -> None:
     """Raise if a Sum/Mean value column is missing, non-numeric, or holds null, NaN or ±inf values.
 

@@ -37,7 +37,7 @@ from ..core.noise_chunks import key_chunks, n_chunks
 from ..core.sources import InputData, to_lazy
 from ..core.unit_keys import UnitKeyCounts
 from ..progress import report
-from .aggregate_exprs import grid_column_name
+from .aggregate_exprs import check_value_columns, grid_column_name, value_columns
 from .bounding import bound, draw_bounding_secret
 from .input_checks import (check_key_values, check_mixed_types, check_nan_keys,
                            check_pandas_nan_keys, check_unique_names)
@@ -113,9 +113,7 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
                   pre_threshold: int = 1, aggregates: Sequence[Aggregate] = ()) -> LocalHistogram:
         by = list(by)
         if isinstance(data, ReadPairs):  # rows the automatic bound read and checked (Engine.read_unit_key_counts)
-            if aggregates:
-                raise ValueError("the rows read for the automatic bound hold no SUM/MEAN values")
-            raw = data.bounded_raw_counts(privacy_unit, by, l0, rng)
+            raw = data.bounded_raw_counts(privacy_unit, by, l0, rng, aggregates)
         else:
             raw = self._bounded_raw_counts(data, privacy_unit, by, l0, rng, aggregates)
         check_nan_keys(raw.key_counts, by)  # every input key, before bounding and the pre-threshold
@@ -161,12 +159,20 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
         :meth:`Engine.keys_per_unit_counts`)."""
         return UnitKeyCounts.from_degrees(candidates, *self.read_pairs(data, privacy_unit, by).degrees())
 
-    def read_pairs(self, data: InputData, privacy_unit: str, by: Sequence[str]) -> ReadPairs:
-        """The input checks of :meth:`histogram`, then the rows read once into sorted pair ids
-        (:func:`~sparsedp.engines.pair_ids.read_pairs`), curator only."""
+    def read_pairs(self, data: InputData, privacy_unit: str, by: Sequence[str],
+                   aggregates: Sequence[Aggregate] = ()) -> ReadPairs:
+        """The input checks of :meth:`histogram`, then the rows read once into sorted pair ids (and the values
+        of the SUM/MEAN ``aggregates``, checked: :func:`~sparsedp.engines.pair_ids.read_pairs`), curator only."""
         by = list(by)
         with self._checked(data, privacy_unit, by):
-            return read_pairs(self.rows_lazy(data).select([privacy_unit] + by), privacy_unit, by, data)
+            return read_pairs(self.rows_lazy(data), privacy_unit, by, data, aggregates)
+
+    def check_value_columns(self, data: InputData, privacy_unit: str, by: Sequence[str],
+                            aggregates: Sequence[Aggregate]) -> None:
+        """:meth:`Engine.check_value_columns` on the rows' Polars path (one scan of the value columns)."""
+        value_columns(aggregates, [privacy_unit, *by])
+        with engine_errors_as_input_errors(self.name, data):
+            check_value_columns(self.rows_lazy(data), aggregates)
 
     # the pair primitives (Capability.PAIRS): the shared Polars path over the engine's rows (engines/pairs.py)
 

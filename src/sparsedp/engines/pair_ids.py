@@ -69,8 +69,8 @@ import numpy as np
 
 from ..aggregates import Aggregate, Sum
 from ..core.key_order import canonical_order
-from ..errors import InputDataError
-from .aggregate_exprs import _sums, grid_column_name, gridded_array, raise_bad_values, value_check_exprs
+from .aggregate_exprs import (_sums, grid_column_name, gridded_array, raise_bad_values, value_check_exprs,
+                             value_columns)
 from .bounding import COUNT, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks, unit_fingerprints
 from .buffers import fresh_uint64
 from .input_checks import check_nan_keys, check_nulls_and_rows
@@ -342,26 +342,30 @@ def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence
     return SortedPairs(runs=runs, vals=vals, keys=keys, bk=bk, value_of=value_of, rows=n_rows)
 
 
-def read_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], data: Any) -> ReadPairs:
-    """The rows ``lf`` (unit and key columns of the input ``data``) read once for the automatic bound
-    (:meth:`~sparsedp.core.engine.Engine.keys_per_unit_counts`): the count path's one pass, pair ids and sort
-    (:func:`sorted_pairs`, with its input checks and the NaN-key check). Nothing is drawn."""
-    return ReadPairs(sorted_pairs(lf, unit, by, (), RowChecks()), data, unit, tuple(by))
+def read_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], data: Any,
+               aggregates: Sequence[Aggregate] = ()) -> ReadPairs:
+    """The rows ``lf`` of the input ``data`` read once for the automatic bound
+    (:meth:`~sparsedp.core.engine.Engine.read_unit_key_counts`): the count path's one pass over the unit, key
+    and SUM/MEAN value columns of ``aggregates``, pair ids and sort, with every input check of the release
+    (:func:`_read_rows`) and the NaN-key check. Nothing is drawn."""
+    return ReadPairs(_read_rows(lf, unit, by, aggregates), data, unit, tuple(by),
+                     tuple(value_columns(aggregates, [unit, *by])))
 
 
 class ReadPairs:
     """An input's rows read once by the automatic bound (:func:`read_pairs`), curator only: the degree histogram
-    its choice of ``l0`` needs (:meth:`degrees`), then the count release at the chosen ``l0`` from the same
-    sorted pairs (:meth:`bounded_raw_counts`), so the input is read once, not twice (issue 31). An engine's
+    its choice of ``l0`` needs (:meth:`degrees`), then the release at the chosen ``l0`` from the same sorted pairs
+    and values (:meth:`bounded_raw_counts`), so the input is read once, not twice (issue 31). An engine's
     :meth:`~sparsedp.core.engine.Engine.histogram` takes it in place of the input ``data``. One use: the
     release hands the pairs over and forgets them; :meth:`drop` frees them when the release reads ``data``
-    instead (a mechanism with its own reading, SUM/MEAN)."""
+    instead (a mechanism with its own reading)."""
 
-    __slots__ = ("_pairs", "data", "unit", "by")
+    __slots__ = ("_pairs", "data", "unit", "by", "value_columns")
 
-    def __init__(self, pairs: SortedPairs, data: Any, unit: str, by: tuple[str, ...]) -> None:
+    def __init__(self, pairs: SortedPairs, data: Any, unit: str, by: tuple[str, ...],
+                 value_columns: tuple[str, ...]) -> None:
         self._pairs: SortedPairs | None = pairs
-        self.data, self.unit, self.by = data, unit, by
+        self.data, self.unit, self.by, self.value_columns = data, unit, by, value_columns
 
     def _held(self) -> SortedPairs:
         if self._pairs is None:
@@ -385,15 +389,18 @@ class ReadPairs:
         degrees = np.flatnonzero(total)
         return degrees, total[degrees].astype(np.int64)
 
-    def bounded_raw_counts(self, unit: str, by: Sequence[str], l0: int | None, rng: RandomSource) -> RawCounts:
-        """:func:`bounded_raw_counts` of the rows read (count only; the same ``unit`` and ``by``), the bounding
-        secret drawn from ``rng`` now, as there after the pass. Hands the pairs over (one use)."""
-        if (unit, tuple(by)) != (self.unit, self.by):
-            raise ValueError(f"these rows were read for unit {self.unit!r} and keys {list(self.by)}, not "
-                             f"{unit!r} and {list(by)}")
+    def bounded_raw_counts(self, unit: str, by: Sequence[str], l0: int | None, rng: RandomSource,
+                           aggregates: Sequence[Aggregate] = ()) -> RawCounts:
+        """:func:`bounded_raw_counts` (with ``aggregates``: :func:`bounded_raw_counts_with_sums`) of the rows
+        read, for the same unit, keys and value columns; the bounding secret is drawn from ``rng`` now, as there
+        after the pass. Hands the pairs over (one use)."""
+        asked = (unit, tuple(by), tuple(value_columns(aggregates, [unit, *by])))
+        if asked != (self.unit, self.by, self.value_columns):
+            raise ValueError(f"these rows were read for unit {self.unit!r}, keys {list(self.by)} and values "
+                             f"{list(self.value_columns)}, not {asked[0]!r}, {list(asked[1])} and {list(asked[2])}")
         self._held()
         sp, self._pairs = self._pairs, None
-        return _bounded_counts(cast(SortedPairs, sp), unit, by, l0, rng, (), None)
+        return _bounded_counts(cast(SortedPairs, sp), unit, by, l0, rng, aggregates, None)
 
     def drop(self) -> None:
         """Free the sorted pairs (the release reads ``data`` again)."""
@@ -506,20 +513,23 @@ def bounded_raw_counts_with_sums(lf: pl.LazyFrame | pl.DataFrame, unit: str, by:
     :func:`~sparsedp.engines.aggregate_exprs.grid_column_name` ``(i)``, i over
     :func:`sparsedp.aggregates.noise_columns`.
     """
+    return _bounded_counts(_read_rows(lf, unit, by, aggregates), unit, by, l0, rng, aggregates, None)
+
+
+def _read_rows(lf: pl.LazyFrame | pl.DataFrame, unit: str, by: Sequence[str],
+               aggregates: Sequence[Aggregate]) -> SortedPairs:
+    """:func:`sorted_pairs` of the unit, key and SUM/MEAN value columns of the rows ``lf``, with every input
+    check: a value column that is the unit or a key, missing or non-numeric is refused now (schema only); the
+    value, row and null counts are counted on the rows the pass reads (a file is read once) and checked before
+    anything else: bad values first (naming the column), then no rows / null units or keys."""
     import polars as pl
 
     by = list(by)
     lf = lf.lazy() if isinstance(lf, pl.DataFrame) else lf
     cols = [unit] + by
-    sums = _sums(aggregates)
-    vcols = list(dict.fromkeys(a.column for a in sums))
-    if set(vcols) & set(cols):
-        raise InputDataError(f"a SUM/MEAN column cannot be the privacy unit or a key column: {vcols}")
-    # missing / non-numeric value columns are refused now (schema only); the value, row and null counts are
-    # counted on the rows the pass over them reads (a file is read once) and checked before any draw: bad
-    # values first (naming the column), then no rows / null units or keys
+    vcols = value_columns(aggregates, cols)
     checks = RowChecks(tuple(value_check_exprs(lf.collect_schema(), aggregates)))
-    return bounded_raw_counts(lf.select(cols + vcols), unit, by, l0, rng, aggregates, checks=checks)
+    return sorted_pairs(lf.select(cols + vcols), unit, by, vcols, checks)
 
 
 def _category_strings(cats: pl.Categories, column: pl.Series | None, name: str, n_ids: int) -> pl.DataFrame:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence, cast
 
+from ..aggregates import Aggregate
 from ..core import sources
 from ..errors import InputDataError
 from .base import EmbeddedEngine, RawCounts
@@ -53,11 +54,11 @@ class PolarsEngine(EmbeddedEngine):
         except pl.exceptions.PolarsError as e:
             raise InputDataError(f"could not read or group the input: {e}") from None
 
-    def read_unit_key_counts(self, data: InputData, privacy_unit: str, by: Sequence[str],
-                             candidates: Sequence[int]) -> tuple[UnitKeyCounts, InputData]:
-        """:meth:`~sparsedp.core.engine.Engine.read_unit_key_counts`: the rows are read once, their sorted pairs
-        kept for the count release at the bound chosen."""
-        rows = self.read_pairs(data, privacy_unit, by)
+    def read_unit_key_counts(self, data: InputData, privacy_unit: str, by: Sequence[str], candidates: Sequence[int],
+                             aggregates: Sequence[Aggregate] = ()) -> tuple[UnitKeyCounts, InputData]:
+        """:meth:`~sparsedp.core.engine.Engine.read_unit_key_counts`: the rows are read once (with the SUM/MEAN
+        values, checked), their sorted pairs kept for the release at the bound chosen."""
+        rows = self.read_pairs(data, privacy_unit, by, aggregates)
         return UnitKeyCounts.from_degrees(candidates, *rows.degrees()), rows
 
     def raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
