@@ -296,6 +296,23 @@ def test_auto_release_refuses_bad_sum_columns_before_the_charge(df, tmp_path, en
         assert led.history("d") == []
 
 
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+def test_auto_release_refuses_a_nested_key_before_the_charge(tmp_path, engine):
+    """A list-typed key column is refused by the automatic bound's first read, before the ledger charge (the
+    Polars engine used to find it on the release's histogram, once charged)."""
+    from sparsedp.ledger import Ledger
+
+    path = str(tmp_path / "l.db")
+    with Ledger(path) as led:
+        led.set_budget("d", epsilon=3.0, delta=1e-5)
+    frame = pl.DataFrame({"user": [i % 300 for i in range(6000)], "key": [[i % 5] for i in range(6000)]})
+    with pytest.raises(InputDataError, match="keys must be scalar values"):
+        sd.release(frame, "user", "key", 1.0, 1e-6, max_groups_per_unit="auto", engine=engine, ledger=path,
+                   dataset="d")
+    with Ledger(path) as led:
+        assert led.history("d") == []
+
+
 def test_auto_release_fixed_seed_same_on_two_engines(df, tmp_path):
     from sparsedp.ledger import Ledger
 

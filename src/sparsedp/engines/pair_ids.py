@@ -73,7 +73,7 @@ from .aggregate_exprs import (_sums, grid_column_name, gridded_array, raise_bad_
                              value_columns)
 from .bounding import COUNT, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks, unit_fingerprints
 from .buffers import fresh_uint64
-from .input_checks import check_nan_keys, check_nulls_and_rows
+from .input_checks import check_key_values, check_nan_keys, check_nulls_and_rows
 from .raw_counts import RawCounts
 from .sorted_runs import Bucket, SortedRuns
 from .threads import in_threads, thread_count
@@ -347,9 +347,12 @@ def read_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], data: Any,
     """The rows ``lf`` of the input ``data`` read once for the automatic bound
     (:meth:`~sparsedp.core.engine.Engine.read_unit_key_counts`): the count path's one pass over the unit, key
     and SUM/MEAN value columns of ``aggregates``, pair ids and sort, with every input check of the release
-    (:func:`_read_rows`) and the NaN-key check. Nothing is drawn."""
-    return ReadPairs(_read_rows(lf, unit, by, aggregates), data, unit, tuple(by),
-                     tuple(value_columns(aggregates, [unit, *by])))
+    (:func:`_read_rows`, the NaN-key check, and the key types of
+    :func:`~sparsedp.engines.input_checks.check_key_values`, which the release checks on its histogram: here
+    before the ledger charge). Nothing is drawn."""
+    sp = _read_rows(lf, unit, by, aggregates)
+    check_key_values(sp.keys.head(0).to_arrow(), by)  # the types only: NaN keys were refused on every key
+    return ReadPairs(sp, data, unit, tuple(by), tuple(value_columns(aggregates, [unit, *by])))
 
 
 class ReadPairs:
