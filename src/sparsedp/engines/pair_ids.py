@@ -222,8 +222,7 @@ def bounded_raw_counts(lf: pl.LazyFrame, unit: str, by: Sequence[str], l0: int |
     ``chunks``: the number of slices of whole units the sorted rows are cut into (default: about
     :data:`_BLOCK` rows each); the result does not depend on it (tests vary it).
     """
-    sums = _sums(aggregates)
-    return _bounded_counts(sorted_pairs(lf, unit, by, list(dict.fromkeys(a.column for a in sums)), checks),
+    return _bounded_counts(sorted_pairs(lf, unit, by, value_columns(aggregates, [unit, *by]), checks),
                            unit, by, l0, rng, aggregates, chunks)
 
 
@@ -375,6 +374,12 @@ class ReadPairs:
             raise RuntimeError("the rows read for the automatic bound were already released from")
         return self._pairs
 
+    def _take(self) -> SortedPairs:
+        """The pairs, forgotten here (the caller passes them on without keeping them: freed once bounded)."""
+        sp = self._held()
+        self._pairs = None
+        return sp
+
     def degrees(self) -> tuple[np.ndarray, np.ndarray]:
         """The numbers of distinct keys a unit holds, ascending (``degrees``), and how many units hold each
         (``units``), both int64: a unit's distinct pairs are one run of the sorted ids, so its degree is that
@@ -401,9 +406,7 @@ class ReadPairs:
         if asked != (self.unit, self.by, self.value_columns):
             raise ValueError(f"these rows were read for unit {self.unit!r}, keys {list(self.by)} and values "
                              f"{list(self.value_columns)}, not {asked[0]!r}, {list(asked[1])} and {list(asked[2])}")
-        self._held()
-        sp, self._pairs = self._pairs, None
-        return _bounded_counts(cast(SortedPairs, sp), unit, by, l0, rng, aggregates, None)
+        return _bounded_counts(self._take(), unit, by, l0, rng, aggregates, None)
 
     def drop(self) -> None:
         """Free the sorted pairs (the release reads ``data`` again)."""
