@@ -51,13 +51,11 @@ import numpy as np
 from .accounting import laws
 from .accounting.discrete import dgauss_logpmf, dlaplace_logpmf
 from .auto_bound import report_noisy_max
-from .engines.bounding import (canonical_order, draw_bounding_secret, key_fingerprints, per_key_units, prf_ranks,
-                               unit_fingerprints)
 from .errors import InvalidParameterError
 from .mechanisms.kernel import NoisePlan
 
 __all__ = ["SCALE", "KeysTable", "KeysPlan", "CandidateCounts", "KeysChoice", "release_table", "keys_plan",
-           "candidate_counts", "key_utilities", "select_by_keys"]
+           "candidate_counts", "key_utilities", "read_candidate_counts", "select_by_keys"]
 
 #: the Weighted Gaussian (mechanisms/set_union.py): its statistic is the key's weight sum in grid units
 WEIGHTED = "weighted-gaussian"
@@ -186,55 +184,23 @@ class CandidateCounts:
 
 def candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidates: Sequence[int],
                      rng: Any, weights: Sequence[Any] | None = None) -> CandidateCounts:
-    """n_k^(c) for every candidate c from one pass and one secret ranking (module docstring). Every input check
-    of the engines happens first (:meth:`~sparsedp.core.engine.Engine.distinct_pairs`); the ranking secret is drawn
-    from ``rng`` after them. Embedded engines only: the pipeline refuses an engine without the pair primitives
-    when it opens it (``Mechanism.needs``)."""
-    import polars as pl  # heavy: loaded by the embedded engines before this runs
+    """n_k^(c) for every candidate c from one pass and one secret ranking (module docstring):
+    :func:`read_candidate_counts` without the rows read."""
+    return read_candidate_counts(engine, data, unit, by, candidates, rng, weights)[0]
 
-    # weights[i]: None (counts) or the W_t table of candidate i (the key's statistic is Σ W_{min(d_u, c)})
 
-    by = list(by)
-    pairs = engine.distinct_pairs(data, unit, by).pairs
-    pk = per_key_units(pairs.lazy(), unit, by).collect()
-    del pairs
-    order = pk.select(by).with_row_index("__i").sort(canonical_order(pk.schema, by))["__i"].to_numpy()
-    pk = pk[order]  # key i = row i, canonical order
-    n_keys = pk.height
-    hk = key_fingerprints(pk, by)
-    ex = pk.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("__k"), unit).explode(unit)
-    del pk
-    deg = ex.group_by(unit).agg(pl.len().alias("__d"))
-    c1 = min(candidates)
-    heavy_units = deg.filter(pl.col("__d") > c1).select(unit).with_row_index("__g")
-    secret = draw_bounding_secret(rng)
-    # every pair: key index, its unit's degree d and its per-unit position (light units keep all: position 0)
-    allp = ex.join(deg, on=unit).join(heavy_units, on=unit, how="left")
-    k = allp["__k"].to_numpy()
-    d = allp["__d"].to_numpy().astype(np.int64)
-    pos = np.zeros(k.size, dtype=np.int64)
-    hv = np.flatnonzero(allp["__g"].is_not_null().to_numpy())
-    if hv.size:
-        hu = unit_fingerprints(heavy_units[unit])
-        kh = k[hv]
-        g = allp["__g"].to_numpy()[hv].astype(np.int64)
-        rank = prf_ranks(hu, hk, secret, g, kh)
-        srt = np.lexsort((kh, rank, g))  # per unit: (rank, canonical key)
-        starts = np.searchsorted(g[srt], np.arange(heavy_units.height))
-        ph = np.empty(g.size, dtype=np.int64)
-        ph[srt] = np.arange(g.size, dtype=np.int64) - starts[g[srt]]
-        pos[hv] = ph
-    out = []
-    for i, c in enumerate(candidates):
-        kept = pos < c
-        w = None if weights is None or weights[i] is None else np.asarray(weights[i], dtype=np.int64)
-        if w is None or np.all(w == 1):
-            out.append(np.bincount(k[kept], minlength=n_keys).astype(np.int64))
-        else:  # Σ over the kept pairs of W_{min(d, c)}: exact integer sums (int64 accumulation per key)
-            sums = np.zeros(n_keys, dtype=np.int64)
-            np.add.at(sums, k[kept], w[np.minimum(d[kept], c) - 1])
-            out.append(sums)
-    return CandidateCounts(candidates=tuple(candidates), counts=tuple(out), units=int(deg.height))
+def read_candidate_counts(engine: Any, data: Any, unit: str, by: list[str], candidates: Sequence[int], rng: Any,
+                          weights: Sequence[Any] | None = None, aggregates: Sequence[Any] = ()
+                          ) -> tuple[CandidateCounts, Any]:
+    """n_k^(c) for every candidate c (``weights[i]``: the W_t table of candidate i, the statistic then
+    Σ W_{min(d_u, c)}) from one read of the input and one secret ranking
+    (:meth:`~sparsedp.core.engine.Engine.read_candidate_counts`: every input check first, the SUM/MEAN value
+    columns of ``aggregates`` included; the ranking secret drawn from ``rng`` after them), and what the release at
+    the chosen bound reads in place of ``data``. Embedded engines only: the pipeline refuses an engine without the
+    pair primitives when it opens it (``Mechanism.needs``)."""
+    counts, units, rows = engine.read_candidate_counts(data, unit, list(by), tuple(candidates), rng, weights,
+                                                       aggregates)
+    return CandidateCounts(candidates=tuple(candidates), counts=tuple(counts), units=units), rows
 
 
 def key_utilities(counts: CandidateCounts, plan: KeysPlan) -> list[int]:

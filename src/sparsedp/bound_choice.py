@@ -137,11 +137,9 @@ class AutoBounded(Wrapper):
         with ctx.stage("choosing max_groups_per_unit", "choose l0"):
             aggregates = split.request.aggregates
             if split.keys_plan is not None:
-                if aggregates:  # the release's every input check before the charge
-                    ctx.engine.check_value_columns(ctx.data, ctx.unit, list(ctx.by), aggregates)
-                counts = _auto_keys.candidate_counts(ctx.engine, ctx.data, ctx.unit, list(ctx.by), cands,
-                                                     ctx.source, split.keys_plan.statistic_weights)
-                rows = ctx.data
+                counts, rows = _auto_keys.read_candidate_counts(ctx.engine, ctx.data, ctx.unit, list(ctx.by), cands,
+                                                                ctx.source, split.keys_plan.statistic_weights,
+                                                                aggregates)
             else:
                 counts, rows = ctx.engine.read_unit_key_counts(ctx.data, ctx.unit, list(ctx.by), cands, aggregates)
         return Read(hist=None, prepared=_Counted(counts, rows), units=None)

@@ -219,7 +219,7 @@ def _with_values(df: pl.DataFrame) -> pl.DataFrame:
 _SUMS = [sd.Count(), sd.Sum("x", 0, 3), sd.Mean("y", 0, 2)]
 
 
-@pytest.mark.parametrize("kind", ["frame", "parquet file", "sum and mean"])
+@pytest.mark.parametrize("kind", ["frame", "parquet file", "sum and mean", "keys objective"])
 def test_auto_release_reads_the_input_once(df, tmp_path, monkeypatch, kind):
     """On the Polars engine the automatic bound's first read keeps its sorted pairs (and SUM/MEAN values) for the
     release at the bound chosen (:meth:`~sparsedp.core.engine.Engine.read_unit_key_counts`): one pass over the
@@ -231,11 +231,12 @@ def test_auto_release_reads_the_input_once(df, tmp_path, monkeypatch, kind):
         df.write_parquet(data)
     elif kind == "sum and mean":
         data, extra = _with_values(df), {"aggregates": _SUMS}
+    bound: Any = AutoBound(objective="keys") if kind == "keys objective" else "auto"
     calls = _count_reads(monkeypatch)
-    once = sd.release(data, "user", "key", 1.0, 1e-6, max_groups_per_unit="auto", engine="polars",
+    once = sd.release(data, "user", "key", 1.0, 1e-6, max_groups_per_unit=bound, engine="polars",
                       rng=InsecureSeededRandom(3), **extra)
     assert len(calls) == 1
-    twice = sd.release(data, "user", "key", 1.0, 1e-6, max_groups_per_unit="auto", engine="duckdb",
+    twice = sd.release(data, "user", "key", 1.0, 1e-6, max_groups_per_unit=bound, engine="duckdb",
                        rng=InsecureSeededRandom(3), **extra)
     assert once.report.auto_bound == twice.report.auto_bound
     assert once.table.sort("key").equals(twice.table.sort("key"))

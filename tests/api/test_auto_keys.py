@@ -87,6 +87,37 @@ def test_one_ranking_gives_the_release_bounding_of_every_candidate():
     assert cc.counts[-1].sum() == df.height  # no unit has more than 8 keys
 
 
+@pytest.mark.parametrize("shape", ["string units", "two keys", "integer key"])
+def test_one_ranking_matches_the_bounding_oracle_for_other_columns(shape):
+    """As above for string units (dense ids from a hash aggregation), two key columns and an integer key: the
+    counts from the sorted pair ids (:meth:`sparsedp.engines.pair_ids.ReadPairs.candidate_counts`) equal the
+    generic oracle's bounded counts at l0 = c with the same secret."""
+    from sparsedp.core.key_order import canonical_order
+    from sparsedp.engines.bounding import bounded_key_counts, draw_bounding_secret
+
+    g = np.random.default_rng(12)
+    n = 6000
+    df = pl.DataFrame({"user": g.integers(0, 500, n), "key": (g.zipf(1.4, n) % 60).astype(str),
+                       "b": g.integers(0, 3, n)})
+    unit, by = "user", ["key"]
+    if shape == "string units":
+        df = df.with_columns(pl.format("u{}", "user").alias("user"))
+    elif shape == "two keys":
+        by = ["key", "b"]
+    else:
+        by = ["b"]
+    cands = (1, 3, 6, 12)
+    cc = candidate_counts(get_engine("polars", df, None), df, unit, by, cands, InsecureSeededRandom(9))
+    keys = df.select(by).unique()
+    keys = keys.sort(canonical_order(keys.schema, by))
+    secret = draw_bounding_secret(InsecureSeededRandom(9))
+    for c, got in zip(cands, cc.counts):
+        b = bounded_key_counts(df, unit, by, c, secret)
+        want = keys.join(b, on=by, how="left", maintain_order="left").fill_null(0)
+        assert got.tolist() == want[want.columns[-1]].to_list(), c
+    assert cc.units == df["user"].n_unique()
+
+
 def _utilities(units, plan, seed=5):
     """(utilities, per candidate {key: bounded count}) of a non-empty dataset, via the real ranking."""
     df = _frame(units)

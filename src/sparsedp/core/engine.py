@@ -26,6 +26,7 @@ from .unit_keys import UnitKeyCounts
 
 if TYPE_CHECKING:  # numpy and the data libraries are the engines' to import
     import numpy as np
+    import numpy.typing as npt
     import polars as pl
     import pyarrow as pa
 
@@ -204,6 +205,19 @@ class Engine(ABC, Generic[H, R]):
         first read does not check them (the automatic bound's), before the ledger charge. Nothing is drawn."""
         raise InvalidParameterError(f"the {self.name} engine does not check SUM/MEAN value columns ahead of its "
                                     f"histogram", param="engine")
+
+    def read_candidate_counts(self, data: InputData, privacy_unit: str, by: Sequence[str], candidates: Sequence[int],
+                              rng: RandomSource, weights: Sequence[Any] | None = None,
+                              aggregates: Sequence[Aggregate] = ()
+                              ) -> tuple[tuple[npt.NDArray[np.int64], ...], int, InputData]:
+        """For ``AutoBound(objective="keys")`` (:func:`sparsedp.auto_keys.read_candidate_counts`;
+        :attr:`Capability.PAIRS`): ``(counts, units, rows)``, each key's count n_k^(c) (canonical key order) of the
+        pairs kept at every candidate bound c from ONE keyed ranking (every unit keeps its c pairs of smallest
+        (:func:`~sparsedp.engines.bounding.prf_ranks` rank, canonical key); ``weights[i]``: the kept pairs' sum of
+        ``W_{min(d_u, c)}`` instead), the number of units, and what the release at the chosen bound then reads (as
+        :meth:`read_unit_key_counts`). Every input check of the release first (the SUM/MEAN value columns of
+        ``aggregates`` too), then the ranking secret is drawn from ``rng``. Curator only; never released."""
+        raise self._lacks(Capability.PAIRS)
 
     # ------------------------------------------------------------------ pair primitives (Capability.PAIRS)
 

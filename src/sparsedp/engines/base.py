@@ -167,6 +167,22 @@ class EmbeddedEngine(Engine[LocalHistogram, LocalRelease]):
         with self._checked(data, privacy_unit, by):
             return read_pairs(self.rows_lazy(data), privacy_unit, by, data, aggregates)
 
+    def read_candidate_counts(self, data: InputData, privacy_unit: str, by: Sequence[str], candidates: Sequence[int],
+                              rng: RandomSource, weights: Sequence[Any] | None = None,
+                              aggregates: Sequence[Aggregate] = ()
+                              ) -> tuple[tuple[npt.NDArray[np.int64], ...], int, InputData]:
+        """:meth:`Engine.read_candidate_counts` from the sorted pair ids of one read
+        (:meth:`~sparsedp.engines.pair_ids.ReadPairs.candidate_counts`)."""
+        rows = self.read_pairs(data, privacy_unit, by, aggregates)
+        counts, units = rows.candidate_counts(candidates, rng, weights)
+        return counts, units, self.release_rows(rows, data)
+
+    def release_rows(self, rows: ReadPairs, data: InputData) -> InputData:
+        """What the release at the chosen bound reads after the automatic bound's read ``rows`` of ``data``:
+        ``data`` again, through this engine's own path (the rows are freed). The Polars engine keeps the rows."""
+        rows.drop()
+        return data
+
     def check_value_columns(self, data: InputData, privacy_unit: str, by: Sequence[str],
                             aggregates: Sequence[Aggregate]) -> None:
         """:meth:`Engine.check_value_columns` on the rows' Polars path (one scan of the value columns)."""

@@ -408,9 +408,72 @@ class ReadPairs:
                              f"{list(self.value_columns)}, not {asked[0]!r}, {list(asked[1])} and {list(asked[2])}")
         return _bounded_counts(self._take(), unit, by, l0, rng, aggregates, None)
 
+    def candidate_counts(self, candidates: Sequence[int], rng: RandomSource,
+                         weights: Sequence[Any] | None = None) -> tuple[tuple[np.ndarray, ...], int]:
+        """``(counts, units)``: the keys objective's statistic (:func:`sparsedp.auto_keys.candidate_counts`) on
+        the rows read: for every candidate ``c``, each key's count (canonical key order) of the pairs kept when
+        every unit keeps its ``c`` pairs of smallest keyed rank (:func:`~sparsedp.engines.bounding.prf_ranks`,
+        ties by canonical key position), all candidates from one ranking; with ``weights[i]`` (``W_1 … W_c``)
+        the kept pairs' sum of ``W_{min(d_u, c)}`` instead (exact integers). Only the units over the smallest
+        candidate are ranked. The ranking secret is drawn from ``rng`` now (the rows were checked when read).
+        The pairs are kept for the release at the chosen bound."""
+        sp = self._held()
+        secret = draw_bounding_secret(rng)
+        ctx = dataclasses.replace(key_context(sp.keys, self.by, sp.bk, min(candidates), secret, self.unit),
+                                  value_of=sp.value_of)
+        ws = [None if w is None else np.asarray(w, dtype=np.int64) for w in (weights or [None] * len(candidates))]
+        ws = [None if w is not None and bool(np.all(w == 1)) else w for w in ws]
+
+        def bucket_counts(bucket: Bucket) -> tuple[list[np.ndarray], int]:
+            return _candidate_slice(ctx, sp.runs.bucket_values(bucket), candidates, ws)
+
+        parts = in_threads(bucket_counts, _buckets(sp.runs, sp.keys.height, sp.bk), thread_count())
+        counts = []
+        for i in range(len(candidates)):
+            by_id = functools.reduce(np.add, (p[0][i] for p in parts), np.zeros(ctx.n_keys, dtype=np.int64))
+            canonical = np.empty_like(by_id)
+            canonical[ctx.pos] = by_id
+            counts.append(canonical)
+        return tuple(counts), sum(p[1] for p in parts)
+
     def drop(self) -> None:
         """Free the sorted pairs (the release reads ``data`` again)."""
         self._pairs = None
+
+
+def _candidate_slice(ctx: PairContext, srt: np.ndarray, candidates: Sequence[int],
+                     weights: Sequence[np.ndarray | None]) -> tuple[list[np.ndarray], int]:
+    """:meth:`ReadPairs.candidate_counts` on a bucket of whole units of the sorted pair ids ``srt`` (``ctx.l0``:
+    the smallest candidate): per candidate, the per-key-id counts (or weight sums) of the kept pairs, and the
+    bucket's number of units. A pair's position in its unit is its place in the unit's order by (keyed rank,
+    canonical key position); the units of at most ``ctx.l0`` pairs keep every pair at every candidate."""
+    assert ctx.l0 is not None and ctx.secret is not None and ctx.hk is not None and ctx.value_of is not None
+    pid, _ = _distinct_pairs(srt, False, False)
+    pu = pid >> np.uint64(ctx.bk)
+    pk = np.bitwise_and(pid, np.uint64((1 << ctx.bk) - 1)).view(np.int64)
+    starts = _run_starts(pu)
+    deg = np.diff(starts, append=pk.size)
+    pos = np.zeros(pk.size, dtype=np.int64)
+    heavy = deg > ctx.l0
+    if heavy.any():
+        hd = deg[heavy]
+        hidx, seg = _run_index(starts[heavy], hd)
+        k = pk[hidx]
+        rank = prf_ranks(unit_fingerprints(ctx.value_of(pu[starts[heavy]])), ctx.hk, ctx.secret, seg, k)
+        order = np.lexsort((ctx.pos[k], rank, seg))
+        within = np.empty(hidx.size, dtype=np.int64)
+        within[order] = np.arange(hidx.size, dtype=np.int64) - (np.cumsum(hd) - hd)[seg[order]]
+        pos[hidx] = within
+    d = np.repeat(deg, deg) if any(w is not None for w in weights) else None
+    out = []
+    for c, w in zip(candidates, weights):
+        kept = pos < c
+        if w is None:
+            out.append(np.bincount(pk[kept], minlength=ctx.n_keys).astype(np.int64, copy=False))
+        else:
+            assert d is not None
+            out.append(_key_sums(pk[kept], w[np.minimum(d[kept], c) - 1], ctx.n_keys))
+    return out, int(starts.size)
 
 
 @dataclass(frozen=True)

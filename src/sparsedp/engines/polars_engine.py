@@ -17,7 +17,7 @@ from ..errors import InputDataError
 from .base import EmbeddedEngine, RawCounts
 from .bounding import COUNT
 from .input_checks import check_nulls_and_rows
-from .pair_ids import RowChecks, bounded_raw_counts
+from .pair_ids import ReadPairs, RowChecks, bounded_raw_counts
 from ..core.sources import InputData, to_lazy
 from ..core.unit_keys import UnitKeyCounts
 
@@ -59,7 +59,11 @@ class PolarsEngine(EmbeddedEngine):
         """:meth:`~sparsedp.core.engine.Engine.read_unit_key_counts`: the rows are read once (with the SUM/MEAN
         values, checked), their sorted pairs kept for the release at the bound chosen."""
         rows = self.read_pairs(data, privacy_unit, by, aggregates)
-        return UnitKeyCounts.from_degrees(candidates, *rows.degrees()), rows
+        return UnitKeyCounts.from_degrees(candidates, *rows.degrees()), self.release_rows(rows, data)
+
+    def release_rows(self, rows: ReadPairs, data: InputData) -> InputData:
+        """The rows read, kept: the release at the chosen bound bounds the same sorted pairs (one read)."""
+        return rows
 
     def raw_counts(self, data: InputData, privacy_unit: str, by: list[str], l0: int | None) -> RawCounts:
         import polars as pl
