@@ -395,6 +395,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "word is never released (probability a/2^b rounded down to 64 bits)",
            (Edit("noise/dyadic.py", "    if ties.size and low_bits:", "    if False:"),),
            (T_OPTIMAL,)),
+    Mutant("keys-objective-bucket-positions", "the keys objective's per-unit positions counted from the bucket's "
+           "first ranked pair instead of each unit's (a unit's kept pairs then depend on other units: the "
+           "statistic's sensitivity proof fails)",
+           (Edit("engines/pair_ids.py", "within[order] = np.arange(hidx.size, dtype=np.int64) - (np.cumsum(hd) - hd)[seg[order]]",
+                 "within[order] = np.arange(hidx.size, dtype=np.int64)"),),
+           ("tests/api/test_auto_keys.py",)),
     # ------------------------------------------------------------------ Spark: one histogram per release
     Mutant("spark-hist-not-persisted", "Spark's bounded histogram is not persisted (recomputed per action)",
            (Edit("engines/spark_engine.py", "aggregates=tuple(aggregates))\n        hist = hist.persist(StorageLevel.MEMORY_AND_DISK)\n",
