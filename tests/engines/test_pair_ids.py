@@ -341,3 +341,23 @@ def test_pack_pairs_is_the_formula_on_chunked_columns_of_every_unit_type(monkeyp
         assert [int(x) for x in uid] == [int(v) - lo for v in col.to_list()]
     else:  # dense ids: one per distinct unit
         assert np.unique(uid).size == col.n_unique() and int(uid.max()) == col.n_unique() - 1
+
+
+def test_rank_order_is_the_three_key_lexsort():
+    """:func:`sparsedp.engines.pair_ids._rank_order` (packed-word sort, exact re-sort of groups with a tie on the
+    rank's high bits) equals ``np.lexsort((tiebreak, rank, group))``: random ranks, ranks tied on their high bits,
+    ranks tied outright (the tie-break decides), single-element groups."""
+    from sparsedp.engines.pair_ids import _rank_order
+
+    g = np.random.default_rng(1)
+    for trial in range(300):
+        n_groups = int(g.integers(1, 200))
+        group = np.repeat(np.arange(n_groups), g.integers(1, 20, n_groups))
+        n = group.size
+        rank = g.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + g.integers(0, 2, n, dtype=np.uint64)
+        if trial % 3 == 0:
+            rank = (rank >> np.uint64(58)) << np.uint64(58)
+        if trial % 5 == 0:
+            rank = g.integers(0, 3, n, dtype=np.uint64)
+        tiebreak = g.permutation(n).astype(np.int64)
+        assert np.array_equal(_rank_order(group, rank, tiebreak, n_groups), np.lexsort((tiebreak, rank, group)))
