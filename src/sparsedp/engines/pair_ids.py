@@ -447,7 +447,7 @@ def _candidate_slice(ctx: PairContext, srt: np.ndarray, candidates: Sequence[int
     the smallest candidate): per candidate, the per-key-id counts (or weight sums) of the kept pairs, and the
     bucket's number of units. A pair's position in its unit is its place in the unit's order by (keyed rank,
     canonical key position); the units of at most ``ctx.l0`` pairs keep every pair at every candidate."""
-    assert ctx.l0 is not None and ctx.secret is not None and ctx.hk is not None and ctx.value_of is not None
+    assert ctx.l0 is not None
     pid, _ = _distinct_pairs(srt, False, False)
     pu = pid >> np.uint64(ctx.bk)
     pk = np.bitwise_and(pid, np.uint64((1 << ctx.bk) - 1)).view(np.int64)
@@ -457,9 +457,7 @@ def _candidate_slice(ctx: PairContext, srt: np.ndarray, candidates: Sequence[int
     heavy = deg > ctx.l0
     if heavy.any():
         hd = deg[heavy]
-        hidx, seg = _run_index(starts[heavy], hd)
-        k = pk[hidx]
-        rank = prf_ranks(unit_fingerprints(ctx.value_of(pu[starts[heavy]])), ctx.hk, ctx.secret, seg, k)
+        hidx, seg, k, rank = _heavy_ranks(ctx, pu, pk, starts[heavy], hd)
         order = _rank_order(seg, rank, ctx.pos[k], int(hd.size))
         within = np.empty(hidx.size, dtype=np.int64)
         within[order] = np.arange(hidx.size, dtype=np.int64) - (np.cumsum(hd) - hd)[seg[order]]
@@ -829,13 +827,7 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series],
         if recorded is not None:  # mad's later round: round 1's choice on these very pairs, not ranked again
             gone = recorded
         elif heavy_n:
-            if ctx.secret is None or ctx.hk is None:
-                raise ValueError("bounding needs the per-release secret")
-            assert ctx.value_of is not None  # set by bound_pair_ids and bounded_raw_counts
-            hidx, seg = _run_index(hs, deg[heavy])  # the heavy units' pairs, and the heavy unit index of each
-            hu = unit_fingerprints(ctx.value_of(pu[hs]))
-            k = pk[hidx]
-            rank = prf_ranks(hu, ctx.hk, ctx.secret, seg, k)
+            hidx, seg, k, rank = _heavy_ranks(ctx, pu, pk, hs, deg[heavy])
             keep = keep_smallest(seg, rank, ctx.pos[k], ctx.l0, heavy_n)
             gone = hidx[~keep]  # the dropped pairs' positions in the slice
         if ctx.first_choice is not None and ctx.excluded is None:  # round 1: recorded for mad's later rounds
@@ -889,6 +881,22 @@ def _block_size(n_keys: int) -> int:
     """Rows per slice of :func:`_map_parts`: :data:`_BLOCK`, or more with many keys (each slice adds a
     ``bincount`` of ``n_keys`` entries)."""
     return max(_BLOCK, 2 * n_keys)
+
+
+def _heavy_ranks(ctx: PairContext, pu: np.ndarray, pk: np.ndarray, starts: np.ndarray,
+                 lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(index, unit, key, rank)`` of the pairs of the units whose runs of distinct pairs start at ``starts``
+    with ``lengths`` (``pu``/``pk``: every distinct pair's unit and key id): each pair's position among the
+    distinct pairs, its unit's number among those units, its key id, and its keyed rank
+    (:func:`~sparsedp.engines.bounding.prf_ranks` of the unit's and the key's fingerprints under the release's
+    secret): the one ranking the ℓ0 choice (:func:`_bound_slice`) and the keys objective
+    (:func:`_candidate_slice`) order a unit's pairs by."""
+    if ctx.secret is None or ctx.hk is None:
+        raise ValueError("bounding needs the per-release secret")
+    assert ctx.value_of is not None  # set by bound_pair_ids, bounded_raw_counts and candidate_counts
+    index, unit = _run_index(starts, lengths)
+    key = pk[index]
+    return index, unit, key, prf_ranks(unit_fingerprints(ctx.value_of(pu[starts])), ctx.hk, ctx.secret, unit, key)
 
 
 def _rank_order(group: np.ndarray, rank: np.ndarray, tiebreak: np.ndarray, n_groups: int) -> np.ndarray:
