@@ -33,7 +33,7 @@ from .accounting.events import ComposedPureEvent, SequenceEvent
 from .aggregates import Quantile
 from .core.arrow_arrays import numpy_to_arrow
 from .core.engine import Engine
-from .core.key_order import canonical_order
+from .core.key_order import canonical_rows
 from .errors import InvalidParameterError, InvalidTypeError
 from .execution import ReleaseContext, check_output_columns, open_engine, warn_before
 from .core.lazy import lazy_module
@@ -69,7 +69,7 @@ def sorted_by_keys(table: Any, by: list[str]) -> Any:
 
     frame = pl.from_arrow(table.select(by))
     assert isinstance(frame, pl.DataFrame)
-    order = frame.with_row_index("__i").sort(canonical_order(frame.schema, by))["__i"].to_numpy()
+    order = canonical_rows(frame, by)
     return table.take(order)
 
 

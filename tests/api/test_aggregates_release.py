@@ -57,8 +57,9 @@ def test_grid_sums_are_those_of_the_kept_pairs(df):
     """The histogram's grid sums equal key_grid_sums over select_pairs' kept pairs (same secret), and its
     counts equal the count-only histogram's: one ℓ0 choice for both."""
     from sparsedp.aggregates import noise_columns
+    from sparsedp.core.key_order import canonical_order
     from sparsedp.engines.aggregate_exprs import grid_column_name, key_grid_sums
-    from sparsedp.engines.bounding import canonical_order, draw_bounding_secret, select_pairs
+    from sparsedp.engines.bounding import draw_bounding_secret, select_pairs
     from sparsedp.engines.polars_engine import PolarsEngine
 
     sums = tuple(a for a in AGGS if isinstance(a, sd.Sum))

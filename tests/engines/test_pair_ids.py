@@ -218,45 +218,37 @@ def test_keep_smallest_with_ties_in_the_packed_words_only():
         assert np.array_equal(keep, want)
 
 
-@pytest.mark.parametrize("bulk", [True, False])
+@pytest.mark.parametrize("loop", [False, True])
 @pytest.mark.parametrize("unit_kind", ["narrow", "string"])
 @pytest.mark.parametrize("with_sums", [False, True])
-def test_key_strings_by_group_by_or_by_the_loop_give_the_same_result(monkeypatch, bulk, unit_kind, with_sums):
-    """The distinct key strings of the Categorical ids, read by Polars' group-by on the ids or by the Python loop
-    over the namespace (:func:`pair_ids._category_strings`): the same counts, sums and statistics as the per-key
-    lists either way."""
-    calls = []
-
-    def choose(n_ids, rows, threads):
-        calls.append((n_ids, rows))
-        return bulk
-
-    monkeypatch.setattr(pair_ids, "_bulk_strings", choose)
+def test_key_strings_by_polars_or_by_the_loop_give_the_same_result(monkeypatch, loop, unit_kind, with_sums):
+    """The distinct key strings of the Categorical ids (:func:`pair_ids._category_strings`), read by Polars
+    (``Series.cat.to``) or, where that API is missing, by the Python loop over the namespace: the same counts,
+    sums and statistics as the per-key lists either way."""
+    if loop:  # as on a Polars without the (unstable) Series.cat.to
+        monkeypatch.delattr(pl.series.categorical.CatNameSpace, "to")
     df = _rows(unit_kind)
     aggs = AGGS if with_sums else ()
     want, stats = _old(df, ["url"], 2, aggs)
     got = pair_ids.bounded_raw_counts(df.lazy(), "uid", ["url"], 2, InsecureSeededRandom(4), aggs)
-    assert calls == [(150, df.height)]
     assert got.key_counts.equals(want)
     assert (got.units_in, got.pairs_in, got.units_over_l0, got.pairs_dropped_l0) == stats
 
 
-def test_bulk_key_strings_are_one_chunk_in_id_order():
-    """The group-by way of reading the key strings gives the loop's frame, in one chunk (a frame of one chunk per
-    thread made each later gather by key id, e.g. the counts in canonical order, about 20 times slower)."""
+def test_key_strings_are_the_loops_frame_in_one_chunk_in_id_order(monkeypatch):
+    """Polars' way of reading the key strings gives the loop's frame (row i: the string of physical id i), in one
+    chunk (a frame of one chunk per thread made each later gather by key id about 20 times slower)."""
     cats = pl.Categories.random()
     g = np.random.default_rng(1)
     col = pl.concat([pl.Series(pair_ids._KEY, [f"k{int(x)}" for x in g.integers(0, 30_000, 50_000)]).cast(pl.Categorical(cats))
                      for _ in range(4)], rechunk=False)
-    n = int(col.to_physical().max()) + 1
-    bulk = pair_ids._category_strings(cats, col, "url", n)
-    assert bulk.equals(pair_ids._category_strings(cats, None, "url", n))
-    assert bulk["url"].n_chunks() == 1
-
-
-def test_bulk_key_strings_are_chosen_with_many_keys_per_row_and_thread():
-    assert not pair_ids._bulk_strings(88_000, 50_000_000, 2)  # search log, 2 cores: the loop
-    assert pair_ids._bulk_strings(1_000_000, 50_000_000, 16)  # wide keys, 16 cores: the group-by
+    ids = col.to_physical()
+    n = int(ids.max()) + 1
+    fast = pair_ids._category_strings(cats, "url", ids.dtype, n)
+    assert fast["url"].n_chunks() == 1 and fast.height == n > 25_000
+    assert fast["url"].gather(ids).equals(col.cast(pl.String).rename("url"))
+    monkeypatch.delattr(pl.series.categorical.CatNameSpace, "to")
+    assert fast.equals(pair_ids._category_strings(cats, "url", ids.dtype, n))
 
 
 @pytest.mark.parametrize("unit_kind", ["narrow", "string"])

@@ -65,7 +65,7 @@ import numpy as np
 
 from ..errors import InputDataError
 from ..core.histogram import SparseHistogram
-from ..core.key_order import SEED_KEY, SEED_UNIT, canonical_expr, canonical_exprs, canonical_order
+from ..core.key_order import SEED_KEY, SEED_UNIT, canonical_expr, canonical_exprs, canonical_rows
 
 if TYPE_CHECKING:  # Polars is imported when the choice runs (``import sparsedp`` stays light)
     import polars as pl
@@ -237,7 +237,7 @@ def choose_from_per_key(pk: pl.DataFrame, unit: str, by: list[str], l0: int | No
 
     n_keys = pk.height
     canon_keys = pk.select(canonical_exprs(pk.schema, by))
-    order = pk.select(by).with_row_index("__i").sort(canonical_order(pk.schema, by))["__i"].to_numpy()
+    order = canonical_rows(pk, by)
     pos = np.empty(n_keys, dtype=np.uint32 if n_keys < 2**32 else np.int64)
     pos[order] = np.arange(n_keys, dtype=pos.dtype)
     upk = pk[unit].list.len().to_numpy().astype(np.int64)[order]
@@ -349,7 +349,7 @@ def bound(key_counts: pa.Table | pl.DataFrame, heavy_pairs: pa.Table | pl.DataFr
     # same release from every engine.
     kc = kc.with_columns(pl.col(COUNT).cast(pl.Int64))
     if pairs_dropped_l0 is None:  # engines that applied the choice return their keys in canonical order
-        kc = kc.sort(canonical_order(kc.schema, by))
+        kc = kc[canonical_rows(kc, by)]
     counts = kc[COUNT].to_numpy().copy()
     dropped_pairs = 0
     if pairs_dropped_l0 is not None:

@@ -61,14 +61,13 @@ import dataclasses
 import functools
 import itertools
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 import numpy as np
 
 from ..aggregates import Aggregate, Sum
-from ..core.key_order import canonical_order
+from ..core.key_order import canonical_rows
 from .aggregate_exprs import (_sums, grid_column_name, gridded_array, raise_bad_values, value_check_exprs,
                              value_columns)
 from .bounding import COUNT, draw_bounding_secret, keep_smallest, key_fingerprints, prf_ranks, unit_fingerprints
@@ -298,21 +297,16 @@ def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence
     else:  # grouped by key: a row's key id is its group's position
         query = lf.group_by(by).agg(pl.col(unit), *[pl.col(v) for v in vcols])
     g = query.collect()
-    pending = None
     kid: pl.Series | np.ndarray
     if cats is not None:
         units = g[unit]
         values = {v: g[v] for v in vcols}
         if checks is not None:  # a null key is a null category
             checks.check(units.len(), {unit: units.null_count(), by[0]: g[_KEY].null_count()}, values)
-        # category i has physical id i; the strings are read in a thread while Polars builds and sorts the
-        # pair ids (it releases the GIL): :func:`_category_strings`
-        kid = g[_KEY].to_physical()  # UInt32, the same buffer
-        n_ids = int(cast("int | None", kid.max()) or 0) + 1
-        pending = ThreadPoolExecutor(max_workers=1)
-        bulk = g[_KEY] if _bulk_strings(n_ids, g.height, thread_count()) else None  # else not kept alive
-        future = pending.submit(_category_strings, cats, bulk, by[0], n_ids)
-        del bulk
+        kid = g[_KEY].to_physical()  # the same buffer; category i has physical id i
+        top = cast("int | None", kid.max())
+        keys = _category_strings(cats, by[0], kid.dtype, 0 if top is None else top + 1)
+        n_ids = keys.height
     else:
         keys = g.select(by)
         n_ids = keys.height
@@ -327,16 +321,10 @@ def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence
     bk = bits_for(n_ids - 1)
     n_rows = units.len()
     # 2.-3. unit ids in the high bits, key ids in the low bits of one u64 pair id
-    try:
-        p, value_of = pack_pairs(units, kid, bk)
-        del units, kid
-        runs, vals = _sorted_pairs(p, values)
-        del p, values
-    finally:
-        if pending is not None:
-            pending.shutdown()  # waits for the key strings
-    if pending is not None:
-        keys = future.result()
+    p, value_of = pack_pairs(units, kid, bk)
+    del units, kid
+    runs, vals = _sorted_pairs(p, values)
+    del p, values
     check_nan_keys(keys, by)  # every distinct key, before the secret
     return SortedPairs(runs=runs, vals=vals, keys=keys, bk=bk, value_of=value_of, rows=n_rows)
 
@@ -599,31 +587,22 @@ def _read_rows(lf: pl.LazyFrame | pl.DataFrame, unit: str, by: Sequence[str],
     return sorted_pairs(lf.select(cols + vcols), unit, by, vcols, checks)
 
 
-def _category_strings(cats: pl.Categories, column: pl.Series | None, name: str, n_ids: int) -> pl.DataFrame:
+def _category_strings(cats: pl.Categories, name: str, physical: pl.DataType, n_ids: int) -> pl.DataFrame:
     """The distinct keys of the private Categorical namespace ``cats`` as a one-column frame ``name`` whose row
-    ``i`` is the string of physical id ``i`` (``0 … n_ids−1``); ``column``: the rows' Categorical column when
-    the bulk way is chosen (:func:`_bulk_strings`), else ``None``.
+    ``i`` is the string of physical id ``i`` (``0 … n_ids−1``, of the ``physical`` integer type), one chunk.
 
-    Two ways, the same frame: ``Categories.to_series`` reads the strings one by one in a Python loop (about
-    0.4 µs per key, holding the GIL: serial); with many keys per row and thread (:func:`_bulk_strings`),
-    Polars' multi-threaded group-by on the ids gives each id once with its string, sorted by id (about 30 ns
-    of CPU per row, shared by the threads). The bulk way is used only when it yields exactly the ids
-    ``0 … n_ids−1``; otherwise (ids reserved but unused by a concurrent query) the loop."""
+    The ids are made Categorical and cast to strings by Polars (``Series.cat.to``: about 25 ms for 8·10^5 keys,
+    multi-threaded); where this Polars lacks that API (it is marked unstable), the namespace's strings are read
+    one by one in a Python loop (``Categories.to_series``: 0.2 µs per key, holding the GIL). An id reserved but
+    never given a string (which no row holds) is null either way."""
     import polars as pl
 
-    if column is not None:
-        u = (column.to_frame().lazy().group_by(_KEY).agg()
-             .select(pl.col(_KEY).to_physical().alias(_ROW), pl.col(_KEY).cast(pl.String).alias(name))
-             .sort(_ROW).collect())
-        if u.height == n_ids and (n_ids == 0 or int(u[_ROW][-1]) == n_ids - 1):
-            return u.select(name).rechunk()  # one chunk per thread otherwise: every later gather 20x slower
-    return cats.to_series().alias(name).to_frame()
-
-
-def _bulk_strings(n_ids: int, rows: int, threads: int) -> bool:
-    """Whether the group-by way of :func:`_category_strings` costs less wall time than the loop: 0.4 µs per
-    key serial against 30 ns per row over ``threads`` threads (measured on the development machine)."""
-    return n_ids * threads * 12 > rows
+    ids = pl.int_range(0, n_ids, dtype=physical, eager=True).alias(name)
+    try:
+        strings = ids.cat.to(pl.Categorical(cats), strict=False).cast(pl.String)
+    except AttributeError:
+        strings = cats.to_series().alias(name)
+    return strings.to_frame()
 
 
 def key_context(keys: pl.DataFrame, by: Sequence[str], bk: int, l0: int | None, secret: bytes | None, unit: str,
@@ -634,7 +613,7 @@ def key_context(keys: pl.DataFrame, by: Sequence[str], bk: int, l0: int | None, 
     SUM/MEAN aggregates and their grid column names."""
     by = list(by)
     n_keys = keys.height
-    order = keys.with_row_index(_ROW).sort(canonical_order(keys.schema, by))[_ROW].to_numpy()
+    order = canonical_rows(keys, by)
     pos = np.empty(n_keys, dtype=np.int64)
     pos[order] = np.arange(n_keys, dtype=np.int64)
     return PairContext(bk=bk, n_keys=n_keys, l0=l0, secret=secret, hk=key_fingerprints(keys, by) if l0 is not None
