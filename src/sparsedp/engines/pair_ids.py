@@ -597,7 +597,8 @@ def _category_strings(cats: pl.Categories, name: str, physical: pl.DataType, n_i
     never given a string (which no row holds) is null either way."""
     import polars as pl
 
-    ids = pl.int_range(0, n_ids, dtype=physical, eager=True).alias(name)
+    ids = pl.int_range(0, n_ids, eager=True).cast(physical).alias(name)
+    strings: pl.Series
     try:
         strings = ids.cat.to(pl.Categorical(cats), strict=False).cast(pl.String)
     except AttributeError:

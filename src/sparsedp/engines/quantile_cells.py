@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ..aggregates import Quantile
-from ..core.key_order import SEED_KEY, canonical_exprs, canonical_order
+from ..core.key_order import SEED_KEY, canonical_exprs, canonical_rows
 from ..core.quantile_cells import KeyCells
 from ..errors import ColumnNotFoundError, InputDataError
 from .bounding import draw_bounding_secret, key_fingerprints, prf_ranks, unit_fingerprints
@@ -86,7 +86,7 @@ def indexed_keys(keys: pa.Table, by: Sequence[str]) -> pl.DataFrame:
 
     kf = pl.from_arrow(keys.select(list(by)))
     assert isinstance(kf, pl.DataFrame)
-    kf = kf.sort(canonical_order(kf.schema, list(by)))
+    kf = kf[canonical_rows(kf, list(by))]
     return kf.with_row_index(KEY).with_columns(pl.col(KEY).cast(pl.Int64))
 
 

@@ -70,7 +70,7 @@ from ..core.bounded import BoundingStats, RoundsInput
 from ..core.checks import check_columns
 from ..core.engine import Capability, Engine, HistogramHandle, NoiseTask
 from ..core.histogram import SparseHistogram
-from ..core.key_order import canonical_order
+from ..core.key_order import canonical_order, canonical_rows
 from ..core.noise_chunks import CHUNK, chunk_expr, n_chunks
 from ..core.sources import InputData
 from ..errors import InputDataError, InvalidParameterError, InvalidTypeError
@@ -546,7 +546,7 @@ class SparkEngine(Engine[SparkHistogram, "SparkDataFrame"]):
         import polars as pl
 
         frame = _polars(to_arrow(hist.frame))
-        frame = frame.sort(canonical_order(frame.schema, list(hist.by)))
+        frame = frame[canonical_rows(frame, list(hist.by))]
         return SparseHistogram(keys=frame.select(list(hist.by)).to_arrow(),
                                counts=frame[COUNT].to_numpy().astype(np.int64), distinct=True)
 

@@ -36,7 +36,7 @@ from ..accounting.intervals import RowLaws
 from ..accounting.names import CORRELATED_GAUSSIAN, LAPLACE
 from ..accounting.public_keys import (calibrate_bounded_density, calibrate_correlated_public, calibrate_public_gaussian,
                                       calibrate_public_laplace)
-from ..core.key_order import canonical_exprs, canonical_order
+from ..core.key_order import canonical_exprs, canonical_rows
 from ..core.noise_chunks import chunk_label, key_chunks
 from ..errors import InfeasibleError, InputDataError, InvalidParameterError, InvalidTypeError
 from ..noise.source import SecretKeyedStream, SecureRandom
@@ -158,7 +158,7 @@ def public_keys(keys: Any, by: list[str], *, from_text: bool = False) -> PublicK
         first = df.filter(dup).row(0)
         raise InvalidParameterError(f"keys lists {first if len(by) > 1 else first[0]!r} more than once; each key "
                                     f"must be listed once")
-    df = df.sort(canonical_order(df.schema, by))
+    df = df[canonical_rows(df, by)]
     return PublicKeys(table=df.to_arrow(), d=df.height, columns=tuple(by), from_text=from_text)
 
 
