@@ -61,3 +61,19 @@ def test_accounting_names_load_on_first_use_and_calibrate_stays_the_function():
             "print(a.gshm_tau is sys.modules['sparsedp.accounting.gshm'].gshm_tau, 'gshm_tau' in dir(a))\n"
             "print(sorted(a.__all__) == sorted(a._API))\n")  # the literal list (mypy's) and the lazy table agree
     assert _fresh(code) == ["False", "True", "True", "True", "True", "True"]
+
+
+def test_the_api_import_pauses_the_collector_and_leaves_it_as_it_was():
+    """``sparsedp.release`` (the package's lazy API) imports its module with the cyclic garbage collector paused
+    (no collection runs during that import) and leaves the collector on, or off, as it found it."""
+    code = ("import gc\n"
+            "runs = []\n"
+            "gc.callbacks.append(lambda phase, info: runs.append(phase))\n"
+            "import sparsedp as sd\n"
+            "gc.collect(); runs.clear()\n"
+            "sd.release\n"
+            "print(len(runs), gc.isenabled())\n"
+            "gc.disable()\n"
+            "sd.Ledger\n"
+            "print(gc.isenabled())\n")
+    assert _fresh(code) == ["0", "True", "False"]

@@ -12,6 +12,7 @@ The public API (``dir(sparsedp)`` lists it): :func:`release`, :func:`plan`, :cla
 
 from __future__ import annotations
 
+import gc
 import importlib
 from typing import Any
 
@@ -52,12 +53,28 @@ _API = {
 
 def __getattr__(name: str) -> Any:
     if name in _API:
-        value = getattr(importlib.import_module(_API[name]), name)
+        value = getattr(_import(_API[name]), name)
         globals()[name] = value
         return value
     if name in _SUBMODULES:
-        return importlib.import_module(f"sparsedp.{name}")
+        return _import(f"sparsedp.{name}")
     raise AttributeError(f"module 'sparsedp' has no attribute {name!r}")
+
+
+def _import(module: str) -> Any:
+    """``importlib.import_module(module)`` with Python's cyclic garbage collector paused while it runs (as
+    it was before: left off if it was off). Importing the release path creates some thousands of objects
+    (classes, functions, dataclass methods), and the collections those allocations trigger each scan every
+    object in the process, Polars' included: 30–40 ms of a fresh process's first release on a 2-core
+    machine, about a tenth of it (``docs/engines_speed.md``, session 13). An import leaves no garbage for
+    those collections to find; the next collection after it runs as usual."""
+    if not gc.isenabled():
+        return importlib.import_module(module)
+    gc.disable()
+    try:
+        return importlib.import_module(module)
+    finally:
+        gc.enable()
 
 
 def __dir__() -> list[str]:
