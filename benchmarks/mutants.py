@@ -395,6 +395,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "word is never released (probability a/2^b rounded down to 64 bits)",
            (Edit("noise/dyadic.py", "    if ties.size and low_bits:", "    if False:"),),
            (T_OPTIMAL,)),
+    Mutant("canonical-rows-in-input-order", "the canonical key order replaced by the keys' row order (first "
+           "appearance in the input): the tie-break of the l0 choice and the order the noise is drawn in then "
+           "depend on the input's row order, not on the key values only",
+           (Edit("core/key_order.py", "ranked.sort([*canonical_order(frame.schema, cols), pl.col(_ROW)])",
+                 "ranked.sort([pl.col(_ROW)])"),),
+           ("tests/engines/test_canonical_rows.py", "tests/engines/test_pair_ids.py")),
     Mutant("keys-objective-bucket-positions", "the keys objective's per-unit positions counted from the bucket's "
            "first ranked pair instead of each unit's (a unit's kept pairs then depend on other units: the "
            "statistic's sensitivity proof fails)",
