@@ -3,8 +3,9 @@
 A default release runs a few of the accountants' and mechanisms' modules; importing the others costs it more
 than its own work on a small frame (each frozen dataclass costs about 1--2 ms to create on a 2-core machine
 once Polars is imported, much of it in the garbage collections its allocations trigger, which scan every
-object of the process: ``sparsedp.__getattr__`` pauses the collector while it imports the release path). A module whose functions need another module only on some paths (a ledger, SUM/MEAN columns, top-k,
-a calibration not in the cache …) reads it through a :class:`LazyModule`:
+object of the process: ``sparsedp.__getattr__`` pauses the collector while it imports the release path). A
+module whose functions need another module only on some paths (a ledger, SUM/MEAN columns, top-k, a
+calibration not in the cache …) reads it through a :class:`LazyModule`:
 
 .. code-block:: python
 

@@ -543,8 +543,6 @@ class SparkEngine(Engine[SparkHistogram, "SparkDataFrame"]):
 
     @spark_task_progress
     def collect(self, hist: SparkHistogram) -> SparseHistogram:
-        import polars as pl
-
         frame = _polars(to_arrow(hist.frame))
         frame = frame[canonical_rows(frame, list(hist.by))]
         return SparseHistogram(keys=frame.select(list(hist.by)).to_arrow(),
