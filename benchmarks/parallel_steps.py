@@ -59,7 +59,7 @@ def main() -> None:
     best("sort: numpy np.sort, one thread", lambda: np.sort(p), 1)
     runs = best("sort: runs sorted in place in threads (the engine)",
                 lambda: SortedRuns.sort_in_place(p.copy(), threads), args.reps)
-    keys = P._category_strings(cats, "url", kid.dtype, n_ids)  # the engine's keys: row i is key id i
+    keys = P._category_strings(cats, "url", n_ids)  # the engine's keys: row i is key id i
     del g, s
     ctx = P.key_context(keys, ["url"], bk, args.l0, draw_bounding_secret(InsecureSeededRandom(1)), "user_id")
     ctx = dataclasses.replace(ctx, value_of=value_of)

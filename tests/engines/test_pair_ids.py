@@ -244,11 +244,11 @@ def test_key_strings_are_the_loops_frame_in_one_chunk_in_id_order(monkeypatch):
                      for _ in range(4)], rechunk=False)
     ids = col.to_physical()
     n = int(ids.max()) + 1
-    fast = pair_ids._category_strings(cats, "url", ids.dtype, n)
+    fast = pair_ids._category_strings(cats, "url", n)
     assert fast["url"].n_chunks() == 1 and fast.height == n > 25_000
     assert fast["url"].gather(ids).equals(col.cast(pl.String).rename("url"))
     monkeypatch.delattr(pl.series.categorical.CatNameSpace, "to")
-    assert fast.equals(pair_ids._category_strings(cats, "url", ids.dtype, n))
+    assert fast.equals(pair_ids._category_strings(cats, "url", n))
 
 
 @pytest.mark.parametrize("unit_kind", ["narrow", "string"])

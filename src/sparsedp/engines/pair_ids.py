@@ -305,7 +305,7 @@ def sorted_pairs(lf: pl.LazyFrame, unit: str, by: Sequence[str], vcols: Sequence
             checks.check(units.len(), {unit: units.null_count(), by[0]: g[_KEY].null_count()}, values)
         kid = g[_KEY].to_physical()  # the same buffer; category i has physical id i
         top = cast("int | None", kid.max())
-        keys = _category_strings(cats, by[0], kid.dtype, 0 if top is None else top + 1)
+        keys = _category_strings(cats, by[0], 0 if top is None else top + 1)
         n_ids = keys.height
     else:
         keys = g.select(by)
@@ -374,11 +374,9 @@ class ReadPairs:
         run's length. Exact; nothing is drawn. (A hash aggregation of the (unit, key) rows cost several times
         as much: issue 31.)"""
         sp = self._held()
-        shift = np.uint64(sp.bk)
 
         def unit_degrees(bucket: Bucket) -> np.ndarray:  # as in _bound_slice: a unit's distinct pairs are one run
-            pid, _ = _distinct_pairs(sp.runs.bucket_values(bucket), False, False)
-            return np.diff(_run_starts(pid >> shift), append=pid.size)
+            return _unit_runs(_distinct_pairs(sp.runs.bucket_values(bucket), False, False)[0], sp.bk)[3]
 
         total = np.bincount(np.concatenate(in_threads(unit_degrees, _buckets(sp.runs, sp.keys.height, sp.bk),
                                                       thread_count())))
@@ -436,11 +434,7 @@ def _candidate_slice(ctx: PairContext, srt: np.ndarray, candidates: Sequence[int
     bucket's number of units. A pair's position in its unit is its place in the unit's order by (keyed rank,
     canonical key position); the units of at most ``ctx.l0`` pairs keep every pair at every candidate."""
     assert ctx.l0 is not None
-    pid, _ = _distinct_pairs(srt, False, False)
-    pu = pid >> np.uint64(ctx.bk)
-    pk = np.bitwise_and(pid, np.uint64((1 << ctx.bk) - 1)).view(np.int64)
-    starts = _run_starts(pu)
-    deg = np.diff(starts, append=pk.size)
+    pu, pk, starts, deg = _unit_runs(_distinct_pairs(srt, False, False)[0], ctx.bk)
     pos = np.zeros(pk.size, dtype=np.int64)
     heavy = deg > ctx.l0
     if heavy.any():
@@ -587,9 +581,9 @@ def _read_rows(lf: pl.LazyFrame | pl.DataFrame, unit: str, by: Sequence[str],
     return sorted_pairs(lf.select(cols + vcols), unit, by, vcols, checks)
 
 
-def _category_strings(cats: pl.Categories, name: str, physical: pl.DataType, n_ids: int) -> pl.DataFrame:
+def _category_strings(cats: pl.Categories, name: str, n_ids: int) -> pl.DataFrame:
     """The distinct keys of the private Categorical namespace ``cats`` as a one-column frame ``name`` whose row
-    ``i`` is the string of physical id ``i`` (``0 … n_ids−1``, of the ``physical`` integer type), one chunk.
+    ``i`` is the string of physical id ``i`` (``0 … n_ids−1``), one chunk.
 
     The ids are made Categorical and cast to strings by Polars (``Series.cat.to``: about 25 ms for 8·10^5 keys,
     multi-threaded); where this Polars lacks that API (it is marked unstable), the namespace's strings are read
@@ -597,7 +591,7 @@ def _category_strings(cats: pl.Categories, name: str, physical: pl.DataType, n_i
     never given a string (which no row holds) is null either way."""
     import polars as pl
 
-    ids = pl.int_range(0, n_ids, eager=True).cast(physical).alias(name)
+    ids = pl.int_range(0, n_ids, eager=True).cast(cats.physical()).alias(name)
     strings: pl.Series
     try:
         strings = ids.cat.to(pl.Categorical(cats), strict=False).cast(pl.String)
@@ -793,11 +787,8 @@ def _bound_slice(ctx: PairContext, srt: np.ndarray, vals: dict[str, pl.Series],
         pair_sums = {v: sequential_segment_sums(pair, s, first.size) for v, s in vals.items()}
         contrib = [gridded_array(pair_sums[a.column], a) for a in ctx.sums]
         del pair, pair_sums
-    pu = pid >> np.uint64(ctx.bk)
-    pk = np.bitwise_and(pid, low).view(np.int64)
+    pu, pk, starts, deg = _unit_runs(pid, ctx.bk)
     pairs = int(pk.size)
-    starts = _run_starts(pu)
-    deg = np.diff(starts, append=pairs)
     heavy_n, gone = 0, None
     recorded = ctx.first_choice.get(span) if late and ctx.first_choice is not None else None
     if ctx.l0 is not None:
@@ -877,6 +868,16 @@ def _heavy_ranks(ctx: PairContext, pu: np.ndarray, pk: np.ndarray, starts: np.nd
     index, unit = _run_index(starts, lengths)
     key = pk[index]
     return index, unit, key, prf_ranks(unit_fingerprints(ctx.value_of(pu[starts])), ctx.hk, ctx.secret, unit, key)
+
+
+def _unit_runs(pid: np.ndarray, bk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(unit, key, starts, degrees)`` of sorted distinct pair ids ``pid`` (``bk`` key bits): each pair's unit
+    id and key id (int64), and, each unit's pairs being one run, where each unit's run starts and its length
+    (the unit's number of distinct keys)."""
+    pu = pid >> np.uint64(bk)
+    pk = np.bitwise_and(pid, np.uint64((1 << bk) - 1)).view(np.int64)
+    starts = _run_starts(pu)
+    return pu, pk, starts, np.diff(starts, append=pk.size)
 
 
 def _rank_order(group: np.ndarray, rank: np.ndarray, tiebreak: np.ndarray, n_groups: int) -> np.ndarray:
